@@ -1,0 +1,78 @@
+// swift-tools-version:6.0
+//
+// Keel: the layer between a mobile app's screens and its backend.
+// Module map and dependency direction: docs/ARCHITECTURE.md.
+// Modules listed in DESIGN.md but not yet present (KeelContract, KeelContractTools, KeelHTTP, KeelStore,
+// KeelSync, KeelLifecycle, KeelReference, keel-notes) are added by the issues that give them content; they
+// must keep the direction fixed here: KeelCore at the bottom, KeelTesting beside the app-facing modules,
+// C shims imported only by the module that wraps them.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Keel",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
+    products: [
+        .library(name: "KeelCore", targets: ["KeelCore"]),
+        .library(name: "KeelTesting", targets: ["KeelTesting"]),
+        .executable(name: "keel", targets: ["keel"]),
+        .executable(name: "keel-bench", targets: ["keel-bench"]),
+    ],
+    targets: [
+        // MARK: - C shims (system libraries; each imported only by the module that wraps it)
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite3"])]
+        ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .systemLibrary(
+            name: "CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"]), .brew(["libyaml"])]
+        ),
+
+        // MARK: - Libraries
+        .target(name: "KeelCore", swiftSettings: swiftSettings),
+        .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
+
+        // MARK: - Executables
+        .executableTarget(
+            name: "keel",
+            dependencies: ["KeelCore", "KeelTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "keel-bench",
+            dependencies: ["KeelCore", "KeelTesting"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: - Tests
+        .testTarget(
+            name: "CShimTests",
+            dependencies: [
+                "CSQLite",
+                "CYAML",
+                .target(name: "CCrypto", condition: .when(platforms: [.linux, .android])),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "KeelCommandTests",
+            dependencies: ["KeelTesting", "keel"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

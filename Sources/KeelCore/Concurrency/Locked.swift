@@ -1,0 +1,20 @@
+import Foundation
+
+/// A value guarded by a lock, for state shared between threads that cannot live in an actor
+/// (socket threads, clock sleepers resumed from synchronous code).
+///
+/// `Synchronization.Mutex` would do, but it needs iOS 18 / macOS 15; Keel supports older systems.
+package final class Locked<Value>: @unchecked Sendable {
+    // @unchecked Sendable: every access to `value` happens inside `lock`.
+    private let lock = NSLock()
+    private var value: Value
+
+    package init(_ value: Value) { self.value = value }
+
+    /// Runs `body` with exclusive access to the value.
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

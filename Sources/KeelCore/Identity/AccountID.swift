@@ -1,0 +1,144 @@
+/// The stable identifier of one signed-in account, validated so that it can name a namespace.
+///
+/// Everything account-bound in Keel (keys, stores, outbox, drafts, snapshots) is partitioned by an
+/// `AccountID` (MOB-DATA-006). An id that could collapse two accounts into one namespace, or one that is
+/// a placeholder for "no account", is rejected when the value is created, never later:
+///
+/// - empty, or only whitespace;
+/// - leading or trailing whitespace (`"bob "` and `"bob"` would otherwise be two namespaces for one user);
+/// - control characters (including NUL) or Unicode line/paragraph separators;
+/// - longer than ``maximumUTF8Length`` bytes of UTF-8;
+/// - a placeholder that backends and bridges emit for a missing value: `null`, `nil`, `undefined`,
+///   `none`, `unknown`, `(null)`, `anonymous` (any letter case), or an all-zero UUID.
+///
+/// Two ids are equal only when their UTF-8 bytes are equal. Swift's `String` equality treats canonically
+/// equivalent strings (`"é"` precomposed and decomposed) as equal, but file names and database keys do
+/// not; comparing bytes keeps equality and the namespace in agreement.
+///
+/// ## Topics
+/// - ``init(_:)``
+/// - ``rawValue``
+/// - ``AccountIDError``
+public struct AccountID: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+    /// The longest accepted id, in UTF-8 bytes.
+    public static let maximumUTF8Length = 255
+
+    /// The id exactly as the backend issued it.
+    public let rawValue: String
+
+    /// Validates `rawValue` as an account id.
+    ///
+    /// - Throws: ``AccountIDError`` naming the rule the value breaks.
+    public init(_ rawValue: String) throws(AccountIDError) {
+        try Self.validate(rawValue)
+        self.rawValue = rawValue
+    }
+
+    public var description: String { rawValue }
+
+    public static func == (lhs: AccountID, rhs: AccountID) -> Bool {
+        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for byte in rawValue.utf8 { hasher.combine(byte) }
+    }
+
+    public static func < (lhs: AccountID, rhs: AccountID) -> Bool {
+        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let raw = try container.decode(String.self)
+        do {
+            try self.init(raw)
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    // MARK: - Validation
+
+    private static let placeholders: Set<String> = [
+        "null", "nil", "undefined", "none", "unknown", "(null)", "anonymous",
+    ]
+
+    private static func validate(_ raw: String) throws(AccountIDError) {
+        if raw.unicodeScalars.allSatisfy(\.properties.isWhitespace) {
+            throw AccountIDError(code: raw.isEmpty ? .empty : .whitespaceOnly, value: raw)
+        }
+        if raw.utf8.count > maximumUTF8Length {
+            throw AccountIDError(code: .tooLong, value: raw)
+        }
+        if let first = raw.unicodeScalars.first, let last = raw.unicodeScalars.last,
+            first.properties.isWhitespace || last.properties.isWhitespace
+        {
+            throw AccountIDError(code: .surroundingWhitespace, value: raw)
+        }
+        if raw.unicodeScalars.contains(where: isForbiddenScalar) {
+            throw AccountIDError(code: .controlCharacter, value: raw)
+        }
+        if placeholders.contains(raw.lowercased()) || isZeroUUID(raw) {
+            throw AccountIDError(code: .placeholder, value: raw)
+        }
+    }
+
+    private static func isForbiddenScalar(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.value == 0xFEFF { return true }  // byte-order mark: invisible, breaks equality with the visible id
+        switch scalar.properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator: return true
+        default: return false
+        }
+    }
+
+    private static func isZeroUUID(_ raw: String) -> Bool {
+        let digits = raw.filter { $0 != "-" }
+        return raw.count == 36 && digits.count == 32 && digits.allSatisfy { $0 == "0" }
+    }
+}
+
+/// Why a string cannot be an ``AccountID``.
+public struct AccountIDError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The rule that was broken.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The id is the empty string.
+        public static let empty = Code("empty")
+        /// The id contains only whitespace.
+        public static let whitespaceOnly = Code("whitespaceOnly")
+        /// The id starts or ends with whitespace.
+        public static let surroundingWhitespace = Code("surroundingWhitespace")
+        /// The id contains a control character, NUL, a byte-order mark or a line/paragraph separator.
+        public static let controlCharacter = Code("controlCharacter")
+        /// The id is longer than ``AccountID/maximumUTF8Length`` bytes.
+        public static let tooLong = Code("tooLong")
+        /// The id is a placeholder for a missing value (`null`, `undefined`, an all-zero UUID, ...).
+        public static let placeholder = Code("placeholder")
+    }
+
+    /// The rule that was broken.
+    public let code: Code
+    /// The rejected value, for the developer. Do not show it to users; it may be personal data.
+    public let value: String
+
+    public var description: String {
+        let shown = value.count > 40 ? String(value.prefix(40)) + "…" : value
+        switch code {
+        case .empty: return "account id is empty"
+        case .whitespaceOnly: return "account id contains only whitespace"
+        case .surroundingWhitespace: return "account id \(shown.debugDescription) has leading or trailing whitespace"
+        case .controlCharacter: return "account id \(shown.debugDescription) contains a control character"
+        case .tooLong: return "account id is \(value.utf8.count) bytes long; at most \(AccountID.maximumUTF8Length) allowed"
+        default: return "account id \(shown.debugDescription) is a placeholder, not an account"
+        }
+    }
+}

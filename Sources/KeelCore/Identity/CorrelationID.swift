@@ -1,0 +1,80 @@
+/// The identifier of one user-level operation (OBS-LOG-004, MOB-API-004).
+///
+/// A correlation id is minted once, when the user's operation starts, persisted with the operation and
+/// reused by every attempt, retry and post-relaunch resumption. It is never invented later as a
+/// placeholder: there is no "unknown" or all-zero value, and restoring one from storage validates it.
+///
+/// The text form is 32 lowercase hexadecimal digits (128 random bits), the same shape as a W3C Trace
+/// Context trace-id, so one value can serve as both.
+public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// 32 lowercase hexadecimal digits, not all zero.
+    public let rawValue: String
+
+    /// Mints a new id from `generator`. Call this once per user operation.
+    public static func make(using generator: inout some RandomNumberGenerator) -> CorrelationID {
+        while true {
+            let high = generator.next() as UInt64
+            let low = generator.next() as UInt64
+            if high | low != 0 {
+                return CorrelationID(uncheckedRawValue: hex(high) + hex(low))
+            }
+        }
+    }
+
+    /// Mints a new id from `source`. Call this once per user operation.
+    public static func make(using source: RandomSource) -> CorrelationID {
+        source.withGenerator { make(using: &$0) }
+    }
+
+    /// Restores an id read back from storage or a header.
+    ///
+    /// - Throws: ``CorrelationIDError`` when `rawValue` is not 32 lowercase hex digits or is all zeros.
+    public init(validating rawValue: String) throws(CorrelationIDError) {
+        let utf8 = rawValue.utf8
+        guard utf8.count == 32, utf8.allSatisfy(Self.isLowercaseHexDigit) else {
+            throw CorrelationIDError(value: rawValue, reason: "expected 32 lowercase hexadecimal digits")
+        }
+        guard utf8.contains(where: { $0 != UInt8(ascii: "0") }) else {
+            throw CorrelationIDError(value: rawValue, reason: "an all-zero id is a placeholder, not an id")
+        }
+        self.rawValue = rawValue
+    }
+
+    private init(uncheckedRawValue: String) { self.rawValue = uncheckedRawValue }
+
+    public var description: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let raw = try container.decode(String.self)
+        do {
+            try self.init(validating: raw)
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    private static func isLowercaseHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
+
+/// A stored or received correlation id that is not well formed.
+public struct CorrelationIDError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The rejected text.
+    public let value: String
+    /// What is wrong with it.
+    public let reason: String
+
+    public var description: String { "invalid correlation id \(value.debugDescription): \(reason)" }
+}

@@ -1,0 +1,116 @@
+// Thin adapter over posix_spawn and waitpid for ChildProcess. The platform ladder lives here.
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#else
+#error("KeelTesting needs posix_spawn")
+#endif
+
+enum Spawn {
+    /// How a child process ended.
+    enum Exit: Sendable, Equatable {
+        case exited(Int32)
+        case signaled(Int32)
+    }
+
+    /// Starts `path` with `arguments` (not including argv[0]) and `environment`, with its standard
+    /// streams connected to the given descriptors. Returns the process id.
+    static func start(
+        path: String,
+        arguments: [String],
+        environment: [String: String],
+        workingDirectory: String?,
+        stdin: Int32,
+        stdout: Int32,
+        stderr: Int32
+    ) throws(POSIX.Failure) -> pid_t {
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t?
+        var attributes: posix_spawnattr_t?
+        #else
+        var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #endif
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        if let workingDirectory {
+            #if canImport(Darwin)
+            if #available(macOS 10.15, *) { posix_spawn_file_actions_addchdir_np(&actions, workingDirectory) }
+            #else
+            guard addChangeDirectory(&actions, workingDirectory) else {
+                throw POSIX.Failure(call: "posix_spawn_file_actions_addchdir_np", errno: ENOSYS)
+            }
+            #endif
+        }
+
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The child starts with default signal dispositions and an empty mask, whatever the test runner set.
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid = pid_t()
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw POSIX.Failure(call: "posix_spawn(\(path))", errno: result) }
+        return pid
+    }
+
+    /// Sends `signal` to `pid`.
+    static func send(_ signal: Int32, to pid: pid_t) {
+        _ = kill(pid, signal)
+    }
+
+    /// Waits (blocking) until `pid` has ended, without reaping it: until it is reaped, its pid cannot be
+    /// reused, so a signal sent meanwhile cannot reach an unrelated process.
+    static func waitUntilEnded(_ pid: pid_t) {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 {
+            if errno != EINTR { return }
+        }
+    }
+
+    /// Reaps the ended `pid` and returns how it ended.
+    static func reap(_ pid: pid_t) -> Exit {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno != EINTR { return .exited(-1) }
+        }
+        // WIFEXITED / WTERMSIG are macros; decode the status word by hand.
+        let signal = status & 0x7F
+        if signal == 0 { return .exited((status >> 8) & 0xFF) }
+        return .signaled(signal)
+    }
+
+    static var sigkill: Int32 { SIGKILL }
+    static var sigterm: Int32 { SIGTERM }
+    static var sigint: Int32 { SIGINT }
+}
+
+#if canImport(Glibc) || canImport(Musl)
+/// `posix_spawn_file_actions_addchdir_np` (glibc 2.29+) is not exported by the Glibc module; look it up.
+private func addChangeDirectory(_ actions: inout posix_spawn_file_actions_t, _ path: String) -> Bool {
+    typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else {
+        return false
+    }
+    let function = unsafeBitCast(symbol, to: AddChdir.self)
+    return path.withCString { function(&actions, $0) } == 0
+}
+#endif

@@ -1,0 +1,47 @@
+/// HTTP header fields in the order they were sent, with case-insensitive lookup.
+public struct HTTPFields: Sendable, Equatable, ExpressibleByDictionaryLiteral, Sequence, CustomStringConvertible {
+    /// One field as it appeared on the wire.
+    public struct Field: Sendable, Equatable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The fields in wire order.
+    public private(set) var fields: [Field]
+
+    public init(_ fields: [Field] = []) { self.fields = fields }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        fields = elements.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    /// The first value for `name` (case-insensitive), or nil.
+    public subscript(_ name: String) -> String? {
+        get { fields.first { $0.name.lowercased() == name.lowercased() }?.value }
+        set {
+            fields.removeAll { $0.name.lowercased() == name.lowercased() }
+            if let newValue { fields.append(Field(name: name, value: newValue)) }
+        }
+    }
+
+    /// Every value for `name`, in order.
+    public func values(for name: String) -> [String] {
+        fields.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+    }
+
+    /// Appends a field, keeping any existing field of the same name.
+    public mutating func append(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Whether any field is named `name`.
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// The parsed request line and header fields of one HTTP/1.x request.
+struct RequestHead {
+    var method: String
+    var target: String
+    var version: String
+    var headers: HTTPFields
+    var contentLength: Int
+    var isChunked: Bool
+
+    struct Failure: Error {
+        var status: Int
+        var reason: String
+    }
+
+    /// Whether the client asked for `100 Continue` before sending the body.
+    var expectsContinue: Bool {
+        headers["Expect"]?.lowercased() == "100-continue" && (isChunked || contentLength > 0)
+    }
+
+    /// Whether the connection must close after this exchange (`Connection: close`, or HTTP/1.0 without keep-alive).
+    var wantsClose: Bool {
+        let tokens = headers.values(for: "Connection").flatMap { $0.lowercased().split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        if tokens.contains("close") { return true }
+        return version == "HTTP/1.0" && !tokens.contains("keep-alive")
+    }
+
+    private static let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+    /// Parses the bytes before the empty line. Rejects what RFC 9112 says a server must reject.
+    static func parse(_ bytes: [UInt8]) -> Result<RequestHead, Failure> {
+        // Split on LF bytes, not on Characters: in Swift "\r\n" is one Character.
+        var lines: [Substring] = []
+        for rawLine in bytes.split(separator: 10, omittingEmptySubsequences: false) {
+            let line = rawLine.last == 13 ? rawLine.dropLast() : rawLine
+            guard let text = String(validating: line, as: UTF8.self) else {
+                return .failure(Failure(status: 400, reason: "request head is not valid UTF-8"))
+            }
+            lines.append(Substring(text))
+        }
+        // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request line.
+        while lines.first?.isEmpty == true { lines.removeFirst() }
+        guard let requestLine = lines.first else { return .failure(Failure(status: 400, reason: "empty request")) }
+        let parts = requestLine.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            return .failure(Failure(status: 400, reason: "malformed request line \(String(requestLine).debugDescription)"))
+        }
+        let method = String(parts[0])
+        let target = String(parts[1])
+        let version = String(parts[2])
+        guard !method.isEmpty, method.allSatisfy(tokenCharacters.contains) else {
+            return .failure(Failure(status: 400, reason: "malformed method \(method.debugDescription)"))
+        }
+        guard !target.isEmpty, !target.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x21 || $0 == 0x7F } ?? false }) else {
+            return .failure(Failure(status: 400, reason: "malformed request target"))
+        }
+        guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
+            let status = version.hasPrefix("HTTP/") ? 505 : 400
+            return .failure(Failure(status: status, reason: "unsupported protocol version \(version.debugDescription)"))
+        }
+
+        var headers = HTTPFields()
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else {
+                return .failure(Failure(status: 400, reason: "header line without a colon"))
+            }
+            let name = String(line[..<colon])
+            guard !name.isEmpty, name.allSatisfy(tokenCharacters.contains) else {
+                // Also rejects obsolete line folding and whitespace before the colon (RFC 9112 §5.1, §5.2).
+                return .failure(Failure(status: 400, reason: "malformed header name \(name.debugDescription)"))
+            }
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !value.unicodeScalars.contains(where: { $0.value == 0 || $0.value == 13 }) else {
+                return .failure(Failure(status: 400, reason: "header \(name) contains a control character"))
+            }
+            headers.append(name: name, value: value)
+        }
+        if version == "HTTP/1.1", headers["Host"] == nil {
+            return .failure(Failure(status: 400, reason: "HTTP/1.1 request without Host"))
+        }
+
+        let transferCodings = headers.values(for: "Transfer-Encoding").flatMap { $0.lowercased().split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        let isChunked = transferCodings.last == "chunked"
+        if !transferCodings.isEmpty && !isChunked {
+            return .failure(Failure(status: 501, reason: "unsupported transfer coding"))
+        }
+        let lengths = headers.values(for: "Content-Length")
+        if isChunked, !lengths.isEmpty {
+            // RFC 9112 §6.1: both framings at once is a smuggling vector; reject rather than guess.
+            return .failure(Failure(status: 400, reason: "both Transfer-Encoding and Content-Length"))
+        }
+        var contentLength = 0
+        if let first = lengths.first {
+            guard Set(lengths).count == 1, first.allSatisfy(\.isASCII), let value = Int(first), value >= 0 else {
+                return .failure(Failure(status: 400, reason: "malformed Content-Length"))
+            }
+            contentLength = value
+        }
+        return .success(RequestHead(
+            method: method, target: target, version: version, headers: headers,
+            contentLength: contentLength, isChunked: isChunked
+        ))
+    }
+}
+
+enum ReasonPhrase {
+    /// The RFC 9110 reason phrase for `status`, or a generic one by class.
+    static func standard(for status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 200: "OK"
+        case 201: "Created"
+        case 202: "Accepted"
+        case 204: "No Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 303: "See Other"
+        case 304: "Not Modified"
+        case 307: "Temporary Redirect"
+        case 308: "Permanent Redirect"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 408: "Request Timeout"
+        case 409: "Conflict"
+        case 412: "Precondition Failed"
+        case 413: "Content Too Large"
+        case 422: "Unprocessable Content"
+        case 426: "Upgrade Required"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        case 505: "HTTP Version Not Supported"
+        default:
+            switch status / 100 {
+            case 1: "Informational"
+            case 2: "Success"
+            case 3: "Redirection"
+            case 4: "Client Error"
+            default: "Server Error"
+            }
+        }
+    }
+}

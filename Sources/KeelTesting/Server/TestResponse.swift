@@ -1,0 +1,171 @@
+public import Foundation
+
+/// A scripted response of the ``TestServer``: what to send, how slowly, and what to do to the socket.
+///
+/// Modelled on OkHttp MockWebServer's `MockResponse` and `SocketPolicy`.
+///
+/// ```swift
+/// server.enqueue(TestResponse(status: 503, headers: ["Retry-After": "2"]))
+/// server.enqueue(TestResponse(body: "ok").throttled(bytes: 1, per: .milliseconds(10)))
+/// server.enqueue(TestResponse(socketEffect: .noResponse))
+/// ```
+public struct TestResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// The reason phrase; a standard one is used when nil.
+    public var reason: String?
+    /// Header fields. `Content-Length` (or `Transfer-Encoding: chunked`) and `Connection: close` are
+    /// added when absent and needed.
+    public var headers: HTTPFields
+    /// The body bytes (not sent for `HEAD` requests and 1xx/204/304 statuses).
+    public var body: Data
+    /// When set, the body is sent chunked in chunks of at most this many bytes.
+    public var chunkSize: Int?
+    /// Wait before sending the status line and headers.
+    public var headersDelay: Duration
+    /// Wait after the headers, before the first body byte.
+    public var bodyDelay: Duration
+    /// Send the body slowly: this many bytes, then a pause of `period`, until done.
+    public var throttle: Throttle?
+    /// What to do to the connection around this response.
+    public var socketEffect: SocketEffect
+
+    /// Body throttling: `bytes` per `period`.
+    public struct Throttle: Sendable, Equatable {
+        public var bytes: Int
+        public var period: Duration
+        public init(bytes: Int, period: Duration) {
+            precondition(bytes > 0, "TestResponse.Throttle needs a positive byte count")
+            self.bytes = bytes
+            self.period = period
+        }
+    }
+
+    /// A response with the given parts. The defaults are `200`, no headers, empty body, keep-alive.
+    public init(
+        status: Int = 200,
+        reason: String? = nil,
+        headers: HTTPFields = [:],
+        body: Data = Data(),
+        socketEffect: SocketEffect = .keepOpen
+    ) {
+        precondition((100...999).contains(status), "TestResponse status \(status) is not a three-digit code")
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+        self.chunkSize = nil
+        self.headersDelay = .zero
+        self.bodyDelay = .zero
+        self.throttle = nil
+        self.socketEffect = socketEffect
+    }
+
+    /// A response whose body is `text` in UTF-8.
+    public init(status: Int = 200, headers: HTTPFields = [:], body text: String, socketEffect: SocketEffect = .keepOpen) {
+        self.init(status: status, headers: headers, body: Data(text.utf8), socketEffect: socketEffect)
+    }
+
+    /// A response with the given socket effect and nothing else of note.
+    public init(socketEffect: SocketEffect) {
+        self.init(status: 200, socketEffect: socketEffect)
+    }
+
+    // MARK: - Modifiers
+
+    /// This response, sent chunked in chunks of at most `size` bytes.
+    public func chunked(size: Int) -> TestResponse {
+        precondition(size > 0, "chunk size must be positive")
+        var copy = self
+        copy.chunkSize = size
+        return copy
+    }
+
+    /// This response, with its headers sent after `delay`.
+    public func delayingHeaders(by delay: Duration) -> TestResponse {
+        var copy = self
+        copy.headersDelay = delay
+        return copy
+    }
+
+    /// This response, with its body started `delay` after the headers.
+    public func delayingBody(by delay: Duration) -> TestResponse {
+        var copy = self
+        copy.bodyDelay = delay
+        return copy
+    }
+
+    /// This response, with its body sent `bytes` at a time every `period`.
+    public func throttled(bytes: Int, per period: Duration) -> TestResponse {
+        var copy = self
+        copy.throttle = Throttle(bytes: bytes, period: period)
+        return copy
+    }
+
+    /// This response, with `effect` applied to its connection.
+    public func with(_ effect: SocketEffect) -> TestResponse {
+        var copy = self
+        copy.socketEffect = effect
+        return copy
+    }
+
+    // MARK: - Helpers
+
+    /// A JSON response: `Content-Type: application/json` and the given body.
+    public static func json(_ text: String, status: Int = 200, headers: HTTPFields = [:]) -> TestResponse {
+        var fields = headers
+        fields["Content-Type"] = "application/json"
+        return TestResponse(status: status, headers: fields, body: text)
+    }
+
+    /// A redirect to `location` (absolute URL or path) with the given 3xx status.
+    public static func redirect(to location: String, status: Int = 302) -> TestResponse {
+        precondition([301, 302, 303, 307, 308].contains(status), "redirect status must be 301, 302, 303, 307 or 308")
+        return TestResponse(status: status, headers: ["Location": location], body: Data())
+    }
+
+    /// A redirect to `url` with the given 3xx status.
+    public static func redirect(to url: URL, status: Int = 302) -> TestResponse {
+        redirect(to: url.absoluteString, status: status)
+    }
+}
+
+/// What the ``TestServer`` does to a connection around one response (OkHttp's `SocketPolicy`).
+public enum SocketEffect: Sendable, Equatable {
+    /// Send the response and keep the connection open for more requests (unless the client asked to close).
+    case keepOpen
+    /// Send the response, then close the connection (FIN).
+    case disconnectAtEnd
+    /// Close the connection as soon as the request starts arriving, before reading it.
+    case disconnectAtStart
+    /// Read the whole request, then close without responding.
+    case disconnectAfterRequest
+    /// Read the request head and `afterBytes` bytes of its body, then close.
+    case disconnectDuringRequestBody(afterBytes: Int)
+    /// Send the headers and `afterBytes` bytes of the body, then close.
+    case disconnectDuringResponseBody(afterBytes: Int)
+    /// Read the request, then shut down the server's output (the client sees end-of-stream, no response).
+    case halfCloseAfterRequest
+    /// Read the request and never answer; hold the connection until the client gives up or the server stops.
+    case noResponse
+    /// Accept the connection and never read from it (the request sits unread in the socket buffer).
+    case stallAtStart
+    /// Reset the connection (RST) as soon as the request starts arriving.
+    case resetAtStart
+    /// Read the whole request, then reset the connection (RST) without responding.
+    case resetAfterRequest
+    /// Send the headers and `afterBytes` bytes of the body, then reset the connection (RST).
+    case resetDuringResponseBody(afterBytes: Int)
+    /// Send the response, then shut down the server's input side (further requests are not read).
+    case shutdownInputAtEnd
+    /// Send the response, then shut down the server's output side (FIN; the client can still send).
+    case shutdownOutputAtEnd
+
+    /// Effects that act before the request is read; the server looks at the next queued response for them.
+    var actsAtStart: Bool {
+        switch self {
+        case .disconnectAtStart, .stallAtStart, .resetAtStart: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,342 @@
+public import Foundation
+import KeelCore
+
+/// An HTTP/1.1 server on real loopback sockets that scripts faults, for testing network clients.
+///
+/// The server binds `127.0.0.1` on a free port when created and serves each connection on its own
+/// thread. It records every request in order, answers from a queue of ``TestResponse``s (or a
+/// ``Dispatcher``), and applies each response's delays, throttling and ``SocketEffect``. Modelled on
+/// OkHttp's MockWebServer.
+///
+/// ```swift
+/// let server = try TestServer()
+/// defer { server.shutdown() }
+/// server.enqueue(.json(#"{"id": 1}"#))
+/// let (data, _) = try await URLSession.shared.data(from: server.url("/notes/1"))
+/// let request = try await server.takeRequest()
+/// #expect(request.path == "/notes/1")
+/// ```
+///
+/// ## Topics
+/// - Addresses: ``port``, ``baseURL``, ``url(_:)``
+/// - Scripting: ``enqueue(_:)``, ``setDispatcher(_:)``, ``Dispatcher``
+/// - Inspecting: ``takeRequest(timeout:)``, ``requests``, ``requestCount``, ``connectionEvents``,
+///   ``awaitConnectionEvent(timeout:where:)``
+/// - Stopping: ``shutdown()``
+///
+/// Waits (delays, throttling, stalls) are real time: this server is the far end of a real socket.
+/// ``shutdown()`` interrupts all of them, closes every connection and joins every thread it started.
+public final class TestServer: Sendable {
+    /// Answers a request when the queue is not used: a function of the recorded request.
+    ///
+    /// A dispatcher sees the whole request, so effects that act before the request is read
+    /// (``SocketEffect/disconnectAtStart``, ``SocketEffect/stallAtStart``, ``SocketEffect/resetAtStart``)
+    /// can only be scripted through the queue.
+    public struct Dispatcher: Sendable {
+        let respond: @Sendable (RecordedRequest) -> TestResponse
+
+        /// A dispatcher that answers with `respond(request)`.
+        public init(_ respond: @escaping @Sendable (RecordedRequest) -> TestResponse) { self.respond = respond }
+
+        /// What a captive portal shows instead of the real backend.
+        public enum Portal: Sendable {
+            /// Every path answers 200 with an HTML login page.
+            case loginPage
+            /// Every path answers 302 to the portal's login URL on another origin.
+            case redirect(to: URL)
+        }
+
+        /// A captive portal: intercepts every path, whatever the method, like hotel or airport Wi-Fi.
+        public static func captivePortal(_ portal: Portal = .loginPage) -> Dispatcher {
+            Dispatcher { _ in
+                switch portal {
+                case .loginPage:
+                    var headers: HTTPFields = ["Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"]
+                    headers["Connection"] = "close"
+                    return TestResponse(status: 200, headers: headers, body: captivePortalLoginPage)
+                case .redirect(let url):
+                    return .redirect(to: url, status: 302)
+                }
+            }
+        }
+    }
+
+    /// Settings fixed when the server starts.
+    public struct Configuration: Sendable {
+        /// The answer when the queue is empty and no dispatcher is set. Default: 404 saying so.
+        public var responseWhenQueueIsEmpty: TestResponse
+        /// Request heads larger than this are rejected with 431. Default 64 KiB.
+        public var maximumHeadBytes: Int
+        /// Request bodies larger than this are rejected with 413. Default 64 MiB.
+        public var maximumBodyBytes: Int
+        /// The port to listen on; 0 (the default) lets the system choose a free one. Tests should keep 0.
+        public var port: UInt16
+
+        public init(
+            port: UInt16 = 0,
+            responseWhenQueueIsEmpty: TestResponse = TestResponse(status: 404, body: "TestServer: no scripted response for this request\n"),
+            maximumHeadBytes: Int = 64 * 1024,
+            maximumBodyBytes: Int = 64 * 1024 * 1024
+        ) {
+            self.responseWhenQueueIsEmpty = responseWhenQueueIsEmpty
+            self.maximumHeadBytes = maximumHeadBytes
+            self.maximumBodyBytes = maximumBodyBytes
+            self.port = port
+        }
+    }
+
+    /// The port the server listens on (chosen by the system).
+    public var port: Int { Int(core.port) }
+    /// `http://127.0.0.1:<port>`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(core.port)")! }
+
+    /// The running server. Its threads hold the core, not this handle, so dropping the last reference
+    /// to a `TestServer` shuts it down.
+    let core: ServerCore
+
+    /// Starts a server on `127.0.0.1` and a free port (or ``Configuration/port``).
+    ///
+    /// - Throws: ``TestServerError`` when the socket cannot be created or bound.
+    public init(configuration: Configuration = Configuration(), dispatcher: Dispatcher? = nil) throws {
+        core = try ServerCore(configuration: configuration, dispatcher: dispatcher)
+    }
+
+    deinit {
+        core.shutdown()
+    }
+
+    /// The absolute URL of `path` on this server (`path` may carry a query: `/notes?since=1`).
+    public func url(_ path: String = "/") -> URL {
+        let normalized = path.hasPrefix("/") ? path : "/" + path
+        return URL(string: "http://127.0.0.1:\(port)\(normalized)")!
+    }
+
+    // MARK: - Scripting
+
+    /// Appends `response` to the queue; requests are answered in queue order.
+    public func enqueue(_ response: TestResponse) {
+        core.state.withLock { $0.queue.append(response) }
+    }
+
+    /// Answers with `dispatcher` instead of the queue; `nil` returns to the queue.
+    public func setDispatcher(_ dispatcher: Dispatcher?) {
+        core.state.withLock { $0.dispatcher = dispatcher }
+    }
+
+    // MARK: - Inspecting
+
+    /// Every request received so far, in arrival order (including requests cut short by a socket effect).
+    public var requests: [RecordedRequest] { core.state.withLock { $0.requests } }
+
+    /// How many requests have been received.
+    public var requestCount: Int { core.state.withLock { $0.requests.count } }
+
+    /// Every connection event so far, in order.
+    public var connectionEvents: [ConnectionEvent] { core.state.withLock { $0.events } }
+
+    /// The next request not yet taken, waiting for it to arrive if needed (like MockWebServer's `takeRequest`).
+    ///
+    /// - Throws: ``WaitTimeout`` when no request arrives within `timeout` (real time).
+    public func takeRequest(timeout: Duration = .seconds(10)) async throws -> RecordedRequest {
+        try await core.state.wait(timeout: timeout, for: "a request to \(baseURL)") { state in
+            guard state.takenCount < state.requests.count else { return nil }
+            state.takenCount += 1
+            return state.requests[state.takenCount - 1]
+        }
+    }
+
+    /// Waits for the first connection event (past or future) matching `predicate`.
+    ///
+    /// - Throws: ``WaitTimeout`` when none happens within `timeout` (real time).
+    public func awaitConnectionEvent(
+        timeout: Duration = .seconds(10),
+        where predicate: @escaping @Sendable (ConnectionEvent) -> Bool
+    ) async throws -> ConnectionEvent {
+        try await core.state.wait(timeout: timeout, for: "a connection event on \(baseURL)") { state in
+            state.events.first(where: predicate)
+        }
+    }
+
+    // MARK: - Stopping
+
+    /// Stops accepting, interrupts every delay and stall, closes every connection and joins every thread.
+    /// Idempotent; also done when the last reference to the server goes away. Unused scripted responses
+    /// are dropped.
+    public func shutdown() {
+        core.shutdown()
+    }
+}
+
+/// The running part of a ``TestServer``: sockets, threads and shared state.
+final class ServerCore: Sendable {
+    let port: UInt16
+    let configuration: TestServer.Configuration
+
+    let listenDescriptor: Int32
+    /// Written once on shutdown and never read: every wait in the server polls it and wakes.
+    let wakeDescriptors: (read: Int32, write: Int32)
+    let state = WaitableState(State())
+    let threads = Locked(Threads())
+
+    struct State {
+        var queue: [TestResponse] = []
+        var dispatcher: TestServer.Dispatcher?
+        var requests: [RecordedRequest] = []
+        var takenCount = 0
+        var events: [ConnectionEvent] = []
+        var nextConnectionID = 1
+        var isShutDown = false
+    }
+
+    struct Threads {
+        var acceptor: POSIXThread?
+        var connections: [Int: POSIXThread] = [:]
+        /// Descriptors of connections still being served; closed (and removed) only under the lock, so
+        /// shutdown never touches a descriptor number the system has already handed to someone else.
+        var openDescriptors: [Int: Int32] = [:]
+        var finished: [Int] = []
+    }
+
+    init(configuration: TestServer.Configuration, dispatcher: TestServer.Dispatcher?) throws {
+        self.configuration = configuration
+        let listener: (fd: Int32, port: UInt16)
+        do {
+            listener = try POSIX.makeListeningSocket(host: "127.0.0.1", port: configuration.port)
+        } catch {
+            throw TestServerError(message: "cannot listen on 127.0.0.1: \(error)")
+        }
+        do {
+            wakeDescriptors = try POSIX.makePipe()
+        } catch {
+            POSIX.close(listener.fd)
+            throw TestServerError(message: "cannot create the wake pipe: \(error)")
+        }
+        listenDescriptor = listener.fd
+        port = listener.port
+        state.withLock { $0.dispatcher = dispatcher }
+        let acceptor = POSIXThread.spawn(name: "keel-ts-accept") { [self] in acceptLoop() }
+        threads.withLock { $0.acceptor = acceptor }
+    }
+
+    // MARK: - Stopping
+
+    func shutdown() {
+        let alreadyDown = state.withLock { state in
+            defer { state.isShutDown = true }
+            return state.isShutDown
+        }
+        guard !alreadyDown else { return }
+        _ = POSIX.writeAll(wakeDescriptors.write, [1])
+        let (acceptor, connections) = threads.withLock { threads in
+            defer {
+                threads.acceptor = nil
+                threads.connections = [:]
+            }
+            for descriptor in threads.openDescriptors.values { POSIX.shutdown(descriptor, .both) }
+            return (threads.acceptor, threads.connections)
+        }
+        if let acceptor, !acceptor.isCurrent { acceptor.join() }
+        for thread in connections.values where !thread.isCurrent { thread.join() }
+        POSIX.close(listenDescriptor)
+        POSIX.close(wakeDescriptors.read)
+        POSIX.close(wakeDescriptors.write)
+    }
+
+    var isShutDown: Bool { state.withLock { $0.isShutDown } }
+
+    // MARK: - Accepting
+
+    private func acceptLoop() {
+        while true {
+            let ready = POSIX.waitReadable([listenDescriptor, wakeDescriptors.read], timeoutMilliseconds: -1)
+            if ready.contains(1) || isShutDown { return }
+            guard ready.contains(0), let descriptor = POSIX.accept(listenDescriptor) else { continue }
+            reapFinishedConnections()
+            let id: Int? = state.withLock { state in
+                guard !state.isShutDown else { return nil }
+                defer { state.nextConnectionID += 1 }
+                state.events.append(ConnectionEvent(connectionID: state.nextConnectionID, kind: .opened, instant: .now))
+                return state.nextConnectionID
+            }
+            guard let id else {
+                POSIX.close(descriptor)
+                return
+            }
+            // Hold the lock while spawning so the thread cannot finish before it is registered.
+            threads.withLock { registry in
+                let connection = Connection(server: self, id: id, descriptor: descriptor)
+                let thread = POSIXThread.spawn(name: "keel-ts-conn") { [self] in
+                    connection.serve()
+                    threads.withLock { registry in
+                        POSIX.close(descriptor)
+                        registry.openDescriptors[id] = nil
+                        registry.finished.append(id)
+                    }
+                }
+                registry.connections[id] = thread
+                registry.openDescriptors[id] = descriptor
+            }
+        }
+    }
+
+    /// Joins connection threads that have ended, so a long-running server does not accumulate them.
+    private func reapFinishedConnections() {
+        let done = threads.withLock { threads in
+            defer { threads.finished.removeAll() }
+            return threads.finished.compactMap { threads.connections.removeValue(forKey: $0) }
+        }
+        for thread in done { thread.join() }
+    }
+
+    // MARK: - Used by connections
+
+    /// The next queued response if it acts before the request is read; consumes it.
+    func takeStartEffect() -> TestResponse? {
+        state.withLock { state in
+            guard state.dispatcher == nil, let next = state.queue.first, next.socketEffect.actsAtStart else { return nil }
+            return state.queue.removeFirst()
+        }
+    }
+
+    /// The socket effect of the next queued response, without consuming it (for request-body effects).
+    func peekEffect() -> SocketEffect? {
+        state.withLock { state in state.dispatcher == nil ? state.queue.first?.socketEffect : nil }
+    }
+
+    /// Records a request (numbering it) and, when it is complete, picks its response.
+    /// An incomplete request consumes its queued response and gets none.
+    func record(_ makeRequest: (_ sequenceNumber: Int) -> RecordedRequest) -> TestResponse? {
+        let (request, dispatcher) = state.withLock { state in
+            let request = makeRequest(state.requests.count)
+            state.requests.append(request)
+            return (request, state.dispatcher)
+        }
+        if let dispatcher {
+            return request.isComplete ? dispatcher.respond(request) : nil
+        }
+        return state.withLock { state in
+            let next = state.queue.isEmpty ? configuration.responseWhenQueueIsEmpty : state.queue.removeFirst()
+            return request.isComplete ? next : nil
+        }
+    }
+
+    func recordEvent(_ kind: ConnectionEvent.Kind, connection: Int) {
+        state.withLock { $0.events.append(ConnectionEvent(connectionID: connection, kind: kind, instant: .now)) }
+    }
+}
+
+/// The test server could not start.
+public struct TestServerError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public let message: String
+    public var description: String { "TestServer: \(message)" }
+}
+
+let captivePortalLoginPage = """
+    <!DOCTYPE html>
+    <html><head><title>Welcome to Guest Wi-Fi</title></head>
+    <body><h1>Sign in to continue</h1>
+    <form method="post" action="/login"><input name="room"><button>Connect</button></form>
+    </body></html>
+
+    """

@@ -1,0 +1,96 @@
+import Dispatch
+import Foundation
+
+/// State shared with other threads that async code can wait on: "until a condition holds, or time out".
+///
+/// The test server and the child-process harness use it to let a test `await` a request, a connection
+/// event or an output line. Timeouts are real time: they bound waits on real sockets and processes and
+/// are never the behaviour under test.
+package final class WaitableState<State>: @unchecked Sendable {
+    // @unchecked Sendable: `state` and `waiters` are only touched while holding `lock`.
+    private let lock = NSLock()
+    private var state: State
+    private var waiters: [Int: Waiter] = [:]
+    private var nextWaiterID = 0
+
+    private struct Waiter {
+        /// Tries the waiter's predicate; resumes the waiter and returns true when it holds.
+        let attempt: (inout State) -> Bool
+        /// Resumes the waiter with an error.
+        let fail: (any Error) -> Void
+    }
+
+    package init(_ state: State) { self.state = state }
+
+    /// Reads or changes the state, then wakes every waiter whose condition now holds.
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        let result = try body(&state)
+        if !waiters.isEmpty {
+            for (id, waiter) in waiters where waiter.attempt(&state) {
+                waiters[id] = nil
+            }
+        }
+        return result
+    }
+
+    /// Waits until `condition` returns a value (it may change the state, e.g. to consume an item).
+    ///
+    /// - Throws: ``WaitTimeout`` after `timeout`; `CancellationError` when the task is cancelled.
+    package func wait<Value: Sendable>(
+        timeout: Duration,
+        for what: @autoclosure () -> String,
+        until condition: @escaping (inout State) -> Value?
+    ) async throws -> Value {
+        let description = what()
+        let id = lock.withLock {
+            nextWaiterID += 1
+            return nextWaiterID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+                lock.lock()
+                defer { lock.unlock() }
+                if Task.isCancelled {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                if let value = condition(&state) {
+                    continuation.resume(returning: value)
+                    return
+                }
+                waiters[id] = Waiter(
+                    attempt: { state in
+                        guard let value = condition(&state) else { return false }
+                        continuation.resume(returning: value)
+                        return true
+                    },
+                    fail: { continuation.resume(throwing: $0) }
+                )
+                let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) { [weak self] in
+                    self?.fail(id, with: WaitTimeout(waitingFor: description, timeout: timeout))
+                }
+            }
+        } onCancel: {
+            fail(id, with: CancellationError())
+        }
+    }
+
+    private func fail(_ id: Int, with error: any Error) {
+        lock.lock()
+        defer { lock.unlock() }
+        waiters.removeValue(forKey: id)?.fail(error)
+    }
+}
+
+/// A wait in the test kit ran out of time.
+public struct WaitTimeout: Error, Sendable, CustomStringConvertible {
+    /// What was awaited.
+    public let waitingFor: String
+    /// How long the wait lasted.
+    public let timeout: Duration
+
+    public var description: String { "timed out after \(timeout) waiting for \(waitingFor)" }
+}

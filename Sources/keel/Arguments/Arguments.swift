@@ -1,0 +1,84 @@
+/// The options and positional arguments of one subcommand, parsed against what it declares.
+///
+/// Supports `--name value`, `--name=value`, boolean `--flag`, repeated options and `--` to end options.
+/// Anything undeclared is a ``UsageError``.
+struct Arguments {
+    struct Declaration {
+        var name: String
+        var takesValue: Bool
+    }
+
+    private(set) var values: [String: [String]] = [:]
+    private(set) var flags: Set<String> = []
+    private(set) var positionals: [String] = []
+
+    init(_ raw: [String], options: [String] = [], flags flagNames: [String] = []) throws(UsageError) {
+        var index = 0
+        var optionsEnded = false
+        while index < raw.count {
+            let argument = raw[index]
+            index += 1
+            if optionsEnded || !argument.hasPrefix("-") || argument == "-" {
+                positionals.append(argument)
+                continue
+            }
+            if argument == "--" {
+                optionsEnded = true
+                continue
+            }
+            guard argument.hasPrefix("--") else { throw UsageError("unknown option '\(argument)'") }
+            var name = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            if flagNames.contains(name) {
+                guard inlineValue == nil else { throw UsageError("option '--\(name)' takes no value") }
+                flags.insert(name)
+            } else if options.contains(name) {
+                let value: String
+                if let inlineValue {
+                    value = inlineValue
+                } else {
+                    guard index < raw.count else { throw UsageError("option '--\(name)' needs a value") }
+                    value = raw[index]
+                    index += 1
+                }
+                values[name, default: []].append(value)
+            } else {
+                throw UsageError("unknown option '--\(name)'")
+            }
+        }
+    }
+
+    /// The last value given for `name`.
+    func value(_ name: String) -> String? { values[name]?.last }
+
+    /// Whether `--name` was given.
+    func has(_ name: String) -> Bool { flags.contains(name) }
+
+    /// The value of `name` as an integer within `range`, or `defaultValue` when absent.
+    func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let text = value(name) else { return defaultValue }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError("option '--\(name)' needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return number
+    }
+
+    /// The value of `name` as a positive number of seconds, or `defaultValue` when absent.
+    func seconds(_ name: String, default defaultValue: Double, atMost maximum: Double) throws(UsageError) -> Double {
+        guard let text = value(name) else { return defaultValue }
+        guard let number = Double(text), number > 0, number <= maximum else {
+            throw UsageError("option '--\(name)' needs a number of seconds above 0 and at most \(Int(maximum)), not '\(text)'")
+        }
+        return number
+    }
+}
+
+/// The command line was wrong: printed with the usage to stderr, exit status 2.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

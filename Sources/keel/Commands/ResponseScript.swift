@@ -1,0 +1,139 @@
+import Foundation
+import KeelTesting
+
+/// The JSON file `keel serve --script` reads: an array of scripted responses, answered in order.
+///
+/// ```json
+/// [
+///   {"status": 503, "headers": {"Retry-After": "2"}},
+///   {"status": 200, "body": "{\"id\": 1}", "headers": {"Content-Type": "application/json"},
+///    "headersDelayMs": 200, "throttle": {"bytes": 16, "periodMs": 50}},
+///   {"effect": "disconnectDuringResponseBody", "afterBytes": 4, "body": "truncated body"}
+/// ]
+/// ```
+struct ResponseScript: Decodable {
+    struct Entry: Decodable {
+        var status: Int?
+        var headers: [String: String]?
+        var body: String?
+        var chunkSize: Int?
+        var headersDelayMs: Int?
+        var bodyDelayMs: Int?
+        var throttle: Throttle?
+        var effect: String?
+        var afterBytes: Int?
+
+        struct Throttle: Decodable {
+            var bytes: Int
+            var periodMs: Int
+        }
+    }
+
+    var responses: [TestResponse]
+
+    init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        var responses: [TestResponse] = []
+        while !container.isAtEnd {
+            let index = container.currentIndex
+            let entry = try container.decode(Entry.self)
+            do {
+                responses.append(try Self.response(from: entry))
+            } catch let problem as Problem {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "response [\(index)]: \(problem.message)")
+            }
+        }
+        self.responses = responses
+    }
+
+    struct Problem: Error { let message: String }
+
+    static let effectNames = [
+        "keepOpen", "disconnectAtEnd", "disconnectAtStart", "disconnectAfterRequest", "disconnectDuringRequestBody",
+        "disconnectDuringResponseBody", "halfCloseAfterRequest", "noResponse", "stallAtStart", "resetAtStart",
+        "resetAfterRequest", "resetDuringResponseBody", "shutdownInputAtEnd", "shutdownOutputAtEnd",
+    ]
+
+    private static func response(from entry: Entry) throws -> TestResponse {
+        let status = entry.status ?? 200
+        guard (100...999).contains(status) else { throw Problem(message: "status \(status) is not a three-digit code") }
+        var headers = HTTPFields()
+        for (name, value) in (entry.headers ?? [:]).sorted(by: { $0.key < $1.key }) { headers.append(name: name, value: value) }
+        var response = TestResponse(status: status, headers: headers, body: Data((entry.body ?? "").utf8))
+        response.socketEffect = try effect(named: entry.effect ?? "keepOpen", afterBytes: entry.afterBytes)
+        if let chunkSize = entry.chunkSize {
+            guard chunkSize > 0 else { throw Problem(message: "chunkSize must be positive") }
+            response = response.chunked(size: chunkSize)
+        }
+        response.headersDelay = try milliseconds(entry.headersDelayMs, "headersDelayMs")
+        response.bodyDelay = try milliseconds(entry.bodyDelayMs, "bodyDelayMs")
+        if let throttle = entry.throttle {
+            guard throttle.bytes > 0 else { throw Problem(message: "throttle.bytes must be positive") }
+            response = response.throttled(bytes: throttle.bytes, per: try milliseconds(throttle.periodMs, "throttle.periodMs"))
+        }
+        return response
+    }
+
+    private static func milliseconds(_ value: Int?, _ name: String) throws -> Duration {
+        guard let value else { return .zero }
+        guard (0...3_600_000).contains(value) else { throw Problem(message: "\(name) must be 0...3600000") }
+        return .milliseconds(value)
+    }
+
+    private static func effect(named name: String, afterBytes: Int?) throws -> SocketEffect {
+        func bytes() throws -> Int {
+            guard let afterBytes, afterBytes >= 0 else { throw Problem(message: "effect \(name) needs \"afterBytes\" ≥ 0") }
+            return afterBytes
+        }
+        switch name {
+        case "keepOpen": return .keepOpen
+        case "disconnectAtEnd": return .disconnectAtEnd
+        case "disconnectAtStart": return .disconnectAtStart
+        case "disconnectAfterRequest": return .disconnectAfterRequest
+        case "disconnectDuringRequestBody": return .disconnectDuringRequestBody(afterBytes: try bytes())
+        case "disconnectDuringResponseBody": return .disconnectDuringResponseBody(afterBytes: try bytes())
+        case "halfCloseAfterRequest": return .halfCloseAfterRequest
+        case "noResponse": return .noResponse
+        case "stallAtStart": return .stallAtStart
+        case "resetAtStart": return .resetAtStart
+        case "resetAfterRequest": return .resetAfterRequest
+        case "resetDuringResponseBody": return .resetDuringResponseBody(afterBytes: try bytes())
+        case "shutdownInputAtEnd": return .shutdownInputAtEnd
+        case "shutdownOutputAtEnd": return .shutdownOutputAtEnd
+        default:
+            throw Problem(message: "unknown effect \"\(name)\"; expected one of \(effectNames.joined(separator: ", "))")
+        }
+    }
+
+    /// Reads and validates the script at `path`.
+    static func load(path: String) throws(ScriptError) -> [TestResponse] {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ScriptError(message: "cannot read script \(path): \(error.localizedDescription)")
+        }
+        do {
+            return try JSONDecoder().decode(ResponseScript.self, from: data).responses
+        } catch let DecodingError.dataCorrupted(context) {
+            let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            throw ScriptError(message: "script \(path) is not valid: \(detail ?? context.debugDescription)")
+        } catch let DecodingError.typeMismatch(type, context), let DecodingError.valueNotFound(type, context) {
+            throw ScriptError(message: "script \(path): at \(pathText(context.codingPath)) expected \(type)")
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw ScriptError(message: "script \(path): at \(pathText(context.codingPath)) missing \"\(key.stringValue)\"")
+        } catch {
+            throw ScriptError(message: "script \(path) is not valid: \(error)")
+        }
+    }
+
+    private static func pathText(_ path: [any CodingKey]) -> String {
+        path.isEmpty ? "top level" : path.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+    }
+}
+
+/// The script file could not be used (exit status 2).
+struct ScriptError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}

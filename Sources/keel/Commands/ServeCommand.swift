@@ -1,0 +1,86 @@
+import Foundation
+import KeelTesting
+
+/// `keel serve`: runs the fault-injecting test server in the foreground, for trying an app (or the iOS
+/// simulator) against scripted responses and socket faults by hand.
+enum ServeCommand {
+    static let command = Keel.Command(
+        name: "serve",
+        summary: "Run the fault-injecting HTTP test server on 127.0.0.1.",
+        usage: """
+            USAGE: keel serve [--port <port>] [--script <file.json>] [--captive-portal login|<url>]
+
+            Runs KeelTesting's TestServer on 127.0.0.1 until you type 'quit' (or send SIGINT/SIGTERM).
+            Prints 'listening on <base-url>' first, then one line per request received:
+              #<n> <method> <target> connection=<id> body=<bytes>B[ incomplete]
+
+            OPTIONS:
+              --port <port>            Port to listen on (default 0: a free port, printed at start).
+              --script <file.json>     Responses to answer with, in order: a JSON array of objects with
+                                       status, headers, body, chunkSize, headersDelayMs, bodyDelayMs,
+                                       throttle {bytes, periodMs}, effect and afterBytes. Effects:
+                                       \(ResponseScript.effectNames.joined(separator: ", ")).
+                                       After the script runs out, requests get 404.
+              --captive-portal <mode>  Act as a captive portal for every path: 'login' answers 200 with an
+                                       HTML login page, a URL answers 302 to it.
+              -h, --help               Show this help.
+
+            """,
+        run: run
+    )
+
+    static func run(_ raw: [String]) async throws -> Int32 {
+        let arguments = try Arguments(raw, options: ["port", "script", "captive-portal"])
+        guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
+        let port = try arguments.integer("port", default: 0, in: 0...65535)
+        var dispatcher: TestServer.Dispatcher?
+        if let mode = arguments.value("captive-portal") {
+            if mode == "login" {
+                dispatcher = .captivePortal(.loginPage)
+            } else if let url = URL(string: mode), url.scheme == "http" || url.scheme == "https", url.host != nil {
+                dispatcher = .captivePortal(.redirect(to: url))
+            } else {
+                throw UsageError("--captive-portal needs 'login' or an http(s) URL, not '\(mode)'")
+            }
+        }
+        var script: [TestResponse] = []
+        if let path = arguments.value("script") {
+            do {
+                script = try ResponseScript.load(path: path)
+            } catch {
+                FileHandle.standardError.write("error: \(error)\n")
+                return 2
+            }
+        }
+
+        let server: TestServer
+        do {
+            server = try TestServer(configuration: .init(port: UInt16(port)), dispatcher: dispatcher)
+        } catch {
+            FileHandle.standardError.write("error: \(error)\n")
+            return 1
+        }
+        script.forEach(server.enqueue)
+        say("listening on \(server.baseURL.absoluteString)")
+
+        let quit = Task.detached {
+            // Blocking read of stdin on a thread of its own; end-of-file means "no console", not "quit".
+            while let line = readLine() {
+                if line.trimmingCharacters(in: .whitespaces) == "quit" { return }
+            }
+            try? await Task.sleep(for: .seconds(86_400 * 365))
+        }
+        let log = Task {
+            while !Task.isCancelled {
+                guard let request = try? await server.takeRequest(timeout: .seconds(3600)) else { continue }
+                let incomplete = request.isComplete ? "" : " incomplete"
+                say("#\(request.sequenceNumber) \(request.method) \(request.target) connection=\(request.connectionID) body=\(request.body.count)B\(incomplete)")
+            }
+        }
+        await quit.value
+        log.cancel()
+        server.shutdown()
+        say("stopped after \(server.requestCount) request(s)")
+        return 0
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+
+/// `keel`: the Keel command-line tool.
+@main
+enum Keel {
+    /// A subcommand: its name, one-line summary, usage text and entry point.
+    struct Command: Sendable {
+        let name: String
+        let summary: String
+        let usage: String
+        let run: @Sendable ([String]) async throws -> Int32
+    }
+
+    static let commands: [Command] = [ServeCommand.command, FaultsCommand.command]
+
+    static let usage = """
+        USAGE: keel <subcommand> [options]
+
+        Keel gives a mobile app the layer between its screens and its backend.
+        This tool runs the parts of it that work from a terminal.
+
+        SUBCOMMANDS:
+        \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+
+        OPTIONS:
+          -h, --help  Show help for keel or for a subcommand (keel <subcommand> --help).
+          --version   Show the version.
+
+        """
+
+    static let version = "0.1.0"
+
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        exit(await run(arguments))
+    }
+
+    static func run(_ arguments: [String]) async -> Int32 {
+        guard let first = arguments.first else {
+            FileHandle.standardError.write(usage)
+            return 2
+        }
+        switch first {
+        case "-h", "--help":
+            say(usage, terminator: "")
+            return 0
+        case "help":
+            guard let name = arguments.dropFirst().first else {
+                say(usage, terminator: "")
+                return 0
+            }
+            guard let command = commands.first(where: { $0.name == name }) else {
+                return usageFailure("unknown subcommand '\(name)'", usage: usage)
+            }
+            say(command.usage, terminator: "")
+            return 0
+        case "--version":
+            say("keel \(version)")
+            return 0
+        default:
+            break
+        }
+        guard let command = commands.first(where: { $0.name == first }) else {
+            return usageFailure(first.hasPrefix("-") ? "unknown option '\(first)'" : "unknown subcommand '\(first)'", usage: usage)
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.contains("--help") || rest.contains("-h") {
+            say(command.usage, terminator: "")
+            return 0
+        }
+        do {
+            return try await command.run(rest)
+        } catch let error as UsageError {
+            return usageFailure(error.description, usage: command.usage)
+        } catch {
+            FileHandle.standardError.write("error: \(error)\n")
+            return 1
+        }
+    }
+
+    private static func usageFailure(_ message: String, usage: String) -> Int32 {
+        FileHandle.standardError.write("error: \(message)\n\n\(usage)")
+        return 2
+    }
+}
+
+extension FileHandle {
+    func write(_ text: String) { write(Data(text.utf8)) }
+}
+
+/// Writes `text` to standard output at once (unbuffered), so a reader of a pipe sees each line as it is said.
+func say(_ text: String, terminator: String = "\n") {
+    FileHandle.standardOutput.write(text + terminator)
+}
