@@ -13,8 +13,12 @@ import KeelCore
 /// #expect(try await child.waitForExit() == .signaled(SIGKILL))
 /// ```
 ///
-/// Output is collected from the moment of launch, so no line is lost between calls. Releasing a
-/// running `ChildProcess` kills it (`SIGKILL`) and reaps it; no process or thread outlives the value.
+/// Output is collected from the moment of launch, so no line is lost between calls.
+///
+/// The child runs in a process group of its own. Signals go to the whole group, and when the child
+/// ends, whatever it started and left running is killed too, so no stray grandchild holds its pipes
+/// open. Releasing a running `ChildProcess` kills the group (`SIGKILL`) and reaps the child; no process
+/// or thread outlives the value.
 ///
 /// ## Topics
 /// - Launching: ``launch(product:arguments:environment:workingDirectory:)``,
@@ -75,6 +79,8 @@ public final class ChildProcess: Sendable {
     private let state = WaitableState(State())
     private let input: Locked<Int32?>
     private let threads: [POSIXThread]
+    /// Written on release to stop the output pumps even if some process still holds the pipes.
+    private let wake: (read: Int32, write: Int32)
 
     // MARK: - Launching
 
@@ -136,6 +142,8 @@ public final class ChildProcess: Sendable {
             descriptors += [stdout.read, stdout.write]
             let stderr = try POSIX.makePipe()
             descriptors += [stderr.read, stderr.write]
+            let wake = try POSIX.makePipe()
+            descriptors += [wake.read, wake.write]
             let fullEnvironment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             pid = try Spawn.start(
                 path: path, arguments: arguments, environment: fullEnvironment, workingDirectory: workingDirectory?.path,
@@ -145,13 +153,20 @@ public final class ChildProcess: Sendable {
             [stdin.1, stdout.write, stderr.write].forEach(POSIX.close)
             executable = path
             input = Locked(stdin.0)
+            self.wake = wake
             let state = self.state
             let pid = self.pid
             threads = [
-                POSIXThread.spawn(name: "keel-child-out") { Self.pump(stdout.read, into: .standardOutput, state: state) },
-                POSIXThread.spawn(name: "keel-child-err") { Self.pump(stderr.read, into: .standardError, state: state) },
+                POSIXThread.spawn(name: "keel-child-out") {
+                    Self.pump(stdout.read, into: .standardOutput, state: state, wake: wake.read)
+                },
+                POSIXThread.spawn(name: "keel-child-err") {
+                    Self.pump(stderr.read, into: .standardError, state: state, wake: wake.read)
+                },
                 POSIXThread.spawn(name: "keel-child-wait") {
                     Spawn.waitUntilEnded(pid)
+                    // Ended but not reaped: the pid (and so the group id) cannot have been reused yet.
+                    Spawn.sendToGroup(Spawn.sigkill, leader: pid)
                     // Reap under the lock that `kill` takes, so no signal can follow the pid's release.
                     state.withLock { state in
                         switch Spawn.reap(pid) {
@@ -168,9 +183,12 @@ public final class ChildProcess: Sendable {
     }
 
     deinit {
-        if state.withLock({ $0.termination == nil }) { Spawn.send(Spawn.sigkill, to: pid) }
+        kill(signal: Signal.kill)
         closeInput()
+        _ = POSIX.writeAll(wake.write, [1])
         threads.forEach { $0.join() }
+        POSIX.close(wake.read)
+        POSIX.close(wake.write)
     }
 
     // MARK: - Input
@@ -244,10 +262,10 @@ public final class ChildProcess: Sendable {
 
     // MARK: - Ending
 
-    /// Sends `signal` (default `SIGKILL`) to the child. Does nothing once it has ended.
+    /// Sends `signal` (default `SIGKILL`) to the child and its process group. Does nothing once it has ended.
     public func kill(signal: Int32 = Signal.kill) {
         state.withLock { state in
-            if state.termination == nil { Spawn.send(signal, to: pid) }
+            if state.termination == nil { Spawn.sendToGroup(signal, leader: pid) }
         }
     }
 
@@ -263,10 +281,11 @@ public final class ChildProcess: Sendable {
 
     // MARK: - Pumping output
 
-    private static func pump(_ descriptor: Int32, into stream: Stream, state: WaitableState<State>) {
+    private static func pump(_ descriptor: Int32, into stream: Stream, state: WaitableState<State>, wake: Int32) {
         var chunk = [UInt8](repeating: 0, count: 8192)
         while true {
-            let count = chunk.withUnsafeMutableBytes { POSIX.readFile(descriptor, into: $0) } ?? 0
+            let ready = POSIX.waitReadable([descriptor, wake], timeoutMilliseconds: -1)
+            let count = ready.contains(0) ? chunk.withUnsafeMutableBytes { POSIX.readFile(descriptor, into: $0) } ?? 0 : 0
             state.withLock { state in
                 var output = state.streams[stream]!
                 defer { state.streams[stream] = output }

@@ -58,7 +58,9 @@ enum Spawn {
         var empty = sigset_t()
         sigemptyset(&empty)
         posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        // Its own process group, so that killing the child kills whatever it started too.
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -72,9 +74,9 @@ enum Spawn {
         return pid
     }
 
-    /// Sends `signal` to `pid`.
-    static func send(_ signal: Int32, to pid: pid_t) {
-        _ = kill(pid, signal)
+    /// Sends `signal` to every process in the process group led by `pid`.
+    static func sendToGroup(_ signal: Int32, leader pid: pid_t) {
+        _ = kill(-pid, signal)
     }
 
     /// Waits (blocking) until `pid` has ended, without reaping it: until it is reaped, its pid cannot be

@@ -8,6 +8,7 @@ final class Connection: @unchecked Sendable {
     private let id: Int
     private let descriptor: Int32
     private var buffer: [UInt8] = []
+    private var scratch = [UInt8](repeating: 0, count: 16 * 1024)
     private var requestIndex = 0
 
     init(server: ServerCore, id: Int, descriptor: Int32) {
@@ -132,14 +133,15 @@ final class Connection: @unchecked Sendable {
     private enum FillResult { case data, endOfStream, failed, interrupted }
 
     /// Reads more bytes into the buffer, waiting until they arrive or the server shuts down.
+    ///
+    /// A plain blocking read: ``ServerCore/shutdown()`` shuts every open connection down, which ends
+    /// the read, so no poll on the wake pipe is needed here (it would add a wake-up per request).
     private func fill() -> FillResult {
-        let ready = POSIX.waitReadable([descriptor, server.wakeDescriptors.read], timeoutMilliseconds: -1)
-        if ready.contains(1) { return .interrupted }
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        let count = chunk.withUnsafeMutableBytes { POSIX.read(descriptor, into: $0) }
+        let count = scratch.withUnsafeMutableBytes { POSIX.read(descriptor, into: $0) }
+        if server.isShutDown { return .interrupted }
         guard let count else { return .failed }
         if count == 0 { return .endOfStream }
-        buffer.append(contentsOf: chunk[0..<count])
+        buffer.append(contentsOf: scratch[0..<count])
         return .data
     }
 
@@ -154,6 +156,9 @@ final class Connection: @unchecked Sendable {
         let limit = server.configuration.maximumHeadBytes
         while true {
             if let end = headEnd() {
+                guard end.headLength <= limit else {
+                    return .rejected(status: 431, reason: "request head exceeds \(limit) bytes")
+                }
                 let headBytes = Array(buffer[0..<end.headLength])
                 buffer.removeFirst(end.consumed)
                 switch RequestHead.parse(headBytes) {
@@ -336,6 +341,12 @@ final class Connection: @unchecked Sendable {
         var text = "HTTP/1.1 \(response.status) \(response.reason ?? ReasonPhrase.standard(for: response.status))\r\n"
         for field in headers { text += "\(field.name): \(field.value)\r\n" }
         text += "\r\n"
+        let isPlain = response.bodyDelay == .zero && response.throttle == nil && response.chunkSize == nil
+            && !response.socketEffect.cutsResponseBody
+        if sendsBody, isPlain {
+            // Head and body in one write: one segment, as a real server would send a small response.
+            return send(Array(text.utf8) + response.body) ? .completed : .peerClosed
+        }
         guard send(Array(text.utf8)) else { return .peerClosed }
         guard sendsBody else { return .completed }
 

@@ -161,6 +161,14 @@ public enum SocketEffect: Sendable, Equatable {
     /// Send the response, then shut down the server's output side (FIN; the client can still send).
     case shutdownOutputAtEnd
 
+    /// Effects that stop the response body part-way.
+    var cutsResponseBody: Bool {
+        switch self {
+        case .disconnectDuringResponseBody, .resetDuringResponseBody: true
+        default: false
+        }
+    }
+
     /// Effects that act before the request is read; the server looks at the next queued response for them.
     var actsAtStart: Bool {
         switch self {

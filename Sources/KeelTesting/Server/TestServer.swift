@@ -90,6 +90,10 @@ public final class TestServer: Sendable {
     /// `http://127.0.0.1:<port>`.
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(core.port)")! }
 
+    /// A number unique to this server within the process; its threads are named `kts<serial>a` (accept)
+    /// and `kts<serial>c` (connections), so diagnostics can tell them from other servers' threads.
+    package var serialNumber: Int { core.serial }
+
     /// The running server. Its threads hold the core, not this handle, so dropping the last reference
     /// to a `TestServer` shuts it down.
     let core: ServerCore
@@ -170,6 +174,7 @@ public final class TestServer: Sendable {
 /// The running part of a ``TestServer``: sockets, threads and shared state.
 final class ServerCore: Sendable {
     let port: UInt16
+    let serial: Int
     let configuration: TestServer.Configuration
 
     let listenDescriptor: Int32
@@ -177,6 +182,8 @@ final class ServerCore: Sendable {
     let wakeDescriptors: (read: Int32, write: Int32)
     let state = WaitableState(State())
     let threads = Locked(Threads())
+
+    private static let serials = Locked(1)
 
     struct State {
         var queue: [TestResponse] = []
@@ -212,9 +219,13 @@ final class ServerCore: Sendable {
             throw TestServerError(message: "cannot create the wake pipe: \(error)")
         }
         listenDescriptor = listener.fd
+        serial = Self.serials.withLock { next in
+            defer { next += 1 }
+            return next
+        }
         port = listener.port
         state.withLock { $0.dispatcher = dispatcher }
-        let acceptor = POSIXThread.spawn(name: "keel-ts-accept") { [self] in acceptLoop() }
+        let acceptor = POSIXThread.spawn(name: "kts\(serial)a") { [self] in acceptLoop() }
         threads.withLock { $0.acceptor = acceptor }
     }
 
@@ -252,20 +263,18 @@ final class ServerCore: Sendable {
             if ready.contains(1) || isShutDown { return }
             guard ready.contains(0), let descriptor = POSIX.accept(listenDescriptor) else { continue }
             reapFinishedConnections()
-            let id: Int? = state.withLock { state in
-                guard !state.isShutDown else { return nil }
-                defer { state.nextConnectionID += 1 }
-                state.events.append(ConnectionEvent(connectionID: state.nextConnectionID, kind: .opened, instant: .now))
-                return state.nextConnectionID
-            }
-            guard let id else {
-                POSIX.close(descriptor)
-                return
-            }
-            // Hold the lock while spawning so the thread cannot finish before it is registered.
-            threads.withLock { registry in
+            // Register under the threads lock and re-check shutdown inside it: shutdown flags the state
+            // first and then takes this lock, so a connection is either seen by shutdown or never served.
+            let accepted = threads.withLock { registry -> Bool in
+                let id: Int? = state.withLock { state in
+                    guard !state.isShutDown else { return nil }
+                    defer { state.nextConnectionID += 1 }
+                    state.events.append(ConnectionEvent(connectionID: state.nextConnectionID, kind: .opened, instant: .now))
+                    return state.nextConnectionID
+                }
+                guard let id else { return false }
                 let connection = Connection(server: self, id: id, descriptor: descriptor)
-                let thread = POSIXThread.spawn(name: "keel-ts-conn") { [self] in
+                let thread = POSIXThread.spawn(name: "kts\(serial)c") { [self] in
                     connection.serve()
                     threads.withLock { registry in
                         POSIX.close(descriptor)
@@ -275,6 +284,11 @@ final class ServerCore: Sendable {
                 }
                 registry.connections[id] = thread
                 registry.openDescriptors[id] = descriptor
+                return true
+            }
+            guard accepted else {
+                POSIX.close(descriptor)
+                return
             }
         }
     }

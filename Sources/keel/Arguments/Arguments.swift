@@ -66,15 +66,6 @@ struct Arguments {
         }
         return number
     }
-
-    /// The value of `name` as a positive number of seconds, or `defaultValue` when absent.
-    func seconds(_ name: String, default defaultValue: Double, atMost maximum: Double) throws(UsageError) -> Double {
-        guard let text = value(name) else { return defaultValue }
-        guard let number = Double(text), number > 0, number <= maximum else {
-            throw UsageError("option '--\(name)' needs a number of seconds above 0 and at most \(Int(maximum)), not '\(text)'")
-        }
-        return number
-    }
 }
 
 /// The command line was wrong: printed with the usage to stderr, exit status 2.

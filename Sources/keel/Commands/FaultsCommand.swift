@@ -18,7 +18,8 @@ enum FaultsCommand {
             request, and prints what the client saw: a status and body size, or the URLError code.
 
             OPTIONS:
-              --timeout <seconds>  Per-request timeout for faults where the server never answers (default 1).
+              --timeout <seconds>  Per-request timeout in whole seconds, 1 to 60 (default 1). FoundationNetworking
+                                   truncates URLSession timeouts to whole seconds; 0.5 would time out at once.
               --only <name>        Run only this fault (repeatable). Names are the first column.
               --json               One JSON object per fault instead of the table.
               -h, --help           Show this help.
@@ -91,7 +92,7 @@ enum FaultsCommand {
     static func run(_ raw: [String]) async throws -> Int32 {
         let arguments = try Arguments(raw, options: ["timeout", "only"], flags: ["json"])
         guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
-        let timeout = try arguments.seconds("timeout", default: 1, atMost: 60)
+        let timeout = Double(try arguments.integer("timeout", default: 1, in: 1...60))
         let only = arguments.values["only"] ?? []
         if let unknown = only.first(where: { name in !faults.contains { $0.name == name } }) {
             throw UsageError("unknown fault '\(unknown)'; known: \(faults.map(\.name).joined(separator: ", "))")

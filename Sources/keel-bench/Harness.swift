@@ -1,0 +1,75 @@
+import Foundation
+
+/// One benchmark: a candidate and the baseline it is judged against, measured in the same process.
+struct Benchmark: Sendable {
+    /// Stable name, used by `--filter` and in JSON.
+    let name: String
+    /// What one operation is, for the report (e.g. `µs per round trip`).
+    let unit: String
+    /// The goal for candidate/baseline, as stated in the issue that introduced the benchmark.
+    let goal: String
+    /// Operations per measured batch.
+    let operations: Int
+    /// Creates the state both sides use (servers, files) and returns the two operations plus a teardown.
+    let prepare: @Sendable () throws -> Sides
+
+    struct Sides {
+        let baseline: () throws -> Void
+        let candidate: () throws -> Void
+        let teardown: () -> Void
+    }
+}
+
+/// The measured result of one benchmark.
+struct Measurement: Encodable {
+    let name: String
+    let unit: String
+    let baseline: Double
+    let candidate: Double
+    let ratio: Double
+    let goal: String
+}
+
+/// Runs benchmarks the same way every time: a warm-up batch of each side, then `rounds` rounds in which
+/// baseline and candidate batches alternate (their order flips every round), and the median batch of
+/// each side, divided by the batch size.
+struct Harness {
+    var rounds: Int
+
+    func run(_ benchmark: Benchmark) throws -> Measurement {
+        let sides = try benchmark.prepare()
+        defer { sides.teardown() }
+        func batch(_ operation: () throws -> Void) throws -> Double {
+            let start = ContinuousClock.now
+            for _ in 0..<benchmark.operations { try operation() }
+            let elapsed = ContinuousClock.now - start
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            return seconds * 1e6 / Double(benchmark.operations)
+        }
+        _ = try batch(sides.baseline)
+        _ = try batch(sides.candidate)
+        var baseline: [Double] = []
+        var candidate: [Double] = []
+        for round in 0..<rounds {
+            if round.isMultiple(of: 2) {
+                baseline.append(try batch(sides.baseline))
+                candidate.append(try batch(sides.candidate))
+            } else {
+                candidate.append(try batch(sides.candidate))
+                baseline.append(try batch(sides.baseline))
+            }
+        }
+        let baselineMedian = median(baseline)
+        let candidateMedian = median(candidate)
+        return Measurement(
+            name: benchmark.name, unit: benchmark.unit, baseline: baselineMedian, candidate: candidateMedian,
+            ratio: candidateMedian / baselineMedian, goal: benchmark.goal
+        )
+    }
+
+    private func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// `keel-bench`: every Keel benchmark, each measured against its baseline in the same run.
+///
+/// Run it in release mode: `swift run -c release keel-bench [--filter NAME] [--rounds N] [--json]`.
+@main
+enum KeelBench {
+    static let benchmarks: [Benchmark] = [
+        TestServerRoundTrip.benchmark
+    ]
+
+    static let usage = """
+        USAGE: keel-bench [--filter <name>]... [--rounds <n>] [--json] [--list]
+
+        Measures each benchmark's candidate and baseline in this process, interleaved over several rounds,
+        and reports the median time per operation of each and their ratio (candidate / baseline).
+
+        OPTIONS:
+          --filter <name>  Run only benchmarks whose name contains <name> (repeatable).
+          --rounds <n>     Rounds per benchmark (default 9, at least 3).
+          --json           One JSON object per benchmark: name, unit, baseline, candidate, ratio, goal.
+          --list           List the benchmarks and exit.
+          -h, --help       Show this help.
+
+        """
+
+    static func main() {
+        var filters: [String] = []
+        var rounds = 9
+        var json = false
+        var arguments = CommandLine.arguments.dropFirst()
+        while let argument = arguments.popFirst() {
+            switch argument {
+            case "--filter":
+                guard let value = arguments.popFirst() else { fail("option '--filter' needs a value") }
+                filters.append(value)
+            case "--rounds":
+                guard let value = arguments.popFirst(), let number = Int(value), number >= 3 else {
+                    fail("option '--rounds' needs a whole number of at least 3")
+                }
+                rounds = number
+            case "--json": json = true
+            case "--list":
+                benchmarks.forEach { print($0.name) }
+                exit(0)
+            case "-h", "--help":
+                print(usage, terminator: "")
+                exit(0)
+            default: fail("unknown option '\(argument)'")
+            }
+        }
+        #if DEBUG
+        FileHandle.standardError.write(Data("warning: keel-bench is a debug build; numbers are meaningless. Use swift run -c release keel-bench\n".utf8))
+        #endif
+        let selected = benchmarks.filter { benchmark in filters.isEmpty || filters.contains { benchmark.name.contains($0) } }
+        guard !selected.isEmpty else { fail("no benchmark matches \(filters)") }
+
+        let harness = Harness(rounds: rounds)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        for benchmark in selected {
+            do {
+                let result = try harness.run(benchmark)
+                if json {
+                    print(String(decoding: try encoder.encode(result), as: UTF8.self))
+                } else {
+                    print("""
+                        \(result.name)
+                          baseline   \(format(result.baseline)) \(result.unit)
+                          candidate  \(format(result.candidate)) \(result.unit)
+                          ratio      \(format(result.ratio))  (goal: \(result.goal))
+                        """)
+                }
+            } catch {
+                FileHandle.standardError.write(Data("error: \(benchmark.name): \(error)\n".utf8))
+                exit(1)
+            }
+        }
+    }
+
+    static func format(_ value: Double) -> String { String(format: "%.3f", value) }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("error: \(message)\n\n\(usage)".utf8))
+        exit(2)
+    }
+}

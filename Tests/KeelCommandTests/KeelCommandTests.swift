@@ -1,0 +1,171 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import KeelTesting
+import Testing
+
+/// The `keel` executable, run as a child process: stdout, stderr and exit status.
+@Suite struct KeelCommandTests {
+    struct Run {
+        var status: ChildProcess.Termination
+        var stdout: String
+        var stderr: String
+    }
+
+    func keel(_ arguments: String...) async throws -> Run {
+        let child = try ChildProcess.launch(product: "keel", arguments: arguments)
+        child.closeInput()
+        let status = try await child.waitForExit(timeout: .seconds(60))
+        // Let the output pumps reach end-of-stream so nothing written just before exit is missed.
+        while try await child.nextLine() != nil {}
+        while try await child.nextLine(from: .standardError) != nil {}
+        return Run(status: status, stdout: child.output(of: .standardOutput), stderr: child.output(of: .standardError))
+    }
+
+    @Test func helpListsTheSubcommandsOnStdout() async throws {
+        for invocation in [["--help"], ["-h"], ["help"]] {
+            let child = try ChildProcess.launch(product: "keel", arguments: invocation)
+            #expect(try await child.waitForExit() == .exited(0))
+            let usage = try await child.waitForLine { $0.hasPrefix("USAGE: keel") }
+            #expect(usage == "USAGE: keel <subcommand> [options]")
+            _ = try await child.waitForLine { $0.contains("serve") }
+            _ = try await child.waitForLine { $0.contains("faults") }
+        }
+    }
+
+    @Test(arguments: ["serve", "faults"])
+    func everySubcommandHasHelp(subcommand: String) async throws {
+        let viaFlag = try await keel(subcommand, "--help")
+        #expect(viaFlag.status == .exited(0))
+        #expect(viaFlag.stdout.hasPrefix("USAGE: keel \(subcommand)"))
+        #expect(viaFlag.stderr.isEmpty)
+        let viaHelp = try await keel("help", subcommand)
+        #expect(viaHelp.stdout == viaFlag.stdout)
+    }
+
+    @Test func noArgumentsPrintsUsageToStderrAndExits2() async throws {
+        let run = try await keel()
+        #expect(run.status == .exited(2))
+        #expect(run.stdout.isEmpty)
+        #expect(run.stderr.hasPrefix("USAGE: keel"))
+    }
+
+    @Test func unknownSubcommandIsAUsageError() async throws {
+        let run = try await keel("deploy")
+        #expect(run.status == .exited(2))
+        #expect(run.stdout.isEmpty)
+        #expect(run.stderr.hasPrefix("error: unknown subcommand 'deploy'"))
+        #expect(run.stderr.contains("USAGE: keel <subcommand>"))
+    }
+
+    @Test(arguments: [
+        (["--verbose"], "unknown option '--verbose'"),
+        (["faults", "--bogus"], "unknown option '--bogus'"),
+        (["faults", "--timeout"], "option '--timeout' needs a value"),
+        (["faults", "--timeout", "soon"], "option '--timeout' needs a whole number from 1 to 60"),
+        (["faults", "--timeout", "0.5"], "option '--timeout' needs a whole number from 1 to 60"),
+        (["faults", "--json=yes"], "option '--json' takes no value"),
+        (["faults", "--only", "nope"], "unknown fault 'nope'"),
+        (["serve", "--port", "70000"], "option '--port' needs a whole number from 0 to 65535"),
+        (["serve", "extra"], "unexpected argument 'extra'"),
+        (["serve", "--captive-portal", "ftp://x"], "--captive-portal needs 'login' or an http(s) URL"),
+    ])
+    func badFlagsAreUsageErrors(arguments: [String], message: String) async throws {
+        let child = try ChildProcess.launch(product: "keel", arguments: arguments)
+        #expect(try await child.waitForExit() == .exited(2))
+        let first = try #require(try await child.nextLine(from: .standardError))
+        #expect(first.hasPrefix("error: \(message)"), "stderr was: \(first)")
+        #expect(try await child.nextLine() == nil)
+    }
+
+    @Test func versionIsPrinted() async throws {
+        let run = try await keel("--version")
+        #expect(run.status == .exited(0))
+        #expect(run.stdout.hasPrefix("keel "))
+    }
+
+    @Test func faultsReportsWhatURLSessionSawForEachScriptedFault() async throws {
+        let run = try await keel("faults", "--json", "--timeout", "1", "--only", "ok", "--only", "no-response", "--only", "reset-at-start")
+        #expect(run.status == .exited(0))
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        struct Observation: Decodable {
+            var fault: String
+            var status: Int?
+            var bodyBytes: Int?
+            var urlErrorCode: Int?
+        }
+        let observations = try lines.map { try JSONDecoder().decode(Observation.self, from: Data($0.utf8)) }
+        #expect(observations.map(\.fault) == ["ok", "no-response", "reset-at-start"])
+        #expect(observations[0].status == 200 && observations[0].bodyBytes == 16)
+        #expect(observations[1].urlErrorCode == URLError.Code.timedOut.rawValue)
+        #expect(observations[2].urlErrorCode == URLError.Code.networkConnectionLost.rawValue)
+    }
+
+    @Test func faultsTableHasOneRowPerFault() async throws {
+        let run = try await keel("faults", "--timeout", "1")
+        #expect(run.status == .exited(0))
+        let rows = run.stdout.split(separator: "\n")
+        #expect(rows.first?.hasPrefix("fault") == true)
+        #expect(rows.count == 21)
+        #expect(rows.contains { $0.hasPrefix("captive-portal-login") && $0.contains("HTTP 200") })
+        #expect(rows.contains { $0.hasPrefix("stall-at-start") && $0.contains("timedOut") })
+    }
+
+    @Test func serveAnswersFromAScriptFile() async throws {
+        let directory = try TemporaryDirectory()
+        let script = directory.url("script.json")
+        try Data(#"""
+            [{"status": 503, "headers": {"Retry-After": "7"}, "body": "down"},
+             {"status": 200, "body": "0123456789", "chunkSize": 3},
+             {"effect": "disconnectAtStart"}]
+            """#.utf8).write(to: script)
+        let child = try ChildProcess.launch(product: "keel", arguments: ["serve", "--script", script.path])
+        let banner = try #require(try await child.nextLine())
+        let base = try #require(URL(string: String(banner.dropFirst("listening on ".count))))
+        let first = await fetch(base.appendingPathComponent("a"))
+        #expect(first.status == 503 && first.headers["Retry-After"] as? String == "7")
+        let second = await fetch(base.appendingPathComponent("b"))
+        #expect(second.text == "0123456789")
+        let third = await fetch(base.appendingPathComponent("c"))
+        #expect(third.errorCode != nil)
+        _ = try await child.waitForLine { $0.hasPrefix("#1 GET /b") }
+        try child.writeLine("quit")
+        #expect(try await child.waitForExit() == .exited(0))
+    }
+
+    @Test func serveAsACaptivePortalAnswersEveryPathWithTheLoginPage() async throws {
+        let child = try ChildProcess.launch(product: "keel", arguments: ["serve", "--captive-portal", "login"])
+        let banner = try #require(try await child.nextLine())
+        let base = try #require(URL(string: String(banner.dropFirst("listening on ".count))))
+        let answered = await fetch(base.appendingPathComponent("api/notes"))
+        #expect(answered.status == 200)
+        #expect(answered.text.contains("<form"))
+    }
+
+    @Test(arguments: [
+        ("not json", "is not valid"),
+        (#"{"status": 200}"#, "at top level expected Array"),
+        (#"[{"status": "200"}]"#, "at [0].status expected"),
+        (#"[{"status": 200}, {"effect": "explode"}]"#, #"response [1]: unknown effect "explode""#),
+        (#"[{"effect": "disconnectDuringResponseBody"}]"#, #"needs "afterBytes""#),
+        (#"[{"status": 42}]"#, "status 42 is not a three-digit code"),
+    ])
+    func serveRejectsABadScriptNamingTheFileAndTheProblem(content: String, message: String) async throws {
+        let directory = try TemporaryDirectory()
+        let script = directory.url("bad.json")
+        try Data(content.utf8).write(to: script)
+        let run = try await keel("serve", "--script", script.path)
+        #expect(run.status == .exited(2))
+        #expect(run.stderr.contains(script.path), "stderr was: \(run.stderr)")
+        #expect(run.stderr.contains(message), "stderr was: \(run.stderr)")
+        #expect(!run.stdout.contains("listening"))
+    }
+
+    @Test func serveRejectsAMissingScriptFile() async throws {
+        let run = try await keel("serve", "--script", "/nonexistent/keel-script.json")
+        #expect(run.status == .exited(2))
+        #expect(run.stderr.contains("cannot read script /nonexistent/keel-script.json"))
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import KeelTesting
+
+/// A fresh URLSession per test, so no pooled connection leaks between tests.
+func makeSession(timeout: Double = 5, followRedirects: Bool = true) -> URLSession {
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.timeoutIntervalForRequest = timeout
+    configuration.timeoutIntervalForResource = 60
+    return URLSession(configuration: configuration, delegate: followRedirects ? nil : RedirectRefuser(), delegateQueue: nil)
+}
+
+/// Refuses every redirect, so the test sees the 3xx response itself.
+final class RedirectRefuser: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}
+
+extension URLSession {
+    /// Sends `request`; returns the status, headers and body, or throws the URLError.
+    func send(_ request: URLRequest) async throws -> (status: Int, headers: [AnyHashable: Any], body: Data) {
+        let (data, response) = try await data(for: request)
+        let http = response as! HTTPURLResponse
+        return (http.statusCode, http.allHeaderFields, data)
+    }
+
+    func get(_ url: URL) async throws -> (status: Int, headers: [AnyHashable: Any], body: Data) {
+        try await send(URLRequest(url: url))
+    }
+}
+
+/// The URLError code a failed request threw, or nil when it did not fail with a URLError.
+func urlErrorCode(of body: () async throws -> Void) async -> URLError.Code? {
+    do {
+        try await body()
+        return nil
+    } catch let error as URLError {
+        return error.code
+    } catch {
+        return nil
+    }
+}
+
+/// A raw TCP client for what URLSession cannot send (malformed requests) or hides (wire framing).
+final class RawClient {
+    let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = try POSIX.connect(host: "127.0.0.1", port: UInt16(port))
+    }
+
+    deinit { POSIX.close(descriptor) }
+
+    func send(_ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { POSIX.write(descriptor, $0) }
+    }
+
+    /// Reads until the server closes the connection, or `limit` bytes, or 5 s pass.
+    func readUntilClose(limit: Int = 1 << 20) -> String {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while received.count < limit {
+            guard !POSIX.waitReadable([descriptor], timeoutMilliseconds: 5000).isEmpty else { break }
+            guard let count = chunk.withUnsafeMutableBytes({ POSIX.read(descriptor, into: $0) }), count > 0 else { break }
+            received += chunk[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    /// Reads until `marker` has been received (or the connection closes, or 5 s pass).
+    func read(until marker: String) -> String {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: received, as: UTF8.self).contains(marker) {
+            guard !POSIX.waitReadable([descriptor], timeoutMilliseconds: 5000).isEmpty else { break }
+            guard let count = chunk.withUnsafeMutableBytes({ POSIX.read(descriptor, into: $0) }), count > 0 else { break }
+            received += chunk[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import KeelTesting
+import Testing
+
+/// Shutdown and resource hygiene of the TestServer.
+@Suite struct TestServerLifecycleTests {
+    @Test func shutdownClosesIdleAndStalledConnectionsAndIsIdempotent() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "x"))
+        server.enqueue(TestResponse(socketEffect: .noResponse))
+        let idle = try RawClient(port: server.port)
+        idle.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = idle.read(until: "x")
+        let stalled = try RawClient(port: server.port)
+        stalled.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try await server.takeRequest()
+        _ = try await server.takeRequest()
+
+        server.shutdown()
+        #expect(idle.readUntilClose() == "")  // end-of-stream at once, not after a timeout
+        #expect(stalled.readUntilClose() == "")
+        server.shutdown()
+        #expect(throws: (any Error).self) { try RawClient(port: server.port) }
+    }
+
+    @Test func shutdownInterruptsLongDelaysAndThrottles() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "x").delayingHeaders(by: .seconds(3600)))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try await server.takeRequest()
+        let start = ContinuousClock.now
+        server.shutdown()
+        #expect(raw.readUntilClose() == "")
+        // Shutdown returned long before the hour-long delay: it was interrupted, not waited out.
+        #expect(ContinuousClock.now - start < .seconds(60))
+    }
+
+    @Test func releasingTheLastReferenceShutsTheServerDown() async throws {
+        var port = 0
+        do {
+            let server = try TestServer()
+            port = server.port
+            _ = try RawClient(port: port)
+        }
+        #expect(throws: (any Error).self) { try RawClient(port: port) }
+    }
+
+    /// Opens and closes 200 servers, each serving requests (half of them with a connection stalled in
+    /// `noResponse` at shutdown), and checks that the process keeps none of their sockets or threads.
+    /// Checked through /proc by each server's own port (right after its shutdown) and thread names, so
+    /// other tests running in parallel cannot disturb the count.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/fd")))
+    func twoHundredServersLeaveNoDescriptorOrThreadBehind() async throws {
+        var serials: [Int] = []
+        var leakedSockets: [String] = []
+        for index in 0..<200 {
+            let server = try TestServer()
+            serials.append(server.serialNumber)
+            server.enqueue(TestResponse(body: "\(index)"))
+            if index % 2 == 0 { server.enqueue(TestResponse(socketEffect: .noResponse)) }
+            let raw = try RawClient(port: server.port)
+            raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = raw.read(until: "\r\n\r\n\(index)")
+            if index % 2 == 0 {
+                raw.send("GET /stall HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try await server.takeRequest()
+                _ = try await server.takeRequest()
+            }
+            let port = server.port
+            #expect(ProcFS.socketsOwnedByThisProcess().contains { $0.localPort == port })
+            server.shutdown()
+            leakedSockets += ProcFS.socketsOwnedByThisProcess().filter { $0.localPort == port }.map(\.description)
+        }
+        #expect(leakedSockets.isEmpty, "sockets still open on server ports: \(leakedSockets)")
+        let names = Set(serials.flatMap { ["kts\($0)a", "kts\($0)c"] })
+        let leakedThreads = ProcFS.threadNames().filter(names.contains)
+        #expect(leakedThreads.isEmpty, "threads still running: \(leakedThreads)")
+    }
+
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/task")))
+    func serverThreadsAreVisibleWhileRunning() throws {
+        // Guards the leak test above: the thread names it looks for really are the server's.
+        let server = try TestServer()
+        let raw = try RawClient(port: server.port)
+        server.enqueue(TestResponse(body: "x"))
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = raw.read(until: "\r\n\r\nx")
+        let names = ProcFS.threadNames()
+        #expect(names.contains("kts\(server.serialNumber)a"))
+        #expect(names.contains("kts\(server.serialNumber)c"))
+        server.shutdown()
+    }
+}
+
+/// Reads this process's sockets and threads from Linux's /proc.
+enum ProcFS {
+    struct Socket: CustomStringConvertible {
+        var inode: String
+        var localPort: Int
+        var description: String { "inode \(inode) port \(localPort)" }
+    }
+
+    static func socketsOwnedByThisProcess() -> [Socket] {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        var inodes: Set<String> = []
+        for descriptor in descriptors {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
+                target.hasPrefix("socket:[")
+            else { continue }
+            inodes.insert(String(target.dropFirst("socket:[".count).dropLast()))
+        }
+        var sockets: [Socket] = []
+        for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let columns = line.split(separator: " ")
+                guard columns.count > 9, inodes.contains(String(columns[9])) else { continue }
+                let local = columns[1].split(separator: ":")
+                guard local.count == 2, let port = Int(local[1], radix: 16) else { continue }
+                sockets.append(Socket(inode: String(columns[9]), localPort: port))
+            }
+        }
+        return sockets
+    }
+
+    static func threadNames() -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { task in
+            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+}

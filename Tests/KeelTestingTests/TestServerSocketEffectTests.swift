@@ -1,0 +1,200 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import KeelTesting
+import Testing
+
+/// Every socket effect, observed from URLSession (what the client sees) and from the server's
+/// connection events (what happened to the socket).
+@Suite struct TestServerSocketEffectTests {
+    private func events(_ server: TestServer, connection: Int = 1) -> [ConnectionEvent.Kind] {
+        server.connectionEvents.filter { $0.connectionID == connection }.map(\.kind)
+    }
+
+    private func awaitEnd(of server: TestServer, connection: Int = 1) async throws -> ConnectionEvent.Kind {
+        try await server.awaitConnectionEvent { $0.connectionID == connection && $0.kind != .opened }.kind
+    }
+
+    @Test func keepOpenServesTheNextRequestOnTheSameConnection() async throws {
+        let server = try TestServer()
+        let session = makeSession()
+        server.enqueue(TestResponse(body: "a", socketEffect: .keepOpen))
+        server.enqueue(TestResponse(body: "b"))
+        _ = try await session.get(server.url("/1"))
+        _ = try await session.get(server.url("/2"))
+        #expect(Set(server.requests.map(\.connectionID)) == [1])
+        #expect(events(server) == [.opened])
+    }
+
+    @Test func disconnectAtEndClosesAfterTheResponse() async throws {
+        let server = try TestServer()
+        let session = makeSession()
+        server.enqueue(TestResponse(body: "a", socketEffect: .disconnectAtEnd))
+        server.enqueue(TestResponse(body: "b"))
+        let first = try await session.get(server.url("/1"))
+        #expect(String(decoding: first.body, as: UTF8.self) == "a")
+        #expect(first.headers["Connection"] as? String == "close")
+        #expect(try await awaitEnd(of: server) == .closedByServer)
+        _ = try await session.get(server.url("/2"))
+        #expect(server.requests.map(\.connectionID) == [1, 2])
+    }
+
+    @Test func disconnectAtStartClosesBeforeReadingTheRequest() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(socketEffect: .disconnectAtStart))
+        let code = await urlErrorCode { _ = try await makeSession().get(server.url("/")) }
+        #expect(code == .badServerResponse || code == .networkConnectionLost)
+        #expect(server.requestCount == 0)
+        #expect(try await awaitEnd(of: server) == .closedByServer)
+    }
+
+    @Test func disconnectAfterRequestReadsItAllThenClosesWithoutAnswer() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        var request = URLRequest(url: server.url("/orders"))
+        request.httpMethod = "POST"
+        request.httpBody = Data("pay 10".utf8)
+        let code = await urlErrorCode { _ = try await makeSession().send(request) }
+        #expect(code == .badServerResponse || code == .networkConnectionLost)
+        // The server received the whole mutation: the client cannot know whether it was applied.
+        let recorded = try #require(server.requests.first)
+        #expect(recorded.isComplete && recorded.bodyText == "pay 10")
+        #expect(try await awaitEnd(of: server) == .closedByServer)
+    }
+
+    @Test func disconnectDuringRequestBodyCutsTheUploadShort() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(socketEffect: .disconnectDuringRequestBody(afterBytes: 1000)))
+        var request = URLRequest(url: server.url("/upload"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(repeating: 1, count: 512 * 1024)
+        let code = await urlErrorCode { _ = try await makeSession().send(request) }
+        #expect(code != nil)
+        let recorded = try #require(server.requests.first)
+        #expect(!recorded.isComplete)
+        #expect(recorded.body.count == 1000)
+        #expect(try await awaitEnd(of: server) == .closedByServer)
+    }
+
+    @Test func disconnectDuringResponseBodyTruncatesTheBody() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "0123456789", socketEffect: .disconnectDuringResponseBody(afterBytes: 4)))
+        let code = await urlErrorCode { _ = try await makeSession().get(server.url("/")) }
+        #expect(code != nil)  // a truncated body is never a success
+
+        server.enqueue(TestResponse(body: "0123456789", socketEffect: .disconnectDuringResponseBody(afterBytes: 4)))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        let wire = raw.readUntilClose()
+        #expect(wire.contains("Content-Length: 10"))
+        #expect(wire.hasSuffix("\r\n\r\n0123"))
+    }
+
+    @Test func halfCloseAfterRequestEndsTheServersOutputWithoutAnswer() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "never", socketEffect: .halfCloseAfterRequest))
+        let code = await urlErrorCode { _ = try await makeSession().get(server.url("/")) }
+        #expect(code == .badServerResponse || code == .networkConnectionLost)
+        #expect(server.requestCount == 1)
+        // The server kept reading until the client, having seen end-of-stream, hung up.
+        #expect(try await awaitEnd(of: server) == .closedByClient)
+
+        // From a raw client: end-of-stream arrives while our side can still write.
+        server.enqueue(TestResponse(body: "never", socketEffect: .halfCloseAfterRequest))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(raw.readUntilClose() == "")
+    }
+
+    @Test func noResponseStallsUntilTheClientGivesUp() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "never", socketEffect: .noResponse))
+        let code = await urlErrorCode { _ = try await makeSession(timeout: 1).get(server.url("/")) }
+        #expect(code == .timedOut)
+        #expect(server.requestCount == 1)
+        #expect(try await awaitEnd(of: server) == .closedByClient)
+    }
+
+    @Test func stallAtStartNeverReadsTheRequest() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(socketEffect: .stallAtStart))
+        let code = await urlErrorCode { _ = try await makeSession(timeout: 1).get(server.url("/")) }
+        #expect(code == .timedOut)
+        #expect(server.requestCount == 0)
+        #expect(try await awaitEnd(of: server) == .closedByClient)
+    }
+
+    @Test func resetAtStartSendsRSTBeforeReadingTheRequest() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(socketEffect: .resetAtStart))
+        let code = await urlErrorCode { _ = try await makeSession().get(server.url("/")) }
+        #expect(code == .networkConnectionLost || code == .badServerResponse)
+        #expect(server.requestCount == 0)
+        #expect(try await awaitEnd(of: server) == .resetByServer)
+
+        // A raw client sees ECONNRESET (a read error), not an orderly end-of-stream.
+        server.enqueue(TestResponse(socketEffect: .resetAtStart))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = POSIX.waitReadable([raw.descriptor], timeoutMilliseconds: 5000)
+        var byte = [UInt8](repeating: 0, count: 1)
+        #expect(byte.withUnsafeMutableBytes { POSIX.read(raw.descriptor, into: $0) } == nil)
+    }
+
+    @Test func resetAfterRequestReadsItThenSendsRST() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(socketEffect: .resetAfterRequest))
+        var request = URLRequest(url: server.url("/pay"))
+        request.httpMethod = "POST"
+        request.httpBody = Data("10".utf8)
+        let code = await urlErrorCode { _ = try await makeSession().send(request) }
+        #expect(code == .networkConnectionLost || code == .badServerResponse)
+        #expect(server.requests.first?.bodyText == "10")
+        #expect(try await awaitEnd(of: server) == .resetByServer)
+    }
+
+    @Test func resetDuringResponseBodySendsPartOfTheBodyThenRST() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "0123456789", socketEffect: .resetDuringResponseBody(afterBytes: 3)))
+        let code = await urlErrorCode { _ = try await makeSession().get(server.url("/")) }
+        #expect(code != nil)
+        #expect(try await awaitEnd(of: server) == .resetByServer)
+    }
+
+    @Test func shutdownInputAtEndAnswersThenStopsReading() async throws {
+        let server = try TestServer()
+        let session = makeSession()
+        server.enqueue(TestResponse(body: "a", socketEffect: .shutdownInputAtEnd))
+        server.enqueue(TestResponse(body: "b"))
+        #expect(String(decoding: try await session.get(server.url("/1")).body, as: UTF8.self) == "a")
+        #expect(try await awaitEnd(of: server) != .opened)
+        // The next request cannot be read on that connection; it arrives on a new one.
+        _ = try await session.get(server.url("/2"))
+        #expect(server.requests.map(\.connectionID) == [1, 2])
+    }
+
+    @Test func shutdownOutputAtEndAnswersThenSendsFIN() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "a", socketEffect: .shutdownOutputAtEnd))
+        server.enqueue(TestResponse(body: "b"))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        // The response, then end-of-stream, although the client asked for nothing to be closed.
+        #expect(raw.readUntilClose().hasSuffix("\r\n\r\na"))
+        let session = makeSession()
+        server.enqueue(TestResponse(body: "c", socketEffect: .shutdownOutputAtEnd))
+        #expect(String(decoding: try await session.get(server.url("/2")).body, as: UTF8.self) == "b")
+    }
+
+    @Test func closingTheClientIsRecordedAsClosedByClient() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "x"))
+        do {
+            let raw = try RawClient(port: server.port)
+            raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = raw.read(until: "x")
+        }
+        #expect(try await awaitEnd(of: server) == .closedByClient)
+    }
+}

@@ -1,0 +1,322 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import KeelTesting
+import Testing
+
+/// Recording, scripting, framing and helpers of the TestServer, each exercised with URLSession.
+@Suite struct TestServerTests {
+    @Test func bindsLoopbackOnAFreePortAndExposesItsBaseURL() throws {
+        let server = try TestServer()
+        #expect(server.port > 0)
+        #expect(server.baseURL.absoluteString == "http://127.0.0.1:\(server.port)")
+        #expect(server.url("/notes?since=1").absoluteString == "http://127.0.0.1:\(server.port)/notes?since=1")
+        let other = try TestServer()
+        #expect(other.port != server.port)
+    }
+
+    @Test func recordsEveryRequestInOrderWithMethodTargetHeadersAndBody() async throws {
+        let server = try TestServer()
+        let session = makeSession()
+        for _ in 0..<3 { server.enqueue(TestResponse(body: "ok")) }
+
+        var get = URLRequest(url: server.url("/notes?since=3&tag=a%20b"))
+        get.setValue("secret-trace", forHTTPHeaderField: "X-Trace")
+        _ = try await session.send(get)
+        var post = URLRequest(url: server.url("/notes"))
+        post.httpMethod = "POST"
+        post.httpBody = Data(#"{"title":"hi"}"#.utf8)
+        post.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        _ = try await session.send(post)
+        var delete = URLRequest(url: server.url("/notes/7"))
+        delete.httpMethod = "DELETE"
+        _ = try await session.send(delete)
+
+        let requests = server.requests
+        #expect(requests.map(\.method) == ["GET", "POST", "DELETE"])
+        #expect(requests.map(\.target) == ["/notes?since=3&tag=a%20b", "/notes", "/notes/7"])
+        #expect(requests.map(\.sequenceNumber) == [0, 1, 2])
+        #expect(requests[0].path == "/notes")
+        #expect(requests[0].queryItems == [URLQueryItem(name: "since", value: "3"), URLQueryItem(name: "tag", value: "a b")])
+        #expect(requests[0].headers["x-trace"] == "secret-trace")
+        #expect(requests[0].headers["Host"] == "127.0.0.1:\(server.port)")
+        #expect(requests[1].bodyText == #"{"title":"hi"}"#)
+        #expect(requests[1].headers["Content-Type"] == "application/json")
+        #expect(requests[1].isComplete && !requests[1].isChunked)
+        #expect(requests[0].arrivalInstant <= requests[1].arrivalInstant)
+        #expect(requests[1].arrivalInstant <= requests[2].arrivalInstant)
+        #expect(requests.allSatisfy { $0.version == "HTTP/1.1" })
+
+        // takeRequest hands them out in the same order, once each.
+        #expect(try await server.takeRequest().method == "GET")
+        #expect(try await server.takeRequest().method == "POST")
+        #expect(try await server.takeRequest().method == "DELETE")
+    }
+
+    @Test func takeRequestWaitsForALateRequestAndTimesOutWhenNoneComes() async throws {
+        let server = try TestServer()
+        let session = makeSession()
+        await #expect(throws: WaitTimeout.self) { try await server.takeRequest(timeout: .milliseconds(100)) }
+        async let taken = server.takeRequest()
+        _ = try await session.get(server.url("/late"))
+        #expect(try await taken.path == "/late")
+    }
+
+    @Test func answersFromTheQueueInOrderThenWithTheEmptyQueueResponse() async throws {
+        let server = try TestServer()
+        let session = makeSession()
+        server.enqueue(TestResponse(status: 201, body: "first"))
+        server.enqueue(.json(#"{"n":2}"#, status: 202))
+        let first = try await session.get(server.url("/a"))
+        let second = try await session.get(server.url("/b"))
+        let third = try await session.get(server.url("/c"))
+        #expect(first.status == 201 && String(decoding: first.body, as: UTF8.self) == "first")
+        #expect(second.status == 202 && String(decoding: second.body, as: UTF8.self) == #"{"n":2}"#)
+        #expect(second.headers["Content-Type"] as? String == "application/json")
+        #expect(third.status == 404)
+        #expect(String(decoding: third.body, as: UTF8.self).contains("no scripted response"))
+    }
+
+    @Test func answersFromADispatcherThatSeesTheWholeRequest() async throws {
+        let server = try TestServer(dispatcher: TestServer.Dispatcher { request in
+            TestResponse(status: request.method == "PUT" ? 200 : 405, body: "echo:\(request.bodyText)")
+        })
+        let session = makeSession()
+        var put = URLRequest(url: server.url("/x"))
+        put.httpMethod = "PUT"
+        put.httpBody = Data("abc".utf8)
+        let answered = try await session.send(put)
+        #expect(answered.status == 200)
+        #expect(String(decoding: answered.body, as: UTF8.self) == "echo:abc")
+        #expect(try await session.get(server.url("/x")).status == 405)
+
+        server.setDispatcher(nil)
+        server.enqueue(TestResponse(status: 299))
+        #expect(try await session.get(server.url("/x")).status == 299)
+    }
+
+    @Test func keepsConnectionsAliveAcrossRequests() async throws {
+        let server = try TestServer()
+        let session = makeSession()
+        server.enqueue(TestResponse(body: "1"))
+        server.enqueue(TestResponse(body: "2"))
+        _ = try await session.get(server.url("/1"))
+        _ = try await session.get(server.url("/2"))
+        let requests = server.requests
+        #expect(requests[0].connectionID == requests[1].connectionID)
+        #expect(requests.map(\.indexOnConnection) == [0, 1])
+        #expect(server.connectionEvents.filter { $0.kind == .opened }.count == 1)
+    }
+
+    @Test func sendsContentLengthFramedBodies() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "hello, keel"))
+        let answered = try await makeSession().get(server.url("/"))
+        #expect(String(decoding: answered.body, as: UTF8.self) == "hello, keel")
+        #expect(answered.headers["Content-Length"] as? String == "11")
+    }
+
+    @Test func sendsChunkedBodies() async throws {
+        let server = try TestServer()
+        let body = String(repeating: "abcdefghij", count: 10)
+        server.enqueue(TestResponse(body: body).chunked(size: 7))
+        let answered = try await makeSession().get(server.url("/"))
+        #expect(String(decoding: answered.body, as: UTF8.self) == body)
+        #expect((answered.headers["Transfer-Encoding"] as? String)?.lowercased() == "chunked")
+
+        // On the wire: 7-byte chunks in hex, then the zero chunk.
+        server.enqueue(TestResponse(body: "0123456789").chunked(size: 4))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let wire = raw.readUntilClose()
+        #expect(wire.hasSuffix("4\r\n0123\r\n4\r\n4567\r\n2\r\n89\r\n0\r\n\r\n"))
+        #expect(!wire.contains("Content-Length"))
+    }
+
+    @Test func receivesChunkedRequestBodies() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(status: 204))
+        var request = URLRequest(url: server.url("/upload"))
+        request.httpMethod = "POST"
+        let payload = Data((0..<50_000).map { UInt8(truncatingIfNeeded: $0) })
+        request.httpBodyStream = InputStream(data: payload)
+        _ = try await makeSession().send(request)
+        let recorded = try await server.takeRequest()
+        #expect(recorded.isChunked)
+        #expect(recorded.body == payload)
+        #expect(recorded.chunkSizes.reduce(0, +) == payload.count)
+        #expect(recorded.isComplete)
+
+        // With chunk extensions and trailers, from a raw client.
+        server.enqueue(TestResponse(status: 200, body: "ok"))
+        let raw = try RawClient(port: server.port)
+        raw.send("POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            + "3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nX-Checksum: 1\r\n\r\n")
+        #expect(raw.readUntilClose().hasPrefix("HTTP/1.1 200 OK"))
+        let trailed = try await server.takeRequest()
+        #expect(trailed.bodyText == "abcde")
+        #expect(trailed.chunkSizes == [3, 2])
+    }
+
+    @Test func receivesContentLengthRequestBodiesIncludingLargeOnes() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(status: 200))
+        var request = URLRequest(url: server.url("/big"))
+        request.httpMethod = "PUT"
+        let payload = Data(repeating: 0x5A, count: 1 << 20)
+        request.httpBody = payload
+        _ = try await makeSession().send(request)
+        let recorded = try await server.takeRequest()
+        #expect(!recorded.isChunked)
+        #expect(recorded.headers["Content-Length"] == String(payload.count))
+        #expect(recorded.body == payload)
+    }
+
+    @Test func answers100ContinueWhenTheClientExpectsIt() throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(status: 201))
+        let raw = try RawClient(port: server.port)
+        raw.send("POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
+        #expect(raw.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 100 Continue"))
+        raw.send("abc")
+        #expect(raw.readUntilClose().contains("HTTP/1.1 201 Created"))
+        #expect(server.requests.first?.bodyText == "abc")
+    }
+
+    @Test func delaysHeadersUntilTheScriptedTime() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "late").delayingHeaders(by: .milliseconds(1600)))
+        // A client that waits less than the delay times out before any header arrives...
+        // (1 s: FoundationNetworking truncates URLSession timeouts to whole seconds; 0.x s fails at once.)
+        let code = await urlErrorCode { _ = try await makeSession(timeout: 1).get(server.url("/")) }
+        #expect(code == .timedOut)
+        // ...and one that waits longer gets the response.
+        server.enqueue(TestResponse(body: "late").delayingHeaders(by: .milliseconds(100)))
+        let answered = try await makeSession(timeout: 5).get(server.url("/"))
+        #expect(String(decoding: answered.body, as: UTF8.self) == "late")
+    }
+
+    @Test func delaysTheBodyAfterTheHeaders() throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "payload").delayingBody(by: .milliseconds(300)))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let head = raw.read(until: "\r\n\r\n")
+        #expect(head.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(!head.contains("payload"))  // headers came alone; the body is still being held back
+        #expect(POSIX.waitReadable([raw.descriptor], timeoutMilliseconds: 100).isEmpty)
+        #expect(raw.readUntilClose() == "payload")
+    }
+
+    @Test func throttlesTheBodyToTheScriptedRate() async throws {
+        let server = try TestServer()
+        let body = "0123456789"
+        server.enqueue(TestResponse(body: body).throttled(bytes: 2, per: .milliseconds(60)))
+        let start = ContinuousClock.now
+        let answered = try await makeSession().get(server.url("/"))
+        let elapsed = ContinuousClock.now - start
+        #expect(String(decoding: answered.body, as: UTF8.self) == body)
+        // Five slices of two bytes need at least four pauses between them: a lower bound set by the
+        // throttle itself, not a speed expectation of the machine.
+        #expect(elapsed >= .milliseconds(240))
+    }
+
+    @Test func omitsTheBodyForHeadRequests() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "not sent for HEAD"))
+        var request = URLRequest(url: server.url("/"))
+        request.httpMethod = "HEAD"
+        let answered = try await makeSession().send(request)
+        #expect(answered.status == 200)
+        #expect(answered.body.isEmpty)
+        #expect(answered.headers["Content-Length"] as? String == "17")
+    }
+
+    @Test func redirectHelpersSendLocationAndClientsFollowThem() async throws {
+        let server = try TestServer()
+        let other = try TestServer()
+        server.enqueue(.redirect(to: "/moved", status: 301))
+        server.enqueue(TestResponse(body: "arrived"))
+        let followed = try await makeSession().get(server.url("/old"))
+        #expect(String(decoding: followed.body, as: UTF8.self) == "arrived")
+        #expect(server.requests.map(\.path) == ["/old", "/moved"])
+
+        // 307 keeps method and body, across origins.
+        server.enqueue(.redirect(to: other.url("/landing"), status: 307))
+        other.enqueue(TestResponse(status: 201))
+        var post = URLRequest(url: server.url("/submit"))
+        post.httpMethod = "POST"
+        post.httpBody = Data("form".utf8)
+        #expect(try await makeSession().send(post).status == 201)
+        let landed = try await other.takeRequest()
+        // Method kept (307). FoundationNetworking on Linux drops the body when following a 307; that is
+        // the client's behaviour, not the server's, so only the method and the arrival are asserted.
+        #expect(landed.method == "POST")
+    }
+
+    @Test func captivePortalAnswersEveryPathWithALoginPage() async throws {
+        let server = try TestServer(dispatcher: .captivePortal(.loginPage))
+        let session = makeSession()
+        for path in ["/api/v1/notes", "/generate_204", "/"] {
+            let answered = try await session.get(server.url(path))
+            #expect(answered.status == 200)
+            #expect((answered.headers["Content-Type"] as? String)?.hasPrefix("text/html") == true)
+            #expect(String(decoding: answered.body, as: UTF8.self).contains("<form"))
+        }
+        var post = URLRequest(url: server.url("/notes"))
+        post.httpMethod = "POST"
+        post.httpBody = Data("{}".utf8)
+        #expect(try await session.send(post).status == 200)
+    }
+
+    @Test func captivePortalCanRedirectEveryPathToAnotherOrigin() async throws {
+        let portal = URL(string: "http://portal.example.net/login?return=1")!
+        let server = try TestServer(dispatcher: .captivePortal(.redirect(to: portal)))
+        let answered = try await makeSession(followRedirects: false).get(server.url("/api/notes"))
+        #expect(answered.status == 302)
+        #expect(answered.headers["Location"] as? String == portal.absoluteString)
+    }
+
+    @Test func rejectsAMalformedRequestLineWith400AndKeepsServingOthers() async throws {
+        let server = try TestServer()
+        let raw = try RawClient(port: server.port)
+        raw.send("THIS IS NOT HTTP\r\n\r\n")
+        let answer = raw.readUntilClose()
+        #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request"))
+        #expect(answer.contains("Connection: close"))
+        let rejected = try await server.awaitConnectionEvent { if case .rejected = $0.kind { true } else { false } }
+        #expect(rejected.kind == .rejected(status: 400, reason: #"malformed request line "THIS IS NOT HTTP""#))
+        #expect(server.requestCount == 0)
+
+        server.enqueue(TestResponse(body: "still here"))
+        let answered = try await makeSession().get(server.url("/"))
+        #expect(String(decoding: answered.body, as: UTF8.self) == "still here")
+    }
+
+    @Test(arguments: [
+        ("GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 400"),  // no Host
+        ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", "HTTP/1.1 505"),
+        ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 400"),
+        ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", "HTTP/1.1 400"),
+        ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "HTTP/1.1 400"),
+        ("GET / HTTP/1.1\r\nHost: x\r\n folded: value\r\n\r\n", "HTTP/1.1 400"),
+        ("GET / HTTP/1.1\r\nHost : x\r\n\r\n", "HTTP/1.1 400"),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "HTTP/1.1 400"),
+        ("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", "HTTP/1.1 501"),
+    ])
+    func rejectsHostileRequestHeads(request: String, expectedStatusLine: String) throws {
+        let server = try TestServer()
+        let raw = try RawClient(port: server.port)
+        raw.send(request)
+        #expect(raw.readUntilClose().hasPrefix(expectedStatusLine))
+        #expect(server.requestCount == 0)
+    }
+
+    @Test func rejectsOversizedHeadsWith431() throws {
+        let server = try TestServer(configuration: .init(maximumHeadBytes: 1024))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 4096))\r\n\r\n")
+        #expect(raw.readUntilClose().hasPrefix("HTTP/1.1 431"))
+    }
+}
