@@ -294,6 +294,13 @@ package enum POSIX {
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// The inode number of the file or socket behind `fd` (what `/proc/<pid>/fd/<n>` links name).
+    package static func inode(of fd: Int32) -> UInt64? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        return UInt64(info.st_ino)
+    }
+
     /// The description of `errno` value `code`.
     package static func describe(errno code: Int32) -> String { String(cString: strerror(code)) }
 }

@@ -94,6 +94,15 @@ public final class TestServer: Sendable {
     /// and `kts<serial>c` (connections), so diagnostics can tell them from other servers' threads.
     package var serialNumber: Int { core.serial }
 
+    /// The inode numbers of the sockets the server holds open now (listener and connections), for
+    /// leak diagnostics: after ``shutdown()`` none of them may remain open in the process.
+    package var socketInodes: Set<UInt64> {
+        core.threads.withLock { registry in
+            guard !core.isShutDown else { return [] }
+            return Set(([core.listenDescriptor] + registry.openDescriptors.values).compactMap(POSIX.inode(of:)))
+        }
+    }
+
     /// The running server. Its threads hold the core, not this handle, so dropping the last reference
     /// to a `TestServer` shuts it down.
     let core: ServerCore
