@@ -17,7 +17,7 @@ enum KeelBench {
 
         OPTIONS:
           --filter <name>  Run only benchmarks whose name contains <name> (repeatable).
-          --rounds <n>     Rounds per benchmark (default 9, at least 3).
+          --rounds <n>     Rounds per benchmark (default 15, at least 3).
           --json           One JSON object per benchmark: name, unit, baseline, candidate, ratio, goal.
           --list           List the benchmarks and exit.
           -h, --help       Show this help.
@@ -26,7 +26,7 @@ enum KeelBench {
 
     static func main() {
         var filters: [String] = []
-        var rounds = 9
+        var rounds = 15
         var json = false
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
