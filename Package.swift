@@ -19,6 +19,7 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
     products: [
         .library(name: "KeelCore", targets: ["KeelCore"]),
+        .library(name: "KeelContract", targets: ["KeelContract"]),
         .library(name: "KeelTesting", targets: ["KeelTesting"]),
         .executable(name: "keel", targets: ["keel"]),
         .executable(name: "keel-bench", targets: ["keel-bench"]),
@@ -43,17 +44,18 @@ let package = Package(
 
         // MARK: - Libraries
         .target(name: "KeelCore", swiftSettings: swiftSettings),
+        .target(name: "KeelContract", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
 
         // MARK: - Executables
         .executableTarget(
             name: "keel",
-            dependencies: ["KeelCore", "KeelTesting"],
+            dependencies: ["KeelCore", "KeelContract", "KeelTesting"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "keel-bench",
-            dependencies: ["KeelCore", "KeelTesting"],
+            dependencies: ["KeelCore", "KeelContract", "KeelTesting"],
             swiftSettings: swiftSettings
         ),
 
@@ -67,6 +69,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "KeelContractTests", dependencies: ["KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
         // Runs the built `keel` binary as a child process (swift build --build-tests builds it too).

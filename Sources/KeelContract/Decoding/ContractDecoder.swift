@@ -1,0 +1,118 @@
+public import Foundation
+
+/// Decodes contract models from JSON and reports failures with a readable coding path.
+///
+/// Unknown members are ignored at every depth (that is `Decodable`'s behaviour, and Keel relies on it:
+/// a newer server may add fields). Failures that matter — an undeclared value of a ``ClosedEnum``, a
+/// wrong type, a missing required member, invalid JSON — become a ``ContractDecodingError`` that names
+/// the path (`notes[3].status`), the type and the value. There is no lenient mode that turns them into
+/// `nil` or a default.
+public struct ContractDecoder: Sendable {
+    /// How dates are decoded. Default ISO 8601.
+    public var dateDecodingStrategy: JSONDecoder.DateDecodingStrategy
+
+    public init(dateDecodingStrategy: JSONDecoder.DateDecodingStrategy = .iso8601) {
+        self.dateDecodingStrategy = dateDecodingStrategy
+    }
+
+    /// Decodes `type` from `data`.
+    ///
+    /// - Throws: ``ContractDecodingError``.
+    public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(ContractDecodingError) -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = dateDecodingStrategy
+        do {
+            return try decoder.decode(type, from: data)
+        } catch let error as DecodingError {
+            throw ContractDecodingError(error, decoding: String(describing: T.self))
+        } catch {
+            throw ContractDecodingError(code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil, message: "\(error)")
+        }
+    }
+}
+
+/// Why a contract model could not be decoded, and where.
+public struct ContractDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kind of failure.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// A closed enum received a value it does not declare.
+        public static let undeclaredEnumValue = Code("undeclaredEnumValue")
+        /// A value had the wrong JSON type.
+        public static let typeMismatch = Code("typeMismatch")
+        /// A required member was missing.
+        public static let missingMember = Code("missingMember")
+        /// A required value was `null`.
+        public static let unexpectedNull = Code("unexpectedNull")
+        /// A value was present but not acceptable (a bad date, a failed validation in `init(from:)`).
+        public static let invalidValue = Code("invalidValue")
+        /// The bytes are not JSON.
+        public static let invalidJSON = Code("invalidJSON")
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// The coding path in dotted form with indices: `notes[3].status` (empty for the top level).
+    public let path: String
+    /// The type being decoded where it failed (the enum for ``Code/undeclaredEnumValue``).
+    public let typeName: String
+    /// The offending value, when known (the undeclared enum value).
+    public let value: String?
+    /// A short explanation.
+    public let message: String
+
+    public var description: String {
+        let location = path.isEmpty ? "top level" : path
+        return "\(location): \(message)"
+    }
+
+    init(code: Code, path: String, typeName: String, value: String?, message: String) {
+        self.code = code
+        self.path = path
+        self.typeName = typeName
+        self.value = value
+        self.message = message
+    }
+
+    init(_ error: DecodingError, decoding rootType: String) {
+        switch error {
+        case .dataCorrupted(let context):
+            if let undeclared = context.underlyingError as? UndeclaredEnumValue {
+                self.init(code: .undeclaredEnumValue, path: Self.path(context.codingPath), typeName: undeclared.typeName,
+                          value: undeclared.value, message: undeclared.description)
+            } else if context.codingPath.isEmpty, context.underlyingError != nil {
+                self.init(code: .invalidJSON, path: "", typeName: rootType, value: nil, message: "the data is not valid JSON")
+            } else {
+                self.init(code: .invalidValue, path: Self.path(context.codingPath), typeName: rootType, value: nil,
+                          message: context.debugDescription)
+            }
+        case .typeMismatch(let type, let context):
+            self.init(code: .typeMismatch, path: Self.path(context.codingPath), typeName: String(describing: type), value: nil,
+                      message: "expected \(type)")
+        case .valueNotFound(let type, let context):
+            self.init(code: .unexpectedNull, path: Self.path(context.codingPath), typeName: String(describing: type), value: nil,
+                      message: "expected \(type), found null")
+        case .keyNotFound(let key, let context):
+            self.init(code: .missingMember, path: Self.path(context.codingPath + [key]), typeName: rootType, value: nil,
+                      message: "required member \(key.stringValue.debugDescription) is missing")
+        @unknown default:
+            self.init(code: .invalidValue, path: "", typeName: rootType, value: nil, message: "\(error)")
+        }
+    }
+
+    /// `notes[3].status` from a coding path.
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += text.isEmpty ? key.stringValue : "." + key.stringValue
+            }
+        }
+        return text
+    }
+}

@@ -1,0 +1,42 @@
+/// A string enum the contract declares **closed**: a value it does not declare is an incompatible
+/// change, and decoding fails loudly instead of guessing (MOB-API-001).
+///
+/// ```swift
+/// enum Visibility: String, ClosedEnum { case `private`, shared }
+/// ```
+///
+/// The failure is a `DecodingError.dataCorrupted` whose underlying error is an
+/// ``UndeclaredEnumValue`` naming the type and the value; ``ContractDecoder`` reports it as
+/// ``ContractDecodingError/Code/undeclaredEnumValue`` with the coding path (`notes[3].visibility`).
+/// Making the property optional does not soften it: `nil` means absent or `null`, never "unknown".
+public protocol ClosedEnum: RawRepresentable, Codable, Sendable where RawValue == String {}
+
+extension ClosedEnum {
+    public init(from decoder: any Decoder) throws {
+        let raw = try decoder.singleValueContainer().decode(String.self)
+        guard let value = Self(rawValue: raw) else {
+            let problem = UndeclaredEnumValue(typeName: String(describing: Self.self), value: raw)
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(codingPath: decoder.codingPath, debugDescription: problem.description, underlyingError: problem)
+            )
+        }
+        self = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+/// A closed enum received a value it does not declare.
+public struct UndeclaredEnumValue: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The enum's type name.
+    public let typeName: String
+    /// The value received.
+    public let value: String
+
+    public var description: String {
+        "\(value.debugDescription) is not a declared value of the closed enum \(typeName)"
+    }
+}

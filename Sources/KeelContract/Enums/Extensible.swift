@@ -1,0 +1,63 @@
+/// A value of an enum that the contract declares **extensible**: values the app does not know yet
+/// decode to ``unknown(_:)`` with the raw string kept, instead of failing (MOB-API-001).
+///
+/// Declare the known cases as a plain string enum marked ``ExtensibleEnum`` and use `Extensible<...>`
+/// as the property type:
+///
+/// ```swift
+/// enum NoteKind: String, ExtensibleEnum { case text, checklist }
+/// struct Note: Codable { var kind: Extensible<NoteKind> }
+///
+/// switch note.kind {
+/// case .known(.text): ...
+/// case .known(.checklist): ...
+/// case .unknown(let raw): ...   // e.g. "drawing" from a newer server; the compiler makes you handle it
+/// }
+/// ```
+///
+/// An unknown value is never mapped to a known case, and encoding writes the raw string back unchanged,
+/// so a value the app does not understand survives a round trip to the server.
+public enum Extensible<Known: ExtensibleEnum>: Sendable, Hashable, CustomStringConvertible {
+    /// A value declared in `Known`.
+    case known(Known)
+    /// A value `Known` does not declare, exactly as received.
+    case unknown(String)
+
+    /// `.known` when `Known` declares `rawValue`, otherwise `.unknown(rawValue)`.
+    public init(rawValue: String) {
+        self = Known(rawValue: rawValue).map(Extensible.known) ?? .unknown(rawValue)
+    }
+
+    /// The wire value.
+    public var rawValue: String {
+        switch self {
+        case .known(let value): value.rawValue
+        case .unknown(let raw): raw
+        }
+    }
+
+    /// The known case, or nil for an unknown value.
+    public var knownValue: Known? {
+        if case .known(let value) = self { return value }
+        return nil
+    }
+
+    /// Whether this is a value the app does not know.
+    public var isUnknown: Bool { knownValue == nil }
+
+    public var description: String { isUnknown ? "unknown(\(rawValue))" : rawValue }
+}
+
+extension Extensible: Codable {
+    public init(from decoder: any Decoder) throws {
+        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+/// The known cases of an enum the contract declares extensible. Use it through ``Extensible``.
+public protocol ExtensibleEnum: RawRepresentable, CaseIterable, Sendable, Hashable where RawValue == String {}

@@ -1,0 +1,156 @@
+import Foundation
+
+/// Any JSON value, without loss: integers stay integers, big numbers keep every digit, object members
+/// keep their order.
+///
+/// Use it where the contract says "free form", to carry unknown content through unchanged, and as the
+/// input of ``JSONSchema`` validation. Parse bytes with ``init(parsing:limits:)`` (strict RFC 8259, typed
+/// errors with positions) and write them back with ``serialized()``.
+///
+/// Equality follows JSON Schema: numbers compare by value (`1 == 1.0`), objects ignore member order.
+///
+/// ## Topics
+/// - ``init(parsing:limits:)``, ``serialized()``, ``JSONParseError``
+/// - ``subscript(_:)-(String)``, ``subscript(_:)-(Int)``, ``kind``
+public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case number(JSONNumber)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    /// The JSON type name: `null`, `boolean`, `number`, `string`, `array` or `object`.
+    public var kind: String {
+        switch self {
+        case .null: "null"
+        case .bool: "boolean"
+        case .number: "number"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+
+    /// The member `key` of an object; nil for other values or a missing key.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+
+    /// The element at `index` of an array; nil for other values or an index out of range.
+    public subscript(index: Int) -> JSONValue? {
+        if case .array(let array) = self, array.indices.contains(index) { return array[index] }
+        return nil
+    }
+
+    /// The string, if this is a string.
+    public var stringValue: String? {
+        if case .string(let string) = self { return string }
+        return nil
+    }
+
+    /// The compact JSON text of this value.
+    public var description: String { String(decoding: serialized(), as: UTF8.self) }
+
+    /// JSON equality: strings compare by code points (not Swift's canonical equivalence, which would
+    /// equate "é" and "e\u{301}"), numbers by value, objects without regard to member order.
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case (.bool(let a), .bool(let b)): a == b
+        case (.number(let a), .number(let b)): a == b
+        case (.string(let a), .string(let b)): a.utf8.elementsEqual(b.utf8)
+        case (.array(let a), .array(let b)): a == b
+        case (.object(let a), .object(let b)): a == b
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(value)
+        case .number(let number): hasher.combine(number)
+        case .string(let string):
+            hasher.combine(string.utf8.count)
+            for byte in string.utf8 { hasher.combine(byte) }
+        case .array(let elements): hasher.combine(elements)
+        case .object(let object): hasher.combine(object)
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .number(JSONNumber(value)) }
+    public init(floatLiteral value: Double) { self = .number(JSONNumber(value)) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
+}
+
+extension JSONValue: Codable {
+    /// Decodes any JSON value from a `Decoder`.
+    ///
+    /// Through `JSONDecoder`, numbers beyond `Double`'s precision and object member order are already lost
+    /// before this initializer sees them; use ``init(parsing:limits:)`` on the raw bytes to keep them.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .number(JSONNumber(value))
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(JSONNumber(value))
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            let members = try container.decode([String: JSONValue].self)
+            self = .object(JSONObject(members.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+        }
+    }
+
+    /// Encodes the value; numbers go out as `Int64` when they are integers in range, otherwise `Double`.
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .null:
+            var container = encoder.singleValueContainer()
+            try container.encodeNil()
+        case .bool(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .number(let number):
+            var container = encoder.singleValueContainer()
+            if let integer = number.int64 { try container.encode(integer) } else { try container.encode(number.double) }
+        case .string(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .array(let values):
+            var container = encoder.unkeyedContainer()
+            for value in values { try container.encode(value) }
+        case .object(let object):
+            var container = encoder.container(keyedBy: AnyCodingKey.self)
+            for (key, value) in object { try container.encode(value, forKey: AnyCodingKey(key)) }
+        }
+    }
+}
+
+/// A coding key for arbitrary member names.
+struct AnyCodingKey: CodingKey {
+    var stringValue: String
+    var intValue: Int?
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) {
+        stringValue = String(intValue)
+        self.intValue = intValue
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import KeelCore
+
+/// A compiled JSON Schema (draft 2020-12) that validates ``JSONValue`` instances.
+///
+/// Supported: every keyword of the core, applicator, validation, unevaluated, format-annotation /
+/// format-assertion and content vocabularies; `$ref`, `$defs`, `$anchor`, `$dynamicRef`,
+/// `$dynamicAnchor`; `$id` base-URI changes, embedded resources and URNs; custom metaschemas with
+/// `$vocabulary`; OpenAPI 3.0's `nullable` (opt-in). References are all resolved when the schema is
+/// created: a reference that cannot be resolved is a ``SchemaError``, never a surprise during validation.
+/// Remote documents come only from the caller's ``Resolver`` (or the built-in 2020-12 metaschemas); Keel
+/// never touches the network.
+///
+/// ```swift
+/// let schema = try JSONSchema(JSONValue(parsing: schemaBytes))
+/// let result = schema.validate(try JSONValue(parsing: responseBytes))
+/// for error in result.errors { print(error.instanceLocation, error.keywordLocation, error.message) }
+/// ```
+public struct JSONSchema: Sendable {
+    /// Looks up a schema document by absolute URI (without fragment). Return nil when unknown.
+    public typealias Resolver = @Sendable (_ uri: String) throws -> JSONValue?
+
+    let registry: SchemaRegistry
+    let root: SchemaNode
+
+    /// Compiles `schema`.
+    ///
+    /// - Parameters:
+    ///   - baseURI: the retrieval URI of the schema, against which relative `$id`s and `$ref`s resolve.
+    ///     Default: a URN unique to this schema.
+    ///   - resolver: supplies remote documents referenced by `$ref`, `$dynamicRef` or `$schema`.
+    /// - Throws: ``SchemaError`` for a schema that is not a schema (not an object or boolean), an
+    ///   unresolvable reference, or a resolver failure.
+    public init(_ schema: JSONValue, baseURI: String? = nil, resolver: Resolver? = nil) throws(SchemaError) {
+        let base = URIReference(baseURI ?? "urn:keel:schema:\(UUID().uuidString.lowercased())").withoutFragment
+        guard base.isAbsolute else {
+            throw SchemaError(code: .invalidSchema, message: "base URI \(base) is not absolute", location: "")
+        }
+        let registry = SchemaRegistry(resolver: resolver)
+        try registry.load(schema, at: base)
+        root = try registry.node(for: base.description, from: base)
+        try registry.resolveAllReferences()
+        self.registry = registry
+    }
+
+    /// Validates `instance`, collecting every error.
+    public func validate(_ instance: JSONValue, options: ValidationOptions = ValidationOptions()) -> ValidationResult {
+        var evaluator = Evaluator(registry: registry, options: options, vocabularies: registry.vocabularies(of: root))
+        let outcome = evaluator.evaluate(root, instance, instancePath: "", keywordPath: "")
+        return ValidationResult(errors: outcome.errors)
+    }
+
+    /// Validates JSON text.
+    ///
+    /// - Throws: ``JSONParseError`` when `data` is not JSON.
+    public func validate(json data: some Collection<UInt8>, options: ValidationOptions = ValidationOptions()) throws(JSONParseError) -> ValidationResult {
+        validate(try JSONValue(parsing: data), options: options)
+    }
+}
+
+/// How to validate.
+public struct ValidationOptions: Sendable {
+    /// Whether `format` is an assertion (invalid formats fail) instead of an annotation. Default false,
+    /// as draft 2020-12 specifies; a metaschema with the format-assertion vocabulary turns it on too.
+    public var formatAssertion: Bool
+    /// Whether OpenAPI 3.0's `nullable: true` lets `null` pass a `type` check. Default false.
+    public var openAPINullable: Bool
+
+    public init(formatAssertion: Bool = false, openAPINullable: Bool = false) {
+        self.formatAssertion = formatAssertion
+        self.openAPINullable = openAPINullable
+    }
+}
+
+/// The outcome of validating one instance.
+public struct ValidationResult: Sendable, Equatable {
+    /// Every error found, in evaluation order. Empty when the instance is valid.
+    public let errors: [ValidationError]
+    /// Whether the instance is valid.
+    public var isValid: Bool { errors.isEmpty }
+}
+
+/// One way the instance breaks the schema.
+public struct ValidationError: Sendable, Equatable, CustomStringConvertible {
+    /// JSON pointer to the offending part of the instance (`""` for the whole instance, `/notes/3/status`).
+    public let instanceLocation: String
+    /// JSON pointer through the schema to the failing keyword, following references (`/properties/notes/items/$ref/required`).
+    public let keywordLocation: String
+    /// A short explanation (never more than a short excerpt of the instance).
+    public let message: String
+
+    public var description: String { "\(instanceLocation.isEmpty ? "/" : instanceLocation)  \(keywordLocation)  \(message)" }
+}
+
+/// A schema that cannot be used.
+public struct SchemaError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kind of problem.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The document is not a schema (not an object or boolean), or a keyword has the wrong shape.
+        public static let invalidSchema = Code("invalidSchema")
+        /// A `$ref`, `$dynamicRef` or `$schema` points at something that does not exist.
+        public static let unresolvableReference = Code("unresolvableReference")
+        /// The resolver threw while fetching a remote document.
+        public static let resolverFailed = Code("resolverFailed")
+    }
+
+    /// The kind of problem.
+    public let code: Code
+    /// A short explanation naming the reference or keyword.
+    public let message: String
+    /// Where in the schema (absolute URI with JSON pointer fragment).
+    public let location: String
+
+    public var description: String { location.isEmpty ? message : "\(location): \(message)" }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import KeelContract
+import Testing
+
+/// Strict JSON parsing: hostile input gets a typed error with a position, never a crash or a hang.
+@Suite struct JSONParserTests {
+    @Test(arguments: [
+        ("{\"a\": [1, 2", JSONParseError.Code.unexpectedEnd),
+        ("{\"a\": 1} x", .trailingContent),
+        ("[1, 2,]", .unexpectedCharacter),
+        ("{\"a\" 1}", .unexpectedCharacter),
+        ("NaN", .invalidNumber),
+        ("[Infinity]", .invalidNumber),
+        ("-", .unexpectedEnd),
+        ("01", .invalidNumber),
+        ("1.", .invalidNumber),
+        ("1e", .invalidNumber),
+        ("\"tab\there\"", .controlCharacterInString),
+        ("\"\\x\"", .invalidEscape),
+        ("\"\\uD800\"", .invalidEscape),
+        ("\"\\uDC00\"", .invalidEscape),
+        ("\"\\uD800\\u0041\"", .invalidEscape),
+        ("{\"a\": 1, \"a\": 2}", .duplicateKey),
+        ("tru", .unexpectedEnd),
+        ("nul", .unexpectedEnd),
+        ("", .unexpectedEnd),
+        ("   ", .unexpectedEnd),
+        ("'single'", .unexpectedCharacter),
+        ("{a: 1}", .unexpectedCharacter),
+    ])
+    func rejectsMalformedJSONWithATypedError(text: String, code: JSONParseError.Code) {
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: text) }
+        do {
+            _ = try JSONValue(parsing: text)
+        } catch {
+            #expect(error.code == code, "\(text.debugDescription): \(error)")
+        }
+    }
+
+    @Test func reportsLineAndColumnOfTheProblem() {
+        do {
+            _ = try JSONValue(parsing: "{\n  \"a\": 1,\n  \"b\": tru\n}")
+            Issue.record("expected a parse error")
+        } catch {
+            #expect(error.line == 3)
+            #expect(error.column == 8)
+            #expect(error.description.hasPrefix("line 3, column 8:"))
+        }
+    }
+
+    @Test(arguments: [[0xFF], [0x22, 0xC3, 0x28, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF0, 0x82, 0x82, 0xAC, 0x22], [0x22, 0xE2, 0x82]])
+    func rejectsInvalidUTF8(bytes: [UInt8]) {
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: bytes) }
+    }
+
+    @Test func rejectsTenThousandLevelsOfNestingWithoutCrashing() {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        do {
+            _ = try JSONValue(parsing: deep)
+            Issue.record("expected tooDeep")
+        } catch {
+            #expect(error.code == .tooDeep)
+            #expect(error.offset == 512)
+        }
+        let objects = String(repeating: "{\"a\":", count: 10_000) + "1" + String(repeating: "}", count: 10_000)
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: objects) }
+        // Within the limit it parses.
+        let fine = String(repeating: "[", count: 500) + String(repeating: "]", count: 500)
+        #expect(throws: Never.self) { try JSONValue(parsing: fine) }
+    }
+
+    @Test func keepsIntegersBigNumbersAndMemberOrderWithoutLoss() throws {
+        let text = #"{"z":1,"a":12345678901234567890123,"m":-0.000000000000000000001,"f":1.50,"e":1E400}"#
+        let value = try JSONValue(parsing: text)
+        guard case .object(let object) = value else { Issue.record("not an object"); return }
+        #expect(object.keys == ["z", "a", "m", "f", "e"])
+        #expect(String(decoding: value.serialized(), as: UTF8.self) == text)
+        #expect(value["a"] != (try JSONValue(parsing: "12345678901234567890124")))
+        #expect(value["z"] == 1.0)  // 1 and 1.0 are the same number
+        #expect(value["f"] == (try JSONValue(parsing: "15e-1")))
+        if case .number(let big) = value["a"] { #expect(big.int64 == nil && big.isInteger) }
+        if case .number(let one) = value["z"] { #expect(one.int64 == 1) }
+    }
+
+    @Test func decodesEscapesIncludingSurrogatePairs() throws {
+        let value = try JSONValue(parsing: #""a\"b\\c\/d\n\u00e9\ud83d\ude00""#)
+        #expect(value == .string("a\"b\\c/d\né😀"))
+        #expect(try JSONValue(parsing: "\u{FEFF}[1]") == [1])  // a leading BOM is tolerated
+    }
+
+    @Test func stringsCompareByCodePointsNotCanonicalEquivalence() throws {
+        let composed = try JSONValue(parsing: #""\u00e9""#)
+        let decomposed = try JSONValue(parsing: #""e\u0301""#)
+        #expect(composed != decomposed)
+        #expect(Set([composed, decomposed]).count == 2)
+        let object = try JSONValue(parsing: #"{"\u00e9": 1, "e\u0301": 2}"#)
+        if case .object(let members) = object { #expect(members.count == 2) }
+    }
+
+    @Test func duplicateKeysCanBeAllowedExplicitly() throws {
+        let value = try JSONValue(parsing: #"{"a": 1, "a": 2}"#, limits: JSONParsingLimits(allowsDuplicateKeys: true))
+        #expect(value["a"] == 2)
+    }
+
+    @Test func numbersCompareExactly() throws {
+        func number(_ text: String) throws -> JSONNumber {
+            guard case .number(let number) = try JSONValue(parsing: text) else { throw CancellationError() }
+            return number
+        }
+        #expect(try number("0.1") < number("0.10000000000000001"))
+        #expect(try number("-2") < number("-1.5"))
+        #expect(try number("1e2") == number("100"))
+        #expect(try number("-0") == number("0"))
+        #expect(try number("10").isMultiple(of: number("2.5")))
+        #expect(try number("0.0075").isMultiple(of: number("0.0001")))
+        #expect(try !number("0.00751").isMultiple(of: number("0.0001")))
+        #expect(try !number("7").isMultiple(of: number("2")))
+        #expect(try number("1e308").isMultiple(of: number("1e300")))
+    }
+}
