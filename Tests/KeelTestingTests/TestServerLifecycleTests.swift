@@ -18,35 +18,58 @@ import Testing
         stalled.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         _ = try await server.takeRequest()
         _ = try await server.takeRequest()
+        server.enqueue(TestResponse(socketEffect: .stallAtStart))
+        let neverRead = try RawClient(port: server.port)
+        neverRead.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try await server.awaitConnectionEvent { $0.connectionID == 3 }
 
         server.shutdown()
-        #expect(idle.readUntilClose() == "")  // end-of-stream at once, not after a timeout
+        // End-of-stream, not a timeout (readUntilClose records an issue otherwise).
+        #expect(idle.readUntilClose() == "")
         #expect(stalled.readUntilClose() == "")
+        #expect(neverRead.readToEnd().ending != .timedOut)
+        #expect(server.socketInodes.isEmpty)
         server.shutdown()
-        #expect(throws: (any Error).self) { try RawClient(port: server.port) }
+        await #expect(throws: TestServerError.self) { try await server.takeRequest(timeout: .seconds(5)) }
     }
 
     @Test func shutdownInterruptsLongDelaysAndThrottles() async throws {
         let server = try TestServer()
         server.enqueue(TestResponse(body: "x").delayingHeaders(by: .seconds(3600)))
-        let raw = try RawClient(port: server.port)
-        raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        _ = try await server.takeRequest()
+        server.enqueue(TestResponse(body: "x").delayingBody(by: .seconds(3600)))
+        server.enqueue(TestResponse(body: "xyz").throttled(bytes: 1, per: .seconds(3600)))
+        var clients: [RawClient] = []
+        for _ in 0..<3 {
+            let raw = try RawClient(port: server.port)
+            raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            clients.append(raw)
+            _ = try await server.takeRequest()
+        }
         let start = ContinuousClock.now
         server.shutdown()
-        #expect(raw.readUntilClose() == "")
-        // Shutdown returned long before the hour-long delay: it was interrupted, not waited out.
+        for client in clients { _ = client.readUntilClose() }
+        // Shutdown returned long before the hour-long waits: they were interrupted, not waited out.
         #expect(ContinuousClock.now - start < .seconds(60))
     }
 
+    @Test func pendingWaitsFailWhenTheServerShutsDown() async throws {
+        let server = try TestServer()
+        let waiting = Task { try await server.takeRequest(timeout: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(100))
+        let start = ContinuousClock.now
+        server.shutdown()
+        await #expect(throws: TestServerError.self) { try await waiting.value }
+        #expect(ContinuousClock.now - start < .seconds(20))
+    }
+
     @Test func releasingTheLastReferenceShutsTheServerDown() async throws {
-        var port = 0
+        var inodes: Set<UInt64> = []
         do {
             let server = try TestServer()
-            port = server.port
-            _ = try RawClient(port: port)
+            inodes = server.socketInodes.union(server.wakePipeInodes)
+            #expect(inodes.count == 2)  // the listener and the wake pipe (both ends share one inode)
         }
-        #expect(throws: (any Error).self) { try RawClient(port: port) }
+        #expect(inodes.isDisjoint(with: ProcFS.openInodes()))
     }
 
     /// Opens and closes 200 servers, each serving requests (half of them with a connection stalled in
@@ -57,6 +80,7 @@ import Testing
     func twoHundredServersLeaveNoDescriptorOrThreadBehind() async throws {
         var serials: [Int] = []
         var leakedSockets: [String] = []
+        var wakePipes: Set<UInt64> = []
         for index in 0..<200 {
             let server = try TestServer()
             serials.append(server.serialNumber)
@@ -72,10 +96,14 @@ import Testing
             }
             let inodes = server.socketInodes
             #expect(inodes.count == 2)  // the listener and the one connection
-            #expect(inodes.isSubset(of: ProcFS.socketInodes()))
+            #expect(inodes.isSubset(of: ProcFS.openInodes()))
+            wakePipes.formUnion(server.wakePipeInodes)
             server.shutdown()
-            leakedSockets += inodes.intersection(ProcFS.socketInodes()).map { "socket:[\($0)]" }
+            leakedSockets += inodes.intersection(ProcFS.openInodes()).map { "socket:[\($0)]" }
         }
+        // Each server's wake pipe closes when the server value goes away (end of each iteration).
+        let leakedPipes = wakePipes.intersection(ProcFS.openInodes())
+        #expect(leakedPipes.isEmpty, "wake pipes still open: \(leakedPipes)")
         #expect(leakedSockets.isEmpty, "sockets still open on server ports: \(leakedSockets)")
         let names = Set(serials.flatMap { ["kts\($0)a", "kts\($0)c"] })
         let leakedThreads = ProcFS.threadNames().filter(names.contains)
@@ -99,13 +127,14 @@ import Testing
 
 /// Reads this process's sockets and threads from Linux's /proc.
 enum ProcFS {
-    /// The inodes of every socket this process has open (`/proc/self/fd/<n>` → `socket:[<inode>]`).
-    static func socketInodes() -> Set<UInt64> {
+    /// The inodes of every socket and pipe this process has open (`/proc/self/fd/<n>` → `socket:[<inode>]`).
+    static func openInodes() -> Set<UInt64> {
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         var inodes: Set<UInt64> = []
         for descriptor in descriptors {
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
-                target.hasPrefix("socket:["), let inode = UInt64(target.dropFirst("socket:[".count).dropLast())
+                let open = target.firstIndex(of: "["), target.hasSuffix("]"),
+                let inode = UInt64(target[target.index(after: open)...].dropLast())
             else { continue }
             inodes.insert(inode)
         }

@@ -105,6 +105,7 @@ import Testing
         let raw = try RawClient(port: server.port)
         raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(raw.readUntilClose() == "")
+        raw.send("still writable")  // the server reads on: our half is open
     }
 
     @Test func noResponseStallsUntilTheClientGivesUp() async throws {
@@ -168,7 +169,7 @@ import Testing
         server.enqueue(TestResponse(body: "a", socketEffect: .shutdownInputAtEnd))
         server.enqueue(TestResponse(body: "b"))
         #expect(String(decoding: try await session.get(server.url("/1")).body, as: UTF8.self) == "a")
-        #expect(try await awaitEnd(of: server) != .opened)
+        #expect(try await awaitEnd(of: server) == .closedByServer)
         // The next request cannot be read on that connection; it arrives on a new one.
         _ = try await session.get(server.url("/2"))
         #expect(server.requests.map(\.connectionID) == [1, 2])
@@ -176,15 +177,42 @@ import Testing
 
     @Test func shutdownOutputAtEndAnswersThenSendsFIN() async throws {
         let server = try TestServer()
+        let session = makeSession()
         server.enqueue(TestResponse(body: "a", socketEffect: .shutdownOutputAtEnd))
         server.enqueue(TestResponse(body: "b"))
-        let raw = try RawClient(port: server.port)
-        raw.send("GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
-        // The response, then end-of-stream, although the client asked for nothing to be closed.
-        #expect(raw.readUntilClose().hasSuffix("\r\n\r\na"))
-        let session = makeSession()
-        server.enqueue(TestResponse(body: "c", socketEffect: .shutdownOutputAtEnd))
+        // URLSession gets the response; its next request cannot reuse the half-closed connection.
+        #expect(String(decoding: try await session.get(server.url("/1")).body, as: UTF8.self) == "a")
         #expect(String(decoding: try await session.get(server.url("/2")).body, as: UTF8.self) == "b")
+        #expect(server.requests.map(\.connectionID) == [1, 2])
+
+        // On the wire: the response, then end-of-stream, although nobody asked to close.
+        server.enqueue(TestResponse(body: "c", socketEffect: .shutdownOutputAtEnd))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(raw.readUntilClose().hasSuffix("\r\n\r\nc"))
+    }
+
+    @Test func disconnectDuringRequestBodyClosesEvenWhenTheBodyIsShorter() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "never", socketEffect: .disconnectDuringRequestBody(afterBytes: 100)))
+        var request = URLRequest(url: server.url("/small"))
+        request.httpMethod = "POST"
+        request.httpBody = Data("tiny".utf8)
+        let code = await urlErrorCode { _ = try await makeSession().send(request) }
+        #expect(code != nil)
+        #expect(server.requests.first?.bodyText == "tiny")
+        #expect(try await awaitEnd(of: server) == .closedByServer)
+    }
+
+    @Test func aScriptedConnectionCloseHeaderIsHonoured() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(headers: ["Connection": "close"], body: "bye"))
+        server.enqueue(TestResponse(body: "again"))
+        let session = makeSession()
+        _ = try await session.get(server.url("/1"))
+        #expect(try await awaitEnd(of: server) == .closedByServer)
+        _ = try await session.get(server.url("/2"))
+        #expect(server.requests.map(\.connectionID) == [1, 2])
     }
 
     @Test func closingTheClientIsRecordedAsClosedByClient() async throws {

@@ -58,9 +58,12 @@ import Testing
         let server = try TestServer()
         let session = makeSession()
         await #expect(throws: WaitTimeout.self) { try await server.takeRequest(timeout: .milliseconds(100)) }
-        async let taken = server.takeRequest()
-        _ = try await session.get(server.url("/late"))
-        #expect(try await taken.path == "/late")
+        let late = Task {
+            try await Task.sleep(for: .milliseconds(200))  // the wait below starts before the request exists
+            return try await session.get(server.url("/late")).status
+        }
+        #expect(try await server.takeRequest().path == "/late")
+        _ = try await late.value
     }
 
     @Test func answersFromTheQueueInOrderThenWithTheEmptyQueueResponse() async throws {
@@ -304,12 +307,27 @@ import Testing
         ("GET / HTTP/1.1\r\nHost : x\r\n\r\n", "HTTP/1.1 400"),
         ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "HTTP/1.1 400"),
         ("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", "HTTP/1.1 501"),
+        ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\nabcde", "HTTP/1.1 400"),
+        ("GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", "HTTP/1.1 400"),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n7fffffffffffffff\r\n", "HTTP/1.1 400"),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n+a\r\n", "HTTP/1.1 400"),
     ])
     func rejectsHostileRequestHeads(request: String, expectedStatusLine: String) throws {
         let server = try TestServer()
         let raw = try RawClient(port: server.port)
         raw.send(request)
         #expect(raw.readUntilClose().hasPrefix(expectedStatusLine))
+        #expect(server.requestCount == 0)
+    }
+
+    @Test func rejectsOversizedBodiesWith413ThatTheClientCanRead() async throws {
+        let server = try TestServer(configuration: .init(maximumBodyBytes: 1000))
+        var request = URLRequest(url: server.url("/upload"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(repeating: 7, count: 64 * 1024)
+        // The lingering close lets the client read the 413 instead of a reset.
+        let answered = try await makeSession().send(request)
+        #expect(answered.status == 413)
         #expect(server.requestCount == 0)
     }
 

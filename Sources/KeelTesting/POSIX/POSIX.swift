@@ -81,6 +81,9 @@ package enum POSIX {
             close(fd)
             throw Failure(call: "listen", errno: error)
         }
+        // Non-blocking: a connection that is aborted between poll and accept must not block the
+        // accept thread (it could then never see the shutdown signal).
+        setNonBlocking(fd)
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &actual) {
@@ -117,8 +120,18 @@ package enum POSIX {
         #endif
     }
 
-    /// Accepts one connection; `nil` when the call failed (the listener was closed, or a transient error).
-    package static func accept(_ fd: Int32) -> Int32? {
+    /// What one `accept` call produced.
+    package enum Accepted {
+        /// A new connection.
+        case connection(Int32)
+        /// Nothing pending after all (the listener is non-blocking).
+        case nothing
+        /// The call failed with `errno` (e.g. EMFILE: out of descriptors).
+        case failed(Int32)
+    }
+
+    /// Accepts one connection from a non-blocking listener.
+    package static func accept(_ fd: Int32) -> Accepted {
         while true {
             #if canImport(Darwin)
             let client = Darwin.accept(fd, nil, nil)
@@ -129,14 +142,40 @@ package enum POSIX {
             #endif
             if client >= 0 {
                 setCloseOnExec(client)
+                setBlocking(client)
                 setNoDelay(client)
                 #if canImport(Darwin)
                 var one: Int32 = 1
                 setsockopt(client, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
                 #endif
-                return client
+                return .connection(client)
             }
-            if errno == EINTR || errno == ECONNABORTED { continue }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK, ECONNABORTED: return .nothing
+            default: return .failed(errno)
+            }
+        }
+    }
+
+    private static func setBlocking(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+    }
+
+    private static func setNonBlocking(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+    }
+
+    /// Waits until data (or end-of-stream) is ready on `fd` without consuming it.
+    /// Returns the number of bytes visible (≥ 1), 0 at end of stream, or nil on error.
+    package static func peekBlocking(_ fd: Int32) -> Int? {
+        var byte: UInt8 = 0
+        while true {
+            let count = recv(fd, &byte, 1, Int32(MSG_PEEK))
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
             return nil
         }
     }
@@ -149,6 +188,21 @@ package enum POSIX {
             if errno == EINTR { continue }
             return nil
         }
+    }
+
+    /// Whether the peer has closed its side, even while some of its data is still unread.
+    ///
+    /// Linux reports this directly (POLLRDHUP); elsewhere it is a zero-length peek, which cannot see a
+    /// close behind unread data.
+    package static func peerHasHungUp(_ fd: Int32) -> Bool {
+        #if canImport(Glibc) || canImport(Musl)
+        let pollReadHangUp: Int16 = 0x2000  // POLLRDHUP; Glibc's module does not export it
+        var entry = pollfd(fd: fd, events: pollReadHangUp, revents: 0)
+        guard poll(&entry, 1, 0) > 0 else { return false }
+        return entry.revents & (pollReadHangUp | Int16(POLLHUP) | Int16(POLLERR)) != 0
+        #else
+        return peerHasClosed(fd)
+        #endif
     }
 
     /// Whether the peer has closed its side: a zero-length peek. Data waiting to be read is not a close.
@@ -225,7 +279,7 @@ package enum POSIX {
     }
 
     /// Waits until one of `fds` is readable (or hung up), or `timeoutMilliseconds` pass (-1 = forever).
-    /// Returns the indices of the ready descriptors; empty on timeout.
+    /// Returns the indices of the ready descriptors; empty on timeout or on a poll error.
     package static func waitReadable(_ fds: [Int32], timeoutMilliseconds: Int32) -> [Int] {
         var entries = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         while true {

@@ -10,6 +10,8 @@ final class Connection: @unchecked Sendable {
     private var buffer: [UInt8] = []
     private var scratch = [UInt8](repeating: 0, count: 16 * 1024)
     private var requestIndex = 0
+    /// Set by `shutdownInputAtEnd`: end-of-stream from then on is the server's doing, not the client's.
+    private var inputIsShutDown = false
 
     init(server: ServerCore, id: Int, descriptor: Int32) {
         self.server = server
@@ -18,42 +20,65 @@ final class Connection: @unchecked Sendable {
     }
 
     private enum Ending {
+        /// Close with FIN after draining what the client still sends (a "lingering close", so that
+        /// unread request bytes do not turn the close into a reset that destroys the last response).
         case closeGracefully
+        /// Close with RST.
         case reset
+        /// The client closed or reset the connection.
         case peerClosed
-        case alreadyClosed
+        /// The server is shutting down.
+        case interrupted
+        /// Already recorded (a rejected request); close gracefully.
+        case rejected
     }
 
     func serve() {
         switch serveRequests() {
         case .closeGracefully:
             server.recordEvent(.closedByServer, connection: id)
+            lingeringClose()
+        case .rejected:
+            lingeringClose()
         case .reset:
             POSIX.setLingerZero(descriptor)
             server.recordEvent(.resetByServer, connection: id)
         case .peerClosed:
             server.recordEvent(.closedByClient, connection: id)
-        case .alreadyClosed:
-            break  // the event was recorded where the connection ended
+        case .interrupted:
+            server.recordEvent(.closedByServer, connection: id)
         }
         // The server closes the descriptor once this returns (see ServerCore.acceptLoop).
     }
 
+    /// Sends FIN, then reads and discards until the client closes too (at most one second, and never
+    /// past shutdown), so the kernel does not answer unread data with RST.
+    private func lingeringClose() {
+        POSIX.shutdown(descriptor, .write)
+        let deadline = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < deadline {
+            let ready = POSIX.waitReadable([descriptor, server.wakeDescriptors.read], timeoutMilliseconds: 100)
+            if ready.contains(1) { return }
+            guard ready.contains(0) else { continue }
+            let count = scratch.withUnsafeMutableBytes { POSIX.read(descriptor, into: $0) }
+            if count == nil || count == 0 { return }
+        }
+    }
+
     private func serveRequests() -> Ending {
         while true {
-            // Wait for the next request to start arriving (or for the client to go away).
+            // Wait for the next request to start arriving without consuming it, so that "at start"
+            // effects see the request still unread in the socket.
             if buffer.isEmpty {
-                switch fill() {
-                case .data: break
-                case .endOfStream, .failed: return .peerClosed
-                case .interrupted: return .closeGracefully
-                }
+                let visible = POSIX.peekBlocking(descriptor)
+                if server.isShutDown { return .interrupted }
+                guard let visible, visible > 0 else { return inputIsShutDown ? .closeGracefully : .peerClosed }
             }
             if let startEffect = server.takeStartEffect() {
                 switch startEffect.socketEffect {
                 case .disconnectAtStart: return .closeGracefully
                 case .resetAtStart: return .reset
-                default: return stall(reading: false)
+                default: return stallWithoutReading()
                 }
             }
             let arrivalDate = Date()
@@ -62,8 +87,7 @@ final class Connection: @unchecked Sendable {
             let head: RequestHead
             switch readHead() {
             case .head(let parsed): head = parsed
-            case .peerClosed: return .peerClosed
-            case .interrupted: return .closeGracefully
+            case .ended(let ending): return ending
             case .rejected(let status, let reason): return reject(status: status, reason: reason)
             }
 
@@ -71,19 +95,21 @@ final class Connection: @unchecked Sendable {
                 _ = send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             }
 
+            // Take the queued response now, so concurrent connections cannot swap responses.
+            let reserved = server.reserveResponse()
             var bodyLimit: Int? = nil
-            if case .disconnectDuringRequestBody(let afterBytes) = server.peekEffect() { bodyLimit = afterBytes }
+            if case .disconnectDuringRequestBody(let afterBytes) = reserved?.socketEffect { bodyLimit = afterBytes }
 
             let body: RequestBody
             switch readBody(of: head, stoppingAfter: bodyLimit) {
             case .body(let parsed): body = parsed
             case .rejected(let status, let reason): return reject(status: status, reason: reason)
-            case .interrupted: return .closeGracefully
+            case .ended(let ending): return ending
             }
 
             let index = requestIndex
             requestIndex += 1
-            let response = server.record { sequenceNumber in
+            let response = server.record(reserved: reserved) { sequenceNumber in
                 RecordedRequest(
                     method: head.method, target: head.target, version: head.version, headers: head.headers,
                     body: Data(body.bytes), isChunked: head.isChunked, chunkSizes: body.chunkSizes,
@@ -91,39 +117,40 @@ final class Connection: @unchecked Sendable {
                     sequenceNumber: sequenceNumber, arrivalDate: arrivalDate, arrivalInstant: arrivalInstant
                 )
             }
-            guard let response else {
-                // Cut short by `disconnectDuringRequestBody`, or the client hung up mid-body.
-                return body.peerClosed ? .peerClosed : .closeGracefully
-            }
+            if body.peerClosed { return .peerClosed }
+            if bodyLimit != nil { return .closeGracefully }  // disconnectDuringRequestBody, cut or not
+            guard let response else { return .closeGracefully }
+            precondition(
+                !response.socketEffect.actsAtStart && !response.socketEffect.actsDuringRequestBody,
+                "TestServer: a Dispatcher cannot return \(response.socketEffect); it acts before the dispatcher sees the request. Enqueue it instead."
+            )
 
             switch response.socketEffect {
             case .disconnectAfterRequest: return .closeGracefully
             case .resetAfterRequest: return .reset
-            case .noResponse: return stall(reading: true)
+            case .noResponse: return stallReading()
             case .halfCloseAfterRequest:
                 POSIX.shutdown(descriptor, .write)
-                return stall(reading: true)
+                return stallReading()
             default: break
             }
 
-            let clientWantsClose = head.wantsClose
-            switch write(response, for: head, closing: clientWantsClose) {
+            let closesAfter = head.wantsClose || response.asksToClose || response.socketEffect == .disconnectAtEnd
+            switch write(response, for: head, closing: closesAfter) {
             case .completed: break
-            case .peerClosed: return .peerClosed
-            case .interrupted: return .closeGracefully
-            case .cut(let ending): return ending
+            case .ended(let ending): return ending
             }
 
             switch response.socketEffect {
-            case .disconnectAtEnd: return .closeGracefully
             case .shutdownInputAtEnd:
                 POSIX.shutdown(descriptor, .read)
+                inputIsShutDown = true
                 buffer.removeAll()
             case .shutdownOutputAtEnd:
                 POSIX.shutdown(descriptor, .write)
-                return stall(reading: true)
+                return stallReading()
             default:
-                if clientWantsClose { return .closeGracefully }
+                if closesAfter { return .closeGracefully }
             }
         }
     }
@@ -145,10 +172,18 @@ final class Connection: @unchecked Sendable {
         return .data
     }
 
+    /// How a connection ends when a read comes up empty.
+    private func ending(after result: FillResult) -> Ending {
+        switch result {
+        case .interrupted: .interrupted
+        case .endOfStream where inputIsShutDown: .closeGracefully
+        default: .peerClosed
+        }
+    }
+
     private enum HeadResult {
         case head(RequestHead)
-        case peerClosed
-        case interrupted
+        case ended(Ending)
         case rejected(status: Int, reason: String)
     }
 
@@ -167,11 +202,8 @@ final class Connection: @unchecked Sendable {
                 }
             }
             if buffer.count > limit { return .rejected(status: 431, reason: "request head exceeds \(limit) bytes") }
-            switch fill() {
-            case .data: continue
-            case .endOfStream, .failed: return .peerClosed
-            case .interrupted: return .interrupted
-            }
+            let result = fill()
+            guard result == .data else { return .ended(ending(after: result)) }
         }
     }
 
@@ -198,7 +230,7 @@ final class Connection: @unchecked Sendable {
     private enum BodyResult {
         case body(RequestBody)
         case rejected(status: Int, reason: String)
-        case interrupted
+        case ended(Ending)
     }
 
     private func readBody(of head: RequestHead, stoppingAfter limit: Int?) -> BodyResult {
@@ -206,45 +238,61 @@ final class Connection: @unchecked Sendable {
         let maximum = server.configuration.maximumBodyBytes
         if head.isChunked {
             while true {
-                guard let line = readLine() else { return incomplete(body) }
+                let line: String
+                switch readLine() {
+                case .line(let text): line = text
+                case .tooLong: return .rejected(status: 400, reason: "chunk-size line too long")
+                case .ended(.interrupted): return .ended(.interrupted)
+                case .ended: return peerWentAway(body)
+                }
                 let sizeText = line.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
-                guard let size = Int(sizeText, radix: 16), size >= 0, !sizeText.isEmpty else {
+                guard !sizeText.isEmpty, sizeText.count <= 15, sizeText.allSatisfy(\.isHexDigit), let size = Int(sizeText, radix: 16) else {
                     return .rejected(status: 400, reason: "malformed chunk size \(line.debugDescription)")
                 }
                 if size == 0 {
                     // Trailer fields, then an empty line.
                     while true {
-                        guard let trailer = readLine() else { return incomplete(body) }
-                        if trailer.isEmpty { return .body(body) }
+                        switch readLine() {
+                        case .line(let trailer): if trailer.isEmpty { return .body(body) }
+                        case .tooLong: return .rejected(status: 400, reason: "trailer line too long")
+                        case .ended(.interrupted): return .ended(.interrupted)
+                        case .ended: return peerWentAway(body)
+                        }
                     }
                 }
-                guard body.bytes.count + size <= maximum else { return .rejected(status: 413, reason: "request body too large") }
+                guard size <= maximum - body.bytes.count else { return .rejected(status: 413, reason: "request body too large") }
                 body.chunkSizes.append(size)
                 switch readExactly(size, into: &body, limit: limit) {
                 case .done: break
                 case .cut: return .body(body)
-                case .interrupted: return .interrupted
+                case .ended(let ending): return ending == .interrupted ? .ended(.interrupted) : peerWentAway(body)
                 }
-                guard let terminator = readLine(), terminator.isEmpty else {
-                    return body.peerClosed ? incomplete(body) : .rejected(status: 400, reason: "chunk not followed by CRLF")
+                switch readLine() {
+                case .line(let terminator) where terminator.isEmpty: continue
+                case .line, .tooLong: return .rejected(status: 400, reason: "chunk not followed by CRLF")
+                case .ended(.interrupted): return .ended(.interrupted)
+                case .ended: return peerWentAway(body)
                 }
             }
         }
         guard head.contentLength <= maximum else { return .rejected(status: 413, reason: "request body too large") }
         switch readExactly(head.contentLength, into: &body, limit: limit) {
         case .done, .cut: return .body(body)
-        case .interrupted: return .interrupted
+        case .ended(let ending): return ending == .interrupted ? .ended(.interrupted) : peerWentAway(body)
         }
     }
 
-    private func incomplete(_ body: RequestBody) -> BodyResult {
+    private func peerWentAway(_ body: RequestBody) -> BodyResult {
         var body = body
         body.isComplete = false
         body.peerClosed = true
         return .body(body)
     }
 
-    private enum ReadOutcome { case done, cut, interrupted }
+    private enum ReadOutcome {
+        case done, cut
+        case ended(Ending)
+    }
 
     /// Appends `count` body bytes, or stops after `limit` body bytes in total (marking the body incomplete).
     private func readExactly(_ count: Int, into body: inout RequestBody, limit: Int?) -> ReadOutcome {
@@ -255,14 +303,8 @@ final class Connection: @unchecked Sendable {
                 return .cut
             }
             if buffer.isEmpty {
-                switch fill() {
-                case .data: break
-                case .endOfStream, .failed:
-                    body.isComplete = false
-                    body.peerClosed = true
-                    return .cut
-                case .interrupted: return .interrupted
-                }
+                let result = fill()
+                guard result == .data else { return .ended(ending(after: result)) }
             }
             var take = min(remaining, buffer.count)
             if let limit { take = min(take, limit - body.bytes.count) }
@@ -273,16 +315,24 @@ final class Connection: @unchecked Sendable {
         return .done
     }
 
-    /// One CRLF- (or LF-) terminated line, without the terminator; nil when the peer went away.
-    private func readLine() -> String? {
+    private enum LineResult {
+        case line(String)
+        case tooLong
+        case ended(Ending)
+    }
+
+    /// One CRLF- (or LF-) terminated line, without the terminator.
+    private func readLine() -> LineResult {
         while true {
             if let newline = buffer.firstIndex(of: 10) {
                 var line = Array(buffer[0..<newline])
                 buffer.removeFirst(newline + 1)
                 if line.last == 13 { line.removeLast() }
-                return String(decoding: line, as: UTF8.self)
+                return .line(String(decoding: line, as: UTF8.self))
             }
-            guard buffer.count < 64 * 1024, fill() == .data else { return nil }
+            if buffer.count >= 64 * 1024 { return .tooLong }
+            let result = fill()
+            guard result == .data else { return .ended(ending(after: result)) }
         }
     }
 
@@ -292,26 +342,29 @@ final class Connection: @unchecked Sendable {
         let head = "HTTP/1.1 \(status) \(ReasonPhrase.standard(for: status))\r\nContent-Type: text/plain; charset=utf-8\r\n"
             + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         _ = send(Array(head.utf8) + body)
-        return .alreadyClosed
+        return .rejected
     }
 
-    /// Holds the connection without answering until the client closes it or the server shuts down.
-    /// With `reading`, bytes the client sends are read and discarded; without it they stay unread.
-    private func stall(reading: Bool) -> Ending {
+    /// Holds the connection without answering, reading and discarding what the client sends, until the
+    /// client closes it or the server shuts down.
+    private func stallReading() -> Ending {
+        buffer.removeAll()
         while true {
-            let ready = POSIX.waitReadable(
-                reading ? [descriptor, server.wakeDescriptors.read] : [server.wakeDescriptors.read],
-                timeoutMilliseconds: reading ? -1 : 50
-            )
-            if ready.contains(reading ? 1 : 0) { return .closeGracefully }
-            if reading, ready.contains(0) {
-                switch fill() {
-                case .data: buffer.removeAll()
-                case .endOfStream, .failed: return .peerClosed
-                case .interrupted: return .closeGracefully
-                }
-            }
-            if !reading, POSIX.peerHasClosed(descriptor) { return .peerClosed }
+            let ready = POSIX.waitReadable([descriptor, server.wakeDescriptors.read], timeoutMilliseconds: -1)
+            if ready.contains(1) { return .interrupted }
+            guard ready.contains(0) else { continue }
+            let result = fill()
+            guard result == .data else { return ending(after: result) }
+            buffer.removeAll()
+        }
+    }
+
+    /// Holds the connection without ever reading from it (`stallAtStart`), checking every 50 ms whether
+    /// the client has hung up.
+    private func stallWithoutReading() -> Ending {
+        while true {
+            if POSIX.waitReadable([server.wakeDescriptors.read], timeoutMilliseconds: 50).contains(0) { return .interrupted }
+            if POSIX.peerHasHungUp(descriptor) { return .peerClosed }
         }
     }
 
@@ -319,38 +372,27 @@ final class Connection: @unchecked Sendable {
 
     private enum WriteResult {
         case completed
-        case peerClosed
-        case interrupted
-        case cut(Ending)
+        case ended(Ending)
     }
 
     private func write(_ response: TestResponse, for head: RequestHead, closing: Bool) -> WriteResult {
-        if !sleep(response.headersDelay) { return .interrupted }
+        precondition((100...999).contains(response.status), "TestResponse status \(response.status) is not a three-digit code")
+        precondition(response.chunkSize.map { $0 > 0 } ?? true, "TestResponse chunk size must be positive")
+        if !sleep(response.headersDelay) { return .ended(.interrupted) }
 
         let sendsBody = head.method != "HEAD" && !(100...199).contains(response.status)
             && response.status != 204 && response.status != 304
         var headers = response.headers
-        if let chunkSize = response.chunkSize, chunkSize > 0, sendsBody {
+        if response.chunkSize != nil, sendsBody {
             if !headers.contains("Transfer-Encoding") { headers["Transfer-Encoding"] = "chunked" }
         } else if !headers.contains("Content-Length"), response.status != 204, !(100...199).contains(response.status) {
             headers["Content-Length"] = String(response.body.count)
         }
-        let closesAfter = closing || response.socketEffect == .disconnectAtEnd
-        if closesAfter, !headers.contains("Connection") { headers["Connection"] = "close" }
+        if closing, !headers.contains("Connection") { headers["Connection"] = "close" }
 
         var text = "HTTP/1.1 \(response.status) \(response.reason ?? ReasonPhrase.standard(for: response.status))\r\n"
         for field in headers { text += "\(field.name): \(field.value)\r\n" }
         text += "\r\n"
-        let isPlain = response.bodyDelay == .zero && response.throttle == nil && response.chunkSize == nil
-            && !response.socketEffect.cutsResponseBody
-        if sendsBody, isPlain {
-            // Head and body in one write: one segment, as a real server would send a small response.
-            return send(Array(text.utf8) + response.body) ? .completed : .peerClosed
-        }
-        guard send(Array(text.utf8)) else { return .peerClosed }
-        guard sendsBody else { return .completed }
-
-        if !sleep(response.bodyDelay) { return .interrupted }
 
         var cutAfter: Int? = nil
         var cutEnding = Ending.closeGracefully
@@ -362,6 +404,16 @@ final class Connection: @unchecked Sendable {
         default: break
         }
 
+        let isPlain = response.bodyDelay == .zero && response.throttle == nil && response.chunkSize == nil && cutAfter == nil
+        if sendsBody, isPlain {
+            // Head and body in one write: one segment, as a real server would send a small response.
+            return send(Array(text.utf8) + response.body) ? .completed : .ended(.peerClosed)
+        }
+        guard send(Array(text.utf8)) else { return .ended(.peerClosed) }
+        guard sendsBody else { return cutAfter == nil ? .completed : .ended(cutEnding) }
+
+        if !sleep(response.bodyDelay) { return .ended(.interrupted) }
+
         let body = [UInt8](response.body)
         let wire = response.chunkSize.map { encodeChunked(body, size: $0) } ?? body
         let limit = cutAfter.map { min($0, wire.count) } ?? wire.count
@@ -369,12 +421,11 @@ final class Connection: @unchecked Sendable {
         var offset = 0
         while offset < limit {
             let end = min(offset + step, limit)
-            guard send(Array(wire[offset..<end])) else { return .peerClosed }
+            guard send(Array(wire[offset..<end])) else { return .ended(.peerClosed) }
             offset = end
-            if offset < limit, let period = response.throttle?.period, !sleep(period) { return .interrupted }
+            if offset < limit, let period = response.throttle?.period, !sleep(period) { return .ended(.interrupted) }
         }
-        if cutAfter != nil { return .cut(cutEnding) }
-        return .completed
+        return cutAfter == nil ? .completed : .ended(cutEnding)
     }
 
     private func encodeChunked(_ body: [UInt8], size: Int) -> [UInt8] {
@@ -402,8 +453,11 @@ final class Connection: @unchecked Sendable {
         while true {
             let remaining = ContinuousClock.now.duration(to: deadline)
             if remaining <= .zero { return true }
-            let milliseconds = Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
-            if POSIX.waitReadable([server.wakeDescriptors.read], timeoutMilliseconds: milliseconds).contains(0) { return false }
+            let seconds = min(remaining.components.seconds, 1_000_000)  // poll in slices; no overflow
+            let milliseconds = seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1
+            if POSIX.waitReadable([server.wakeDescriptors.read], timeoutMilliseconds: Int32(clamping: milliseconds)).contains(0) {
+                return false
+            }
         }
     }
 }

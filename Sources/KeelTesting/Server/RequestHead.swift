@@ -16,7 +16,7 @@ struct RequestHead {
 
     /// Whether the client asked for `100 Continue` before sending the body.
     var expectsContinue: Bool {
-        headers["Expect"]?.lowercased() == "100-continue" && (isChunked || contentLength > 0)
+        version == "HTTP/1.1" && headers["Expect"]?.lowercased() == "100-continue" && (isChunked || contentLength > 0)
     }
 
     /// Whether the connection must close after this exchange (`Connection: close`, or HTTP/1.0 without keep-alive).
@@ -35,7 +35,7 @@ struct RequestHead {
         var lines: [Substring] = []
         for rawLine in bytes.split(separator: 10, omittingEmptySubsequences: false) {
             let line = rawLine.last == 13 ? rawLine.dropLast() : rawLine
-            guard let text = String(validating: line, as: UTF8.self) else {
+            guard let text = String(bytes: line, encoding: .utf8) else {
                 return .failure(Failure(status: 400, reason: "request head is not valid UTF-8"))
             }
             lines.append(Substring(text))
@@ -80,6 +80,9 @@ struct RequestHead {
         if version == "HTTP/1.1", headers["Host"] == nil {
             return .failure(Failure(status: 400, reason: "HTTP/1.1 request without Host"))
         }
+        if headers.values(for: "Host").count > 1 {
+            return .failure(Failure(status: 400, reason: "more than one Host header"))
+        }
 
         let transferCodings = headers.values(for: "Transfer-Encoding").flatMap { $0.lowercased().split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces) }
@@ -94,7 +97,9 @@ struct RequestHead {
         }
         var contentLength = 0
         if let first = lengths.first {
-            guard Set(lengths).count == 1, first.allSatisfy(\.isASCII), let value = Int(first), value >= 0 else {
+            guard Set(lengths).count == 1, !first.isEmpty, first.count <= 18,
+                first.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(first)
+            else {
                 return .failure(Failure(status: 400, reason: "malformed Content-Length"))
             }
             contentLength = value

@@ -32,8 +32,10 @@ public struct TestResponse: Sendable {
 
     /// Body throttling: `bytes` per `period`.
     public struct Throttle: Sendable, Equatable {
-        public var bytes: Int
-        public var period: Duration
+        /// Bytes per slice (at least 1).
+        public let bytes: Int
+        /// Pause after each slice.
+        public let period: Duration
         public init(bytes: Int, period: Duration) {
             precondition(bytes > 0, "TestResponse.Throttle needs a positive byte count")
             self.bytes = bytes
@@ -109,6 +111,13 @@ public struct TestResponse: Sendable {
         return copy
     }
 
+    /// Whether the scripted headers say `Connection: close` (the server then closes after sending).
+    var asksToClose: Bool {
+        headers.values(for: "Connection").contains { value in
+            value.lowercased().split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "close" }
+        }
+    }
+
     // MARK: - Helpers
 
     /// A JSON response: `Content-Type: application/json` and the given body.
@@ -140,7 +149,8 @@ public enum SocketEffect: Sendable, Equatable {
     case disconnectAtStart
     /// Read the whole request, then close without responding.
     case disconnectAfterRequest
-    /// Read the request head and `afterBytes` bytes of its body, then close.
+    /// Read the request head and at most `afterBytes` bytes of its body, then close without answering
+    /// (also when the body turned out shorter). Queue only: a dispatcher sees the request too late.
     case disconnectDuringRequestBody(afterBytes: Int)
     /// Send the headers and `afterBytes` bytes of the body, then close.
     case disconnectDuringResponseBody(afterBytes: Int)
@@ -148,7 +158,8 @@ public enum SocketEffect: Sendable, Equatable {
     case halfCloseAfterRequest
     /// Read the request and never answer; hold the connection until the client gives up or the server stops.
     case noResponse
-    /// Accept the connection and never read from it (the request sits unread in the socket buffer).
+    /// Accept the connection and never read from it: the request sits unread in the socket buffer
+    /// until the client gives up or the server stops.
     case stallAtStart
     /// Reset the connection (RST) as soon as the request starts arriving.
     case resetAtStart
@@ -156,17 +167,16 @@ public enum SocketEffect: Sendable, Equatable {
     case resetAfterRequest
     /// Send the headers and `afterBytes` bytes of the body, then reset the connection (RST).
     case resetDuringResponseBody(afterBytes: Int)
-    /// Send the response, then shut down the server's input side (further requests are not read).
+    /// Send the response, then shut down the server's input side: further requests are not read, and the
+    /// server closes the connection (recorded as closed by the server).
     case shutdownInputAtEnd
     /// Send the response, then shut down the server's output side (FIN; the client can still send).
     case shutdownOutputAtEnd
 
-    /// Effects that stop the response body part-way.
-    var cutsResponseBody: Bool {
-        switch self {
-        case .disconnectDuringResponseBody, .resetDuringResponseBody: true
-        default: false
-        }
+    /// Effects that act while the request body is read; they must be known before the request is.
+    var actsDuringRequestBody: Bool {
+        if case .disconnectDuringRequestBody = self { return true }
+        return false
     }
 
     /// Effects that act before the request is read; the server looks at the next queued response for them.

@@ -103,6 +103,11 @@ public final class TestServer: Sendable {
         }
     }
 
+    /// The inode numbers of the server's wake pipe, which lives as long as the server object.
+    package var wakePipeInodes: Set<UInt64> {
+        Set([core.wakeDescriptors.read, core.wakeDescriptors.write].compactMap(POSIX.inode(of:)))
+    }
+
     /// The running server. Its threads hold the core, not this handle, so dropping the last reference
     /// to a `TestServer` shuts it down.
     let core: ServerCore
@@ -132,6 +137,9 @@ public final class TestServer: Sendable {
     }
 
     /// Answers with `dispatcher` instead of the queue; `nil` returns to the queue.
+    ///
+    /// A dispatcher that captures the server strongly keeps it alive (server → dispatcher → server):
+    /// capture it weakly, or call ``shutdown()`` explicitly.
     public func setDispatcher(_ dispatcher: Dispatcher?) {
         core.state.withLock { $0.dispatcher = dispatcher }
     }
@@ -149,13 +157,16 @@ public final class TestServer: Sendable {
 
     /// The next request not yet taken, waiting for it to arrive if needed (like MockWebServer's `takeRequest`).
     ///
-    /// - Throws: ``WaitTimeout`` when no request arrives within `timeout` (real time).
+    /// - Throws: ``WaitTimeout`` when no request arrives within `timeout` (real time);
+    ///   ``TestServerError`` when the server is (or gets) shut down with no request left to take.
     public func takeRequest(timeout: Duration = .seconds(10)) async throws -> RecordedRequest {
-        try await core.state.wait(timeout: timeout, for: "a request to \(baseURL)") { state in
-            guard state.takenCount < state.requests.count else { return nil }
+        try await core.state.wait(timeout: timeout, for: "a request to \(baseURL)") { state -> Result<RecordedRequest, TestServerError>? in
+            guard state.takenCount < state.requests.count else {
+                return state.isShutDown ? .failure(TestServerError(message: "the server was shut down")) : nil
+            }
             state.takenCount += 1
-            return state.requests[state.takenCount - 1]
-        }
+            return .success(state.requests[state.takenCount - 1])
+        }.get()
     }
 
     /// Waits for the first connection event (past or future) matching `predicate`.
@@ -255,9 +266,15 @@ final class ServerCore: Sendable {
             for descriptor in threads.openDescriptors.values { POSIX.shutdown(descriptor, .both) }
             return (threads.acceptor, threads.connections)
         }
-        if let acceptor, !acceptor.isCurrent { acceptor.join() }
+        if let acceptor { acceptor.join() }  // user code never runs on the accept thread
         for thread in connections.values where !thread.isCurrent { thread.join() }
         POSIX.close(listenDescriptor)
+        state.failAllWaiters(with: TestServerError(message: "the server was shut down"))
+        // The wake pipe stays open until deinit: a connection thread that called shutdown (through a
+        // dispatcher) is still running and polls it.
+    }
+
+    deinit {
         POSIX.close(wakeDescriptors.read)
         POSIX.close(wakeDescriptors.write)
     }
@@ -270,7 +287,16 @@ final class ServerCore: Sendable {
         while true {
             let ready = POSIX.waitReadable([listenDescriptor, wakeDescriptors.read], timeoutMilliseconds: -1)
             if ready.contains(1) || isShutDown { return }
-            guard ready.contains(0), let descriptor = POSIX.accept(listenDescriptor) else { continue }
+            guard ready.contains(0) else { continue }
+            let descriptor: Int32
+            switch POSIX.accept(listenDescriptor) {
+            case .connection(let accepted): descriptor = accepted
+            case .nothing: continue
+            case .failed:
+                // Out of descriptors or similar: back off instead of spinning, still honouring shutdown.
+                if POSIX.waitReadable([wakeDescriptors.read], timeoutMilliseconds: 50).contains(0) { return }
+                continue
+            }
             reapFinishedConnections()
             // Register under the threads lock and re-check shutdown inside it: shutdown flags the state
             // first and then takes this lock, so a connection is either seen by shutdown or never served.
@@ -321,26 +347,26 @@ final class ServerCore: Sendable {
         }
     }
 
-    /// The socket effect of the next queued response, without consuming it (for request-body effects).
-    func peekEffect() -> SocketEffect? {
-        state.withLock { state in state.dispatcher == nil ? state.queue.first?.socketEffect : nil }
+    /// In queue mode, takes the response for the request whose head just arrived (responses go out in
+    /// the order request heads arrive, even across concurrent connections). Nil in dispatcher mode.
+    func reserveResponse() -> TestResponse? {
+        state.withLock { state in
+            guard state.dispatcher == nil else { return nil }
+            return state.queue.isEmpty ? configuration.responseWhenQueueIsEmpty : state.queue.removeFirst()
+        }
     }
 
-    /// Records a request (numbering it) and, when it is complete, picks its response.
-    /// An incomplete request consumes its queued response and gets none.
-    func record(_ makeRequest: (_ sequenceNumber: Int) -> RecordedRequest) -> TestResponse? {
+    /// Records a request (numbering it) and returns its response: the reserved one, or the dispatcher's
+    /// answer for a complete request. An incomplete request gets none.
+    func record(reserved: TestResponse?, _ makeRequest: (_ sequenceNumber: Int) -> RecordedRequest) -> TestResponse? {
         let (request, dispatcher) = state.withLock { state in
             let request = makeRequest(state.requests.count)
             state.requests.append(request)
             return (request, state.dispatcher)
         }
-        if let dispatcher {
-            return request.isComplete ? dispatcher.respond(request) : nil
-        }
-        return state.withLock { state in
-            let next = state.queue.isEmpty ? configuration.responseWhenQueueIsEmpty : state.queue.removeFirst()
-            return request.isComplete ? next : nil
-        }
+        guard request.isComplete else { return nil }
+        if let reserved { return reserved }
+        return dispatcher?.respond(request) ?? configuration.responseWhenQueueIsEmpty
     }
 
     func recordEvent(_ kind: ConnectionEvent.Kind, connection: Int) {

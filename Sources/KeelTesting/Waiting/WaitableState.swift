@@ -37,6 +37,9 @@ package final class WaitableState<State>: @unchecked Sendable {
 
     /// Waits until `condition` returns a value (it may change the state, e.g. to consume an item).
     ///
+    /// `condition` runs while the state's lock is held: it must not call back into the object that owns
+    /// this state (that would deadlock).
+    ///
     /// - Throws: ``WaitTimeout`` after `timeout`; `CancellationError` when the task is cancelled.
     package func wait<Value: Sendable>(
         timeout: Duration,
@@ -68,14 +71,25 @@ package final class WaitableState<State>: @unchecked Sendable {
                     },
                     fail: { continuation.resume(throwing: $0) }
                 )
-                let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) { [weak self] in
+                // Saturate: a timeout beyond a year is as good as forever and must not overflow.
+                let seconds = min(timeout.components.seconds, 365 * 86_400)
+                let nanoseconds = seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
                     self?.fail(id, with: WaitTimeout(waitingFor: description, timeout: timeout))
                 }
             }
         } onCancel: {
             fail(id, with: CancellationError())
         }
+    }
+
+    /// Fails every current waiter with `error` (e.g. the server they wait on has shut down).
+    package func failAllWaiters(with error: any Error) {
+        lock.lock()
+        let failing = waiters.values
+        waiters.removeAll()
+        lock.unlock()
+        for waiter in failing { waiter.fail(error) }
     }
 
     private func fail(_ id: Int, with error: any Error) {

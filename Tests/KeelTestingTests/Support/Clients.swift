@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import KeelTesting
+import Testing
 
 /// A fresh URLSession per test, so no pooled connection leaks between tests.
 func makeSession(timeout: Double = 5, followRedirects: Bool = true) -> URLSession {
@@ -64,16 +65,36 @@ final class RawClient {
         _ = Array(text.utf8).withUnsafeBytes { POSIX.write(descriptor, $0) }
     }
 
-    /// Reads until the server closes the connection, or `limit` bytes, or 5 s pass.
-    func readUntilClose(limit: Int = 1 << 20) -> String {
+    /// How a read from the server ended.
+    enum Ending: Equatable {
+        case endOfStream, reset, timedOut
+    }
+
+    /// Reads until the server closes the connection (FIN) and returns what arrived. Records a test
+    /// issue when the connection did not end that way (reset, or still open after 5 s), so a test
+    /// expecting a clean close cannot pass on a timeout.
+    func readUntilClose(sourceLocation: SourceLocation = #_sourceLocation) -> String {
+        let (text, ending) = readToEnd()
+        if ending != .endOfStream {
+            Issue.record("expected the server to close the connection, but it \(ending)", sourceLocation: sourceLocation)
+        }
+        return text
+    }
+
+    /// Reads until the connection ends or 5 s pass without data; returns what arrived and how it ended.
+    func readToEnd() -> (text: String, ending: Ending) {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while received.count < limit {
-            guard !POSIX.waitReadable([descriptor], timeoutMilliseconds: 5000).isEmpty else { break }
-            guard let count = chunk.withUnsafeMutableBytes({ POSIX.read(descriptor, into: $0) }), count > 0 else { break }
+        while true {
+            guard !POSIX.waitReadable([descriptor], timeoutMilliseconds: 5000).isEmpty else {
+                return (String(decoding: received, as: UTF8.self), .timedOut)
+            }
+            guard let count = chunk.withUnsafeMutableBytes({ POSIX.read(descriptor, into: $0) }) else {
+                return (String(decoding: received, as: UTF8.self), .reset)
+            }
+            if count == 0 { return (String(decoding: received, as: UTF8.self), .endOfStream) }
             received += chunk[0..<count]
         }
-        return String(decoding: received, as: UTF8.self)
     }
 
     /// Reads until `marker` has been received (or the connection closes, or 5 s pass).
