@@ -108,9 +108,10 @@ import Testing
         #expect(run.status == .exited(0))
         let rows = run.stdout.split(separator: "\n")
         #expect(rows.first?.hasPrefix("fault") == true)
-        #expect(rows.count == 21)
+        #expect(rows.count == 22)  // header + 21 faults
         #expect(rows.contains { $0.hasPrefix("captive-portal-login") && $0.contains("HTTP 200") })
         #expect(rows.contains { $0.hasPrefix("stall-at-start") && $0.contains("timedOut") })
+        #expect(rows.contains { $0.hasPrefix("captive-portal-redirect") && $0.contains("cannotConnectToHost") })
     }
 
     @Test func serveAnswersFromAScriptFile() async throws {

@@ -7,9 +7,16 @@
 /// - empty, or only whitespace;
 /// - leading or trailing whitespace (`"bob "` and `"bob"` would otherwise be two namespaces for one user);
 /// - control characters (including NUL) or Unicode line/paragraph separators;
+/// - invisible formatting characters (zero-width spaces and joiners, soft hyphen, byte-order mark,
+///   bidirectional controls): `"bob\u{200B}"` would be a second namespace for the visible `bob`;
 /// - longer than ``maximumUTF8Length`` bytes of UTF-8;
 /// - a placeholder that backends and bridges emit for a missing value: `null`, `nil`, `undefined`,
-///   `none`, `unknown`, `(null)`, `anonymous` (any letter case), or an all-zero UUID.
+///   `none`, `unknown`, `(null)`, `anonymous` (any letter case), `-1`, a string of only zeros (`0`),
+///   or an all-zero UUID (with or without hyphens or braces).
+///
+/// `rawValue` is the backend's identifier, not a file name: never build a path or storage key from it
+/// directly. Case-insensitive, normalization-insensitive file systems (APFS by default) would merge
+/// `Bob` and `bob`; KeelStore derives each account's namespace from a hash of the id's bytes instead.
 ///
 /// Two ids are equal only when their UTF-8 bytes are equal. Swift's `String` equality treats canonically
 /// equivalent strings (`"é"` precomposed and decomposed) as equal, but file names and database keys do
@@ -84,22 +91,43 @@ public struct AccountID: Sendable, Hashable, Comparable, CustomStringConvertible
         if raw.unicodeScalars.contains(where: isForbiddenScalar) {
             throw AccountIDError(code: .controlCharacter, value: raw)
         }
-        if placeholders.contains(raw.lowercased()) || isZeroUUID(raw) {
+        if hasInvisibleFormatting(raw) {
+            throw AccountIDError(code: .invisibleCharacter, value: raw)
+        }
+        if placeholders.contains(raw.lowercased()) || isZeroPlaceholder(raw) {
             throw AccountIDError(code: .placeholder, value: raw)
         }
     }
 
     private static func isForbiddenScalar(_ scalar: Unicode.Scalar) -> Bool {
-        if scalar.value == 0xFEFF { return true }  // byte-order mark: invisible, breaks equality with the visible id
         switch scalar.properties.generalCategory {
         case .control, .lineSeparator, .paragraphSeparator: return true
         default: return false
         }
     }
 
-    private static func isZeroUUID(_ raw: String) -> Bool {
-        let digits = raw.filter { $0 != "-" }
-        return raw.count == 36 && digits.count == 32 && digits.allSatisfy { $0 == "0" }
+    /// Format characters (category Cf) are invisible. Zero-width joiner and non-joiner are allowed between
+    /// other characters, where emoji sequences (👩‍💻) and Indic scripts need them; nowhere else.
+    private static func hasInvisibleFormatting(_ raw: String) -> Bool {
+        let scalars = Array(raw.unicodeScalars)
+        for (index, scalar) in scalars.enumerated() where scalar.properties.generalCategory == .format {
+            let isJoiner = scalar.value == 0x200D || scalar.value == 0x200C
+            let isInside = index > 0 && index < scalars.count - 1
+                && scalars[index - 1].properties.generalCategory != .format
+                && scalars[index + 1].properties.generalCategory != .format
+            if !(isJoiner && isInside) { return true }
+        }
+        return false
+    }
+
+    /// `0`, `000…`, `-1`, and the nil UUID in its usual spellings.
+    private static func isZeroPlaceholder(_ raw: String) -> Bool {
+        if raw == "-1" { return true }
+        var digits = Substring(raw)
+        if digits.hasPrefix("{"), digits.hasSuffix("}") { digits = digits.dropFirst().dropLast() }
+        let zeros = digits.filter { $0 != "-" }
+        guard !zeros.isEmpty, zeros.allSatisfy({ $0 == "0" }) else { return false }
+        return !digits.contains("-") || (digits.count == 36 && zeros.count == 32)
     }
 }
 
@@ -117,8 +145,10 @@ public struct AccountIDError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let whitespaceOnly = Code("whitespaceOnly")
         /// The id starts or ends with whitespace.
         public static let surroundingWhitespace = Code("surroundingWhitespace")
-        /// The id contains a control character, NUL, a byte-order mark or a line/paragraph separator.
+        /// The id contains a control character, NUL, or a line/paragraph separator.
         public static let controlCharacter = Code("controlCharacter")
+        /// The id contains an invisible formatting character (zero-width space, byte-order mark, bidi control).
+        public static let invisibleCharacter = Code("invisibleCharacter")
         /// The id is longer than ``AccountID/maximumUTF8Length`` bytes.
         public static let tooLong = Code("tooLong")
         /// The id is a placeholder for a missing value (`null`, `undefined`, an all-zero UUID, ...).
@@ -137,6 +167,7 @@ public struct AccountIDError: Error, Sendable, Equatable, CustomStringConvertibl
         case .whitespaceOnly: return "account id contains only whitespace"
         case .surroundingWhitespace: return "account id \(shown.debugDescription) has leading or trailing whitespace"
         case .controlCharacter: return "account id \(shown.debugDescription) contains a control character"
+        case .invisibleCharacter: return "account id \(shown.debugDescription) contains an invisible formatting character"
         case .tooLong: return "account id is \(value.utf8.count) bytes long; at most \(AccountID.maximumUTF8Length) allowed"
         default: return "account id \(shown.debugDescription) is a placeholder, not an account"
         }

@@ -10,12 +10,17 @@ public import KeelCore
 /// ```swift
 /// let clock = ManualClock()
 /// let task = Task { try await clock.sleep(for: .seconds(5)); return "woke" }
-/// await clock.waitForSleepers(count: 1)
+/// try await clock.waitForSleepers(count: 1)
 /// clock.advance(by: .seconds(5))
 /// #expect(try await task.value == "woke")
 /// ```
 ///
 /// The clock also carries a wall clock (``wallClock``) that advances with it, for code that stamps dates.
+///
+/// ``advance(by:)`` wakes the sleepers that are due and returns; it does not wait for the woken tasks to
+/// run. A task that sleeps again after waking (a periodic timer, a retry loop) therefore starts its next
+/// sleep at whatever `now` is when it gets to run. For such loops, step one deadline at a time:
+/// `await clock.waitForSleepers(count: 1)`, then ``advanceToNextDeadline()``, and repeat.
 ///
 /// ## Topics
 /// - ``now``, ``advance(by:)``, ``advance(to:)``, ``advanceToNextDeadline()``
@@ -97,7 +102,10 @@ public final class ManualClock: Clock, Sendable {
                         state.wakeLog.append(Wake(sleeper: number, deadline: deadline, wokenAt: state.now))
                         return .success(())
                     }
-                    let index = state.sleepers.firstIndex { $0.deadline > deadline } ?? state.sleepers.endIndex
+                    // Deadline order; equal deadlines in the order the sleepers started (their numbers).
+                    let index = state.sleepers.firstIndex {
+                        $0.deadline > deadline || ($0.deadline == deadline && $0.number > number)
+                    } ?? state.sleepers.endIndex
                     state.sleepers.insert(Sleeper(number: number, deadline: deadline, continuation: continuation), at: index)
                     return nil
                 }

@@ -11,8 +11,9 @@ import Musl
 #endif
 
 package final class POSIXThread: @unchecked Sendable {
-    // @unchecked Sendable: `handle` is written once in `spawn` before the object is shared and read
-    // only by `join`, which the owner calls once.
+    // @unchecked Sendable: `handle` is written once in `spawn`, before the object is shared. `join`
+    // (called once, by the owner) clears it; `isCurrent` may read it from other threads, which is only
+    // done by the owner before it joins (TestServer.shutdown), never concurrently with `join`.
     private var handle: pthread_t?
 
     private final class Start {

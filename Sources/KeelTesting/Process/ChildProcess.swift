@@ -26,6 +26,9 @@ import KeelCore
 /// - Input: ``write(_:)``, ``writeLine(_:)``, ``closeInput()``
 /// - Output: ``nextLine(from:timeout:)``, ``waitForLine(from:timeout:where:)``, ``output(of:)``
 /// - Ending: ``kill(signal:)``, ``waitForExit(timeout:)``, ``termination``
+@available(iOS, unavailable, message: "iOS apps cannot start processes")
+@available(tvOS, unavailable)
+@available(watchOS, unavailable)
 public final class ChildProcess: Sendable {
     /// One of the child's output streams.
     public enum Stream: Sendable, CustomStringConvertible {
@@ -39,11 +42,14 @@ public final class ChildProcess: Sendable {
         case exited(Int32)
         /// It was killed by this signal.
         case signaled(Int32)
+        /// It ended, but its status was taken by someone else (another `waitpid`, or SIGCHLD ignored).
+        case unknown
 
         public var description: String {
             switch self {
             case .exited(let status): "exited with status \(status)"
             case .signaled(let signal): "killed by signal \(signal)"
+            case .unknown: "ended with an unknown status"
             }
         }
     }
@@ -164,7 +170,11 @@ public final class ChildProcess: Sendable {
                     Self.pump(stderr.read, into: .standardError, state: state, wake: wake.read)
                 },
                 POSIXThread.spawn(name: "keel-child-wait") {
-                    Spawn.waitUntilEnded(pid)
+                    guard Spawn.waitUntilEnded(pid) else {
+                        // Someone else reaped it: the pid may already be reused, so signal nothing.
+                        state.withLock { $0.termination = .unknown }
+                        return
+                    }
                     // Ended but not reaped: the pid (and so the group id) cannot have been reused yet.
                     Spawn.sendToGroup(Spawn.sigkill, leader: pid)
                     // Reap under the lock that `kill` takes, so no signal can follow the pid's release.
@@ -172,6 +182,7 @@ public final class ChildProcess: Sendable {
                         switch Spawn.reap(pid) {
                         case .exited(let status): state.termination = .exited(status)
                         case .signaled(let signal): state.termination = .signaled(signal)
+                        case nil: state.termination = .unknown
                         }
                     }
                 },
@@ -193,7 +204,7 @@ public final class ChildProcess: Sendable {
 
     // MARK: - Input
 
-    /// Writes `text` (UTF-8) to the child's standard input.
+    /// Writes `text` (UTF-8) to the child's standard input. Blocks while the child's input buffer is full.
     ///
     /// - Throws: ``ChildProcessError`` when input was closed or the child is gone.
     public func write(_ text: String) throws {
@@ -272,11 +283,14 @@ public final class ChildProcess: Sendable {
     /// How the child ended, or nil while it runs.
     public var termination: Termination? { state.withLock { $0.termination } }
 
-    /// Waits for the child to end and returns how it ended.
+    /// Waits for the child to end, and for all of its output to be collected, and returns how it ended.
     ///
     /// - Throws: ``WaitTimeout`` when it is still running after `timeout` (real time).
     public func waitForExit(timeout: Duration = .seconds(30)) async throws -> Termination {
-        try await state.wait(timeout: timeout, for: "\(executable) (pid \(pid)) to exit") { $0.termination }
+        try await state.wait(timeout: timeout, for: "\(executable) (pid \(pid)) to exit") { state in
+            guard let termination = state.termination, state.streams.values.allSatisfy(\.isClosed) else { return nil }
+            return termination
+        }
     }
 
     // MARK: - Pumping output

@@ -9,6 +9,9 @@ import Musl
 #error("KeelTesting needs posix_spawn")
 #endif
 
+@available(iOS, unavailable, message: "iOS apps cannot start processes")
+@available(tvOS, unavailable)
+@available(watchOS, unavailable)
 enum Spawn {
     /// How a child process ended.
     enum Exit: Sendable, Equatable {
@@ -39,6 +42,12 @@ enum Spawn {
         posix_spawn_file_actions_adddup2(&actions, stdin, 0)
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        // The child must inherit nothing else: a descriptor another test opened at the same moment
+        // (before it could be marked close-on-exec) would otherwise keep that test's pipes and sockets
+        // alive in this child.
+        #if canImport(Glibc) || canImport(Musl)
+        _ = addCloseFrom(&actions, 3)
+        #endif
         if let workingDirectory {
             #if canImport(Darwin)
             if #available(macOS 10.15, *) { posix_spawn_file_actions_addchdir_np(&actions, workingDirectory) }
@@ -60,7 +69,11 @@ enum Spawn {
         posix_spawnattr_setsigmask(&attributes, &empty)
         // Its own process group, so that killing the child kills whatever it started too.
         posix_spawnattr_setpgroup(&attributes, 0)
+        #if canImport(Darwin)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_CLOEXEC_DEFAULT))
+        #else
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+        #endif
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -80,19 +93,21 @@ enum Spawn {
     }
 
     /// Waits (blocking) until `pid` has ended, without reaping it: until it is reaped, its pid cannot be
-    /// reused, so a signal sent meanwhile cannot reach an unrelated process.
-    static func waitUntilEnded(_ pid: pid_t) {
+    /// reused, so a signal sent meanwhile cannot reach an unrelated process. False when the wait failed
+    /// (someone else reaped the child, or SIGCHLD is ignored); then nothing is known about the pid.
+    static func waitUntilEnded(_ pid: pid_t) -> Bool {
         var info = siginfo_t()
         while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 {
-            if errno != EINTR { return }
+            if errno != EINTR { return false }
         }
+        return true
     }
 
-    /// Reaps the ended `pid` and returns how it ended.
-    static func reap(_ pid: pid_t) -> Exit {
+    /// Reaps the ended `pid` and returns how it ended; nil when it could not be reaped.
+    static func reap(_ pid: pid_t) -> Exit? {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
-            if errno != EINTR { return .exited(-1) }
+            if errno != EINTR { return nil }
         }
         // WIFEXITED / WTERMSIG are macros; decode the status word by hand.
         let signal = status & 0x7F
@@ -106,6 +121,16 @@ enum Spawn {
 }
 
 #if canImport(Glibc) || canImport(Musl)
+/// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34+) is not exported by the Glibc module; look it
+/// up. Returns false on an older C library (the child then relies on close-on-exec alone).
+private func addCloseFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: Int32) -> Bool {
+    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+        return false
+    }
+    return unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, lowest) == 0
+}
+
 /// `posix_spawn_file_actions_addchdir_np` (glibc 2.29+) is not exported by the Glibc module; look it up.
 private func addChangeDirectory(_ actions: inout posix_spawn_file_actions_t, _ path: String) -> Bool {
     typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32

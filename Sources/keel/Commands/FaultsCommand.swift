@@ -71,11 +71,13 @@ enum FaultsCommand {
             Fault("reset-at-start", text.with(.resetAtStart)),
             Fault("reset-after-request", text.with(.resetAfterRequest)),
             Fault("reset-during-response-body", text.with(.resetDuringResponseBody(afterBytes: 6))),
+            Fault("shutdown-input-at-end", text.with(.shutdownInputAtEnd)),
             Fault("shutdown-output-at-end", text.with(.shutdownOutputAtEnd)),
             Fault("status-503-retry-after", TestResponse(status: 503, headers: ["Retry-After": "2"], body: "down")),
             Fault("redirect-same-origin", .redirect(to: "/elsewhere", status: 302)),
             Fault("captive-portal-login", dispatcher: .captivePortal(.loginPage)),
-            Fault("captive-portal-redirect", dispatcher: .captivePortal(.redirect(to: URL(string: "http://portal.invalid/login")!))),
+            // The portal's login host is a closed loopback port: no DNS lookup, no outside network.
+            Fault("captive-portal-redirect", dispatcher: .captivePortal(.redirect(to: URL(string: "http://127.0.0.1:1/login")!))),
         ]
     }()
 

@@ -10,7 +10,8 @@ enum ServeCommand {
         usage: """
             USAGE: keel serve [--port <port>] [--script <file.json>] [--captive-portal login|<url>]
 
-            Runs KeelTesting's TestServer on 127.0.0.1 until you type 'quit' (or send SIGINT/SIGTERM).
+            Runs KeelTesting's TestServer on 127.0.0.1 until you type 'quit', standard input ends, or it
+            gets SIGINT/SIGTERM. (To run it in the background, keep its input open: tail -f /dev/null | keel serve.)
             Prints 'listening on <base-url>' first, then one line per request received:
               #<n> <method> <target> connection=<id> body=<bytes>B[ incomplete]
 
@@ -63,12 +64,12 @@ enum ServeCommand {
         script.forEach(server.enqueue)
         say("listening on \(server.baseURL.absoluteString)")
 
-        let quit = Task.detached {
-            // Blocking read of stdin on a thread of its own; end-of-file means "no console", not "quit".
-            while let line = readLine() {
-                if line.trimmingCharacters(in: .whitespaces) == "quit" { return }
-            }
-            try? await Task.sleep(for: .seconds(86_400 * 365))
+        // Blocking reads of stdin get a thread of their own, not one of the few cooperative-pool threads.
+        // End of input stops the server too, so a parent that dies cannot leave it running forever.
+        let (quitSignal, quitContinuation) = AsyncStream<Void>.makeStream()
+        let reader = POSIXThread.spawn(name: "keel-serve-stdin") {
+            while let line = readLine(), line.trimmingCharacters(in: .whitespaces) != "quit" {}
+            quitContinuation.finish()
         }
         let log = Task {
             while !Task.isCancelled {
@@ -77,7 +78,8 @@ enum ServeCommand {
                 say("#\(request.sequenceNumber) \(request.method) \(request.target) connection=\(request.connectionID) body=\(request.body.count)B\(incomplete)")
             }
         }
-        await quit.value
+        for await _ in quitSignal {}
+        reader.join()
         log.cancel()
         server.shutdown()
         say("stopped after \(server.requestCount) request(s)")
