@@ -11,6 +11,7 @@ public struct ContractDecoder: Sendable {
     /// How dates are decoded. Default ISO 8601.
     public var dateDecodingStrategy: JSONDecoder.DateDecodingStrategy
 
+    /// A decoder; dates default to ISO 8601 (the usual contract format).
     public init(dateDecodingStrategy: JSONDecoder.DateDecodingStrategy = .iso8601) {
         self.dateDecodingStrategy = dateDecodingStrategy
     }

@@ -8,6 +8,7 @@ public struct JSONParsingLimits: Sendable, Equatable {
     /// readers of the same document could otherwise disagree on its value.
     public var allowsDuplicateKeys: Bool
 
+    /// Limits with the given depth and duplicate-key policy.
     public init(maximumDepth: Int = 512, allowsDuplicateKeys: Bool = false) {
         precondition(maximumDepth > 0, "maximumDepth must be positive")
         self.maximumDepth = maximumDepth

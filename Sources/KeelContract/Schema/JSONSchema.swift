@@ -66,6 +66,7 @@ public struct ValidationOptions: Sendable {
     /// Whether OpenAPI 3.0's `nullable: true` lets `null` pass a `type` check. Default false.
     public var openAPINullable: Bool
 
+    /// Options; both default to off, as draft 2020-12 specifies.
     public init(formatAssertion: Bool = false, openAPINullable: Bool = false) {
         self.formatAssertion = formatAssertion
         self.openAPINullable = openAPINullable

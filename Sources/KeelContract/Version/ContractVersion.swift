@@ -7,8 +7,11 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
     /// The header that carries the version when the contract does not name one.
     public static let defaultHeaderName = "API-Version"
 
+    /// Incompatible changes.
     public let major: Int
+    /// Backwards-compatible additions.
     public let minor: Int
+    /// Backwards-compatible fixes.
     public let patch: Int
     /// Dot-separated prerelease identifiers (`["beta", "2"]` for `-beta.2`).
     public let prerelease: [String]

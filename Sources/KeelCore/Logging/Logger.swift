@@ -128,16 +128,22 @@ public struct LogMessage: ExpressibleByStringInterpolation, Sendable, Equatable,
             text.reserveCapacity(literalCapacity + interpolationCount * 9)
         }
 
+        /// Appends literal text as written.
         public mutating func appendLiteral(_ literal: String) { text += literal }
 
+        /// Appends `value` when `privacy` is `.public`, otherwise `<private>`.
         public mutating func appendInterpolation(_ value: some CustomStringConvertible, privacy: LogPrivacy = .private) {
             text += privacy == .public ? value.description : LogPrivacy.privatePlaceholder
         }
 
+        /// Appends an integer (public: counts and codes are not personal data).
         public mutating func appendInterpolation(_ value: some BinaryInteger) { text += String(describing: value) }
+        /// Appends a floating-point number (public).
         public mutating func appendInterpolation(_ value: some BinaryFloatingPoint) { text += String(describing: Double(value)) }
+        /// Appends `true` or `false` (public).
         public mutating func appendInterpolation(_ value: Bool) { text += value ? "true" : "false" }
 
+        /// Appends `<redacted>`, whatever `privacy` says.
         public mutating func appendInterpolation<Value>(_ value: Redacted<Value>, privacy: LogPrivacy = .private) {
             text += Redacted<Value>.placeholder
         }

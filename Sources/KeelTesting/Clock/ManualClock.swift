@@ -31,9 +31,12 @@ public final class ManualClock: Clock, Sendable {
         /// Time since the clock's origin.
         public var offset: Duration
 
+        /// The instant `offset` after the clock's origin.
         public init(offset: Duration) { self.offset = offset }
 
+        /// This instant moved by `duration`.
         public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        /// The time from this instant to `other`.
         public func duration(to other: Instant) -> Duration { other.offset - offset }
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
 
@@ -78,8 +81,10 @@ public final class ManualClock: Clock, Sendable {
 
     // MARK: - Clock
 
+    /// The clock's current time; it moves only through the `advance` methods.
     public var now: Instant { state.withLock { $0.now } }
 
+    /// One nanosecond.
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     /// Suspends until the clock has been advanced to `deadline`.

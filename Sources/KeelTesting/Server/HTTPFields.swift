@@ -2,8 +2,11 @@
 public struct HTTPFields: Sendable, Equatable, ExpressibleByDictionaryLiteral, Sequence, CustomStringConvertible {
     /// One field as it appeared on the wire.
     public struct Field: Sendable, Equatable {
+        /// The field name as sent (lookups ignore case).
         public var name: String
+        /// The field value, without surrounding whitespace.
         public var value: String
+        /// A field.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
@@ -13,6 +16,7 @@ public struct HTTPFields: Sendable, Equatable, ExpressibleByDictionaryLiteral, S
     /// The fields in wire order.
     public private(set) var fields: [Field]
 
+    /// Fields in the given order.
     public init(_ fields: [Field] = []) { self.fields = fields }
 
     public init(dictionaryLiteral elements: (String, String)...) {

@@ -36,6 +36,7 @@ public struct TestResponse: Sendable {
         public let bytes: Int
         /// Pause after each slice.
         public let period: Duration
+        /// `bytes` (at least 1) per `period`.
         public init(bytes: Int, period: Duration) {
             precondition(bytes > 0, "TestResponse.Throttle needs a positive byte count")
             self.bytes = bytes

@@ -72,6 +72,7 @@ public final class TestServer: Sendable {
         /// The port to listen on; 0 (the default) lets the system choose a free one. Tests should keep 0.
         public var port: UInt16
 
+        /// Settings; the defaults suit tests.
         public init(
             port: UInt16 = 0,
             responseWhenQueueIsEmpty: TestResponse = TestResponse(status: 404, body: "TestServer: no scripted response for this request\n"),
