@@ -1,0 +1,185 @@
+import Foundation
+import KeelCore
+
+/// The running part of a ``TestServer``: sockets, threads and shared state.
+final class ServerCore: Sendable {
+    let port: UInt16
+    let serial: Int
+    let configuration: TestServer.Configuration
+
+    let listenDescriptor: Int32
+    /// Written once on shutdown and never read: every wait in the server polls it and wakes.
+    let wakeDescriptors: (read: Int32, write: Int32)
+    let state = WaitableState(State())
+    let threads = Locked(Threads())
+
+    private static let serials = Locked(1)
+
+    struct State {
+        var queue: [TestResponse] = []
+        var dispatcher: TestServer.Dispatcher?
+        var requests: [RecordedRequest] = []
+        var takenCount = 0
+        var events: [ConnectionEvent] = []
+        var nextConnectionID = 1
+        var isShutDown = false
+    }
+
+    struct Threads {
+        var acceptor: POSIXThread?
+        var connections: [Int: POSIXThread] = [:]
+        /// Descriptors of connections still being served; closed (and removed) only under the lock, so
+        /// shutdown never touches a descriptor number the system has already handed to someone else.
+        var openDescriptors: [Int: Int32] = [:]
+        var finished: [Int] = []
+    }
+
+    init(configuration: TestServer.Configuration, dispatcher: TestServer.Dispatcher?) throws {
+        self.configuration = configuration
+        let listener: (fd: Int32, port: UInt16)
+        do {
+            listener = try POSIX.makeListeningSocket(host: "127.0.0.1", port: configuration.port)
+        } catch {
+            throw TestServerError(message: "cannot listen on 127.0.0.1: \(error)")
+        }
+        do {
+            wakeDescriptors = try POSIX.makePipe()
+        } catch {
+            POSIX.close(listener.fd)
+            throw TestServerError(message: "cannot create the wake pipe: \(error)")
+        }
+        listenDescriptor = listener.fd
+        serial = Self.serials.withLock { next in
+            defer { next += 1 }
+            return next
+        }
+        port = listener.port
+        state.withLock { $0.dispatcher = dispatcher }
+        let acceptor = POSIXThread.spawn(name: "kts\(serial)a") { [self] in acceptLoop() }
+        threads.withLock { $0.acceptor = acceptor }
+    }
+
+    // MARK: - Stopping
+
+    func shutdown() {
+        let alreadyDown = state.withLock { state in
+            defer { state.isShutDown = true }
+            return state.isShutDown
+        }
+        guard !alreadyDown else { return }
+        _ = POSIX.writeAll(wakeDescriptors.write, [1])
+        let (acceptor, connections) = threads.withLock { threads in
+            defer {
+                threads.acceptor = nil
+                threads.connections = [:]
+            }
+            for descriptor in threads.openDescriptors.values { POSIX.shutdown(descriptor, .both) }
+            return (threads.acceptor, threads.connections)
+        }
+        if let acceptor { acceptor.join() }  // user code never runs on the accept thread
+        for thread in connections.values where !thread.isCurrent { thread.join() }
+        POSIX.close(listenDescriptor)
+        state.failAllWaiters(with: TestServerError(message: "the server was shut down"))
+        // The wake pipe stays open until deinit: a connection thread that called shutdown (through a
+        // dispatcher) is still running and polls it.
+    }
+
+    deinit {
+        POSIX.close(wakeDescriptors.read)
+        POSIX.close(wakeDescriptors.write)
+    }
+
+    var isShutDown: Bool { state.withLock { $0.isShutDown } }
+
+    // MARK: - Accepting
+
+    private func acceptLoop() {
+        while true {
+            let ready = POSIX.waitReadable([listenDescriptor, wakeDescriptors.read], timeoutMilliseconds: -1)
+            if ready.contains(1) || isShutDown { return }
+            guard ready.contains(0) else { continue }
+            let descriptor: Int32
+            switch POSIX.accept(listenDescriptor) {
+            case .connection(let accepted): descriptor = accepted
+            case .nothing: continue
+            case .failed:
+                // Out of descriptors or similar: back off instead of spinning, still honouring shutdown.
+                if POSIX.waitReadable([wakeDescriptors.read], timeoutMilliseconds: 50).contains(0) { return }
+                continue
+            }
+            reapFinishedConnections()
+            // Register under the threads lock and re-check shutdown inside it: shutdown flags the state
+            // first and then takes this lock, so a connection is either seen by shutdown or never served.
+            let accepted = threads.withLock { registry -> Bool in
+                let id: Int? = state.withLock { state in
+                    guard !state.isShutDown else { return nil }
+                    defer { state.nextConnectionID += 1 }
+                    state.events.append(ConnectionEvent(connectionID: state.nextConnectionID, kind: .opened, instant: .now))
+                    return state.nextConnectionID
+                }
+                guard let id else { return false }
+                let connection = Connection(server: self, id: id, descriptor: descriptor)
+                let thread = POSIXThread.spawn(name: "kts\(serial)c") { [self] in
+                    connection.serve()
+                    threads.withLock { registry in
+                        POSIX.close(descriptor)
+                        registry.openDescriptors[id] = nil
+                        registry.finished.append(id)
+                    }
+                }
+                registry.connections[id] = thread
+                registry.openDescriptors[id] = descriptor
+                return true
+            }
+            guard accepted else {
+                POSIX.close(descriptor)
+                return
+            }
+        }
+    }
+
+    /// Joins connection threads that have ended, so a long-running server does not accumulate them.
+    private func reapFinishedConnections() {
+        let done = threads.withLock { threads in
+            defer { threads.finished.removeAll() }
+            return threads.finished.compactMap { threads.connections.removeValue(forKey: $0) }
+        }
+        for thread in done { thread.join() }
+    }
+
+    // MARK: - Used by connections
+
+    /// The next queued response if it acts before the request is read; consumes it.
+    func takeStartEffect() -> TestResponse? {
+        state.withLock { state in
+            guard state.dispatcher == nil, let next = state.queue.first, next.socketEffect.actsAtStart else { return nil }
+            return state.queue.removeFirst()
+        }
+    }
+
+    /// In queue mode, takes the response for the request whose head just arrived (responses go out in
+    /// the order request heads arrive, even across concurrent connections). Nil in dispatcher mode.
+    func reserveResponse() -> TestResponse? {
+        state.withLock { state in
+            guard state.dispatcher == nil else { return nil }
+            return state.queue.isEmpty ? configuration.responseWhenQueueIsEmpty : state.queue.removeFirst()
+        }
+    }
+
+    /// Records a request (numbering it) and returns its response: the reserved one, or the dispatcher's
+    /// answer for a complete request. An incomplete request gets none.
+    func record(reserved: TestResponse?, _ makeRequest: (_ sequenceNumber: Int) -> RecordedRequest) -> TestResponse? {
+        let (request, dispatcher) = state.withLock { state in
+            let request = makeRequest(state.requests.count)
+            state.requests.append(request)
+            return (request, state.dispatcher)
+        }
+        guard request.isComplete else { return nil }
+        if let reserved { return reserved }
+        return dispatcher?.respond(request) ?? configuration.responseWhenQueueIsEmpty
+    }
+
+    func recordEvent(_ kind: ConnectionEvent.Kind, connection: Int) {
+        state.withLock { $0.events.append(ConnectionEvent(connectionID: connection, kind: kind, instant: .now)) }
+    }
+}

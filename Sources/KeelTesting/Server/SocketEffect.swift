@@ -1,0 +1,48 @@
+/// What the ``TestServer`` does to a connection around one response (OkHttp's `SocketPolicy`).
+public enum SocketEffect: Sendable, Equatable {
+    /// Send the response and keep the connection open for more requests (unless the client asked to close).
+    case keepOpen
+    /// Send the response, then close the connection (FIN).
+    case disconnectAtEnd
+    /// Close the connection as soon as the request starts arriving, before reading it.
+    case disconnectAtStart
+    /// Read the whole request, then close without responding.
+    case disconnectAfterRequest
+    /// Read the request head and at most `afterBytes` bytes of its body, then close without answering
+    /// (also when the body turned out shorter). Queue only: a dispatcher sees the request too late.
+    case disconnectDuringRequestBody(afterBytes: Int)
+    /// Send the headers and `afterBytes` bytes of the body, then close.
+    case disconnectDuringResponseBody(afterBytes: Int)
+    /// Read the request, then shut down the server's output (the client sees end-of-stream, no response).
+    case halfCloseAfterRequest
+    /// Read the request and never answer; hold the connection until the client gives up or the server stops.
+    case noResponse
+    /// Accept the connection and never read from it: the request sits unread in the socket buffer
+    /// until the client gives up or the server stops.
+    case stallAtStart
+    /// Reset the connection (RST) as soon as the request starts arriving.
+    case resetAtStart
+    /// Read the whole request, then reset the connection (RST) without responding.
+    case resetAfterRequest
+    /// Send the headers and `afterBytes` bytes of the body, then reset the connection (RST).
+    case resetDuringResponseBody(afterBytes: Int)
+    /// Send the response, then shut down the server's input side: further requests are not read, and the
+    /// server closes the connection (recorded as closed by the server).
+    case shutdownInputAtEnd
+    /// Send the response, then shut down the server's output side (FIN; the client can still send).
+    case shutdownOutputAtEnd
+
+    /// Effects that act while the request body is read; they must be known before the request is.
+    var actsDuringRequestBody: Bool {
+        if case .disconnectDuringRequestBody = self { return true }
+        return false
+    }
+
+    /// Effects that act before the request is read; the server looks at the next queued response for them.
+    var actsAtStart: Bool {
+        switch self {
+        case .disconnectAtStart, .stallAtStart, .resetAtStart: true
+        default: false
+        }
+    }
+}
