@@ -34,7 +34,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["serve", "faults"])
+    @Test(arguments: ["serve", "faults", "schema"])
     func everySubcommandHasHelp(subcommand: String) async throws {
         let viaFlag = try await keel(subcommand, "--help")
         #expect(viaFlag.status == .exited(0))

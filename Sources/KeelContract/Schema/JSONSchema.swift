@@ -29,18 +29,40 @@ public struct JSONSchema: Sendable {
     ///   - baseURI: the retrieval URI of the schema, against which relative `$id`s and `$ref`s resolve.
     ///     Default: a URN unique to this schema.
     ///   - resolver: supplies remote documents referenced by `$ref`, `$dynamicRef` or `$schema`.
-    /// - Throws: ``SchemaError`` for a schema that is not a schema (not an object or boolean), an
-    ///   unresolvable reference, or a resolver failure.
-    public init(_ schema: JSONValue, baseURI: String? = nil, resolver: Resolver? = nil) throws(SchemaError) {
+    ///   - checksMetaschema: whether to validate `schema` against the draft 2020-12 metaschema first
+    ///     (when it declares no other `$schema`). Default true: `{"type": 5}` is a mistake, not a schema.
+    /// - Throws: ``SchemaError`` for a schema that is not a schema (not an object or boolean, or invalid
+    ///   against the metaschema), an unresolvable reference, or a resolver failure.
+    public init(_ schema: JSONValue, baseURI: String? = nil, resolver: Resolver? = nil, checksMetaschema: Bool = true) throws(SchemaError) {
         let base = URIReference(baseURI ?? "urn:keel:schema:\(UUID().uuidString.lowercased())").withoutFragment
         guard base.isAbsolute else {
             throw SchemaError(code: .invalidSchema, message: "base URI \(base) is not absolute", location: "")
+        }
+        if checksMetaschema, let problem = Self.metaschemaErrors(of: schema).first {
+            let location = problem.instanceLocation.isEmpty ? "#" : "#" + problem.instanceLocation
+            throw SchemaError(code: .invalidSchema, message: "not a valid draft 2020-12 schema: \(problem.message)", location: location)
         }
         let registry = SchemaRegistry(resolver: resolver)
         try registry.load(schema, at: base)
         root = try registry.node(for: base.description, from: base)
         try registry.resolveAllReferences()
         self.registry = registry
+    }
+
+    /// The draft 2020-12 metaschema, compiled once.
+    private static let metaschema: JSONSchema? = try? JSONSchema(
+        .object(["$ref": .string(Metaschemas.draft202012)]), baseURI: "urn:keel:metaschema", checksMetaschema: false
+    )
+
+    /// How `schema` breaks the draft 2020-12 metaschema (empty when it is valid, or when it declares a
+    /// different `$schema`, which is then checked by that metaschema's own rules).
+    public static func metaschemaErrors(of schema: JSONValue) -> [ValidationError] {
+        if case .string(let declared) = schema["$schema"] ?? .null,
+            URIReference(declared).withoutFragment.description != Metaschemas.draft202012
+        {
+            return []
+        }
+        return metaschema?.validate(schema).errors ?? []
     }
 
     /// Validates `instance`, collecting every error.

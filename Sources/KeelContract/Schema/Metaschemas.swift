@@ -4,6 +4,9 @@
 
 /// The built-in draft 2020-12 metaschemas, by `$id`.
 enum Metaschemas {
+    /// The `$id` of the draft 2020-12 metaschema.
+    static let draft202012 = "https://json-schema.org/draft/2020-12/schema"
+
     /// The parsed document for `uri`, or nil when it is not a built-in metaschema.
     static func document(for uri: String) -> JSONValue? {
         guard let text = sources[uri] else { return nil }

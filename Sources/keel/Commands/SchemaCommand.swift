@@ -1,0 +1,175 @@
+import Foundation
+import KeelContract
+
+/// `keel schema validate`: validates JSON documents against a JSON Schema (draft 2020-12).
+enum SchemaCommand {
+    static let command = Keel.Command(
+        name: "schema",
+        summary: "Validate JSON documents against a JSON Schema (draft 2020-12).",
+        usage: """
+            USAGE: keel schema validate --schema <schema.json> [--remote <url-prefix>=<dir>]...
+                                        [--format-assertion] [--format text|json] <instance.json>...
+
+            Validates each instance against the schema and prints every error as
+              <instance-path>  <keyword-path>  <message>
+            with paths as JSON Pointer fragments (#/notes/3/status). The schema itself is checked against
+            the draft 2020-12 metaschema first.
+
+            References resolve only to files: the schema's own directory (relative $refs), and each
+            --remote prefix mapped to a local directory. Keel never fetches from the network.
+
+            OPTIONS:
+              --schema <file>             The schema (JSON).
+              --remote <prefix>=<dir>     Serve $refs starting with <prefix> from files under <dir> (repeatable).
+              --format-assertion          Treat "format" as an assertion (invalid dates, emails, ... fail).
+              --format text|json          Output style (default text). json: one document with every result.
+              -h, --help                  Show this help.
+
+            EXIT STATUS:
+              0  every instance is valid
+              1  some instance is invalid
+              2  a file cannot be read, is not JSON, or the schema is not a valid schema (the message says
+                 which file and where)
+
+            """,
+        run: run
+    )
+
+    static func run(_ raw: [String]) async throws -> Int32 {
+        guard raw.first == "validate" else {
+            throw UsageError(raw.first.map { "unknown schema subcommand '\($0)'" } ?? "missing subcommand: keel schema validate ...")
+        }
+        let arguments = try Arguments(Array(raw.dropFirst()), options: ["schema", "remote", "format"], flags: ["format-assertion"])
+        guard let schemaPath = arguments.value("schema") else { throw UsageError("missing --schema <schema.json>") }
+        guard !arguments.positionals.isEmpty else { throw UsageError("no instance files given") }
+        let json: Bool
+        switch arguments.value("format") ?? "text" {
+        case "text": json = false
+        case "json": json = true
+        case let other: throw UsageError("--format must be text or json, not '\(other)'")
+        }
+        var remotes: [(prefix: String, directory: URL)] = []
+        for mapping in arguments.values["remote"] ?? [] {
+            guard let equals = mapping.firstIndex(of: "="), equals != mapping.startIndex else {
+                throw UsageError("--remote needs <url-prefix>=<dir>, not '\(mapping)'")
+            }
+            remotes.append((String(mapping[..<equals]), URL(fileURLWithPath: String(mapping[mapping.index(after: equals)...]), isDirectory: true)))
+        }
+
+        let schemaURL = URL(fileURLWithPath: schemaPath).standardizedFileURL
+        let schemaDocument: JSONValue
+        switch readJSON(schemaPath) {
+        case .success(let value): schemaDocument = value
+        case .failure(let problem): return fail(problem.message)
+        }
+        let schema: JSONSchema
+        do {
+            schema = try JSONSchema(
+                schemaDocument, baseURI: schemaURL.absoluteString,
+                resolver: makeResolver(schemaDirectory: schemaURL.deletingLastPathComponent(), remotes: remotes)
+            )
+        } catch {
+            return fail("\(schemaPath): invalid schema: \(error)")
+        }
+
+        let options = ValidationOptions(formatAssertion: arguments.has("format-assertion"))
+        var results: [InstanceResult] = []
+        for path in arguments.positionals {
+            switch readJSON(path) {
+            case .success(let instance):
+                results.append(InstanceResult(file: path, errors: schema.validate(instance, options: options).errors))
+            case .failure(let problem):
+                return fail(problem.message)
+            }
+        }
+
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let report = Report(valid: results.allSatisfy(\.errors.isEmpty), schema: schemaPath, instances: results.map(Report.Instance.init))
+            say(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            for result in results {
+                say(result.errors.isEmpty ? "\(result.file): valid" : "\(result.file): invalid (\(result.errors.count) error\(result.errors.count == 1 ? "" : "s"))")
+                for error in result.errors {
+                    say("  #\(error.instanceLocation)  #\(error.keywordLocation)  \(error.message)")
+                }
+            }
+        }
+        return results.allSatisfy(\.errors.isEmpty) ? 0 : 1
+    }
+
+    struct InstanceResult {
+        var file: String
+        var errors: [ValidationError]
+    }
+
+    struct Report: Encodable {
+        struct Error: Encodable {
+            var instanceLocation: String
+            var keywordLocation: String
+            var message: String
+        }
+
+        struct Instance: Encodable {
+            var file: String
+            var valid: Bool
+            var errors: [Error]
+
+            init(_ result: InstanceResult) {
+                file = result.file
+                valid = result.errors.isEmpty
+                errors = result.errors.map { Error(instanceLocation: $0.instanceLocation, keywordLocation: $0.keywordLocation, message: $0.message) }
+            }
+        }
+
+        var valid: Bool
+        var schema: String
+        var instances: [Instance]
+    }
+
+    struct FileProblem: Swift.Error {
+        let message: String
+    }
+
+    /// The file at `path` parsed as JSON, or a message naming the file and the position of the problem.
+    static func readJSON(_ path: String) -> Result<JSONValue, FileProblem> {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(FileProblem(message: "\(path): cannot read the file"))
+        }
+        do {
+            return .success(try JSONValue(parsing: data))
+        } catch {
+            return .failure(FileProblem(message: "\(path): not valid JSON: \(error)"))
+        }
+    }
+
+    /// Resolves `file://` references inside the schema's directory and `--remote` prefixes; nothing else.
+    static func makeResolver(schemaDirectory: URL, remotes: [(prefix: String, directory: URL)]) -> JSONSchema.Resolver {
+        let root = schemaDirectory.standardizedFileURL.path
+        return { uri in
+            var file: URL?
+            if let remote = remotes.first(where: { uri.hasPrefix($0.prefix) }) {
+                file = remote.directory.appendingPathComponent(String(uri.dropFirst(remote.prefix.count))).standardizedFileURL
+                guard file!.path.hasPrefix(remote.directory.standardizedFileURL.path) else { return nil }
+            } else if let url = URL(string: uri), url.isFileURL, url.standardizedFileURL.path.hasPrefix(root + "/") {
+                file = url.standardizedFileURL
+            }
+            guard let file, let data = FileManager.default.contents(atPath: file.path) else { return nil }
+            do {
+                return try JSONValue(parsing: data)
+            } catch {
+                throw FileProblem(message: "\(file.path): not valid JSON: \(error)")
+            }
+        }
+    }
+
+    private static func fail(_ message: String) -> Int32 {
+        FileHandle.standardError.write("error: \(message)\n")
+        return 2
+    }
+}
+
+extension SchemaCommand.FileProblem: CustomStringConvertible {
+    var description: String { message }
+}
