@@ -25,6 +25,15 @@ public struct ContractDecoder: Sendable {
         do {
             return try decoder.decode(type, from: data)
         } catch let error as DecodingError {
+            // On the failure path only: if the bytes are not JSON at all, say where (our parser knows).
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                do {
+                    _ = try JSONValue(parsing: data)
+                } catch {
+                    throw ContractDecodingError(code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil,
+                                                message: "not valid JSON: \(error)")
+                }
+            }
             throw ContractDecodingError(error, decoding: String(describing: T.self))
         } catch {
             throw ContractDecodingError(code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil, message: "\(error)")

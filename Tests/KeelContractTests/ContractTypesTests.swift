@@ -1,0 +1,95 @@
+import Foundation
+import KeelContract
+import Testing
+
+@Suite struct ExtensibleEnumTests {
+    enum Status: String, ExtensibleEnum { case draft, published }
+
+    @Test func knownValuesDecodeToTheirCaseAndUnknownOnesKeepTheRawString() throws {
+        let values = try JSONDecoder().decode([Extensible<Status>].self, from: Data(#"["draft","archived","published",""]"#.utf8))
+        #expect(values == [.known(.draft), .unknown("archived"), .known(.published), .unknown("")])
+        #expect(values.map(\.rawValue) == ["draft", "archived", "published", ""])
+        #expect(values.map(\.isUnknown) == [false, true, false, true])
+    }
+
+    @Test func unknownValuesRoundTripUnchanged() throws {
+        let original = #"["Published","archived"]"#  // case matters: "Published" is not "published"
+        let decoded = try JSONDecoder().decode([Extensible<Status>].self, from: Data(original.utf8))
+        #expect(decoded.allSatisfy { $0.isUnknown })
+        #expect(String(decoding: try JSONEncoder().encode(decoded), as: UTF8.self) == original)
+    }
+
+    @Test func aNonStringIsStillADecodingError() {
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(Extensible<Status>.self, from: Data("3".utf8)) }
+    }
+}
+
+@Suite struct ContractVersionTests {
+    @Test func parsesSemanticVersions() throws {
+        let version = try ContractVersion("1.4.2-beta.3+build.7")
+        #expect((version.major, version.minor, version.patch) == (1, 4, 2))
+        #expect(version.prerelease == ["beta", "3"])
+        #expect(version.build == ["build", "7"])
+        #expect(version.description == "1.4.2-beta.3+build.7")
+        #expect(version.header == ("API-Version", "1.4.2-beta.3+build.7"))
+        #expect(try ContractVersion("2.0.0", headerName: "X-Contract").header.name == "X-Contract")
+    }
+
+    @Test(arguments: ["", "1", "1.2", "1.2.3.4", "01.2.3", "1.02.3", "v1.2.3", "1.2.3-", "1.2.3-01", "1.2.3+", "1.2.x", " 1.2.3", "1.2.3-beta..1", "99999999999999999999.0.0"])
+    func rejectsMalformedVersions(text: String) {
+        #expect(throws: ContractVersionError.self) { try ContractVersion(text) }
+    }
+
+    @Test func rejectsAnInvalidHeaderName() {
+        #expect(throws: ContractVersionError.self) { try ContractVersion("1.0.0", headerName: "API Version") }
+        #expect(throws: ContractVersionError.self) { try ContractVersion("1.0.0", headerName: "") }
+    }
+
+    @Test func ordersBySemVerPrecedence() throws {
+        let ordered = try ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0"]
+            .map { try ContractVersion($0) }
+        #expect(ordered == ordered.shuffled().sorted())
+        #expect(try ContractVersion("1.0.0+a") == ContractVersion("1.0.0+b"))
+    }
+
+    @Test func compatibilityFollowsTheMajorVersion() throws {
+        let pinned = try ContractVersion("1.4.0")
+        #expect(pinned.isCompatible(with: try ContractVersion("1.6.2")))
+        #expect(!pinned.isCompatible(with: try ContractVersion("2.0.0")))
+        #expect(!pinned.isCompatible(with: try ContractVersion("1.3.9")))
+        #expect(!(try ContractVersion("0.3.0")).isCompatible(with: try ContractVersion("0.4.0")))
+    }
+
+    @Test func decodesFromJSONAndRejectsGarbage() throws {
+        #expect(try JSONDecoder().decode(ContractVersion.self, from: Data(#""3.1.0""#.utf8)) == ContractVersion("3.1.0"))
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(ContractVersion.self, from: Data(#""three""#.utf8)) }
+    }
+}
+
+@Suite struct ContractDecoderTests {
+    struct Item: Codable { var id: Int; var name: String }
+
+    @Test func reportsMissingMembersWrongTypesAndNullsWithPaths() {
+        func failure(_ json: String) -> ContractDecodingError? {
+            do {
+                _ = try ContractDecoder().decode([Item].self, from: Data(json.utf8))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(failure(#"[{"id": 1}]"#)?.code == .missingMember)
+        #expect(failure(#"[{"id": 1}]"#)?.path == "[0].name")
+        #expect(failure(#"[{"id": 1, "name": "a"}, {"id": "2", "name": "b"}]"#)?.code == .typeMismatch)
+        #expect(failure(#"[{"id": 1, "name": "a"}, {"id": "2", "name": "b"}]"#)?.path == "[1].id")
+        #expect(failure(#"[{"id": 1, "name": null}]"#)?.code == .unexpectedNull)
+        #expect(failure(#"[{"id": 1,"#)?.code == .invalidJSON)
+    }
+
+    @Test func ignoresUnknownMembersAtEveryDepth() throws {
+        struct Outer: Codable { var items: [Item] }
+        let json = #"{"new": {"x": [1, {"y": 2}]}, "items": [{"id": 1, "name": "a", "extra": [{"deep": {"er": null}}]}]}"#
+        let outer = try ContractDecoder().decode(Outer.self, from: Data(json.utf8))
+        #expect(outer.items.map(\.id) == [1])
+    }
+}

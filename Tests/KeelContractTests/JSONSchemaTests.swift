@@ -1,0 +1,121 @@
+import Foundation
+import KeelContract
+import Testing
+
+/// Behaviour of the validator beyond the official suite: errors, references, options, hostile schemas.
+@Suite struct JSONSchemaTests {
+    @Test func anUnresolvableReferenceIsAnErrorNamingIt() {
+        #expect {
+            _ = try JSONSchema(["properties": ["a": ["$ref": "#/$defs/missing"]]])
+        } throws: { error in
+            guard let error = error as? SchemaError else { return false }
+            return error.code == .unresolvableReference && error.message.contains("#/$defs/missing")
+        }
+        #expect {
+            _ = try JSONSchema(["$ref": "https://example.com/none.json"])
+        } throws: { error in
+            (error as? SchemaError)?.message.contains("https://example.com/none.json") == true
+        }
+        #expect {
+            _ = try JSONSchema(["$ref": "#nope"])
+        } throws: { error in
+            (error as? SchemaError)?.message.contains("no anchor \"nope\"") == true
+        }
+    }
+
+    @Test func referenceCyclesTerminate() throws {
+        // A cycle that consumes no instance depth never decides; it must end with an error, not hang.
+        let loop = try JSONSchema(["$defs": ["a": ["$ref": "#/$defs/b"], "b": ["$ref": "#/$defs/a"]], "$ref": "#/$defs/a"])
+        let result = loop.validate(1)
+        #expect(!result.isValid)
+        #expect(result.errors.contains { $0.message.contains("circular reference") })
+        // A recursive schema that walks down the instance is fine.
+        let tree = try JSONSchema([
+            "type": "object",
+            "properties": ["children": ["type": "array", "items": ["$ref": "#"]]],
+        ])
+        let deep = try JSONValue(parsing: #"{"children": [{"children": [{"children": []}]}, {}]}"#)
+        #expect(tree.validate(deep).isValid)
+        #expect(!tree.validate(try JSONValue(parsing: #"{"children": [{"children": 3}]}"#)).isValid)
+    }
+
+    @Test func collectsEveryErrorWithInstanceAndKeywordLocations() throws {
+        let schema = try JSONSchema([
+            "type": "object",
+            "properties": ["a": ["type": "string", "minLength": 3], "b": ["maximum": 10]],
+            "required": ["c", "d"],
+        ])
+        let errors = schema.validate(["a": 5, "b": 11]).errors
+        #expect(errors.count == 4)
+        #expect(errors.map(\.instanceLocation).sorted() == ["", "", "/a", "/b"])
+        #expect(Set(errors.map(\.keywordLocation)) == ["/properties/a/type", "/properties/b/maximum", "/required"])
+    }
+
+    @Test func formatIsAnAnnotationUnlessAsserted() throws {
+        let schema = try JSONSchema(["format": "email"])
+        #expect(schema.validate("not an email").isValid)
+        #expect(!schema.validate("not an email", options: ValidationOptions(formatAssertion: true)).isValid)
+        #expect(schema.validate("a@example.com", options: ValidationOptions(formatAssertion: true)).isValid)
+        #expect(schema.validate(42, options: ValidationOptions(formatAssertion: true)).isValid)  // formats apply to strings
+    }
+
+    @Test func openAPINullableIsOptIn() throws {
+        let schema = try JSONSchema(["type": "string", "nullable": true])
+        #expect(!schema.validate(nil).isValid)
+        #expect(schema.validate(nil, options: ValidationOptions(openAPINullable: true)).isValid)
+        #expect(!schema.validate(3, options: ValidationOptions(openAPINullable: true)).isValid)
+    }
+
+    @Test func remoteDocumentsComeOnlyFromTheResolver() throws {
+        let asked = LockedURIs()
+        let schema = try JSONSchema(["$ref": "https://contracts.example.com/user.json"]) { uri in
+            asked.append(uri)
+            return uri == "https://contracts.example.com/user.json" ? ["type": "object", "required": ["name"]] : nil
+        }
+        #expect(asked.values == ["https://contracts.example.com/user.json"])
+        #expect(schema.validate(["name": "x"]).isValid)
+        #expect(!schema.validate([:]).isValid)
+        #expect(asked.values.count == 1)  // resolved once, when compiled; validation never asks again
+    }
+
+    @Test func aResolverFailureIsATypedError() {
+        struct Offline: Error {}
+        #expect {
+            _ = try JSONSchema(["$ref": "https://x.example/s.json"]) { _ in throw Offline() }
+        } throws: { error in
+            (error as? SchemaError)?.code == .resolverFailed
+        }
+    }
+
+    @Test func aDocumentThatIsNotASchemaIsRejected() {
+        for notSchema: JSONValue in [3, "string", [1, 2], ["type": 5], ["minimum": "3"], ["required": "id"]] {
+            #expect(throws: SchemaError.self, "\(notSchema)") { try JSONSchema(notSchema) }
+        }
+    }
+
+    @Test func validatesRawJSONAndReportsParseErrors() throws {
+        let schema = try JSONSchema(["type": "array", "items": ["type": "integer"]])
+        #expect(try schema.validate(json: Array("[1, 2, 3]".utf8)).isValid)
+        #expect(try !schema.validate(json: Array("[1, 2.5]".utf8)).isValid)
+        #expect(throws: JSONParseError.self) { try schema.validate(json: Array("[1, 2".utf8)) }
+    }
+
+    @Test func bigNumbersCompareExactly() throws {
+        let schema = try JSONSchema(try JSONValue(parsing: #"{"maximum": 18446744073709551615}"#))
+        #expect(schema.validate(try JSONValue(parsing: "18446744073709551615")).isValid)
+        #expect(!schema.validate(try JSONValue(parsing: "18446744073709551616")).isValid)
+        let integer = try JSONSchema(["type": "integer"])
+        #expect(integer.validate(try JSONValue(parsing: "1.0")).isValid)
+        #expect(integer.validate(try JSONValue(parsing: "1e40")).isValid)
+        #expect(!integer.validate(try JSONValue(parsing: "1.5")).isValid)
+    }
+}
+
+/// Collects strings from a resolver, which may be called from any thread.
+final class LockedURIs: @unchecked Sendable {
+    // @unchecked Sendable: `storage` is only touched under `lock`.
+    private let lock = NSLock()
+    private var storage: [String] = []
+    func append(_ value: String) { lock.withLock { storage.append(value) } }
+    var values: [String] { lock.withLock { storage } }
+}
