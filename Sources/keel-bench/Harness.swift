@@ -10,6 +10,8 @@ struct Benchmark: Sendable {
     let goal: String
     /// Operations per measured batch.
     let operations: Int
+    /// Bytes one operation processes, when throughput (MB/s) is worth reporting.
+    var bytesPerOperation: Int? = nil
     /// Creates the state both sides use (servers, files) and returns the two operations plus a teardown.
     let prepare: @Sendable () throws -> Sides
 
@@ -28,6 +30,8 @@ struct Measurement: Encodable {
     let candidate: Double
     let ratio: Double
     let goal: String
+    /// Candidate throughput in MB/s, for benchmarks that process a known number of bytes.
+    let candidateMBPerSecond: Double?
 }
 
 /// Runs benchmarks the same way every time: a warm-up batch of each side, then `rounds` rounds in which
@@ -44,7 +48,7 @@ struct Harness {
             for _ in 0..<benchmark.operations { try operation() }
             let elapsed = ContinuousClock.now - start
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            return seconds * 1e6 / Double(benchmark.operations)
+            return seconds / Double(benchmark.operations)
         }
         _ = try batch(sides.baseline)
         _ = try batch(sides.candidate)
@@ -59,11 +63,14 @@ struct Harness {
                 baseline.append(try batch(sides.baseline))
             }
         }
-        let baselineMedian = median(baseline)
-        let candidateMedian = median(candidate)
+        // Medians in seconds per operation, reported in the benchmark's unit (ms or µs).
+        let scale = benchmark.unit.hasPrefix("ms") ? 1e3 : 1e6
+        let baselineMedian = median(baseline) * scale
+        let candidateMedian = median(candidate) * scale
         return Measurement(
             name: benchmark.name, unit: benchmark.unit, baseline: baselineMedian, candidate: candidateMedian,
-            ratio: candidateMedian / baselineMedian, goal: benchmark.goal
+            ratio: candidateMedian / baselineMedian, goal: benchmark.goal,
+            candidateMBPerSecond: benchmark.bytesPerOperation.map { Double($0) / (candidateMedian / scale) / 1e6 }
         )
     }
 

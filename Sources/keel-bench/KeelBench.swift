@@ -6,7 +6,9 @@ import Foundation
 @main
 enum KeelBench {
     static let benchmarks: [Benchmark] = [
-        TestServerRoundTrip.benchmark
+        TestServerRoundTrip.benchmark,
+        ContractBenchmarks.decodeTolerant,
+        ContractBenchmarks.schemaValidate,
     ]
 
     static let usage = """
@@ -70,6 +72,9 @@ enum KeelBench {
                           candidate  \(format(result.candidate)) \(result.unit)
                           ratio      \(format(result.ratio))  (goal: \(result.goal))
                         """)
+                    if let throughput = result.candidateMBPerSecond {
+                        print("  candidate  \(format(throughput)) MB/s")
+                    }
                 }
             } catch {
                 FileHandle.standardError.write(Data("error: \(benchmark.name): \(error)\n".utf8))

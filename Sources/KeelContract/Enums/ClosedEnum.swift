@@ -12,6 +12,7 @@
 public protocol ClosedEnum: RawRepresentable, Codable, Sendable where RawValue == String {}
 
 extension ClosedEnum {
+    @inlinable
     public init(from decoder: any Decoder) throws {
         let raw = try decoder.singleValueContainer().decode(String.self)
         guard let value = Self(rawValue: raw) else {
@@ -23,6 +24,7 @@ extension ClosedEnum {
         self = value
     }
 
+    @inlinable
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)
@@ -35,6 +37,13 @@ public struct UndeclaredEnumValue: Error, Sendable, Equatable, CustomStringConve
     public let typeName: String
     /// The value received.
     public let value: String
+
+    /// The problem of `value` arriving for the closed enum `typeName`.
+    @inlinable
+    public init(typeName: String, value: String) {
+        self.typeName = typeName
+        self.value = value
+    }
 
     public var description: String {
         "\(value.debugDescription) is not a declared value of the closed enum \(typeName)"

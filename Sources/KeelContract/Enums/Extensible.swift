@@ -24,11 +24,13 @@ public enum Extensible<Known: ExtensibleEnum>: Sendable, Hashable, CustomStringC
     case unknown(String)
 
     /// `.known` when `Known` declares `rawValue`, otherwise `.unknown(rawValue)`.
+    @inlinable
     public init(rawValue: String) {
         self = Known(rawValue: rawValue).map(Extensible.known) ?? .unknown(rawValue)
     }
 
     /// The wire value.
+    @inlinable
     public var rawValue: String {
         switch self {
         case .known(let value): value.rawValue
@@ -49,10 +51,14 @@ public enum Extensible<Known: ExtensibleEnum>: Sendable, Hashable, CustomStringC
 }
 
 extension Extensible: Codable {
+    // Inlinable so that decoding specializes for the app's enum instead of going through generics
+    // (decode.tolerant in keel-bench).
+    @inlinable
     public init(from decoder: any Decoder) throws {
         self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
     }
 
+    @inlinable
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)

@@ -229,7 +229,9 @@ struct Vocabularies {
 /// JSON Pointer (RFC 6901) helpers.
 enum JSONPointer {
     static func escape(_ token: String) -> String {
-        token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        // Most member names need no escaping; skip Foundation's replacing for them (a hot path).
+        guard token.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return token }
+        return token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 
     /// The unescaped tokens of `pointer` (`""` → []), or nil if it is not a pointer.
