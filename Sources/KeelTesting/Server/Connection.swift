@@ -67,12 +67,18 @@ final class Connection: @unchecked Sendable {
 
     private func serveRequests() -> Ending {
         while true {
-            // Wait for the next request to start arriving without consuming it, so that "at start"
-            // effects see the request still unread in the socket.
+            // Wait for the next request to start arriving. When an "at start" effect is queued, wait
+            // without consuming it (it must stay unread in the socket); otherwise just read (one
+            // system call per request instead of two).
             if buffer.isEmpty {
-                let visible = POSIX.peekBlocking(descriptor)
-                if server.isShutDown { return .interrupted }
-                guard let visible, visible > 0 else { return inputIsShutDown ? .closeGracefully : .peerClosed }
+                if server.nextResponseActsAtStart {
+                    let visible = POSIX.peekBlocking(descriptor)
+                    if server.isShutDown { return .interrupted }
+                    guard let visible, visible > 0 else { return inputIsShutDown ? .closeGracefully : .peerClosed }
+                } else {
+                    let result = fill()
+                    guard result == .data else { return ending(after: result) }
+                }
             }
             if let startEffect = server.takeStartEffect() {
                 switch startEffect.socketEffect {

@@ -149,6 +149,11 @@ final class ServerCore: Sendable {
 
     // MARK: - Used by connections
 
+    /// Whether the next queued response acts before its request is read.
+    var nextResponseActsAtStart: Bool {
+        state.withLock { $0.dispatcher == nil && $0.queue.first?.socketEffect.actsAtStart == true }
+    }
+
     /// The next queued response if it acts before the request is read; consumes it.
     func takeStartEffect() -> TestResponse? {
         state.withLock { state in
