@@ -20,6 +20,7 @@ let package = Package(
     products: [
         .library(name: "KeelCore", targets: ["KeelCore"]),
         .library(name: "KeelContract", targets: ["KeelContract"]),
+        .library(name: "KeelHTTP", targets: ["KeelHTTP"]),
         .library(name: "KeelTesting", targets: ["KeelTesting"]),
         .executable(name: "keel", targets: ["keel"]),
         .executable(name: "keel-bench", targets: ["keel-bench"]),
@@ -45,6 +46,7 @@ let package = Package(
         // MARK: - Libraries
         .target(name: "KeelCore", swiftSettings: swiftSettings),
         .target(name: "KeelContract", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
+        .target(name: "KeelHTTP", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
 
         // MARK: - Executables
@@ -55,7 +57,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "keel-bench",
-            dependencies: ["KeelCore", "KeelContract", "KeelTesting"],
+            dependencies: ["KeelCore", "KeelContract", "KeelHTTP", "KeelTesting"],
             swiftSettings: swiftSettings
         ),
 
@@ -70,6 +72,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "KeelContractTests", dependencies: ["KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
         // Runs the built `keel` binary as a child process (swift build --build-tests builds it too).

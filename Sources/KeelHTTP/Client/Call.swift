@@ -1,0 +1,267 @@
+import Foundation
+import KeelCore
+
+/// One call in progress: attempts, the decisions between them, and the failure it ends with.
+struct Call {
+    let client: HTTPClient
+    let operation: HTTPOperation
+    let policy: CallPolicy
+    let correlationID: CorrelationID
+
+    /// Whether any attempt may have reached the server without a readable answer. (For a read this
+    /// harms nothing, but it is still what happened; the user-facing projection weighs `mutates`.)
+    private var sawUnknown = false
+    /// Whether any attempt got an answer from the server.
+    private var reachedServer = false
+    private var attempts = 0
+
+    init(client: HTTPClient, operation: HTTPOperation, policy: CallPolicy) {
+        self.client = client
+        self.operation = operation
+        self.policy = policy
+        self.correlationID = operation.correlationID ?? CorrelationID.make(using: client.configuration.random)
+    }
+
+    private var configuration: HTTPClient.Configuration { client.configuration }
+
+    /// The outcome across all attempts so far: unknown wins (an earlier attempt may have been applied).
+    private var outcome: HTTPFailure.Outcome {
+        if sawUnknown { return .unknown }
+        return reachedServer ? .rejected : .notSent
+    }
+
+    private enum AttemptResult: Sendable {
+        case response(HTTPResponse)
+        case transportFailure(TransportError)
+        case timedOut
+        case cancelled
+    }
+
+    // MARK: - The loop
+
+    mutating func run<C: Clock>(clock: C) async throws(HTTPFailure) -> HTTPClient.Reply where C.Duration == Duration {
+        let start = clock.now
+        let deadline = start.advanced(by: policy.deadline)
+        let request = makeRequest()
+        while true {
+            attempts += 1
+            if Task.isCancelled { throw failure(.cancelled, detail: "cancelled before attempt \(attempts)") }
+            let remaining = clock.now.duration(to: deadline)
+            if remaining <= .zero { throw failure(.timeout, detail: "deadline of \(policy.deadline) passed") }
+            emit(.attemptStarted(number: attempts))
+            let result = await attempt(request, timeout: min(policy.attemptTimeout, remaining), clock: clock)
+
+            let failure: HTTPFailure
+            var retryAfter: Duration?
+            switch result {
+            case .response(let response):
+                reachedServer = true
+                emit(.attemptResponded(number: attempts, status: response.status))
+                if let portal = captivePortalFailure(response) {
+                    failure = portal
+                } else if (200...299).contains(response.status) {
+                    configuration.budget.recordSuccess()
+                    return HTTPClient.Reply(
+                        status: response.status, headers: response.headers, body: response.body,
+                        requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts
+                    )
+                } else {
+                    failure = statusFailure(response)
+                    retryAfter = RetryAfter.delay(from: response.header("Retry-After"), now: configuration.wallClock.now())
+                }
+            case .transportFailure(let error):
+                if Task.isCancelled || error.code == .cancelled {
+                    if error.requestMayHaveBeenSent { sawUnknown = true }
+                    throw self.failure(.cancelled, detail: "cancelled during attempt \(attempts)")
+                }
+                failure = transportFailure(error)
+            case .timedOut:
+                // The request may have been sent and applied; there is no way to know.
+                sawUnknown = true
+                failure = self.failure(.timeout, detail: "attempt \(attempts) timed out")
+            case .cancelled:
+                sawUnknown = true
+                throw self.failure(.cancelled, detail: "cancelled during attempt \(attempts)")
+            }
+            emit(.attemptFailed(number: attempts, kind: failure.kind, outcome: failure.outcome))
+
+            // MARK: Retry decision
+            guard isTransient(failure), mayRepeat(after: result) else { throw declined(failure, "notRetryable") }
+            guard attempts < policy.maximumAttempts else { throw declined(failure, "attemptsExhausted") }
+            var delay = policy.backoff.delay(forRetry: attempts, using: configuration.random)
+            let left = clock.now.duration(to: deadline)
+            if let retryAfter {
+                guard retryAfter < left else { throw declined(failure, "retryAfterTooLong") }
+                delay = max(delay, retryAfter)  // never shorter than the server asked
+            }
+            guard delay < left else { throw declined(failure, "deadline") }
+            guard configuration.budget.spendForRetry() else { throw declined(failure, "budgetExhausted") }
+            emit(.retryScheduled(nextAttempt: attempts + 1, delay: delay, reason: failure.kind))
+            do {
+                try await clock.sleep(until: clock.now.advanced(by: delay), tolerance: nil)
+            } catch {
+                throw self.failure(.cancelled, detail: "cancelled while waiting to retry")
+            }
+        }
+    }
+
+    // MARK: - One attempt
+
+    /// Races the transport against the attempt timer on the injected clock; whichever ends first wins
+    /// and the other is cancelled (which closes the connection).
+    private func attempt<C: Clock>(_ request: HTTPRequest, timeout: Duration, clock: C) async -> AttemptResult where C.Duration == Duration {
+        let transport = configuration.transport
+        let deadline = clock.now.advanced(by: timeout)
+        return await withTaskGroup(of: AttemptResult?.self) { group in
+            group.addTask {
+                do throws(TransportError) {
+                    return .response(try await transport.send(request))
+                } catch {
+                    return .transportFailure(error)
+                }
+            }
+            group.addTask {
+                do {
+                    try await clock.sleep(until: deadline, tolerance: nil)
+                    return .timedOut
+                } catch {
+                    return nil  // cancelled: either the exchange finished first, or the caller cancelled
+                }
+            }
+            var result: AttemptResult = .cancelled
+            for await next in group {
+                if let next {
+                    result = next
+                    break
+                }
+                if Task.isCancelled { break }
+            }
+            group.cancelAll()
+            return Task.isCancelled ? .cancelled : result
+        }
+    }
+
+    private func makeRequest() -> HTTPRequest {
+        var components = URLComponents(url: configuration.baseURL, resolvingAgainstBaseURL: false)!
+        let basePath = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
+        components.path = basePath + (operation.path.hasPrefix("/") ? operation.path : "/" + operation.path)
+        if !operation.query.isEmpty { components.queryItems = operation.query }
+        var headers = operation.headers
+        headers.append((configuration.correlationIDHeader, correlationID.rawValue))
+        if case .keyed(let key) = operation.idempotency { headers.append((configuration.idempotencyKeyHeader, key.rawValue)) }
+        if let version = configuration.contractVersion { headers.append((version.headerName, version.description)) }
+        if operation.expectsJSON, !headers.contains(where: { $0.name.caseInsensitiveCompare("Accept") == .orderedSame }) {
+            headers.append(("Accept", "application/json"))
+        }
+        if operation.body != nil, !headers.contains(where: { $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame }) {
+            headers.append(("Content-Type", "application/json"))
+        }
+        // The transport's own timer is only a backstop behind the attempt timer on the injected clock.
+        return HTTPRequest(
+            method: operation.method, url: components.url!, headers: headers, body: operation.body,
+            transportTimeout: policy.attemptTimeout + .seconds(30), maximumResponseBytes: policy.maximumResponseBytes
+        )
+    }
+
+    // MARK: - Classification
+
+    /// A response that cannot be the API's: a redirect to another origin, or HTML where JSON was promised.
+    private mutating func captivePortalFailure(_ response: HTTPResponse) -> HTTPFailure? {
+        if (300...399).contains(response.status) {
+            let location = response.header("Location").flatMap { URL(string: $0, relativeTo: configuration.baseURL) }
+            if let location, location.host != configuration.baseURL.host || location.port != configuration.baseURL.port {
+                return portal("redirect to another origin")
+            }
+            return nil
+        }
+        if (200...299).contains(response.status), operation.expectsJSON, response.status != 204, !response.body.isEmpty {
+            let type = response.header("Content-Type")?.lowercased() ?? ""
+            if type.hasPrefix("text/html") || (type.isEmpty && Self.looksLikeHTML(response.body)) {
+                return portal("HTML where the contract promises JSON")
+            }
+        }
+        return nil
+    }
+
+    private mutating func portal(_ detail: String) -> HTTPFailure {
+        // The answer came from something in between: the API itself never saw the request.
+        reachedServer = false || reachedServer && sawUnknown
+        return HTTPFailure(
+            kind: .captivePortal, outcome: sawUnknown ? .unknown : .notSent, status: nil, errorCode: nil, requestID: nil,
+            correlationID: correlationID, attempts: attempts, retryAt: nil, fieldErrors: [], detail: Redacted(detail)
+        )
+    }
+
+    static func looksLikeHTML(_ body: Data) -> Bool {
+        let prefix = String(decoding: body.prefix(256), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        return prefix.hasPrefix("<!doctype html") || prefix.hasPrefix("<html")
+    }
+
+    private mutating func statusFailure(_ response: HTTPResponse) -> HTTPFailure {
+        let details = configuration.errorBody.details(of: response.body)
+        let kind: HTTPFailure.Kind
+        switch response.status {
+        case 401: kind = .authentication
+        case 403: kind = .authorization
+        case 400, 422: kind = .validation
+        case 409, 412: kind = .conflict
+        case 408: kind = .timeout
+        case 429: kind = .rateLimited
+        case 503 where details.code.map(configuration.errorBody.maintenanceCodes.contains) == true: kind = .maintenance
+        default: kind = .technical
+        }
+        // A gateway error on a mutating call may hide an upstream that applied it.
+        if operation.mutates, [502, 504].contains(response.status) { sawUnknown = true }
+        let retryAfter = RetryAfter.delay(from: response.header("Retry-After"), now: configuration.wallClock.now())
+        return HTTPFailure(
+            kind: kind, outcome: outcome, status: response.status, errorCode: details.code,
+            requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts,
+            retryAt: retryAfter.map { configuration.wallClock.now().addingTimeInterval(Self.seconds($0)) },
+            fieldErrors: kind == .validation ? details.fields : [], detail: Redacted("status \(response.status)")
+        )
+    }
+
+    private mutating func transportFailure(_ error: TransportError) -> HTTPFailure {
+        if error.requestMayHaveBeenSent { sawUnknown = true }
+        let kind: HTTPFailure.Kind
+        switch error.code {
+        case .notConnected, .dnsFailed, .cannotConnect, .connectionLost: kind = .offline
+        case .timedOut: kind = .timeout
+        default: kind = .technical
+        }
+        return failure(kind, detail: error.description)
+    }
+
+    private func failure(_ kind: HTTPFailure.Kind, detail: String) -> HTTPFailure {
+        HTTPFailure(
+            kind: kind, outcome: outcome, status: nil, errorCode: nil, requestID: nil, correlationID: correlationID,
+            attempts: attempts, retryAt: nil, fieldErrors: [], detail: Redacted(detail)
+        )
+    }
+
+    private func declined(_ failure: HTTPFailure, _ reason: String) -> HTTPFailure {
+        emit(.retryDeclined(reason: reason))
+        return failure
+    }
+
+    /// Transient: a listed status; or, without a status, a network failure, a timeout, or a response
+    /// cut short (FoundationNetworking reports a server that closes without answering as a bad response).
+    private func isTransient(_ failure: HTTPFailure) -> Bool {
+        if let status = failure.status { return policy.transientStatuses.contains(status) }
+        return [HTTPFailure.Kind.offline, .timeout, .technical].contains(failure.kind)
+    }
+
+    /// Whether the operation may be sent again after this attempt.
+    private func mayRepeat(after result: AttemptResult) -> Bool {
+        if operation.allowsRetryAfterSending { return true }
+        // An unsafe operation: only when this attempt provably never left the device.
+        if case .transportFailure(let error) = result { return !error.requestMayHaveBeenSent && !sawUnknown }
+        return false
+    }
+
+    private func emit(_ event: AttemptEvent) { configuration.observer?(event) }
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,106 @@
+public import Foundation
+public import KeelCore
+
+/// One call the app makes: what to send, and whether it may be repeated (MOB-API-002).
+///
+/// Idempotency is declared, never guessed. `GET`, `HEAD` and `OPTIONS` are idempotent by default;
+/// `POST` and `PATCH` are unsafe by default; `PUT` and `DELETE` must be declared explicitly (they are
+/// idempotent by the HTTP spec, but many backends implement them otherwise).
+public struct HTTPOperation: Sendable {
+    /// Whether repeating the request is safe.
+    public enum Idempotency: Sendable, Equatable {
+        /// Repeating it has no further effect (reads, and writes the backend guarantees idempotent).
+        case idempotent
+        /// It carries an `Idempotency-Key`; the backend applies it at most once per key. The key is made
+        /// once per operation (persist it with the operation to resume after a relaunch).
+        case keyed(IdempotencyKey)
+        /// Repeating it could apply it twice. Retried only when the request provably never left.
+        case unsafe
+    }
+
+    /// The method (`GET`, `POST`, ...).
+    public var method: String
+    /// The path relative to the client's base URL (`/notes/7`).
+    public var path: String
+    /// Query items, in order.
+    public var query: [URLQueryItem]
+    /// Extra header fields.
+    public var headers: [(name: String, value: String)]
+    /// The request body.
+    public var body: Data?
+    /// Whether it may be repeated.
+    public var idempotency: Idempotency
+    /// Whether a successful response must be JSON (an HTML page instead means a captive portal).
+    public var expectsJSON: Bool
+    /// The user operation this call belongs to; minted once by the client when nil.
+    public var correlationID: CorrelationID?
+
+    /// An operation. `idempotency` may be omitted for GET/HEAD/OPTIONS (idempotent) and POST/PATCH
+    /// (unsafe); for PUT, DELETE and other methods omitting it is a programming error.
+    public init(
+        method: String,
+        path: String,
+        query: [URLQueryItem] = [],
+        headers: [(name: String, value: String)] = [],
+        body: Data? = nil,
+        idempotency: Idempotency? = nil,
+        expectsJSON: Bool = true,
+        correlationID: CorrelationID? = nil
+    ) {
+        let upper = method.uppercased()
+        let resolved: Idempotency
+        if let idempotency {
+            resolved = idempotency
+        } else {
+            switch upper {
+            case "GET", "HEAD", "OPTIONS": resolved = .idempotent
+            case "POST", "PATCH": resolved = .unsafe
+            default: preconditionFailure("HTTPOperation: \(upper) \(path) must declare its idempotency (.idempotent, .keyed or .unsafe)")
+            }
+        }
+        self.method = upper
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.idempotency = resolved
+        self.expectsJSON = expectsJSON
+        self.correlationID = correlationID
+    }
+
+    /// A GET of `path`.
+    public static func get(_ path: String, query: [URLQueryItem] = []) -> HTTPOperation {
+        HTTPOperation(method: "GET", path: path, query: query)
+    }
+
+    /// Whether the operation changes state on the server (anything but GET, HEAD, OPTIONS).
+    public var mutates: Bool { !["GET", "HEAD", "OPTIONS"].contains(method) }
+
+    /// Whether a retry after the request may have reached the server is allowed.
+    var allowsRetryAfterSending: Bool {
+        switch idempotency {
+        case .idempotent, .keyed: true
+        case .unsafe: false
+        }
+    }
+}
+
+/// The value of an `Idempotency-Key` header: made once per operation, sent on every attempt.
+public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The key text.
+    public let rawValue: String
+
+    /// A key restored from storage or chosen by the app. Precondition: 1–255 visible ASCII characters.
+    public init(_ rawValue: String) {
+        precondition(!rawValue.isEmpty && rawValue.utf8.count <= 255 && rawValue.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F },
+                     "IdempotencyKey must be 1–255 visible ASCII characters")
+        self.rawValue = rawValue
+    }
+
+    /// A fresh random key (128 bits, hex).
+    public static func make(using random: RandomSource) -> IdempotencyKey {
+        IdempotencyKey(CorrelationID.make(using: random).rawValue)
+    }
+
+    public var description: String { rawValue }
+}

@@ -1,0 +1,101 @@
+public import Foundation
+
+/// The seam between Keel's HTTP logic and the network: send one request, get one response.
+///
+/// The default is ``URLSessionTransport``. Logic never touches `URLSession` directly, so a test can put
+/// a fault at this seam when a socket cannot express it. Implementations must honour task cancellation
+/// (stop the exchange, close the connection) and must not follow redirects (Keel judges them).
+public protocol HTTPTransport: Sendable {
+    /// Performs one exchange.
+    ///
+    /// - Throws: ``TransportError`` when no complete response arrived.
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+}
+
+/// One HTTP request as the transport sends it.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    public var url: URL
+    /// Header fields in order.
+    public var headers: [(name: String, value: String)]
+    public var body: Data?
+    /// A backstop for the transport's own timer. Keel enforces the real attempt timeout itself (on the
+    /// injected clock); the transport's timer only guards against a runaway exchange.
+    public var transportTimeout: Duration
+    /// Larger response bodies are cut off with ``TransportError/Code/responseTooLarge``.
+    public var maximumResponseBytes: Int
+
+    public init(method: String, url: URL, headers: [(name: String, value: String)] = [], body: Data? = nil,
+                transportTimeout: Duration = .seconds(60), maximumResponseBytes: Int = 16 * 1024 * 1024) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.transportTimeout = transportTimeout
+        self.maximumResponseBytes = maximumResponseBytes
+    }
+}
+
+/// One HTTP response as the transport received it.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    /// Header fields; look them up with ``header(_:)`` (case-insensitive).
+    public var headers: [(name: String, value: String)]
+    public var body: Data
+
+    public init(status: Int, headers: [(name: String, value: String)], body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of header `name`, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// Why a transport produced no response, and whether the request may have reached the server.
+public struct TransportError: Error, Sendable, CustomStringConvertible {
+    /// The kind of transport failure.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The device has no network.
+        public static let notConnected = Code("notConnected")
+        /// The host name did not resolve.
+        public static let dnsFailed = Code("dnsFailed")
+        /// The connection was refused or could not be made.
+        public static let cannotConnect = Code("cannotConnect")
+        /// The transport's own timer fired.
+        public static let timedOut = Code("timedOut")
+        /// The connection broke after it was made.
+        public static let connectionLost = Code("connectionLost")
+        /// The server's answer was not valid HTTP (garbage status line, bad framing, truncated body).
+        public static let malformedResponse = Code("malformedResponse")
+        /// The body exceeded ``HTTPRequest/maximumResponseBytes``.
+        public static let responseTooLarge = Code("responseTooLarge")
+        /// The exchange was cancelled.
+        public static let cancelled = Code("cancelled")
+        /// Anything else.
+        public static let other = Code("other")
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// Whether any byte of the request may have left the device. False only when the transport can
+    /// prove it did not (no route, no connection).
+    public let requestMayHaveBeenSent: Bool
+    /// The platform's description, for logs only (never shown to users).
+    public let detail: String
+
+    public init(code: Code, requestMayHaveBeenSent: Bool, detail: String) {
+        self.code = code
+        self.requestMayHaveBeenSent = requestMayHaveBeenSent
+        self.detail = detail
+    }
+
+    public var description: String { "\(code)\(requestMayHaveBeenSent ? "" : " (not sent)"): \(detail)" }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import KeelCore
+import KeelHTTP
+import KeelTesting
+import Testing
+
+/// MOB-API-002: hung, cancelled and retried requests; non-idempotent results; network switch.
+@Suite struct HTTPClientRetryTests {
+    @Test func aHungServerEndsAtTheDeadlineWithKindTimeout() async throws {
+        let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(5), deadline: .seconds(8), maximumAttempts: 3,
+                                                     backoff: Backoff(base: .milliseconds(100), cap: .milliseconds(100))))
+        for _ in 0..<3 { harness.server.enqueue(TestResponse(socketEffect: .noResponse)) }
+        let call = Task { await harness.send(.get("/notes")) }
+        // Attempt 1 hangs until its 5 s timer fires; attempt 2 gets what is left of the 8 s deadline.
+        _ = try await harness.server.takeRequest()
+        try await harness.clock.waitForSleepers(count: 1)
+        harness.clock.advance(by: .seconds(5))
+        _ = try await harness.server.takeRequest()
+        try await harness.clock.waitForSleepers(count: 1)
+        #expect(harness.clock.nextDeadline! <= ManualClock.Instant(offset: .seconds(8)))
+        harness.clock.advance(to: ManualClock.Instant(offset: .seconds(8)))
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .timeout)
+        #expect(failure.outcome == .unknown)
+        #expect(failure.attempts == 2)
+        // The client gave up on both connections; the server saw each closed.
+        _ = try await harness.server.awaitConnectionEvent { $0.kind == .closedByClient && $0.connectionID == 1 }
+        _ = try await harness.server.awaitConnectionEvent { $0.kind == .closedByClient && $0.connectionID == 2 }
+    }
+
+    @Test func cancellingTheTaskClosesTheConnectionAtOnce() async throws {
+        let harness = try Harness()
+        harness.server.enqueue(TestResponse(socketEffect: .noResponse))
+        let call = Task { await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8))) }
+        _ = try await harness.server.takeRequest()
+        call.cancel()
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .cancelled)
+        #expect(failure.outcome == .unknown)  // the POST was sent; it may have been applied
+        _ = try await harness.server.awaitConnectionEvent { $0.kind == .closedByClient }
+        #expect(harness.clock.sleeperCount == 0)
+    }
+
+    @Test func cancellingDuringTheRetryDelaySendsNoFurtherAttempt() async throws {
+        // Alamofire #2340: a request cancelled during the retry delay was still sent.
+        let harness = try Harness()
+        harness.server.enqueue(TestResponse(status: 503))
+        harness.server.enqueue(TestResponse(body: "{}"))
+        let call = Task { () -> Result<HTTPClient.Reply, HTTPFailure> in
+            do throws(HTTPFailure) { return .success(try await harness.client.send(.get("/notes"))) } catch { return .failure(error) }
+        }
+        for await event in harness.eventStream {
+            if case .retryScheduled = event { break }
+        }
+        try await harness.clock.waitForSleepers(count: 1)
+        call.cancel()
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .cancelled)
+        #expect(failure.attempts == 1)
+        try await Task.sleep(for: .milliseconds(200))  // a stray second attempt would have arrived by now
+        #expect(harness.server.requestCount == 1)
+        #expect(harness.clock.sleeperCount == 0)
+    }
+
+    @Test func transientFailuresOfAnIdempotentCallAreRetriedWithJitteredBackoff() async throws {
+        let policy = CallPolicy(maximumAttempts: 4, backoff: Backoff(base: .milliseconds(200), cap: .seconds(2)))
+        let harness = try Harness(policy: policy)
+        // The dropped connection comes first, on a fresh connection: on a reused one, libcurl itself
+        // would silently re-send the GET once (see URLSessionTransportTests).
+        harness.server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        harness.server.enqueue(TestResponse(status: 503))
+        harness.server.enqueue(TestResponse(status: 502))
+        harness.server.enqueue(.json(#"{"id": 1}"#))
+        let reply = try #require(await harness.send(.get("/notes/1")).success)
+        #expect(reply.attempts == 4, "\(harness.events.withLock { $0 }) \(harness.server.requests.map(\.connectionID))")
+        #expect(String(decoding: reply.body, as: UTF8.self) == #"{"id": 1}"#)
+        let delays = harness.scheduledDelays
+        #expect(delays.count == 3)
+        for (index, delay) in delays.enumerated() {
+            #expect(delay <= policy.backoff.ceiling(forRetry: index + 1))
+        }
+        let requests = harness.server.requests
+        #expect(Set(requests.map { $0.headers["X-Correlation-ID"] }).count == 1)  // one operation, one id
+        #expect(requests.allSatisfy { $0.headers["API-Version"] == "1.4.0" })
+    }
+
+    @Test func aSentUnsafeCallIsNeverRetriedAndEndsUnknown() async throws {
+        let harness = try Harness()
+        harness.server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        harness.server.enqueue(TestResponse(status: 201))
+        let failure = try #require(await harness.send(HTTPOperation(method: "POST", path: "/payments", body: Data("{}".utf8))).failure)
+        #expect(failure.outcome == .unknown)
+        #expect(failure.attempts == 1)
+        #expect(harness.server.requestCount == 1)
+        #expect(harness.declinedReason == "notRetryable")
+    }
+
+    @Test func anUnsafeCallIsRetriedWhenTheRequestNeverLeft() async throws {
+        // A port nobody listens on: the connection is refused, so the POST provably never left.
+        let closed = try TestServer()
+        let url = closed.baseURL
+        closed.shutdown()
+        let harness = try Harness(baseURL: url)
+        let failure = try #require(await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8))).failure)
+        #expect(failure.kind == .offline)
+        #expect(failure.outcome == .notSent)
+        #expect(failure.attempts == 3)
+        #expect(harness.declinedReason == "attemptsExhausted")
+    }
+
+    @Test func aKeyedCallIsRetriedWithTheSameKey() async throws {
+        let harness = try Harness()
+        harness.server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        harness.server.enqueue(TestResponse(status: 201, body: "{}"))
+        let key = IdempotencyKey.make(using: .seeded(1))
+        let operation = HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8), idempotency: .keyed(key))
+        let result = await harness.send(operation)
+        let reply = try #require(result.success, "\(String(describing: result.failure)) \(harness.events.withLock { $0 }) \(harness.server.requests.map(\.path))")
+        #expect(reply.status == 201)
+        #expect(harness.server.requests.map { $0.headers["Idempotency-Key"] } == [key.rawValue, key.rawValue])
+    }
+
+    @Test func retryAfterIsHonouredNeverShorter() async throws {
+        let harness = try Harness(policy: CallPolicy(deadline: .seconds(60), backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(50))))
+        harness.server.enqueue(TestResponse(status: 429, headers: ["Retry-After": "7"]))
+        harness.server.enqueue(TestResponse(body: "{}"))
+        _ = try #require(await harness.send(.get("/feed")).success)
+        #expect(harness.scheduledDelays == [.seconds(7)])
+    }
+
+    @Test func retryAfterBeyondTheDeadlineStopsWithTheInstantToRetryAt() async throws {
+        let harness = try Harness(policy: CallPolicy(deadline: .seconds(30)))
+        harness.server.enqueue(TestResponse(status: 429, headers: ["Retry-After": "120"]))
+        let failure = try #require(await harness.send(.get("/feed")).failure)
+        #expect(failure.kind == .rateLimited)
+        #expect(failure.retryAt == harness.clock.wallClock.now().addingTimeInterval(120))
+        #expect(failure.attempts == 1)
+        #expect(harness.declinedReason == "retryAfterTooLong")
+    }
+
+    @Test func theRetryBudgetStopsARetryStorm() async throws {
+        let budget = RetryBudget(capacity: 5, retryCost: 5, successRefund: 1)
+        let harness = try Harness(budget: budget)
+        for _ in 0..<6 { harness.server.enqueue(TestResponse(status: 503)) }
+        let first = try #require(await harness.send(.get("/a")).failure)
+        #expect(first.attempts == 2)  // one retry paid for, the second declined
+        #expect(harness.declinedReason == "budgetExhausted")
+        let second = try #require(await harness.send(.get("/b")).failure)
+        #expect(second.attempts == 1)
+    }
+
+    @Test func theDeadlineAlsoBoundsRetries() async throws {
+        let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(1), deadline: .seconds(2), maximumAttempts: 10,
+                                                     backoff: Backoff(base: .seconds(5), cap: .seconds(5))))
+        for _ in 0..<10 { harness.server.enqueue(TestResponse(status: 503)) }
+        // The first jittered delay (seed 7) exceeds what is left of the 2 s deadline, so no retry.
+        let failure = try #require(await harness.send(.get("/a")).failure)
+        #expect(failure.attempts < 10)
+        #expect(["deadline", "attemptsExhausted"].contains(harness.declinedReason))
+        #expect(harness.clock.now.offset <= .seconds(2))
+    }
+}
