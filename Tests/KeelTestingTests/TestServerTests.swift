@@ -338,3 +338,17 @@ import Testing
         #expect(raw.readUntilClose().hasPrefix("HTTP/1.1 431"))
     }
 }
+
+@Suite struct TestServerRawResponseTests {
+    @Test func rawResponsesAreWrittenVerbatimThenTheConnectionCloses() async throws {
+        let server = try TestServer()
+        server.enqueue(.raw("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(raw.readUntilClose() == "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort")
+        // URLSession sees a body shorter than announced: never a success.
+        server.enqueue(.raw("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))
+        let code = await urlErrorCode { _ = try await makeSession().get(server.url("/")) }
+        #expect(code != nil)
+    }
+}

@@ -385,6 +385,9 @@ final class Connection: @unchecked Sendable {
         precondition((100...999).contains(response.status), "TestResponse status \(response.status) is not a three-digit code")
         precondition(response.chunkSize.map { $0 > 0 } ?? true, "TestResponse chunk size must be positive")
         if !sleep(response.headersDelay) { return .ended(.interrupted) }
+        if let raw = response.rawBytes {
+            return send([UInt8](raw)) ? .completed : .ended(.peerClosed)
+        }
 
         let sendsBody = head.method != "HEAD" && !(100...199).contains(response.status)
             && response.status != 204 && response.status != 304

@@ -29,6 +29,9 @@ public struct TestResponse: Sendable {
     public var throttle: Throttle?
     /// What to do to the connection around this response.
     public var socketEffect: SocketEffect
+    /// When set, these bytes are written instead of a status line, headers and body: for malformed
+    /// responses (a garbage status line, a lying `Content-Length`, broken chunking, huge headers).
+    public var rawBytes: Data?
 
     /// Body throttling: `bytes` per `period`.
     public struct Throttle: Sendable, Equatable {
@@ -62,6 +65,7 @@ public struct TestResponse: Sendable {
         self.bodyDelay = .zero
         self.throttle = nil
         self.socketEffect = socketEffect
+        self.rawBytes = nil
     }
 
     /// A response whose body is `text` in UTF-8.
@@ -120,6 +124,19 @@ public struct TestResponse: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// A response written exactly as `bytes`, then handled by `socketEffect` (default: close after it,
+    /// since a malformed response leaves the connection in an unknown state).
+    public static func raw(_ bytes: Data, socketEffect: SocketEffect = .disconnectAtEnd) -> TestResponse {
+        var response = TestResponse(status: 200, socketEffect: socketEffect)
+        response.rawBytes = bytes
+        return response
+    }
+
+    /// A response written exactly as `text` (UTF-8); see ``raw(_:socketEffect:)-(Data,_)``.
+    public static func raw(_ text: String, socketEffect: SocketEffect = .disconnectAtEnd) -> TestResponse {
+        raw(Data(text.utf8), socketEffect: socketEffect)
+    }
 
     /// A JSON response: `Content-Type: application/json` and the given body.
     public static func json(_ text: String, status: Int = 200, headers: HTTPFields = [:]) -> TestResponse {

@@ -1,0 +1,211 @@
+import Foundation
+import KeelCore
+import KeelHTTP
+import KeelTesting
+import Testing
+
+/// A transport that fails at the seam, for conditions a loopback socket cannot produce (no network, DNS).
+struct FaultTransport: HTTPTransport {
+    let error: TransportError
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse { throw error }
+}
+
+/// MOB-API-003: a test per error class, captive portal and network loss, honest ids.
+@Suite struct HTTPClientFailureTests {
+    let once = CallPolicy(maximumAttempts: 1)
+
+    private func failure(for response: TestResponse, _ operation: HTTPOperation = .get("/notes")) async throws -> HTTPFailure {
+        let harness = try Harness(policy: once)
+        harness.server.enqueue(response)
+        return try #require(await harness.send(operation).failure)
+    }
+
+    @Test func status401IsAuthentication() async throws {
+        let failure = try await failure(for: TestResponse(status: 401, headers: ["X-Request-ID": "req-401"]))
+        #expect(failure.kind == .authentication)
+        #expect(failure.outcome == .rejected)
+        #expect(failure.requestID == "req-401")
+    }
+
+    @Test func status403IsAuthorization() async throws {
+        #expect(try await failure(for: TestResponse(status: 403)).kind == .authorization)
+    }
+
+    @Test(arguments: [400, 422])
+    func status400And422AreValidationWithFieldDetails(status: Int) async throws {
+        let body = #"{"code": "invalid", "message": "Title is too long, dude", "errors": [{"field": "/title", "code": "tooLong"}, {"field": "/tags/0", "code": "empty"}]}"#
+        let failure = try await failure(for: .json(body, status: status), HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
+        #expect(failure.kind == .validation)
+        #expect(failure.outcome == .rejected)
+        #expect(failure.errorCode == "invalid")
+        #expect(failure.fieldErrors == [.init(field: "/title", code: "tooLong"), .init(field: "/tags/0", code: "empty")])
+    }
+
+    @Test(arguments: [409, 412])
+    func status409And412AreConflict(status: Int) async throws {
+        #expect(try await failure(for: TestResponse(status: status)).kind == .conflict)
+    }
+
+    @Test func status429IsRateLimited() async throws {
+        #expect(try await failure(for: TestResponse(status: 429)).kind == .rateLimited)
+    }
+
+    @Test func status503WithTheMaintenanceCodeIsMaintenanceOtherwiseTechnical() async throws {
+        let maintenance = try await failure(for: .json(#"{"code": "maintenance"}"#, status: 503, headers: ["Retry-After": "600"]))
+        #expect(maintenance.kind == .maintenance)
+        #expect(maintenance.retryAt != nil)
+        #expect(try await failure(for: TestResponse(status: 503)).kind == .technical)
+    }
+
+    @Test(arguments: [500, 501, 404, 418])
+    func otherStatusesAreTechnical(status: Int) async throws {
+        let failure = try await failure(for: TestResponse(status: status))
+        #expect(failure.kind == .technical)
+        #expect(failure.status == status)
+    }
+
+    @Test func aGatewayErrorOnAMutationIsOutcomeUnknown() async throws {
+        let failure = try await failure(for: TestResponse(status: 504), HTTPOperation(method: "POST", path: "/pay", body: Data("{}".utf8)))
+        #expect(failure.outcome == .unknown)  // the upstream may have applied it before the gateway gave up
+    }
+
+    @Test func aRefusedConnectionIsOfflineAndNotSent() async throws {
+        let closed = try TestServer()
+        let url = closed.baseURL
+        closed.shutdown()
+        let harness = try Harness(policy: once, baseURL: url)
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        #expect(failure.kind == .offline)
+        #expect(failure.outcome == .notSent)
+    }
+
+    @Test(arguments: [TransportError.Code.notConnected, .dnsFailed])
+    func noNetworkAndDNSFailureAreOfflineAndNotSent(code: TransportError.Code) async throws {
+        let harness = try Harness(policy: once, transport: FaultTransport(error: TransportError(code: code, requestMayHaveBeenSent: false, detail: "injected")))
+        let failure = try #require(await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data())).failure)
+        #expect(failure.kind == .offline)
+        #expect(failure.outcome == .notSent)
+    }
+
+    @Test func anAttemptTimeoutIsTimeoutWithUnknownOutcome() async throws {
+        let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(2), maximumAttempts: 1))
+        harness.server.enqueue(TestResponse(socketEffect: .noResponse))
+        let call = Task { await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8))) }
+        _ = try await harness.server.takeRequest()
+        try await harness.clock.waitForSleepers(count: 1)
+        harness.clock.advance(by: .seconds(2))
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .timeout)
+        #expect(failure.outcome == .unknown)
+    }
+
+    @Test func status408IsTimeout() async throws {
+        #expect(try await failure(for: TestResponse(status: 408)).kind == .timeout)
+    }
+
+    // MARK: - Captive portals and network loss
+
+    @Test func aCaptivePortalLoginPageIsCaptivePortalNotSuccess() async throws {
+        let harness = try Harness(policy: once, server: try TestServer(dispatcher: .captivePortal(.loginPage)))
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        #expect(failure.kind == .captivePortal)
+        #expect(failure.outcome == .notSent)  // the API never saw it
+    }
+
+    @Test func aRedirectToAnotherOriginIsCaptivePortal() async throws {
+        let harness = try Harness(policy: once, server: try TestServer(dispatcher: .captivePortal(.redirect(to: URL(string: "http://portal.example.net/login")!))))
+        #expect(try #require(await harness.send(.get("/notes")).failure).kind == .captivePortal)
+    }
+
+    @Test func anHTMLBodyOnAJSONEndpointIsCaptivePortal() async throws {
+        let failure = try await failure(for: TestResponse(status: 200, headers: ["Content-Type": "text/html"], body: "<html><body>Hotel Wi-Fi</body></html>"))
+        #expect(failure.kind == .captivePortal)
+    }
+
+    @Test func networkLossMidBodyThenRecovery() async throws {
+        // The "network switch": the server drops every connection mid-body, then serves again on the same port.
+        func scenario(_ operation: HTTPOperation) async throws -> (Result<HTTPClient.Reply, HTTPFailure>, [RecordedRequest]) {
+            let harness = try Harness()
+            harness.server.enqueue(TestResponse(body: #"{"id": 1, "title": "long enough"}"#, socketEffect: .disconnectDuringResponseBody(afterBytes: 5)))
+            harness.server.enqueue(.json(#"{"id": 1}"#))
+            return (await harness.send(operation), harness.server.requests)
+        }
+        let (read, readRequests) = try await scenario(.get("/notes/1"))
+        #expect(read.success?.attempts == 2)
+        #expect(readRequests.count == 2)
+
+        let key = IdempotencyKey("key-42")
+        let (keyed, keyedRequests) = try await scenario(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8), idempotency: .keyed(key)))
+        #expect(keyed.success != nil)
+        #expect(keyedRequests.map { $0.headers["Idempotency-Key"] } == ["key-42", "key-42"])
+
+        let (unsafe, unsafeRequests) = try await scenario(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
+        #expect(unsafe.failure?.outcome == .unknown)
+        #expect(unsafeRequests.count == 1)
+    }
+
+    // MARK: - Honest identifiers (OBS-LOG-004)
+
+    @Test func theRequestIDIsTheServersOrAbsentNeverInvented() async throws {
+        let withID = try await failure(for: TestResponse(status: 500, headers: ["X-Request-ID": "srv-7"]))
+        #expect(withID.requestID == "srv-7")
+        let withoutID = try await failure(for: TestResponse(status: 500))
+        #expect(withoutID.requestID == nil)
+    }
+
+    @Test func theCorrelationIDIsMintedOnceAndSentOnEveryAttempt() async throws {
+        let harness = try Harness()
+        harness.server.enqueue(TestResponse(status: 503))
+        harness.server.enqueue(TestResponse(status: 503))
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        let sent = harness.server.requests.compactMap { $0.headers["X-Correlation-ID"] }
+        #expect(sent.count == 3)
+        #expect(Set(sent) == [failure.correlationID.rawValue])
+        // A correlation id the app already has (e.g. persisted with a queued operation) is used as is.
+        let known = try CorrelationID(validating: "0123456789abcdef0123456789abcdef")
+        var operation = HTTPOperation.get("/notes")
+        operation.correlationID = known
+        harness.server.enqueue(.json("{}"))
+        _ = await harness.send(operation)
+        #expect(harness.server.requests.last?.headers["X-Correlation-ID"] == known.rawValue)
+    }
+
+    // MARK: - Malformed responses
+
+    @Test(arguments: [
+        "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\ntruncated",
+        "THIS IS NOT HTTP\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nbroken\r\n",
+    ])
+    func malformedResponsesEndAsTechnical(raw: String) async throws {
+        let failure = try await failure(for: .raw(raw), HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
+        #expect([HTTPFailure.Kind.technical, .offline].contains(failure.kind))
+        #expect(failure.outcome == .unknown)
+    }
+
+    @Test func aHugeHeaderEndsAsAFailureNotACrash() async throws {
+        let header = "HTTP/1.1 200 OK\r\nX-Big: " + String(repeating: "a", count: 10 * 1024 * 1024) + "\r\nContent-Length: 2\r\n\r\n{}"
+        let failure = try await failure(for: .raw(header))
+        #expect(failure.kind == .technical || failure.kind == .offline)
+    }
+
+    @Test func anOversizedBodyIsTechnical() async throws {
+        let harness = try Harness(policy: CallPolicy(maximumAttempts: 1, maximumResponseBytes: 1024))
+        harness.server.enqueue(.json("[" + String(repeating: "1,", count: 2000) + "1]"))
+        let failure = try #require(await harness.send(.get("/big")).failure)
+        #expect(failure.kind == .technical)
+    }
+
+    @Test func anUndecodableReplyToAMutationIsTechnicalWithUnknownOutcome() async throws {
+        struct Note: Decodable { var id: Int }
+        let harness = try Harness(policy: once)
+        harness.server.enqueue(.json(#"{"id": "seven"}"#, status: 201))
+        do {
+            _ = try await harness.client.send(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)), decoding: Note.self)
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.kind == .technical)
+            #expect(error.outcome == .unknown)  // the server did act; the app cannot read how
+        }
+    }
+}
