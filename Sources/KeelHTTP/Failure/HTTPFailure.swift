@@ -97,6 +97,23 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
     /// Diagnostic detail for logs; may contain server text, so it is redacted and never user-facing.
     public let detail: Redacted<String>
 
+    /// A failure. The client makes these; apps make them for previews and tests of their error screens.
+    public init(
+        kind: Kind, outcome: Outcome, status: Int?, errorCode: String?, requestID: String?, correlationID: CorrelationID,
+        attempts: Int, retryAt: Date?, fieldErrors: [FieldError], detail: Redacted<String>
+    ) {
+        self.kind = kind
+        self.outcome = outcome
+        self.status = status
+        self.errorCode = errorCode
+        self.requestID = requestID
+        self.correlationID = correlationID
+        self.attempts = attempts
+        self.retryAt = retryAt
+        self.fieldErrors = fieldErrors
+        self.detail = detail
+    }
+
     public var description: String {
         "\(kind) (\(outcome)) after \(attempts) attempt(s)" + (status.map { ", status \($0)" } ?? "")
             + (requestID.map { ", request \($0)" } ?? "")
