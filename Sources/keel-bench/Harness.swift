@@ -16,9 +16,15 @@ struct Benchmark: Sendable {
     let prepare: @Sendable () throws -> Sides
 
     struct Sides {
-        let baseline: () throws -> Void
-        let candidate: () throws -> Void
+        let baseline: () async throws -> Void
+        let candidate: () async throws -> Void
         let teardown: () -> Void
+
+        init(baseline: @escaping () async throws -> Void, candidate: @escaping () async throws -> Void, teardown: @escaping () -> Void) {
+            self.baseline = baseline
+            self.candidate = candidate
+            self.teardown = teardown
+        }
     }
 }
 
@@ -40,27 +46,27 @@ struct Measurement: Encodable {
 struct Harness {
     var rounds: Int
 
-    func run(_ benchmark: Benchmark) throws -> Measurement {
+    func run(_ benchmark: Benchmark) async throws -> Measurement {
         let sides = try benchmark.prepare()
         defer { sides.teardown() }
-        func batch(_ operation: () throws -> Void) throws -> Double {
+        func batch(_ operation: () async throws -> Void) async throws -> Double {
             let start = ContinuousClock.now
-            for _ in 0..<benchmark.operations { try operation() }
+            for _ in 0..<benchmark.operations { try await operation() }
             let elapsed = ContinuousClock.now - start
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             return seconds / Double(benchmark.operations)
         }
-        _ = try batch(sides.baseline)
-        _ = try batch(sides.candidate)
+        _ = try await batch(sides.baseline)
+        _ = try await batch(sides.candidate)
         var baseline: [Double] = []
         var candidate: [Double] = []
         for round in 0..<rounds {
             if round.isMultiple(of: 2) {
-                baseline.append(try batch(sides.baseline))
-                candidate.append(try batch(sides.candidate))
+                baseline.append(try await batch(sides.baseline))
+                candidate.append(try await batch(sides.candidate))
             } else {
-                candidate.append(try batch(sides.candidate))
-                baseline.append(try batch(sides.baseline))
+                candidate.append(try await batch(sides.candidate))
+                baseline.append(try await batch(sides.baseline))
             }
         }
         // Medians in seconds per operation, reported in the benchmark's unit (ms or µs).

@@ -9,6 +9,7 @@ enum KeelBench {
         TestServerRoundTrip.benchmark,
         ContractBenchmarks.decodeTolerant,
         ContractBenchmarks.schemaValidate,
+        HTTPBenchmarks.get,
     ]
 
     static let usage = """
@@ -26,7 +27,7 @@ enum KeelBench {
 
         """
 
-    static func main() {
+    static func main() async {
         var filters: [String] = []
         var rounds = 15
         var json = false
@@ -62,7 +63,7 @@ enum KeelBench {
         encoder.outputFormatting = [.sortedKeys]
         for benchmark in selected {
             do {
-                let result = try harness.run(benchmark)
+                let result = try await harness.run(benchmark)
                 if json {
                     print(String(decoding: try encoder.encode(result), as: UTF8.self))
                 } else {

@@ -1,0 +1,44 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import KeelHTTP
+import KeelTesting
+
+/// Benchmarks of the HTTP client (issue #5).
+enum HTTPBenchmarks {
+    /// 1 KiB of JSON.
+    static let body: String = {
+        let item = #"{"id":1234,"title":"Groceries for the weekend","kind":"checklist"}"#
+        var text = "["
+        while text.utf8.count < 1000 { text += (text.count > 1 ? "," : "") + item }
+        return text + "]"
+    }()
+
+    static let get = Benchmark(
+        name: "http.get",
+        unit: "µs per GET",
+        goal: "ratio ≤ 1.05 (Keel's client vs raw URLSession.data(for:), 1 KiB JSON from TestServer)",
+        operations: 2000,  // the issue's 2,000 sequential GETs per measured batch
+        prepare: {
+            let server = try TestServer(dispatcher: TestServer.Dispatcher { _ in .json(body) })
+            let session = URLSession(configuration: .ephemeral)
+            let url = server.url("/notes")
+            let client = HTTPClient(configuration: .init(baseURL: server.baseURL, transport: URLSessionTransport()))
+            return Benchmark.Sides(
+                baseline: {
+                    let (data, _) = try await session.data(for: URLRequest(url: url))
+                    guard data.count > 1000 else { throw BenchError("short body") }
+                },
+                candidate: {
+                    let reply = try await client.send(.get("/notes"))
+                    guard reply.body.count > 1000 else { throw BenchError("short body") }
+                },
+                teardown: {
+                    session.invalidateAndCancel()
+                    server.shutdown()
+                }
+            )
+        }
+    )
+}
