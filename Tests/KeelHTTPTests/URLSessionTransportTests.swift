@@ -47,6 +47,19 @@ import Testing
         }
     }
 
+    @Test func aHugeBodyIsCutOffWhileItIsStillArriving() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: Data(repeating: 7, count: 64 * 1024 * 1024)))
+        do {
+            _ = try await URLSessionTransport().send(HTTPRequest(method: "GET", url: server.url("/huge"), maximumResponseBytes: 64 * 1024))
+            Issue.record("expected responseTooLarge")
+        } catch {
+            #expect(error.code == .responseTooLarge)
+        }
+        // The client hung up while the server was still writing the 64 MiB: nothing more was downloaded.
+        _ = try await server.awaitConnectionEvent { $0.kind == .closedByClient }
+    }
+
     @Test func anOversizedBodyIsCutOffWithAClearError() async throws {
         let server = try TestServer()
         server.enqueue(TestResponse(body: Data(repeating: 1, count: 4096)))

@@ -5,16 +5,21 @@ public import FoundationNetworking
 #else
 public import Foundation
 #endif
+import KeelCore
 
-/// The default transport: `URLSession`, with redirects not followed and errors mapped to ``TransportError``.
+/// The default transport: `URLSession` data tasks driven by a delegate, so that the body is received
+/// piece by piece (and cut off as soon as it exceeds the limit), redirects are handed back instead of
+/// followed, and cancellation cancels the task (closing its connection).
 public final class URLSessionTransport: HTTPTransport {
     private let session: URLSession
+    private let delegate: SessionDelegate
 
-    /// A transport over a fresh ephemeral session with `configuration`'s settings.
+    /// A transport over a new session with `configuration`'s settings (cookies and caching off).
     public init(configuration: URLSessionConfiguration = .ephemeral) {
         configuration.httpShouldSetCookies = false
         configuration.urlCache = nil
-        session = URLSession(configuration: configuration, delegate: RedirectRefusingDelegate(), delegateQueue: nil)
+        delegate = SessionDelegate()
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
     deinit {
@@ -29,26 +34,20 @@ public final class URLSessionTransport: HTTPTransport {
         // FoundationNetworking truncates timeouts to whole seconds: round up, never down to zero.
         let seconds = request.transportTimeout.components.seconds + (request.transportTimeout.components.attoseconds > 0 ? 1 : 0)
         urlRequest.timeoutInterval = TimeInterval(max(1, seconds))
+
+        let task = session.dataTask(with: urlRequest)
+        let delegate = self.delegate
         do {
-            let (data, response) = try await session.data(for: urlRequest)
-            guard let http = response as? HTTPURLResponse else {
-                throw TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: "not an HTTP response")
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
+                    delegate.register(task, limit: request.maximumResponseBytes, continuation: continuation)
+                    task.resume()
+                }
+            } onCancel: {
+                task.cancel()
             }
-            guard data.count <= request.maximumResponseBytes else {
-                throw TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true,
-                                     detail: "response body of \(data.count) bytes exceeds \(request.maximumResponseBytes)")
-            }
-            let headers = http.allHeaderFields.compactMap { key, value -> (name: String, value: String)? in
-                guard let name = key as? String, let value = value as? String else { return nil }
-                return (name, value)
-            }
-            return HTTPResponse(status: http.statusCode, headers: headers, body: data)
         } catch let error as TransportError {
             throw error
-        } catch let error as URLError {
-            throw Self.map(error)
-        } catch is CancellationError {
-            throw TransportError(code: .cancelled, requestMayHaveBeenSent: true, detail: "cancelled")
         } catch {
             throw TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
         }
@@ -69,7 +68,7 @@ public final class URLSessionTransport: HTTPTransport {
         case .networkConnectionLost:
             return TransportError(code: .connectionLost, requestMayHaveBeenSent: true, detail: detail)
         case .badServerResponse, .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData, .zeroByteResource, .unknown:
-            // FoundationNetworking reports a truncated body as .unknown (-1); keel faults shows it.
+            // FoundationNetworking reports a truncated body as .unknown (-1); `keel faults` shows it.
             return TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: detail)
         case .dataLengthExceedsMaximum:
             return TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true, detail: detail)
@@ -81,11 +80,70 @@ public final class URLSessionTransport: HTTPTransport {
     }
 }
 
-/// Hands 3xx responses back to Keel instead of following them.
-private final class RedirectRefusingDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-    // @unchecked Sendable: stateless.
+/// Collects each task's response and body, enforcing the size limit as bytes arrive.
+private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked Sendable: `exchanges` is only touched under its lock; URLSession calls the delegate on
+    // its own serial queue.
+    private struct Exchange {
+        let continuation: CheckedContinuation<HTTPResponse, any Error>
+        let limit: Int
+        var response: HTTPURLResponse?
+        var body = Data()
+        var tooLarge = false
+    }
+
+    private let exchanges = Locked<[Int: Exchange]>([:])
+
+    func register(_ task: URLSessionTask, limit: Int, continuation: CheckedContinuation<HTTPResponse, any Error>) {
+        exchanges.withLock { $0[task.taskIdentifier] = Exchange(continuation: continuation, limit: limit) }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        exchanges.withLock { $0[dataTask.taskIdentifier]?.response = response as? HTTPURLResponse }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let exceeded = exchanges.withLock { exchanges -> Bool in
+            guard var exchange = exchanges[dataTask.taskIdentifier] else { return false }
+            if exchange.body.count + data.count > exchange.limit {
+                exchange.tooLarge = true
+                exchanges[dataTask.taskIdentifier] = exchange
+                return true
+            }
+            exchange.body.append(data)
+            exchanges[dataTask.taskIdentifier] = exchange
+            return false
+        }
+        // Stop downloading at once: the body is not kept, and the rest is never read.
+        if exceeded { dataTask.cancel() }
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        completionHandler(nil)
+        completionHandler(nil)  // Keel judges redirects (a foreign origin means a captive portal)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if exchange.tooLarge {
+            exchange.continuation.resume(throwing: TransportError(
+                code: .responseTooLarge, requestMayHaveBeenSent: true,
+                detail: "response body exceeds \(exchange.limit) bytes; the rest was not downloaded"
+            ))
+        } else if let error {
+            let mapped = (error as? URLError).map(URLSessionTransport.map)
+                ?? TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
+            exchange.continuation.resume(throwing: mapped)
+        } else if let response = exchange.response {
+            let headers = response.allHeaderFields.compactMap { key, value -> (name: String, value: String)? in
+                guard let name = key as? String, let value = value as? String else { return nil }
+                return (name, value)
+            }
+            exchange.continuation.resume(returning: HTTPResponse(status: response.statusCode, headers: headers, body: exchange.body))
+        } else {
+            exchange.continuation.resume(throwing: TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response"))
+        }
     }
 }
