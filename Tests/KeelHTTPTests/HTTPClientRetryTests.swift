@@ -95,6 +95,19 @@ import Testing
         #expect(harness.declinedReason == "notRetryable")
     }
 
+    @Test func anUnsafeCallIsSentExactlyOnceEvenAfterKeepAliveTraffic() async throws {
+        let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(5), maximumAttempts: 3))
+        for round in 1...3 {
+            harness.server.enqueue(.json("{}"))
+            harness.server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+            _ = try #require(await harness.send(.get("/warm")).success)
+            let call = Task { await harness.send(HTTPOperation(method: "POST", path: "/pay", body: Data("{}".utf8))) }
+            let failure = try #require(await call.value.failure)
+            #expect(failure.outcome == .unknown)
+            #expect(harness.server.requests.filter { $0.method == "POST" }.count == round)
+        }
+    }
+
     @Test func anUnsafeCallIsRetriedWhenTheRequestNeverLeft() async throws {
         // A port nobody listens on: the connection is refused, so the POST provably never left.
         let closed = try TestServer()

@@ -159,7 +159,8 @@ struct Call {
         // The transport's own timer is only a backstop behind the attempt timer on the injected clock.
         return HTTPRequest(
             method: operation.method, url: components.url!, headers: headers, body: operation.body,
-            transportTimeout: policy.attemptTimeout + .seconds(30), maximumResponseBytes: policy.maximumResponseBytes
+            transportTimeout: policy.attemptTimeout + .seconds(30), maximumResponseBytes: policy.maximumResponseBytes,
+            reusesConnections: operation.idempotency != .unsafe
         )
     }
 

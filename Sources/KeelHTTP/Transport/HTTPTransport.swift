@@ -24,15 +24,22 @@ public struct HTTPRequest: Sendable {
     public var transportTimeout: Duration
     /// Larger response bodies are cut off with ``TransportError/Code/responseTooLarge``.
     public var maximumResponseBytes: Int
+    /// Whether the request may go out on a pooled keep-alive connection. False for operations that must
+    /// never be sent twice: an HTTP stack may silently re-send a request whose reused connection turns out
+    /// dead (libcurl, behind FoundationNetworking, does so even for POST), so such requests get a fresh
+    /// connection of their own.
+    public var reusesConnections: Bool
 
     public init(method: String, url: URL, headers: [(name: String, value: String)] = [], body: Data? = nil,
-                transportTimeout: Duration = .seconds(60), maximumResponseBytes: Int = 16 * 1024 * 1024) {
+                transportTimeout: Duration = .seconds(60), maximumResponseBytes: Int = 16 * 1024 * 1024,
+                reusesConnections: Bool = true) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.transportTimeout = transportTimeout
         self.maximumResponseBytes = maximumResponseBytes
+        self.reusesConnections = reusesConnections
     }
 }
 

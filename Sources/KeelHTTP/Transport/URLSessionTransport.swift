@@ -10,20 +10,29 @@ import KeelCore
 /// The default transport: `URLSession` data tasks driven by a delegate, so that the body is received
 /// piece by piece (and cut off as soon as it exceeds the limit), redirects are handed back instead of
 /// followed, and cancellation cancels the task (closing its connection).
+///
+/// Requests that must not reuse a connection (``HTTPRequest/reusesConnections`` false) go through a
+/// second session whose every request says `Connection: close`, so its pool never holds a connection
+/// that could be silently reused and re-sent on.
 public final class URLSessionTransport: HTTPTransport {
-    private let session: URLSession
+    private let pooled: URLSession
+    private let fresh: URLSession
     private let delegate: SessionDelegate
 
-    /// A transport over a new session with `configuration`'s settings (cookies and caching off).
+    /// A transport over new sessions with `configuration`'s settings (cookies and caching off).
     public init(configuration: URLSessionConfiguration = .ephemeral) {
         configuration.httpShouldSetCookies = false
         configuration.urlCache = nil
         delegate = SessionDelegate()
-        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        pooled = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        let single = configuration.copy() as! URLSessionConfiguration
+        single.httpAdditionalHeaders = (single.httpAdditionalHeaders ?? [:]).merging(["Connection": "close"]) { $1 }
+        fresh = URLSession(configuration: single, delegate: delegate, delegateQueue: nil)
     }
 
     deinit {
-        session.finishTasksAndInvalidate()
+        pooled.finishTasksAndInvalidate()
+        fresh.finishTasksAndInvalidate()
     }
 
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
@@ -31,11 +40,12 @@ public final class URLSessionTransport: HTTPTransport {
         urlRequest.httpMethod = request.method
         for header in request.headers { urlRequest.addValue(header.value, forHTTPHeaderField: header.name) }
         urlRequest.httpBody = request.body
+        if !request.reusesConnections { urlRequest.setValue("close", forHTTPHeaderField: "Connection") }
         // FoundationNetworking truncates timeouts to whole seconds: round up, never down to zero.
         let seconds = request.transportTimeout.components.seconds + (request.transportTimeout.components.attoseconds > 0 ? 1 : 0)
         urlRequest.timeoutInterval = TimeInterval(max(1, seconds))
 
-        let task = session.dataTask(with: urlRequest)
+        let task = (request.reusesConnections ? pooled : fresh).dataTask(with: urlRequest)
         let delegate = self.delegate
         do {
             return try await withTaskCancellationHandler {
