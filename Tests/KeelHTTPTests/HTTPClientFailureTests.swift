@@ -70,9 +70,8 @@ struct FaultTransport: HTTPTransport {
     }
 
     @Test func aRefusedConnectionIsOfflineAndNotSent() async throws {
-        let closed = try TestServer()
-        let url = closed.baseURL
-        closed.shutdown()
+        let refusing = try RefusingPort()
+        let url = refusing.baseURL
         let harness = try Harness(policy: once, baseURL: url)
         let failure = try #require(await harness.send(.get("/notes")).failure)
         #expect(failure.kind == .offline)

@@ -110,9 +110,8 @@ import Testing
 
     @Test func anUnsafeCallIsRetriedWhenTheRequestNeverLeft() async throws {
         // A port nobody listens on: the connection is refused, so the POST provably never left.
-        let closed = try TestServer()
-        let url = closed.baseURL
-        closed.shutdown()
+        let refusing = try RefusingPort()
+        let url = refusing.baseURL
         let harness = try Harness(baseURL: url)
         let failure = try #require(await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8))).failure)
         #expect(failure.kind == .offline)

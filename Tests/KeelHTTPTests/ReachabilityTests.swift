@@ -23,9 +23,8 @@ import Testing
     }
 
     @Test func noRouteIsOffline() async throws {
-        let closed = try TestServer()
-        let url = closed.baseURL
-        closed.shutdown()
+        let refusing = try RefusingPort()
+        let url = refusing.baseURL
         #expect(await (try Harness(baseURL: url)).client.probeReachability() == .offline)
     }
 }

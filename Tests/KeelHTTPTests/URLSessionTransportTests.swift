@@ -39,9 +39,8 @@ import Testing
     }
 
     @Test func aRefusedConnectionProvablyNeverSentTheRequest() async throws {
-        let closed = try TestServer()
-        let url = closed.url("/x")
-        closed.shutdown()
+        let refusing = try RefusingPort()
+        let url = refusing.url("/x")
         do {
             _ = try await URLSessionTransport().send(HTTPRequest(method: "POST", url: url, body: Data("x".utf8)))
             Issue.record("expected a failure")

@@ -149,3 +149,14 @@ enum ProcFS {
         }
     }
 }
+
+@Suite struct RefusingPortTests {
+    @Test func connectionsAreRefusedWhileThePortStaysReserved() async throws {
+        let refusing = try RefusingPort()
+        #expect(throws: (any Error).self) { try RawClient(port: refusing.port) }
+        let code = await urlErrorCode { _ = try await makeSession().get(refusing.url("/x")) }
+        #expect(code == .cannotConnectToHost)
+        // Reserved: binding the same port fails while the value lives.
+        #expect(throws: (any Error).self) { try TestServer(configuration: .init(port: UInt16(refusing.port))) }
+    }
+}

@@ -92,6 +92,27 @@ package enum POSIX {
         return (fd, UInt16(bigEndian: actual.sin_port))
     }
 
+    /// A TCP socket bound to `host` on a free port but not listening: it holds the port (nobody else can
+    /// take it) while connections to it are refused.
+    package static func makeBoundSocket(host: String) throws(Failure) -> (fd: Int32, port: UInt16) {
+        let fd = try makeStreamSocket()
+        var address = try makeAddress(host: host, port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            let error = errno
+            close(fd)
+            throw Failure(call: "bind(\(host))", errno: error)
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, UInt16(bigEndian: actual.sin_port))
+    }
+
     /// A TCP connection to `host:port`, with Nagle's algorithm off.
     package static func connect(host: String, port: UInt16) throws(Failure) -> Int32 {
         let fd = try makeStreamSocket()
