@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "KeelCore", targets: ["KeelCore"]),
         .library(name: "KeelContract", targets: ["KeelContract"]),
         .library(name: "KeelHTTP", targets: ["KeelHTTP"]),
+        .library(name: "KeelStore", targets: ["KeelStore"]),
         .library(name: "KeelTesting", targets: ["KeelTesting"]),
         .executable(name: "keel", targets: ["keel"]),
         .executable(name: "keel-bench", targets: ["keel-bench"]),
@@ -47,6 +48,7 @@ let package = Package(
         .target(name: "KeelCore", swiftSettings: swiftSettings),
         .target(name: "KeelContract", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
         .target(name: "KeelHTTP", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
+        .target(name: "KeelStore", dependencies: ["KeelContract", "KeelCore", "CSQLite"], swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
 
         // MARK: - Executables
@@ -73,6 +75,7 @@ let package = Package(
         ),
         .testTarget(name: "KeelContractTests", dependencies: ["KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "KeelStoreTests", dependencies: ["KeelStore", "KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
         // Runs the built `keel` binary as a child process (swift build --build-tests builds it too).

@@ -1,0 +1,85 @@
+/// Access to the database inside a ``DatabasePool/write(_:)`` or ``DatabasePool/read(_:)`` closure.
+///
+/// Valid only during the closure, on the thread that runs it: do not store it or send it elsewhere.
+public final class Database {
+    let connection: SQLiteConnection
+    private var savepointDepth = 0
+
+    init(connection: SQLiteConnection) { self.connection = connection }
+
+    /// Runs one statement, binding `arguments` to its `?` placeholders.
+    ///
+    /// - Throws: ``DatabaseError``.
+    public func execute(_ sql: String, arguments: [any DatabaseValueConvertible] = []) throws(DatabaseError) {
+        try connection.execute(sql, arguments.map(\.databaseValue))
+    }
+
+    /// Runs several statements separated by semicolons (no arguments), e.g. a schema script.
+    public func executeScript(_ sql: String) throws(DatabaseError) {
+        try connection.executeScript(sql)
+    }
+
+    /// Every row of a query.
+    public func rows(_ sql: String, arguments: [any DatabaseValueConvertible] = []) throws(DatabaseError) -> [Row] {
+        try connection.query(sql, arguments.map(\.databaseValue))
+    }
+
+    /// The first column of the first row as `T`, or nil when there is no row (or it is NULL).
+    public func scalar<T: DatabaseValueConvertible>(_ type: T.Type = T.self, _ sql: String, arguments: [any DatabaseValueConvertible] = []) throws(DatabaseError) -> T? {
+        guard let value = try rows(sql, arguments: arguments).first?.values.first else { return nil }
+        if case .null = value { return nil }
+        guard let converted = T.fromDatabaseValue(value) else {
+            throw DatabaseError(code: .mismatch, message: "\(value) is not a \(T.self)", sql: sql)
+        }
+        return converted
+    }
+
+    /// Rows changed by the last statement.
+    public var changes: Int { connection.changes }
+    /// The rowid of the last insert.
+    public var lastInsertRowID: Int64 { connection.lastInsertRowID }
+
+    /// Runs `body` in a savepoint nested in the current transaction: when `body` throws, only its own
+    /// changes are rolled back, and the error is rethrown.
+    public func inSavepoint<T>(_ body: () throws -> T) throws -> T {
+        savepointDepth += 1
+        let name = "keel_savepoint_\(savepointDepth)"
+        defer { savepointDepth -= 1 }
+        try execute("SAVEPOINT \(name)")
+        do {
+            let result = try body()
+            try execute("RELEASE SAVEPOINT \(name)")
+            return result
+        } catch {
+            try? execute("ROLLBACK TO SAVEPOINT \(name)")
+            try? execute("RELEASE SAVEPOINT \(name)")
+            throw error
+        }
+    }
+
+    /// Whether a transaction is open.
+    public var isInTransaction: Bool { connection.isInTransaction }
+
+    /// Runs `body` in a transaction of `kind`, committing when it returns and rolling back when it
+    /// throws. For use inside ``DatabasePool/writeWithoutTransaction(_:)`` (migrations); ``DatabasePool/write(_:)``
+    /// already runs in one.
+    public func inTransaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
+        try execute(kind == .immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            if connection.isInTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+}
+
+/// When a transaction takes the write lock.
+public enum TransactionKind: Sendable {
+    /// At the first write (reads first, then maybe `busy` when it upgrades).
+    case deferred
+    /// At the start: the transaction cannot be refused later for lock reasons.
+    case immediate
+}

@@ -1,0 +1,32 @@
+/// How a ``DatabasePool`` opens and uses its file.
+public struct DatabaseConfiguration: Sendable {
+    /// The journal mode. WAL (the default) lets readers work while one writer writes.
+    public enum JournalMode: Sendable { case wal, delete }
+
+    /// How hard SQLite syncs to disk.
+    ///
+    /// `normal` (the default) is durable across application crashes and, in WAL mode, never corrupts
+    /// the database on power loss; the last transactions before a power loss may roll back. `full` syncs
+    /// on every commit: durable across power loss, slower.
+    public enum Synchronous: String, Sendable { case normal = "NORMAL", full = "FULL" }
+
+    public var journalMode: JournalMode
+    public var synchronous: Synchronous
+    /// Foreign-key enforcement (on by default).
+    public var foreignKeys: Bool
+    /// How long a statement waits for another connection's lock before failing with `busy`.
+    public var busyTimeout: Duration
+    /// How many read-only connections serve concurrent reads.
+    public var maximumReaders: Int
+
+    public init(journalMode: JournalMode = .wal, synchronous: Synchronous = .normal, foreignKeys: Bool = true,
+                busyTimeout: Duration = .seconds(5), maximumReaders: Int = 4) {
+        precondition(maximumReaders >= 1, "DatabaseConfiguration.maximumReaders must be at least 1")
+        precondition(busyTimeout >= .zero, "DatabaseConfiguration.busyTimeout cannot be negative")
+        self.journalMode = journalMode
+        self.synchronous = synchronous
+        self.foreignKeys = foreignKeys
+        self.busyTimeout = busyTimeout
+        self.maximumReaders = maximumReaders
+    }
+}

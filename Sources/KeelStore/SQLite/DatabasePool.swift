@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+import KeelCore
+
+/// A database file with one serialized writer and concurrent readers (WAL).
+///
+/// Concurrency model:
+/// - every write runs on one serial queue, on the single writer connection — writes never interleave;
+/// - reads run on up to ``DatabaseConfiguration/maximumReaders`` read-only connections at once, each in
+///   its own read transaction, so a read sees one consistent snapshot and is not blocked by the writer;
+/// - the async methods hand the work to these queues and suspend, so long database work never occupies
+///   a thread of Swift's cooperative pool.
+public final class DatabasePool: Sendable {
+    /// The file's path.
+    public let path: String
+    public let configuration: DatabaseConfiguration
+    private let writer: Confined<SQLiteConnection>
+    private let writerQueue: DispatchQueue
+    private let readers: Locked<[SQLiteConnection]>
+    private let readerSlots: DispatchSemaphore
+
+    /// Opens (creating if needed) the database at `path` and applies the configuration.
+    ///
+    /// - Throws: ``DatabaseError`` — a file that is not a database is `notADatabase` and is left as it was.
+    public init(path: String, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws(DatabaseError) {
+        self.path = path
+        self.configuration = configuration
+        writer = Confined(try SQLiteConnection(path: path, readOnly: false, configuration: configuration))
+        writerQueue = DispatchQueue(label: "keel.store.writer")
+        readers = Locked([])
+        readerSlots = DispatchSemaphore(value: configuration.maximumReaders)
+    }
+
+    // MARK: - Writing
+
+    /// Runs `body` in an immediate transaction on the writer: committed when it returns, rolled back
+    /// (and the error rethrown) when it throws.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await onWriter { database in try database.inTransaction(.immediate) { try body(database) } }
+    }
+
+    /// Runs `body` on the writer without opening a transaction (migrations manage their own).
+    public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await onWriter(body)
+    }
+
+    /// The blocking form of ``write(_:)``, for code that is not async (command-line tools, migrations
+    /// in a child process). Never call it from the cooperative thread pool.
+    public func writeSync<T>(_ body: (Database) throws -> T) throws -> T {
+        try writerQueue.sync {
+            try writer.use { connection in
+                let database = Database(connection: connection)
+                return try database.inTransaction(.immediate) { try body(database) }
+            }
+        }
+    }
+
+    /// The blocking form of ``writeWithoutTransaction(_:)``.
+    public func writeWithoutTransactionSync<T>(_ body: (Database) throws -> T) throws -> T {
+        try writerQueue.sync { try writer.use { try body(Database(connection: $0)) } }
+    }
+
+    private func onWriter<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let writer = self.writer
+        return try await withCheckedThrowingContinuation { continuation in
+            writerQueue.async {
+                continuation.resume(with: Result { try writer.use { try body(Database(connection: $0)) } })
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Runs `body` in a read transaction on a reader connection: it sees one consistent snapshot and
+    /// runs concurrently with other reads and with the writer.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { [self] in
+                continuation.resume(with: Result { try readSync(body) })
+            }
+        }
+    }
+
+    /// The blocking form of ``read(_:)``.
+    public func readSync<T>(_ body: (Database) throws -> T) throws -> T {
+        readerSlots.wait()
+        defer { readerSlots.signal() }
+        let connection = try readers.withLock { $0.popLast() } ?? SQLiteConnection(path: path, readOnly: true, configuration: configuration)
+        defer { readers.withLock { $0.append(connection) } }
+        let database = Database(connection: connection)
+        return try database.inTransaction(.deferred) { try body(database) }
+    }
+}
+
+/// A value used by one thread at a time, enforced by the owner's serial queue.
+final class Confined<Value>: @unchecked Sendable {
+    // @unchecked Sendable: DatabasePool only calls `use` on its serial writer queue.
+    private let value: Value
+    init(_ value: Value) { self.value = value }
+    func use<T>(_ body: (Value) throws -> T) rethrows -> T { try body(value) }
+}
+
+extension SQLiteConnection: @unchecked Sendable {}
+// @unchecked Sendable: a connection is used by one thread at a time — the writer only on the writer
+// queue, a reader only between taking it from and returning it to the pool's locked free list.

@@ -1,0 +1,170 @@
+// The adapter over the CSQLite shim: the only file in KeelStore that calls SQLite's C API.
+import CSQLite
+import Foundation
+
+/// One SQLite connection. Not thread-safe: ``DatabasePool`` confines each connection to one queue.
+final class SQLiteConnection {
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+    let path: String
+    let isReadOnly: Bool
+
+    init(path: String, readOnly: Bool, configuration: DatabaseConfiguration) throws(DatabaseError) {
+        self.path = path
+        self.isReadOnly = readOnly
+        var db: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &db, flags, nil)
+        guard status == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw DatabaseError(code: .fromSQLite(status & 0xFF), message: "cannot open \(path): \(message)")
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, Int32(clamping: configuration.busyTimeout.components.seconds * 1000
+            + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000))
+        do throws(DatabaseError) {
+            // Reading the schema first makes a file that is not a database fail here, before any write.
+            _ = try query("SELECT count(*) FROM sqlite_master", [])
+            if !readOnly {
+                if configuration.journalMode == .wal {
+                    let mode = try query("PRAGMA journal_mode = WAL", []).first?.values.first
+                    guard mode == .text("wal") else {
+                        throw DatabaseError(code: .other, message: "cannot switch \(path) to WAL (got \(mode?.description ?? "nothing"))")
+                    }
+                }
+                try execute("PRAGMA synchronous = \(configuration.synchronous.rawValue)", [])
+            }
+            try execute("PRAGMA foreign_keys = \(configuration.foreignKeys ? "ON" : "OFF")", [])
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    private var isClosed = false
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        for statement in statements.values { sqlite3_finalize(statement) }
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    // MARK: - Statements
+
+    private func prepare(_ sql: String) throws(DatabaseError) -> OpaquePointer {
+        if let cached = statements[sql] {
+            sqlite3_reset(cached)
+            sqlite3_clear_bindings(cached)
+            return cached
+        }
+        var statement: OpaquePointer?
+        var rest = ""
+        let status = sql.withCString { text -> Int32 in
+            var tail: UnsafePointer<CChar>?
+            let status = sqlite3_prepare_v3(handle, text, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, &tail)
+            if let tail { rest = String(cString: tail) }
+            return status
+        }
+        guard status == SQLITE_OK, let statement else { throw error(status, sql: sql) }
+        guard rest.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            sqlite3_finalize(statement)
+            throw DatabaseError(code: .sqlError, message: "more than one statement; use executeScript for scripts", sql: sql)
+        }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func bind(_ arguments: [DatabaseValue], to statement: OpaquePointer, sql: String) throws(DatabaseError) {
+        let expected = Int(sqlite3_bind_parameter_count(statement))
+        guard expected == arguments.count else {
+            throw DatabaseError(code: .sqlError, message: "expected \(expected) argument(s), got \(arguments.count)", sql: sql)
+        }
+        for (offset, argument) in arguments.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch argument {
+            case .null: status = sqlite3_bind_null(statement, index)
+            case .integer(let value): status = sqlite3_bind_int64(statement, index, value)
+            case .real(let value): status = sqlite3_bind_double(statement, index, value)
+            case .text(let value):
+                // Explicit length: text may contain NUL characters, which a C-string length would cut at.
+                status = value.withCString { sqlite3_bind_text(statement, index, $0, Int32(value.utf8.count), keel_sqlite3_transient()) }
+            case .blob(let value):
+                status = value.withUnsafeBytes { bytes in
+                    sqlite3_bind_blob64(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(bytes.count), keel_sqlite3_transient())
+                }
+            }
+            guard status == SQLITE_OK else { throw error(status, sql: sql) }
+        }
+    }
+
+    /// Runs several statements without arguments (schema scripts).
+    func executeScript(_ sql: String) throws(DatabaseError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &message)
+        if status != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw DatabaseError(code: .fromSQLite(status & 0xFF), message: text, sql: sql)
+        }
+    }
+
+    /// Runs one statement with `arguments`.
+    func execute(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) {
+        let statement = try prepare(sql)
+        defer { sqlite3_reset(statement) }
+        try bind(arguments, to: statement, sql: sql)
+        while true {
+            let status = sqlite3_step(statement)
+            if status == SQLITE_DONE { return }
+            if status != SQLITE_ROW { throw error(status, sql: sql) }
+        }
+    }
+
+    /// Runs a query and returns every row.
+    func query(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> [Row] {
+        let statement = try prepare(sql)
+        defer { sqlite3_reset(statement) }
+        try bind(arguments, to: statement, sql: sql)
+        let count = sqlite3_column_count(statement)
+        let columns = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
+        var rows: [Row] = []
+        while true {
+            let status = sqlite3_step(statement)
+            if status == SQLITE_DONE { return rows }
+            guard status == SQLITE_ROW else { throw error(status, sql: sql) }
+            var values: [DatabaseValue] = []
+            values.reserveCapacity(Int(count))
+            for column in 0..<count {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(statement, column)))
+                case SQLITE_TEXT:
+                    let text = sqlite3_column_text(statement, column)
+                    let length = Int(sqlite3_column_bytes(statement, column))
+                    values.append(.text(text.map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? ""))
+                case SQLITE_BLOB:
+                    let length = Int(sqlite3_column_bytes(statement, column))
+                    let bytes = sqlite3_column_blob(statement, column)
+                    values.append(.blob(bytes.map { Data(bytes: $0, count: length) } ?? Data()))
+                default: values.append(.null)
+                }
+            }
+            rows.append(Row(columns: columns, values: values))
+        }
+    }
+
+    var changes: Int { Int(sqlite3_changes64(handle)) }
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    private func error(_ status: Int32, sql: String?) -> DatabaseError {
+        DatabaseError(code: .fromSQLite(status & 0xFF), message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+}

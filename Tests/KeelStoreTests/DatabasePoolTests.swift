@@ -1,0 +1,233 @@
+import Foundation
+import KeelCore
+import KeelStore
+import KeelTesting
+import Testing
+
+/// The SQLite layer on real files.
+@Suite struct DatabasePoolTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-store") }
+
+    private func open(_ name: String = "app.sqlite", _ configuration: DatabaseConfiguration = DatabaseConfiguration()) throws -> DatabasePool {
+        try DatabasePool(path: directory.url(name).path, configuration: configuration)
+    }
+
+    @Test func opensInWALWithNormalSyncForeignKeysAndABusyTimeout() async throws {
+        let pool = try open()
+        let settings = try await pool.writeWithoutTransaction { db in
+            (try db.scalar(String.self, "PRAGMA journal_mode"), try db.scalar(Int.self, "PRAGMA synchronous"),
+             try db.scalar(Int.self, "PRAGMA foreign_keys"), try db.scalar(Int.self, "PRAGMA busy_timeout"))
+        }
+        #expect(settings.0 == "wal")
+        #expect(settings.1 == 1)  // NORMAL
+        #expect(settings.2 == 1)
+        #expect(settings.3 == 5000)
+        let full = try open("full.sqlite", DatabaseConfiguration(synchronous: .full))
+        #expect(try await full.writeWithoutTransaction { try $0.scalar(Int.self, "PRAGMA synchronous") } == 2)
+    }
+
+    @Test func typedValuesRoundTripExactly() async throws {
+        let pool = try open()
+        let blob = Data([0, 1, 2, 0, 255])
+        let stored = try await pool.write { db in
+            try db.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n TEXT)")
+            try db.execute("INSERT INTO t VALUES (?, ?, ?, ?, ?)", arguments: [Int64.max, 0.1, "zoë 👩‍💻 \u{0}x", blob, Optional<String>.none])
+            try db.execute("INSERT INTO t VALUES (?, ?, ?, ?, ?)", arguments: [Int64.min, -1e300, "", Data(), "n"])
+            return try db.rows("SELECT * FROM t ORDER BY rowid")
+        }
+        #expect(stored[0].values == [.integer(.max), .real(0.1), .text("zoë 👩‍💻 \u{0}x"), .blob(blob), .null])
+        #expect(stored[1].get("i", as: Int64.self) == .min)
+        #expect(stored[1].get("r", as: Double.self) == -1e300)
+        #expect(stored[1].get("b", as: Data.self) == Data())
+        #expect(stored[0].get("n", as: String?.self) == .some(nil))
+        #expect(stored[0].get("missing", as: Int.self) == nil)
+    }
+
+    @Test func aThrowingWriteRollsEverythingBack() async throws {
+        struct Abort: Error {}
+        let pool = try open()
+        try await pool.write { try $0.execute("CREATE TABLE t (x INTEGER)") }
+        await #expect(throws: Abort.self) {
+            try await pool.write { db in
+                try db.execute("INSERT INTO t VALUES (1)")
+                throw Abort()
+            }
+        }
+        #expect(try await pool.read { try $0.scalar(Int.self, "SELECT count(*) FROM t") } == 0)
+    }
+
+    @Test func aSavepointRollsBackOnlyItsOwnChanges() async throws {
+        struct Abort: Error {}
+        let pool = try open()
+        let count = try await pool.write { db in
+            try db.execute("CREATE TABLE t (x INTEGER)")
+            try db.execute("INSERT INTO t VALUES (1)")
+            _ = try? db.inSavepoint {
+                try db.execute("INSERT INTO t VALUES (2)")
+                throw Abort()
+            }
+            try db.inSavepoint { try db.execute("INSERT INTO t VALUES (3)") }
+            return try db.rows("SELECT x FROM t ORDER BY x").compactMap { $0.get("x", as: Int.self) }
+        }
+        #expect(count == [1, 3])
+    }
+
+    @Test func constraintViolationsAreTypedWithTheSQLAndSQLitesMessage() async throws {
+        let pool = try open()
+        try await pool.write { db in
+            try db.executeScript("""
+                CREATE TABLE parent (id INTEGER PRIMARY KEY);
+                CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER NOT NULL REFERENCES parent(id));
+                INSERT INTO parent VALUES (1);
+                """)
+        }
+        do {
+            try await pool.write { try $0.execute("INSERT INTO child VALUES (1, 99)") }
+            Issue.record("a dangling foreign key must fail")
+        } catch let error as DatabaseError {
+            #expect(error.code == .constraint)
+            #expect(error.sql == "INSERT INTO child VALUES (1, 99)")
+            #expect(error.message.contains("FOREIGN KEY"))
+        }
+        do {
+            try await pool.write { try $0.execute("SELEKT 1") }
+            Issue.record("bad SQL must fail")
+        } catch let error as DatabaseError {
+            #expect(error.code == .sqlError)
+        }
+    }
+
+    @Test func aFileThatIsNotADatabaseIsRefusedAndLeftAsItWas() throws {
+        let path = directory.url("notes.txt").path
+        let content = Data(String(repeating: "these are my notes, not a database\n", count: 200).utf8)
+        try content.write(to: URL(fileURLWithPath: path))
+        #expect {
+            _ = try DatabasePool(path: path)
+        } throws: { error in
+            (error as? DatabaseError)?.code == .notADatabase
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == content)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+    }
+
+    @Test func aTruncatedDatabaseIsATypedErrorAndIsNotDeleted() async throws {
+        let path = directory.url("truncated.sqlite").path
+        do {
+            let pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(journalMode: .delete))
+            try await pool.write { db in
+                try db.execute("CREATE TABLE t (x BLOB)")
+                for _ in 0..<50 { try db.execute("INSERT INTO t VALUES (?)", arguments: [Data(repeating: 1, count: 4096)]) }
+            }
+        }
+        let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+        let truncated = whole.prefix(whole.count / 3)
+        try truncated.write(to: URL(fileURLWithPath: path))
+        var failed = false
+        do {
+            let pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(journalMode: .delete))
+            _ = try await pool.read { try $0.rows("SELECT count(*), sum(length(x)) FROM t") }
+        } catch let error as DatabaseError {
+            failed = true
+            #expect([DatabaseError.Code.corrupt, .notADatabase].contains(error.code), "\(error)")
+        }
+        #expect(failed)
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func aLockHeldBeyondTheBusyTimeoutIsBusy() async throws {
+        let path = directory.url("locked.sqlite").path
+        let holder = try DatabasePool(path: path)
+        try await holder.write { try $0.execute("CREATE TABLE t (x INTEGER)") }
+        let other = try DatabasePool(path: path, configuration: DatabaseConfiguration(busyTimeout: .milliseconds(100)))
+        // The holder keeps an immediate transaction open while the other pool tries to write.
+        let started = Flag()
+        let release = DispatchSemaphore(value: 0)
+        let holding = Task {
+            try await holder.write { db in
+                try db.execute("INSERT INTO t VALUES (1)")
+                started.set()
+                release.wait()  // blocks the holder's writer queue, not a cooperative thread
+            }
+        }
+        await started.wait()
+        do {
+            try await other.write { try $0.execute("INSERT INTO t VALUES (2)") }
+            Issue.record("the write must time out as busy")
+        } catch let error as DatabaseError {
+            #expect(error.code == .busy)
+        }
+        release.signal()
+        try await holding.value
+        #expect(try await other.read { try $0.scalar(Int.self, "SELECT count(*) FROM t") } == 1)
+    }
+
+    @Test func readersSeeASnapshotAndAreNotBlockedByTheWriter() async throws {
+        let pool = try open()
+        try await pool.write { db in
+            try db.execute("CREATE TABLE t (x INTEGER)")
+            try db.execute("INSERT INTO t VALUES (1)")
+        }
+        let inside = Flag()
+        let finish = DispatchSemaphore(value: 0)
+        let writing = Task {
+            try await pool.write { db in
+                try db.execute("INSERT INTO t VALUES (2)")
+                inside.set()
+                finish.wait()  // the write transaction stays open (on the writer queue)
+            }
+        }
+        await inside.wait()
+        // While the writer holds its transaction, readers run and see the committed state.
+        let counts = try await withThrowingTaskGroup(of: Int?.self) { group in
+            for _ in 0..<4 { group.addTask { try await pool.read { try $0.scalar(Int.self, "SELECT count(*) FROM t") } } }
+            return try await group.reduce(into: [Int?]()) { $0.append($1) }
+        }
+        #expect(counts == [1, 1, 1, 1])
+        finish.signal()
+        try await writing.value
+        #expect(try await pool.read { try $0.scalar(Int.self, "SELECT count(*) FROM t") } == 2)
+    }
+
+    @Test func writesAreSerialized() async throws {
+        let pool = try open()
+        try await pool.write { try $0.execute("CREATE TABLE counter (n INTEGER)"); try $0.execute("INSERT INTO counter VALUES (0)") }
+        // Read-modify-write without SQL atomicity: only serialization keeps every increment.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    try await pool.write { db in
+                        let n = try db.scalar(Int.self, "SELECT n FROM counter") ?? 0
+                        try db.execute("UPDATE counter SET n = ?", arguments: [n + 1])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await pool.read { try $0.scalar(Int.self, "SELECT n FROM counter") } == 50)
+    }
+
+    @Test func moreThanOneStatementNeedsExecuteScript() async throws {
+        let pool = try open()
+        await #expect(throws: DatabaseError.self) {
+            try await pool.write { try $0.execute("CREATE TABLE a (x); CREATE TABLE b (y)") }
+        }
+        try await pool.write { try $0.executeScript("CREATE TABLE a (x); CREATE TABLE b (y);") }
+        #expect(try await pool.read { try $0.scalar(Int.self, "SELECT count(*) FROM sqlite_master WHERE type = 'table'") } == 2)
+    }
+
+    @Test func argumentCountMismatchIsAnError() async throws {
+        let pool = try open()
+        try await pool.write { try $0.execute("CREATE TABLE t (x)") }
+        await #expect(throws: DatabaseError.self) { try await pool.write { try $0.execute("INSERT INTO t VALUES (?)") } }
+    }
+}
+
+/// A one-way signal that async code can wait for without blocking a cooperative thread.
+final class Flag: Sendable {
+    private let state = Locked(false)
+    func set() { state.withLock { $0 = true } }
+    func wait() async {
+        while !state.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+    }
+}
