@@ -38,11 +38,59 @@ import Testing
         #expect(server.requestCount == 1)
     }
 
-    @Test func aRefusedConnectionProvablyNeverSentTheRequest() async throws {
+    @Test func aRefusedConnectionOnThePoolProvesNothing() async throws {
+        // The stack may have sent a first copy on a pooled connection that died, then failed to reconnect.
+        let refusing = try RefusingPort()
+        do {
+            _ = try await URLSessionTransport().send(HTTPRequest(method: "PUT", url: refusing.url("/x"), body: Data("x".utf8)))
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.code == .cannotConnect)
+            #expect(error.requestMayHaveBeenSent)
+        }
+    }
+
+    @Test func concurrentExchangesOnBothSessionsNeverGetEachOthersResponses() async throws {
+        let server = try TestServer(dispatcher: TestServer.Dispatcher { request in
+            TestResponse(body: request.path).delayingHeaders(by: .milliseconds(request.method == "GET" ? 150 : 50))
+        })
+        let transport = URLSessionTransport()
+        try await withThrowingTaskGroup(of: (String, String).self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    let response = try await transport.send(HTTPRequest(method: "GET", url: server.url("/get/\(index)")))
+                    return ("/get/\(index)", String(decoding: response.body, as: UTF8.self))
+                }
+                group.addTask {
+                    let response = try await transport.send(HTTPRequest(method: "POST", url: server.url("/post/\(index)"), body: Data(), reusesConnections: false))
+                    return ("/post/\(index)", String(decoding: response.body, as: UTF8.self))
+                }
+            }
+            for try await (asked, answered) in group { #expect(asked == answered) }
+        }
+    }
+
+    @Test func cancellingBeforeTheExchangeStartsEndsItAtOnce() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(socketEffect: .noResponse))
+        let transport = URLSessionTransport()
+        let call = Task {
+            withUnsafeCurrentTask { $0?.cancel() }  // cancelled before the transport is even called
+            return try await transport.send(HTTPRequest(method: "GET", url: server.url("/")))
+        }
+        do {
+            _ = try await call.value
+            Issue.record("expected cancellation")
+        } catch let error as TransportError {
+            #expect(error.code == .cancelled)
+        }
+    }
+
+    @Test func aRefusedFreshConnectionProvablyNeverSentTheRequest() async throws {
         let refusing = try RefusingPort()
         let url = refusing.url("/x")
         do {
-            _ = try await URLSessionTransport().send(HTTPRequest(method: "POST", url: url, body: Data("x".utf8)))
+            _ = try await URLSessionTransport().send(HTTPRequest(method: "POST", url: url, body: Data("x".utf8), reusesConnections: false))
             Issue.record("expected a failure")
         } catch {
             #expect(error.code == .cannotConnect)

@@ -14,6 +14,8 @@ struct Call {
     /// Whether any attempt got an answer from the server.
     private var reachedServer = false
     private var attempts = 0
+    /// Budget tokens this call spent on retries (refunded when it succeeds).
+    private var spentOnRetries = 0
 
     init(client: HTTPClient, operation: HTTPOperation, policy: CallPolicy) {
         self.client = client
@@ -44,15 +46,16 @@ struct Call {
         let deadline = start.advanced(by: policy.deadline)
         let request = makeRequest()
         while true {
-            attempts += 1
-            if Task.isCancelled { throw failure(.cancelled, detail: "cancelled before attempt \(attempts)") }
+            if Task.isCancelled { throw failure(.cancelled, detail: "cancelled before attempt \(attempts + 1)") }
             let remaining = clock.now.duration(to: deadline)
             if remaining <= .zero { throw failure(.timeout, detail: "deadline of \(policy.deadline) passed") }
+            attempts += 1
             emit(.attemptStarted(number: attempts))
             let result = await attempt(request, timeout: min(policy.attemptTimeout, remaining), clock: clock)
 
             let failure: HTTPFailure
             var retryAfter: Duration?
+            var transportCode: TransportError.Code?
             switch result {
             case .response(let response):
                 reachedServer = true
@@ -60,7 +63,7 @@ struct Call {
                 if let portal = captivePortalFailure(response) {
                     failure = portal
                 } else if (200...299).contains(response.status) {
-                    configuration.budget.recordSuccess()
+                    configuration.budget.recordSuccess(refunding: spentOnRetries)
                     return HTTPClient.Reply(
                         status: response.status, headers: response.headers, body: response.body,
                         requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts
@@ -75,6 +78,7 @@ struct Call {
                     throw self.failure(.cancelled, detail: "cancelled during attempt \(attempts)")
                 }
                 failure = transportFailure(error)
+                transportCode = error.code
             case .timedOut:
                 // The request may have been sent and applied; there is no way to know.
                 sawUnknown = true
@@ -86,7 +90,9 @@ struct Call {
             emit(.attemptFailed(number: attempts, kind: failure.kind, outcome: failure.outcome))
 
             // MARK: Retry decision
-            guard isTransient(failure), mayRepeat(after: result) else { throw declined(failure, "notRetryable") }
+            guard isTransient(failure, transportCode: transportCode), mayRepeat(after: result) else {
+                throw declined(failure, "notRetryable")
+            }
             guard attempts < policy.maximumAttempts else { throw declined(failure, "attemptsExhausted") }
             var delay = policy.backoff.delay(forRetry: attempts, using: configuration.random)
             let left = clock.now.duration(to: deadline)
@@ -94,8 +100,13 @@ struct Call {
                 guard retryAfter < left else { throw declined(failure, "retryAfterTooLong") }
                 delay = max(delay, retryAfter)  // never shorter than the server asked
             }
-            guard delay < left else { throw declined(failure, "deadline") }
-            guard configuration.budget.spendForRetry() else { throw declined(failure, "budgetExhausted") }
+            // A retry needs time to do something: one certain to time out would only add uncertainty.
+            guard delay + Self.minimumAttemptTime(policy) <= left else { throw declined(failure, "deadline") }
+            // Retries that never reached a server (no route) cost nothing: they cannot add load to it.
+            if failure.outcome != .notSent || transportCode == nil {
+                guard configuration.budget.spendForRetry() else { throw declined(failure, "budgetExhausted") }
+                spentOnRetries += configuration.budget.retryCost
+            }
             emit(.retryScheduled(nextAttempt: attempts + 1, delay: delay, reason: failure.kind))
             do {
                 try await clock.sleep(until: clock.now.advanced(by: delay), tolerance: nil)
@@ -170,7 +181,7 @@ struct Call {
     private mutating func captivePortalFailure(_ response: HTTPResponse) -> HTTPFailure? {
         if (300...399).contains(response.status) {
             let location = response.header("Location").flatMap { URL(string: $0, relativeTo: configuration.baseURL) }
-            if let location, location.host != configuration.baseURL.host || location.port != configuration.baseURL.port {
+            if let location, Self.origin(of: location) != Self.origin(of: configuration.baseURL) {
                 return portal("redirect to another origin")
             }
             return nil
@@ -185,12 +196,20 @@ struct Call {
     }
 
     private mutating func portal(_ detail: String) -> HTTPFailure {
-        // The answer came from something in between: the API itself never saw the request.
-        reachedServer = false || reachedServer && sawUnknown
+        // Most likely something in between answered and the API never saw the request; but for a
+        // mutation that cannot be proven (a proxy may have forwarded it), so it stays unknown.
+        if operation.mutates { sawUnknown = true }
         return HTTPFailure(
-            kind: .captivePortal, outcome: sawUnknown ? .unknown : .notSent, status: nil, errorCode: nil, requestID: nil,
+            kind: .captivePortal, outcome: operation.mutates || sawUnknown ? .unknown : .notSent, status: nil, errorCode: nil, requestID: nil,
             correlationID: correlationID, attempts: attempts, retryAt: nil, fieldErrors: [], detail: Redacted(detail)
         )
+    }
+
+    /// Scheme, lower-cased host and effective port: the parts that make an origin.
+    static func origin(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
     }
 
     static func looksLikeHTML(_ body: Data) -> Bool {
@@ -211,8 +230,12 @@ struct Call {
         case 503 where details.code.map(configuration.errorBody.maintenanceCodes.contains) == true: kind = .maintenance
         default: kind = .technical
         }
-        // A gateway error on a mutating call may hide an upstream that applied it.
-        if operation.mutates, [502, 504].contains(response.status) { sawUnknown = true }
+        // A mutation may have been applied although the answer is an error: a 500 can come after the
+        // commit, a 502/504 from a gateway whose upstream applied it, a same-origin 3xx (303 See Other)
+        // after processing.
+        if operation.mutates, [500, 502, 504].contains(response.status) || (300...399).contains(response.status) {
+            sawUnknown = true
+        }
         let retryAfter = RetryAfter.delay(from: response.header("Retry-After"), now: configuration.wallClock.now())
         return HTTPFailure(
             kind: kind, outcome: outcome, status: response.status, errorCode: details.code,
@@ -245,11 +268,20 @@ struct Call {
         return failure
     }
 
-    /// Transient: a listed status; or, without a status, a network failure, a timeout, or a response
-    /// cut short (FoundationNetworking reports a server that closes without answering as a bad response).
-    private func isTransient(_ failure: HTTPFailure) -> Bool {
+    /// Transient: a listed status; an attempt timeout; or a transport failure that may pass (no route,
+    /// refused, lost, or a response cut short — FoundationNetworking reports a server that closes without
+    /// answering as a bad response). A body over the size limit, or an unknown transport error, is not.
+    private func isTransient(_ failure: HTTPFailure, transportCode: TransportError.Code?) -> Bool {
         if let status = failure.status { return policy.transientStatuses.contains(status) }
-        return [HTTPFailure.Kind.offline, .timeout, .technical].contains(failure.kind)
+        if let transportCode {
+            return [.notConnected, .dnsFailed, .cannotConnect, .timedOut, .connectionLost, .malformedResponse].contains(transportCode)
+        }
+        return failure.kind == .timeout
+    }
+
+    /// The least time left for a retry to be worth starting.
+    static func minimumAttemptTime(_ policy: CallPolicy) -> Duration {
+        min(policy.attemptTimeout, .milliseconds(100))
     }
 
     /// Whether the operation may be sent again after this attempt.
@@ -260,7 +292,10 @@ struct Call {
         return false
     }
 
-    private func emit(_ event: AttemptEvent) { configuration.observer?(event) }
+    private func emit(_ event: AttemptEvent) {
+        configuration.observer?(event)
+        configuration.logger.log(.debug, "\(operation.method, privacy: .public) call \(correlationID.rawValue, privacy: .public): \(String(describing: event), privacy: .public)")
+    }
 
     static func seconds(_ duration: Duration) -> TimeInterval {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

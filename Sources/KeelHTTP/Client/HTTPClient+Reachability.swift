@@ -6,6 +6,8 @@ public enum Reachability: Sendable, Equatable {
     case captivePortal
     /// No route to the API.
     case offline
+    /// The API itself answered, with an error (it is reachable but not healthy).
+    case unavailable
     /// The probe did not finish in time.
     case timedOut
 }
@@ -23,9 +25,11 @@ extension HTTPClient {
         } catch {
             switch error.kind {
             case .offline: return .offline
-            case .timeout: return .timedOut
-            case .cancelled: return .timedOut
-            default: return .captivePortal
+            case .timeout, .cancelled: return .timedOut
+            case .captivePortal: return .captivePortal
+            default:
+                // A 5xx or 429 is the API answering; any other wrong answer is something else answering.
+                return error.status.map { (500...599).contains($0) || $0 == 429 } == true ? .unavailable : .captivePortal
             }
         }
     }

@@ -72,8 +72,14 @@ public struct UserFacingOutcome: Sendable, Equatable {
             action = reference != nil ? .contactSupport(requestID: reference) : .tryLater
         }
         self.state = state
-        // An uncertain mutation must not be retried blindly: checking comes first.
-        self.action = uncertain && [RecoveryAction.retry, .checkConnection].contains(action) ? .none : action
+        // An uncertain mutation must not be repeated blindly: checking comes first, so nothing that
+        // invites another attempt is offered.
+        let invitesRepeat: Bool
+        switch action {
+        case .retry, .retryAt, .tryLater, .checkConnection: invitesRepeat = true
+        default: invitesRepeat = false
+        }
+        self.action = uncertain && invitesRepeat ? .none : action
         messageKey = "keel.failure.\(failure.kind).\(Self.key(state))"
         message = Self.text(kind: failure.kind, state: state, action: self.action)
     }
@@ -127,7 +133,7 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .checkConnection: next = "Check your connection."
         case .signInAgain: next = "Sign in again."
         case .requestAccess: next = "Ask for access."
-        case .fixInput(let fields): next = fields.isEmpty ? "Correct the highlighted fields." : "Correct: \(fields.joined(separator: ", "))."
+        case .fixInput: next = "Correct the highlighted fields."  // field names come from the server; the app maps them to its own labels
         case .reviewConflict: next = "Review the changes."
         case .openNetworkLogin: next = "Open the network's sign-in page."
         case .updateApp: next = "Update the app."

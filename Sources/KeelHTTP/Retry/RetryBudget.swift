@@ -35,8 +35,9 @@ public final class RetryBudget: Sendable {
         }
     }
 
-    /// Returns the refund for a successful call.
-    public func recordSuccess() {
-        tokens.withLock { $0 = min(capacity, $0 + successRefund) }
+    /// Returns the refund for a successful call, plus what it spent on retries (a retry that worked
+    /// costs nothing in the end, as in AWS standard mode).
+    public func recordSuccess(refunding spent: Int = 0) {
+        tokens.withLock { $0 = min(capacity, $0 + successRefund + max(0, spent)) }
     }
 }

@@ -46,14 +46,16 @@ public final class URLSessionTransport: HTTPTransport {
         urlRequest.timeoutInterval = TimeInterval(max(1, seconds))
 
         let task = (request.reusesConnections ? pooled : fresh).dataTask(with: urlRequest)
-        let delegate = self.delegate
+        let exchange = Exchange(limit: request.maximumResponseBytes, reusesConnection: request.reusesConnections)
+        delegate.track(task, exchange)
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
-                    delegate.register(task, limit: request.maximumResponseBytes, continuation: continuation)
-                    task.resume()
+                    // Attach first, resume after: a cancellation that came earlier resumes at once instead.
+                    if exchange.attach(continuation) { task.resume() }
                 }
             } onCancel: {
+                exchange.finish(.failure(TransportError(code: .cancelled, requestMayHaveBeenSent: true, detail: "cancelled")))
                 task.cancel()
             }
         } catch let error as TransportError {
@@ -90,44 +92,132 @@ public final class URLSessionTransport: HTTPTransport {
     }
 }
 
-/// Collects each task's response and body, enforcing the size limit as bytes arrive.
-private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    // @unchecked Sendable: `exchanges` is only touched under its lock; URLSession calls the delegate on
-    // its own serial queue.
-    private struct Exchange {
-        let continuation: CheckedContinuation<HTTPResponse, any Error>
-        let limit: Int
-        var response: HTTPURLResponse?
-        var body = Data()
-        var tooLarge = false
+/// One exchange in flight: its continuation (resumed exactly once, by whichever of completion and
+/// cancellation comes first) and what has arrived so far.
+private final class Exchange: @unchecked Sendable {
+    // @unchecked Sendable: all state is behind `lock`.
+    private enum Phase {
+        case waiting
+        case attached(CheckedContinuation<HTTPResponse, any Error>)
+        case finished(Result<HTTPResponse, any Error>?)
     }
 
-    private let exchanges = Locked<[Int: Exchange]>([:])
+    let limit: Int
+    let reusesConnection: Bool
+    private let lock = NSLock()
+    private var phase = Phase.waiting
+    private var response: HTTPURLResponse?
+    private var body = Data()
+    private var tooLarge = false
 
-    func register(_ task: URLSessionTask, limit: Int, continuation: CheckedContinuation<HTTPResponse, any Error>) {
-        exchanges.withLock { $0[task.taskIdentifier] = Exchange(continuation: continuation, limit: limit) }
+    init(limit: Int, reusesConnection: Bool) {
+        self.limit = limit
+        self.reusesConnection = reusesConnection
+    }
+
+    /// Attaches the continuation; false when the exchange already finished (it was resumed here).
+    func attach(_ continuation: CheckedContinuation<HTTPResponse, any Error>) -> Bool {
+        lock.lock()
+        switch phase {
+        case .waiting:
+            phase = .attached(continuation)
+            lock.unlock()
+            return true
+        case .finished(let result):
+            phase = .finished(nil)
+            lock.unlock()
+            continuation.resume(with: result ?? .failure(TransportError(code: .cancelled, requestMayHaveBeenSent: false, detail: "cancelled")))
+            return false
+        case .attached:
+            lock.unlock()
+            preconditionFailure("URLSessionTransport: exchange attached twice")
+        }
+    }
+
+    /// Ends the exchange with `result` (first call wins).
+    func finish(_ result: Result<HTTPResponse, any Error>) {
+        lock.lock()
+        switch phase {
+        case .waiting:
+            phase = .finished(result)
+            lock.unlock()
+        case .attached(let continuation):
+            phase = .finished(nil)
+            lock.unlock()
+            continuation.resume(with: result)
+        case .finished:
+            lock.unlock()
+        }
+    }
+
+    func received(_ response: HTTPURLResponse?) { lock.withLock { self.response = response } }
+
+    /// Appends `data`; false (and the body dropped) when it would exceed the limit.
+    func append(_ data: Data) -> Bool {
+        lock.withLock {
+            guard !tooLarge, body.count + data.count <= limit else {
+                tooLarge = true
+                body = Data()
+                return false
+            }
+            body.append(data)
+            return true
+        }
+    }
+
+    func complete(error: (any Error)?) {
+        let (response, body, tooLarge) = lock.withLock { (self.response, self.body, self.tooLarge) }
+        if tooLarge {
+            finish(.failure(TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true,
+                                           detail: "response body exceeds \(limit) bytes; the rest was not downloaded")))
+        } else if let error {
+            var mapped = (error as? URLError).map(URLSessionTransport.map)
+                ?? TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
+            if reusesConnection && !mapped.requestMayHaveBeenSent {
+                // On a pooled connection the stack may have sent the request on a connection that died
+                // and then failed to reconnect: "refused" then proves nothing about the first copy.
+                mapped = TransportError(code: mapped.code, requestMayHaveBeenSent: true, detail: mapped.detail + " (pooled connection)")
+            }
+            finish(.failure(mapped))
+        } else if let response {
+            let headers = response.allHeaderFields.compactMap { key, value -> (name: String, value: String)? in
+                guard let name = key as? String, let value = value as? String else { return nil }
+                return (name, value)
+            }
+            finish(.success(HTTPResponse(status: response.statusCode, headers: headers, body: body)))
+        } else {
+            finish(.failure(TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response")))
+        }
+    }
+}
+
+/// Routes each task's delegate callbacks to its exchange.
+private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked Sendable: `exchanges` is only touched under its lock. Keys are the task objects'
+    // identities; each entry holds its task, so an identity cannot be reused while the entry exists
+    // (task identifiers alone repeat across the transport's two sessions).
+    private let exchanges = Locked<[ObjectIdentifier: (task: URLSessionTask, exchange: Exchange)]>([:])
+
+    func track(_ task: URLSessionTask, _ exchange: Exchange) {
+        exchanges.withLock { entries in
+            precondition(entries[ObjectIdentifier(task)] == nil, "URLSessionTransport: task tracked twice")
+            entries[ObjectIdentifier(task)] = (task, exchange)
+        }
+    }
+
+    private func exchange(for task: URLSessionTask) -> Exchange? {
+        exchanges.withLock { $0[ObjectIdentifier(task)]?.exchange }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-        exchanges.withLock { $0[dataTask.taskIdentifier]?.response = response as? HTTPURLResponse }
+        exchange(for: dataTask)?.received(response as? HTTPURLResponse)
         completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let exceeded = exchanges.withLock { exchanges -> Bool in
-            guard var exchange = exchanges[dataTask.taskIdentifier] else { return false }
-            if exchange.body.count + data.count > exchange.limit {
-                exchange.tooLarge = true
-                exchanges[dataTask.taskIdentifier] = exchange
-                return true
-            }
-            exchange.body.append(data)
-            exchanges[dataTask.taskIdentifier] = exchange
-            return false
-        }
-        // Stop downloading at once: the body is not kept, and the rest is never read.
-        if exceeded { dataTask.cancel() }
+        // Over the limit: stop downloading at once; the rest is never read.
+        if exchange(for: dataTask)?.append(data) == false { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
@@ -136,24 +226,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        if exchange.tooLarge {
-            exchange.continuation.resume(throwing: TransportError(
-                code: .responseTooLarge, requestMayHaveBeenSent: true,
-                detail: "response body exceeds \(exchange.limit) bytes; the rest was not downloaded"
-            ))
-        } else if let error {
-            let mapped = (error as? URLError).map(URLSessionTransport.map)
-                ?? TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
-            exchange.continuation.resume(throwing: mapped)
-        } else if let response = exchange.response {
-            let headers = response.allHeaderFields.compactMap { key, value -> (name: String, value: String)? in
-                guard let name = key as? String, let value = value as? String else { return nil }
-                return (name, value)
-            }
-            exchange.continuation.resume(returning: HTTPResponse(status: response.statusCode, headers: headers, body: exchange.body))
-        } else {
-            exchange.continuation.resume(throwing: TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response"))
-        }
+        let entry = exchanges.withLock { $0.removeValue(forKey: ObjectIdentifier(task)) }
+        entry?.exchange.complete(error: error)
     }
 }
