@@ -116,5 +116,11 @@ import Testing
         #expect(try !number("0.00751").isMultiple(of: number("0.0001")))
         #expect(try !number("7").isMultiple(of: number("2")))
         #expect(try number("1e308").isMultiple(of: number("1e300")))
+        // Huge exponents are exact and fast (modular exponentiation, not a loop per power of ten).
+        #expect(try number("1e999999999").isMultiple(of: number("3")) == false)
+        #expect(try number("1e999999999").isMultiple(of: number("5")))
+        #expect(try number("0.2469135780246913578").isMultiple(of: number("0.1234567890123456789")))
+        #expect(try number("1e999999999") != number("1e99999999"))
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: "1e1000000000") }
     }
 }

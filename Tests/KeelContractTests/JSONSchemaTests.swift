@@ -78,6 +78,44 @@ import Testing
         #expect(asked.values.count == 1)  // resolved once, when compiled; validation never asks again
     }
 
+    @Test func referencesInsideAPointerTargetAreResolvedAtCompileTime() throws {
+        // An OpenAPI-style document: the schemas live under `components`, which the walk does not visit.
+        let asked = LockedURIs()
+        let document: JSONValue = [
+            "components": ["schemas": [
+                "Note": ["type": "object", "properties": ["owner": ["$ref": "https://x.example/user.json"]]],
+            ]],
+        ]
+        let schema = try JSONSchema(["$ref": "https://x.example/api.json#/components/schemas/Note"]) { uri in
+            asked.append(uri)
+            switch uri {
+            case "https://x.example/api.json": return document
+            case "https://x.example/user.json": return ["type": "object", "required": ["name"]]
+            default: return nil
+            }
+        }
+        #expect(asked.values.sorted() == ["https://x.example/api.json", "https://x.example/user.json"])
+        #expect(!schema.validate(["owner": [:]]).isValid)
+        #expect(schema.validate(["owner": ["name": "a"]]).isValid)
+        #expect(asked.values.count == 2)  // validation asked for nothing
+        // And a missing one behind the pointer is a compile-time error, not a validation surprise.
+        #expect(throws: SchemaError.self) {
+            try JSONSchema(["$ref": "https://x.example/api.json#/components/schemas/Note"]) { uri in
+                uri == "https://x.example/api.json" ? document : nil
+            }
+        }
+    }
+
+    @Test func anInvalidRegularExpressionIsAnInvalidSchema() {
+        for schema: JSONValue in [["pattern": "(unclosed"], ["patternProperties": ["[a-": true]]] {
+            #expect {
+                _ = try JSONSchema(schema)
+            } throws: { error in
+                (error as? SchemaError)?.code == .invalidSchema && (error as? SchemaError)?.message.contains("regular expression") == true
+            }
+        }
+    }
+
     @Test func aResolverFailureIsATypedError() {
         struct Offline: Error {}
         #expect {

@@ -39,10 +39,11 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
         }
     }
 
-    /// Trusted initializer for the parser, which has already checked the grammar.
-    init(validatedLiteral bytes: ArraySlice<UInt8>) {
+    /// For the parser, which has already checked the grammar; nil only for an out-of-range exponent.
+    init?(literalBytes bytes: ArraySlice<UInt8>) {
+        guard let parts = Self.decompose(Array(bytes)) else { return nil }
         literal = String(decoding: bytes, as: UTF8.self)
-        (isNegative, digits, exponent) = Self.decompose(Array(bytes))!
+        (isNegative, digits, exponent) = parts
     }
 
     public var description: String { literal }
@@ -102,6 +103,12 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
         // With shift < 0 the quotient is D1 / (D2 × 10^-shift); D1 has no trailing zeros (they are
         // folded into the exponent), so it is never divisible by a multiple of 10.
         guard shift >= 0 else { return false }
+        guard divisor.digits.count <= 18 else {
+            // A divisor beyond 18 significant digits: approximate on the full values with floating point
+            // (documented; such divisors do not occur in real contracts).
+            let quotient = double / divisor.double
+            return quotient.isFinite && quotient == quotient.rounded()
+        }
         return remainder(of: digits, extraZeros: shift, modulo: divisor.digits)
     }
 
@@ -125,26 +132,32 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
         return 0
     }
 
-    /// Whether (dividend × 10^extraZeros) mod divisor == 0, by long division over the digits.
+    /// Whether (dividend × 10^extraZeros) mod divisor == 0: long division over the digits, then
+    /// 10^extraZeros by modular exponentiation (fast for any exponent).
     private func remainder(of dividend: [UInt8], extraZeros: Int, modulo divisor: [UInt8]) -> Bool {
-        guard divisor.count <= 18 else {
-            // Beyond UInt64 long division: fall back to floating point (documented approximation).
-            let quotient = double / Double(String(decoding: divisor, as: UTF8.self))!
-            return quotient == quotient.rounded()
-        }
         var modulus: UInt64 = 0
         for digit in divisor { modulus = modulus * 10 + UInt64(digit - 48) }
         var rest: UInt64 = 0
         for digit in dividend { rest = (rest * 10 + UInt64(digit - 48)) % modulus }
         if rest == 0 { return true }
-        // Multiplying by 10 repeatedly cycles within at most `modulus` states; stop early when it hits 0.
-        var zeros = extraZeros
-        while zeros > 0 {
-            rest = (rest * 10) % modulus
-            if rest == 0 { return true }
-            zeros -= 1
+        return Self.multiplyMod(rest, Self.powerMod(10, extraZeros, modulus), modulus) == 0
+    }
+
+    private static func multiplyMod(_ a: UInt64, _ b: UInt64, _ m: UInt64) -> UInt64 {
+        let product = a.multipliedFullWidth(by: b)
+        return m.dividingFullWidth((product.high, product.low)).remainder
+    }
+
+    private static func powerMod(_ base: UInt64, _ exponent: Int, _ m: UInt64) -> UInt64 {
+        var result: UInt64 = 1 % m
+        var factor = base % m
+        var remaining = exponent
+        while remaining > 0 {
+            if remaining & 1 == 1 { result = multiplyMod(result, factor, m) }
+            factor = multiplyMod(factor, factor, m)
+            remaining >>= 1
         }
-        return false
+        return result
     }
 
     /// Splits a JSON number literal into sign, significant digits and exponent; nil if not a JSON number.
@@ -177,8 +190,10 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
             }
             let start = index
             while index < bytes.count, isDigit(bytes[index]) {
-                // Saturate: exponents beyond ±10^9 are not meaningful and must not overflow.
-                if exponent < 1_000_000_000 { exponent = exponent * 10 + Int(bytes[index] - 48) }
+                exponent = exponent * 10 + Int(bytes[index] - 48)
+                // Exponents beyond ±999,999,999 are refused rather than approximated (exact comparison
+                // is promised); the parser reports them as invalid numbers.
+                guard exponent <= maximumExponent else { return nil }
                 index += 1
             }
             guard index > start else { return nil }
@@ -197,4 +212,7 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
+
+    /// The largest exponent magnitude a literal may carry.
+    static let maximumExponent = 999_999_999
 }

@@ -236,7 +236,10 @@ struct JSONParser {
             guard index < bytes.count, isDigit(bytes[index]) else { throw error(.invalidNumber, "expected a digit in the exponent") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
-        return JSONNumber(validatedLiteral: bytes[start..<index])
+        guard let number = JSONNumber(literalBytes: bytes[start..<index]) else {
+            throw error(.invalidNumber, "exponent out of range (beyond ±\(JSONNumber.maximumExponent))", at: start)
+        }
+        return number
     }
 
     private mutating func parseString() throws(JSONParseError) -> String {

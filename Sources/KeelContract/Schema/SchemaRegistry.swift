@@ -26,6 +26,11 @@ final class SchemaRegistry: @unchecked Sendable {
     private var pendingReferences: [(reference: String, base: URIReference, location: String)] = []
     private var pendingMetaschemas: [(uri: String, location: String)] = []
     private var loadedDocuments: Set<String> = []
+    /// Locations already indexed (so a pointer target inside a walked tree is not indexed twice).
+    private var indexedLocations: Set<String> = []
+    /// Set when compilation ends: from then on lookups never load or index anything, so validation
+    /// is read-only and safe from any number of threads.
+    private var isSealed = false
     private let resolver: JSONSchema.Resolver?
     let regexCache = Locked<[String: NSRegularExpressionBox]>([:])
 
@@ -60,6 +65,12 @@ final class SchemaRegistry: @unchecked Sendable {
 
     private func index(_ node: SchemaNode, pointer: String) throws(SchemaError) {
         guard case .object(let object) = node.value else { return }
+        guard indexedLocations.insert(node.location).inserted else { return }
+        // Patterns are compiled now: an invalid one is a broken schema, not a silent "nothing matches".
+        if case .string(let pattern) = object["pattern"] ?? .null { try checkPattern(pattern, at: node.location) }
+        if case .object(let patterns) = object["patternProperties"] ?? .null {
+            for pattern in patterns.keys { try checkPattern(pattern, at: node.location) }
+        }
         let base = node.base
         let resourceKey = base.description
         if object["$id"] != nil {
@@ -104,8 +115,15 @@ final class SchemaRegistry: @unchecked Sendable {
         }
     }
 
+    private func checkPattern(_ pattern: String, at location: String) throws(SchemaError) {
+        if (try? NSRegularExpression(pattern: ECMAScriptPattern.translate(pattern))) == nil {
+            throw SchemaError(code: .invalidSchema, message: "invalid regular expression \(pattern.debugDescription)", location: location)
+        }
+    }
+
     /// Resolves every collected reference, loading remote documents (which may add more references).
     func resolveAllReferences() throws(SchemaError) {
+        defer { isSealed = true }
         while let (uri, location) = pendingMetaschemas.popLast() {
             _ = try resource(uri, referencedFrom: location)
         }
@@ -122,6 +140,9 @@ final class SchemaRegistry: @unchecked Sendable {
     /// The resource at `uri` (no fragment), loading it from the built-in metaschemas or the resolver.
     private func resource(_ uri: String, referencedFrom location: String) throws(SchemaError) -> SchemaNode {
         if let node = resources[uri] { return node }
+        guard !isSealed else {
+            throw SchemaError(code: .unresolvableReference, message: "cannot resolve \(uri)", location: location)
+        }
         var document: JSONValue?
         if let builtIn = Metaschemas.document(for: uri) {
             document = builtIn
@@ -153,6 +174,10 @@ final class SchemaRegistry: @unchecked Sendable {
             guard let node = walk(from: resource, pointer: fragment, resourceURI: resourceURI) else {
                 throw SchemaError(code: .unresolvableReference, message: "cannot resolve \(reference): no schema at \(resourceURI)#\(fragment)", location: location)
             }
+            // A pointer may land where the normal walk never looks (an OpenAPI `components` section,
+            // an unknown keyword): index that subtree now, while compiling, so its own references are
+            // resolved up front too.
+            if !isSealed { try index(node, pointer: fragment) }
             return node
         }
         guard let node = anchors["\(resourceURI)#\(fragment)"] else {
