@@ -86,6 +86,18 @@ import Testing
         #expect(failure(#"[{"id": 1,"#)?.code == .invalidJSON)
     }
 
+    @Test func datesDecodeWithAndWithoutFractionalSeconds() throws {
+        struct Stamped: Decodable { var at: Date }
+        let plain = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30T08:00:00Z"}"#.utf8))
+        let fraction = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30T08:00:00.250Z"}"#.utf8))
+        let offset = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30T09:00:00.250+01:00"}"#.utf8))
+        #expect(fraction.at.timeIntervalSince(plain.at) == 0.25)
+        #expect(offset.at == fraction.at)
+        #expect(throws: ContractDecodingError.self) {
+            try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "30/11/2026"}"#.utf8))
+        }
+    }
+
     @Test func ignoresUnknownMembersAtEveryDepth() throws {
         struct Outer: Codable { var items: [Item] }
         let json = #"{"new": {"x": [1, {"y": 2}]}, "items": [{"id": 1, "name": "a", "extra": [{"deep": {"er": null}}]}]}"#

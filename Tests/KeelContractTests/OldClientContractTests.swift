@@ -96,14 +96,23 @@ let notePageSchemaV11: JSONValue = [
         // nil is for absent or null, never for "unknown".
         #expect(try ContractDecoder().decode(Lenient.self, from: Data(#"{}"#.utf8)).visibility == nil)
         #expect(try ContractDecoder().decode(Lenient.self, from: Data(#"{"visibility": null}"#.utf8)).visibility == nil)
-        #expect(throws: ContractDecodingError.self) {
-            try ContractDecoder().decode(Lenient.self, from: Data(#"{"visibility": "team"}"#.utf8))
+        do {
+            _ = try ContractDecoder().decode(Lenient.self, from: Data(#"{"visibility": "team"}"#.utf8))
+            Issue.record("an optional closed enum must still reject an undeclared value")
+        } catch {
+            #expect(error.code == .undeclaredEnumValue)
+            #expect(error.path == "visibility")
         }
         // Even plain JSONDecoder cannot map it to a case: the failure comes from the type itself.
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(Visibility.self, from: Data(#""team""#.utf8)) }
-        // And the extensible wrapper really is the only path to a fallback.
-        #expect(Extensible<NoteKind>(rawValue: "team") == .unknown("team"))
-        #expect(Visibility(rawValue: "team") == nil)
+    }
+
+    @Test func wrappingAClosedEnumInExtensibleIsAProgrammingError() async {
+        // Otherwise `Extensible<Visibility>` would silently turn an undeclared closed value into `.unknown`.
+        await #expect(processExitsWith: .failure) {
+            enum Both: String, ClosedEnum, ExtensibleEnum { case a }
+            _ = try? JSONDecoder().decode(Extensible<Both>.self, from: Data(#""b""#.utf8))
+        }
     }
 
     @Test func schemaValidationReportsAWrongTypeAndAMissingRequiredMember() throws {

@@ -172,3 +172,20 @@ import Testing
         #expect(harness.clock.now.offset <= .seconds(2))
     }
 }
+
+/// Programming errors trap with a message instead of producing an unbounded or guessed behaviour.
+@Suite struct HTTPPreconditionTests {
+    @Test func aZeroOrUnboundedTimeoutIsAProgrammingError() async {
+        await #expect(processExitsWith: .failure) { _ = CallPolicy(attemptTimeout: .zero) }
+        await #expect(processExitsWith: .failure) { _ = CallPolicy(deadline: .seconds(Int64.max)) }
+        await #expect(processExitsWith: .failure) { _ = CallPolicy(maximumAttempts: 0) }
+    }
+
+    @Test func putAndDeleteMustDeclareTheirIdempotency() async {
+        await #expect(processExitsWith: .failure) { _ = HTTPOperation(method: "PUT", path: "/notes/1") }
+        await #expect(processExitsWith: .failure) { _ = HTTPOperation(method: "DELETE", path: "/notes/1") }
+        #expect(HTTPOperation(method: "PUT", path: "/notes/1", idempotency: .idempotent).idempotency == .idempotent)
+        #expect(HTTPOperation(method: "POST", path: "/notes").idempotency == .unsafe)
+        #expect(HTTPOperation(method: "get", path: "/notes").idempotency == .idempotent)
+    }
+}

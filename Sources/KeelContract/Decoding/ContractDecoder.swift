@@ -8,12 +8,25 @@ public import Foundation
 /// the path (`notes[3].status`), the type and the value. There is no lenient mode that turns them into
 /// `nil` or a default.
 public struct ContractDecoder: Sendable {
-    /// How dates are decoded. Default ISO 8601.
+    /// How dates are decoded. Default: RFC 3339 with or without fractional seconds
+    /// (``rfc3339DateDecodingStrategy``).
     public var dateDecodingStrategy: JSONDecoder.DateDecodingStrategy
 
-    /// A decoder; dates default to ISO 8601 (the usual contract format).
-    public init(dateDecodingStrategy: JSONDecoder.DateDecodingStrategy = .iso8601) {
+    /// A decoder; dates default to RFC 3339, with or without fractional seconds.
+    public init(dateDecodingStrategy: JSONDecoder.DateDecodingStrategy = ContractDecoder.rfc3339DateDecodingStrategy) {
         self.dateDecodingStrategy = dateDecodingStrategy
+    }
+
+    /// RFC 3339 timestamps with or without fractional seconds (`2026-11-30T08:00:00Z`,
+    /// `2026-11-30T08:00:00.123+01:00`). Foundation's `.iso8601` rejects fractions on some OS versions
+    /// and accepts them on others, which would break an installed app the day a server adds milliseconds.
+    public static let rfc3339DateDecodingStrategy = JSONDecoder.DateDecodingStrategy.custom { decoder in
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let date = RFC3339.date(from: text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(text.debugDescription) is not an RFC 3339 date-time")
+        }
+        return date
     }
 
     /// Decodes `type` from `data`.
@@ -124,5 +137,27 @@ public struct ContractDecodingError: Error, Sendable, Equatable, CustomStringCon
             }
         }
         return text
+    }
+}
+
+/// RFC 3339 parsing with thread-safe formatters.
+enum RFC3339 {
+    private final class Formatters: @unchecked Sendable {
+        // @unchecked Sendable: ISO8601DateFormatter is documented thread-safe; these are never mutated
+        // after creation.
+        let withFractions: ISO8601DateFormatter
+        let withoutFractions: ISO8601DateFormatter
+        init() {
+            withFractions = ISO8601DateFormatter()
+            withFractions.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            withoutFractions = ISO8601DateFormatter()
+            withoutFractions.formatOptions = [.withInternetDateTime]
+        }
+    }
+
+    private static let formatters = Formatters()
+
+    static func date(from text: String) -> Date? {
+        formatters.withoutFractions.date(from: text) ?? formatters.withFractions.date(from: text)
     }
 }
