@@ -76,6 +76,17 @@ import Testing
         #expect(String(decoding: reply.body, as: UTF8.self) == #"{"id": 1}"#)
         let delays = harness.scheduledDelays
         #expect(delays.count == 3)
+        // Every step, in order (the state machine is asserted exhaustively).
+        #expect(harness.events.withLock { $0 } == [
+            .attemptStarted(number: 1), .attemptFailed(number: 1, kind: .technical, outcome: .unknown),
+            .retryScheduled(nextAttempt: 2, delay: delays[0], reason: .technical),
+            .attemptStarted(number: 2), .attemptResponded(number: 2, status: 503), .attemptFailed(number: 2, kind: .technical, outcome: .unknown),
+            .retryScheduled(nextAttempt: 3, delay: delays[1], reason: .technical),
+            .attemptStarted(number: 3), .attemptResponded(number: 3, status: 502), .attemptFailed(number: 3, kind: .technical, outcome: .unknown),
+            .retryScheduled(nextAttempt: 4, delay: delays[2], reason: .technical),
+            .attemptStarted(number: 4), .attemptResponded(number: 4, status: 200),
+        ])
+        #expect(Set(delays).count == 3)  // jittered: three different delays
         for (index, delay) in delays.enumerated() {
             #expect(delay <= policy.backoff.ceiling(forRetry: index + 1))
         }
@@ -92,7 +103,7 @@ import Testing
         #expect(failure.outcome == .unknown)
         #expect(failure.attempts == 1)
         #expect(harness.server.requestCount == 1)
-        #expect(harness.declinedReason == "notRetryable")
+        #expect(harness.declinedReason == .notRetryable)
     }
 
     @Test func anUnsafeCallIsSentExactlyOnceEvenAfterKeepAliveTraffic() async throws {
@@ -117,7 +128,7 @@ import Testing
         #expect(failure.kind == .offline)
         #expect(failure.outcome == .notSent)
         #expect(failure.attempts == 3)
-        #expect(harness.declinedReason == "attemptsExhausted")
+        #expect(harness.declinedReason == .attemptsExhausted)
     }
 
     @Test func aKeyedCallIsRetriedWithTheSameKey() async throws {
@@ -147,7 +158,7 @@ import Testing
         #expect(failure.kind == .rateLimited)
         #expect(failure.retryAt == harness.clock.wallClock.now().addingTimeInterval(120))
         #expect(failure.attempts == 1)
-        #expect(harness.declinedReason == "retryAfterTooLong")
+        #expect(harness.declinedReason == .retryAfterTooLong)
     }
 
     @Test func theRetryBudgetStopsARetryStorm() async throws {
@@ -156,7 +167,7 @@ import Testing
         for _ in 0..<6 { harness.server.enqueue(TestResponse(status: 503)) }
         let first = try #require(await harness.send(.get("/a")).failure)
         #expect(first.attempts == 2)  // one retry paid for, the second declined
-        #expect(harness.declinedReason == "budgetExhausted")
+        #expect(harness.declinedReason == .budgetExhausted)
         let second = try #require(await harness.send(.get("/b")).failure)
         #expect(second.attempts == 1)
     }
@@ -168,7 +179,7 @@ import Testing
         // The first jittered delay (seed 7) exceeds what is left of the 2 s deadline, so no retry.
         let failure = try #require(await harness.send(.get("/a")).failure)
         #expect(failure.attempts == 1)
-        #expect(harness.declinedReason == "deadline")
+        #expect(harness.declinedReason == .deadline)
         #expect(harness.clock.now.offset <= .seconds(2))
     }
 }

@@ -4,10 +4,26 @@ public enum AttemptEvent: Sendable, Equatable {
     case attemptStarted(number: Int)
     /// Attempt `number` ended with a response of `status`.
     case attemptResponded(number: Int, status: Int)
-    /// Attempt `number` failed with `kind` (and this outcome for that attempt).
+    /// Attempt `number` failed with `kind`; `outcome` is the operation's outcome so far (unknown wins).
     case attemptFailed(number: Int, kind: HTTPFailure.Kind, outcome: HTTPFailure.Outcome)
     /// The client will wait `delay` before attempt `nextAttempt`, because of `reason`.
     case retryScheduled(nextAttempt: Int, delay: Duration, reason: HTTPFailure.Kind)
-    /// No retry, and why (`notRetryable`, `attemptsExhausted`, `deadline`, `budgetExhausted`, `retryAfterTooLong`).
-    case retryDeclined(reason: String)
+    /// No retry, and why.
+    case retryDeclined(reason: DeclineReason)
+}
+
+/// Why a failed attempt was not retried.
+public enum DeclineReason: String, Sendable, Equatable, CustomStringConvertible {
+    /// The failure is not transient, or the operation may not be repeated after it was sent.
+    case notRetryable
+    /// The policy's maximum attempts were made.
+    case attemptsExhausted
+    /// The delay (plus a minimal attempt) would not fit in what is left of the deadline.
+    case deadline
+    /// The client's retry budget is spent.
+    case budgetExhausted
+    /// The server's `Retry-After` points past the deadline.
+    case retryAfterTooLong
+
+    public var description: String { rawValue }
 }

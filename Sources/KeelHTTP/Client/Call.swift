@@ -91,20 +91,20 @@ struct Call {
 
             // MARK: Retry decision
             guard isTransient(failure, transportCode: transportCode), mayRepeat(after: result) else {
-                throw declined(failure, "notRetryable")
+                throw declined(failure, .notRetryable)
             }
-            guard attempts < policy.maximumAttempts else { throw declined(failure, "attemptsExhausted") }
+            guard attempts < policy.maximumAttempts else { throw declined(failure, .attemptsExhausted) }
             var delay = policy.backoff.delay(forRetry: attempts, using: configuration.random)
             let left = clock.now.duration(to: deadline)
             if let retryAfter {
-                guard retryAfter < left else { throw declined(failure, "retryAfterTooLong") }
+                guard retryAfter < left else { throw declined(failure, .retryAfterTooLong) }
                 delay = max(delay, retryAfter)  // never shorter than the server asked
             }
             // A retry needs time to do something: one certain to time out would only add uncertainty.
-            guard delay + Self.minimumAttemptTime(policy) <= left else { throw declined(failure, "deadline") }
+            guard delay + Self.minimumAttemptTime(policy) <= left else { throw declined(failure, .deadline) }
             // Retries that never reached a server (no route) cost nothing: they cannot add load to it.
             if failure.outcome != .notSent || transportCode == nil {
-                guard configuration.budget.spendForRetry() else { throw declined(failure, "budgetExhausted") }
+                guard configuration.budget.spendForRetry() else { throw declined(failure, .budgetExhausted) }
                 spentOnRetries += configuration.budget.retryCost
             }
             emit(.retryScheduled(nextAttempt: attempts + 1, delay: delay, reason: failure.kind))
@@ -263,7 +263,7 @@ struct Call {
         )
     }
 
-    private func declined(_ failure: HTTPFailure, _ reason: String) -> HTTPFailure {
+    private func declined(_ failure: HTTPFailure, _ reason: DeclineReason) -> HTTPFailure {
         emit(.retryDeclined(reason: reason))
         return failure
     }

@@ -58,7 +58,7 @@ final class Harness: Sendable {
         events.withLock { $0.compactMap { if case .retryScheduled(_, let delay, _) = $0 { delay } else { nil } } }
     }
 
-    var declinedReason: String? {
+    var declinedReason: DeclineReason? {
         events.withLock { $0.compactMap { if case .retryDeclined(let reason) = $0 { reason } else { nil } }.last }
     }
 }
