@@ -49,6 +49,8 @@ let package = Package(
         .target(name: "KeelContract", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
         .target(name: "KeelHTTP", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
         .target(name: "KeelStore", dependencies: ["KeelContract", "KeelCore", "CSQLite"], swiftSettings: swiftSettings),
+        // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
+        .target(name: "KeelStoreFixtures", dependencies: ["KeelStore"], swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
 
         // MARK: - Executables
@@ -57,6 +59,8 @@ let package = Package(
             dependencies: ["KeelCore", "KeelContract", "KeelTesting"],
             swiftSettings: swiftSettings
         ),
+        // Runs storage workloads in a child process for kill -9 tests (KeelStoreTests); not a product.
+        .executableTarget(name: "keel-fixtures", dependencies: ["KeelStore", "KeelStoreFixtures"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "keel-bench",
             dependencies: ["KeelCore", "KeelContract", "KeelHTTP", "KeelTesting"],
@@ -75,7 +79,7 @@ let package = Package(
         ),
         .testTarget(name: "KeelContractTests", dependencies: ["KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "KeelStoreTests", dependencies: ["KeelStore", "KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
         // Runs the built `keel` binary as a child process (swift build --build-tests builds it too).

@@ -1,0 +1,243 @@
+import Foundation
+
+/// Named, ordered, forward-only migrations of one database (MOB-DATA-003).
+///
+/// - Each schema migration runs in its own transaction, with foreign-key checks before commit; a failing
+///   one rolls back and leaves the database exactly at the previous version.
+/// - A backfill (a data migration over many rows) commits in batches with a checkpoint: an app killed in
+///   the middle continues from the checkpoint when it restarts, never from scratch and never leaving rows
+///   half-migrated.
+/// - A database that has applied migrations this app does not know (written by a newer app, restored from
+///   a newer device) is ``MigrationState/superseded(unknown:)``: Keel refuses to touch it. It never
+///   migrates it, and never wipes it.
+///
+/// ```swift
+/// var migrator = Migrator()
+/// migrator.registerMigration("v1-notes") { db in try db.execute("CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT)") }
+/// migrator.registerBackfill("v2-title-lower", batchSize: 500) { db, after in ... }
+/// try await migrator.migrate(pool)
+/// ```
+public struct Migrator: Sendable {
+    /// One batch of a backfill: process rows after `checkpoint` (nil on the first batch) and return the
+    /// new checkpoint, or nil when there is nothing left.
+    public typealias BackfillStep = @Sendable (_ database: Database, _ checkpoint: Int64?, _ batchSize: Int) throws -> Int64?
+
+    enum Work: Sendable {
+        case schema(@Sendable (Database) throws -> Void)
+        case backfill(batchSize: Int, step: BackfillStep)
+    }
+
+    struct Migration: Sendable {
+        let name: String
+        let work: Work
+    }
+
+    private(set) var migrations: [Migration] = []
+
+    public init() {}
+
+    /// The registered names, in order.
+    public var names: [String] { migrations.map(\.name) }
+
+    /// Registers a schema migration. Names are unique and permanent: never rename or reorder a shipped one.
+    public mutating func registerMigration(_ name: String, _ body: @escaping @Sendable (Database) throws -> Void) {
+        register(Migration(name: name, work: .schema(body)))
+    }
+
+    /// Registers a resumable backfill that runs in batches of `batchSize`.
+    public mutating func registerBackfill(_ name: String, batchSize: Int = 1000, _ step: @escaping BackfillStep) {
+        precondition(batchSize > 0, "Migrator: batchSize must be positive")
+        register(Migration(name: name, work: .backfill(batchSize: batchSize, step: step)))
+    }
+
+    private mutating func register(_ migration: Migration) {
+        precondition(!migration.name.isEmpty, "Migrator: a migration needs a name")
+        precondition(!names.contains(migration.name), "Migrator: migration \(migration.name) is registered twice")
+        migrations.append(migration)
+    }
+
+    // MARK: - State
+
+    /// Where `pool`'s database stands against this migrator.
+    public func state(of pool: DatabasePool) throws -> MigrationState {
+        try pool.writeWithoutTransactionSync { try state(in: $0) }
+    }
+
+    func state(in database: Database) throws -> MigrationState {
+        try Self.createBookkeeping(database)
+        let applied = try database.rows("SELECT name FROM keel_migration ORDER BY position").compactMap { $0.get("name", as: String.self) }
+        let known = Set(names)
+        let unknown = applied.filter { !known.contains($0) }
+        if !unknown.isEmpty { return .superseded(unknown: unknown) }
+        guard Array(names.prefix(applied.count)) == applied else {
+            throw MigrationError(code: .inconsistent, migration: nil, message: "applied migrations \(applied) are not a prefix of the registered ones \(names): the list was reordered or a shipped migration was removed")
+        }
+        let pending = Array(names.dropFirst(applied.count))
+        if pending.isEmpty { return .upToDate }
+        let progress = try database.rows("SELECT name, checkpoint FROM keel_migration_progress").first
+        return .pending(pending, resumingFrom: progress.flatMap { row in
+            row.get("name", as: String.self).map { ($0, row.get("checkpoint", as: Int64.self)) }
+        }.map { Resume(migration: $0.0, checkpoint: $0.1) })
+    }
+
+    private static func createBookkeeping(_ database: Database) throws {
+        try database.executeScript("""
+            CREATE TABLE IF NOT EXISTS keel_migration (name TEXT PRIMARY KEY NOT NULL, position INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS keel_migration_progress (name TEXT PRIMARY KEY NOT NULL, checkpoint INTEGER);
+            """)
+    }
+
+    // MARK: - Migrating
+
+    /// Applies every pending migration in order (blocking; use from a background thread or a tool).
+    ///
+    /// - Throws: ``MigrationError`` (`superseded`, `inconsistent`, or `failed` with the failing migration
+    ///   and the underlying ``DatabaseError``, e.g. `full`). The database is then at the last migration
+    ///   that completed (or the last committed backfill batch): nothing is lost, and a later call resumes.
+    @discardableResult
+    public func migrate(_ pool: DatabasePool) throws -> MigrationReport {
+        try pool.writeWithoutTransactionSync { database in try migrate(database) }
+    }
+
+    /// Applies every pending migration in order, off the cooperative thread pool.
+    @discardableResult
+    public func migrate(_ pool: DatabasePool) async throws -> MigrationReport {
+        let migrator = self
+        return try await pool.writeWithoutTransaction { database in try migrator.migrate(database) }
+    }
+
+    func migrate(_ database: Database) throws -> MigrationReport {
+        var report = MigrationReport()
+        switch try state(in: database) {
+        case .superseded(let unknown):
+            throw MigrationError(code: .superseded, migration: nil,
+                                 message: "the database was written by a newer app (unknown migrations: \(unknown.joined(separator: ", "))); it is left untouched")
+        case .upToDate:
+            return report
+        case .pending:
+            break
+        }
+        let applied = try database.scalar(Int.self, "SELECT count(*) FROM keel_migration") ?? 0
+        for (position, migration) in migrations.enumerated() where position >= applied {
+            do {
+                switch migration.work {
+                case .schema(let body):
+                    try runSchemaMigration(migration.name, position: position, body, in: database)
+                case .backfill(let batchSize, let step):
+                    report.batches += try runBackfill(migration.name, position: position, batchSize: batchSize, step, in: database)
+                }
+                report.applied.append(migration.name)
+            } catch let error as MigrationError {
+                throw error
+            } catch {
+                throw MigrationError(code: .failed, migration: migration.name, message: "\(error)", underlying: error as? DatabaseError)
+            }
+        }
+        return report
+    }
+
+    private func runSchemaMigration(_ name: String, position: Int, _ body: (Database) throws -> Void, in database: Database) throws {
+        // Foreign keys off while the schema changes (table rebuilds need it), checked before commit.
+        let foreignKeys = try database.scalar(Int.self, "PRAGMA foreign_keys") == 1
+        if foreignKeys { try database.execute("PRAGMA foreign_keys = OFF") }
+        defer { if foreignKeys { try? database.execute("PRAGMA foreign_keys = ON") } }
+        try database.inTransaction(.immediate) {
+            try body(database)
+            let violations = try database.rows("PRAGMA foreign_key_check")
+            guard violations.isEmpty else {
+                throw DatabaseError(code: .constraint, message: "migration \(name) leaves \(violations.count) foreign-key violation(s), first: \(violations[0])")
+            }
+            try database.execute("INSERT INTO keel_migration (name, position) VALUES (?, ?)", arguments: [name, position])
+        }
+    }
+
+    /// Runs batches until the step reports completion; each batch and its checkpoint commit together.
+    private func runBackfill(_ name: String, position: Int, batchSize: Int, _ step: BackfillStep, in database: Database) throws -> Int {
+        var batches = 0
+        while true {
+            let finished = try database.inTransaction(.immediate) { () -> Bool in
+                let progress = try database.rows("SELECT checkpoint FROM keel_migration_progress WHERE name = ?", arguments: [name]).first
+                let checkpoint = progress?.get("checkpoint", as: Int64.self)
+                if let next = try step(database, checkpoint, batchSize) {
+                    try database.execute("INSERT INTO keel_migration_progress (name, checkpoint) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET checkpoint = excluded.checkpoint", arguments: [name, next])
+                    return false
+                }
+                try database.execute("DELETE FROM keel_migration_progress WHERE name = ?", arguments: [name])
+                try database.execute("INSERT INTO keel_migration (name, position) VALUES (?, ?)", arguments: [name, position])
+                return true
+            }
+            batches += 1
+            if finished { return batches }
+        }
+    }
+}
+
+/// Where a database stands against a ``Migrator``.
+public enum MigrationState: Sendable, Equatable {
+    /// Every registered migration is applied.
+    case upToDate
+    /// These migrations are pending, in order; a backfill may be part-way (resume point).
+    case pending([String], resumingFrom: Resume?)
+    /// The database has applied migrations this app does not know: a newer app wrote it. Keel will not
+    /// migrate, reset or otherwise touch it; the app must show an explicit result (update the app, or
+    /// restore/export) instead of an empty state.
+    case superseded(unknown: [String])
+}
+
+/// A backfill that stopped part-way, and its last committed checkpoint.
+public struct Resume: Sendable, Equatable {
+    /// The backfill in progress.
+    public let migration: String
+    /// Its last committed checkpoint.
+    public let checkpoint: Int64?
+
+    public init(migration: String, checkpoint: Int64?) {
+        self.migration = migration
+        self.checkpoint = checkpoint
+    }
+}
+
+/// What a ``Migrator/migrate(_:)`` call did.
+public struct MigrationReport: Sendable, Equatable {
+    /// The migrations completed by this call, in order.
+    public var applied: [String] = []
+    /// How many backfill batches this call committed.
+    public var batches = 0
+}
+
+/// Why migrating stopped. The database is left at the last completed step.
+public struct MigrationError: Error, Sendable, CustomStringConvertible {
+    /// The kind of stop.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The database belongs to a newer app version; nothing was done.
+        public static let superseded = Code("superseded")
+        /// The applied migrations do not match the registered list (reordered or removed).
+        public static let inconsistent = Code("inconsistent")
+        /// A migration failed and was rolled back; see ``MigrationError/underlying``.
+        public static let failed = Code("failed")
+        /// A destructive reset was refused (the dataset is a source of truth, not a cache).
+        public static let resetRefused = Code("resetRefused")
+    }
+
+    public let code: Code
+    /// The migration that failed, when one did.
+    public let migration: String?
+    public let message: String
+    /// The database error behind a `failed` migration (e.g. `full` when the disk filled up).
+    public let underlying: DatabaseError?
+
+    public init(code: Code, migration: String?, message: String, underlying: DatabaseError? = nil) {
+        self.code = code
+        self.migration = migration
+        self.message = message
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        "migration \(code)" + (migration.map { " in \($0)" } ?? "") + ": \(message)"
+    }
+}

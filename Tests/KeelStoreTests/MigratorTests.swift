@@ -1,0 +1,186 @@
+import Foundation
+import KeelCore
+import KeelStore
+import KeelStoreFixtures
+import KeelTesting
+import Testing
+
+/// MOB-DATA-003: migrations from every version, interruption (kill -9) and disk full, invariants.
+@Suite struct MigratorTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-migrate") }
+
+    private func pool(_ name: String) throws -> DatabasePool { try DatabasePool(path: directory.url(name).path) }
+
+    private func fileBytes(_ name: String) throws -> Data { try Data(contentsOf: directory.url(name)) }
+
+    private func scalar<T: DatabaseValueConvertible>(_ pool: DatabasePool, _ type: T.Type, _ sql: String, _ arguments: [any DatabaseValueConvertible] = []) throws -> T? {
+        try pool.readSync { try $0.scalar(type, sql, arguments: arguments) }
+    }
+
+    @Test(arguments: 0...NotesSchema.versions.count)
+    func migratesFromEveryVersionKeepingAllData(version: Int) throws {
+        let database = try pool("v\(version).sqlite")
+        let rows = version == 0 ? 0 : 250
+        try NotesSchema.seed(database, version: version, rows: rows)
+        #expect(try NotesSchema.invariantViolations(database, rows: rows).isEmpty)
+
+        let report = try NotesSchema.migrator(batchSize: 40).migrate(database)
+        #expect(report.applied == Array(NotesSchema.versions.dropFirst(version)))
+        #expect(try NotesSchema.migrator().state(of: database) == .upToDate)
+        #expect(try NotesSchema.invariantViolations(database, rows: rows).isEmpty)
+        #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE title_key IS NULL") == 0)
+        #expect(try scalar(database, Int.self, "SELECT count(*) FROM note") == rows)
+        if rows > 0 { #expect(try scalar(database, String.self, "SELECT title_key FROM note WHERE id = 7") == "note 7 äö") }
+        #expect(try scalar(database, Int.self, "SELECT count(*) FROM pragma_table_info('tag')") == 2)
+        // Migrating again does nothing.
+        #expect(try NotesSchema.migrator().migrate(database).applied.isEmpty)
+    }
+
+    @Test func aFailingMigrationRollsBackAndLeavesThePreviousVersionUntouched() throws {
+        struct Broken: Error {}
+        let database = try pool("failing.sqlite")
+        try NotesSchema.seed(database, version: 2, rows: 20)
+        var migrator = NotesSchema.migrator(upTo: 2)
+        migrator.registerMigration("v3-broken") { db in
+            try db.execute("CREATE TABLE half (x INTEGER)")
+            try db.execute("UPDATE note SET title = 'destroyed'")
+            throw Broken()
+        }
+        #expect {
+            try migrator.migrate(database)
+        } throws: { error in
+            (error as? MigrationError)?.code == .failed && (error as? MigrationError)?.migration == "v3-broken"
+        }
+        #expect(try migrator.state(of: database) == .pending(["v3-broken"], resumingFrom: nil))
+        #expect(try NotesSchema.invariantViolations(database, rows: 20).isEmpty)
+        #expect(try scalar(database, Int.self, "SELECT count(*) FROM sqlite_master WHERE name = 'half'") == 0)
+    }
+
+    @Test func aMigrationThatBreaksForeignKeysIsRefusedBeforeCommit() throws {
+        let database = try pool("fk.sqlite")
+        try NotesSchema.seed(database, version: 2, rows: 5)
+        var migrator = NotesSchema.migrator(upTo: 2)
+        migrator.registerMigration("v3-dangling") { db in try db.execute("UPDATE note SET folder_id = 99 WHERE id = 1") }
+        #expect {
+            try migrator.migrate(database)
+        } throws: { error in
+            (error as? MigrationError)?.underlying?.code == .constraint
+        }
+        #expect(try scalar(database, Int.self, "SELECT folder_id FROM note WHERE id = 1") == 2)
+    }
+
+    @Test func aDatabaseFromANewerAppIsSupersededAndNeverTouched() throws {
+        let database = try pool("newer.sqlite")
+        try NotesSchema.seed(database, version: 4, rows: 10)
+        try database.writeSync { db in try db.execute("INSERT INTO keel_migration (name, position) VALUES ('v5-from-the-future', 4)") }
+        try database.writeWithoutTransactionSync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        let before = try fileBytes("newer.sqlite")
+
+        #expect(try NotesSchema.migrator().state(of: database) == .superseded(unknown: ["v5-from-the-future"]))
+        #expect {
+            try NotesSchema.migrator().migrate(database)
+        } throws: { error in
+            (error as? MigrationError)?.code == .superseded
+        }
+        try database.writeWithoutTransactionSync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        #expect(try fileBytes("newer.sqlite") == before)
+        #expect(try NotesSchema.invariantViolations(database, rows: 10).isEmpty)
+    }
+
+    @Test func aReorderedMigrationListIsRefused() throws {
+        let database = try pool("reordered.sqlite")
+        try NotesSchema.seed(database, version: 2, rows: 3)
+        var reordered = Migrator()
+        reordered.registerMigration("v2-folders") { _ in }
+        reordered.registerMigration("v1-notes") { _ in }
+        #expect { try reordered.migrate(database) } throws: { ($0 as? MigrationError)?.code == .inconsistent }
+    }
+
+    @Test func aBackfillResumesFromItsCheckpointAfterAFailure() throws {
+        struct Crash: Error {}
+        let database = try pool("resume.sqlite")
+        try NotesSchema.seed(database, version: 2, rows: 1000)
+        let batches = Locked(0)
+        var failing = NotesSchema.migrator(upTo: 2)
+        failing.registerBackfill("v3-title-key-backfill", batchSize: 100) { db, checkpoint, size in
+            let done = batches.withLock { $0 += 1; return $0 }
+            if done == 4 { throw Crash() }
+            return try NotesSchema.titleKeyBatch(db, checkpoint, size)
+        }
+        #expect(throws: MigrationError.self) { try failing.migrate(database) }
+        let state = try NotesSchema.migrator().state(of: database)
+        #expect(state == .pending(["v3-title-key-backfill", "v4-tags"], resumingFrom: Resume(migration: "v3-title-key-backfill", checkpoint: 300)))
+        #expect(try NotesSchema.invariantViolations(database, rows: 1000).isEmpty)
+        // The rerun starts at row 301: 7 more batches of 100, plus the one that finds nothing left.
+        let report = try NotesSchema.migrator(batchSize: 100).migrate(database)
+        #expect(report.batches == 8)
+        #expect(try NotesSchema.invariantViolations(database, rows: 1000).isEmpty)
+        #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE title_key IS NULL") == 0)
+    }
+
+    @Test func runningOutOfSpaceFailsTypedLeavesTheOldVersionAndSucceedsLater() throws {
+        let database = try pool("full.sqlite")
+        try NotesSchema.seed(database, version: 2, rows: 3000)
+        let pages = try database.readSync { try $0.scalar(Int.self, "PRAGMA page_count") } ?? 0
+        // Room for almost nothing more: the backfill (which grows every row) runs out mid-way.
+        try database.writeWithoutTransactionSync { db in try db.execute("PRAGMA max_page_count = \(pages + 2)") }
+        #expect {
+            try NotesSchema.migrator(batchSize: 500).migrate(database)
+        } throws: { error in
+            (error as? MigrationError)?.underlying?.code == .full
+        }
+        #expect(try NotesSchema.invariantViolations(database, rows: 3000).isEmpty)
+        if case .pending(let names, _) = try NotesSchema.migrator().state(of: database) {
+            #expect(names.first == "v3-title-key-backfill")
+        } else {
+            Issue.record("expected pending migrations")
+        }
+        try database.writeWithoutTransactionSync { db in try db.execute("PRAGMA max_page_count = 1073741823") }
+        try NotesSchema.migrator(batchSize: 500).migrate(database)
+        #expect(try NotesSchema.migrator().state(of: database) == .upToDate)
+        #expect(try NotesSchema.invariantViolations(database, rows: 3000).isEmpty)
+    }
+
+    /// A child process runs the backfill and is killed with SIGKILL at 30 different moments; after every
+    /// kill the database holds all data and consistent progress, and the last run completes.
+    @Test func surviveSIGKILLAtThirtyMomentsDuringAMigration() async throws {
+        let path = directory.url("killed.sqlite").path
+        let rows = 12_000
+        let seed = try ChildProcess.launch(product: "keel-fixtures", arguments: ["seed", "--db", path, "--version", "2", "--rows", "\(rows)"])
+        #expect(try await seed.waitForExit(timeout: .seconds(120)) == .exited(0))
+
+        var checkpoints: [Int64] = []
+        for kill in 0..<30 {
+            let child = try ChildProcess.launch(product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50"])
+            // Kill after a varying number of batch lines (1…4), inside the batch's open transaction.
+            let wanted = kill % 4 + 1
+            var seen = 0
+            while seen < wanted {
+                guard let line = try await child.nextLine(timeout: .seconds(60)) else { break }
+                if line.hasPrefix("batch ") { seen += 1 }
+            }
+            child.kill()
+            #expect(try await child.waitForExit() == .signaled(ChildProcess.Signal.kill))
+
+            let database = try DatabasePool(path: path)
+            let problems = try NotesSchema.invariantViolations(database, rows: rows)
+            #expect(problems.isEmpty, "after kill \(kill): \(problems)")
+            if case .pending(_, let resume) = try NotesSchema.migrator().state(of: database), let checkpoint = resume?.checkpoint {
+                checkpoints.append(checkpoint)
+                // Everything up to the checkpoint is migrated; nothing beyond it is half-written.
+                #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE id <= ? AND title_key IS NULL", [checkpoint]) == 0)
+                #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE id > ? AND title_key IS NOT NULL", [checkpoint]) == 0)
+            }
+        }
+        #expect(checkpoints == checkpoints.sorted())  // progress only moves forward
+        #expect(Set(checkpoints).count > 10)  // the kills really landed at different moments
+
+        let finish = try ChildProcess.launch(product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50"])
+        #expect(try await finish.waitForExit(timeout: .seconds(120)) == .exited(0))
+        let database = try DatabasePool(path: path)
+        #expect(try NotesSchema.migrator().state(of: database) == .upToDate)
+        #expect(try NotesSchema.invariantViolations(database, rows: rows).isEmpty)
+        #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE title_key IS NULL") == 0)
+    }
+}
