@@ -2,8 +2,10 @@
 // real process (SIGKILL) at chosen moments. Not part of the library; used by KeelStoreTests.
 //
 //   keel-fixtures seed    --db PATH --version N --rows R
-//   keel-fixtures migrate --db PATH [--batch-size B] [--batch-delay-ms D]
-//     prints "batch <checkpoint>" before each backfill batch commits, then "done <applied migrations>"
+//   keel-fixtures migrate --db PATH [--batch-size B] [--lockstep]
+//     prints "batch <checkpoint>" before each backfill batch commits, then "done <applied migrations>";
+//     with --lockstep it then waits for a line on stdin before committing, so the parent chooses the
+//     exact moment to kill it
 import Foundation
 import KeelStore
 import KeelStoreFixtures
@@ -26,11 +28,11 @@ do {
         try NotesSchema.seed(pool, version: Int(value("version") ?? "0") ?? 0, rows: Int(value("rows") ?? "0") ?? 0)
         print("seeded")
     case "migrate":
-        let delay = UInt32(value("batch-delay-ms") ?? "0") ?? 0
+        let lockstep = CommandLine.arguments.contains("--lockstep")
         let migrator = NotesSchema.migrator(batchSize: Int(value("batch-size") ?? "100") ?? 100) { checkpoint in
             // Unbuffered, so the parent sees the line before this batch commits.
             FileHandle.standardOutput.write(Data("batch \(checkpoint)\n".utf8))
-            if delay > 0 { usleep(delay * 1000) }
+            if lockstep { _ = readLine() }
         }
         let report = try migrator.migrate(pool)
         print("done \(report.applied.joined(separator: ","))")

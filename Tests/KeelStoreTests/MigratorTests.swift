@@ -152,16 +152,21 @@ import Testing
 
         var checkpoints: [Int64] = []
         for kill in 0..<30 {
-            let child = try ChildProcess.launch(product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50"])
-            // Kill after a varying number of batch lines (1…4), inside the batch's open transaction.
+            // Lockstep: the child stops before committing each batch until told to go on, so the kill
+            // lands exactly where chosen: inside batch 1…4's open transaction, or (every third kill)
+            // just after letting it commit, while the next batch is under way.
+            let child = try ChildProcess.launch(product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50", "--lockstep"])
             let wanted = kill % 4 + 1
             var seen = 0
             while seen < wanted {
                 guard let line = try await child.nextLine(timeout: .seconds(60)) else { break }
-                if line.hasPrefix("batch ") { seen += 1 }
+                guard line.hasPrefix("batch ") else { continue }
+                seen += 1
+                if seen < wanted || kill % 3 == 0 { try child.writeLine("go") }
             }
             child.kill()
-            #expect(try await child.waitForExit() == .signaled(ChildProcess.Signal.kill))
+            let ended = try await child.waitForExit()
+            #expect(ended == .signaled(ChildProcess.Signal.kill), "kill \(kill): \(ended); stdout: \(child.output(of: .standardOutput).suffix(200)); stderr: \(child.output(of: .standardError))")
 
             let database = try DatabasePool(path: path)
             let problems = try NotesSchema.invariantViolations(database, rows: rows)
