@@ -56,7 +56,7 @@ let package = Package(
         // MARK: - Executables
         .executableTarget(
             name: "keel",
-            dependencies: ["KeelCore", "KeelContract", "KeelTesting"],
+            dependencies: ["KeelCore", "KeelContract", "KeelStore", "KeelTesting"],
             swiftSettings: swiftSettings
         ),
         // Runs storage workloads in a child process for kill -9 tests (KeelStoreTests); not a product.

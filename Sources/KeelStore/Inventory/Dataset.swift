@@ -1,0 +1,138 @@
+/// One persisted dataset, declared once with everything MOB-DATA-001 asks: purpose, classification,
+/// retention, backup policy, deletion triggers, and whether it is a cache or the source of truth.
+public struct Dataset: Sendable, Hashable, Codable {
+    /// How sensitive the data is.
+    public enum Classification: String, Sendable, Codable, CaseIterable, Comparable {
+        case `public`, `internal`, personal, sensitive, credential
+
+        public static func < (lhs: Classification, rhs: Classification) -> Bool {
+            allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        }
+    }
+
+    /// What kind of storage holds it.
+    public enum Kind: String, Sendable, Codable, CaseIterable {
+        case table, file, keyValue, cache, mediaDirectory, draft, queue, snapshot
+    }
+
+    /// Whether platform backups may carry it.
+    public enum BackupPolicy: String, Sendable, Codable, CaseIterable {
+        /// Backed up and restorable on a new device.
+        case include
+        /// Never backed up.
+        case exclude
+        /// Backed up only to this device (not transferable to a new device).
+        case deviceOnly
+    }
+
+    /// What deletes it.
+    public enum DeletionTrigger: String, Sendable, Codable, CaseIterable, Comparable {
+        case logout, accountDeletion, accessRevocation, retentionExpiry, appVersionChange
+
+        public static func < (lhs: DeletionTrigger, rhs: DeletionTrigger) -> Bool {
+            allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        }
+    }
+
+    /// How long it is kept.
+    public enum Retention: Sendable, Hashable, Codable {
+        /// Records older than this many seconds are swept.
+        case seconds(Int64)
+        /// Kept until one of its deletion triggers happens.
+        case untilEvent
+    }
+
+    /// Whether deleting it loses information.
+    public enum Role: Sendable, Hashable, Codable {
+        /// The only copy: never reset, never deleted except by its triggers.
+        case sourceOfTruth
+        /// Rebuildable from the named source (the backend, another dataset): may be reset at any time.
+        case cache(rebuiltFrom: String)
+
+        /// Whether it is a cache.
+        public var isCache: Bool {
+            if case .cache = self { return true }
+            return false
+        }
+    }
+
+    /// Where a table's records live and which column stamps them, for retention sweeps.
+    public struct TableStorage: Sendable, Hashable, Codable {
+        public var table: String
+        /// A column holding the record's time as seconds since 1970 (sweeps compare it with the clock).
+        public var timestampColumn: String?
+        public init(table: String, timestampColumn: String? = nil) {
+            self.table = table
+            self.timestampColumn = timestampColumn
+        }
+    }
+
+    public var name: String
+    public var purpose: String
+    public var kind: Kind
+    public var classification: Classification
+    public var isAccountBound: Bool
+    public var retention: Retention?
+    public var backup: BackupPolicy
+    public var deletionTriggers: Set<DeletionTrigger>
+    public var role: Role
+    /// For table datasets: the table (and timestamp column) the store and the sweeper act on.
+    public var storage: TableStorage?
+
+    public init(
+        name: String, purpose: String, kind: Kind = .table, classification: Classification, isAccountBound: Bool,
+        retention: Retention?, backup: BackupPolicy, deletionTriggers: Set<DeletionTrigger>, role: Role,
+        storage: TableStorage? = nil
+    ) {
+        self.name = name
+        self.purpose = purpose
+        self.kind = kind
+        self.classification = classification
+        self.isAccountBound = isAccountBound
+        self.retention = retention
+        self.backup = backup
+        self.deletionTriggers = deletionTriggers
+        self.role = role
+        self.storage = storage
+    }
+
+    /// What is wrong with this declaration (empty when it is acceptable). The standard allows no
+    /// exceptions for sensitive data, so these are refusals, not warnings.
+    public var problems: [String] {
+        var problems: [String] = []
+        if name.trimmingCharacters(in: .whitespaces).isEmpty { problems.append("a dataset needs a name") }
+        if purpose.trimmingCharacters(in: .whitespaces).isEmpty { problems.append("\(name): a dataset needs a purpose") }
+        if classification >= .sensitive, backup == .include {
+            problems.append("\(name): \(classification.rawValue) data may not be in transferable backups (backup must be exclude or deviceOnly)")
+        }
+        if classification >= .personal, retention == nil {
+            problems.append("\(name): \(classification.rawValue) data needs a retention (a duration or until an event)")
+        }
+        if classification >= .personal, isAccountBound, !deletionTriggers.contains(.accountDeletion) {
+            problems.append("\(name): account-bound \(classification.rawValue) data must be deleted on account deletion")
+        }
+        if retention == .untilEvent, deletionTriggers.isEmpty {
+            problems.append("\(name): kept until an event, but no deletion trigger is declared")
+        }
+        if case .seconds(let seconds) = retention {
+            if seconds <= 0 { problems.append("\(name): retention must be positive") }
+            if storage?.timestampColumn == nil, kind == .table {
+                problems.append("\(name): a retention duration needs storage with a timestamp column to sweep")
+            }
+        }
+        if case .cache(let source) = role, source.trimmingCharacters(in: .whitespaces).isEmpty {
+            problems.append("\(name): a cache must say what rebuilds it")
+        }
+        return problems
+    }
+}
+
+extension Dataset.Retention: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .untilEvent: "until event"
+        case .seconds(let seconds):
+            seconds % 86_400 == 0 ? "\(seconds / 86_400) days" : seconds % 3600 == 0 ? "\(seconds / 3600) hours" : "\(seconds) s"
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import KeelStore
+
+/// `keel inventory`: prints an app's data inventory for review, and checks it in CI (MOB-DATA-001).
+enum InventoryCommand {
+    static let command = Keel.Command(
+        name: "inventory",
+        summary: "Print or check an app's data inventory (exported with Inventory.export()).",
+        usage: """
+            USAGE: keel inventory <inventory.json> [--format markdown|json] [--check]
+
+            The inventory lives in the app's Swift code; the app (or a test) writes it out with
+            `try inventory.export()` to a JSON file, and this command reads that file.
+
+            Prints one row per dataset: purpose, kind, classification, account binding, retention, backup
+            policy, deletion triggers and role (source of truth or cache). With --check, applies the same
+            rules as registration (no sensitive or credential data in transferable backups, personal data
+            needs a retention, ...) and exits 1 listing every problem.
+
+            OPTIONS:
+              --format markdown|json  Output style (default markdown).
+              --check                 Validate only; exit 0 when sound, 1 with the problems.
+              -h, --help              Show this help.
+
+            EXIT STATUS: 0 sound (or printed), 1 problems found by --check, 2 unreadable or malformed file.
+
+            """,
+        run: run
+    )
+
+    static func run(_ raw: [String]) async throws -> Int32 {
+        let arguments = try Arguments(raw, options: ["format"], flags: ["check"])
+        guard arguments.positionals.count == 1 else { throw UsageError("expected one inventory file") }
+        let path = arguments.positionals[0]
+        let format = arguments.value("format") ?? "markdown"
+        guard ["markdown", "json"].contains(format) else { throw UsageError("--format must be markdown or json, not '\(format)'") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            FileHandle.standardError.write("error: \(path): cannot read the file\n")
+            return 2
+        }
+        let datasets: [Dataset]
+        do {
+            datasets = try JSONDecoder().decode([Dataset].self, from: data)
+        } catch {
+            FileHandle.standardError.write("error: \(path): not an exported inventory: \(error)\n")
+            return 2
+        }
+        if arguments.has("check") {
+            let problems = try Inventory.check(exported: data)
+            if problems.isEmpty {
+                say("\(path): \(datasets.count) dataset(s), no problems")
+                return 0
+            }
+            for problem in problems { say("problem: \(problem)") }
+            return 1
+        }
+        if format == "json" {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            say(String(decoding: try encoder.encode(datasets.sorted { $0.name < $1.name }), as: UTF8.self))
+        } else {
+            say(Inventory.markdown(datasets), terminator: "")
+        }
+        return 0
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import KeelTesting
+import Testing
+
+/// `keel inventory`, run as the built binary.
+@Suite struct InventoryCommandTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-inventory-cli") }
+
+    static let sound = #"""
+        [{"name": "notes", "purpose": "The user's notes", "kind": "table", "classification": "personal", "isAccountBound": true,
+          "retention": {"untilEvent": {}}, "backup": "include", "deletionTriggers": ["logout", "accountDeletion"],
+          "role": {"sourceOfTruth": {}}},
+         {"name": "session-token", "purpose": "Signs API calls", "kind": "keyValue", "classification": "credential",
+          "isAccountBound": true, "retention": {"untilEvent": {}}, "backup": "deviceOnly",
+          "deletionTriggers": ["logout", "accountDeletion", "accessRevocation"], "role": {"sourceOfTruth": {}}}]
+        """#
+
+    private func run(_ arguments: [String]) async throws -> (ChildProcess.Termination, String, String) {
+        let child = try ChildProcess.launch(product: "keel", arguments: ["inventory"] + arguments, workingDirectory: directory.url)
+        child.closeInput()
+        let status = try await child.waitForExit(timeout: .seconds(60))
+        return (status, child.output(of: .standardOutput), child.output(of: .standardError))
+    }
+
+    @Test func printsAMarkdownTableForReview() async throws {
+        try Data(Self.sound.utf8).write(to: directory.url("inventory.json"))
+        let (status, output, _) = try await run(["inventory.json"])
+        #expect(status == .exited(0))
+        #expect(output.hasPrefix("| dataset | purpose |"))
+        #expect(output.contains("| session-token | Signs API calls | keyValue | credential | yes | until event | deviceOnly | logout, accountDeletion, accessRevocation | source of truth |"))
+    }
+
+    @Test func checkPassesASoundInventoryAndFailsABrokenOne() async throws {
+        try Data(Self.sound.utf8).write(to: directory.url("sound.json"))
+        let (ok, okOutput, _) = try await run(["sound.json", "--check"])
+        #expect(ok == .exited(0))
+        #expect(okOutput.contains("2 dataset(s), no problems"))
+
+        try Data(Self.sound.replacingOccurrences(of: "\"deviceOnly\"", with: "\"include\"").utf8).write(to: directory.url("leaky.json"))
+        let (bad, badOutput, _) = try await run(["leaky.json", "--check"])
+        #expect(bad == .exited(1))
+        #expect(badOutput.contains("problem: session-token: credential data may not be in transferable backups"))
+    }
+
+    @Test func jsonOutputAndBadFiles() async throws {
+        try Data(Self.sound.utf8).write(to: directory.url("inventory.json"))
+        let (status, output, _) = try await run(["inventory.json", "--format", "json"])
+        #expect(status == .exited(0))
+        #expect(output.contains("\"name\" : \"notes\""))
+        try Data("{not json".utf8).write(to: directory.url("broken.json"))
+        let (broken, _, error) = try await run(["broken.json"])
+        #expect(broken == .exited(2))
+        #expect(error.contains("broken.json: not an exported inventory"))
+        let (missing, _, missingError) = try await run(["nope.json"])
+        #expect(missing == .exited(2))
+        #expect(missingError.contains("nope.json: cannot read the file"))
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import KeelCore
+import KeelStore
+import KeelTesting
+import Testing
+
+/// MOB-DATA-001: inventory of stores, retention and purge, backup flags.
+@Suite struct InventoryTests {
+    static let notes = Dataset(
+        name: "notes", purpose: "The user's notes", classification: .personal, isAccountBound: true, retention: .untilEvent,
+        backup: .include, deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth, storage: .init(table: "note")
+    )
+    static let feed = Dataset(
+        name: "feed-cache", purpose: "Last page of the public feed, for a fast start", classification: .public, isAccountBound: false,
+        retention: .seconds(86_400), backup: .exclude, deletionTriggers: [.retentionExpiry, .appVersionChange],
+        role: .cache(rebuiltFrom: "GET /feed"), storage: .init(table: "feed", timestampColumn: "fetched_at")
+    )
+    static let searches = Dataset(
+        name: "recent-searches", purpose: "Suggestions while typing", classification: .personal, isAccountBound: true,
+        retention: .seconds(30 * 86_400), backup: .exclude, deletionTriggers: [.logout, .accountDeletion, .retentionExpiry],
+        role: .sourceOfTruth, storage: .init(table: "search", timestampColumn: "at")
+    )
+    static let token = Dataset(
+        name: "session-token", purpose: "Signs API calls", kind: .keyValue, classification: .credential, isAccountBound: true,
+        retention: .untilEvent, backup: .deviceOnly, deletionTriggers: [.logout, .accountDeletion, .accessRevocation], role: .sourceOfTruth
+    )
+
+    @Test func aSoundInventoryIsAccepted() throws {
+        let inventory = try Inventory([Self.notes, Self.feed, Self.searches, Self.token])
+        #expect(try inventory.dataset("notes") == Self.notes)
+        #expect(throws: InventoryError.self) { try inventory.dataset("photos") }
+    }
+
+    @Test func sensitiveOrCredentialDataInTransferableBackupsIsRefused() {
+        var leaky = Self.token
+        leaky.backup = .include
+        #expect {
+            _ = try Inventory([leaky])
+        } throws: { error in
+            (error as? InventoryError)?.problems.contains { $0.contains("may not be in transferable backups") } == true
+        }
+    }
+
+    @Test(arguments: [Dataset.Classification.personal, .sensitive, .credential])
+    func personalDataWithoutRetentionIsRefused(classification: Dataset.Classification) {
+        var forever = Self.notes
+        forever.classification = classification
+        forever.backup = .exclude
+        forever.retention = nil
+        #expect {
+            _ = try Inventory([forever])
+        } throws: { error in
+            (error as? InventoryError)?.problems.contains { $0.contains("needs a retention") } == true
+        }
+    }
+
+    @Test func moreRulesRefuseIncompleteDeclarations() {
+        var noDeletion = Self.notes
+        noDeletion.deletionTriggers = [.logout]
+        var noSource = Self.feed
+        noSource.role = .cache(rebuiltFrom: " ")
+        var noPurpose = Self.feed
+        noPurpose.name = "other"
+        noPurpose.purpose = ""
+        #expect {
+            _ = try Inventory([noDeletion, noSource, noPurpose, Self.feed])
+        } throws: { error in
+            guard let problems = (error as? InventoryError)?.problems else { return false }
+            return problems.contains { $0.contains("deleted on account deletion") }
+                && problems.contains { $0.contains("must say what rebuilds it") }
+                && problems.contains { $0.contains("needs a purpose") }
+                && problems.contains { $0.contains("declared twice") }
+        }
+    }
+
+    @Test func theStoreRefusesUndeclaredDatasetsAndResetsOnlyCaches() async throws {
+        let directory = try TemporaryDirectory()
+        let pool = try DatabasePool(path: directory.url("app.sqlite").path)
+        try await pool.write { db in
+            try db.executeScript("CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT); CREATE TABLE feed (id INTEGER PRIMARY KEY, fetched_at REAL);")
+            try db.execute("INSERT INTO note (title) VALUES ('keep me')")
+            try db.execute("INSERT INTO feed (fetched_at) VALUES (1)")
+        }
+        let store = DataStore(pool: pool, inventory: try Inventory([Self.notes, Self.feed]))
+        await #expect(throws: InventoryError.self) { try await store.write("photos") { _ in } }
+        await #expect(throws: InventoryError.self) { try await store.read("photos") { _ in 0 } }
+
+        await #expect {
+            try await store.resetCache("notes")
+        } throws: { error in
+            (error as? InventoryError)?.code == .resetRefused
+        }
+        try await store.resetCache("feed-cache")
+        #expect(try await store.read("notes") { try $0.scalar(Int.self, "SELECT count(*) FROM note") } == 1)
+        #expect(try await store.read("feed-cache") { try $0.scalar(Int.self, "SELECT count(*) FROM feed") } == 0)
+    }
+
+    @Test func expiredPersonalDataIsSweptAndGoneFromTheFilesToo() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.url("app.sqlite").path
+        let pool = try DatabasePool(path: path)
+        let clock = ManualClock(wallClockOrigin: Date(timeIntervalSince1970: 1_800_000_000))
+        let now = clock.wallClock.now().timeIntervalSince1970
+        try await pool.write { db in
+            // Whatever this SQLite build defaults to, the sweep itself must scrub deleted bytes.
+            try db.execute("PRAGMA secure_delete = OFF")
+            try db.execute("CREATE TABLE search (id INTEGER PRIMARY KEY, query TEXT, at REAL)")
+            try db.execute("INSERT INTO search (query, at) VALUES (?, ?)", arguments: ["EXPIRED-MARKER-7f3a", now - 31 * 86_400])
+            try db.execute("INSERT INTO search (query, at) VALUES (?, ?)", arguments: ["recent query", now - 86_400])
+        }
+        let store = DataStore(pool: pool, inventory: try Inventory([Self.searches, Self.feed]))
+        try await pool.write { db in try db.execute("CREATE TABLE feed (id INTEGER PRIMARY KEY, fetched_at REAL)") }
+
+        let deleted = try await store.sweepExpired(now: clock.wallClock)
+        #expect(deleted["recent-searches"] == 1)
+        let left = try await store.read("recent-searches") { try $0.rows("SELECT query FROM search").compactMap { $0.get("query", as: String.self) } }
+        #expect(left == ["recent query"])
+        // Not just unreachable: the bytes are gone from the database file and the WAL.
+        for file in [path, path + "-wal"] where FileManager.default.fileExists(atPath: file) {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            #expect(bytes.range(of: Data("EXPIRED-MARKER-7f3a".utf8)) == nil, "marker still in \(file)")
+        }
+        // A day later by the injected clock, the recent one expires too.
+        clock.advance(by: .seconds(30 * 86_400))
+        #expect(try await store.sweepExpired(now: clock.wallClock)["recent-searches"] == 1)
+    }
+
+    @Test func theInventoryExportsForReviewAndTheExportIsChecked() throws {
+        let inventory = try Inventory([Self.notes, Self.feed, Self.token])
+        let exported = try inventory.export()
+        #expect(try Inventory.check(exported: exported).isEmpty)
+        let table = Inventory.markdown(try JSONDecoder().decode([Dataset].self, from: exported))
+        #expect(table.contains("| session-token | Signs API calls | keyValue | credential | yes | until event | deviceOnly | logout, accountDeletion, accessRevocation | source of truth |"))
+        #expect(table.contains("| feed-cache |"))
+        // A hand-edited export with a sensitive dataset in backups fails the check.
+        var edited = try JSONDecoder().decode([Dataset].self, from: exported)
+        edited[edited.firstIndex { $0.name == "session-token" }!].backup = .include
+        #expect(try Inventory.check(exported: try JSONEncoder().encode(edited)).contains { $0.contains("session-token") })
+    }
+}
