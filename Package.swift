@@ -63,7 +63,8 @@ let package = Package(
         .executableTarget(name: "keel-fixtures", dependencies: ["KeelStore", "KeelStoreFixtures"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "keel-bench",
-            dependencies: ["KeelCore", "KeelContract", "KeelHTTP", "KeelTesting"],
+            // CSQLite directly: the store benchmarks' baseline is raw sqlite3 calls.
+            dependencies: ["KeelCore", "KeelContract", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelTesting", "CSQLite"],
             swiftSettings: swiftSettings
         ),
 

@@ -10,6 +10,10 @@ enum KeelBench {
         ContractBenchmarks.decodeTolerant,
         ContractBenchmarks.schemaValidate,
         HTTPBenchmarks.get,
+        StoreBenchmarks.insert,
+        StoreBenchmarks.read,
+        StoreBenchmarks.transactions,
+        StoreBenchmarks.backfill,
     ]
 
     static let usage = """
@@ -76,6 +80,7 @@ enum KeelBench {
                     if let throughput = result.candidateMBPerSecond {
                         print("  candidate  \(format(throughput)) MB/s")
                     }
+                    print("  peak RSS so far  \(format(Double(peakResidentBytes()) / 1_048_576)) MiB")
                 }
             } catch {
                 FileHandle.standardError.write(Data("error: \(benchmark.name): \(error)\n".utf8))
@@ -85,6 +90,14 @@ enum KeelBench {
     }
 
     static func format(_ value: Double) -> String { String(format: "%.3f", value) }
+
+    /// The process's peak resident set size (VmHWM on Linux; 0 where unknown).
+    static func peakResidentBytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return 0 }
+        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+    }
 
     static func fail(_ message: String) -> Never {
         FileHandle.standardError.write(Data("error: \(message)\n\n\(usage)".utf8))

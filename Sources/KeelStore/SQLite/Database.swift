@@ -26,7 +26,7 @@ public final class Database {
 
     /// The first column of the first row as `T`, or nil when there is no row (or it is NULL).
     public func scalar<T: DatabaseValueConvertible>(_ type: T.Type = T.self, _ sql: String, arguments: [any DatabaseValueConvertible] = []) throws(DatabaseError) -> T? {
-        guard let value = try rows(sql, arguments: arguments).first?.values.first else { return nil }
+        guard let value = try connection.firstValue(sql, arguments.map(\.databaseValue)) else { return nil }
         if case .null = value { return nil }
         guard let converted = T.fromDatabaseValue(value) else {
             throw DatabaseError(code: .mismatch, message: "\(value) is not a \(T.self)", sql: sql)

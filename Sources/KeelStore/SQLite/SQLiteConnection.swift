@@ -5,7 +5,9 @@ import Foundation
 /// One SQLite connection. Not thread-safe: ``DatabasePool`` confines each connection to one queue.
 final class SQLiteConnection {
     private let handle: OpaquePointer
-    private var statements: [String: OpaquePointer] = [:]
+    /// Prepared statements by SQL, with their column names (read once, not per query).
+    private var statements: [String: (statement: OpaquePointer, columns: [String])] = [:]
+    private var lastStatement: (sql: String, entry: (statement: OpaquePointer, columns: [String]))?
     let path: String
     let isReadOnly: Bool
 
@@ -50,17 +52,25 @@ final class SQLiteConnection {
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for entry in statements.values { sqlite3_finalize(entry.statement) }
         statements.removeAll()
+        lastStatement = nil
         sqlite3_close_v2(handle)
     }
 
     // MARK: - Statements
 
     private func prepare(_ sql: String) throws(DatabaseError) -> OpaquePointer {
+        try prepared(sql).statement
+    }
+
+    private func prepared(_ sql: String) throws(DatabaseError) -> (statement: OpaquePointer, columns: [String]) {
+        // Fast path: the same statement as last time (loops of point reads and inserts).
+        if let last = lastStatement, last.sql == sql { return last.entry }
         if let cached = statements[sql] {
-            sqlite3_reset(cached)
-            sqlite3_clear_bindings(cached)
+            // Every use binds all parameters (the count is checked), so no clearing is needed.
+            sqlite3_reset(cached.statement)
+            lastStatement = (sql, cached)
             return cached
         }
         var statement: OpaquePointer?
@@ -76,8 +86,10 @@ final class SQLiteConnection {
             sqlite3_finalize(statement)
             throw DatabaseError(code: .sqlError, message: "more than one statement; use executeScript for scripts", sql: sql)
         }
-        statements[sql] = statement
-        return statement
+        let columns = (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
+        statements[sql] = (statement, columns)
+        lastStatement = (sql, (statement, columns))
+        return (statement, columns)
     }
 
     private func bind(_ arguments: [DatabaseValue], to statement: OpaquePointer, sql: String) throws(DatabaseError) {
@@ -129,11 +141,10 @@ final class SQLiteConnection {
 
     /// Runs a query and returns every row.
     func query(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> [Row] {
-        let statement = try prepare(sql)
+        let (statement, columns) = try prepared(sql)
         defer { sqlite3_reset(statement) }
         try bind(arguments, to: statement, sql: sql)
-        let count = sqlite3_column_count(statement)
-        let columns = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
+        let count = Int32(columns.count)
         var rows: [Row] = []
         while true {
             let status = sqlite3_step(statement)
@@ -141,22 +152,35 @@ final class SQLiteConnection {
             guard status == SQLITE_ROW else { throw error(status, sql: sql) }
             var values: [DatabaseValue] = []
             values.reserveCapacity(Int(count))
-            for column in 0..<count {
-                switch sqlite3_column_type(statement, column) {
-                case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(statement, column)))
-                case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(statement, column)))
-                case SQLITE_TEXT:
-                    let text = sqlite3_column_text(statement, column)
-                    let length = Int(sqlite3_column_bytes(statement, column))
-                    values.append(.text(text.map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? ""))
-                case SQLITE_BLOB:
-                    let length = Int(sqlite3_column_bytes(statement, column))
-                    let bytes = sqlite3_column_blob(statement, column)
-                    values.append(.blob(bytes.map { Data(bytes: $0, count: length) } ?? Data()))
-                default: values.append(.null)
-                }
-            }
+            for column in 0..<count { values.append(value(statement, column)) }
             rows.append(Row(columns: columns, values: values))
+        }
+    }
+
+    /// The first column of the first row (nil when there is no row), without building rows.
+    func firstValue(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> DatabaseValue? {
+        let (statement, columns) = try prepared(sql)
+        defer { sqlite3_reset(statement) }
+        try bind(arguments, to: statement, sql: sql)
+        let status = sqlite3_step(statement)
+        if status == SQLITE_DONE { return nil }
+        guard status == SQLITE_ROW else { throw error(status, sql: sql) }
+        return columns.isEmpty ? nil : value(statement, 0)
+    }
+
+    private func value(_ statement: OpaquePointer, _ column: Int32) -> DatabaseValue {
+        switch sqlite3_column_type(statement, column) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, column))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, column))
+        case SQLITE_TEXT:
+            let text = sqlite3_column_text(statement, column)
+            let length = Int(sqlite3_column_bytes(statement, column))
+            return .text(text.map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? "")
+        case SQLITE_BLOB:
+            let length = Int(sqlite3_column_bytes(statement, column))
+            let bytes = sqlite3_column_blob(statement, column)
+            return .blob(bytes.map { Data(bytes: $0, count: length) } ?? Data())
+        default: return .null
         }
     }
 

@@ -1,0 +1,207 @@
+import KeelCore
+import CSQLite
+import Foundation
+import KeelStore
+import KeelStoreFixtures
+import KeelTesting
+
+/// Benchmarks of the SQLite layer (issue #6): Keel's `DatabasePool` against raw sqlite3 C calls with the
+/// same pragmas (WAL, synchronous=NORMAL, foreign keys), on real files.
+enum StoreBenchmarks {
+    static let blob = Data(repeating: 0xAB, count: 1024)
+
+    /// A raw connection opened exactly like Keel's writer.
+    final class RawDatabase {
+        let handle: OpaquePointer
+        init(path: String) throws {
+            var db: OpaquePointer?
+            guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let db else {
+                throw BenchError("cannot open \(path)")
+            }
+            handle = db
+            sqlite3_busy_timeout(db, 5000)
+            try exec("PRAGMA journal_mode = WAL")
+            try exec("PRAGMA synchronous = NORMAL")
+            try exec("PRAGMA foreign_keys = ON")
+        }
+        deinit { sqlite3_close_v2(handle) }
+
+        func exec(_ sql: String) throws {
+            guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(handle))) }
+        }
+
+        func prepare(_ sql: String) throws -> OpaquePointer {
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw BenchError("prepare failed") }
+            return statement
+        }
+    }
+
+    /// Inserts `count` rows in transactions of 1,000 through Keel.
+    static func keelInsert(_ pool: DatabasePool, from start: Int, count: Int) throws {
+        var id = start
+        while id < start + count {
+            let batchEnd = min(id + 1000, start + count)
+            try pool.writeSync { db in
+                for row in id..<batchEnd { try db.execute("INSERT INTO item (id, payload) VALUES (?, ?)", arguments: [row, blob]) }
+            }
+            id = batchEnd
+        }
+    }
+
+    /// The same through raw C calls.
+    static func rawInsert(_ raw: RawDatabase, from start: Int, count: Int) throws {
+        let statement = try raw.prepare("INSERT INTO item (id, payload) VALUES (?, ?)")
+        defer { sqlite3_finalize(statement) }
+        var id = start
+        while id < start + count {
+            let batchEnd = min(id + 1000, start + count)
+            try raw.exec("BEGIN IMMEDIATE")
+            for row in id..<batchEnd {
+                sqlite3_reset(statement)
+                sqlite3_bind_int64(statement, 1, Int64(row))
+                _ = blob.withUnsafeBytes { sqlite3_bind_blob64(statement, 2, $0.baseAddress, sqlite3_uint64($0.count), keel_sqlite3_transient()) }
+                guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError("insert failed") }
+            }
+            try raw.exec("COMMIT")
+            id = batchEnd
+        }
+    }
+
+    static func makeFiles() throws -> (TemporaryDirectory, DatabasePool, RawDatabase) {
+        let directory = try TemporaryDirectory(prefix: "keel-bench-store")
+        let pool = try DatabasePool(path: directory.url("keel.sqlite").path)
+        try pool.writeSync { try $0.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, payload BLOB NOT NULL)") }
+        let raw = try RawDatabase(path: directory.url("raw.sqlite").path)
+        try raw.exec("CREATE TABLE item (id INTEGER PRIMARY KEY, payload BLOB NOT NULL)")
+        return (directory, pool, raw)
+    }
+
+    static let insert = Benchmark(
+        name: "store.insert",
+        unit: "ms per 100k rows",
+        goal: "ratio ≤ 1.1 (100k rows with a 1 KiB blob in 1,000-row transactions: DatabasePool vs raw sqlite3)",
+        operations: 1,
+        prepare: {
+            let (directory, pool, raw) = try makeFiles()
+            let keelNext = Locked(0)
+            let rawNext = Locked(0)
+            return Benchmark.Sides(
+                baseline: {
+                    let start = rawNext.withLock { value in defer { value += 100_000 }; return value }
+                    try rawInsert(raw, from: start, count: 100_000)
+                },
+                candidate: {
+                    let start = keelNext.withLock { value in defer { value += 100_000 }; return value }
+                    try keelInsert(pool, from: start, count: 100_000)
+                },
+                teardown: { _ = directory }
+            )
+        }
+    )
+
+    static let read = Benchmark(
+        name: "store.read",
+        unit: "ms per 100k point reads",
+        goal: "ratio ≤ 1.1 (primary-key reads: DatabasePool vs raw sqlite3)",
+        operations: 1,
+        prepare: {
+            let (directory, pool, raw) = try makeFiles()
+            try keelInsert(pool, from: 0, count: 100_000)
+            try rawInsert(raw, from: 0, count: 100_000)
+            return Benchmark.Sides(
+                baseline: {
+                    let statement = try raw.prepare("SELECT payload FROM item WHERE id = ?")
+                    defer { sqlite3_finalize(statement) }
+                    try raw.exec("BEGIN")
+                    for id in 0..<100_000 {
+                        sqlite3_reset(statement)
+                        sqlite3_bind_int64(statement, 1, Int64((id &* 7919) % 100_000))
+                        guard sqlite3_step(statement) == SQLITE_ROW else { throw BenchError("missing row") }
+                        let length = Int(sqlite3_column_bytes(statement, 0))
+                        _ = Data(bytes: sqlite3_column_blob(statement, 0), count: length)
+                    }
+                    try raw.exec("COMMIT")
+                },
+                candidate: {
+                    try pool.readSync { db in
+                        for id in 0..<100_000 {
+                            guard try db.scalar(Data.self, "SELECT payload FROM item WHERE id = ?", arguments: [(id &* 7919) % 100_000]) != nil else {
+                                throw BenchError("missing row")
+                            }
+                        }
+                    }
+                },
+                teardown: { _ = directory }
+            )
+        }
+    )
+
+    static let transactions = Benchmark(
+        name: "store.tx",
+        unit: "ms per 5k transactions",
+        goal: "ratio ≤ 1.1 (5,000 single-row transactions: DatabasePool.writeSync vs raw BEGIN/INSERT/COMMIT)",
+        operations: 1,
+        prepare: {
+            let (directory, pool, raw) = try makeFiles()
+            let keelNext = Locked(0)
+            let rawNext = Locked(0)
+            return Benchmark.Sides(
+                baseline: {
+                    let start = rawNext.withLock { value in defer { value += 5000 }; return value }
+                    let statement = try raw.prepare("INSERT INTO item (id, payload) VALUES (?, ?)")
+                    defer { sqlite3_finalize(statement) }
+                    for row in start..<start + 5000 {
+                        try raw.exec("BEGIN IMMEDIATE")
+                        sqlite3_reset(statement)
+                        sqlite3_bind_int64(statement, 1, Int64(row))
+                        _ = blob.withUnsafeBytes { sqlite3_bind_blob64(statement, 2, $0.baseAddress, sqlite3_uint64($0.count), keel_sqlite3_transient()) }
+                        guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError("insert failed") }
+                        try raw.exec("COMMIT")
+                    }
+                },
+                candidate: {
+                    let start = keelNext.withLock { value in defer { value += 5000 }; return value }
+                    for row in start..<start + 5000 {
+                        try pool.writeSync { db in try db.execute("INSERT INTO item (id, payload) VALUES (?, ?)", arguments: [row, blob]) }
+                    }
+                },
+                teardown: { _ = directory }
+            )
+        }
+    )
+
+    /// Not a ratio against raw SQLite: rows per second of a 1M-row backfill, and the process's peak RSS.
+    static let backfill = Benchmark(
+        name: "migrate.backfill",
+        unit: "ms per 1M-row backfill",
+        goal: "peak RSS under 64 MiB, independent of row count (baseline: seeding the same 1M rows)",
+        operations: 1,
+        prepare: {
+            let directory = try TemporaryDirectory(prefix: "keel-bench-backfill")
+            let round = Locked(0)
+            func fresh() throws -> DatabasePool {
+                let index = round.withLock { value in defer { value += 1 }; return value }
+                return try DatabasePool(path: directory.url("db-\(index).sqlite").path)
+            }
+            let seeded = Locked<[DatabasePool]>([])
+            return Benchmark.Sides(
+                baseline: {
+                    let pool = try fresh()
+                    try NotesSchema.seed(pool, version: 2, rows: 1_000_000)
+                    seeded.withLock { $0.append(pool) }
+                },
+                candidate: {
+                    // Backfill a database seeded by the previous baseline batch (or seed one first).
+                    let pool = try seeded.withLock { $0.popLast() } ?? {
+                        let pool = try fresh()
+                        try NotesSchema.seed(pool, version: 2, rows: 1_000_000)
+                        return pool
+                    }()
+                    try NotesSchema.migrator(upTo: 3, batchSize: 2000).migrate(pool)
+                },
+                teardown: { _ = directory }
+            )
+        }
+    )
+}
