@@ -1,3 +1,4 @@
+import KeelStoreFixtures
 import Foundation
 import KeelCore
 import KeelStore
@@ -229,5 +230,65 @@ final class Flag: Sendable {
     func set() { state.withLock { $0 = true } }
     func wait() async {
         while !state.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+    }
+}
+
+/// Opening where the process may not write: a typed error, and nothing created or changed.
+@Suite struct DatabaseAccessTests {
+    @Test func aMissingDirectoryIsCannotOpenAndCreatesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.url("missing/app.sqlite").path
+        #expect {
+            _ = try DatabasePool(path: path)
+        } throws: { error in
+            (error as? DatabaseError)?.code == .cannotOpen
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.url("missing").path))
+    }
+
+    /// Runs `keel-fixtures seed` (which opens and writes) as an unprivileged user, because root ignores
+    /// file permissions. Skipped with a notice when no unprivileged user can be used.
+    private func openAsUnprivilegedUser(_ path: String) async throws -> (ChildProcess.Termination, String)? {
+        let fixtures = ChildProcess.productsDirectory.appendingPathComponent("keel-fixtures").path
+        if getuid() != 0 {
+            let child = try ChildProcess.launch(executable: fixtures, arguments: ["seed", "--db", path, "--version", "1", "--rows", "1"])
+            return (try await child.waitForExit(), child.output(of: .standardError))
+        }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser") else {
+            print("NOTICE: running as root without runuser; permission tests SKIPPED")
+            return nil
+        }
+        let child = try ChildProcess.launch(executable: "/usr/sbin/runuser",
+                                            arguments: ["-u", "nobody", "--", fixtures, "seed", "--db", path, "--version", "1", "--rows", "1"])
+        return (try await child.waitForExit(), child.output(of: .standardError))
+    }
+
+    @Test func aDirectoryWithoutPermissionIsATypedErrorAndTheFileIsUntouched() async throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        let privateDirectory = directory.url("private")
+        try FileManager.default.createDirectory(at: privateDirectory, withIntermediateDirectories: true)
+        let path = privateDirectory.appendingPathComponent("app.sqlite").path
+        try NotesSchema.seed(try DatabasePool(path: path), version: 1, rows: 3)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: privateDirectory.path)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard let (status, error) = try await openAsUnprivilegedUser(path) else { return }
+        #expect(status == .exited(2))
+        #expect(error.contains("database cannotOpen") || error.contains("database readonly") || error.contains("database permission"), "\(error)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test func aReadOnlyDirectoryIsATypedErrorAndTheFileIsUntouched() async throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        let path = directory.url("app.sqlite").path
+        try NotesSchema.seed(try DatabasePool(path: path, configuration: DatabaseConfiguration(journalMode: .delete)), version: 1, rows: 3)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        // Readable by everyone, writable by nobody but root.
+        guard let (status, error) = try await openAsUnprivilegedUser(path) else { return }
+        #expect(status == .exited(2))
+        #expect(error.contains("database"), "\(error)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 }
