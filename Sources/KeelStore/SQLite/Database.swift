@@ -2,7 +2,7 @@
 ///
 /// Valid only during the closure, on the thread that runs it: do not store it or send it elsewhere.
 public final class Database {
-    let connection: SQLiteConnection
+    @usableFromInline let connection: SQLiteConnection
     private var savepointDepth = 0
 
     init(connection: SQLiteConnection) { self.connection = connection }
@@ -25,6 +25,8 @@ public final class Database {
     }
 
     /// The first column of the first row as `T`, or nil when there is no row (or it is NULL).
+    // Inlinable so that the app's call specializes for `T` (keel-bench store.read).
+    @inlinable
     public func scalar<T: DatabaseValueConvertible>(_ type: T.Type = T.self, _ sql: String, arguments: [any DatabaseValueConvertible] = []) throws(DatabaseError) -> T? {
         guard let value = try connection.firstValue(sql, arguments.map(\.databaseValue)) else { return nil }
         if case .null = value { return nil }

@@ -3,6 +3,7 @@ import CSQLite
 import Foundation
 
 /// One SQLite connection. Not thread-safe: ``DatabasePool`` confines each connection to one queue.
+@usableFromInline
 final class SQLiteConnection {
     private let handle: OpaquePointer
     /// Prepared statements by SQL, with their column names (read once, not per query).
@@ -158,6 +159,7 @@ final class SQLiteConnection {
     }
 
     /// The first column of the first row (nil when there is no row), without building rows.
+    @usableFromInline
     func firstValue(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> DatabaseValue? {
         let (statement, columns) = try prepared(sql)
         defer { sqlite3_reset(statement) }
