@@ -40,11 +40,11 @@ enum StoreBenchmarks {
         }
     }
 
-    /// Inserts `count` rows in transactions of 1,000 through Keel.
-    static func keelInsert(_ pool: DatabasePool, from start: Int, count: Int) throws {
+    /// Inserts `count` rows through Keel, `perTransaction` rows per transaction.
+    static func keelInsert(_ pool: DatabasePool, from start: Int, count: Int, perTransaction: Int = 1000) throws {
         var id = start
         while id < start + count {
-            let batchEnd = min(id + 1000, start + count)
+            let batchEnd = min(id + perTransaction, start + count)
             try pool.writeSync { db in
                 for row in id..<batchEnd { try db.execute("INSERT INTO item (id, payload) VALUES (?, ?)", arguments: [row, blob]) }
             }
@@ -53,12 +53,12 @@ enum StoreBenchmarks {
     }
 
     /// The same through raw C calls.
-    static func rawInsert(_ raw: RawDatabase, from start: Int, count: Int) throws {
+    static func rawInsert(_ raw: RawDatabase, from start: Int, count: Int, perTransaction: Int = 1000) throws {
         let statement = try raw.prepare("INSERT INTO item (id, payload) VALUES (?, ?)")
         defer { sqlite3_finalize(statement) }
         var id = start
         while id < start + count {
-            let batchEnd = min(id + 1000, start + count)
+            let batchEnd = min(id + perTransaction, start + count)
             try raw.exec("BEGIN IMMEDIATE")
             for row in id..<batchEnd {
                 sqlite3_reset(statement)
@@ -87,17 +87,11 @@ enum StoreBenchmarks {
         operations: 1,
         prepare: {
             let (directory, pool, raw) = try makeFiles()
-            let keelNext = Locked(0)
-            let rawNext = Locked(0)
+            let keelNext = Counter()
+            let rawNext = Counter()
             return Benchmark.Sides(
-                baseline: {
-                    let start = rawNext.withLock { value in defer { value += 100_000 }; return value }
-                    try rawInsert(raw, from: start, count: 100_000)
-                },
-                candidate: {
-                    let start = keelNext.withLock { value in defer { value += 100_000 }; return value }
-                    try keelInsert(pool, from: start, count: 100_000)
-                },
+                baseline: { try rawInsert(raw, from: rawNext.take(100_000), count: 100_000) },
+                candidate: { try keelInsert(pool, from: keelNext.take(100_000), count: 100_000) },
                 teardown: { _ = directory }
             )
         }
@@ -150,28 +144,11 @@ enum StoreBenchmarks {
         operations: 1,
         prepare: {
             let (directory, pool, raw) = try makeFiles()
-            let keelNext = Locked(0)
-            let rawNext = Locked(0)
+            let keelNext = Counter()
+            let rawNext = Counter()
             return Benchmark.Sides(
-                baseline: {
-                    let start = rawNext.withLock { value in defer { value += 5000 }; return value }
-                    let statement = try raw.prepare("INSERT INTO item (id, payload) VALUES (?, ?)")
-                    defer { sqlite3_finalize(statement) }
-                    for row in start..<start + 5000 {
-                        try raw.exec("BEGIN IMMEDIATE")
-                        sqlite3_reset(statement)
-                        sqlite3_bind_int64(statement, 1, Int64(row))
-                        _ = blob.withUnsafeBytes { sqlite3_bind_blob64(statement, 2, $0.baseAddress, sqlite3_uint64($0.count), keel_sqlite3_transient()) }
-                        guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError("insert failed") }
-                        try raw.exec("COMMIT")
-                    }
-                },
-                candidate: {
-                    let start = keelNext.withLock { value in defer { value += 5000 }; return value }
-                    for row in start..<start + 5000 {
-                        try pool.writeSync { db in try db.execute("INSERT INTO item (id, payload) VALUES (?, ?)", arguments: [row, blob]) }
-                    }
-                },
+                baseline: { try rawInsert(raw, from: rawNext.take(5000), count: 5000, perTransaction: 1) },
+                candidate: { try keelInsert(pool, from: keelNext.take(5000), count: 5000, perTransaction: 1) },
                 teardown: { _ = directory }
             )
         }
@@ -185,9 +162,9 @@ enum StoreBenchmarks {
         operations: 1,
         prepare: {
             let directory = try TemporaryDirectory(prefix: "keel-bench-backfill")
-            let round = Locked(0)
+            let round = Counter()
             func fresh() throws -> DatabasePool {
-                let index = round.withLock { value in defer { value += 1 }; return value }
+                let index = round.take(1)
                 return try DatabasePool(path: directory.url("db-\(index).sqlite").path)
             }
             let seeded = Locked<[DatabasePool]>([])
@@ -210,4 +187,11 @@ enum StoreBenchmarks {
             )
         }
     )
+}
+
+/// Hands out consecutive ranges of ids, so repeated batches never collide.
+final class Counter: Sendable {
+    private let next = Locked(0)
+    /// The start of the next `count` ids.
+    func take(_ count: Int) -> Int { next.withLock { value in defer { value += count }; return value } }
 }
