@@ -9,11 +9,11 @@ import Testing
 
     static let sound = #"""
         [{"name": "notes", "purpose": "The user's notes", "kind": "table", "classification": "personal", "isAccountBound": true,
-          "retention": {"untilEvent": {}}, "backup": "include", "deletionTriggers": ["logout", "accountDeletion"],
-          "role": {"sourceOfTruth": {}}},
+          "retention": "untilEvent", "backup": "include", "deletionTriggers": ["logout", "accountDeletion"],
+          "role": "sourceOfTruth"},
          {"name": "session-token", "purpose": "Signs API calls", "kind": "keyValue", "classification": "credential",
-          "isAccountBound": true, "retention": {"untilEvent": {}}, "backup": "deviceOnly",
-          "deletionTriggers": ["logout", "accountDeletion", "accessRevocation"], "role": {"sourceOfTruth": {}}}]
+          "isAccountBound": true, "retention": "untilEvent", "backup": "deviceOnly",
+          "deletionTriggers": ["logout", "accountDeletion", "accessRevocation"], "role": "sourceOfTruth"}]
         """#
 
     private func run(_ arguments: [String]) async throws -> (ChildProcess.Termination, String, String) {

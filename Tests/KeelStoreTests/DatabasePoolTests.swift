@@ -246,49 +246,53 @@ final class Flag: Sendable {
         #expect(!FileManager.default.fileExists(atPath: directory.url("missing").path))
     }
 
-    /// Runs `keel-fixtures seed` (which opens and writes) as an unprivileged user, because root ignores
-    /// file permissions. Skipped with a notice when no unprivileged user can be used.
-    private func openAsUnprivilegedUser(_ path: String) async throws -> (ChildProcess.Termination, String)? {
+    /// Whether an unprivileged open can be tried: as a normal user, or as root through runuser (root
+    /// itself ignores file permissions).
+    static let canTestPermissions = getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
+
+    /// Runs `keel-fixtures seed` (which opens for writing and migrates; no rows, so nothing else can fail)
+    /// as an unprivileged user.
+    private func openAsUnprivilegedUser(_ path: String) async throws -> (ChildProcess.Termination, String) {
         let fixtures = ChildProcess.productsDirectory.appendingPathComponent("keel-fixtures").path
-        if getuid() != 0 {
-            let child = try ChildProcess.launch(executable: fixtures, arguments: ["seed", "--db", path, "--version", "1", "--rows", "1"])
-            return (try await child.waitForExit(), child.output(of: .standardError))
-        }
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser") else {
-            print("NOTICE: running as root without runuser; permission tests SKIPPED")
-            return nil
-        }
-        let child = try ChildProcess.launch(executable: "/usr/sbin/runuser",
-                                            arguments: ["-u", "nobody", "--", fixtures, "seed", "--db", path, "--version", "1", "--rows", "1"])
+        let arguments = ["seed", "--db", path, "--version", "1", "--rows", "0"]
+        let child = getuid() != 0
+            ? try ChildProcess.launch(executable: fixtures, arguments: arguments)
+            : try ChildProcess.launch(executable: "/usr/sbin/runuser", arguments: ["-u", "nobody", "--", fixtures] + arguments)
         return (try await child.waitForExit(), child.output(of: .standardError))
     }
 
-    @Test func aDirectoryWithoutPermissionIsATypedErrorAndTheFileIsUntouched() async throws {
+    @Test(.enabled(if: canTestPermissions))
+    func aDirectoryWithoutPermissionIsATypedErrorAndTheFileIsUntouched() async throws {
         let directory = try TemporaryDirectory()
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         let privateDirectory = directory.url("private")
         try FileManager.default.createDirectory(at: privateDirectory, withIntermediateDirectories: true)
         let path = privateDirectory.appendingPathComponent("app.sqlite").path
         try NotesSchema.seed(try DatabasePool(path: path), version: 1, rows: 3)
-        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: privateDirectory.path)
-        let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        guard let (status, error) = try await openAsUnprivilegedUser(path) else { return }
+        // Root's 0700 keeps nobody out; for a normal user, 0000 keeps the owner out too.
+        try FileManager.default.setAttributes([.posixPermissions: getuid() == 0 ? 0o700 : 0o000], ofItemAtPath: privateDirectory.path)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: privateDirectory.path) }
+        let before = getuid() == 0 ? try Data(contentsOf: URL(fileURLWithPath: path)) : nil
+        let (status, error) = try await openAsUnprivilegedUser(path)
         #expect(status == .exited(2))
-        #expect(error.contains("database cannotOpen") || error.contains("database readonly") || error.contains("database permission"), "\(error)")
+        #expect(error.contains("database cannotOpen"), "\(error)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: privateDirectory.path)
+        if let before { #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 
-    @Test func aReadOnlyDirectoryIsATypedErrorAndTheFileIsUntouched() async throws {
+    @Test(.enabled(if: canTestPermissions))
+    func aReadOnlyFileIsATypedErrorAndIsUntouched() async throws {
         let directory = try TemporaryDirectory()
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         let path = directory.url("app.sqlite").path
         try NotesSchema.seed(try DatabasePool(path: path, configuration: DatabaseConfiguration(journalMode: .delete)), version: 1, rows: 3)
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        // Readable by everyone, writable by no one but root (SQLite would silently open it read-only).
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: path)
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        // Readable by everyone, writable by nobody but root.
-        guard let (status, error) = try await openAsUnprivilegedUser(path) else { return }
+        let (status, error) = try await openAsUnprivilegedUser(path)
         #expect(status == .exited(2))
-        #expect(error.contains("database"), "\(error)")
+        #expect(error.contains("database readonly"), "\(error)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 }

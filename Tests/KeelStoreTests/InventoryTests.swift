@@ -111,8 +111,9 @@ import Testing
         let store = DataStore(pool: pool, inventory: try Inventory([Self.searches, Self.feed]))
         try await pool.write { db in try db.execute("CREATE TABLE feed (id INTEGER PRIMARY KEY, fetched_at REAL)") }
 
-        let deleted = try await store.sweepExpired(now: clock.wallClock)
-        #expect(deleted["recent-searches"] == 1)
+        let report = try await store.sweepExpired(now: clock.wallClock)
+        #expect(report.deleted["recent-searches"] == 1)
+        #expect(report.isScrubbed)
         let left = try await store.read("recent-searches") { try $0.rows("SELECT query FROM search").compactMap { $0.get("query", as: String.self) } }
         #expect(left == ["recent query"])
         // Not just unreachable: the bytes are gone from the database file and the WAL.
@@ -122,12 +123,72 @@ import Testing
         }
         // A day later by the injected clock, the recent one expires too.
         clock.advance(by: .seconds(30 * 86_400))
-        #expect(try await store.sweepExpired(now: clock.wallClock)["recent-searches"] == 1)
+        #expect(try await store.sweepExpired(now: clock.wallClock).deleted["recent-searches"] == 1)
+    }
+
+    @Test func aSweepBlockedByAReaderSaysTheBytesAreNotScrubbedYet() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.url("app.sqlite").path
+        // A short busy timeout: the blocked checkpoint gives up quickly instead of waiting 5 s.
+        let pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(busyTimeout: .milliseconds(50)))
+        let clock = ManualClock(wallClockOrigin: Date(timeIntervalSince1970: 1_800_000_000))
+        try await pool.write { db in
+            try db.executeScript("CREATE TABLE search (id INTEGER PRIMARY KEY, query TEXT, at REAL); CREATE TABLE feed (id INTEGER PRIMARY KEY, fetched_at REAL);")
+            try db.execute("INSERT INTO search (query, at) VALUES ('old', 0)")
+        }
+        let store = DataStore(pool: pool, inventory: try Inventory([Self.searches, Self.feed]))
+        // Another connection holds a read snapshot while the sweep runs.
+        let other = try DatabasePool(path: path)
+        let holding = Flag()
+        let release = DispatchSemaphore(value: 0)
+        let reader = Task.detached {
+            try other.readSync { db in
+                _ = try db.rows("SELECT count(*) FROM search")
+                holding.set()
+                release.wait()
+            }
+        }
+        await holding.wait()
+        let blocked = try await store.sweepExpired(now: clock.wallClock)
+        #expect(blocked.deleted["recent-searches"] == 1)
+        #expect(!blocked.isScrubbed)
+        release.signal()
+        try await reader.value
+        #expect(try await store.sweepExpired(now: clock.wallClock).isScrubbed)
+    }
+
+    @Test func retentionThatNothingCanSweepIsRefused() {
+        var drafts = Self.searches
+        drafts.name = "drafts"
+        drafts.kind = .draft
+        drafts.storage = nil
+        #expect {
+            _ = try Inventory([drafts])
+        } throws: { error in
+            (error as? InventoryError)?.problems.contains { $0.contains("needs table storage with a timestamp column") } == true
+        }
+    }
+
+    @Test func aCacheOutsideTheDatabaseIsNotReportedAsReset() async throws {
+        let directory = try TemporaryDirectory()
+        let pool = try DatabasePool(path: directory.url("app.sqlite").path)
+        let thumbnails = Dataset(
+            name: "thumbnails", purpose: "Scaled images", kind: .mediaDirectory, classification: .public, isAccountBound: false,
+            retention: .untilEvent, backup: .exclude, deletionTriggers: [.appVersionChange], role: .cache(rebuiltFrom: "originals")
+        )
+        let store = DataStore(pool: pool, inventory: try Inventory([thumbnails]))
+        await #expect { try await store.resetCache("thumbnails") } throws: { ($0 as? InventoryError)?.code == .resetRefused }
     }
 
     @Test func theInventoryExportsForReviewAndTheExportIsChecked() throws {
         let inventory = try Inventory([Self.notes, Self.feed, Self.token])
         let exported = try inventory.export()
+        #expect(try inventory.export() == exported)  // stable bytes, for diffs in review
+        let text = String(decoding: exported, as: UTF8.self)
+        let entries = try #require(try JSONSerialization.jsonObject(with: exported) as? [[String: Any]])
+        let token = try #require(entries.first { $0["name"] as? String == "session-token" })
+        #expect(token["deletionTriggers"] as? [String] == ["logout", "accountDeletion", "accessRevocation"])  // sorted, not hash order
+        #expect(text.contains(#""retention" : 86400"#) && text.contains(#""role" : "sourceOfTruth""#))
         #expect(try Inventory.check(exported: exported).isEmpty)
         let table = Inventory.markdown(try JSONDecoder().decode([Dataset].self, from: exported))
         #expect(table.contains("| session-token | Signs API calls | keyValue | credential | yes | until event | deviceOnly | logout, accountDeletion, accessRevocation | source of truth |"))

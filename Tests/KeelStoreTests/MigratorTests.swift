@@ -88,6 +88,38 @@ import Testing
         #expect(try NotesSchema.invariantViolations(database, rows: 10).isEmpty)
     }
 
+    @Test func aBackfillLeftPartWayByANewerAppIsSuperseded() throws {
+        let database = try pool("newer-backfill.sqlite")
+        try NotesSchema.seed(database, version: 4, rows: 5)
+        try database.writeSync { db in
+            try db.execute("INSERT INTO keel_migration_progress (name, checkpoint) VALUES ('v5-future-backfill', 3)")
+        }
+        #expect(try NotesSchema.migrator().state(of: database) == .superseded(unknown: ["v5-future-backfill"]))
+    }
+
+    @Test func aBackfillWhoseCheckpointDoesNotAdvanceFailsInsteadOfLoopingForever() throws {
+        let database = try pool("stuck.sqlite")
+        try NotesSchema.seed(database, version: 2, rows: 10)
+        var stuck = NotesSchema.migrator(upTo: 2)
+        stuck.registerBackfill("v3-stuck", batchSize: 5) { _, _, _ in 1 }
+        #expect { try stuck.migrate(database) } throws: { ($0 as? MigrationError)?.message.contains("did not advance") == true }
+    }
+
+    @Test func foreignKeysAreEnforcedAgainAfterEveryMigration() throws {
+        let database = try pool("fk-after.sqlite")
+        try NotesSchema.migrator().migrate(database)
+        #expect(try database.writeWithoutTransactionSync { try $0.scalar(Int.self, "PRAGMA foreign_keys") } == 1)
+        #expect(throws: DatabaseError.self) {
+            try database.writeSync { try $0.execute("INSERT INTO note (id, title, body, folder_id) VALUES (1, 't', 'b', 99)") }
+        }
+    }
+
+    @Test func checkingTheStateNeverWrites() throws {
+        let database = try pool("fresh.sqlite")
+        #expect(try NotesSchema.migrator().state(of: database) == .pending(NotesSchema.versions, resumingFrom: nil))
+        #expect(try database.readSync { try $0.scalar(Int.self, "SELECT count(*) FROM sqlite_master") } == 0)
+    }
+
     @Test func aReorderedMigrationListIsRefused() throws {
         let database = try pool("reordered.sqlite")
         try NotesSchema.seed(database, version: 2, rows: 3)
@@ -123,16 +155,18 @@ import Testing
         let database = try pool("full.sqlite")
         try NotesSchema.seed(database, version: 2, rows: 3000)
         let pages = try database.readSync { try $0.scalar(Int.self, "PRAGMA page_count") } ?? 0
-        // Room for almost nothing more: the backfill (which grows every row) runs out mid-way.
-        try database.writeWithoutTransactionSync { db in try db.execute("PRAGMA max_page_count = \(pages + 2)") }
+        // Room for a little more: the backfill (which grows every row) commits some batches, then runs out.
+        try database.writeWithoutTransactionSync { db in try db.execute("PRAGMA max_page_count = \(pages + 6)") }
         #expect {
-            try NotesSchema.migrator(batchSize: 500).migrate(database)
+            try NotesSchema.migrator(batchSize: 100).migrate(database)
         } throws: { error in
             (error as? MigrationError)?.underlying?.code == .full
         }
         #expect(try NotesSchema.invariantViolations(database, rows: 3000).isEmpty)
-        if case .pending(let names, _) = try NotesSchema.migrator().state(of: database) {
+        if case .pending(let names, let resume) = try NotesSchema.migrator().state(of: database) {
             #expect(names.first == "v3-title-key-backfill")
+            #expect((resume?.checkpoint ?? 0) > 0, "some batches committed before the disk filled up")
+            #expect((resume?.checkpoint ?? 0) < 3000)
         } else {
             Issue.record("expected pending migrations")
         }

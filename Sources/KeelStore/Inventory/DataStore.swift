@@ -24,22 +24,36 @@ public final class DataStore: Sendable {
         return try await pool.read(body)
     }
 
-    /// Deletes every record of a cache dataset (it is rebuilt from its source). Refused for a source of
-    /// truth: Keel never destroys user data to recover from a problem.
+    /// Deletes every record of a cache dataset kept in a table (readers then find it empty and rebuild it
+    /// from its source). Refused for a source of truth: Keel never destroys user data to recover from a
+    /// problem. A cache outside the database (files, media) is the app's to clear: refused here rather
+    /// than reported as done.
     public func resetCache(_ name: String) async throws {
         let dataset = try inventory.dataset(name)
         guard dataset.role.isCache else {
             throw InventoryError(code: .resetRefused, dataset: name,
                                  problems: ["\(name) is a source of truth; only caches may be reset"])
         }
-        guard let table = dataset.storage?.table else { return }
+        guard let table = dataset.storage?.table else {
+            throw InventoryError(code: .resetRefused, dataset: name,
+                                 problems: ["\(name) is not stored in a table; the app clears its \(dataset.kind.rawValue) itself"])
+        }
         try await pool.write { db in try db.execute("DELETE FROM \(Self.quoted(table))") }
     }
 
+    /// What a retention sweep did.
+    public struct SweepReport: Sendable, Equatable {
+        /// Records deleted, per dataset.
+        public let deleted: [String: Int]
+        /// Whether the WAL was emptied, so deleted bytes are gone from disk. False when a reader held an
+        /// old snapshot; the deleted records are unreachable, and the next sweep finishes the job.
+        public let isScrubbed: Bool
+    }
+
     /// Deletes records whose retention has expired, by `now` from `wallClock`, then makes sure the
-    /// deleted content is gone from disk too (secure delete, WAL checkpoint). Returns deleted counts.
+    /// deleted content is gone from disk too (secure delete, WAL checkpoint).
     @discardableResult
-    public func sweepExpired(now wallClock: WallClock) async throws -> [String: Int] {
+    public func sweepExpired(now wallClock: WallClock) async throws -> SweepReport {
         let now = wallClock.now().timeIntervalSince1970
         let targets: [(String, String, String, Int64)] = inventory.datasets.values.compactMap { dataset in
             guard case .seconds(let seconds) = dataset.retention, let storage = dataset.storage,
@@ -57,8 +71,12 @@ public final class DataStore: Sendable {
             return counts
         }
         // Move the deletions into the main file (overwritten there by secure_delete) and empty the WAL.
-        _ = try await pool.writeWithoutTransaction { db in try db.rows("PRAGMA wal_checkpoint(TRUNCATE)") }
-        return deleted
+        // The checkpoint does not throw when a reader blocks it: its result row says (busy, log, done).
+        let scrubbed = try await pool.writeWithoutTransaction { db -> Bool in
+            guard let row = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)").first, row.values.count == 3 else { return false }
+            return row.values[0] == .integer(0) && row.values[1] == row.values[2]
+        }
+        return SweepReport(deleted: deleted, isScrubbed: scrubbed)
     }
 
     static func quoted(_ identifier: String) -> String {

@@ -116,8 +116,9 @@ public struct Dataset: Sendable, Hashable, Codable {
         }
         if case .seconds(let seconds) = retention {
             if seconds <= 0 { problems.append("\(name): retention must be positive") }
-            if storage?.timestampColumn == nil, kind == .table {
-                problems.append("\(name): a retention duration needs storage with a timestamp column to sweep")
+            // Only table records with a timestamp can be swept; anything else would silently never expire.
+            if storage?.timestampColumn == nil {
+                problems.append("\(name): a retention duration needs table storage with a timestamp column to sweep")
             }
         }
         if case .cache(let source) = role, source.trimmingCharacters(in: .whitespaces).isEmpty {
@@ -134,5 +135,78 @@ extension Dataset.Retention: CustomStringConvertible {
         case .seconds(let seconds):
             seconds % 86_400 == 0 ? "\(seconds / 86_400) days" : seconds % 3600 == 0 ? "\(seconds / 3600) hours" : "\(seconds) s"
         }
+    }
+}
+
+// MARK: - A stable, hand-writable JSON form (for `Inventory.export()` and `keel inventory`)
+
+extension Dataset.Retention {
+    // `86400` (seconds) or `"untilEvent"`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let seconds = try? container.decode(Int64.self) {
+            self = .seconds(seconds)
+        } else if try container.decode(String.self) == "untilEvent" {
+            self = .untilEvent
+        } else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "retention is a number of seconds or \"untilEvent\"")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .seconds(let seconds): try container.encode(seconds)
+        case .untilEvent: try container.encode("untilEvent")
+        }
+    }
+}
+
+extension Dataset.Role {
+    // `"sourceOfTruth"` or `{"cacheRebuiltFrom": "GET /feed"}`.
+    private enum Keys: String, CodingKey { case cacheRebuiltFrom }
+
+    public init(from decoder: any Decoder) throws {
+        if let single = try? decoder.singleValueContainer(), let text = try? single.decode(String.self) {
+            guard text == "sourceOfTruth" else {
+                throw DecodingError.dataCorruptedError(in: single, debugDescription: "role is \"sourceOfTruth\" or {\"cacheRebuiltFrom\": ...}")
+            }
+            self = .sourceOfTruth
+            return
+        }
+        let container = try decoder.container(keyedBy: Keys.self)
+        self = .cache(rebuiltFrom: try container.decode(String.self, forKey: .cacheRebuiltFrom))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .sourceOfTruth:
+            var container = encoder.singleValueContainer()
+            try container.encode("sourceOfTruth")
+        case .cache(let source):
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(source, forKey: .cacheRebuiltFrom)
+        }
+    }
+}
+
+extension Dataset {
+    private enum CodingKeys: String, CodingKey {
+        case name, purpose, kind, classification, isAccountBound, retention, backup, deletionTriggers, role, storage
+    }
+
+    // Deletion triggers are written sorted: the same inventory always exports the same bytes.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(purpose, forKey: .purpose)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(classification, forKey: .classification)
+        try container.encode(isAccountBound, forKey: .isAccountBound)
+        try container.encodeIfPresent(retention, forKey: .retention)
+        try container.encode(backup, forKey: .backup)
+        try container.encode(deletionTriggers.sorted(), forKey: .deletionTriggers)
+        try container.encode(role, forKey: .role)
+        try container.encodeIfPresent(storage, forKey: .storage)
     }
 }

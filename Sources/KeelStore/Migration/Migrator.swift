@@ -64,20 +64,23 @@ public struct Migrator: Sendable {
     }
 
     func state(in database: Database) throws -> MigrationState {
-        try Self.createBookkeeping(database)
+        // Read-only: checking the state never writes (the bookkeeping tables may not exist yet).
+        let bookkept = try database.scalar(Int.self, "SELECT count(*) FROM sqlite_master WHERE name = 'keel_migration'") == 1
+        guard bookkept else { return names.isEmpty ? .upToDate : .pending(names, resumingFrom: nil) }
         let applied = try database.rows("SELECT name FROM keel_migration ORDER BY position").compactMap { $0.get("name", as: String.self) }
+        let inProgress = try database.rows("SELECT name, checkpoint FROM keel_migration_progress")
         let known = Set(names)
+        // A backfill this app does not know, even part-way, means a newer app changed the schema.
         let unknown = applied.filter { !known.contains($0) }
+            + inProgress.compactMap { $0.get("name", as: String.self) }.filter { !known.contains($0) }
         if !unknown.isEmpty { return .superseded(unknown: unknown) }
         guard Array(names.prefix(applied.count)) == applied else {
             throw MigrationError(code: .inconsistent, migration: nil, message: "applied migrations \(applied) are not a prefix of the registered ones \(names): the list was reordered or a shipped migration was removed")
         }
         let pending = Array(names.dropFirst(applied.count))
         if pending.isEmpty { return .upToDate }
-        let progress = try database.rows("SELECT name, checkpoint FROM keel_migration_progress").first
-        return .pending(pending, resumingFrom: progress.flatMap { row in
-            row.get("name", as: String.self).map { ($0, row.get("checkpoint", as: Int64.self)) }
-        }.map { Resume(migration: $0.0, checkpoint: $0.1) })
+        let progress = inProgress.first { $0.get("name", as: String.self) == pending[0] }
+        return .pending(pending, resumingFrom: progress.map { Resume(migration: pending[0], checkpoint: $0.get("checkpoint", as: Int64.self)) })
     }
 
     private static func createBookkeeping(_ database: Database) throws {
@@ -108,7 +111,15 @@ public struct Migrator: Sendable {
 
     func migrate(_ database: Database) throws -> MigrationReport {
         var report = MigrationReport()
-        switch try state(in: database) {
+        let state: MigrationState
+        do {
+            state = try self.state(in: database)
+        } catch let error as MigrationError {
+            throw error
+        } catch {
+            throw MigrationError(code: .failed, migration: nil, message: "cannot read the migration state: \(error)", underlying: error as? DatabaseError)
+        }
+        switch state {
         case .superseded(let unknown):
             throw MigrationError(code: .superseded, migration: nil,
                                  message: "the database was written by a newer app (unknown migrations: \(unknown.joined(separator: ", "))); it is left untouched")
@@ -116,6 +127,11 @@ public struct Migrator: Sendable {
             return report
         case .pending:
             break
+        }
+        do {
+            try Self.createBookkeeping(database)
+        } catch {
+            throw MigrationError(code: .failed, migration: nil, message: "cannot create the migration tables: \(error)", underlying: error as? DatabaseError)
         }
         let applied = try database.scalar(Int.self, "SELECT count(*) FROM keel_migration") ?? 0
         for (position, migration) in migrations.enumerated() where position >= applied {
@@ -140,15 +156,26 @@ public struct Migrator: Sendable {
         // Foreign keys off while the schema changes (table rebuilds need it), checked before commit.
         let foreignKeys = try database.scalar(Int.self, "PRAGMA foreign_keys") == 1
         if foreignKeys { try database.execute("PRAGMA foreign_keys = OFF") }
-        defer { if foreignKeys { try? database.execute("PRAGMA foreign_keys = ON") } }
-        try database.inTransaction(.immediate) {
-            try body(database)
-            let violations = try database.rows("PRAGMA foreign_key_check")
-            guard violations.isEmpty else {
-                throw DatabaseError(code: .constraint, message: "migration \(name) leaves \(violations.count) foreign-key violation(s), first: \(violations[0])")
+        let outcome = Result<Void, any Error> {
+            try database.inTransaction(.immediate) {
+                try body(database)
+                try database.requireOpenTransaction()
+                let violations = try database.rows("PRAGMA foreign_key_check")
+                guard violations.isEmpty else {
+                    throw DatabaseError(code: .constraint, message: "migration \(name) leaves \(violations.count) foreign-key violation(s), first: \(violations[0])")
+                }
+                try database.execute("INSERT INTO keel_migration (name, position) VALUES (?, ?)", arguments: [name, position])
             }
-            try database.execute("INSERT INTO keel_migration (name, position) VALUES (?, ?)", arguments: [name, position])
         }
+        if foreignKeys {
+            // Restoring enforcement must really happen (the pragma is a silent no-op inside an open
+            // transaction): a writer left without foreign keys would let bad data in later.
+            try? database.execute("PRAGMA foreign_keys = ON")
+            guard (try? database.scalar(Int.self, "PRAGMA foreign_keys")) == 1 else {
+                throw DatabaseError(code: .other, message: "could not turn foreign keys back on after migration \(name)")
+            }
+        }
+        try outcome.get()
     }
 
     /// Runs batches until the step reports completion; each batch and its checkpoint commit together.
@@ -158,7 +185,14 @@ public struct Migrator: Sendable {
             let finished = try database.inTransaction(.immediate) { () -> Bool in
                 let progress = try database.rows("SELECT checkpoint FROM keel_migration_progress WHERE name = ?", arguments: [name]).first
                 let checkpoint = progress?.get("checkpoint", as: Int64.self)
-                if let next = try step(database, checkpoint, batchSize) {
+                let next = try step(database, checkpoint, batchSize)
+                // The batch's work must still be in this transaction before its checkpoint is recorded.
+                try database.requireOpenTransaction()
+                if let next {
+                    if let checkpoint, next <= checkpoint {
+                        throw MigrationError(code: .failed, migration: name,
+                                             message: "the backfill's checkpoint did not advance (\(checkpoint) → \(next)); it would never finish")
+                    }
                     try database.execute("INSERT INTO keel_migration_progress (name, checkpoint) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET checkpoint = excluded.checkpoint", arguments: [name, next])
                     return false
                 }

@@ -50,11 +50,14 @@ public final class Database {
         try execute("SAVEPOINT \(name)")
         do {
             let result = try body()
+            try requireOpenTransaction()
             try execute("RELEASE SAVEPOINT \(name)")
             return result
         } catch {
-            try? execute("ROLLBACK TO SAVEPOINT \(name)")
-            try? execute("RELEASE SAVEPOINT \(name)")
+            if connection.isInTransaction {
+                try execute("ROLLBACK TO SAVEPOINT \(name)")
+                try execute("RELEASE SAVEPOINT \(name)")
+            }
             throw error
         }
     }
@@ -69,11 +72,21 @@ public final class Database {
         try execute(kind == .immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
         do {
             let result = try body()
+            try requireOpenTransaction()
             try execute("COMMIT")
             return result
         } catch {
             if connection.isInTransaction { try? execute("ROLLBACK") }
             throw error
+        }
+    }
+
+    /// Throws when SQLite has rolled the current transaction back on its own (after a full disk, an I/O
+    /// error, ...): the work so far is gone, and anything written after that point ran outside the
+    /// transaction, so nothing that depends on the work (a migration record, a checkpoint) may follow.
+    public func requireOpenTransaction() throws(DatabaseError) {
+        guard connection.isInTransaction else {
+            throw DatabaseError(code: .other, message: "the transaction was rolled back by SQLite (after an earlier error); its work is lost")
         }
     }
 }

@@ -86,7 +86,10 @@ public final class DatabasePool: Sendable {
         readerSlots.wait()
         defer { readerSlots.signal() }
         let connection = try readers.withLock { $0.popLast() } ?? SQLiteConnection(path: path, readOnly: true, configuration: configuration)
-        defer { readers.withLock { $0.append(connection) } }
+        defer {
+            // A reader still inside a transaction (a failed rollback) would pin an old snapshot: drop it.
+            if connection.isInTransaction { connection.close() } else { readers.withLock { $0.append(connection) } }
+        }
         let database = Database(connection: connection)
         return try database.inTransaction(.deferred) { try body(database) }
     }

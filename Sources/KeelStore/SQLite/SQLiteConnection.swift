@@ -25,6 +25,11 @@ final class SQLiteConnection {
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
+        if !readOnly, sqlite3_db_readonly(db, "main") == 1 {
+            // SQLite silently falls back to read-only for a file it may not write: say so now.
+            sqlite3_close_v2(db)
+            throw DatabaseError(code: .readonly, message: "\(path) can only be opened read-only (no write permission)")
+        }
         sqlite3_busy_timeout(db, Int32(clamping: configuration.busyTimeout.components.seconds * 1000
             + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000))
         do throws(DatabaseError) {
@@ -69,10 +74,15 @@ final class SQLiteConnection {
         // Fast path: the same statement as last time (loops of point reads and inserts).
         if let last = lastStatement, last.sql == sql { return last.entry }
         if let cached = statements[sql] {
-            // Every use binds all parameters (the count is checked), so no clearing is needed.
             sqlite3_reset(cached.statement)
             lastStatement = (sql, cached)
             return cached
+        }
+        if statements.count >= 256 {
+            // Bounded: one-off statements (DDL, interpolated pragmas) must not accumulate forever.
+            for entry in statements.values { sqlite3_finalize(entry.statement) }
+            statements.removeAll()
+            lastStatement = nil
         }
         var statement: OpaquePointer?
         var rest = ""
@@ -131,7 +141,7 @@ final class SQLiteConnection {
     /// Runs one statement with `arguments`.
     func execute(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) {
         let statement = try prepare(sql)
-        defer { sqlite3_reset(statement) }
+        defer { finish(statement) }
         try bind(arguments, to: statement, sql: sql)
         while true {
             let status = sqlite3_step(statement)
@@ -142,10 +152,13 @@ final class SQLiteConnection {
 
     /// Runs a query and returns every row.
     func query(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> [Row] {
-        let (statement, columns) = try prepared(sql)
-        defer { sqlite3_reset(statement) }
+        let statement = try prepared(sql).statement
+        defer { finish(statement) }
         try bind(arguments, to: statement, sql: sql)
-        let count = Int32(columns.count)
+        // Column names are read per query: a schema change re-prepares the statement (SELECT * may then
+        // have other columns), so names cached at prepare time could be stale.
+        let count = sqlite3_column_count(statement)
+        let columns = (0..<count).map { String(cString: sqlite3_column_name(statement, $0)) }
         var rows: [Row] = []
         while true {
             let status = sqlite3_step(statement)
@@ -161,13 +174,20 @@ final class SQLiteConnection {
     /// The first column of the first row (nil when there is no row), without building rows.
     @usableFromInline
     func firstValue(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> DatabaseValue? {
-        let (statement, columns) = try prepared(sql)
-        defer { sqlite3_reset(statement) }
+        let statement = try prepared(sql).statement
+        defer { finish(statement) }
         try bind(arguments, to: statement, sql: sql)
         let status = sqlite3_step(statement)
         if status == SQLITE_DONE { return nil }
         guard status == SQLITE_ROW else { throw error(status, sql: sql) }
-        return columns.isEmpty ? nil : value(statement, 0)
+        return sqlite3_column_count(statement) == 0 ? nil : value(statement, 0)
+    }
+
+    /// Resets a statement after use and drops its bindings, so no bound value (possibly sensitive, possibly
+    /// large) stays in memory with the cached statement.
+    private func finish(_ statement: OpaquePointer) {
+        sqlite3_reset(statement)
+        sqlite3_clear_bindings(statement)
     }
 
     private func value(_ statement: OpaquePointer, _ column: Int32) -> DatabaseValue {
