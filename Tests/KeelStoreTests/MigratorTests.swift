@@ -189,14 +189,23 @@ import Testing
             // Lockstep: the child stops before committing each batch until told to go on, so the kill
             // lands exactly where chosen: inside batch 1…4's open transaction, or (every third kill)
             // just after letting it commit, while the next batch is under way.
-            let child = try ChildProcess.launch(product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50", "--lockstep"])
-            let wanted = kill % 4 + 1
-            var seen = 0
-            while seen < wanted {
-                guard let line = try await child.nextLine(timeout: .seconds(60)) else { break }
-                guard line.hasPrefix("batch ") else { continue }
-                seen += 1
-                if seen < wanted || kill % 3 == 0 { try child.writeLine("go") }
+            // Every fifth kill is timed instead (no lockstep, a few milliseconds into the run), so it can
+            // also land in a COMMIT, a WAL write or an automatic checkpoint.
+            let timed = kill % 5 == 4
+            let child = try ChildProcess.launch(product: "keel-fixtures",
+                                                arguments: ["migrate", "--db", path, "--batch-size", "50"] + (timed ? [] : ["--lockstep"]))
+            if timed {
+                _ = try await child.waitForLine { $0.hasPrefix("batch ") }
+                try await Task.sleep(for: .milliseconds(kill % 3 + 1))
+            } else {
+                let wanted = kill % 4 + 1
+                var seen = 0
+                while seen < wanted {
+                    guard let line = try await child.nextLine(timeout: .seconds(60)) else { break }
+                    guard line.hasPrefix("batch ") else { continue }
+                    seen += 1
+                    if seen < wanted || kill % 3 == 0 { try child.writeLine("go") }
+                }
             }
             child.kill()
             let ended = try await child.waitForExit()
