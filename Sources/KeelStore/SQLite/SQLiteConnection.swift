@@ -6,9 +6,10 @@ import Foundation
 @usableFromInline
 final class SQLiteConnection {
     private let handle: OpaquePointer
-    /// Prepared statements by SQL, with their column names (read once, not per query).
-    private var statements: [String: (statement: OpaquePointer, columns: [String])] = [:]
-    private var lastStatement: (sql: String, entry: (statement: OpaquePointer, columns: [String]))?
+    /// Prepared statements by SQL (bounded; see `prepare`).
+    private var statements: [String: OpaquePointer] = [:]
+    /// The statement used last, checked before the dictionary (loops of point reads and inserts).
+    private var lastStatement: (sql: String, statement: OpaquePointer)?
     let path: String
     let isReadOnly: Bool
 
@@ -58,7 +59,7 @@ final class SQLiteConnection {
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        for entry in statements.values { sqlite3_finalize(entry.statement) }
+        for statement in statements.values { sqlite3_finalize(statement) }
         statements.removeAll()
         lastStatement = nil
         sqlite3_close_v2(handle)
@@ -66,21 +67,17 @@ final class SQLiteConnection {
 
     // MARK: - Statements
 
+    /// A prepared statement for `sql`, from the cache when possible. Every use ends with `finish`, so a
+    /// cached statement is always reset and unbound when it is handed out again.
     private func prepare(_ sql: String) throws(DatabaseError) -> OpaquePointer {
-        try prepared(sql).statement
-    }
-
-    private func prepared(_ sql: String) throws(DatabaseError) -> (statement: OpaquePointer, columns: [String]) {
-        // Fast path: the same statement as last time (loops of point reads and inserts).
-        if let last = lastStatement, last.sql == sql { return last.entry }
+        if let last = lastStatement, last.sql == sql { return last.statement }
         if let cached = statements[sql] {
-            sqlite3_reset(cached.statement)
             lastStatement = (sql, cached)
             return cached
         }
         if statements.count >= 256 {
             // Bounded: one-off statements (DDL, interpolated pragmas) must not accumulate forever.
-            for entry in statements.values { sqlite3_finalize(entry.statement) }
+            for statement in statements.values { sqlite3_finalize(statement) }
             statements.removeAll()
             lastStatement = nil
         }
@@ -97,10 +94,9 @@ final class SQLiteConnection {
             sqlite3_finalize(statement)
             throw DatabaseError(code: .sqlError, message: "more than one statement; use executeScript for scripts", sql: sql)
         }
-        let columns = (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
-        statements[sql] = (statement, columns)
-        lastStatement = (sql, (statement, columns))
-        return (statement, columns)
+        statements[sql] = statement
+        lastStatement = (sql, statement)
+        return statement
     }
 
     private func bind(_ arguments: [DatabaseValue], to statement: OpaquePointer, sql: String) throws(DatabaseError) {
@@ -152,7 +148,7 @@ final class SQLiteConnection {
 
     /// Runs a query and returns every row.
     func query(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> [Row] {
-        let statement = try prepared(sql).statement
+        let statement = try prepare(sql)
         defer { finish(statement) }
         try bind(arguments, to: statement, sql: sql)
         // Column names are read per query: a schema change re-prepares the statement (SELECT * may then
@@ -174,7 +170,7 @@ final class SQLiteConnection {
     /// The first column of the first row (nil when there is no row), without building rows.
     @usableFromInline
     func firstValue(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> DatabaseValue? {
-        let statement = try prepared(sql).statement
+        let statement = try prepare(sql)
         defer { finish(statement) }
         try bind(arguments, to: statement, sql: sql)
         let status = sqlite3_step(statement)
