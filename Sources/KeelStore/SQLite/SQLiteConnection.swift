@@ -99,7 +99,10 @@ final class SQLiteConnection {
         return statement
     }
 
-    private func bind(_ arguments: [DatabaseValue], to statement: OpaquePointer, sql: String) throws(DatabaseError) {
+    /// Binds `arguments`; returns whether any was text or a blob (copied into SQLite's memory).
+    @discardableResult
+    private func bind(_ arguments: [DatabaseValue], to statement: OpaquePointer, sql: String) throws(DatabaseError) -> Bool {
+        var holdsCopies = false
         let expected = Int(sqlite3_bind_parameter_count(statement))
         guard expected == arguments.count else {
             throw DatabaseError(code: .sqlError, message: "expected \(expected) argument(s), got \(arguments.count)", sql: sql)
@@ -112,15 +115,18 @@ final class SQLiteConnection {
             case .integer(let value): status = sqlite3_bind_int64(statement, index, value)
             case .real(let value): status = sqlite3_bind_double(statement, index, value)
             case .text(let value):
+                holdsCopies = true
                 // Explicit length: text may contain NUL characters, which a C-string length would cut at.
                 status = value.withCString { sqlite3_bind_text(statement, index, $0, Int32(value.utf8.count), keel_sqlite3_transient()) }
             case .blob(let value):
+                holdsCopies = true
                 status = value.withUnsafeBytes { bytes in
                     sqlite3_bind_blob64(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(bytes.count), keel_sqlite3_transient())
                 }
             }
             guard status == SQLITE_OK else { throw error(status, sql: sql) }
         }
+        return holdsCopies
     }
 
     /// Runs several statements without arguments (schema scripts).
@@ -137,8 +143,9 @@ final class SQLiteConnection {
     /// Runs one statement with `arguments`.
     func execute(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) {
         let statement = try prepare(sql)
-        defer { finish(statement) }
-        try bind(arguments, to: statement, sql: sql)
+        var holdsCopies = false
+        defer { finish(statement, clearing: holdsCopies) }
+        holdsCopies = try bind(arguments, to: statement, sql: sql)
         while true {
             let status = sqlite3_step(statement)
             if status == SQLITE_DONE { return }
@@ -149,8 +156,9 @@ final class SQLiteConnection {
     /// Runs a query and returns every row.
     func query(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> [Row] {
         let statement = try prepare(sql)
-        defer { finish(statement) }
-        try bind(arguments, to: statement, sql: sql)
+        var holdsCopies = false
+        defer { finish(statement, clearing: holdsCopies) }
+        holdsCopies = try bind(arguments, to: statement, sql: sql)
         // Column names are read per query: a schema change re-prepares the statement (SELECT * may then
         // have other columns), so names cached at prepare time could be stale.
         let count = sqlite3_column_count(statement)
@@ -171,19 +179,20 @@ final class SQLiteConnection {
     @usableFromInline
     func firstValue(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> DatabaseValue? {
         let statement = try prepare(sql)
-        defer { finish(statement) }
-        try bind(arguments, to: statement, sql: sql)
+        var holdsCopies = false
+        defer { finish(statement, clearing: holdsCopies) }
+        holdsCopies = try bind(arguments, to: statement, sql: sql)
         let status = sqlite3_step(statement)
         if status == SQLITE_DONE { return nil }
         guard status == SQLITE_ROW else { throw error(status, sql: sql) }
         return sqlite3_column_count(statement) == 0 ? nil : value(statement, 0)
     }
 
-    /// Resets a statement after use and drops its bindings, so no bound value (possibly sensitive, possibly
-    /// large) stays in memory with the cached statement.
-    private func finish(_ statement: OpaquePointer) {
+    /// Resets a statement after use; when text or blobs were bound, drops them too, so no bound value
+    /// (possibly sensitive, possibly large) stays in memory with the cached statement.
+    private func finish(_ statement: OpaquePointer, clearing: Bool) {
         sqlite3_reset(statement)
-        sqlite3_clear_bindings(statement)
+        if clearing { sqlite3_clear_bindings(statement) }
     }
 
     private func value(_ statement: OpaquePointer, _ column: Int32) -> DatabaseValue {
