@@ -20,6 +20,7 @@ let package = Package(
     products: [
         .library(name: "KeelCore", targets: ["KeelCore"]),
         .library(name: "KeelContract", targets: ["KeelContract"]),
+        .library(name: "KeelContractTools", targets: ["KeelContractTools"]),
         .library(name: "KeelHTTP", targets: ["KeelHTTP"]),
         .library(name: "KeelStore", targets: ["KeelStore"]),
         .library(name: "KeelTesting", targets: ["KeelTesting"]),
@@ -47,6 +48,7 @@ let package = Package(
         // MARK: - Libraries
         .target(name: "KeelCore", swiftSettings: swiftSettings),
         .target(name: "KeelContract", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
+        .target(name: "KeelContractTools", dependencies: ["KeelContract", "KeelCore", "CYAML"], swiftSettings: swiftSettings),
         .target(name: "KeelHTTP", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
         .target(name: "KeelStore", dependencies: ["KeelContract", "KeelCore", "CSQLite"], swiftSettings: swiftSettings),
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
@@ -79,6 +81,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "KeelContractTests", dependencies: ["KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "KeelContractToolsTests", dependencies: ["KeelContractTools", "KeelContract"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),

@@ -26,4 +26,24 @@ static inline const unsigned char *keel_yaml_event_alias_anchor(const yaml_event
     return event->type == YAML_ALIAS_EVENT ? event->data.alias.anchor : NULL;
 }
 
+/// The anchor of a SCALAR, SEQUENCE_START or MAPPING_START event (NULL when none).
+static inline const unsigned char *keel_yaml_event_anchor(const yaml_event_t *event) {
+    switch (event->type) {
+    case YAML_SCALAR_EVENT: return event->data.scalar.anchor;
+    case YAML_SEQUENCE_START_EVENT: return event->data.sequence_start.anchor;
+    case YAML_MAPPING_START_EVENT: return event->data.mapping_start.anchor;
+    default: return NULL;
+    }
+}
+
+/// The explicit tag of a SCALAR, SEQUENCE_START or MAPPING_START event (NULL when none).
+static inline const unsigned char *keel_yaml_event_tag(const yaml_event_t *event) {
+    switch (event->type) {
+    case YAML_SCALAR_EVENT: return event->data.scalar.tag;
+    case YAML_SEQUENCE_START_EVENT: return event->data.sequence_start.tag;
+    case YAML_MAPPING_START_EVENT: return event->data.mapping_start.tag;
+    default: return NULL;
+    }
+}
+
 #endif

@@ -1,0 +1,238 @@
+// The libyaml adapter: the only file in KeelContractTools that calls the CYAML shim.
+import CYAML
+public import KeelContract
+
+/// Reads YAML (the subset API descriptions use) into ``JSONValue``, with YAML 1.2 core-schema scalars.
+///
+/// - Block and flow collections, every scalar style (plain, quoted, literal `|`, folded `>`), comments.
+/// - Core schema: `null`/`~`/empty, `true`/`false` (any case pattern the spec lists), decimal, `0o` octal
+///   and `0x` hex integers, floats like `1e3`; `on`, `yes`, `no` stay strings (YAML 1.1's booleans are not
+///   booleans here). Quoted scalars are always strings.
+/// - Anchors and aliases, with a limit on how many nodes aliases may expand to (against alias bombs).
+/// - A repeated mapping key is an error, never "last one wins".
+/// - One document per file; mapping keys must be scalars.
+public enum YAML {
+    /// Limits for hostile documents.
+    public struct Limits: Sendable {
+        /// Most nodes (scalars and collections) the document may expand to, aliases included.
+        public var maximumNodes: Int
+        /// Deepest nesting accepted.
+        public var maximumDepth: Int
+        public init(maximumNodes: Int = 1_000_000, maximumDepth: Int = 256) {
+            self.maximumNodes = maximumNodes
+            self.maximumDepth = maximumDepth
+        }
+    }
+
+    /// Parses `text` into a JSON value.
+    ///
+    /// - Throws: ``YAMLError`` with line and column.
+    public static func parse(_ text: String, limits: Limits = Limits()) throws(YAMLError) -> JSONValue {
+        try parse(Array(text.utf8), limits: limits)
+    }
+
+    /// Parses UTF-8 bytes into a JSON value.
+    public static func parse(_ bytes: [UInt8], limits: Limits = Limits()) throws(YAMLError) -> JSONValue {
+        var builder = Builder(limits: limits)
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else { throw YAMLError(message: "cannot initialize the YAML parser", line: 0, column: 0) }
+        defer { yaml_parser_delete(&parser) }
+        return try bytes.withUnsafeBufferPointer { buffer throws(YAMLError) -> JSONValue in
+            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+            while true {
+                var event = yaml_event_t()
+                guard yaml_parser_parse(&parser, &event) == 1 else {
+                    let problem = parser.problem.map { String(cString: $0) } ?? "invalid YAML"
+                    throw YAMLError(message: problem, line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1)
+                }
+                defer { yaml_event_delete(&event) }
+                if let result = try builder.consume(&event) { return result }
+            }
+        }
+    }
+
+    /// Turns the event stream into a value tree.
+    private struct Builder {
+        let limits: Limits
+
+        private enum Frame {
+            case sequence([JSONValue], anchor: String?)
+            case mapping(JSONObject, pendingKey: String?, anchor: String?)
+        }
+
+        private var stack: [Frame] = []
+        private var anchors: [String: (value: JSONValue, nodes: Int)] = [:]
+        private var nodes = 0
+        private var documents = 0
+        private var result: JSONValue?
+
+        init(limits: Limits) { self.limits = limits }
+
+        mutating func consume(_ event: inout yaml_event_t) throws(YAMLError) -> JSONValue? {
+            let line = Int(event.start_mark.line) + 1
+            let column = Int(event.start_mark.column) + 1
+            func fail(_ message: String) -> YAMLError { YAMLError(message: message, line: line, column: column) }
+            func text(_ pointer: UnsafePointer<UInt8>?) -> String? { pointer.map { String(cString: $0) } }
+
+            switch event.type {
+            case YAML_STREAM_START_EVENT:
+                return nil
+            case YAML_DOCUMENT_START_EVENT:
+                documents += 1
+                guard documents == 1 else { throw fail("more than one YAML document; an API description is one document") }
+                return nil
+            case YAML_DOCUMENT_END_EVENT:
+                return nil
+            case YAML_STREAM_END_EVENT:
+                return result ?? .null
+            case YAML_ALIAS_EVENT:
+                guard let name = text(keel_yaml_event_alias_anchor(&event)), let anchored = anchors[name] else {
+                    throw fail("alias to an undefined anchor")
+                }
+                try count(anchored.nodes, fail)
+                try add(anchored.value, fail)
+            case YAML_SCALAR_EVENT:
+                let length = keel_yaml_event_scalar_length(&event)
+                let raw = keel_yaml_event_scalar_value(&event).map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? ""
+                let style = keel_yaml_event_scalar_style(&event)
+                let value = try resolve(raw, plain: style == YAML_PLAIN_SCALAR_STYLE, tag: text(keel_yaml_event_tag(&event)), fail)
+                try count(1, fail)
+                if let anchor = text(keel_yaml_event_anchor(&event)) { anchors[anchor] = (value, 1) }
+                try add(value, fail)
+            case YAML_SEQUENCE_START_EVENT:
+                guard stack.count < limits.maximumDepth else { throw fail("nesting deeper than \(limits.maximumDepth) levels") }
+                try count(1, fail)
+                stack.append(.sequence([], anchor: text(keel_yaml_event_anchor(&event))))
+            case YAML_MAPPING_START_EVENT:
+                guard stack.count < limits.maximumDepth else { throw fail("nesting deeper than \(limits.maximumDepth) levels") }
+                try count(1, fail)
+                stack.append(.mapping(JSONObject(), pendingKey: nil, anchor: text(keel_yaml_event_anchor(&event))))
+            case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
+                let frame = stack.removeLast()
+                let value: JSONValue
+                let anchor: String?
+                switch frame {
+                case .sequence(let elements, let name):
+                    value = .array(elements)
+                    anchor = name
+                case .mapping(let object, let pending, let name):
+                    guard pending == nil else { throw fail("mapping ends after a key without a value") }
+                    value = .object(object)
+                    anchor = name
+                }
+                if let anchor { anchors[anchor] = (value, Self.nodeCount(value)) }
+                try add(value, fail)
+            default:
+                return nil
+            }
+            return nil
+        }
+
+        private mutating func count(_ added: Int, _ fail: (String) -> YAMLError) throws(YAMLError) {
+            nodes += added
+            guard nodes <= limits.maximumNodes else {
+                throw fail("the document expands to more than \(limits.maximumNodes) nodes (alias bomb?)")
+            }
+        }
+
+        private mutating func add(_ value: JSONValue, _ fail: (String) -> YAMLError) throws(YAMLError) {
+            guard let top = stack.popLast() else {
+                result = value
+                return
+            }
+            switch top {
+            case .sequence(var elements, let anchor):
+                elements.append(value)
+                stack.append(.sequence(elements, anchor: anchor))
+            case .mapping(var object, let pendingKey, let anchor):
+                if let key = pendingKey {
+                    object[key] = value
+                    stack.append(.mapping(object, pendingKey: nil, anchor: anchor))
+                } else {
+                    let key: String
+                    switch value {
+                    case .string(let text): key = text
+                    case .number(let number): key = number.literal
+                    case .bool(let flag): key = flag ? "true" : "false"
+                    case .null: key = "null"
+                    default: throw fail("a mapping key must be a scalar")
+                    }
+                    guard object[key] == nil else { throw fail("duplicate key \(key.debugDescription)") }
+                    stack.append(.mapping(object, pendingKey: key, anchor: anchor))
+                }
+            }
+        }
+
+        static func nodeCount(_ value: JSONValue) -> Int {
+            switch value {
+            case .array(let elements): 1 + elements.reduce(0) { $0 + nodeCount($1) }
+            case .object(let object): 1 + object.reduce(0) { $0 + nodeCount($1.value) }
+            default: 1
+            }
+        }
+
+        /// YAML 1.2 core schema for plain scalars; quoted scalars are strings.
+        private func resolve(_ raw: String, plain: Bool, tag: String?, _ fail: (String) -> YAMLError) throws(YAMLError) -> JSONValue {
+            switch tag {
+            case nil, "!": break
+            case "tag:yaml.org,2002:str": return .string(raw)
+            case "tag:yaml.org,2002:null": return .null
+            case "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float":
+                let value = try resolve(raw, plain: true, tag: nil, fail)
+                guard value != .string(raw) else { throw fail("\(raw.debugDescription) is not a \(tag!.split(separator: ":").last!)") }
+                return value
+            default:
+                throw fail("unsupported tag \(tag!)")
+            }
+            guard plain else { return .string(raw) }
+            switch raw {
+            case "", "~", "null", "Null", "NULL": return .null
+            case "true", "True", "TRUE": return .bool(true)
+            case "false", "False", "FALSE": return .bool(false)
+            case ".inf", ".Inf", ".INF", "+.inf", "-.inf", ".nan", ".NaN", ".NAN":
+                throw fail("\(raw) is not representable in JSON")
+            default: break
+            }
+            if let number = Self.number(raw) { return .number(number) }
+            return .string(raw)
+        }
+
+        /// Core-schema integers and floats, normalized to a JSON number literal.
+        static func number(_ raw: String) -> JSONNumber? {
+            if raw.hasPrefix("0o"), raw.count > 2, let value = UInt64(raw.dropFirst(2), radix: 8) { return JSONNumber(literal: String(value)) }
+            if raw.hasPrefix("0x"), raw.count > 2, let value = UInt64(raw.dropFirst(2), radix: 16) { return JSONNumber(literal: String(value)) }
+            var text = Substring(raw)
+            var sign = ""
+            if text.first == "-" || text.first == "+" {
+                sign = text.first == "-" ? "-" : ""
+                text = text.dropFirst()
+            }
+            guard let first = text.first, first.isASCII, first.isNumber || first == "." else { return nil }
+            var mantissa = text
+            var exponent = ""
+            if let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+                mantissa = text[..<e]
+                exponent = String(text[e...])
+            }
+            let parts = mantissa.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count <= 2, parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+                !(parts[0].isEmpty && (parts.count == 1 || parts[1].isEmpty))
+            else { return nil }
+            var integer = String(parts[0].drop { $0 == "0" })
+            if integer.isEmpty { integer = "0" }
+            var literal = sign + integer
+            if parts.count == 2, !parts[1].isEmpty { literal += "." + parts[1] }
+            if !exponent.isEmpty { literal += exponent }
+            return JSONNumber(literal: literal)
+        }
+    }
+}
+
+/// YAML that cannot be read, with where.
+public struct YAMLError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+    /// 1-based line and column.
+    public let line: Int
+    public let column: Int
+    public var description: String { "line \(line), column \(column): \(message)" }
+}

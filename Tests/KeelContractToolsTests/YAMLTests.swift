@@ -1,0 +1,126 @@
+import KeelContract
+import KeelContractTools
+import Testing
+
+/// The YAML reader behind OpenAPI loading (issue #4).
+@Suite struct YAMLTests {
+    @Test func readsBlockAndFlowCollectionsAndEveryScalarStyle() throws {
+        let value = try YAML.parse("""
+            # a comment
+            openapi: 3.1.0
+            info: {title: Notes, version: "1.4.0"}
+            tags: [notes, 'sync', "drafts"]
+            description: |
+              Line one
+              Line two
+            summary: >
+              folded
+              text
+            paths:
+              /notes:
+                get:
+                  responses:
+                    '200': {description: ok}
+            """)
+        #expect(value["openapi"] == "3.1.0")
+        #expect(value["info"]?["version"] == "1.4.0")
+        #expect(value["tags"] == ["notes", "sync", "drafts"])
+        #expect(value["description"] == "Line one\nLine two\n")
+        #expect(value["summary"] == "folded text\n")
+        #expect(value["paths"]?["/notes"]?["get"]?["responses"]?["200"]?["description"] == "ok")
+    }
+
+    @Test func usesTheYAML12CoreSchemaNotYAML11Booleans() throws {
+        let value = try YAML.parse("""
+            a: on
+            b: yes
+            c: no
+            d: true
+            e: 1e3
+            f: 0o17
+            g: 0x1F
+            h: 007
+            i: -.5
+            j: ~
+            k:
+            l: "123"
+            m: 1.0
+            n: Null
+            """)
+        #expect(value["a"] == "on")
+        #expect(value["b"] == "yes")
+        #expect(value["c"] == "no")
+        #expect(value["d"] == true)
+        #expect(value["e"] == 1000)
+        #expect(value["f"] == 15)
+        #expect(value["g"] == 31)
+        #expect(value["h"] == 7)
+        #expect(value["i"] == (try JSONValue(parsing: "-0.5")))
+        #expect(value["j"] == .null)
+        #expect(value["k"] == .null)
+        #expect(value["l"] == "123")
+        #expect(value["m"] == 1)
+        #expect(value["n"] == .null)
+    }
+
+    @Test func anchorsAndAliasesExpand() throws {
+        let value = try YAML.parse("""
+            base: &base {type: string, maxLength: 10}
+            name: *base
+            list: [*base, *base]
+            """)
+        #expect(value["name"] == value["base"])
+        #expect(value["list"]?[1]?["maxLength"] == 10)
+    }
+
+    @Test func anAliasBombIsStoppedByTheNodeLimit() {
+        let bomb = """
+            a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]
+            b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+            c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+            d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+            e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+            f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
+            g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
+            """
+        #expect {
+            _ = try YAML.parse(bomb, limits: YAML.Limits(maximumNodes: 100_000))
+        } throws: { error in
+            (error as? YAMLError)?.message.contains("alias bomb") == true
+        }
+    }
+
+    @Test func duplicateKeysAreAnErrorWithTheirPosition() {
+        #expect {
+            _ = try YAML.parse("a: 1\nb: 2\na: 3\n")
+        } throws: { error in
+            guard let error = error as? YAMLError else { return false }
+            return error.message == #"duplicate key "a""# && error.line == 3
+        }
+    }
+
+    @Test(arguments: ["a: [1, 2", "key: \"unterminated", "a:\n  - b\n c: d", "- a\nb: c", "--- 1\n--- 2\n", "a: *nowhere", "a: .inf", "? [1, 2]\n: x"])
+    func invalidYAMLIsATypedErrorWithAPosition(text: String) {
+        #expect {
+            _ = try YAML.parse(text)
+        } throws: { error in
+            guard let error = error as? YAMLError else { return false }
+            return error.line >= 1 && error.column >= 1 && !error.message.isEmpty
+        }
+    }
+
+    @Test func quotedScalarsStayStringsAndTagsAreHonoured() throws {
+        let value = try YAML.parse("""
+            a: 'true'
+            b: !!str 12
+            c: !!int "12"
+            d: '1e3'
+            """)
+        #expect(value["a"] == "true")
+        #expect(value["b"] == "12")
+        #expect(value["c"] == 12)
+        #expect(value["d"] == "1e3")
+        #expect(throws: YAMLError.self) { try YAML.parse("a: !!int twelve") }
+        #expect(throws: YAMLError.self) { try YAML.parse("a: !custom x") }
+    }
+}
