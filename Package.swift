@@ -81,7 +81,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "KeelContractTests", dependencies: ["KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "KeelContractToolsTests", dependencies: ["KeelContractTools", "KeelContract"], swiftSettings: swiftSettings),
+        .testTarget(name: "KeelContractToolsTests", dependencies: ["KeelContractTools", "KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),

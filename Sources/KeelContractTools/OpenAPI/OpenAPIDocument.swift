@@ -1,0 +1,193 @@
+public import Foundation
+public import KeelContract
+
+/// An OpenAPI 3.0 or 3.1 description loaded from YAML or JSON, with `$ref`s resolvable across files.
+///
+/// The raw tree is kept as ``JSONValue``; typed views (operations, parameters, responses) are read from
+/// it on demand, and every `$ref` — internal (`#/components/schemas/Note`) or to a file in the same
+/// directory tree (`common.yaml#/components/schemas/Error`) — was checked to resolve when loading.
+public struct OpenAPIDocument: Sendable {
+    /// The file the description was loaded from.
+    public let url: URL
+    /// The description's root.
+    public let root: JSONValue
+    /// `openapi`: "3.0.x" or "3.1.x".
+    public let openAPIVersion: String
+    /// `info.version`: the contract version.
+    public let contractVersion: String
+    /// Every document loaded, by absolute file URL (the root and the files it references).
+    let documents: [URL: JSONValue]
+
+    /// Whether this is OpenAPI 3.0 (where `nullable` means "or null").
+    public var isOpenAPI30: Bool { openAPIVersion.hasPrefix("3.0.") }
+
+    /// Loads `url` and everything it references.
+    ///
+    /// - Throws: ``ContractLoadError`` naming the file and the location: unreadable, not YAML/JSON, no
+    ///   `openapi` field, an unsupported version, or a dangling `$ref`.
+    public static func load(from url: URL) throws(ContractLoadError) -> OpenAPIDocument {
+        let file = url.standardizedFileURL
+        var loader = Loader(rootDirectory: file.deletingLastPathComponent())
+        let root = try loader.document(at: file, referencedFrom: nil)
+        return try make(root: root, url: file, name: url.path, loader: &loader)
+    }
+
+    /// Parses description text (YAML or JSON) that has no file; references to other files are errors.
+    public static func parse(_ text: String, name: String = "description.yaml") throws(ContractLoadError) -> OpenAPIDocument {
+        let directory = URL(fileURLWithPath: "/nonexistent-keel-inline", isDirectory: true)
+        let url = directory.appendingPathComponent(name)
+        var loader = Loader(rootDirectory: directory)
+        let root = try Loader.parse(Array(text.utf8), file: name)
+        loader.documents[url] = root
+        return try make(root: root, url: url, name: name, loader: &loader)
+    }
+
+    private static func make(root: JSONValue, url: URL, name: String, loader: inout Loader) throws(ContractLoadError) -> OpenAPIDocument {
+        guard case .object = root else { throw ContractLoadError(file: name, location: "", message: "the description is not a mapping") }
+        if case .number(let number) = root["openapi"] ?? .null {
+            throw ContractLoadError(file: name, location: "#/openapi", message: "unsupported OpenAPI version \(number) (3.0.x and 3.1.x are supported, as strings)")
+        }
+        guard case .string(let openAPI) = root["openapi"] ?? .null else {
+            throw ContractLoadError(file: name, location: "#/openapi", message: "no `openapi` field: not an OpenAPI description")
+        }
+        guard openAPI.hasPrefix("3.0.") || openAPI.hasPrefix("3.1.") else {
+            throw ContractLoadError(file: name, location: "#/openapi", message: "unsupported OpenAPI version \(openAPI) (3.0.x and 3.1.x are supported)")
+        }
+        try loader.checkReferences(in: root, file: url, pointer: "")
+        return OpenAPIDocument(url: url, root: root, openAPIVersion: openAPI,
+                               contractVersion: root["info"]?["version"]?.stringValue ?? "", documents: loader.documents)
+    }
+
+    // MARK: - References
+
+    /// Follows `$ref`s from `value` (found in `file`) until a non-reference, returning it, the file it is in
+    /// and its location. Cycles of pure references end with a ``ContractLoadError``.
+    public func resolve(_ value: JSONValue, in file: URL? = nil) throws(ContractLoadError) -> (value: JSONValue, file: URL, location: String) {
+        var current = value
+        var currentFile = file ?? url
+        var location = ""
+        var seen: Set<String> = []
+        while case .string(let reference) = current["$ref"] ?? .null {
+            let (targetFile, pointer) = Loader.split(reference, relativeTo: currentFile)
+            let key = targetFile.path + "#" + pointer
+            guard seen.insert(key).inserted else {
+                throw ContractLoadError(file: currentFile.path, location: pointer, message: "$ref cycle without content: \(reference)")
+            }
+            guard let document = documents[targetFile], let target = Loader.walk(document, pointer) else {
+                throw ContractLoadError(file: currentFile.path, location: location, message: "dangling $ref \(reference)")
+            }
+            current = target
+            currentFile = targetFile
+            location = "#" + pointer
+        }
+        return (current, currentFile, location)
+    }
+}
+
+/// A description that cannot be used, with the file and location.
+public struct ContractLoadError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file.
+    public let file: String
+    /// Where in it: a JSON pointer fragment (`#/paths/~1notes/get`) or a line and column.
+    public let location: String
+    public let message: String
+    public var description: String { location.isEmpty ? "\(file): \(message)" : "\(file) \(location): \(message)" }
+}
+
+/// Loads files, follows file references inside the root directory, and checks every `$ref`.
+struct Loader {
+    let rootDirectory: URL
+    var documents: [URL: JSONValue] = [:]
+
+    init(rootDirectory: URL) { self.rootDirectory = rootDirectory }
+
+    mutating func document(at url: URL, referencedFrom: String?) throws(ContractLoadError) -> JSONValue {
+        if let loaded = documents[url] { return loaded }
+        guard url.path.hasPrefix(rootDirectory.path + "/") || url.deletingLastPathComponent().path == rootDirectory.path else {
+            throw ContractLoadError(file: referencedFrom ?? url.path, location: "", message: "\(url.path) is outside the description's directory tree")
+        }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw ContractLoadError(file: referencedFrom ?? url.path, location: "", message: "cannot read \(url.path)")
+        }
+        let value = try Self.parse([UInt8](data), file: url.path)
+        documents[url] = value
+        return value
+    }
+
+    /// JSON when the text starts with `{`, YAML otherwise (YAML is a superset, but JSON errors are clearer).
+    static func parse(_ bytes: [UInt8], file: String) throws(ContractLoadError) -> JSONValue {
+        let first = bytes.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
+        if first == UInt8(ascii: "{") {
+            do {
+                return try JSONValue(parsing: bytes)
+            } catch {
+                throw ContractLoadError(file: file, location: "line \(error.line), column \(error.column)", message: "not valid JSON: \(error.message)")
+            }
+        }
+        do {
+            return try YAML.parse(bytes)
+        } catch {
+            throw ContractLoadError(file: file, location: "line \(error.line), column \(error.column)", message: "not valid YAML: \(error.message)")
+        }
+    }
+
+    /// Checks that every `$ref` under `value` resolves, loading referenced files (cycles are fine).
+    mutating func checkReferences(in value: JSONValue, file: URL, pointer: String) throws(ContractLoadError) {
+        var visited: Set<String> = []
+        try check(value, file: file, pointer: pointer, visited: &visited)
+    }
+
+    private mutating func check(_ value: JSONValue, file: URL, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
+        switch value {
+        case .object(let object):
+            if case .string(let reference) = object["$ref"] ?? .null {
+                let (targetFile, targetPointer) = Self.split(reference, relativeTo: file)
+                let document = try self.document(at: targetFile, referencedFrom: file.path)
+                guard Self.walk(document, targetPointer) != nil else {
+                    throw ContractLoadError(file: file.path, location: "#" + pointer + "/$ref", message: "dangling $ref \(reference)")
+                }
+                // A referenced file's own references are checked once (cycles between files are fine).
+                if targetFile != file, visited.insert(targetFile.path).inserted {
+                    try check(document, file: targetFile, pointer: "", visited: &visited)
+                }
+            }
+            for (key, child) in object where key != "$ref" {
+                try check(child, file: file, pointer: pointer + "/" + Self.escape(key), visited: &visited)
+            }
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                try check(element, file: file, pointer: pointer + "/\(index)", visited: &visited)
+            }
+        default:
+            break
+        }
+    }
+
+    /// The file and JSON pointer a reference names.
+    static func split(_ reference: String, relativeTo file: URL) -> (URL, String) {
+        let parts = reference.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
+        let path = String(parts[0])
+        let pointer = parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : ""
+        let target = path.isEmpty ? file : URL(fileURLWithPath: path, relativeTo: file.deletingLastPathComponent()).standardizedFileURL
+        return (target, pointer)
+    }
+
+    static func walk(_ value: JSONValue, _ pointer: String) -> JSONValue? {
+        guard !pointer.isEmpty else { return value }
+        guard pointer.hasPrefix("/") else { return nil }
+        var current = value
+        for raw in pointer.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            let token = raw.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+            switch current {
+            case .object(let object): guard let next = object[token] else { return nil }; current = next
+            case .array(let array): guard let index = Int(token), array.indices.contains(index) else { return nil }; current = array[index]
+            default: return nil
+            }
+        }
+        return current
+    }
+
+    static func escape(_ token: String) -> String {
+        token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+    }
+}

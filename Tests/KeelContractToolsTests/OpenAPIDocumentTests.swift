@@ -1,0 +1,134 @@
+import Foundation
+import KeelContract
+import KeelContractTools
+import KeelTesting
+import Testing
+
+/// Loading OpenAPI descriptions (issue #4): YAML or JSON, across files, with every `$ref` checked.
+@Suite struct OpenAPIDocumentTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "keel-openapi")
+        try FileManager.default.createDirectory(at: directory.url("shared"), withIntermediateDirectories: true)
+    }
+
+    private func write(_ name: String, _ text: String) throws -> URL {
+        let url = directory.url(name)
+        try Data(text.utf8).write(to: url)
+        return url
+    }
+
+    @Test func loadsYAMLWithRefsIntoOtherFilesAndCycles() throws {
+        _ = try write("shared/errors.yaml", """
+            components:
+              schemas:
+                Error:
+                  type: object
+                  properties:
+                    code: {type: string}
+                    cause: {$ref: '#/components/schemas/Error'}
+            """)
+        let url = try write("api.yaml", """
+            openapi: 3.1.0
+            info: {title: Notes, version: 1.4.0}
+            paths:
+              /notes/{id}:
+                get:
+                  responses:
+                    '200':
+                      content:
+                        application/json:
+                          schema: {$ref: '#/components/schemas/Note'}
+                    '404':
+                      content:
+                        application/json:
+                          schema: {$ref: 'shared/errors.yaml#/components/schemas/Error'}
+            components:
+              schemas:
+                Note:
+                  type: object
+                  properties:
+                    parent: {$ref: '#/components/schemas/Note'}
+            """)
+        let document = try OpenAPIDocument.load(from: url)
+        #expect(document.openAPIVersion == "3.1.0")
+        #expect(document.contractVersion == "1.4.0")
+        #expect(!document.isOpenAPI30)
+        let reference = try #require(document.root["paths"]?["/notes/{id}"]?["get"]?["responses"]?["404"]?["content"]?["application/json"]?["schema"])
+        let resolved = try document.resolve(reference)
+        #expect(resolved.value["type"] == "object")
+        #expect(resolved.file.lastPathComponent == "errors.yaml")
+        #expect(resolved.location == "#/components/schemas/Error")
+    }
+
+    @Test func loadsJSONToo() throws {
+        let url = try write("api.json", #"{"openapi": "3.0.3", "info": {"title": "x", "version": "2.0.0"}, "paths": {}}"#)
+        let document = try OpenAPIDocument.load(from: url)
+        #expect(document.isOpenAPI30)
+        #expect(document.contractVersion == "2.0.0")
+    }
+
+    @Test func aDanglingRefNamesTheFileAndTheLocation() throws {
+        let url = try write("dangling.yaml", """
+            openapi: 3.0.3
+            info: {title: x, version: 1.0.0}
+            paths:
+              /a:
+                get:
+                  responses:
+                    '200': {$ref: '#/components/responses/Missing'}
+            """)
+        #expect {
+            _ = try OpenAPIDocument.load(from: url)
+        } throws: { error in
+            guard let error = error as? ContractLoadError else { return false }
+            return error.file.hasSuffix("dangling.yaml") && error.location == "#/paths/~1a/get/responses/200/$ref"
+                && error.message.contains("#/components/responses/Missing")
+        }
+    }
+
+    @Test(arguments: [
+        ("nothing: here", "no `openapi` field"),
+        ("openapi: 2.0\ninfo: {}", "unsupported OpenAPI version"),
+        ("openapi: 3.1.0\npaths: [1,", "not valid YAML"),
+        ("{\"openapi\": \"3.1.0\",", "not valid JSON"),
+        ("- a\n- b", "not a mapping"),
+    ])
+    func invalidInputIsATypedErrorNamingTheFile(text: String, message: String) throws {
+        let url = try write("bad.yaml", text)
+        #expect {
+            _ = try OpenAPIDocument.load(from: url)
+        } throws: { error in
+            guard let error = error as? ContractLoadError else { return false }
+            return error.file.hasSuffix("bad.yaml") && error.message.contains(message)
+        }
+    }
+
+    @Test func referencesOutsideTheDescriptionTreeAreRefused() throws {
+        let url = try write("escape.yaml", """
+            openapi: 3.1.0
+            info: {title: x, version: 1.0.0}
+            components:
+              schemas:
+                A: {$ref: '../../../etc/passwd#/x'}
+            """)
+        #expect {
+            _ = try OpenAPIDocument.load(from: url)
+        } throws: { error in
+            (error as? ContractLoadError)?.message.contains("outside the description's directory tree") == true
+        }
+    }
+
+    @Test func aCycleOfPureReferencesIsAnErrorNotAHang() throws {
+        let document = try OpenAPIDocument.parse("""
+            openapi: 3.1.0
+            info: {title: x, version: 1.0.0}
+            components:
+              schemas:
+                A: {$ref: '#/components/schemas/B'}
+                B: {$ref: '#/components/schemas/A'}
+            """)
+        #expect(throws: ContractLoadError.self) { try document.resolve(["$ref": "#/components/schemas/A"]) }
+    }
+}
