@@ -1,0 +1,35 @@
+/// One difference between two versions of a contract, judged for an installed client.
+public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// How much an installed client built against the base can suffer from it.
+    public enum Severity: String, Sendable, Codable, Comparable, CaseIterable {
+        /// Harmless to installed clients.
+        case info
+        /// Not breaking by itself, but suspicious (e.g. breaking changes without a major version bump).
+        case warning
+        /// An installed client can fail against the revision.
+        case breaking
+
+        public static func < (lhs: Severity, rhs: Severity) -> Bool {
+            allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        }
+    }
+
+    /// A stable kebab-case rule id (oasdiff-style names where one exists).
+    public let rule: String
+    public let severity: Severity
+    /// The path template (`/notes/{id}`), when the change is inside one.
+    public let path: String?
+    /// The method (`GET`), when the change is inside an operation.
+    public let method: String?
+    /// The response status, when the change is inside a response.
+    public let status: String?
+    /// A JSON pointer into the schema (`/properties/kind`), when the change is inside one.
+    public let pointer: String?
+    /// One line of explanation.
+    public let message: String
+
+    public var description: String {
+        let location = [method, path, status.map { "→ \($0)" }, pointer].compactMap { $0 }.joined(separator: " ")
+        return "\(severity.rawValue.uppercased())  \(rule)  \(location.isEmpty ? "(document)" : location)  \(message)"
+    }
+}

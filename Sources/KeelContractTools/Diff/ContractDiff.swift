@@ -1,0 +1,369 @@
+import Foundation
+import KeelContract
+
+/// Answers: can a client built against `base` keep working against a server that implements `revision`?
+///
+/// Every change gets a stable rule id, a severity, a location and a one-line message. `$ref`s are followed
+/// on both sides, so renaming a component without changing its shape is not a change.
+public struct ContractDiff: Sendable {
+    public let base: OpenAPIDocument
+    public let revision: OpenAPIDocument
+
+    public init(base: OpenAPIDocument, revision: OpenAPIDocument) {
+        self.base = base
+        self.revision = revision
+    }
+
+    /// Every change, in a stable order.
+    public func changes() throws(ContractLoadError) -> [ContractChange] {
+        var collector = Collector(base: base, revision: revision)
+        try collector.compareDocuments()
+        return collector.changes
+    }
+
+    static let methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+}
+
+/// Walks both documents side by side.
+private struct Collector {
+    let base: OpenAPIDocument
+    let revision: OpenAPIDocument
+    var changes: [ContractChange] = []
+
+    init(base: OpenAPIDocument, revision: OpenAPIDocument) {
+        self.base = base
+        self.revision = revision
+    }
+
+    struct Place {
+        var path: String?
+        var method: String?
+        var status: String?
+    }
+
+    mutating func add(_ rule: String, _ severity: ContractChange.Severity, _ place: Place, _ pointer: String?, _ message: String) {
+        changes.append(ContractChange(rule: rule, severity: severity, path: place.path, method: place.method?.uppercased(),
+                                      status: place.status, pointer: pointer, message: message))
+    }
+
+    // MARK: - Document, paths, operations
+
+    mutating func compareDocuments() throws(ContractLoadError) {
+        let basePaths = objectMembers(base.root["paths"])
+        let revisionPaths = objectMembers(revision.root["paths"])
+        for (path, baseItem) in basePaths {
+            guard let revisionItem = revisionPaths[path] else {
+                add("api-path-removed", .breaking, Place(path: path), nil, "the path is gone")
+                continue
+            }
+            let baseItemValue = try base.resolve(baseItem).value
+            let revisionItemValue = try revision.resolve(revisionItem).value
+            for method in ContractDiff.methods {
+                guard let baseOperation = baseItemValue[method] else { continue }
+                let place = Place(path: path, method: method)
+                guard let revisionOperation = revisionItemValue[method] else {
+                    add("api-operation-removed", .breaking, place, nil, "the operation is gone")
+                    continue
+                }
+                try compareOperation(baseOperation, revisionOperation, baseItem: baseItemValue, revisionItem: revisionItemValue, place)
+            }
+        }
+        for path in revisionPaths.keys where basePaths[path] == nil {
+            add("api-path-added", .info, Place(path: path), nil, "a new path")
+        }
+        compareVersions()
+        changes.sort { ($0.path ?? "", $0.method ?? "", $0.status ?? "", $0.pointer ?? "", $0.rule) < ($1.path ?? "", $1.method ?? "", $1.status ?? "", $1.pointer ?? "", $1.rule) }
+    }
+
+    mutating func compareVersions() {
+        let baseVersion = base.contractVersion
+        let revisionVersion = revision.contractVersion
+        let hasBreaking = changes.contains { $0.severity == .breaking }
+        if baseVersion != revisionVersion, Self.withoutVersion(base.root) == Self.withoutVersion(revision.root) {
+            add("api-version-changed-without-changes", .info, Place(), nil, "info.version changed from \(baseVersion) to \(revisionVersion) with no other change")
+        }
+        if hasBreaking {
+            let baseMajor = (try? ContractVersion(baseVersion))?.major
+            let revisionMajor = (try? ContractVersion(revisionVersion))?.major
+            if baseMajor == nil || revisionMajor == nil || baseMajor == revisionMajor {
+                add("breaking-changes-without-major-version-bump", .warning, Place(), nil,
+                    "breaking changes, but info.version went from \(baseVersion) to \(revisionVersion)")
+            }
+        }
+    }
+
+    /// The document with `info.version` removed (to tell "only the version changed").
+    static func withoutVersion(_ root: JSONValue) -> JSONValue {
+        guard case .object(var object) = root, case .object(var info) = object["info"] ?? .null else { return root }
+        info["version"] = nil
+        object["info"] = .object(info)
+        return .object(object)
+    }
+
+    mutating func compareOperation(_ baseValue: JSONValue, _ revisionValue: JSONValue, baseItem: JSONValue, revisionItem: JSONValue, _ place: Place) throws(ContractLoadError) {
+        let baseOperation = try base.resolve(baseValue).value
+        let revisionOperation = try revision.resolve(revisionValue).value
+
+        // Parameters: path-level ones apply unless the operation overrides them (same name and location).
+        let baseParameters = try parameters(of: baseOperation, item: baseItem, in: base)
+        let revisionParameters = try parameters(of: revisionOperation, item: revisionItem, in: revision)
+        for (key, parameter) in revisionParameters {
+            let required = parameter["required"] == .bool(true)
+            if let old = baseParameters[key] {
+                if required, old["required"] != .bool(true) {
+                    add("request-parameter-became-required", .breaking, place, nil, "parameter \(key) is now required")
+                }
+                if let oldSchema = old["schema"], let newSchema = parameter["schema"] {
+                    var visited: Set<String> = []
+                    try compareRequestSchema(oldSchema, newSchema, place, "parameter \(key)", rulePrefix: "request-parameter", pointer: "", visited: &visited)
+                }
+            } else {
+                add(required ? "new-required-request-parameter" : "new-optional-request-parameter", required ? .breaking : .info,
+                    place, nil, "\(required ? "required" : "optional") parameter \(key) added")
+            }
+        }
+
+        // Request body.
+        if let newBody = revisionOperation["requestBody"] {
+            let revisionBody = try revision.resolve(newBody).value
+            if let oldBody = baseOperation["requestBody"] {
+                let baseBody = try base.resolve(oldBody).value
+                for (mediaType, newMedia) in objectMembers(revisionBody["content"]) {
+                    guard let oldMedia = objectMembers(baseBody["content"])[mediaType],
+                        let oldSchema = oldMedia["schema"], let newSchema = newMedia["schema"]
+                    else { continue }
+                    var visited: Set<String> = []
+                    try compareRequestSchema(oldSchema, newSchema, place, "request body (\(mediaType))", rulePrefix: "request-body", pointer: "", visited: &visited)
+                }
+                if revisionBody["required"] == .bool(true), baseBody["required"] != .bool(true) {
+                    add("request-body-became-required", .breaking, place, nil, "the request body is now required")
+                }
+            } else if revisionBody["required"] == .bool(true) {
+                add("request-body-required-added", .breaking, place, nil, "a required request body was added")
+            }
+        }
+
+        // Responses: what the client reads.
+        let baseResponses = objectMembers(baseOperation["responses"])
+        let revisionResponses = objectMembers(revisionOperation["responses"])
+        for (status, oldResponseValue) in baseResponses {
+            var responsePlace = place
+            responsePlace.status = status
+            guard let newResponseValue = revisionResponses[status] else {
+                if status.hasPrefix("2") {
+                    add("response-success-status-removed", .breaking, responsePlace, nil, "success response \(status) is gone")
+                }
+                continue
+            }
+            let oldResponse = try base.resolve(oldResponseValue).value
+            let newResponse = try revision.resolve(newResponseValue).value
+            let oldContent = objectMembers(oldResponse["content"])
+            let newContent = objectMembers(newResponse["content"])
+            for (mediaType, oldMedia) in oldContent {
+                guard let newMedia = newContent[mediaType] else {
+                    add("response-media-type-removed", .breaking, responsePlace, nil, "response media type \(mediaType) is gone")
+                    continue
+                }
+                if let oldSchema = oldMedia["schema"], let newSchema = newMedia["schema"] {
+                    var visited: Set<String> = []
+                    try compareResponseSchema(oldSchema, newSchema, responsePlace, pointer: "", visited: &visited)
+                }
+            }
+        }
+
+        // Security: a requirement added to an operation locks out clients that do not send it.
+        let baseSecurity = Set(securityNames(baseOperation["security"] ?? base.root["security"]))
+        let revisionSecurity = Set(securityNames(revisionOperation["security"] ?? revision.root["security"]))
+        for scheme in revisionSecurity.subtracting(baseSecurity).sorted() {
+            add("api-security-added", .breaking, place, nil, "the operation now requires \(scheme)")
+        }
+    }
+
+    func parameters(of operation: JSONValue, item: JSONValue, in document: OpenAPIDocument) throws(ContractLoadError) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for source in [item["parameters"], operation["parameters"]] {
+            guard case .array(let list) = source ?? .null else { continue }
+            for entry in list {
+                let parameter = try document.resolve(entry).value
+                guard let name = parameter["name"]?.stringValue, let location = parameter["in"]?.stringValue else { continue }
+                result["\(location):\(name)"] = parameter
+            }
+        }
+        return result
+    }
+
+    func securityNames(_ value: JSONValue?) -> [String] {
+        guard case .array(let requirements) = value ?? .null else { return [] }
+        return requirements.flatMap { requirement -> [String] in
+            guard case .object(let object) = requirement else { return [] }
+            return object.keys.sorted()
+        }
+    }
+
+    // MARK: - Schemas
+
+    /// The facts about a schema that the rules compare, with 3.0 `nullable` and 3.1 type arrays unified.
+    struct Shape {
+        var types: Set<String>
+        var nullable: Bool
+        var properties: [String: JSONValue]
+        var required: Set<String>
+        var enumValues: [JSONValue]?
+        var isExtensibleEnum: Bool
+        var items: JSONValue?
+        var value: JSONValue
+    }
+
+    func shape(_ value: JSONValue, isOpenAPI30: Bool) -> Shape {
+        var types: Set<String> = []
+        switch value["type"] ?? .null {
+        case .string(let type): types = [type]
+        case .array(let list): types = Set(list.compactMap(\.stringValue))
+        default: break
+        }
+        var nullable = types.contains("null") || (isOpenAPI30 && value["nullable"] == .bool(true))
+        if case .array(let list) = value["enum"] ?? .null, list.contains(.null) { nullable = true }
+        types.remove("null")
+        var enumValues: [JSONValue]?
+        var extensible = false
+        if case .array(let list) = value["enum"] ?? .null {
+            enumValues = list.filter { $0 != .null }
+            extensible = value["x-extensible-enum"] == .bool(true)
+        }
+        if case .array(let list) = value["x-extensible-enum"] ?? .null {
+            enumValues = list
+            extensible = true
+            if types.isEmpty { types = ["string"] }
+        }
+        // The open-enum pattern: anyOf [{type: string, enum: [...]}, {type: string}].
+        if case .array(let alternatives) = value["anyOf"] ?? .null, alternatives.count == 2,
+            case .array(let known) = alternatives[0]["enum"] ?? .null, alternatives[1]["enum"] == nil,
+            alternatives[1]["type"] == "string"
+        {
+            enumValues = known
+            extensible = true
+            types = ["string"]
+        }
+        var required: Set<String> = []
+        if case .array(let list) = value["required"] ?? .null { required = Set(list.compactMap { $0.stringValue }) }
+        return Shape(types: types, nullable: nullable, properties: objectMembers(value["properties"]), required: required,
+                     enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value)
+    }
+
+    /// Responses: the client reads what the server sends.
+    mutating func compareResponseSchema(_ oldValue: JSONValue, _ newValue: JSONValue, _ place: Place, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
+        let old = try base.resolve(oldValue)
+        let new = try revision.resolve(newValue)
+        let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer.isEmpty ? "" : "p")"
+        if !old.location.isEmpty || !new.location.isEmpty {
+            guard visited.insert(key).inserted else { return }  // recursion: already compared
+        }
+        let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)
+        let b = shape(new.value, isOpenAPI30: revision.isOpenAPI30)
+        let subject = pointer.isEmpty ? "the response body" : "response property \(pointer)"
+        if !a.types.isEmpty, !b.types.isEmpty, !b.types.isSubset(of: a.types) {
+            add(pointer.isEmpty ? "response-body-type-changed" : "response-property-type-changed", .breaking, place, pointer.isEmpty ? nil : pointer,
+                "\(subject) changed type from \(a.types.sorted()) to \(b.types.sorted())")
+        }
+        if b.nullable, !a.nullable {
+            add(pointer.isEmpty ? "response-body-became-nullable" : "response-property-became-nullable", .breaking, place, pointer.isEmpty ? nil : pointer, "\(subject) may now be null")
+        }
+        if let oldValues = a.enumValues, let newValues = b.enumValues {
+            for value in newValues where !oldValues.contains(value) {
+                if a.isExtensibleEnum {
+                    add("response-property-extensible-enum-value-added", .info, place, pointer.isEmpty ? nil : pointer, "new value \(value) of an extensible enum")
+                } else {
+                    add("response-property-enum-value-added", .breaking, place, pointer.isEmpty ? nil : pointer, "new value \(value) of a closed enum: old clients fail to decode it")
+                }
+            }
+        }
+        for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
+            let childPointer = pointer + "/properties/" + Loader.escape(name)
+            guard let newProperty = b.properties[name] else {
+                add("response-property-removed", .breaking, place, childPointer, "property \(name) is no longer sent")
+                continue
+            }
+            if a.required.contains(name), !b.required.contains(name) {
+                add("response-property-became-optional", .breaking, place, childPointer, "property \(name) may now be missing")
+            }
+            try compareResponseSchema(oldProperty, newProperty, place, pointer: childPointer, visited: &visited)
+        }
+        if let oldItems = a.items, let newItems = b.items {
+            try compareResponseSchema(oldItems, newItems, place, pointer: pointer + "/items", visited: &visited)
+        }
+    }
+
+    /// Requests: the client sends what the server must accept.
+    mutating func compareRequestSchema(_ oldValue: JSONValue, _ newValue: JSONValue, _ place: Place, _ subject: String, rulePrefix: String, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
+        let old = try base.resolve(oldValue)
+        let new = try revision.resolve(newValue)
+        let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer)"
+        if !old.location.isEmpty || !new.location.isEmpty {
+            guard visited.insert(key).inserted else { return }
+        }
+        let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)
+        let b = shape(new.value, isOpenAPI30: revision.isOpenAPI30)
+        let at = pointer.isEmpty ? nil : pointer
+        let prefix = pointer.isEmpty ? rulePrefix : "request-property"
+        let what = pointer.isEmpty ? subject : "\(subject) property \(pointer)"
+        if !a.types.isEmpty, !b.types.isEmpty, !a.types.isSubset(of: b.types) {
+            add("\(prefix)-type-changed", .breaking, place, at, "\(what) changed type from \(a.types.sorted()) to \(b.types.sorted())")
+        }
+        if a.nullable, !b.nullable {
+            add("\(prefix)-became-not-nullable", .breaking, place, at, "\(what) may no longer be null")
+        }
+        if let oldValues = a.enumValues {
+            let newValues = b.enumValues ?? oldValues
+            for value in oldValues where !newValues.contains(value) {
+                add("\(prefix)-enum-value-removed", .breaking, place, at, "\(what) no longer accepts \(value)")
+            }
+        }
+        func number(_ name: String, _ shape: Shape) -> JSONNumber? {
+            if case .number(let number) = shape.value[name] ?? .null { return number }
+            return nil
+        }
+        for (keyword, tighterWhenLower) in [("maxLength", true), ("maxItems", true), ("maximum", true), ("minimum", false), ("minLength", false), ("minItems", false)] {
+            let oldLimit = number(keyword, a)
+            let newLimit = number(keyword, b)
+            guard let newLimit else { continue }
+            let tightened: Bool
+            if let oldLimit { tightened = tighterWhenLower ? newLimit < oldLimit : newLimit > oldLimit } else { tightened = true }
+            if tightened {
+                let change = tighterWhenLower ? "decreased" : "increased"
+                let rule = "\(prefix)-\(Self.kebab(keyword))-\(oldLimit == nil ? "added" : change)"
+                add(rule, .breaking, place, at, "\(what): \(keyword) \(oldLimit.map { "\($0) → " } ?? "")\(newLimit)")
+            }
+        }
+        if let newPattern = b.value["pattern"]?.stringValue, newPattern != a.value["pattern"]?.stringValue {
+            add("\(prefix)-pattern-\(a.value["pattern"] == nil ? "added" : "changed")", .breaking, place, at, "\(what) must now match \(newPattern.debugDescription)")
+        }
+        for name in b.required.subtracting(a.required).sorted() {
+            let childPointer = pointer + "/properties/" + Loader.escape(name)
+            if a.properties[name] == nil {
+                add("new-required-request-property", .breaking, place, childPointer, "\(subject) needs a new property \(name)")
+            } else {
+                add("request-property-became-required", .breaking, place, childPointer, "\(subject) property \(name) is now required")
+            }
+        }
+        for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
+            guard let oldProperty = a.properties[name] else { continue }
+            try compareRequestSchema(oldProperty, newProperty, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/properties/" + Loader.escape(name), visited: &visited)
+        }
+        if let oldItems = a.items, let newItems = b.items {
+            try compareRequestSchema(oldItems, newItems, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/items", visited: &visited)
+        }
+    }
+
+    static func kebab(_ camel: String) -> String {
+        camel.reduce(into: "") { text, character in
+            if character.isUppercase { text += "-" + character.lowercased() } else { text.append(character) }
+        }
+    }
+}
+
+func objectMembers(_ value: JSONValue?) -> [String: JSONValue] {
+    guard case .object(let object) = value ?? .null else { return [:] }
+    var members: [String: JSONValue] = [:]
+    for (key, member) in object { members[key] = member }
+    return members
+}

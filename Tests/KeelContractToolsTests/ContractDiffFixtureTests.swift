@@ -1,0 +1,139 @@
+import Foundation
+import KeelContract
+import KeelContractTools
+import Testing
+
+/// Base/revision pairs for the compatibility gate (issue #4), each asserting the exact rule ids found.
+@Suite struct ContractDiffFixtureTests {
+    static let base = """
+        openapi: 3.1.0
+        info: {title: Notes, version: 1.0.0}
+        paths:
+          /notes/{id}:
+            get:
+              parameters:
+                - {name: id, in: path, required: true, schema: {type: string}}
+                - {name: X-Trace, in: header, required: false, schema: {type: string}}
+                - {name: view, in: query, schema: {type: string, enum: [full, compact]}}
+              responses:
+                '200':
+                  content:
+                    application/json:
+                      schema: {$ref: '#/components/schemas/Note'}
+            put:
+              requestBody:
+                content:
+                  application/json:
+                    schema: {$ref: '#/components/schemas/NoteInput'}
+              responses:
+                '200': {description: ok}
+        components:
+          schemas:
+            Note:
+              type: object
+              required: [id, title, kind, visibility]
+              properties:
+                id: {type: string}
+                title: {type: string}
+                kind: {type: string, enum: [text, checklist], x-extensible-enum: true}
+                visibility: {type: string, enum: [private, shared]}
+                tags: {type: array, items: {type: string}}
+            NoteInput:
+              type: object
+              required: [title]
+              properties:
+                title: {type: string, maxLength: 200, pattern: '^.+$'}
+                body: {type: [string, 'null'], minLength: 0}
+                visibility: {type: string, enum: [private, shared]}
+                labels: {type: array, maxItems: 10, items: {type: string}}
+                priority: {type: integer, minimum: 0}
+        """
+
+    struct Fixture: CustomTestStringConvertible, Sendable {
+        let name: String
+        let edits: [(String, String)]
+        let version: String
+        let expected: [String]
+        var baseEdits: [(String, String)] = []
+        var testDescription: String { name }
+    }
+
+    static func apply(_ edits: [(String, String)], to text: String) -> String {
+        edits.reduce(text) { text, edit in
+            precondition(text.contains(edit.0), "fixture edit does not apply: \(edit.0)")
+            return text.replacingOccurrences(of: edit.0, with: edit.1)
+        }
+    }
+
+    static let fixtures: [Fixture] = [
+        Fixture(name: "identical", edits: [], version: "1.0.0", expected: []),
+        Fixture(name: "component renamed, same shape", edits: [("Note:\n", "Memo:\n"), ("schemas/Note'", "schemas/Memo'")], version: "1.0.0", expected: []),
+        Fixture(name: "path renamed", edits: [("/notes/{id}:", "/items/{id}:")], version: "2.0.0", expected: ["api-path-added", "api-path-removed"]),
+        Fixture(name: "operation removed", edits: [("    put:\n      requestBody:", "    x-put:\n      requestBody:")], version: "2.0.0", expected: ["api-operation-removed"]),
+        Fixture(name: "success response removed", edits: [("        '200':\n          content:", "        '404':\n          content:")], version: "2.0.0", expected: ["response-success-status-removed"]),
+        Fixture(name: "response media type removed", edits: [("            application/json:\n              schema: {$ref: '#/components/schemas/Note'}", "            application/xml:\n              schema: {$ref: '#/components/schemas/Note'}")], version: "2.0.0", expected: ["response-media-type-removed"]),
+        Fixture(name: "response property removed", edits: [("        tags: {type: array, items: {type: string}}\n", "")], version: "2.0.0", expected: ["response-property-removed"]),
+        Fixture(name: "response property became optional", edits: [("required: [id, title, kind, visibility]", "required: [id, title, visibility]")], version: "2.0.0", expected: ["response-property-became-optional"]),
+        Fixture(name: "response property became nullable", edits: [("        title: {type: string}\n", "        title: {type: [string, 'null']}\n")], version: "2.0.0", expected: ["response-property-became-nullable"]),
+        Fixture(name: "response property type changed", edits: [("        id: {type: string}", "        id: {type: integer}")], version: "2.0.0", expected: ["response-property-type-changed"]),
+        Fixture(name: "response body type changed", edits: [("    Note:\n      type: object", "    Note:\n      type: [object, array]")], version: "2.0.0", expected: ["response-body-type-changed"]),
+        Fixture(name: "closed response enum value added", edits: [("        visibility: {type: string, enum: [private, shared]}\n        tags", "        visibility: {type: string, enum: [private, shared, team]}\n        tags")], version: "2.0.0", expected: ["response-property-enum-value-added"]),
+        Fixture(name: "extensible response enum value added", edits: [("enum: [text, checklist], x-extensible-enum: true", "enum: [text, checklist, drawing], x-extensible-enum: true")], version: "1.1.0", expected: ["response-property-extensible-enum-value-added"]),
+        Fixture(name: "open-enum pattern value added",
+                edits: [("kind: {anyOf: [{type: string, enum: [text]}, {type: string}]}", "kind: {anyOf: [{type: string, enum: [text, voice]}, {type: string}]}")],
+                version: "1.1.0", expected: ["response-property-extensible-enum-value-added"],
+                baseEdits: [("kind: {type: string, enum: [text, checklist], x-extensible-enum: true}", "kind: {anyOf: [{type: string, enum: [text]}, {type: string}]}")]),
+        Fixture(name: "x-extensible-enum list value added",
+                edits: [("kind: {type: string, x-extensible-enum: [text]}", "kind: {type: string, x-extensible-enum: [text, table]}")],
+                version: "1.1.0", expected: ["response-property-extensible-enum-value-added"],
+                baseEdits: [("kind: {type: string, enum: [text, checklist], x-extensible-enum: true}", "kind: {type: string, x-extensible-enum: [text]}")]),
+        Fixture(name: "new required request parameter", edits: [("        - {name: view, in: query,", "        - {name: since, in: query, required: true, schema: {type: string}}\n        - {name: view, in: query,")], version: "2.0.0", expected: ["new-required-request-parameter"]),
+        Fixture(name: "new optional request parameter", edits: [("        - {name: view, in: query,", "        - {name: since, in: query, schema: {type: string}}\n        - {name: view, in: query,")], version: "1.1.0", expected: ["new-optional-request-parameter"]),
+        Fixture(name: "request parameter became required", edits: [("{name: X-Trace, in: header, required: false,", "{name: X-Trace, in: header, required: true,")], version: "2.0.0", expected: ["request-parameter-became-required"]),
+        Fixture(name: "request parameter type changed", edits: [("{name: id, in: path, required: true, schema: {type: string}}", "{name: id, in: path, required: true, schema: {type: integer}}")], version: "2.0.0", expected: ["request-parameter-type-changed"]),
+        Fixture(name: "request parameter enum value removed", edits: [("enum: [full, compact]", "enum: [full]")], version: "2.0.0", expected: ["request-parameter-enum-value-removed"]),
+        Fixture(name: "new required request property", edits: [("      required: [title]\n", "      required: [title, folder]\n"), ("        priority: {type: integer, minimum: 0}", "        priority: {type: integer, minimum: 0}\n        folder: {type: string}")], version: "2.0.0", expected: ["new-required-request-property"]),
+        Fixture(name: "request property became required", edits: [("      required: [title]\n", "      required: [title, body]\n")], version: "2.0.0", expected: ["request-property-became-required"]),
+        Fixture(name: "request enum value removed", edits: [("        visibility: {type: string, enum: [private, shared]}\n        labels", "        visibility: {type: string, enum: [private]}\n        labels")], version: "2.0.0", expected: ["request-property-enum-value-removed"]),
+        Fixture(name: "request property type changed", edits: [("priority: {type: integer, minimum: 0}", "priority: {type: string}")], version: "2.0.0", expected: ["request-property-type-changed"]),
+        Fixture(name: "maxLength decreased", edits: [("maxLength: 200", "maxLength: 100")], version: "2.0.0", expected: ["request-property-max-length-decreased"]),
+        Fixture(name: "maxLength relaxed is fine", edits: [("maxLength: 200", "maxLength: 300")], version: "1.1.0", expected: []),
+        Fixture(name: "minLength increased", edits: [("minLength: 0", "minLength: 1")], version: "2.0.0", expected: ["request-property-min-length-increased"]),
+        Fixture(name: "pattern changed", edits: [("pattern: '^.+$'", "pattern: '^[a-z]+$'")], version: "2.0.0", expected: ["request-property-pattern-changed"]),
+        Fixture(name: "pattern added", edits: [("        priority: {type: integer, minimum: 0}", "        priority: {type: integer, minimum: 0, pattern: '^1'}")], version: "2.0.0", expected: ["request-property-pattern-added"]),
+        Fixture(name: "maxItems decreased", edits: [("maxItems: 10", "maxItems: 5")], version: "2.0.0", expected: ["request-property-max-items-decreased"]),
+        Fixture(name: "minimum increased", edits: [("minimum: 0", "minimum: 1")], version: "2.0.0", expected: ["request-property-minimum-increased"]),
+        Fixture(name: "maximum added", edits: [("priority: {type: integer, minimum: 0}", "priority: {type: integer, minimum: 0, maximum: 5}")], version: "2.0.0", expected: ["request-property-maximum-added"]),
+        Fixture(name: "request property no longer nullable", edits: [("body: {type: [string, 'null'], minLength: 0}", "body: {type: string, minLength: 0}")], version: "2.0.0", expected: ["request-property-became-not-nullable"]),
+        Fixture(name: "request body became required", edits: [("    put:\n      requestBody:\n", "    put:\n      requestBody:\n        required: true\n")], version: "2.0.0", expected: ["request-body-became-required"]),
+        Fixture(name: "security added", edits: [("    get:\n      parameters:", "    get:\n      security: [{oauth: [notes.read]}]\n      parameters:")], version: "2.0.0", expected: ["api-security-added"]),
+        Fixture(name: "version changed without changes", edits: [], version: "1.0.1", expected: ["api-version-changed-without-changes"]),
+        Fixture(name: "breaking change without a major bump", edits: [("        tags: {type: array, items: {type: string}}\n", "")], version: "1.1.0", expected: ["breaking-changes-without-major-version-bump", "response-property-removed"]),
+        Fixture(name: "new optional response property is fine", edits: [("        tags: {type: array, items: {type: string}}\n", "        tags: {type: array, items: {type: string}}\n        pinned: {type: boolean}\n")], version: "1.1.0", expected: []),
+        Fixture(name: "request property became optional is fine", edits: [("      required: [title]\n", "      required: []\n")], version: "1.1.0", expected: []),
+        Fixture(name: "response property became required is fine", edits: [("required: [id, title, kind, visibility]", "required: [id, title, kind, visibility, tags]")], version: "1.1.0", expected: []),
+        Fixture(name: "closed response enum value removed is fine", edits: [("        visibility: {type: string, enum: [private, shared]}\n        tags", "        visibility: {type: string, enum: [private]}\n        tags")], version: "1.1.0", expected: []),
+        Fixture(name: "path added", edits: [("components:\n", "  /folders:\n    get:\n      responses:\n        '200': {description: ok}\ncomponents:\n")], version: "1.1.0", expected: ["api-path-added"]),
+        Fixture(name: "OpenAPI 3.0 nullable added to a response property",
+                edits: [("title: {type: string, nullable: false}", "title: {type: string, nullable: true}")],
+                version: "2.0.0", expected: ["response-property-became-nullable"],
+                baseEdits: [("openapi: 3.1.0", "openapi: 3.0.3"), ("        title: {type: string}\n", "        title: {type: string, nullable: false}\n"),
+                            ("body: {type: [string, 'null'], minLength: 0}", "body: {type: string, minLength: 0}")]),
+    ]
+
+    @Test(arguments: fixtures)
+    func reportsExactlyTheExpectedRules(fixture: Fixture) throws {
+        let baseText = Self.apply(fixture.baseEdits, to: Self.base)
+        var revisionText = Self.apply(fixture.edits, to: baseText)
+        revisionText = revisionText.replacingOccurrences(of: "version: 1.0.0}", with: "version: \(fixture.version)}")
+        let base = try OpenAPIDocument.parse(baseText, name: "base.yaml")
+        let revision = try OpenAPIDocument.parse(revisionText, name: "revision.yaml")
+        let changes = try ContractDiff(base: base, revision: revision).changes()
+        #expect(changes.map(\.rule).sorted() == fixture.expected.sorted(), "\(changes)")
+    }
+
+    @Test func thereAreAtLeastFortyFixtures() {
+        #expect(Self.fixtures.count >= 40)
+        #expect(Set(Self.fixtures.map(\.name)).count == Self.fixtures.count)
+    }
+}
