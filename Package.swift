@@ -58,7 +58,7 @@ let package = Package(
         // MARK: - Executables
         .executableTarget(
             name: "keel",
-            dependencies: ["KeelCore", "KeelContract", "KeelStore", "KeelTesting"],
+            dependencies: ["KeelCore", "KeelContract", "KeelContractTools", "KeelStore", "KeelTesting"],
             swiftSettings: swiftSettings
         ),
         // Runs storage workloads in a child process for kill -9 tests (KeelStoreTests); not a product.

@@ -11,7 +11,7 @@ enum Keel {
         let run: @Sendable ([String]) async throws -> Int32
     }
 
-    static let commands: [Command] = [ServeCommand.command, FaultsCommand.command, SchemaCommand.command, InventoryCommand.command]
+    static let commands: [Command] = [ServeCommand.command, FaultsCommand.command, SchemaCommand.command, ContractCommand.command, InventoryCommand.command]
 
     static let usage = """
         USAGE: keel <subcommand> [options]

@@ -34,7 +34,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["serve", "faults", "schema", "inventory"])
+    @Test(arguments: ["serve", "faults", "schema", "contract", "inventory"])
     func everySubcommandHasHelp(subcommand: String) async throws {
         let viaFlag = try await keel(subcommand, "--help")
         #expect(viaFlag.status == .exited(0))

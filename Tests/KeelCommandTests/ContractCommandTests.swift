@@ -1,0 +1,82 @@
+import Foundation
+import KeelTesting
+import Testing
+
+/// `keel contract diff`, run as the built binary.
+@Suite struct ContractCommandTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-contract-cli") }
+
+    static let base = """
+        openapi: 3.1.0
+        info: {title: Notes, version: 1.0.0}
+        paths:
+          /notes:
+            get:
+              responses:
+                '200':
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        properties:
+                          kind: {type: string, enum: [text], x-extensible-enum: true}
+                          title: {type: string}
+        """
+
+    private func write(_ name: String, _ text: String) throws { try Data(text.utf8).write(to: directory.url(name)) }
+
+    private func run(_ arguments: [String]) async throws -> (ChildProcess.Termination, String, String) {
+        let child = try ChildProcess.launch(product: "keel", arguments: ["contract", "diff"] + arguments, workingDirectory: directory.url)
+        child.closeInput()
+        let status = try await child.waitForExit(timeout: .seconds(60))
+        return (status, child.output(of: .standardOutput), child.output(of: .standardError))
+    }
+
+    @Test func aCompatibleRevisionExitsZero() async throws {
+        try write("base.yaml", Self.base)
+        try write("next.yaml", Self.base.replacingOccurrences(of: "enum: [text]", with: "enum: [text, drawing]").replacingOccurrences(of: "1.0.0", with: "1.1.0"))
+        let (status, output, _) = try await run(["base.yaml", "next.yaml"])
+        #expect(status == .exited(0))
+        #expect(output.contains("INFO  response-property-extensible-enum-value-added  GET /notes → 200 /properties/kind"))
+        #expect(output.contains("0 breaking, 0 warning, 1 info"))
+    }
+
+    @Test func aBreakingRevisionExitsOneAndJSONIsMachineReadable() async throws {
+        try write("base.yaml", Self.base)
+        let withoutTitle = Self.base.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("title: {type: string}") }
+        try write("broken.yaml", withoutTitle.joined(separator: "\n"))
+        let (status, output, _) = try await run(["base.yaml", "broken.yaml", "--format", "json"])
+        #expect(status == .exited(1))
+        struct Report: Decodable {
+            struct Change: Decodable { var rule: String; var severity: String; var path: String?; var pointer: String? }
+            struct Summary: Decodable { var breaking: Int; var warning: Int; var failed: Bool }
+            var changes: [Change]
+            var summary: Summary
+        }
+        let report = try JSONDecoder().decode(Report.self, from: Data(output.utf8))
+        #expect(report.changes.map(\.rule).sorted() == ["breaking-changes-without-major-version-bump", "response-property-removed"])
+        #expect(report.summary.breaking == 1 && report.summary.warning == 1 && report.summary.failed)
+        #expect(report.changes.first { $0.rule == "response-property-removed" }?.pointer == "/properties/title")
+    }
+
+    @Test func failOnWarningCountsWarnings() async throws {
+        try write("base.yaml", Self.base)
+        try write("same.yaml", Self.base)
+        let (status, _, _) = try await run(["base.yaml", "same.yaml", "--fail-on", "warning"])
+        #expect(status == .exited(0))
+    }
+
+    @Test(arguments: [
+        ("nothing: here", "no `openapi` field"),
+        ("openapi: 3.1.0\ninfo: {title: x, version: 1.0.0}\npaths:\n  /a:\n    get:\n      responses:\n        '200': {$ref: '#/nope'}", "dangling $ref #/nope"),
+        ("openapi: [1,", "not valid YAML"),
+    ])
+    func invalidInputExitsTwoNamingTheFile(text: String, message: String) async throws {
+        try write("base.yaml", Self.base)
+        try write("bad.yaml", text)
+        let (status, _, error) = try await run(["base.yaml", "bad.yaml"])
+        #expect(status == .exited(2))
+        #expect(error.contains("bad.yaml") && error.contains(message), "\(error)")
+    }
+}
