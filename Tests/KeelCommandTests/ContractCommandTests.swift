@@ -80,3 +80,31 @@ import Testing
         #expect(error.contains("bad.yaml") && error.contains(message), "\(error)")
     }
 }
+
+/// The compatibility gate on the repository's own sample contract: this test is what CI runs.
+@Suite struct SampleContractGateTests {
+    static var contracts: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("contracts")
+    }
+
+    @Test func version1Point1IsCompatibleWithVersion1() async throws {
+        let child = try ChildProcess.launch(product: "keel", arguments: [
+            "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
+            Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path, "--fail-on", "warning",
+        ])
+        #expect(try await child.waitForExit() == .exited(0), "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
+        let output = child.output(of: .standardOutput)
+        #expect(output.contains("response-property-extensible-enum-value-added"))
+        #expect(output.contains("0 breaking, 0 warning"))
+    }
+
+    @Test func goingBackFrom1Point1WouldBreakItsClients() async throws {
+        let child = try ChildProcess.launch(product: "keel", arguments: [
+            "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path,
+            Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
+        ])
+        #expect(try await child.waitForExit() == .exited(1))
+        #expect(child.output(of: .standardOutput).contains("response-property-removed"))
+    }
+}
