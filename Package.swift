@@ -65,8 +65,11 @@ let package = Package(
         .executableTarget(name: "keel-fixtures", dependencies: ["KeelStore", "KeelStoreFixtures"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "keel-bench",
-            // CSQLite directly: the store benchmarks' baseline is raw sqlite3 calls.
-            dependencies: ["KeelCore", "KeelContract", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelTesting", "CSQLite"],
+            // CSQLite and CYAML directly: baselines are raw sqlite3 calls and libyaml parsing alone.
+            dependencies: [
+                "KeelCore", "KeelContract", "KeelContractTools", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelTesting",
+                "CSQLite", "CYAML",
+            ],
             swiftSettings: swiftSettings
         ),
 

@@ -10,6 +10,7 @@ enum KeelBench {
         ContractBenchmarks.decodeTolerant,
         ContractBenchmarks.schemaValidate,
         HTTPBenchmarks.get,
+        ContractToolsBenchmarks.diff,
         StoreBenchmarks.insert,
         StoreBenchmarks.read,
         StoreBenchmarks.transactions,

@@ -48,14 +48,20 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// Whether the object has no members.
     public var isEmpty: Bool { keys.isEmpty }
 
-    public func makeIterator() -> some IteratorProtocol<(key: String, value: JSONValue)> {
-        var index = 0
-        return AnyIterator {
-            guard index < keys.count else { return nil }
+    /// Iterates the members in document order.
+    public struct Iterator: IteratorProtocol {
+        fileprivate let object: JSONObject
+        fileprivate var index = 0
+
+        public mutating func next() -> (key: String, value: JSONValue)? {
+            guard index < object.keys.count else { return nil }
             defer { index += 1 }
-            return (keys[index], storage[MemberName(name: keys[index])]!)
+            let key = object.keys[index]
+            return (key, object.storage[MemberName(name: key)]!)
         }
     }
+
+    public func makeIterator() -> Iterator { Iterator(object: self) }
 
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool { lhs.storage == rhs.storage }
 

@@ -206,7 +206,7 @@ private struct Collector {
     struct Shape {
         var types: Set<String>
         var nullable: Bool
-        var properties: [String: JSONValue]
+        var properties: JSONObject
         var required: Set<String>
         var enumValues: [JSONValue]?
         var isExtensibleEnum: Bool
@@ -361,9 +361,8 @@ private struct Collector {
     }
 }
 
-func objectMembers(_ value: JSONValue?) -> [String: JSONValue] {
-    guard case .object(let object) = value ?? .null else { return [:] }
-    var members: [String: JSONValue] = [:]
-    for (key, member) in object { members[key] = member }
-    return members
+/// The members of an object value (empty for anything else), without copying them.
+func objectMembers(_ value: JSONValue?) -> JSONObject {
+    guard case .object(let object) = value ?? .null else { return JSONObject() }
+    return object
 }

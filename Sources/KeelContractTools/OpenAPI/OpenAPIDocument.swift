@@ -134,29 +134,47 @@ struct Loader {
     /// Checks that every `$ref` under `value` resolves, loading referenced files (cycles are fine).
     mutating func checkReferences(in value: JSONValue, file: URL, pointer: String) throws(ContractLoadError) {
         var visited: Set<String> = []
-        try check(value, file: file, pointer: pointer, visited: &visited)
+        var path: [String] = []
+        try check(value, file: file, path: &path, visited: &visited)
     }
 
-    private mutating func check(_ value: JSONValue, file: URL, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
+    /// Walks the tree keeping the JSON pointer as a token stack (joined only for an error message).
+    private mutating func check(_ value: JSONValue, file: URL, path: inout [String], visited: inout Set<String>) throws(ContractLoadError) {
         switch value {
         case .object(let object):
             if case .string(let reference) = object["$ref"] ?? .null {
                 let (targetFile, targetPointer) = Self.split(reference, relativeTo: file)
                 let document = try self.document(at: targetFile, referencedFrom: file.path)
                 guard Self.walk(document, targetPointer) != nil else {
+                    let pointer = path.map { "/" + Self.escape($0) }.joined()
                     throw ContractLoadError(file: file.path, location: "#" + pointer + "/$ref", message: "dangling $ref \(reference)")
                 }
                 // A referenced file's own references are checked once (cycles between files are fine).
                 if targetFile != file, visited.insert(targetFile.path).inserted {
-                    try check(document, file: targetFile, pointer: "", visited: &visited)
+                    var inner: [String] = []
+                    try check(document, file: targetFile, path: &inner, visited: &visited)
                 }
             }
             for (key, child) in object where key != "$ref" {
-                try check(child, file: file, pointer: pointer + "/" + Self.escape(key), visited: &visited)
+                switch child {
+                case .object, .array:
+                    path.append(key)
+                    try check(child, file: file, path: &path, visited: &visited)
+                    path.removeLast()
+                default:
+                    break
+                }
             }
         case .array(let elements):
             for (index, element) in elements.enumerated() {
-                try check(element, file: file, pointer: pointer + "/\(index)", visited: &visited)
+                switch element {
+                case .object, .array:
+                    path.append(String(index))
+                    try check(element, file: file, path: &path, visited: &visited)
+                    path.removeLast()
+                default:
+                    break
+                }
             }
         default:
             break
@@ -188,6 +206,7 @@ struct Loader {
     }
 
     static func escape(_ token: String) -> String {
-        token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        guard token.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return token }
+        return token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 }

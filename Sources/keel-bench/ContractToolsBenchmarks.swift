@@ -1,0 +1,115 @@
+import CYAML
+import Foundation
+import KeelContractTools
+import KeelTesting
+
+/// Benchmarks of the contract tools (issue #4).
+enum ContractToolsBenchmarks {
+    /// A large description: `operations` paths, each with a GET and a PUT and its own schemas.
+    static func makeSpec(operations: Int, version: String, tweak: Bool) -> String {
+        var text = "openapi: 3.1.0\ninfo: {title: Big, version: \(version)}\npaths:\n"
+        for index in 0..<operations {
+            text += """
+              /items\(index)/{id}:
+                parameters:
+                  - {name: id, in: path, required: true, schema: {type: string, format: uuid}}
+                get:
+                  parameters:
+                    - {name: view, in: query, schema: {type: string, enum: [full, compact]}}
+                  responses:
+                    '200':
+                      description: ok
+                      content:
+                        application/json:
+                          schema: {$ref: '#/components/schemas/Item\(index)'}
+                put:
+                  requestBody:
+                    content:
+                      application/json:
+                        schema: {$ref: '#/components/schemas/Item\(index)Input'}
+                  responses:
+                    '204': {description: done}
+
+            """
+        }
+        text += "components:\n  schemas:\n"
+        for index in 0..<operations {
+            let extra = (tweak && index % 100 == 0 ? "\n        note: {type: string}" : "")
+                + (0..<30).map { "\n        field\($0): {type: string, maxLength: 64, description: 'Field \($0) of item \(index)'}" }.joined()
+            text += """
+                Item\(index):
+                  type: object
+                  required: [id, title, kind]
+                  properties:
+                    id: {type: string, format: uuid}
+                    title: {type: string, maxLength: 200}
+                    kind: {type: string, enum: [a, b, c], x-extensible-enum: true}
+                    tags: {type: array, items: {type: string}}\(extra)
+                Item\(index)Input:
+                  type: object
+                  required: [title]
+                  properties:
+                    title: {type: string, maxLength: \(tweak && index % 250 == 0 ? 100 : 200)}
+                    body: {type: string}
+
+            """
+        }
+        return text
+    }
+
+    /// libyaml alone: every event of the document, nothing built.
+    static func scan(_ bytes: [UInt8]) throws -> Int {
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else { throw BenchError("yaml init") }
+        defer { yaml_parser_delete(&parser) }
+        return try bytes.withUnsafeBufferPointer { buffer in
+            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+            var events = 0
+            while true {
+                var event = yaml_event_t()
+                guard yaml_parser_parse(&parser, &event) == 1 else { throw BenchError("yaml parse failed") }
+                let done = event.type == YAML_STREAM_END_EVENT
+                yaml_event_delete(&event)
+                events += 1
+                if done { return events }
+            }
+        }
+    }
+
+    static let diff = Benchmark(
+        name: "contract.diff",
+        unit: "ms per diff of two ~5 MB descriptions",
+        goal: "ratio ≤ 2.0 (load both + diff vs libyaml alone parsing both)",
+        operations: 1,
+        bytesPerOperation: nil,
+        prepare: {
+            let directory = try TemporaryDirectory(prefix: "keel-bench-contract")
+            // 1,000 paths with a GET and a PUT each: 2,000 operations in about 5 MB of YAML.
+            let base = makeSpec(operations: 1000, version: "1.0.0", tweak: false)
+            let revision = makeSpec(operations: 1000, version: "1.1.0", tweak: true)
+            let baseURL = directory.url("base.yaml")
+            let revisionURL = directory.url("revision.yaml")
+            try Data(base.utf8).write(to: baseURL)
+            try Data(revision.utf8).write(to: revisionURL)
+            print("  contract.diff: descriptions of \(String(format: "%.1f", Double(base.utf8.count) / 1e6)) MB and \(String(format: "%.1f", Double(revision.utf8.count) / 1e6)) MB, 2,000 operations each")
+            let changes = try ContractDiff(base: try OpenAPIDocument.load(from: baseURL), revision: try OpenAPIDocument.load(from: revisionURL)).changes()
+            guard changes.contains(where: { $0.rule == "request-body-max-length-decreased" || $0.rule == "request-property-max-length-decreased" }) else {
+                throw BenchError("the diff missed the tightened maxLength")
+            }
+            let baseBytes = Array(base.utf8)
+            let revisionBytes = Array(revision.utf8)
+            return Benchmark.Sides(
+                baseline: {
+                    _ = try scan(Array(try Data(contentsOf: baseURL)))
+                    _ = try scan(Array(try Data(contentsOf: revisionURL)))
+                    _ = (baseBytes, revisionBytes)
+                },
+                candidate: {
+                    let changes = try ContractDiff(base: try OpenAPIDocument.load(from: baseURL), revision: try OpenAPIDocument.load(from: revisionURL)).changes()
+                    guard !changes.isEmpty else { throw BenchError("no changes found") }
+                },
+                teardown: { _ = directory }
+            )
+        }
+    )
+}
