@@ -252,19 +252,22 @@ struct Vocabularies {
 }
 
 /// JSON Pointer (RFC 6901) helpers.
-enum JSONPointer {
-    static func escape(_ token: String) -> String {
+package enum JSONPointer {
+    package static func escape(_ token: String) -> String {
         // Most member names need no escaping; skip Foundation's replacing for them (a hot path).
         guard token.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return token }
         return token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 
     /// The unescaped tokens of `pointer` (`""` → []), or nil if it is not a pointer.
-    static func tokens(_ pointer: String) -> [String]? {
+    package static func tokens(_ pointer: String) -> [String]? {
         if pointer.isEmpty { return [] }
         guard pointer.hasPrefix("/") else { return nil }
-        return pointer.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map {
-            $0.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
-        }
+        return pointer.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(unescape)
+    }
+
+    package static func unescape(_ token: Substring) -> String {
+        guard token.utf8.contains(UInt8(ascii: "~")) else { return String(token) }
+        return token.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
     }
 }

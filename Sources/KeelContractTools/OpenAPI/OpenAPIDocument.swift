@@ -195,7 +195,7 @@ struct Loader {
         guard pointer.hasPrefix("/") else { return nil }
         var current = value
         for raw in pointer.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
-            let token = raw.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+            let token = JSONPointer.unescape(raw)
             switch current {
             case .object(let object): guard let next = object[token] else { return nil }; current = next
             case .array(let array): guard let index = Int(token), array.indices.contains(index) else { return nil }; current = array[index]
@@ -205,8 +205,5 @@ struct Loader {
         return current
     }
 
-    static func escape(_ token: String) -> String {
-        guard token.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return token }
-        return token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
-    }
+    static func escape(_ token: String) -> String { JSONPointer.escape(token) }
 }

@@ -55,9 +55,14 @@ public enum YAML {
     private struct Builder {
         let limits: Limits
 
-        private enum Frame {
-            case sequence([JSONValue], anchor: String?)
-            case mapping(JSONObject, pendingKey: String?, anchor: String?)
+        /// One open collection. A struct mutated in place through `stack[last]`, so appending to a
+        /// large mapping or sequence never copies it (an enum payload bound with `var` would).
+        private struct Frame {
+            var isMapping: Bool
+            var elements: [JSONValue] = []
+            var object = JSONObject()
+            var pendingKey: String?
+            let anchor: String?
         }
 
         private var stack: [Frame] = []
@@ -102,25 +107,21 @@ public enum YAML {
             case YAML_SEQUENCE_START_EVENT:
                 guard stack.count < limits.maximumDepth else { throw fail("nesting deeper than \(limits.maximumDepth) levels") }
                 try count(1, fail)
-                stack.append(.sequence([], anchor: text(keel_yaml_event_anchor(&event))))
+                stack.append(Frame(isMapping: false, anchor: text(keel_yaml_event_anchor(&event))))
             case YAML_MAPPING_START_EVENT:
                 guard stack.count < limits.maximumDepth else { throw fail("nesting deeper than \(limits.maximumDepth) levels") }
                 try count(1, fail)
-                stack.append(.mapping(JSONObject(), pendingKey: nil, anchor: text(keel_yaml_event_anchor(&event))))
+                stack.append(Frame(isMapping: true, anchor: text(keel_yaml_event_anchor(&event))))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let frame = stack.removeLast()
                 let value: JSONValue
-                let anchor: String?
-                switch frame {
-                case .sequence(let elements, let name):
-                    value = .array(elements)
-                    anchor = name
-                case .mapping(let object, let pending, let name):
-                    guard pending == nil else { throw fail("mapping ends after a key without a value") }
-                    value = .object(object)
-                    anchor = name
+                if frame.isMapping {
+                    guard frame.pendingKey == nil else { throw fail("mapping ends after a key without a value") }
+                    value = .object(frame.object)
+                } else {
+                    value = .array(frame.elements)
                 }
-                if let anchor { anchors[anchor] = (value, Self.nodeCount(value)) }
+                if let anchor = frame.anchor { anchors[anchor] = (value, Self.nodeCount(value)) }
                 try add(value, fail)
             default:
                 return nil
@@ -136,31 +137,30 @@ public enum YAML {
         }
 
         private mutating func add(_ value: JSONValue, _ fail: (String) -> YAMLError) throws(YAMLError) {
-            guard let top = stack.popLast() else {
+            let top = stack.count - 1
+            guard top >= 0 else {
                 result = value
                 return
             }
-            switch top {
-            case .sequence(var elements, let anchor):
-                elements.append(value)
-                stack.append(.sequence(elements, anchor: anchor))
-            case .mapping(var object, let pendingKey, let anchor):
-                if let key = pendingKey {
-                    object[key] = value
-                    stack.append(.mapping(object, pendingKey: nil, anchor: anchor))
-                } else {
-                    let key: String
-                    switch value {
-                    case .string(let text): key = text
-                    case .number(let number): key = number.literal
-                    case .bool(let flag): key = flag ? "true" : "false"
-                    case .null: key = "null"
-                    default: throw fail("a mapping key must be a scalar")
-                    }
-                    guard object[key] == nil else { throw fail("duplicate key \(key.debugDescription)") }
-                    stack.append(.mapping(object, pendingKey: key, anchor: anchor))
-                }
+            guard stack[top].isMapping else {
+                stack[top].elements.append(value)
+                return
             }
+            if let key = stack[top].pendingKey {
+                stack[top].object[key] = value
+                stack[top].pendingKey = nil
+                return
+            }
+            let key: String
+            switch value {
+            case .string(let text): key = text
+            case .number(let number): key = number.literal
+            case .bool(let flag): key = flag ? "true" : "false"
+            case .null: key = "null"
+            default: throw fail("a mapping key must be a scalar")
+            }
+            guard stack[top].object[key] == nil else { throw fail("duplicate key \(key.debugDescription)") }
+            stack[top].pendingKey = key
         }
 
         static func nodeCount(_ value: JSONValue) -> Int {
@@ -199,6 +199,11 @@ public enum YAML {
 
         /// Core-schema integers and floats, normalized to a JSON number literal.
         static func number(_ raw: String) -> JSONNumber? {
+            // Most plain scalars are words; reject them before any other work (a hot path when loading).
+            guard let lead = raw.utf8.first,
+                lead == UInt8(ascii: "-") || lead == UInt8(ascii: "+") || lead == UInt8(ascii: ".")
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(lead)
+            else { return nil }
             if raw.hasPrefix("0o"), raw.count > 2, let value = UInt64(raw.dropFirst(2), radix: 8) { return JSONNumber(literal: String(value)) }
             if raw.hasPrefix("0x"), raw.count > 2, let value = UInt64(raw.dropFirst(2), radix: 16) { return JSONNumber(literal: String(value)) }
             var text = Substring(raw)
