@@ -6,6 +6,10 @@
 //     prints "batch <checkpoint>" before each backfill batch commits, then "done <applied migrations>";
 //     with --lockstep it then waits for a line on stdin before committing, so the parent chooses the
 //     exact moment to kill it
+//   keel-fixtures hold    --db PATH
+//     inserts a row into table `t` inside a write transaction, prints "holding", and keeps the
+//     transaction (and SQLite's write lock) open until a line arrives on stdin, then commits and
+//     prints "released" — so tests can contend with a lock held by another process, or kill it
 import Foundation
 import KeelStore
 import KeelStoreFixtures
@@ -20,7 +24,7 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-guard CommandLine.arguments.count > 1, let path = value("db") else { fail("usage: keel-fixtures seed|migrate --db PATH ...") }
+guard CommandLine.arguments.count > 1, let path = value("db") else { fail("usage: keel-fixtures seed|migrate|hold --db PATH ...") }
 do {
     let pool = try DatabasePool(path: path)
     switch CommandLine.arguments[1] {
@@ -36,6 +40,13 @@ do {
         }
         let report = try migrator.migrate(pool)
         print("done \(report.applied.joined(separator: ","))")
+    case "hold":
+        try pool.writeSync { db in
+            try db.execute("INSERT INTO t VALUES ('from the holder')")
+            FileHandle.standardOutput.write(Data("holding\n".utf8))
+            _ = readLine()
+        }
+        print("released")
     default:
         fail("unknown command \(CommandLine.arguments[1])")
     }

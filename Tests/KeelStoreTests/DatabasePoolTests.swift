@@ -163,6 +163,42 @@ import Testing
         #expect(try await other.read { try $0.scalar(Int.self, "SELECT count(*) FROM t") } == 1)
     }
 
+    /// The same contention with a real second process (SQLite's locks are file locks, shared across
+    /// processes such as an app and its extension): its open write transaction makes our write busy but
+    /// not our reads; killed mid-transaction it loses only its own uncommitted row; released, it commits.
+    @Test func aWriteLockHeldByAnotherProcessIsBusyAndAKilledHolderLeavesOnlyCommittedRows() async throws {
+        let path = directory.url("shared.sqlite").path
+        let pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(busyTimeout: .milliseconds(100)))
+        try await pool.write { db in
+            try db.execute("CREATE TABLE t (x TEXT NOT NULL)")
+            try db.execute("INSERT INTO t VALUES ('committed')")
+        }
+        func contents() async throws -> String? {
+            try await pool.read { try $0.scalar(String.self, "SELECT group_concat(x, ',') FROM (SELECT x FROM t ORDER BY rowid)") }
+        }
+
+        let killed = try ChildProcess.launch(product: "keel-fixtures", arguments: ["hold", "--db", path])
+        #expect(try await killed.nextLine(timeout: .seconds(30)) == "holding", "stderr: \(killed.output(of: .standardError))")
+        do {
+            try await pool.write { try $0.execute("INSERT INTO t VALUES ('blocked')") }
+            Issue.record("a write while another process holds the write lock must time out as busy")
+        } catch let error as DatabaseError {
+            #expect(error.code == .busy, "\(error)")
+        }
+        #expect(try await contents() == "committed")  // WAL: the other process's writer does not block reads
+        killed.kill()
+        #expect(try await killed.waitForExit() == .signaled(ChildProcess.Signal.kill))
+        try await pool.write { try $0.execute("INSERT INTO t VALUES ('after the kill')") }
+        #expect(try await contents() == "committed,after the kill")
+
+        let released = try ChildProcess.launch(product: "keel-fixtures", arguments: ["hold", "--db", path])
+        #expect(try await released.nextLine(timeout: .seconds(30)) == "holding")
+        try released.writeLine("go")
+        #expect(try await released.nextLine(timeout: .seconds(30)) == "released")
+        #expect(try await released.waitForExit() == .exited(0))
+        #expect(try await contents() == "committed,after the kill,from the holder")
+    }
+
     @Test func readersSeeASnapshotAndAreNotBlockedByTheWriter() async throws {
         let pool = try open()
         try await pool.write { db in
