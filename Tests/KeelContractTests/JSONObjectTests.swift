@@ -1,0 +1,53 @@
+import KeelContract
+import Testing
+
+/// `JSONObject`: document order, O(1) lookup, JSON's notion of member identity and equality.
+@Suite struct JSONObjectTests {
+    @Test func membersKeepDocumentOrderAndReplacingKeepsThePosition() {
+        var object: JSONObject = ["b": 1, "a": 2, "c": 3]
+        object["a"] = 20
+        object["d"] = 4
+        #expect(object.keys == ["b", "a", "c", "d"])
+        #expect(object.map(\.value) == [1, 20, 3, 4])
+        #expect(object["a"] == 20)
+    }
+
+    @Test func removingAMemberKeepsTheOthersInOrderAndFindable() {
+        var object: JSONObject = ["a": 1, "b": 2, "c": 3, "d": 4]
+        object["b"] = nil
+        #expect(object.keys == ["a", "c", "d"])
+        #expect(object["b"] == nil)
+        #expect(object["c"] == 3 && object["d"] == 4 && object["a"] == 1)
+        object["b"] = 5  // comes back at the end
+        object["a"] = nil
+        #expect(object.keys == ["c", "d", "b"])
+        #expect(object.map(\.value) == [3, 4, 5])
+        #expect(object["b"] == 5 && object["d"] == 4)
+        object["missing"] = nil
+        #expect(object.count == 3)
+    }
+
+    @Test func equalityAndHashIgnoreOrder() {
+        let one: JSONObject = ["a": 1, "b": ["x": true]]
+        let other: JSONObject = ["b": ["x": true], "a": 1]
+        #expect(one == other)
+        #expect(one.hashValue == other.hashValue)
+        #expect(Set([JSONValue.object(one), .object(other)]).count == 1)
+        #expect(one != ["a": 1, "b": ["x": false]])
+        #expect(one != ["a": 1])
+        #expect(one != ["a": 1, "c": ["x": true]])
+    }
+
+    @Test func namesAreComparedByCodePoints() {
+        // "é" precomposed and decomposed are equal Swift strings but different JSON member names.
+        var object = JSONObject()
+        object["\u{E9}"] = 1
+        object["e\u{301}"] = 2
+        #expect(object.count == 2)
+        #expect(object["\u{E9}"] == 1)
+        #expect(object["e\u{301}"] == 2)
+        object["\u{E9}"] = nil
+        #expect(object.keys.map { Array($0.unicodeScalars) } == [["e", "\u{301}"]])
+        #expect(object["e\u{301}"] == 2)
+    }
+}
