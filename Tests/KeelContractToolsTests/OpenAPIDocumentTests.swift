@@ -128,7 +128,13 @@ import Testing
               schemas:
                 A: {$ref: '#/components/schemas/B'}
                 B: {$ref: '#/components/schemas/A'}
+                Itself: {$ref: '#/components/schemas/Itself'}
+                C: {$ref: '#/components/schemas/D'}
+                D: {$ref: '#/components/schemas/E'}
+                E: {$ref: '#/components/schemas/C'}
             """)
         #expect(throws: ContractLoadError.self) { try document.resolve(["$ref": "#/components/schemas/A"]) }
+        #expect(throws: ContractLoadError.self) { try document.resolve(["$ref": "#/components/schemas/Itself"]) }
+        #expect(throws: ContractLoadError.self) { try document.resolve(["$ref": "#/components/schemas/C"]) }
     }
 }

@@ -254,8 +254,8 @@ private struct Collector {
     mutating func compareResponseSchema(_ oldValue: JSONValue, _ newValue: JSONValue, _ place: Place, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
         let old = try base.resolve(oldValue)
         let new = try revision.resolve(newValue)
-        let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer.isEmpty ? "" : "p")"
         if !old.location.isEmpty || !new.location.isEmpty {
+            let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer.isEmpty ? "" : "p")"
             guard visited.insert(key).inserted else { return }  // recursion: already compared
         }
         let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)
@@ -297,8 +297,8 @@ private struct Collector {
     mutating func compareRequestSchema(_ oldValue: JSONValue, _ newValue: JSONValue, _ place: Place, _ subject: String, rulePrefix: String, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
         let old = try base.resolve(oldValue)
         let new = try revision.resolve(newValue)
-        let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer)"
         if !old.location.isEmpty || !new.location.isEmpty {
+            let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer)"
             guard visited.insert(key).inserted else { return }
         }
         let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)

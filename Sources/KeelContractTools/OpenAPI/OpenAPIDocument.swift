@@ -67,10 +67,13 @@ public struct OpenAPIDocument: Sendable {
         var currentFile = file ?? url
         var location = ""
         var seen: Set<String> = []
+        var hops = 0
         while case .string(let reference) = current["$ref"] ?? .null {
             let (targetFile, pointer) = Loader.split(reference, relativeTo: currentFile)
-            let key = targetFile.path + "#" + pointer
-            guard seen.insert(key).inserted else {
+            // Most references take one hop: record targets from the second hop on (a cycle is still
+            // caught, one hop later), so the common case builds no key.
+            hops += 1
+            guard hops == 1 || seen.insert(targetFile.path + "#" + pointer).inserted else {
                 throw ContractLoadError(file: currentFile.path, location: pointer, message: "$ref cycle without content: \(reference)")
             }
             guard let document = documents[targetFile], let target = Loader.walk(document, pointer) else {
@@ -185,7 +188,8 @@ struct Loader {
     static func split(_ reference: String, relativeTo file: URL) -> (URL, String) {
         let parts = reference.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts[0])
-        let pointer = parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : ""
+        let fragment = parts.count > 1 ? String(parts[1]) : ""
+        let pointer = fragment.utf8.contains(UInt8(ascii: "%")) ? fragment.removingPercentEncoding ?? fragment : fragment
         let target = path.isEmpty ? file : URL(fileURLWithPath: path, relativeTo: file.deletingLastPathComponent()).standardizedFileURL
         return (target, pointer)
     }
