@@ -1,40 +1,89 @@
 import Foundation
 import KeelContractTools
 
-/// `keel contract diff`: the compatibility gate for installed clients (MOB-API-001).
+/// `keel contract diff`: the compatibility gate for installed clients (MOB-API-001);
+/// `keel contract validate`: example payloads checked against the contract's schemas.
 enum ContractCommand {
     static let command = Keel.Command(
         name: "contract",
-        summary: "Compare two versions of an OpenAPI contract for installed clients.",
+        summary: "Compare two versions of an OpenAPI contract; validate payloads against it.",
         usage: """
             USAGE: keel contract diff <base.yaml|json> <revision.yaml|json> [--format text|json] [--fail-on breaking|warning]
+                   keel contract validate <spec.yaml|json> --schema '#/components/schemas/NAME'
+                                          [--format-assertion] [--format text|json] <instance.json>...
+
+            diff
 
             Answers: can a client built against BASE keep working against a server that implements REVISION?
             Every change is printed with a severity (breaking, warning, info), a stable rule id, where it is
             (method, path, status, schema pointer) and one line of explanation. $refs are followed on both
             sides, so renaming a component without changing its shape is not a change.
 
+            validate
+            Validates each instance against one schema of the contract, with the output and exit status of
+            `keel schema validate`. $refs resolve inside the contract and the files it references; OpenAPI
+            3.0's `nullable` and boolean exclusive bounds are honoured.
+
             OPTIONS:
-              --format text|json      Output style (default text). json: {"changes": [...], "summary": {...}}.
+              --format text|json      Output style (default text). diff json: {"changes": [...], "summary": {...}};
+                                      validate json: as keel schema validate.
               --fail-on breaking|warning
-                                      The lowest severity that fails the command (default breaking).
+                                      diff: the lowest severity that fails the command (default breaking).
+              --schema <#/pointer>    validate: the schema, as a fragment of the contract.
+              --format-assertion      validate: treat "format" as an assertion.
               -h, --help              Show this help.
 
             EXIT STATUS:
-              0  nothing at or above the fail level
-              1  something at or above the fail level
+              0  diff: nothing at or above the fail level; validate: every instance is valid
+              1  diff: something at or above the fail level; validate: some instance is invalid
               2  unreadable or invalid input (not YAML/JSON, no openapi field, unsupported version, dangling
-                 $ref): the message names the file and the location
+                 $ref, no schema at --schema): the message names the file and the location
 
             """,
         run: run
     )
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        guard raw.first == "diff" else {
-            throw UsageError(raw.first.map { "unknown contract subcommand '\($0)'" } ?? "missing subcommand: keel contract diff ...")
+        switch raw.first {
+        case "diff": return try diff(Array(raw.dropFirst()))
+        case "validate": return try validate(Array(raw.dropFirst()))
+        case let other?: throw UsageError("unknown contract subcommand '\(other)'")
+        case nil: throw UsageError("missing subcommand: keel contract diff|validate ...")
         }
-        let arguments = try Arguments(Array(raw.dropFirst()), options: ["format", "fail-on"])
+    }
+
+    static func validate(_ raw: [String]) throws -> Int32 {
+        let arguments = try Arguments(raw, options: ["schema", "format"], flags: ["format-assertion"])
+        guard let reference = arguments.value("schema") else { throw UsageError("missing --schema '#/components/schemas/NAME'") }
+        guard arguments.positionals.count >= 2 else { throw UsageError("expected the contract and at least one instance file") }
+        let json: Bool
+        switch arguments.value("format") ?? "text" {
+        case "text": json = false
+        case "json": json = true
+        case let other: throw UsageError("--format must be text or json, not '\(other)'")
+        }
+        let schema: ContractSchema
+        do {
+            schema = try OpenAPIDocument.load(from: URL(fileURLWithPath: arguments.positionals[0])).schema(at: reference)
+        } catch {
+            FileHandle.standardError.write("error: \(error)\n")
+            return 2
+        }
+        var results: [SchemaCommand.InstanceResult] = []
+        for path in arguments.positionals.dropFirst() {
+            switch SchemaCommand.readJSON(path) {
+            case .success(let instance):
+                results.append(.init(file: path, errors: schema.validate(instance, formatAssertion: arguments.has("format-assertion")).errors))
+            case .failure(let problem):
+                FileHandle.standardError.write("error: \(problem.message)\n")
+                return 2
+            }
+        }
+        return try SchemaCommand.report(results, schema: arguments.positionals[0] + reference, json: json)
+    }
+
+    static func diff(_ raw: [String]) throws -> Int32 {
+        let arguments = try Arguments(raw, options: ["format", "fail-on"])
         guard arguments.positionals.count == 2 else { throw UsageError("expected two files: BASE REVISION") }
         let json: Bool
         switch arguments.value("format") ?? "text" {

@@ -83,10 +83,16 @@ enum SchemaCommand {
             }
         }
 
+        return try report(results, schema: schemaPath, json: json)
+    }
+
+    /// Prints the results (text or JSON) and returns the exit status: 0 all valid, 1 some invalid.
+    /// Shared with `keel contract validate`, so both speak the same format.
+    static func report(_ results: [InstanceResult], schema: String, json: Bool) throws -> Int32 {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let report = Report(valid: results.allSatisfy(\.errors.isEmpty), schema: schemaPath, instances: results.map(Report.Instance.init))
+            let report = Report(valid: results.allSatisfy(\.errors.isEmpty), schema: schema, instances: results.map(Report.Instance.init))
             say(String(decoding: try encoder.encode(report), as: UTF8.self))
         } else {
             for result in results {

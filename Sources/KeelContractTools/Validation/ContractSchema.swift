@@ -1,0 +1,82 @@
+import Foundation
+public import KeelContract
+
+/// One schema of a contract (`#/components/schemas/Note`), compiled for validating instances:
+/// example payloads in CI, captured responses in tests.
+///
+/// `$ref`s inside it resolve against the description and the files it references; nothing is fetched.
+/// OpenAPI 3.0 semantics are honoured: `nullable: true` lets `null` through, and the boolean
+/// `exclusiveMinimum`/`exclusiveMaximum` of 3.0 are read as the numeric forms of JSON Schema 2020-12.
+public struct ContractSchema: Sendable {
+    /// The location inside the contract, as given (`#/components/schemas/Note`).
+    public let reference: String
+    private let schema: JSONSchema
+    private let openAPINullable: Bool
+
+    /// Validates `instance`; `formatAssertion` makes `format` an assertion (invalid dates fail).
+    public func validate(_ instance: JSONValue, formatAssertion: Bool = false) -> ValidationResult {
+        schema.validate(instance, options: ValidationOptions(formatAssertion: formatAssertion, openAPINullable: openAPINullable))
+    }
+
+    fileprivate init(reference: String, schema: JSONSchema, openAPINullable: Bool) {
+        self.reference = reference
+        self.schema = schema
+        self.openAPINullable = openAPINullable
+    }
+}
+
+extension OpenAPIDocument {
+    /// The schema at `reference`, a fragment of this description such as `#/components/schemas/Note`.
+    ///
+    /// - Throws: ``ContractLoadError`` when the reference is not a fragment, points at nothing, or what it
+    ///   points at is not a valid schema.
+    public func schema(at reference: String) throws(ContractLoadError) -> ContractSchema {
+        guard reference.hasPrefix("#") else {
+            throw ContractLoadError(file: url.path, location: reference, message: "a schema reference must be a fragment of the description, like #/components/schemas/Note")
+        }
+        let pointer = String(reference.dropFirst())
+        guard Loader.walk(root, pointer) != nil else {
+            throw ContractLoadError(file: url.path, location: reference, message: "nothing at \(reference)")
+        }
+        var served: [String: JSONValue] = [:]
+        for (file, document) in documents {
+            served[file.absoluteString] = isOpenAPI30 ? Self.as2020(document) : document
+        }
+        let target = url.absoluteString + "#" + pointer.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed)!
+        let wrapper: JSONValue = ["$ref": .string(target)]
+        let documentsByURI = served
+        do {
+            let schema = try JSONSchema(wrapper, baseURI: "urn:keel:contract-schema", resolver: { uri in documentsByURI[uri] })
+            return ContractSchema(reference: reference, schema: schema, openAPINullable: isOpenAPI30)
+        } catch {
+            throw ContractLoadError(file: url.path, location: reference, message: "not a usable schema: \(error)")
+        }
+    }
+
+    /// OpenAPI 3.0's boolean `exclusiveMinimum`/`exclusiveMaximum` (draft 4 style) rewritten as 2020-12's
+    /// numbers, everywhere except inside literal values (`example`, `enum`, `const`, `default`, `x-…`).
+    static func as2020(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .array(let elements):
+            return .array(elements.map(as2020))
+        case .object(let object):
+            var result = JSONObject()
+            for (key, member) in object {
+                let literal = ["example", "examples", "enum", "const", "default"].contains(key) || key.hasPrefix("x-")
+                result[key] = literal ? member : as2020(member)
+            }
+            for (flag, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
+                guard case .bool(let exclusive) = result[flag] ?? .null else { continue }
+                if exclusive, let limit = result[bound] {
+                    result[flag] = limit
+                    result[bound] = nil
+                } else {
+                    result[flag] = nil
+                }
+            }
+            return .object(result)
+        default:
+            return value
+        }
+    }
+}
