@@ -105,5 +105,9 @@ import Testing
         guard case .object(var object) = valid else { return }
         object["visibility"] = "public"
         #expect(note.validate(.object(object)).errors.map(\.instanceLocation) == ["/visibility"])
+        // `kind` is extensible for decoding, but a value the contract does not list yet is still a finding.
+        object["visibility"] = "private"
+        object["kind"] = "drawing"
+        #expect(note.validate(.object(object)).errors.map(\.instanceLocation) == ["/kind"])
     }
 }
