@@ -27,10 +27,7 @@ import Testing
     private func write(_ name: String, _ text: String) throws { try Data(text.utf8).write(to: directory.url(name)) }
 
     private func run(_ arguments: [String]) async throws -> (ChildProcess.Termination, String, String) {
-        let child = try ChildProcess.launch(product: "keel", arguments: ["contract", "diff"] + arguments, workingDirectory: directory.url)
-        child.closeInput()
-        let status = try await child.waitForExit(timeout: .seconds(60))
-        return (status, child.output(of: .standardOutput), child.output(of: .standardError))
+        try await runKeel(["contract", "diff"] + arguments, in: directory.url)
     }
 
     @Test func aCompatibleRevisionExitsZero() async throws {

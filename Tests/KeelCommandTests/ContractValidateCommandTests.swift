@@ -12,10 +12,7 @@ import Testing
     static let example = repository.appendingPathComponent("contracts/examples/note.json").path
 
     private func run(_ arguments: [String]) async throws -> (ChildProcess.Termination, String, String) {
-        let child = try ChildProcess.launch(product: "keel", arguments: ["contract", "validate"] + arguments, workingDirectory: directory.url)
-        child.closeInput()
-        let status = try await child.waitForExit(timeout: .seconds(60))
-        return (status, child.output(of: .standardOutput), child.output(of: .standardError))
+        try await runKeel(["contract", "validate"] + arguments, in: directory.url)
     }
 
     @Test func theCommittedExampleNoteMatchesTheSampleContract() async throws {

@@ -17,10 +17,7 @@ import Testing
         """#
 
     private func run(_ arguments: [String]) async throws -> (ChildProcess.Termination, String, String) {
-        let child = try ChildProcess.launch(product: "keel", arguments: ["inventory"] + arguments, workingDirectory: directory.url)
-        child.closeInput()
-        let status = try await child.waitForExit(timeout: .seconds(60))
-        return (status, child.output(of: .standardOutput), child.output(of: .standardError))
+        try await runKeel(["inventory"] + arguments, in: directory.url)
     }
 
     @Test func printsAMarkdownTableForReview() async throws {

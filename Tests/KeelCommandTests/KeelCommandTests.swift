@@ -14,13 +14,8 @@ import Testing
     }
 
     func keel(_ arguments: String...) async throws -> Run {
-        let child = try ChildProcess.launch(product: "keel", arguments: arguments)
-        child.closeInput()
-        let status = try await child.waitForExit(timeout: .seconds(60))
-        // Let the output pumps reach end-of-stream so nothing written just before exit is missed.
-        while try await child.nextLine() != nil {}
-        while try await child.nextLine(from: .standardError) != nil {}
-        return Run(status: status, stdout: child.output(of: .standardOutput), stderr: child.output(of: .standardError))
+        let (status, stdout, stderr) = try await runKeel(arguments)
+        return Run(status: status, stdout: stdout, stderr: stderr)
     }
 
     @Test func helpListsTheSubcommandsOnStdout() async throws {

@@ -33,10 +33,8 @@ import Testing
     }
 
     private func keel(_ arguments: [String]) async throws -> Run {
-        let child = try ChildProcess.launch(product: "keel", arguments: arguments, workingDirectory: directory.url)
-        child.closeInput()
-        let status = try await child.waitForExit(timeout: .seconds(60))
-        return Run(status: status, stdout: child.output(of: .standardOutput), stderr: child.output(of: .standardError))
+        let (status, stdout, stderr) = try await runKeel(arguments, in: directory.url)
+        return Run(status: status, stdout: stdout, stderr: stderr)
     }
 
     private let remote = "--remote=https://contracts.example.com/=remote"
