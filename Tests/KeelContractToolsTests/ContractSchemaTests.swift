@@ -49,6 +49,7 @@ import Testing
                     title: {type: string}
                     price: {type: number, minimum: 0, exclusiveMinimum: true}
                     stock: {type: integer, maximum: 10, exclusiveMaximum: false}
+                    default: {type: integer, minimum: 1, exclusiveMinimum: true}
                   example: {price: 0, exclusiveMinimum: true}
             """)
         let item = try document.schema(at: "#/components/schemas/Item")
@@ -56,6 +57,9 @@ import Testing
         #expect(item.validate(["title": nil]).errors.map(\.instanceLocation) == ["/title"])
         #expect(item.validate(["price": 0]).errors.map(\.instanceLocation) == ["/price"])  // exclusive
         #expect(item.validate(["stock": 11]).errors.map(\.instanceLocation) == ["/stock"])
+        // A property named like a keyword is still a schema, rewritten like the others.
+        #expect(item.validate(["default": 1]).errors.map(\.instanceLocation) == ["/default"])
+        #expect(item.validate(["default": 2]).isValid)
     }
 
     @Test func referencesIntoOtherFilesOfTheContractResolve() throws {

@@ -55,16 +55,24 @@ extension OpenAPIDocument {
 
     /// OpenAPI 3.0's boolean `exclusiveMinimum`/`exclusiveMaximum` (draft 4 style) rewritten as 2020-12's
     /// numbers, everywhere except inside literal values (`example`, `enum`, `const`, `default`, `x-…`).
-    static func as2020(_ value: JSONValue) -> JSONValue {
+    /// `namesAreData` marks maps whose keys are names, not keywords (`properties`, `components/schemas`…),
+    /// so a property called `default` is still a schema.
+    static func as2020(_ value: JSONValue, namesAreData: Bool = false) -> JSONValue {
         switch value {
         case .array(let elements):
-            return .array(elements.map(as2020))
+            return .array(elements.map { as2020($0) })
         case .object(let object):
             var result = JSONObject()
             for (key, member) in object {
+                if namesAreData {
+                    result[key] = as2020(member)
+                    continue
+                }
                 let literal = ["example", "examples", "enum", "const", "default"].contains(key) || key.hasPrefix("x-")
-                result[key] = literal ? member : as2020(member)
+                let names = ["properties", "patternProperties", "dependentSchemas", "$defs", "definitions", "schemas"].contains(key)
+                result[key] = literal ? member : as2020(member, namesAreData: names)
             }
+            guard !namesAreData else { return .object(result) }
             for (flag, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
                 guard case .bool(let exclusive) = result[flag] ?? .null else { continue }
                 if exclusive, let limit = result[bound] {
