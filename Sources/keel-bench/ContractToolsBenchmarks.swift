@@ -97,13 +97,10 @@ enum ContractToolsBenchmarks {
             guard changes.contains(where: { $0.rule == "request-body-max-length-decreased" || $0.rule == "request-property-max-length-decreased" }) else {
                 throw BenchError("the diff missed the tightened maxLength")
             }
-            let baseBytes = Array(base.utf8)
-            let revisionBytes = Array(revision.utf8)
             return Benchmark.Sides(
                 baseline: {
                     _ = try scan(Array(try Data(contentsOf: baseURL)))
                     _ = try scan(Array(try Data(contentsOf: revisionURL)))
-                    _ = (baseBytes, revisionBytes)
                 },
                 candidate: {
                     let changes = try ContractDiff(base: try OpenAPIDocument.load(from: baseURL), revision: try OpenAPIDocument.load(from: revisionURL)).changes()

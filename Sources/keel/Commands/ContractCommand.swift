@@ -12,15 +12,12 @@ enum ContractCommand {
                    keel contract validate <spec.yaml|json> --schema '#/components/schemas/NAME'
                                           [--format-assertion] [--format text|json] <instance.json>...
 
-            diff
-
-            Answers: can a client built against BASE keep working against a server that implements REVISION?
+            diff answers: can a client built against BASE keep working against a server that implements REVISION?
             Every change is printed with a severity (breaking, warning, info), a stable rule id, where it is
             (method, path, status, schema pointer) and one line of explanation. $refs are followed on both
             sides, so renaming a component without changing its shape is not a change.
 
-            validate
-            Validates each instance against one schema of the contract, with the output and exit status of
+            validate checks each instance against one schema of the contract, with the output and exit status of
             `keel schema validate`. $refs resolve inside the contract and the files it references; OpenAPI
             3.0's `nullable` and boolean exclusive bounds are honoured.
 
