@@ -85,17 +85,21 @@ enum StoreBenchmarks {
         unit: "ms per 100k rows",
         goal: "ratio ≤ 1.1 (100k rows with a 1 KiB blob in 1,000-row transactions: DatabasePool vs raw sqlite3)",
         operations: 1,
-        prepare: {
-            let (directory, pool, raw) = try makeFiles()
-            let keelNext = Counter()
-            let rawNext = Counter()
-            return Benchmark.Sides(
-                baseline: { try rawInsert(raw, from: rawNext.take(100_000), count: 100_000) },
-                candidate: { try keelInsert(pool, from: keelNext.take(100_000), count: 100_000) },
-                teardown: { _ = directory }
-            )
-        }
+        prepare: { try insertSides(rows: 100_000, perTransaction: 1000) }
     )
+
+    /// Both sides insert `rows` fresh rows per run (ids keep counting up across runs), `perTransaction`
+    /// rows to a transaction.
+    static func insertSides(rows: Int, perTransaction: Int) throws -> Benchmark.Sides {
+        let (directory, pool, raw) = try makeFiles()
+        let keelNext = Counter()
+        let rawNext = Counter()
+        return Benchmark.Sides(
+            baseline: { try rawInsert(raw, from: rawNext.take(rows), count: rows, perTransaction: perTransaction) },
+            candidate: { try keelInsert(pool, from: keelNext.take(rows), count: rows, perTransaction: perTransaction) },
+            teardown: { _ = directory }
+        )
+    }
 
     static let read = Benchmark(
         name: "store.read",
@@ -142,16 +146,7 @@ enum StoreBenchmarks {
         unit: "ms per 5k transactions",
         goal: "ratio ≤ 1.1 (5,000 single-row transactions: DatabasePool.writeSync vs raw BEGIN/INSERT/COMMIT)",
         operations: 1,
-        prepare: {
-            let (directory, pool, raw) = try makeFiles()
-            let keelNext = Counter()
-            let rawNext = Counter()
-            return Benchmark.Sides(
-                baseline: { try rawInsert(raw, from: rawNext.take(5000), count: 5000, perTransaction: 1) },
-                candidate: { try keelInsert(pool, from: keelNext.take(5000), count: 5000, perTransaction: 1) },
-                teardown: { _ = directory }
-            )
-        }
+        prepare: { try insertSides(rows: 5000, perTransaction: 1) }
     )
 
     /// Not a ratio against raw SQLite: rows per second of a 1M-row backfill, and the process's peak RSS.
