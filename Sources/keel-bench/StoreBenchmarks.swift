@@ -158,24 +158,26 @@ enum StoreBenchmarks {
         prepare: {
             let directory = try TemporaryDirectory(prefix: "keel-bench-backfill")
             let round = Counter()
-            func fresh() throws -> DatabasePool {
-                let index = round.take(1)
-                return try DatabasePool(path: directory.url("db-\(index).sqlite").path)
+            /// A new database file seeded with the 1M rows the backfill migrates.
+            func seededPool() throws -> DatabasePool {
+                let pool = try DatabasePool(path: directory.url("db-\(round.take(1)).sqlite").path)
+                try NotesSchema.seed(pool, version: 2, rows: 1_000_000)
+                return pool
             }
-            let seeded = Locked<[DatabasePool]>([])
+            // Each baseline batch pushes a seeded database and each candidate batch pops one. The harness
+            // runs the candidate first in odd rounds, so it can run one batch ahead of the baseline: one
+            // spare, seeded here, keeps the stack from running dry (no seeding inside a timed candidate).
+            let seeded = Locked<[DatabasePool]>([try seededPool()])
             return Benchmark.Sides(
                 baseline: {
-                    let pool = try fresh()
-                    try NotesSchema.seed(pool, version: 2, rows: 1_000_000)
+                    let pool = try seededPool()
                     seeded.withLock { $0.append(pool) }
                 },
                 candidate: {
-                    // Backfill a database seeded by the previous baseline batch (or seed one first).
-                    let pool = try seeded.withLock { $0.popLast() } ?? {
-                        let pool = try fresh()
-                        try NotesSchema.seed(pool, version: 2, rows: 1_000_000)
-                        return pool
-                    }()
+                    // Backfill a database seeded by an earlier baseline batch (or the spare).
+                    guard let pool = seeded.withLock({ $0.popLast() }) else {
+                        throw BenchError("migrate.backfill: no seeded database left for the candidate")
+                    }
                     try NotesSchema.migrator(upTo: 3, batchSize: 2000).migrate(pool)
                 },
                 teardown: { _ = directory }

@@ -73,8 +73,7 @@ enum Keel {
         } catch let error as UsageError {
             return usageFailure(error.description, usage: command.usage)
         } catch {
-            FileHandle.standardError.write("error: \(error)\n")
-            return 1
+            return fail("\(error)", status: 1)
         }
     }
 
@@ -91,4 +90,17 @@ extension FileHandle {
 /// Writes `text` to standard output at once (unbuffered), so a reader of a pipe sees each line as it is said.
 func say(_ text: String, terminator: String = "\n") {
     FileHandle.standardOutput.write(text + terminator)
+}
+
+/// Writes `value` to standard output as pretty-printed JSON (sorted keys, unescaped slashes).
+func sayJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    say(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+/// Writes "error: `message`" to standard error and returns `status`, the exit status to return.
+func fail(_ message: String, status: Int32 = 2) -> Int32 {
+    FileHandle.standardError.write("error: \(message)\n")
+    return status
 }

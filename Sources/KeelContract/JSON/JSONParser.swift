@@ -194,7 +194,7 @@ struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if object[key] != nil, !limits.allowsDuplicateKeys {
+            if !limits.allowsDuplicateKeys, object[key] != nil {
                 throw error(.duplicateKey, "duplicate member \(key.debugDescription)", at: keyOffset)
             }
             object[key] = value
@@ -244,17 +244,26 @@ struct JSONParser {
 
     private mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
+        let contentStart = index
+        var sawEscape = false
         var scalars: [UInt8] = []
         var runStart = index
         while true {
             guard index < bytes.count else { throw error(.unexpectedEnd, "unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
+                if !sawEscape {
+                    // No escapes: the (already validated) bytes are the string; skip the scratch copy.
+                    let string = String(decoding: bytes[contentStart..<index], as: UTF8.self)
+                    index += 1
+                    return string
+                }
                 scalars += bytes[runStart..<index]
                 index += 1
                 break
             }
             if byte == UInt8(ascii: "\\") {
+                sawEscape = true
                 scalars += bytes[runStart..<index]
                 try parseEscape(into: &scalars)
                 runStart = index
@@ -335,7 +344,7 @@ struct JSONParser {
             } else if (0xDC00...0xDFFF).contains(scalar) {
                 throw error(.invalidEscape, "unpaired low surrogate \\u\(hex4(scalar))", at: escapeStart)
             }
-            output += Array(String(Character(Unicode.Scalar(scalar)!)).utf8)
+            UTF8.encode(Unicode.Scalar(scalar)!) { output.append($0) }
         default:
             throw error(.invalidEscape, "invalid escape '\\\(describeByte(at: index - 1))'", at: escapeStart)
         }

@@ -476,14 +476,7 @@ struct Evaluator {
 
     // MARK: - Helpers
 
-    private func regex(_ pattern: String) -> NSRegularExpressionBox {
-        registry.regexCache.withLock { cache in
-            if let cached = cache[pattern] { return cached }
-            let compiled = NSRegularExpressionBox(ECMAScriptPattern.translate(pattern))
-            cache[pattern] = compiled
-            return compiled
-        }
-    }
+    private func regex(_ pattern: String) -> NSRegularExpressionBox { registry.regex(for: pattern) }
 
     private static func matches(_ instance: JSONValue, type: String) -> Bool {
         switch (type, instance) {

@@ -22,6 +22,8 @@ public struct JSONSchema: Sendable {
 
     let registry: SchemaRegistry
     let root: SchemaNode
+    /// The vocabularies in force for `root` (fixed once the registry is sealed).
+    let vocabularies: Vocabularies
 
     /// Compiles `schema`.
     ///
@@ -46,6 +48,7 @@ public struct JSONSchema: Sendable {
         try registry.load(schema, at: base)
         root = try registry.node(for: base.description, from: base)
         try registry.resolveAllReferences()
+        vocabularies = registry.vocabularies(of: root)
         self.registry = registry
     }
 
@@ -67,7 +70,7 @@ public struct JSONSchema: Sendable {
 
     /// Validates `instance`, collecting every error.
     public func validate(_ instance: JSONValue, options: ValidationOptions = ValidationOptions()) -> ValidationResult {
-        var evaluator = Evaluator(registry: registry, options: options, vocabularies: registry.vocabularies(of: root))
+        var evaluator = Evaluator(registry: registry, options: options, vocabularies: vocabularies)
         let outcome = evaluator.evaluate(root, instance, instancePath: "", keywordPath: "")
         return ValidationResult(errors: outcome.errors)
     }

@@ -8,13 +8,11 @@ enum Metaschemas {
     static let draft202012 = "https://json-schema.org/draft/2020-12/schema"
 
     /// The parsed document for `uri`, or nil when it is not a built-in metaschema.
-    static func document(for uri: String) -> JSONValue? {
-        guard let text = sources[uri] else { return nil }
-        return try? JSONValue(parsing: text)
-    }
+    static func document(for uri: String) -> JSONValue? { documents[uri] }
 
-    /// Whether `uri` names a built-in metaschema.
-    static func contains(_ uri: String) -> Bool { sources[uri] != nil }
+    /// Every built-in metaschema, parsed once on first use (text that failed to parse would be left
+    /// out, i.e. treated as unknown, as parsing on each lookup did).
+    private static let documents: [String: JSONValue] = sources.compactMapValues { try? JSONValue(parsing: $0) }
 
     private static let sources: [String: String] = [
         "https://json-schema.org/draft/2020-12/schema": #"""

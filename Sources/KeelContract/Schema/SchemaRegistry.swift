@@ -32,7 +32,7 @@ final class SchemaRegistry: @unchecked Sendable {
     /// is read-only and safe from any number of threads.
     private var isSealed = false
     private let resolver: JSONSchema.Resolver?
-    let regexCache = Locked<[String: NSRegularExpressionBox]>([:])
+    private let regexCache = Locked<[String: NSRegularExpressionBox]>([:])
 
     init(resolver: JSONSchema.Resolver?) { self.resolver = resolver }
 
@@ -115,9 +115,21 @@ final class SchemaRegistry: @unchecked Sendable {
         }
     }
 
+    /// Compiles `pattern` into the regex cache (where validation finds it), refusing an invalid one.
     private func checkPattern(_ pattern: String, at location: String) throws(SchemaError) {
-        if (try? NSRegularExpression(pattern: ECMAScriptPattern.translate(pattern))) == nil {
+        if regex(for: pattern).regex == nil {
             throw SchemaError(code: .invalidSchema, message: "invalid regular expression \(pattern.debugDescription)", location: location)
+        }
+    }
+
+    /// The compiled form of the ECMA-262 `pattern`, compiled at most once per registry (patterns met
+    /// while compiling the schema are cached then; validation only reads them).
+    func regex(for pattern: String) -> NSRegularExpressionBox {
+        regexCache.withLock { cache in
+            if let cached = cache[pattern] { return cached }
+            let compiled = NSRegularExpressionBox(ECMAScriptPattern.translate(pattern))
+            cache[pattern] = compiled
+            return compiled
         }
     }
 
@@ -167,7 +179,7 @@ final class SchemaRegistry: @unchecked Sendable {
     func node(for reference: String, from base: URIReference, referencedFrom location: String = "") throws(SchemaError) -> SchemaNode {
         let target = base.resolving(reference)
         let resourceURI = target.withoutFragment.description
-        let fragment = (target.fragment ?? "").removingPercentEncoding ?? (target.fragment ?? "")
+        let fragment = JSONPointer.decodeFragment(target.fragment ?? "")
         let resource = try resource(resourceURI, referencedFrom: location)
         if fragment.isEmpty { return resource }
         if fragment.hasPrefix("/") {
@@ -257,6 +269,13 @@ package enum JSONPointer {
         // Most member names need no escaping; skip Foundation's replacing for them (a hot path).
         guard token.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return token }
         return token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+    }
+
+    /// `fragment` with percent-encoding removed (as written when it cannot be decoded). Skips
+    /// Foundation's decoding when there is nothing to decode (the usual case).
+    package static func decodeFragment(_ fragment: String) -> String {
+        guard fragment.utf8.contains(UInt8(ascii: "%")) else { return fragment }
+        return fragment.removingPercentEncoding ?? fragment
     }
 
     /// The unescaped tokens of `pointer` (`""` → []), or nil if it is not a pointer.

@@ -278,7 +278,7 @@ private struct Collector {
             }
         }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
-            let childPointer = pointer + "/properties/" + Loader.escape(name)
+            let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
             guard let newProperty = b.properties[name] else {
                 add("response-property-removed", .breaking, place, childPointer, "property \(name) is no longer sent")
                 continue
@@ -338,7 +338,7 @@ private struct Collector {
             add("\(prefix)-pattern-\(a.value["pattern"] == nil ? "added" : "changed")", .breaking, place, at, "\(what) must now match \(newPattern.debugDescription)")
         }
         for name in b.required.subtracting(a.required).sorted() {
-            let childPointer = pointer + "/properties/" + Loader.escape(name)
+            let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
             if a.properties[name] == nil {
                 add("new-required-request-property", .breaking, place, childPointer, "\(subject) needs a new property \(name)")
             } else {
@@ -347,7 +347,7 @@ private struct Collector {
         }
         for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
             guard let oldProperty = a.properties[name] else { continue }
-            try compareRequestSchema(oldProperty, newProperty, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/properties/" + Loader.escape(name), visited: &visited)
+            try compareRequestSchema(oldProperty, newProperty, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/properties/" + JSONPointer.escape(name), visited: &visited)
         }
         if let oldItems = a.items, let newItems = b.items {
             try compareRequestSchema(oldItems, newItems, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/items", visited: &visited)

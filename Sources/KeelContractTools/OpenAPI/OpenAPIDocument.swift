@@ -53,7 +53,7 @@ public struct OpenAPIDocument: Sendable {
         guard openAPI.hasPrefix("3.0.") || openAPI.hasPrefix("3.1.") else {
             throw ContractLoadError(file: name, location: "#/openapi", message: "unsupported OpenAPI version \(openAPI) (3.0.x and 3.1.x are supported)")
         }
-        try loader.checkReferences(in: root, file: url, pointer: "")
+        try loader.checkReferences(in: root, file: url)
         return OpenAPIDocument(url: url, root: root, openAPIVersion: openAPI,
                                contractVersion: root["info"]?["version"]?.stringValue ?? "", documents: loader.documents)
     }
@@ -135,7 +135,7 @@ struct Loader {
     }
 
     /// Checks that every `$ref` under `value` resolves, loading referenced files (cycles are fine).
-    mutating func checkReferences(in value: JSONValue, file: URL, pointer: String) throws(ContractLoadError) {
+    mutating func checkReferences(in value: JSONValue, file: URL) throws(ContractLoadError) {
         var visited: Set<String> = []
         var path: [String] = []
         try check(value, file: file, path: &path, visited: &visited)
@@ -149,7 +149,7 @@ struct Loader {
                 let (targetFile, targetPointer) = Self.split(reference, relativeTo: file)
                 let document = try self.document(at: targetFile, referencedFrom: file.path)
                 guard Self.walk(document, targetPointer) != nil else {
-                    let pointer = path.map { "/" + Self.escape($0) }.joined()
+                    let pointer = path.map { "/" + JSONPointer.escape($0) }.joined()
                     throw ContractLoadError(file: file.path, location: "#" + pointer + "/$ref", message: "dangling $ref \(reference)")
                 }
                 // A referenced file's own references are checked once (cycles between files are fine).
@@ -189,7 +189,7 @@ struct Loader {
         let parts = reference.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts[0])
         let fragment = parts.count > 1 ? String(parts[1]) : ""
-        let pointer = fragment.utf8.contains(UInt8(ascii: "%")) ? fragment.removingPercentEncoding ?? fragment : fragment
+        let pointer = JSONPointer.decodeFragment(fragment)
         let target = path.isEmpty ? file : URL(fileURLWithPath: path, relativeTo: file.deletingLastPathComponent()).standardizedFileURL
         return (target, pointer)
     }
@@ -208,6 +208,4 @@ struct Loader {
         }
         return current
     }
-
-    static func escape(_ token: String) -> String { JSONPointer.escape(token) }
 }

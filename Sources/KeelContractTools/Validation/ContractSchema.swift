@@ -53,6 +53,11 @@ extension OpenAPIDocument {
         }
     }
 
+    /// Members whose values are literal data, never schemas (besides `x-…` extensions).
+    private static let literalKeywords: Set<String> = ["example", "examples", "enum", "const", "default"]
+    /// Members whose keys are names, not keywords.
+    private static let nameMapKeywords: Set<String> = ["properties", "patternProperties", "dependentSchemas", "$defs", "definitions", "schemas"]
+
     /// OpenAPI 3.0's boolean `exclusiveMinimum`/`exclusiveMaximum` (draft 4 style) rewritten as 2020-12's
     /// numbers, everywhere except inside literal values (`example`, `enum`, `const`, `default`, `x-…`).
     /// `namesAreData` marks maps whose keys are names, not keywords (`properties`, `components/schemas`…),
@@ -68,8 +73,8 @@ extension OpenAPIDocument {
                     result[key] = as2020(member)
                     continue
                 }
-                let literal = ["example", "examples", "enum", "const", "default"].contains(key) || key.hasPrefix("x-")
-                let names = ["properties", "patternProperties", "dependentSchemas", "$defs", "definitions", "schemas"].contains(key)
+                let literal = literalKeywords.contains(key) || key.hasPrefix("x-")
+                let names = nameMapKeywords.contains(key)
                 result[key] = literal ? member : as2020(member, namesAreData: names)
             }
             guard !namesAreData else { return .object(result) }

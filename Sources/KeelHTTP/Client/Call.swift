@@ -3,7 +3,7 @@ import KeelCore
 
 /// One call in progress: attempts, the decisions between them, and the failure it ends with.
 struct Call {
-    let client: HTTPClient
+    let configuration: HTTPClient.Configuration
     let operation: HTTPOperation
     let policy: CallPolicy
     let correlationID: CorrelationID
@@ -17,14 +17,12 @@ struct Call {
     /// Budget tokens this call spent on retries (refunded when it succeeds).
     private var spentOnRetries = 0
 
-    init(client: HTTPClient, operation: HTTPOperation, policy: CallPolicy) {
-        self.client = client
+    init(configuration: HTTPClient.Configuration, operation: HTTPOperation, policy: CallPolicy) {
+        self.configuration = configuration
         self.operation = operation
         self.policy = policy
-        self.correlationID = operation.correlationID ?? CorrelationID.make(using: client.configuration.random)
+        self.correlationID = operation.correlationID ?? CorrelationID.make(using: configuration.random)
     }
-
-    private var configuration: HTTPClient.Configuration { client.configuration }
 
     /// The outcome across all attempts so far: unknown wins (an earlier attempt may have been applied).
     private var outcome: HTTPFailure.Outcome {
@@ -69,8 +67,10 @@ struct Call {
                         requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts
                     )
                 } else {
-                    failure = statusFailure(response)
-                    retryAfter = RetryAfter.delay(from: response.header("Retry-After"), now: configuration.wallClock.now())
+                    // One wall-clock reading serves both the retry delay and the failure's `retryAt`.
+                    let now = configuration.wallClock.now()
+                    retryAfter = RetryAfter.delay(from: response.header("Retry-After"), now: now)
+                    failure = statusFailure(response, retryAfter: retryAfter, now: now)
                 }
             case .transportFailure(let error):
                 if Task.isCancelled || error.code == .cancelled {
@@ -161,17 +161,17 @@ struct Call {
         headers.append((configuration.correlationIDHeader, correlationID.rawValue))
         if case .keyed(let key) = operation.idempotency { headers.append((configuration.idempotencyKeyHeader, key.rawValue)) }
         if let version = configuration.contractVersion { headers.append((version.headerName, version.description)) }
-        if operation.expectsJSON, !headers.contains(where: { $0.name.caseInsensitiveCompare("Accept") == .orderedSame }) {
+        if operation.expectsJSON, headers.firstValue(named: "Accept") == nil {
             headers.append(("Accept", "application/json"))
         }
-        if operation.body != nil, !headers.contains(where: { $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame }) {
+        if operation.body != nil, headers.firstValue(named: "Content-Type") == nil {
             headers.append(("Content-Type", "application/json"))
         }
         // The transport's own timer is only a backstop behind the attempt timer on the injected clock.
         return HTTPRequest(
             method: operation.method, url: components.url!, headers: headers, body: operation.body,
             transportTimeout: policy.attemptTimeout + .seconds(30), maximumResponseBytes: policy.maximumResponseBytes,
-            reusesConnections: operation.idempotency != .unsafe
+            reusesConnections: operation.allowsRetryAfterSending
         )
     }
 
@@ -199,10 +199,7 @@ struct Call {
         // Most likely something in between answered and the API never saw the request; but for a
         // mutation that cannot be proven (a proxy may have forwarded it), so it stays unknown.
         if operation.mutates { sawUnknown = true }
-        return HTTPFailure(
-            kind: .captivePortal, outcome: operation.mutates || sawUnknown ? .unknown : .notSent, status: nil, errorCode: nil, requestID: nil,
-            correlationID: correlationID, attempts: attempts, retryAt: nil, fieldErrors: [], detail: Redacted(detail)
-        )
+        return failure(.captivePortal, detail: detail, outcome: sawUnknown ? .unknown : .notSent)
     }
 
     /// Scheme, lower-cased host and effective port: the parts that make an origin.
@@ -217,7 +214,8 @@ struct Call {
         return prefix.hasPrefix("<!doctype html") || prefix.hasPrefix("<html")
     }
 
-    private mutating func statusFailure(_ response: HTTPResponse) -> HTTPFailure {
+    /// `retryAfter` is the response's `Retry-After` delay, measured from the wall-clock reading `now`.
+    private mutating func statusFailure(_ response: HTTPResponse, retryAfter: Duration?, now: Date) -> HTTPFailure {
         let details = configuration.errorBody.details(of: response.body)
         let kind: HTTPFailure.Kind
         switch response.status {
@@ -236,11 +234,10 @@ struct Call {
         if operation.mutates, [500, 502, 504].contains(response.status) || (300...399).contains(response.status) {
             sawUnknown = true
         }
-        let retryAfter = RetryAfter.delay(from: response.header("Retry-After"), now: configuration.wallClock.now())
         return HTTPFailure(
             kind: kind, outcome: outcome, status: response.status, errorCode: details.code,
             requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts,
-            retryAt: retryAfter.map { configuration.wallClock.now().addingTimeInterval(Self.seconds($0)) },
+            retryAt: retryAfter.map { now.addingTimeInterval(Self.seconds($0)) },
             fieldErrors: kind == .validation ? details.fields : [], detail: Redacted("status \(response.status)")
         )
     }
@@ -256,10 +253,11 @@ struct Call {
         return failure(kind, detail: error.description)
     }
 
-    private func failure(_ kind: HTTPFailure.Kind, detail: String) -> HTTPFailure {
+    /// A failure without a response; `outcome` overrides the one accumulated across attempts.
+    private func failure(_ kind: HTTPFailure.Kind, detail: String, outcome: HTTPFailure.Outcome? = nil) -> HTTPFailure {
         HTTPFailure(
-            kind: kind, outcome: outcome, status: nil, errorCode: nil, requestID: nil, correlationID: correlationID,
-            attempts: attempts, retryAt: nil, fieldErrors: [], detail: Redacted(detail)
+            kind: kind, outcome: outcome ?? self.outcome, status: nil, errorCode: nil, requestID: nil,
+            correlationID: correlationID, attempts: attempts, retryAt: nil, fieldErrors: [], detail: Redacted(detail)
         )
     }
 

@@ -95,7 +95,7 @@ public final class HTTPClient: Sendable {
     ///
     /// - Throws: ``HTTPFailure``.
     public func send(_ operation: HTTPOperation, policy: CallPolicy? = nil) async throws(HTTPFailure) -> Reply {
-        var call = Call(client: self, operation: operation, policy: policy ?? configuration.policy)
+        var call = Call(configuration: configuration, operation: operation, policy: policy ?? configuration.policy)
         return try await call.run(clock: configuration.clock)
     }
 

@@ -53,7 +53,7 @@ public struct HTTPOperation: Sendable {
             resolved = idempotency
         } else {
             switch upper {
-            case "GET", "HEAD", "OPTIONS": resolved = .idempotent
+            case _ where Self.readMethods.contains(upper): resolved = .idempotent
             case "POST", "PATCH": resolved = .unsafe
             default: preconditionFailure("HTTPOperation: \(upper) \(path) must declare its idempotency (.idempotent, .keyed or .unsafe)")
             }
@@ -74,7 +74,10 @@ public struct HTTPOperation: Sendable {
     }
 
     /// Whether the operation changes state on the server (anything but GET, HEAD, OPTIONS).
-    public var mutates: Bool { !["GET", "HEAD", "OPTIONS"].contains(method) }
+    public var mutates: Bool { !Self.readMethods.contains(method) }
+
+    /// The methods that only read: idempotent by default, and never mutating.
+    private static let readMethods: Set<String> = ["GET", "HEAD", "OPTIONS"]
 
     /// Whether a retry after the request may have reached the server is allowed.
     var allowsRetryAfterSending: Bool {

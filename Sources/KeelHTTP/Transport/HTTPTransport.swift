@@ -58,7 +58,14 @@ public struct HTTPResponse: Sendable {
 
     /// The first value of header `name`, compared case-insensitively.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.firstValue(named: name)
+    }
+}
+
+extension Array where Element == (name: String, value: String) {
+    /// The first value of header `name`, compared case-insensitively.
+    func firstValue(named name: String) -> String? {
+        first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
     }
 }
 

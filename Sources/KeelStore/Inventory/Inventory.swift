@@ -11,15 +11,22 @@ public struct Inventory: Sendable {
     /// - Throws: ``InventoryError`` with every problem (a sensitive dataset in backups, personal data
     ///   without retention, duplicate names, ...): such an inventory is refused, not warned about.
     public init(_ datasets: [Dataset]) throws(InventoryError) {
-        var byName: [String: Dataset] = [:]
+        let problems = Self.problems(in: datasets)
+        guard problems.isEmpty else { throw InventoryError(code: .refused, dataset: nil, problems: problems) }
+        // No problems: in particular no name is declared twice.
+        self.datasets = Dictionary(uniqueKeysWithValues: datasets.map { ($0.name, $0) })
+    }
+
+    /// The problems of `datasets` (the rules of registration: duplicate names, then each dataset's own
+    /// problems, in order); empty when they make an acceptable inventory.
+    public static func problems(in datasets: [Dataset]) -> [String] {
+        var names: Set<String> = []
         var problems: [String] = []
         for dataset in datasets {
-            if byName[dataset.name] != nil { problems.append("\(dataset.name): declared twice") }
-            byName[dataset.name] = dataset
+            if !names.insert(dataset.name).inserted { problems.append("\(dataset.name): declared twice") }
             problems += dataset.problems
         }
-        guard problems.isEmpty else { throw InventoryError(code: .refused, dataset: nil, problems: problems) }
-        self.datasets = byName
+        return problems
     }
 
     /// The declaration of `name`.
@@ -36,20 +43,19 @@ public struct Inventory: Sendable {
 
     /// The inventory as JSON, for `keel inventory` (which cannot read Swift code).
     public func export() throws -> Data {
+        try Self.export(Array(datasets.values))
+    }
+
+    /// `datasets` as JSON, sorted by name: what ``export()`` writes for an inventory of them.
+    public static func export(_ datasets: [Dataset]) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return try encoder.encode(datasets.values.sorted { $0.name < $1.name })
+        return try encoder.encode(datasets.sorted { $0.name < $1.name })
     }
 
     /// The problems in an exported inventory (same rules as registration); empty when it is acceptable.
     public static func check(exported data: Data) throws -> [String] {
-        let datasets = try JSONDecoder().decode([Dataset].self, from: data)
-        do {
-            _ = try Inventory(datasets)
-            return []
-        } catch {
-            return error.problems
-        }
+        problems(in: try JSONDecoder().decode([Dataset].self, from: data))
     }
 
     /// A Markdown table for review (one row per dataset).

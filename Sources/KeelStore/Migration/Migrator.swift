@@ -119,21 +119,22 @@ public struct Migrator: Sendable {
         } catch {
             throw MigrationError(code: .failed, migration: nil, message: "cannot read the migration state: \(error)", underlying: error as? DatabaseError)
         }
+        // The pending migrations are the registered list minus its applied prefix (checked by `state`).
+        let applied: Int
         switch state {
         case .superseded(let unknown):
             throw MigrationError(code: .superseded, migration: nil,
                                  message: "the database was written by a newer app (unknown migrations: \(unknown.joined(separator: ", "))); it is left untouched")
         case .upToDate:
             return report
-        case .pending:
-            break
+        case .pending(let pending, _):
+            applied = names.count - pending.count
         }
         do {
             try Self.createBookkeeping(database)
         } catch {
             throw MigrationError(code: .failed, migration: nil, message: "cannot create the migration tables: \(error)", underlying: error as? DatabaseError)
         }
-        let applied = try database.scalar(Int.self, "SELECT count(*) FROM keel_migration") ?? 0
         for (position, migration) in migrations.enumerated() where position >= applied {
             do {
                 switch migration.work {
@@ -253,8 +254,6 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         public static let inconsistent = Code("inconsistent")
         /// A migration failed and was rolled back; see ``MigrationError/underlying``.
         public static let failed = Code("failed")
-        /// A destructive reset was refused (the dataset is a source of truth, not a cache).
-        public static let resetRefused = Code("resetRefused")
     }
 
     public let code: Code

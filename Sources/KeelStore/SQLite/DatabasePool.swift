@@ -14,7 +14,7 @@ public final class DatabasePool: Sendable {
     /// The file's path.
     public let path: String
     public let configuration: DatabaseConfiguration
-    private let writer: Confined<SQLiteConnection>
+    private let writer: SQLiteConnection
     private let writerQueue: DispatchQueue
     private let readers: Locked<[SQLiteConnection]>
     private let readerSlots: DispatchSemaphore
@@ -25,7 +25,7 @@ public final class DatabasePool: Sendable {
     public init(path: String, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws(DatabaseError) {
         self.path = path
         self.configuration = configuration
-        writer = Confined(try SQLiteConnection(path: path, readOnly: false, configuration: configuration))
+        writer = try SQLiteConnection(path: path, readOnly: false, configuration: configuration)
         writerQueue = DispatchQueue(label: "keel.store.writer")
         readers = Locked([])
         readerSlots = DispatchSemaphore(value: configuration.maximumReaders)
@@ -47,24 +47,19 @@ public final class DatabasePool: Sendable {
     /// The blocking form of ``write(_:)``, for code that is not async (command-line tools, migrations
     /// in a child process). Never call it from the cooperative thread pool.
     public func writeSync<T>(_ body: (Database) throws -> T) throws -> T {
-        try writerQueue.sync {
-            try writer.use { connection in
-                let database = Database(connection: connection)
-                return try database.inTransaction(.immediate) { try body(database) }
-            }
-        }
+        try writeWithoutTransactionSync { database in try database.inTransaction(.immediate) { try body(database) } }
     }
 
     /// The blocking form of ``writeWithoutTransaction(_:)``.
     public func writeWithoutTransactionSync<T>(_ body: (Database) throws -> T) throws -> T {
-        try writerQueue.sync { try writer.use { try body(Database(connection: $0)) } }
+        try writerQueue.sync { try body(Database(connection: writer)) }
     }
 
     private func onWriter<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let writer = self.writer
         return try await withCheckedThrowingContinuation { continuation in
             writerQueue.async {
-                continuation.resume(with: Result { try writer.use { try body(Database(connection: $0)) } })
+                continuation.resume(with: Result { try body(Database(connection: writer)) })
             }
         }
     }
@@ -93,14 +88,6 @@ public final class DatabasePool: Sendable {
         let database = Database(connection: connection)
         return try database.inTransaction(.deferred) { try body(database) }
     }
-}
-
-/// A value used by one thread at a time, enforced by the owner's serial queue.
-final class Confined<Value>: @unchecked Sendable {
-    // @unchecked Sendable: DatabasePool only calls `use` on its serial writer queue.
-    private let value: Value
-    init(_ value: Value) { self.value = value }
-    func use<T>(_ body: (Value) throws -> T) rethrows -> T { try body(value) }
 }
 
 extension SQLiteConnection: @unchecked Sendable {}

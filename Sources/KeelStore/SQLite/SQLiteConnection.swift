@@ -10,12 +10,8 @@ final class SQLiteConnection {
     private var statements: [String: OpaquePointer] = [:]
     /// The statement used last, checked before the dictionary (loops of point reads and inserts).
     private var lastStatement: (sql: String, statement: OpaquePointer)?
-    let path: String
-    let isReadOnly: Bool
 
     init(path: String, readOnly: Bool, configuration: DatabaseConfiguration) throws(DatabaseError) {
-        self.path = path
-        self.isReadOnly = readOnly
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)
@@ -59,10 +55,15 @@ final class SQLiteConnection {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        finalizeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Finalizes every cached statement and empties the cache.
+    private func finalizeAll() {
         for statement in statements.values { sqlite3_finalize(statement) }
         statements.removeAll()
         lastStatement = nil
-        sqlite3_close_v2(handle)
     }
 
     // MARK: - Statements
@@ -77,9 +78,7 @@ final class SQLiteConnection {
         }
         if statements.count >= 256 {
             // Bounded: one-off statements (DDL, interpolated pragmas) must not accumulate forever.
-            for statement in statements.values { sqlite3_finalize(statement) }
-            statements.removeAll()
-            lastStatement = nil
+            finalizeAll()
         }
         var statement: OpaquePointer?
         var rest = ""

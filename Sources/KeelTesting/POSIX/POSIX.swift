@@ -11,7 +11,7 @@ import Musl
 #endif
 
 /// The POSIX calls used by the test server, the benchmark client and the child-process harness.
-/// Every call retries on `EINTR`; none raises `SIGPIPE`.
+/// Every call that may be repeated retries on `EINTR` (`connect` may not); none raises `SIGPIPE`.
 package enum POSIX {
     package enum Shutdown {
         case read, write, both
@@ -29,7 +29,7 @@ package enum POSIX {
     package struct Failure: Error, CustomStringConvertible {
         package let call: String
         package let errno: Int32
-        package var description: String { "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))" }
+        package var description: String { "\(call) failed: \(POSIX.describe(errno: errno)) (errno \(errno))" }
     }
 
     private static var streamType: Int32 {
@@ -44,10 +44,7 @@ package enum POSIX {
         let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { throw Failure(call: "socket", errno: errno) }
         setCloseOnExec(fd)
-        #if canImport(Darwin)
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-        #endif
+        setNoSigPipe(fd)
         return fd
     }
 
@@ -62,8 +59,11 @@ package enum POSIX {
         return address
     }
 
+    /// The `listen` backlog of a listening socket.
+    private static let listenBacklog: Int32 = 128
+
     /// A TCP socket bound to `host:port` (port 0 = any free port) and listening. Returns the fd and the port.
-    package static func makeListeningSocket(host: String, port: UInt16, backlog: Int32 = 128) throws(Failure) -> (fd: Int32, port: UInt16) {
+    package static func makeListeningSocket(host: String, port: UInt16) throws(Failure) -> (fd: Int32, port: UInt16) {
         let fd = try makeStreamSocket()
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -76,7 +76,7 @@ package enum POSIX {
             close(fd)
             throw Failure(call: "bind(\(host):\(port))", errno: error)
         }
-        guard listen(fd, backlog) == 0 else {
+        guard listen(fd, listenBacklog) == 0 else {
             let error = errno
             close(fd)
             throw Failure(call: "listen", errno: error)
@@ -119,7 +119,7 @@ package enum POSIX {
         var address = try makeAddress(host: host, port: port)
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connectRetryingOnInterrupt(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                systemConnect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard result == 0 else {
@@ -131,7 +131,9 @@ package enum POSIX {
         return fd
     }
 
-    private static func connectRetryingOnInterrupt(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+    /// The system `connect(2)`, called once (``connect(host:port:)`` shadows the name). Not retried on
+    /// `EINTR`: an interrupted connect goes on in the background, and calling it again does not resume it.
+    private static func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
         #if canImport(Darwin)
         Darwin.connect(fd, address, length)
         #elseif canImport(Glibc)
@@ -165,10 +167,7 @@ package enum POSIX {
                 setCloseOnExec(client)
                 setBlocking(client)
                 setNoDelay(client)
-                #if canImport(Darwin)
-                var one: Int32 = 1
-                setsockopt(client, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-                #endif
+                setNoSigPipe(client)
                 return .connection(client)
             }
             switch errno {
@@ -227,7 +226,7 @@ package enum POSIX {
     }
 
     /// Whether the peer has closed its side: a zero-length peek. Data waiting to be read is not a close.
-    package static func peerHasClosed(_ fd: Int32) -> Bool {
+    private static func peerHasClosed(_ fd: Int32) -> Bool {
         var byte: UInt8 = 0
         while true {
             let count = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
@@ -353,10 +352,7 @@ package enum POSIX {
         guard socketpair(AF_UNIX, streamType, 0, &fds) == 0 else { throw Failure(call: "socketpair", errno: errno) }
         setCloseOnExec(fds[0])
         setCloseOnExec(fds[1])
-        #if canImport(Darwin)
-        var one: Int32 = 1
-        setsockopt(fds[0], SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-        #endif
+        setNoSigPipe(fds[0])
         return (fds[0], fds[1])
     }
 
@@ -367,6 +363,15 @@ package enum POSIX {
     private static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// On Darwin, makes writing to `fd` after the peer is gone fail with `EPIPE` instead of raising
+    /// `SIGPIPE` (SO_NOSIGPIPE). Elsewhere a no-op: there ``write(_:_:)`` sends with `MSG_NOSIGNAL`.
+    private static func setNoSigPipe(_ fd: Int32) {
+        #if canImport(Darwin)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
     }
 
     /// The inode number of the file or socket behind `fd` (what `/proc/<pid>/fd/<n>` links name).

@@ -178,13 +178,7 @@ public final class ChildProcess: Sendable {
                     // Ended but not reaped: the pid (and so the group id) cannot have been reused yet.
                     Spawn.sendToGroup(Spawn.sigkill, leader: pid)
                     // Reap under the lock that `kill` takes, so no signal can follow the pid's release.
-                    state.withLock { state in
-                        switch Spawn.reap(pid) {
-                        case .exited(let status): state.termination = .exited(status)
-                        case .signaled(let signal): state.termination = .signaled(signal)
-                        case nil: state.termination = .unknown
-                        }
-                    }
+                    state.withLock { $0.termination = Spawn.reap(pid) }
                 },
             ]
         } catch {

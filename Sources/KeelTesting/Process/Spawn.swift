@@ -13,12 +13,6 @@ import Musl
 @available(tvOS, unavailable)
 @available(watchOS, unavailable)
 enum Spawn {
-    /// How a child process ended.
-    enum Exit: Sendable, Equatable {
-        case exited(Int32)
-        case signaled(Int32)
-    }
-
     /// Starts `path` with `arguments` (not including argv[0]) and `environment`, with its standard
     /// streams connected to the given descriptors. Returns the process id.
     static func start(
@@ -103,11 +97,11 @@ enum Spawn {
         return true
     }
 
-    /// Reaps the ended `pid` and returns how it ended; nil when it could not be reaped.
-    static func reap(_ pid: pid_t) -> Exit? {
+    /// Reaps the ended `pid` and returns how it ended; `.unknown` when it could not be reaped.
+    static func reap(_ pid: pid_t) -> ChildProcess.Termination {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
-            if errno != EINTR { return nil }
+            if errno != EINTR { return .unknown }
         }
         // WIFEXITED / WTERMSIG are macros; decode the status word by hand.
         let signal = status & 0x7F

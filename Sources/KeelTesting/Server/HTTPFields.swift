@@ -1,3 +1,5 @@
+import Foundation
+
 /// HTTP header fields in the order they were sent, with case-insensitive lookup.
 public struct HTTPFields: Sendable, Equatable, ExpressibleByDictionaryLiteral, Sequence, CustomStringConvertible {
     /// One field as it appeared on the wire.
@@ -25,16 +27,23 @@ public struct HTTPFields: Sendable, Equatable, ExpressibleByDictionaryLiteral, S
 
     /// The first value for `name` (case-insensitive), or nil.
     public subscript(_ name: String) -> String? {
-        get { fields.first { $0.name.lowercased() == name.lowercased() }?.value }
+        get { fields.first(where: Self.named(name))?.value }
         set {
-            fields.removeAll { $0.name.lowercased() == name.lowercased() }
+            fields.removeAll(where: Self.named(name))
             if let newValue { fields.append(Field(name: name, value: newValue)) }
         }
     }
 
     /// Every value for `name`, in order.
     public func values(for name: String) -> [String] {
-        fields.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+        fields.filter(Self.named(name)).map(\.value)
+    }
+
+    /// The comma-separated tokens of every `name` field, lower-cased and trimmed, in order
+    /// (`Connection: Keep-Alive, Upgrade` gives `["keep-alive", "upgrade"]`).
+    func tokens(for name: String) -> [String] {
+        values(for: name).flatMap { $0.lowercased().split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
     }
 
     /// Appends a field, keeping any existing field of the same name.
@@ -48,4 +57,10 @@ public struct HTTPFields: Sendable, Equatable, ExpressibleByDictionaryLiteral, S
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
     public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
+
+    /// Matches fields named `name`, ignoring case; `name` is lower-cased once, not per field.
+    private static func named(_ name: String) -> (Field) -> Bool {
+        let name = name.lowercased()
+        return { $0.name.lowercased() == name }
+    }
 }

@@ -21,8 +21,7 @@ struct RequestHead {
 
     /// Whether the connection must close after this exchange (`Connection: close`, or HTTP/1.0 without keep-alive).
     var wantsClose: Bool {
-        let tokens = headers.values(for: "Connection").flatMap { $0.lowercased().split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+        let tokens = headers.tokens(for: "Connection")
         if tokens.contains("close") { return true }
         return version == "HTTP/1.0" && !tokens.contains("keep-alive")
     }
@@ -84,8 +83,7 @@ struct RequestHead {
             return .failure(Failure(status: 400, reason: "more than one Host header"))
         }
 
-        let transferCodings = headers.values(for: "Transfer-Encoding").flatMap { $0.lowercased().split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+        let transferCodings = headers.tokens(for: "Transfer-Encoding")
         let isChunked = transferCodings.last == "chunked"
         if !transferCodings.isEmpty && !isChunked {
             return .failure(Failure(status: 501, reason: "unsupported transfer coding"))

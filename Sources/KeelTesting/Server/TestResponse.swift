@@ -118,9 +118,7 @@ public struct TestResponse: Sendable {
 
     /// Whether the scripted headers say `Connection: close` (the server then closes after sending).
     var asksToClose: Bool {
-        headers.values(for: "Connection").contains { value in
-            value.lowercased().split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "close" }
-        }
+        headers.tokens(for: "Connection").contains("close")
     }
 
     // MARK: - Helpers

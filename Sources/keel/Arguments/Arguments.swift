@@ -66,6 +66,15 @@ struct Arguments {
         }
         return number
     }
+
+    /// The value of `name`, which must be one of `choices`, or `defaultValue` when absent.
+    func choice(_ name: String, default defaultValue: String, among choices: [String]) throws(UsageError) -> String {
+        let choice = value(name) ?? defaultValue
+        guard choices.contains(choice) else {
+            throw UsageError("--\(name) must be \(choices.joined(separator: " or ")), not '\(choice)'")
+        }
+        return choice
+    }
 }
 
 /// The command line was wrong: printed with the usage to stderr, exit status 2.

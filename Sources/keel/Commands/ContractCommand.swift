@@ -53,55 +53,32 @@ enum ContractCommand {
         let arguments = try Arguments(raw, options: ["schema", "format"], flags: ["format-assertion"])
         guard let reference = arguments.value("schema") else { throw UsageError("missing --schema '#/components/schemas/NAME'") }
         guard arguments.positionals.count >= 2 else { throw UsageError("expected the contract and at least one instance file") }
-        let json: Bool
-        switch arguments.value("format") ?? "text" {
-        case "text": json = false
-        case "json": json = true
-        case let other: throw UsageError("--format must be text or json, not '\(other)'")
-        }
+        let json = try arguments.choice("format", default: "text", among: ["text", "json"]) == "json"
         let schema: ContractSchema
         do {
             schema = try OpenAPIDocument.load(from: URL(fileURLWithPath: arguments.positionals[0])).schema(at: reference)
         } catch {
-            FileHandle.standardError.write("error: \(error)\n")
-            return 2
+            return fail("\(error)")
         }
-        var results: [SchemaCommand.InstanceResult] = []
-        for path in arguments.positionals.dropFirst() {
-            switch SchemaCommand.readJSON(path) {
-            case .success(let instance):
-                results.append(.init(file: path, errors: schema.validate(instance, formatAssertion: arguments.has("format-assertion")).errors))
-            case .failure(let problem):
-                FileHandle.standardError.write("error: \(problem.message)\n")
-                return 2
-            }
+        let formatAssertion = arguments.has("format-assertion")
+        return try SchemaCommand.validateInstances(arguments.positionals.dropFirst(), schema: arguments.positionals[0] + reference, json: json) {
+            schema.validate($0, formatAssertion: formatAssertion).errors
         }
-        return try SchemaCommand.report(results, schema: arguments.positionals[0] + reference, json: json)
     }
 
     static func diff(_ raw: [String]) throws -> Int32 {
         let arguments = try Arguments(raw, options: ["format", "fail-on"])
         guard arguments.positionals.count == 2 else { throw UsageError("expected two files: BASE REVISION") }
-        let json: Bool
-        switch arguments.value("format") ?? "text" {
-        case "text": json = false
-        case "json": json = true
-        case let other: throw UsageError("--format must be text or json, not '\(other)'")
-        }
-        let threshold: ContractChange.Severity
-        switch arguments.value("fail-on") ?? "breaking" {
-        case "breaking": threshold = .breaking
-        case "warning": threshold = .warning
-        case let other: throw UsageError("--fail-on must be breaking or warning, not '\(other)'")
-        }
+        let json = try arguments.choice("format", default: "text", among: ["text", "json"]) == "json"
+        let threshold: ContractChange.Severity =
+            try arguments.choice("fail-on", default: "breaking", among: ["breaking", "warning"]) == "warning" ? .warning : .breaking
         let changes: [ContractChange]
         do {
             let base = try OpenAPIDocument.load(from: URL(fileURLWithPath: arguments.positionals[0]))
             let revision = try OpenAPIDocument.load(from: URL(fileURLWithPath: arguments.positionals[1]))
             changes = try ContractDiff(base: base, revision: revision).changes()
         } catch {
-            FileHandle.standardError.write("error: \(error)\n")
-            return 2
+            return fail("\(error)")
         }
         let counts = Dictionary(grouping: changes, by: \.severity).mapValues(\.count)
         let failing = changes.contains { $0.severity >= threshold }
@@ -111,11 +88,8 @@ enum ContractCommand {
                 var changes: [ContractChange]
                 var summary: Summary
             }
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let report = Report(changes: changes, summary: .init(breaking: counts[.breaking] ?? 0, warning: counts[.warning] ?? 0,
-                                                                  info: counts[.info] ?? 0, failed: failing))
-            say(String(decoding: try encoder.encode(report), as: UTF8.self))
+            try sayJSON(Report(changes: changes, summary: .init(breaking: counts[.breaking] ?? 0, warning: counts[.warning] ?? 0,
+                                                                info: counts[.info] ?? 0, failed: failing)))
         } else {
             for change in changes { say(change.description) }
             say("\(counts[.breaking] ?? 0) breaking, \(counts[.warning] ?? 0) warning, \(counts[.info] ?? 0) info"

@@ -32,21 +32,18 @@ enum InventoryCommand {
         let arguments = try Arguments(raw, options: ["format"], flags: ["check"])
         guard arguments.positionals.count == 1 else { throw UsageError("expected one inventory file") }
         let path = arguments.positionals[0]
-        let format = arguments.value("format") ?? "markdown"
-        guard ["markdown", "json"].contains(format) else { throw UsageError("--format must be markdown or json, not '\(format)'") }
+        let format = try arguments.choice("format", default: "markdown", among: ["markdown", "json"])
         guard let data = FileManager.default.contents(atPath: path) else {
-            FileHandle.standardError.write("error: \(path): cannot read the file\n")
-            return 2
+            return fail("\(path): cannot read the file")
         }
         let datasets: [Dataset]
         do {
             datasets = try JSONDecoder().decode([Dataset].self, from: data)
         } catch {
-            FileHandle.standardError.write("error: \(path): not an exported inventory: \(error)\n")
-            return 2
+            return fail("\(path): not an exported inventory: \(error)")
         }
         if arguments.has("check") {
-            let problems = try Inventory.check(exported: data)
+            let problems = Inventory.problems(in: datasets)
             if problems.isEmpty {
                 say("\(path): \(datasets.count) dataset(s), no problems")
                 return 0
@@ -55,9 +52,7 @@ enum InventoryCommand {
             return 1
         }
         if format == "json" {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            say(String(decoding: try encoder.encode(datasets.sorted { $0.name < $1.name }), as: UTF8.self))
+            say(String(decoding: try Inventory.export(datasets), as: UTF8.self))
         } else {
             say(Inventory.markdown(datasets), terminator: "")
         }

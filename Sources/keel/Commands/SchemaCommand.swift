@@ -42,12 +42,7 @@ enum SchemaCommand {
         let arguments = try Arguments(Array(raw.dropFirst()), options: ["schema", "remote", "format"], flags: ["format-assertion"])
         guard let schemaPath = arguments.value("schema") else { throw UsageError("missing --schema <schema.json>") }
         guard !arguments.positionals.isEmpty else { throw UsageError("no instance files given") }
-        let json: Bool
-        switch arguments.value("format") ?? "text" {
-        case "text": json = false
-        case "json": json = true
-        case let other: throw UsageError("--format must be text or json, not '\(other)'")
-        }
+        let json = try arguments.choice("format", default: "text", among: ["text", "json"]) == "json"
         var remotes: [(prefix: String, directory: URL)] = []
         for mapping in arguments.values["remote"] ?? [] {
             guard let equals = mapping.firstIndex(of: "="), equals != mapping.startIndex else {
@@ -73,27 +68,30 @@ enum SchemaCommand {
         }
 
         let options = ValidationOptions(formatAssertion: arguments.has("format-assertion"))
+        return try validateInstances(arguments.positionals, schema: schemaPath, json: json) { schema.validate($0, options: options).errors }
+    }
+
+    /// Validates each instance file with `validate`, prints the results (text or JSON) and returns the exit
+    /// status: 0 all valid, 1 some invalid, 2 (with the message) for a file that is unreadable or not JSON.
+    /// Shared with `keel contract validate`, so both behave and speak the same.
+    static func validateInstances(_ paths: some Sequence<String>, schema: String, json: Bool,
+                                  _ validate: (JSONValue) -> [ValidationError]) throws -> Int32 {
         var results: [InstanceResult] = []
-        for path in arguments.positionals {
+        for path in paths {
             switch readJSON(path) {
             case .success(let instance):
-                results.append(InstanceResult(file: path, errors: schema.validate(instance, options: options).errors))
+                results.append(InstanceResult(file: path, errors: validate(instance)))
             case .failure(let problem):
                 return fail(problem.message)
             }
         }
-
-        return try report(results, schema: schemaPath, json: json)
+        return try report(results, schema: schema, json: json)
     }
 
     /// Prints the results (text or JSON) and returns the exit status: 0 all valid, 1 some invalid.
-    /// Shared with `keel contract validate`, so both speak the same format.
-    static func report(_ results: [InstanceResult], schema: String, json: Bool) throws -> Int32 {
+    private static func report(_ results: [InstanceResult], schema: String, json: Bool) throws -> Int32 {
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let report = Report(valid: results.allSatisfy(\.errors.isEmpty), schema: schema, instances: results.map(Report.Instance.init))
-            say(String(decoding: try encoder.encode(report), as: UTF8.self))
+            try sayJSON(Report(valid: results.allSatisfy(\.errors.isEmpty), schema: schema, instances: results.map(Report.Instance.init)))
         } else {
             for result in results {
                 say(result.errors.isEmpty ? "\(result.file): valid" : "\(result.file): invalid (\(result.errors.count) error\(result.errors.count == 1 ? "" : "s"))")
@@ -168,11 +166,6 @@ enum SchemaCommand {
                 throw FileProblem(message: "\(file.path): not valid JSON: \(error)")
             }
         }
-    }
-
-    private static func fail(_ message: String) -> Int32 {
-        FileHandle.standardError.write("error: \(message)\n")
-        return 2
     }
 }
 

@@ -49,8 +49,7 @@ enum ServeCommand {
             do {
                 script = try ResponseScript.load(path: path)
             } catch {
-                FileHandle.standardError.write("error: \(error)\n")
-                return 2
+                return fail("\(error)")
             }
         }
 
@@ -58,8 +57,7 @@ enum ServeCommand {
         do {
             server = try TestServer(configuration: .init(port: UInt16(port)), dispatcher: dispatcher)
         } catch {
-            FileHandle.standardError.write("error: \(error)\n")
-            return 1
+            return fail("\(error)", status: 1)
         }
         script.forEach(server.enqueue)
         say("listening on \(server.baseURL.absoluteString)")
