@@ -1,6 +1,6 @@
 // Thin C wrappers for OpenSSL libcrypto (Linux only; Apple platforms use CryptoKit).
 // Wraps function-like macros and the control calls whose constants are macros.
-// Only the KeelStore sealing adapter imports this module.
+// Imported only by thin adapters: SHA-256 in KeelContractTools (and, later, KeelStore sealing).
 #ifndef KEEL_CCRYPTO_SHIM_H
 #define KEEL_CCRYPTO_SHIM_H
 

@@ -160,4 +160,11 @@ enum RFC3339 {
     static func date(from text: String) -> Date? {
         formatters.withoutFractions.date(from: text) ?? formatters.withFractions.date(from: text)
     }
+
+    /// UTC, with milliseconds only when the date has a fractional second.
+    static func string(from date: Date) -> String {
+        let seconds = date.timeIntervalSince1970
+        return seconds.rounded(.down) == seconds
+            ? formatters.withoutFractions.string(from: date) : formatters.withFractions.string(from: date)
+    }
 }

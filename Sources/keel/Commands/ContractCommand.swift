@@ -2,15 +2,17 @@ import Foundation
 import KeelContractTools
 
 /// `keel contract diff`: the compatibility gate for installed clients (MOB-API-001);
-/// `keel contract validate`: example payloads checked against the contract's schemas.
+/// `keel contract validate`: example payloads checked against the contract's schemas;
+/// `keel contract generate`: Swift models from the contract, and the CI check that they are current.
 enum ContractCommand {
     static let command = Keel.Command(
         name: "contract",
-        summary: "Compare two versions of an OpenAPI contract; validate payloads against it.",
+        summary: "Compare two versions of an OpenAPI contract; validate payloads; generate Swift models.",
         usage: """
             USAGE: keel contract diff <base.yaml|json> <revision.yaml|json> [--format text|json] [--fail-on breaking|warning]
                    keel contract validate <spec.yaml|json> --schema '#/components/schemas/NAME'
                                           [--format-assertion] [--format text|json] <instance.json>...
+                   keel contract generate <spec.yaml|json> --output <dir> [--check] [--access public|internal]
 
             diff answers: can a client built against BASE keep working against a server that implements REVISION?
             Every change is printed with a severity (breaking, warning, info), a stable rule id, where it is
@@ -21,6 +23,14 @@ enum ContractCommand {
             `keel schema validate`. $refs resolve inside the contract and the files it references; OpenAPI
             3.0's `nullable` and boolean exclusive bounds are honoured.
 
+            generate writes Swift Codable models for the contract's component schemas (and the inline JSON
+            bodies of operations with an operationId) to <dir>/<Spec>Models.swift: structs whose required
+            members must be present, Extensible<...> for x-extensible-enum and the open-enum pattern, closed
+            enums otherwise, allOf merged, oneOf with a discriminator as an enum with a case per variant. A
+            schema it cannot generate correctly (oneOf without a discriminator, values of several types, ...)
+            is reported with its location and nothing is written. The header records info.version and the
+            SHA-256 of each input file; --check writes nothing and fails when the committed file is stale.
+
             OPTIONS:
               --format text|json      Output style (default text). diff json: {"changes": [...], "summary": {...}};
                                       validate json: as keel schema validate.
@@ -28,13 +38,19 @@ enum ContractCommand {
                                       diff: the lowest severity that fails the command (default breaking).
               --schema <#/pointer>    validate: the schema, as a fragment of the contract.
               --format-assertion      validate: treat "format" as an assertion.
+              --output <dir>          generate: the directory for the generated file (created if missing).
+              --check                 generate: compare with the file in <dir> instead of writing it.
+              --access public|internal
+                                      generate: access level of the declarations (default public).
               -h, --help              Show this help.
 
             EXIT STATUS:
               0  diff: nothing at or above the fail level; validate: every instance is valid
-              1  diff: something at or above the fail level; validate: some instance is invalid
+              1  diff: something at or above the fail level; validate: some instance is invalid;
+                 generate --check: the generated file is missing or stale
               2  unreadable or invalid input (not YAML/JSON, no openapi field, unsupported version, dangling
-                 $ref, no schema at --schema): the message names the file and the location
+                 $ref, no schema at --schema, a schema generate cannot handle): the message names the file
+                 and the location
 
             """,
         run: run
@@ -44,8 +60,9 @@ enum ContractCommand {
         switch raw.first {
         case "diff": return try diff(Array(raw.dropFirst()))
         case "validate": return try validate(Array(raw.dropFirst()))
+        case "generate": return try generate(Array(raw.dropFirst()))
         case let other?: throw UsageError("unknown contract subcommand '\(other)'")
-        case nil: throw UsageError("missing subcommand: keel contract diff|validate ...")
+        case nil: throw UsageError("missing subcommand: keel contract diff|validate|generate ...")
         }
     }
 
@@ -64,6 +81,45 @@ enum ContractCommand {
         return try SchemaCommand.validateInstances(arguments.positionals.dropFirst(), schema: arguments.positionals[0] + reference, json: json) {
             schema.validate($0, formatAssertion: formatAssertion).errors
         }
+    }
+
+    static func generate(_ raw: [String]) throws -> Int32 {
+        let arguments = try Arguments(raw, options: ["output", "access"], flags: ["check"])
+        guard arguments.positionals.count == 1 else { throw UsageError("expected one contract file") }
+        guard let output = arguments.value("output") else { throw UsageError("missing --output <dir>") }
+        let access = ContractGenerator.AccessLevel(rawValue: try arguments.choice("access", default: "public", among: ["public", "internal"]))!
+        let generator = ContractGenerator(contract: URL(fileURLWithPath: arguments.positionals[0]), access: access)
+        let text: String
+        do {
+            text = try generator.generate()
+        } catch {
+            return fail("\(error)")
+        }
+        let destination = URL(fileURLWithPath: output, isDirectory: true).appendingPathComponent(generator.fileName)
+        let existing = FileManager.default.contents(atPath: destination.path).map { String(decoding: $0, as: UTF8.self) }
+        if arguments.has("check") {
+            guard let existing else {
+                return fail("\(destination.path) is missing: run keel contract generate \(arguments.positionals[0]) --output \(output)", status: 1)
+            }
+            guard existing == text else {
+                return fail("\(destination.path) is stale: run keel contract generate \(arguments.positionals[0]) --output \(output)", status: 1)
+            }
+            say("\(destination.path) is up to date")
+            return 0
+        }
+        // Unchanged output is not rewritten, so build systems do not recompile it.
+        if existing == text {
+            say("\(destination.path) is up to date")
+            return 0
+        }
+        do {
+            try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: destination, options: .atomic)
+        } catch {
+            return fail("cannot write \(destination.path): \(error.localizedDescription)")
+        }
+        say("wrote \(destination.path)")
+        return 0
     }
 
     static func diff(_ raw: [String]) throws -> Int32 {

@@ -1,0 +1,28 @@
+public import Foundation
+
+/// Encodes contract models to JSON the way ``ContractDecoder`` reads them back.
+///
+/// Dates are written as RFC 3339 in UTC (`2026-11-30T08:00:00Z`), with milliseconds when the date has a
+/// fractional second (`2026-11-30T08:00:00.250Z`); Foundation's default would write a number, which no
+/// `format: date-time` contract accepts. Members of generated models are written in declaration order.
+public struct ContractEncoder: Sendable {
+    /// Formatting such as `.prettyPrinted` or `.sortedKeys`. Default: compact, declaration order.
+    public var outputFormatting: JSONEncoder.OutputFormatting
+
+    public init(outputFormatting: JSONEncoder.OutputFormatting = []) {
+        self.outputFormatting = outputFormatting
+    }
+
+    /// The JSON encoding of `value`.
+    ///
+    /// - Throws: `EncodingError` for a value JSON cannot represent (a non-finite number).
+    public func encode<T: Encodable>(_ value: T) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = outputFormatting
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(RFC3339.string(from: date))
+        }
+        return try encoder.encode(value)
+    }
+}

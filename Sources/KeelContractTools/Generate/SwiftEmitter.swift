@@ -1,0 +1,210 @@
+/// Writes ``TypePlan``s as Swift source: `Codable`, `Hashable`, `Sendable` value types with explicit coding,
+/// so a required member that is missing fails to decode and an optional one may be absent.
+struct SwiftEmitter {
+    let access: ContractGenerator.AccessLevel
+    /// Top-level names the contract declares; a library type with the same name is written module-qualified.
+    let topLevelNames: Set<String>
+    private var lines: [String] = []
+    private var indentation = ""
+    /// Modules used in declarations (need `public import` for public access) and anywhere.
+    private(set) var modulesInSignatures: Set<String> = []
+    private(set) var modulesUsed: Set<String> = []
+
+    init(access: ContractGenerator.AccessLevel, topLevelNames: Set<String>) {
+        self.access = access
+        self.topLevelNames = topLevelNames
+    }
+
+    var text: String { lines.joined(separator: "\n") + "\n" }
+
+    private static let modules: [String: String] = [
+        "Date": "Foundation",
+        "JSONValue": "KeelContract", "Extensible": "KeelContract", "ExtensibleEnum": "KeelContract", "ClosedEnum": "KeelContract",
+        "UndeclaredEnumValue": "KeelContract",
+    ]
+
+    /// A library type's name, module-qualified when the contract declares a type of the same name.
+    private mutating func library(_ name: String, inSignature: Bool) -> String {
+        let module = Self.modules[name] ?? "Swift"
+        if module != "Swift" {
+            modulesUsed.insert(module)
+            if inSignature { modulesInSignatures.insert(module) }
+        }
+        return topLevelNames.contains(name) ? "\(module).\(name)" : name
+    }
+
+    private var modifier: String { access == .public ? "public " : "" }
+
+    private mutating func line(_ text: String = "") {
+        lines.append(text.isEmpty ? "" : indentation + text)
+    }
+
+    mutating func blankLine() { line() }
+
+    private mutating func indented(_ body: (inout SwiftEmitter) -> Void) {
+        let saved = indentation
+        indentation += "    "
+        body(&self)
+        indentation = saved
+    }
+
+    private mutating func documentation(_ text: [String]) {
+        for entry in text { line(entry.isEmpty ? "///" : "/// " + entry) }
+    }
+
+    mutating func type(_ use: TypeUse, inSignature: Bool = true) -> String {
+        switch use {
+        case .declared(let path): return path.joined(separator: ".")
+        case .extensible(let path): return "\(library("Extensible", inSignature: inSignature))<\(path.joined(separator: "."))>"
+        case .builtin(let builtin): return library(builtin.rawValue, inSignature: inSignature)
+        case .array(let element): return "[\(type(element, inSignature: inSignature))]"
+        case .dictionary(let value): return "[\(library("String", inSignature: inSignature)): \(type(value, inSignature: inSignature))]"
+        case .optional(let wrapped): return type(wrapped, inSignature: inSignature) + "?"
+        }
+    }
+
+    // MARK: - Declarations
+
+    mutating func declare(_ plan: TypePlan) {
+        documentation(plan.documentation)
+        switch plan.kind {
+        case .structure(let properties): structure(plan, properties)
+        case .closedEnum(let cases): enumeration(plan, cases, protocolName: "ClosedEnum", caseIterable: true)
+        case .extensibleEnum(let cases): enumeration(plan, cases, protocolName: "ExtensibleEnum", caseIterable: false)
+        case .union(let discriminator, let variants): union(plan, discriminator: discriminator, variants: variants)
+        case .alias(let use): line("\(modifier)typealias \(plan.name) = \(type(use))")
+        }
+    }
+
+    private mutating func conformances() -> String {
+        ["Codable", "Hashable", "Sendable"].map { library($0, inSignature: true) }.joined(separator: ", ")
+    }
+
+    private mutating func structure(_ plan: TypePlan, _ properties: [PropertyPlan]) {
+        line("\(modifier)struct \(plan.name): \(conformances()) {")
+        indented { body in
+            for property in properties {
+                body.documentation(property.documentation)
+                body.line("\(body.modifier)var \(SwiftNames.member(property.swiftName)): \(body.declaredType(property))")
+            }
+            if !properties.isEmpty { body.line() }
+            let parameters = properties.map { property in
+                "\(SwiftNames.member(property.swiftName)): \(body.declaredType(property))" + (property.required ? "" : " = nil")
+            }
+            body.line("\(body.modifier)init(\(parameters.joined(separator: ", "))) {")
+            body.indented { inner in
+                for property in properties {
+                    let name = SwiftNames.member(property.swiftName)
+                    inner.line("self.\(name) = \(name)")
+                }
+            }
+            body.line("}")
+            for nested in plan.nested {
+                body.line()
+                body.declare(nested)
+            }
+            // An empty struct keeps the synthesized coding (an enum without cases cannot have a raw type).
+            guard !properties.isEmpty else { return }
+            body.line()
+            body.line("private enum CodingKeys: \(body.library("String", inSignature: false)), \(body.library("CodingKey", inSignature: false)) {")
+            body.indented { inner in
+                for property in properties {
+                    let name = SwiftNames.member(property.swiftName)
+                    inner.line(property.swiftName == property.wireName ? "case \(name)" : "case \(name) = \(SwiftNames.literal(property.wireName))")
+                }
+            }
+            body.line("}")
+            body.line()
+            body.line("\(body.modifier)init(from decoder: any \(body.library("Decoder", inSignature: true))) throws {")
+            body.indented { inner in
+                inner.line("let container = try decoder.container(keyedBy: CodingKeys.self)")
+                for property in properties {
+                    let name = SwiftNames.member(property.swiftName)
+                    let type = inner.type(property.type, inSignature: false)
+                    // Required and nullable: the member must be present, null allowed.
+                    let call = !property.required ? "decodeIfPresent(\(type).self" : property.nullable ? "decode(\(type)?.self" : "decode(\(type).self"
+                    inner.line("self.\(name) = try container.\(call), forKey: .\(name))")
+                }
+            }
+            body.line("}")
+            body.line()
+            body.line("\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
+            body.indented { inner in
+                inner.line("var container = encoder.container(keyedBy: CodingKeys.self)")
+                for property in properties {
+                    let name = SwiftNames.member(property.swiftName)
+                    // Required and nullable: write null rather than leave the member out.
+                    inner.line("try container.\(property.required ? "encode" : "encodeIfPresent")(\(name), forKey: .\(name))")
+                }
+            }
+            body.line("}")
+        }
+        line("}")
+    }
+
+    private mutating func declaredType(_ property: PropertyPlan) -> String {
+        type(property.type) + (property.required && !property.nullable ? "" : "?")
+    }
+
+    private mutating func enumeration(_ plan: TypePlan, _ cases: [EnumCasePlan], protocolName: String, caseIterable: Bool) {
+        let conformances = [library("String", inSignature: true), library(protocolName, inSignature: true)]
+            + (caseIterable ? [library("CaseIterable", inSignature: true)] : [])
+        line("\(modifier)enum \(plan.name): \(conformances.joined(separator: ", ")) {")
+        indented { body in
+            for entry in cases {
+                let name = SwiftNames.member(entry.swiftName)
+                body.line(entry.swiftName == entry.rawValue ? "case \(name)" : "case \(name) = \(SwiftNames.literal(entry.rawValue))")
+            }
+        }
+        line("}")
+    }
+
+    private mutating func union(_ plan: TypePlan, discriminator: String, variants: [VariantPlan]) {
+        // `indirect`: a variant may refer back to the union (a tree), which a value type cannot hold directly.
+        line("\(modifier)indirect enum \(plan.name): \(conformances()) {")
+        indented { body in
+            for variant in variants {
+                body.line("case \(SwiftNames.member(variant.swiftName))(\(body.type(variant.type)))")
+            }
+            body.line()
+            body.line("private enum DiscriminatorKey: \(body.library("String", inSignature: false)), \(body.library("CodingKey", inSignature: false)) {")
+            body.indented { $0.line("case discriminator = \(SwiftNames.literal(discriminator))") }
+            body.line("}")
+            body.line()
+            body.line("\(body.modifier)init(from decoder: any \(body.library("Decoder", inSignature: true))) throws {")
+            body.indented { inner in
+                inner.line("let container = try decoder.container(keyedBy: DiscriminatorKey.self)")
+                inner.line("let value = try container.decode(\(inner.library("String", inSignature: false)).self, forKey: .discriminator)")
+                inner.line("switch value {")
+                for variant in variants {
+                    let values = variant.values.map(SwiftNames.literal).joined(separator: ", ")
+                    inner.line("case \(values):")
+                    inner.indented { $0.line("self = .\(SwiftNames.member(variant.swiftName))(try \($0.type(variant.type, inSignature: false))(from: decoder))") }
+                }
+                inner.line("default:")
+                inner.indented { cases in
+                    // Like a closed enum: ContractDecoder reports undeclaredEnumValue at the discriminator's path.
+                    cases.line("let problem = \(cases.library("UndeclaredEnumValue", inSignature: false))(typeName: \(SwiftNames.literal(plan.path.joined(separator: "."))), value: value)")
+                    cases.line("throw \(cases.library("DecodingError", inSignature: false)).dataCorrupted(")
+                    cases.indented {
+                        $0.line(".init(codingPath: container.codingPath + [DiscriminatorKey.discriminator], debugDescription: problem.description, underlyingError: problem)")
+                    }
+                    cases.line(")")
+                }
+                inner.line("}")
+            }
+            body.line("}")
+            body.line()
+            body.line("\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
+            body.indented { inner in
+                inner.line("switch self {")
+                for variant in variants {
+                    inner.line("case .\(SwiftNames.member(variant.swiftName))(let value): try value.encode(to: encoder)")
+                }
+                inner.line("}")
+            }
+            body.line("}")
+        }
+        line("}")
+    }
+}

@@ -1,0 +1,124 @@
+/// Swift identifiers for names from a contract: schema names become UpperCamelCase types, property names
+/// and enum values lowerCamelCase members. The wire name is always kept separately (coding keys, raw
+/// values), so the mapping only has to be deterministic and valid, never reversible.
+enum SwiftNames {
+    /// Keywords that need backticks as member names.
+    static let keywords: Set<String> = [
+        "associatedtype", "class", "deinit", "enum", "extension", "fileprivate", "func", "import", "init", "inout",
+        "internal", "let", "open", "operator", "private", "precedencegroup", "protocol", "public", "rethrows",
+        "static", "struct", "subscript", "typealias", "var", "break", "case", "catch", "continue", "default",
+        "defer", "do", "else", "fallthrough", "for", "guard", "if", "in", "repeat", "return", "throw", "switch",
+        "where", "while", "as", "false", "is", "nil", "super", "throws", "true", "try", "await", "any", "some",
+        "consume", "borrowing", "consuming", "package", "_",
+    ]
+
+    /// Member names that cannot be used even with backticks (or mean something else after a dot).
+    static let reservedMembers: Set<String> = ["self", "Self", "init", "deinit", "subscript", "Type", "Protocol", "super"]
+
+    /// Type names that cannot be declared (or would hide what generated code needs).
+    static let reservedTypes: Set<String> = ["Self", "Type", "Protocol", "Any", "AnyObject", "Swift", "Foundation", "KeelContract"]
+
+    /// Standard library and Foundation types an app's code uses everywhere: a model with one of these names
+    /// would hide it in the whole module (`catch let error as Error` would mean the contract's `Error`).
+    static let shadowedTypes: Set<String> = [
+        "Error", "Result", "Data", "Date", "URL", "UUID", "String", "Substring", "Character", "Int", "Int32", "Int64", "UInt",
+        "Double", "Float", "Decimal", "Bool", "Array", "Dictionary", "Set", "Optional", "Never", "Void", "Codable", "Encoder",
+        "Decoder", "Encodable", "Decodable", "Hashable", "Equatable", "Sendable", "Identifiable", "Task", "Duration", "Locale",
+        "TimeZone", "Calendar", "Notification", "Operation", "Progress", "Bundle", "Timer", "Thread", "Process", "Range",
+        "JSONValue", "Extensible", "ExtensibleEnum", "ClosedEnum",
+    ]
+
+    /// Splits `name` into words at non-alphanumerics and at case changes (`noteID` → note, ID;
+    /// `URLString` → URL, String; `created_at` → created, at).
+    static func words(_ name: String) -> [String] {
+        var words: [String] = []
+        var current: [Character] = []
+        let characters = Array(name)
+        func flush() {
+            if !current.isEmpty { words.append(String(current)) }
+            current = []
+        }
+        for (index, character) in characters.enumerated() {
+            guard character.isLetter || character.isNumber, character.isASCII else {
+                flush()
+                continue
+            }
+            if let previous = current.last {
+                let next = index + 1 < characters.count ? characters[index + 1] : nil
+                let lowerToUpper = (previous.isLowercase || previous.isNumber) && character.isUppercase
+                // The last capital of a run starts the next word when a lowercase letter follows: URLString.
+                let runEnds = previous.isUppercase && character.isUppercase && (next?.isLowercase ?? false)
+                if lowerToUpper || runEnds { flush() }
+            }
+            current.append(character)
+        }
+        flush()
+        return words
+    }
+
+    /// The name of a top-level model: ``typeName(_:)``, with `Model` appended to a name in
+    /// ``shadowedTypes`` (`Error` → `ErrorModel`).
+    static func topLevelTypeName(_ name: String) -> String {
+        let base = typeName(name)
+        return shadowedTypes.contains(base) ? base + "Model" : base
+    }
+
+    /// `note_kind` → `NoteKind`, `client-config` → `ClientConfig`; never empty, never starts with a digit.
+    static func typeName(_ name: String) -> String {
+        var result = words(name).map(capitalized).joined()
+        if result.isEmpty { result = "Unnamed" }
+        if result.first!.isNumber { result = "_" + result }
+        if reservedTypes.contains(result) { result += "Value" }
+        return result
+    }
+
+    /// `created_at` → `createdAt`, `ETag` → `eTag`, `URLString` → `urlString`; keywords are returned as is
+    /// (``member(_:)`` adds the backticks where they are used).
+    static func memberName(_ name: String) -> String {
+        let parts = words(name)
+        guard let first = parts.first else { return "empty" }
+        var result = first.lowercased() + parts.dropFirst().map(capitalized).joined()
+        if result.first!.isNumber { result = "_" + result }
+        if reservedMembers.contains(result) { result += "_" }
+        return result
+    }
+
+    /// `name` as written in a declaration or after a dot: keywords in backticks.
+    static func member(_ name: String) -> String {
+        keywords.contains(name) ? "`\(name)`" : name
+    }
+
+    private static func capitalized(_ word: String) -> String {
+        word.prefix(1).uppercased() + word.dropFirst()
+    }
+
+    /// `base`, or `base2`, `base3`... — the first not in `taken`; inserts it.
+    static func unique(_ base: String, in taken: inout Set<String>) -> String {
+        var candidate = base
+        var counter = 2
+        while taken.contains(candidate) {
+            candidate = base + String(counter)
+            counter += 1
+        }
+        taken.insert(candidate)
+        return candidate
+    }
+
+    /// A Swift string literal for `text`.
+    static func literal(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                result += "\\u{\(String(scalar.value, radix: 16))}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

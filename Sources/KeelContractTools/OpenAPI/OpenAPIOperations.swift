@@ -1,0 +1,157 @@
+public import Foundation
+public import KeelContract
+
+/// Typed views of a description's operations: what a client calls, with what, and what comes back.
+///
+/// Read on demand from the raw tree with every `$ref` to a path item, parameter, request body or response
+/// followed. Schemas stay ``JSONValue`` with the file they are in, so a `$ref` inside them still resolves
+/// with ``OpenAPIDocument/resolve(_:in:)``.
+extension OpenAPIDocument {
+    /// One operation: a method on a path.
+    public struct Operation: Sendable {
+        /// The path template, e.g. `/notes/{id}`.
+        public var path: String
+        /// The method, lowercase (`get`, `post`, ...).
+        public var method: String
+        /// `operationId`, when the description gives one.
+        public var operationID: String?
+        /// Path-level parameters merged with the operation's own (an operation-level parameter with the
+        /// same name and location replaces the path-level one), in declaration order.
+        public var parameters: [Parameter]
+        /// The request body, if any.
+        public var requestBody: RequestBody?
+        /// Responses by status code (`200`, `4XX`, `default`), in declaration order.
+        public var responses: [Response]
+        /// The names of the security schemes of each alternative requirement (the operation's own, else the
+        /// document's); an empty list means anonymous access; `nil` means no requirement is declared.
+        public var security: [[String]]?
+        /// Where the operation is: `#/paths/~1notes~1{id}/get`.
+        public var location: String
+    }
+
+    /// Where a parameter goes.
+    public enum ParameterLocation: String, Sendable, CaseIterable {
+        case path, query, header, cookie
+    }
+
+    /// One parameter of an operation.
+    public struct Parameter: Sendable {
+        public var name: String
+        public var location: ParameterLocation
+        /// Path parameters are always required.
+        public var required: Bool
+        /// The schema, unresolved (it may be a `$ref`), and the file it is in.
+        public var schema: SchemaSource?
+    }
+
+    /// A request body.
+    public struct RequestBody: Sendable {
+        public var required: Bool
+        /// Schemas by media type, in declaration order.
+        public var content: [MediaType]
+    }
+
+    /// A response.
+    public struct Response: Sendable {
+        /// `200`, `4XX` or `default`.
+        public var status: String
+        /// Schemas by media type, in declaration order (empty for a response without a body).
+        public var content: [MediaType]
+        /// Whether this is a success (2xx) response.
+        public var isSuccess: Bool { status.hasPrefix("2") }
+    }
+
+    /// One media type of a body.
+    public struct MediaType: Sendable {
+        /// `application/json`, ...
+        public var name: String
+        public var schema: SchemaSource?
+    }
+
+    /// A schema as written (possibly a `$ref`), the file it appears in and its location there.
+    public struct SchemaSource: Sendable {
+        public var value: JSONValue
+        public var file: URL
+        public var location: String
+    }
+
+    /// Every operation, in the order the description lists paths and methods.
+    ///
+    /// - Throws: ``ContractLoadError`` for a `$ref` that does not resolve, a parameter without `name` or
+    ///   with an unknown `in`.
+    public func operations() throws(ContractLoadError) -> [Operation] {
+        guard case .object(let paths) = root["paths"] ?? .null else { return [] }
+        let documentSecurity = Self.securityRequirements(root["security"])
+        var result: [Operation] = []
+        for (path, itemValue) in paths {
+            let pathLocation = "#/paths/" + JSONPointer.escape(path)
+            let item = try resolve(itemValue)
+            let shared = try parameters(item.value["parameters"], file: item.file, location: pathLocation + "/parameters")
+            for method in ContractDiff.methods {
+                guard let operationValue = item.value[method] else { continue }
+                let location = pathLocation + "/" + method
+                let operation = try resolve(operationValue, in: item.file)
+                var merged = shared
+                for parameter in try parameters(operation.value["parameters"], file: operation.file, location: location + "/parameters") {
+                    if let index = merged.firstIndex(where: { $0.name == parameter.name && $0.location == parameter.location }) {
+                        merged[index] = parameter
+                    } else {
+                        merged.append(parameter)
+                    }
+                }
+                var body: RequestBody?
+                if let bodyValue = operation.value["requestBody"] {
+                    let resolved = try resolve(bodyValue, in: operation.file)
+                    body = RequestBody(required: resolved.value["required"] == .bool(true),
+                                       content: mediaTypes(resolved.value["content"], file: resolved.file, location: location + "/requestBody/content"))
+                }
+                var responses: [Response] = []
+                if case .object(let statuses) = operation.value["responses"] ?? .null {
+                    for (status, responseValue) in statuses {
+                        let resolved = try resolve(responseValue, in: operation.file)
+                        let responseLocation = location + "/responses/" + JSONPointer.escape(status) + "/content"
+                        responses.append(Response(status: status, content: mediaTypes(resolved.value["content"], file: resolved.file, location: responseLocation)))
+                    }
+                }
+                result.append(Operation(
+                    path: path, method: method, operationID: operation.value["operationId"]?.stringValue,
+                    parameters: merged, requestBody: body, responses: responses,
+                    security: operation.value["security"] == nil ? documentSecurity : Self.securityRequirements(operation.value["security"]),
+                    location: location))
+            }
+        }
+        return result
+    }
+
+    private func parameters(_ value: JSONValue?, file: URL, location: String) throws(ContractLoadError) -> [Parameter] {
+        guard case .array(let list) = value ?? .null else { return [] }
+        var result: [Parameter] = []
+        for (index, entry) in list.enumerated() {
+            let resolved = try resolve(entry, in: file)
+            guard let name = resolved.value["name"]?.stringValue else {
+                throw ContractLoadError(file: file.path, location: "\(location)/\(index)", message: "a parameter without a name")
+            }
+            guard let raw = resolved.value["in"]?.stringValue, let place = ParameterLocation(rawValue: raw) else {
+                throw ContractLoadError(file: file.path, location: "\(location)/\(index)", message: "parameter \(name): `in` must be path, query, header or cookie")
+            }
+            let schema = resolved.value["schema"].map { SchemaSource(value: $0, file: resolved.file, location: "\(location)/\(index)/schema") }
+            result.append(Parameter(name: name, location: place, required: place == .path || resolved.value["required"] == .bool(true), schema: schema))
+        }
+        return result
+    }
+
+    private func mediaTypes(_ value: JSONValue?, file: URL, location: String) -> [MediaType] {
+        guard case .object(let content) = value ?? .null else { return [] }
+        return content.map { name, media in
+            MediaType(name: name, schema: media["schema"].map { SchemaSource(value: $0, file: file, location: location + "/" + JSONPointer.escape(name) + "/schema") })
+        }
+    }
+
+    private static func securityRequirements(_ value: JSONValue?) -> [[String]]? {
+        guard case .array(let requirements) = value ?? .null else { return nil }
+        return requirements.map { requirement in
+            guard case .object(let schemes) = requirement else { return [] }
+            return schemes.keys.sorted()
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import KeelTesting
+import Testing
+
+/// `keel contract generate` (issue #4): the generated models compile with swiftc and decode real payloads
+/// as the contract says; `--check` catches stale output; unsupported schemas write nothing.
+@Suite struct ContractGenerateCommandTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-contract-generate") }
+
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let notes = repository.appendingPathComponent("contracts/notes-api.v1.yaml").path
+    static let shapes = repository.appendingPathComponent("Tests/KeelContractToolsTests/Fixtures/generator/shapes.yaml").path
+
+    private func run(_ arguments: [String]) async throws -> (ChildProcess.Termination, String, String) {
+        try await runKeel(["contract", "generate"] + arguments, in: directory.url)
+    }
+
+    // MARK: - Generated code compiles and decodes
+
+    @Test func theSampleContractsModelsCompileAndDecodeAResponseAsTheContractSays() async throws {
+        let (status, output, errors) = try await run([Self.notes, "--output", "Generated"])
+        #expect(status == .exited(0), "\(errors)")
+        #expect(output == "wrote \(directory.url("Generated/NotesApiV1Models.swift").path)\n")
+        let program = """
+            import Foundation
+            import KeelContract
+
+            let decoder = ContractDecoder()
+            let example = try Data(contentsOf: URL(fileURLWithPath: CommandLine.arguments[1]))
+            let note = try decoder.decode(Note.self, from: example)
+            print("note", note.title, note.kind, note.visibility, note.version)
+
+            let feed = \"\"\"
+                {"changes": [
+                  {"id": "1", "title": "a", "body": "", "kind": "drawing", "visibility": "shared", "version": 2, "updatedAt": "2026-11-30T08:00:00.250Z"},
+                  {"id": "2", "title": "b", "body": "", "kind": "checklist", "visibility": "private", "version": 1, "updatedAt": "2026-11-30T08:00:00Z", "pinned": true}
+                ], "cursor": "c2"}
+                \"\"\"
+            let page = try decoder.decode(GetChangesResponse.self, from: Data(feed.utf8))
+            print("feed", page.changes.map(\\.kind), page.cursor, page.hasMore as Any)
+            // An unknown kind survives a round trip unchanged.
+            let encoded = String(decoding: try ContractEncoder(outputFormatting: .sortedKeys).encode(page.changes[0]), as: UTF8.self)
+            print("encoded", encoded)
+
+            func failure(_ text: String) -> String {
+                do {
+                    _ = try decoder.decode(GetChangesResponse.self, from: Data(text.utf8))
+                    return "decoded"
+                } catch {
+                    return "\\(error.code) at \\(error.path)"
+                }
+            }
+            print("closed", failure(feed.replacingOccurrences(of: "\\"private\\"", with: "\\"public\\"")))
+            print("missing", failure(feed.replacingOccurrences(of: "\\"title\\": \\"b\\", ", with: "")))
+
+            let config = try decoder.decode(ClientConfig.self, from: Data(#"{"status": "updateRequired", "minimumVersion": "2.0"}"#.utf8))
+            print("config", config.status, config.minimumVersion ?? "-", config.retryAfterSeconds as Any)
+            let error = try decoder.decode(ErrorModel.self, from: Data(#"{"code": "validation", "errors": [{"field": "title", "code": "too_long"}]}"#.utf8))
+            print("error", error.code, error.errors?.first?.field ?? "-")
+            """
+        let run = try await compileAndRun(program: program, generated: directory.url("Generated/NotesApiV1Models.swift"),
+                                          arguments: [Self.repository.appendingPathComponent("contracts/examples/note.json").path])
+        #expect(run == """
+            note Groceries checklist private 3
+            feed [unknown(drawing), checklist] c2 nil
+            encoded {"body":"","id":"1","kind":"drawing","title":"a","updatedAt":"2026-11-30T08:00:00.250Z","version":2,"visibility":"shared"}
+            closed undeclaredEnumValue at changes[1].visibility
+            missing missingMember at changes[1].title
+            config updateRequired 2.0 nil
+            error validation title
+
+            """)
+    }
+
+    @Test func discriminatedUnionsAllOfAndNullableMembersWorkInCompiledCode() async throws {
+        let (status, _, errors) = try await run([Self.shapes, "--output", "."])
+        #expect(status == .exited(0), "\(errors)")
+        let program = """
+            import Foundation
+            import KeelContract
+
+            let decoder = ContractDecoder()
+            let json = \"\"\"
+                {"id": "d1", "title": "T", "created_at": "2026-01-02T03:04:05Z", "owner": null, "layer": {"name": "L", "parent": {"id": "p"}},
+                 "shapes": [{"kind": "circle", "finish": "matte", "radius": 2.5},
+                            {"kind": "triangle", "finish": "chrome", "points": [[1, 2], [3, 4]], "children": [{"kind": "circle", "finish": "gloss", "radius": 1}]}],
+                 "style": "wavy", "ETag": "e1", "default": true, "metadata": {"big": 9007199254740993}, "license": {"name": "CC"}}
+                \"\"\"
+            let drawing = try decoder.decode(Drawing.self, from: Data(json.utf8))
+            for shape in drawing.shapes {
+                switch shape {
+                case .circle(let circle): print("circle", circle.radius, circle.finish)
+                case .polygon(let polygon): print("polygon", polygon.kind, polygon.points, polygon.finish, polygon.children?.count ?? 0)
+                }
+            }
+            print("drawing", drawing.owner as Any, drawing.layer.parent?.id ?? "-", drawing.style.map(String.init(describing:)) ?? "-",
+                  drawing.eTag ?? "-", drawing.default ?? false, drawing.metadata?["big"] ?? 0, drawing.license?.name ?? "-")
+
+            let encoded = String(decoding: try ContractEncoder(outputFormatting: .sortedKeys).encode(drawing), as: UTF8.self)
+            print("owner", encoded.contains(#""owner":null"#), "created", encoded.contains(#""created_at":"2026-01-02T03:04:05Z""#))
+            print("round trip", try decoder.decode(Drawing.self, from: Data(encoded.utf8)) == drawing)
+
+            func failure(_ text: String) -> String {
+                do {
+                    _ = try decoder.decode(Drawing.self, from: Data(text.utf8))
+                    return "decoded"
+                } catch {
+                    return "\\(error.code) at \\(error.path)"
+                }
+            }
+            print("unknown variant", failure(json.replacingOccurrences(of: #""kind": "circle", "finish": "matte""#, with: #""kind": "star", "finish": "matte""#)))
+            print("owner missing", failure(json.replacingOccurrences(of: #""owner": null, "#, with: "")))
+            print("parent null", failure(json.replacingOccurrences(of: #""parent": {"id": "p"}"#, with: #""parent": null"#)))
+            print("error", try decoder.decode(ErrorModel.self, from: Data(#"{"code": "2fa_required"}"#.utf8)).code)
+            let list = try decoder.decode(ListDrawingsResponse.self, from: Data("[\\(json)]".utf8))
+            print("list", list.count)
+            """
+        let run = try await compileAndRun(program: program, generated: directory.url("ShapesModels.swift"))
+        #expect(run == """
+            circle 2.5 matte
+            polygon triangle [[1, 2], [3, 4]] unknown(chrome) 1
+            drawing nil p unknown(wavy) e1 true 9007199254740993 CC
+            owner true created true
+            round trip true
+            unknown variant undeclaredEnumValue at shapes[0].kind
+            owner missing missingMember at owner
+            parent null decoded
+            error _2faRequired
+            list 1
+
+            """)
+    }
+
+    // MARK: - --check and failures
+
+    @Test func checkPassesWhenCurrentAndFailsWhenStaleOrMissingWithoutWriting() async throws {
+        let spec = directory.url("notes.yaml")
+        try Data(contentsOf: URL(fileURLWithPath: Self.notes)).write(to: spec)
+        let (missing, _, missingErrors) = try await run(["notes.yaml", "--output", "out", "--check"])
+        #expect(missing == .exited(1))
+        #expect(missingErrors.contains("out/NotesModels.swift is missing"), "\(missingErrors)")
+        #expect(!FileManager.default.fileExists(atPath: directory.url("out").path))
+
+        #expect(try await run(["notes.yaml", "--output", "out"]).0 == .exited(0))
+        let (current, currentOutput, _) = try await run(["notes.yaml", "--output", "out", "--check"])
+        #expect(current == .exited(0))
+        #expect(currentOutput.hasSuffix("out/NotesModels.swift is up to date\n"))
+
+        // A change to the contract (even one that keeps the models the same) makes the output stale: the header hashes the input.
+        let generated = try Data(contentsOf: directory.url("out/NotesModels.swift"))
+        try Data((try String(contentsOf: spec, encoding: .utf8) + "\n# a comment\n").utf8).write(to: spec)
+        let (stale, _, staleErrors) = try await run(["notes.yaml", "--output", "out", "--check"])
+        #expect(stale == .exited(1))
+        #expect(staleErrors.contains("out/NotesModels.swift is stale"), "\(staleErrors)")
+        #expect(try Data(contentsOf: directory.url("out/NotesModels.swift")) == generated)
+
+        // A hand edit of the generated file is stale too.
+        #expect(try await run(["notes.yaml", "--output", "out"]).0 == .exited(0))
+        let edited = try String(contentsOf: directory.url("out/NotesModels.swift"), encoding: .utf8).replacingOccurrences(of: "var title: String", with: "var title: String?")
+        try Data(edited.utf8).write(to: directory.url("out/NotesModels.swift"))
+        #expect(try await run(["notes.yaml", "--output", "out", "--check"]).0 == .exited(1))
+    }
+
+    @Test func unchangedOutputIsNotRewritten() async throws {
+        #expect(try await run([Self.notes, "--output", "out"]).0 == .exited(0))
+        let file = directory.url("out/NotesApiV1Models.swift").path
+        let past = Date(timeIntervalSince1970: 1_000_000)
+        try FileManager.default.setAttributes([.modificationDate: past], ofItemAtPath: file)
+        let (status, output, _) = try await run([Self.notes, "--output", "out"])
+        #expect(status == .exited(0))
+        #expect(output.hasSuffix("is up to date\n"))
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date == past)
+    }
+
+    @Test func anUnsupportedSchemaExitsTwoNamingItAndWritesNothing() async throws {
+        try Data("""
+            openapi: 3.1.0
+            info: {title: T, version: 1.0.0}
+            paths: {}
+            components:
+              schemas:
+                Value: {oneOf: [{type: string}, {type: integer}]}
+            """.utf8).write(to: directory.url("odd.yaml"))
+        let (status, output, errors) = try await run(["odd.yaml", "--output", "out"])
+        #expect(status == .exited(2))
+        #expect(output.isEmpty)
+        #expect(errors.contains("odd.yaml #/components/schemas/Value: oneOf without a discriminator is not supported yet"), "\(errors)")
+        #expect(!FileManager.default.fileExists(atPath: directory.url("out").path))
+    }
+
+    @Test func unreadableInputAndBadUsageExitTwo() async throws {
+        try Data("openapi: 3.1.0\npaths: [\n".utf8).write(to: directory.url("broken.yaml"))
+        let (broken, _, brokenErrors) = try await run(["broken.yaml", "--output", "out"])
+        #expect(broken == .exited(2))
+        #expect(brokenErrors.contains("broken.yaml") && brokenErrors.contains("not valid YAML"), "\(brokenErrors)")
+        #expect(try await run([Self.notes]).0 == .exited(2))  // no --output
+        #expect(try await run([Self.notes, "--output", "out", "--access", "open"]).0 == .exited(2))
+    }
+
+    // MARK: - Compiling
+
+    /// Compiles `program` (as main.swift) with `generated` against the KeelContract module these tests were
+    /// built with, in Swift 6 mode with warnings as errors, runs it, and returns its output.
+    private func compileAndRun(program: String, generated: URL, arguments: [String] = []) async throws -> String {
+        let main = directory.url("main.swift")
+        try Data(program.utf8).write(to: main)
+        let products = ChildProcess.productsDirectory
+        var objects: [String] = []
+        for module in ["KeelContract", "KeelCore"] {
+            // The build's own list of objects (a directory listing could include stale ones).
+            let map = try JSONSerialization.jsonObject(with: Data(contentsOf: products.appendingPathComponent("\(module).build/output-file-map.json")))
+            for case let (source, entry as [String: Any]) in map as? [String: Any] ?? [:] where !source.isEmpty {
+                if let object = entry["object"] as? String { objects.append(object) }
+            }
+        }
+        let executable = directory.url("program").path
+        let compiler = try ChildProcess.launch(executable: try Self.swiftc(), arguments: [
+            "-swift-version", "6", "-enable-upcoming-feature", "ExistentialAny", "-enable-upcoming-feature", "InternalImportsByDefault",
+            "-warnings-as-errors", "-I", products.appendingPathComponent("Modules").path,
+            main.path, generated.path,
+        ] + objects.sorted() + ["-o", executable])
+        compiler.closeInput()
+        let compiled = try await compiler.waitForExit(timeout: .seconds(300))
+        try #require(compiled == .exited(0), "\(compiler.output(of: .standardError))")
+        let child = try ChildProcess.launch(executable: executable, arguments: arguments)
+        child.closeInput()
+        let ran = try await child.waitForExit(timeout: .seconds(60))
+        try #require(ran == .exited(0), "\(child.output(of: .standardError))")
+        return child.output(of: .standardOutput)
+    }
+
+    /// The swiftc of the toolchain on PATH.
+    private static func swiftc() throws -> String {
+        struct NoCompiler: Error {}
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let candidate = "\(directory)/swiftc"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        Issue.record("no swiftc on PATH")
+        throw NoCompiler()
+    }
+}

@@ -1,0 +1,424 @@
+import Foundation
+@testable import KeelContractTools
+import KeelTesting
+import Testing
+
+/// `ContractGenerator` (issue #4): what it declares for each construct, and what it refuses.
+/// That the output compiles and decodes real payloads is proven with swiftc in KeelCommandTests.
+@Suite struct ContractGeneratorTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/generator")
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-generate") }
+
+    /// Generates from `schemas` (YAML under `components: schemas:`, indented by 4) in a 3.1 or 3.0 description.
+    func generate(_ schemas: String, openAPI: String = "3.1.0", paths: String = "{}", access: ContractGenerator.AccessLevel = .public) throws -> String {
+        let text = "openapi: \(openAPI)\ninfo: {title: T, version: 1.2.3}\npaths: \(paths)\ncomponents:\n  schemas:\n" + schemas
+        let url = directory.url("contract.yaml")
+        try Data(text.utf8).write(to: url)
+        return try ContractGenerator(contract: url, access: access).generate()
+    }
+
+    func diagnostics(_ schemas: String, openAPI: String = "3.1.0") throws -> [ContractGenerationDiagnostic] {
+        do {
+            _ = try generate(schemas, openAPI: openAPI)
+        } catch let error as ContractGenerationError {
+            guard case .unsupported(let diagnostics) = error else { throw error }
+            return diagnostics
+        }
+        Issue.record("generation succeeded")
+        return []
+    }
+
+    // MARK: - What is declared
+
+    @Test func requiredMembersAreDecodedStrictlyAndOthersAreOptional() throws {
+        let code = try generate("""
+                Note:
+                  type: object
+                  required: [id, parent]
+                  properties:
+                    id: {type: string}
+                    parent: {type: [string, 'null']}
+                    title: {type: string}
+            """)
+        #expect(code.contains("public var id: String\n"))
+        #expect(code.contains("public var parent: String?\n"))
+        #expect(code.contains("public var title: String?\n"))
+        #expect(code.contains("self.id = try container.decode(String.self, forKey: .id)"))
+        // Required and nullable: the member must be there, null allowed; written as null, not left out.
+        #expect(code.contains("self.parent = try container.decode(String?.self, forKey: .parent)"))
+        #expect(code.contains("try container.encode(parent, forKey: .parent)"))
+        #expect(code.contains("self.title = try container.decodeIfPresent(String.self, forKey: .title)"))
+        #expect(code.contains("try container.encodeIfPresent(title, forKey: .title)"))
+        #expect(code.contains("public init(id: String, parent: String?, title: String? = nil)"))
+    }
+
+    @Test func openAPI30NullableMakesARequiredMemberOptionalButStillRequired() throws {
+        let code = try generate("""
+                Note:
+                  type: object
+                  required: [owner]
+                  properties:
+                    owner: {type: string, nullable: true}
+            """, openAPI: "3.0.3")
+        #expect(code.contains("public var owner: String?"))
+        #expect(code.contains("self.owner = try container.decode(String?.self, forKey: .owner)"))
+    }
+
+    @Test func extensibleEnumsInAllThreeSpellingsUseExtensibleAndOthersAreClosed() throws {
+        let code = try generate("""
+                Note:
+                  type: object
+                  required: [kind, visibility, style, finish]
+                  properties:
+                    kind: {type: string, enum: [text, checklist], x-extensible-enum: true}
+                    style:
+                      anyOf:
+                        - {type: string, enum: [solid, dashed]}
+                        - {type: string}
+                    finish: {type: string, x-extensible-enum: [matte, gloss]}
+                    visibility: {type: string, enum: [private, shared]}
+            """)
+        #expect(code.contains("public var kind: Extensible<Note.Kind>"))
+        #expect(code.contains("public var style: Extensible<Note.Style>"))
+        #expect(code.contains("public var finish: Extensible<Note.Finish>"))
+        #expect(code.contains("public enum Kind: String, ExtensibleEnum {\n        case text\n        case checklist\n    }"))
+        #expect(code.contains("public var visibility: Note.Visibility"))
+        #expect(code.contains("public enum Visibility: String, ClosedEnum, CaseIterable {\n        case `private`\n        case shared\n    }"))
+    }
+
+    @Test func aReferenceToAnExtensibleEnumComponentIsWrappedInExtensible() throws {
+        let code = try generate("""
+                Kind: {type: string, enum: [text], x-extensible-enum: true}
+                Note:
+                  type: object
+                  properties:
+                    kind: {$ref: '#/components/schemas/Kind'}
+                    kinds: {type: array, items: {$ref: '#/components/schemas/Kind'}}
+            """)
+        #expect(code.contains("public enum Kind: String, ExtensibleEnum"))
+        #expect(code.contains("public var kind: Extensible<Kind>?"))
+        #expect(code.contains("public var kinds: [Extensible<Kind>]?"))
+    }
+
+    @Test func nestedObjectsAndArraysBecomeNestedTypes() throws {
+        let code = try generate("""
+                Note:
+                  type: object
+                  properties:
+                    author:
+                      type: object
+                      required: [name]
+                      properties:
+                        name: {type: string}
+                    attachments:
+                      type: array
+                      items:
+                        type: object
+                        properties:
+                          url: {type: string}
+                    grid: {type: array, items: {type: array, items: {type: integer, format: int32}}}
+                    counts: {type: object, additionalProperties: {type: integer, format: int64}}
+                    free: {type: object}
+                    anything: {}
+            """)
+        #expect(code.contains("public var author: Note.Author?"))
+        #expect(code.contains("    public struct Author: Codable, Hashable, Sendable {\n        public var name: String\n"))
+        #expect(code.contains("public var attachments: [Note.AttachmentsItem]?"))
+        #expect(code.contains("    public struct AttachmentsItem: Codable, Hashable, Sendable {"))
+        #expect(code.contains("public var grid: [[Int32]]?"))
+        #expect(code.contains("public var counts: [String: Int64]?"))
+        #expect(code.contains("public var free: [String: JSONValue]?"))
+        #expect(code.contains("public var anything: JSONValue?"))
+    }
+
+    @Test func scalarFormatsMapToSwiftTypes() throws {
+        let code = try generate("""
+                Sample:
+                  type: object
+                  required: [a, b, c, d, e, f, g, h]
+                  properties:
+                    a: {type: string, format: date-time}
+                    b: {type: string, format: uuid}
+                    c: {type: integer}
+                    d: {type: integer, format: int32}
+                    e: {type: integer, format: int64}
+                    f: {type: number}
+                    g: {type: number, format: float}
+                    h: {type: boolean}
+            """)
+        for (name, type) in [("a", "Date"), ("b", "String"), ("c", "Int"), ("d", "Int32"), ("e", "Int64"), ("f", "Double"), ("g", "Float"), ("h", "Bool")] {
+            #expect(code.contains("public var \(name): \(type)\n"), "\(name)")
+        }
+        #expect(code.contains("\npublic import Foundation\n\npublic struct Sample"))  // Date; nothing from KeelContract
+    }
+
+    @Test func allOfIsMergedIntoOneStructWithRequiredFromEveryPart() throws {
+        let code = try generate("""
+                Base:
+                  type: object
+                  required: [id]
+                  properties:
+                    id: {type: string}
+                Derived:
+                  allOf:
+                    - $ref: '#/components/schemas/Base'
+                    - type: object
+                      required: [size]
+                      properties:
+                        size: {type: integer}
+                        label: {type: string}
+            """)
+        #expect(code.contains("public struct Derived: Codable, Hashable, Sendable {\n    public var id: String\n    public var size: Int\n    public var label: String?\n"))
+    }
+
+    @Test func aSingleReferenceAllOfIsTheReferencedType() throws {
+        let code = try generate("""
+                Owner: {type: object, properties: {name: {type: string}}}
+                Note:
+                  type: object
+                  required: [owner]
+                  properties:
+                    owner:
+                      description: The owner, if any.
+                      nullable: true
+                      allOf: [{$ref: '#/components/schemas/Owner'}]
+            """, openAPI: "3.0.3")
+        #expect(code.contains("    /// The owner, if any.\n    public var owner: Owner?\n"))
+        #expect(code.contains("self.owner = try container.decode(Owner?.self, forKey: .owner)"))
+    }
+
+    @Test func oneOfWithADiscriminatorIsAnEnumWithACasePerVariant() throws {
+        let code = try generate("""
+                Shape:
+                  oneOf:
+                    - $ref: '#/components/schemas/Circle'
+                    - $ref: '#/components/schemas/Square'
+                  discriminator:
+                    propertyName: kind
+                    mapping: {round: '#/components/schemas/Circle', box: Square, square: '#/components/schemas/Square'}
+                Circle:
+                  type: object
+                  required: [kind, radius]
+                  properties: {kind: {type: string}, radius: {type: number}}
+                Square:
+                  type: object
+                  required: [kind, side]
+                  properties: {kind: {type: string}, side: {type: number}}
+            """)
+        #expect(code.contains("public indirect enum Shape: Codable, Hashable, Sendable {\n    case circle(Circle)\n    case square(Square)\n"))
+        #expect(code.contains("case discriminator = \"kind\""))
+        #expect(code.contains("case \"round\":\n            self = .circle(try Circle(from: decoder))"))
+        #expect(code.contains("case \"box\", \"square\":\n            self = .square(try Square(from: decoder))"))
+        #expect(code.contains("UndeclaredEnumValue(typeName: \"Shape\", value: value)"))
+    }
+
+    @Test func aDiscriminatorWithoutAMappingUsesTheSchemaNames() throws {
+        let code = try generate("""
+                Pet:
+                  oneOf: [{$ref: '#/components/schemas/Cat'}, {$ref: '#/components/schemas/Dog'}]
+                  discriminator: {propertyName: petType}
+                Cat: {type: object, required: [petType], properties: {petType: {type: string}}}
+                Dog: {type: object, required: [petType], properties: {petType: {type: string}}}
+            """)
+        #expect(code.contains("case \"Cat\":\n            self = .cat(try Cat(from: decoder))"))
+        #expect(code.contains("case \"Dog\":\n            self = .dog(try Dog(from: decoder))"))
+    }
+
+    @Test func namesAreValidSwiftAndWireNamesAreKept() throws {
+        let code = try generate("""
+                note-item:
+                  type: object
+                  properties:
+                    created_at: {type: string}
+                    default: {type: boolean}
+                    self: {type: string}
+                    ETag: {type: string}
+                    2nd: {type: string}
+                    type: {type: string, enum: [a-b, a_b, '', '1x']}
+            """)
+        #expect(code.contains("public struct NoteItem:"))
+        #expect(code.contains("case createdAt = \"created_at\""))
+        #expect(code.contains("public var `default`: Bool?"))
+        #expect(code.contains("self.`default` = `default`"))
+        #expect(code.contains("public var self_: String?"))
+        #expect(code.contains("case self_ = \"self\""))
+        #expect(code.contains("case eTag = \"ETag\""))
+        #expect(code.contains("case _2nd = \"2nd\""))
+        // `Type` cannot be a nested type's name; colliding case names get a number.
+        #expect(code.contains("public var type: NoteItem.TypeValue?"))
+        #expect(code.contains("case aB = \"a-b\"\n        case aB2 = \"a_b\"\n        case empty = \"\"\n        case _1x = \"1x\""))
+    }
+
+    @Test func aSchemaNamedLikeASwiftTypeGetsASuffixInsteadOfHidingIt() throws {
+        let code = try generate("""
+                Error: {type: object, properties: {code: {type: string}}}
+                Data: {type: object, properties: {date: {type: object, properties: {day: {type: integer}}}}}
+                Holder:
+                  type: object
+                  properties:
+                    error: {$ref: '#/components/schemas/Error'}
+            """)
+        #expect(code.contains("public struct ErrorModel:"))
+        #expect(code.contains("public struct DataModel:"))
+        #expect(!code.contains("struct Error:"))
+        #expect(code.contains("public var error: ErrorModel?"))
+        // A nested `Date` would hide Foundation's inside the struct.
+        #expect(code.contains("public var date: DataModel.DateValue?"))
+    }
+
+    @Test func inlineBodiesOfNamedOperationsGetTypes() throws {
+        let paths = """
+            {/notes: {get: {operationId: listNotes, responses: {'200': {description: ok, content: {application/json: {schema: {type: object, required: [items], properties: {items: {type: array, items: {$ref: '#/components/schemas/Note'}}}}}}}}}, post: {operationId: create-note, requestBody: {content: {application/json: {schema: {type: object, properties: {title: {type: string}}}}}}, responses: {'201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Note'}}}}}}}}
+            """
+        let code = try generate("    Note: {type: object, properties: {id: {type: string}}}\n", paths: paths)
+        #expect(code.contains("public struct ListNotesResponse: Codable, Hashable, Sendable {\n    public var items: [Note]\n"))
+        #expect(code.contains("public struct CreateNoteRequest: Codable, Hashable, Sendable {\n    public var title: String?\n"))
+        // A $ref response needs no declaration of its own.
+        #expect(!code.contains("CreateNoteResponse"))
+    }
+
+    @Test func internalAccessDropsPublicEverywhere() throws {
+        let code = try generate("    Note: {type: object, required: [at], properties: {at: {type: string, format: date-time}}}\n", access: .internal)
+        #expect(!code.contains("public"))
+        #expect(code.contains("\nimport Foundation\n"))
+        #expect(code.contains("struct Note: Codable, Hashable, Sendable {\n    var at: Date\n"))
+    }
+
+    @Test func onlyModulesTheCodeUsesAreImported() throws {
+        let code = try generate("    Note: {type: object, properties: {id: {type: string}}}\n")
+        #expect(!code.contains("import Foundation"))
+        #expect(!code.contains("import KeelContract"))
+    }
+
+    @Test func theHeaderRecordsTheContractVersionAndTheSHA256OfEachInput() throws {
+        let url = Self.fixtures.appendingPathComponent("shapes.yaml")
+        let code = try ContractGenerator(contract: url).generate()
+        let shapes = SHA256Digest.hex([UInt8](try Data(contentsOf: url)))
+        let shared = SHA256Digest.hex([UInt8](try Data(contentsOf: Self.fixtures.appendingPathComponent("shared.yaml"))))
+        #expect(code.contains("// Contract: Shapes 2.4.0 (OpenAPI 3.0.3)\n// Input: shapes.yaml sha256:\(shapes)\n// Input: shared.yaml sha256:\(shared)\n"))
+        // Nothing machine-specific: the same output from another checkout.
+        #expect(!code.contains(Self.fixtures.path))
+        // A component of the other file that is referenced is generated; one that is not, is not.
+        #expect(code.contains("public struct License:"))
+        #expect(!code.contains("Unused"))
+        #expect(try ContractGenerator(contract: url).generate() == code)
+    }
+
+    @Test func sha256MatchesTheFIPSExamples() {
+        #expect(SHA256Digest.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256Digest.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256Digest.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+    }
+
+    @Test func theFileNameComesFromTheContractsFileName() {
+        #expect(ContractGenerator(contract: URL(fileURLWithPath: "/x/notes-api.v1.yaml")).fileName == "NotesApiV1Models.swift")
+        #expect(ContractGenerator(contract: URL(fileURLWithPath: "/x/shop.json")).fileName == "ShopModels.swift")
+    }
+
+    @Test func typedOperationViewsMergePathAndOperationParameters() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("contracts/notes-api.v1.yaml")
+        let operations = try OpenAPIDocument.load(from: url).operations()
+        #expect(operations.map { "\($0.method) \($0.path)" } == ["get /notes/{id}", "post /mutations", "get /changes", "get /client-config"])
+        let getNote = operations[0]
+        #expect(getNote.operationID == "getNote")
+        #expect(getNote.parameters.map(\.name) == ["id"])
+        #expect(getNote.parameters[0].location == .path && getNote.parameters[0].required)
+        #expect(getNote.responses.map(\.status) == ["200", "404"])
+        #expect(getNote.responses[1].content.first?.schema != nil)  // through #/components/responses/Error
+        #expect(getNote.security == [["bearer"]])
+        let mutations = operations[1]
+        #expect(mutations.parameters.map { "\($0.location.rawValue):\($0.name):\($0.required)" } == ["header:Idempotency-Key:true"])
+        #expect(mutations.requestBody?.required == true)
+        #expect(mutations.requestBody?.content.map(\.name) == ["application/json"])
+        #expect(operations[3].security == [])  // anonymous
+    }
+
+    // MARK: - What is refused
+
+    @Test func oneOfWithoutADiscriminatorIsANamedDiagnosticNotCode() throws {
+        let found = try diagnostics("""
+                Value:
+                  oneOf: [{type: string}, {type: integer}]
+            """)
+        #expect(found.count == 1)
+        #expect(found.first?.file == "contract.yaml")
+        #expect(found.first?.location == "#/components/schemas/Value")
+        #expect(found.first?.message.contains("oneOf without a discriminator is not supported yet") == true)
+    }
+
+    @Test func everyUnsupportedConstructIsReportedAtOnceWithItsLocation() throws {
+        let found = try diagnostics("""
+                Note:
+                  type: object
+                  properties:
+                    either: {anyOf: [{type: string}, {type: integer}]}
+                    mixed: {type: [string, integer]}
+                    level: {type: integer, enum: [1, 2]}
+                Shape:
+                  oneOf: [{type: object, properties: {kind: {type: string}}}]
+                  discriminator: {propertyName: kind}
+            """)
+        #expect(found.map(\.location) == [
+            "#/components/schemas/Note/properties/either", "#/components/schemas/Note/properties/mixed",
+            "#/components/schemas/Note/properties/level/enum", "#/components/schemas/Shape/oneOf/0",
+        ])
+        #expect(found[0].message.contains("anyOf without a discriminator"))
+        #expect(found[1].message.contains("several types"))
+        #expect(found[2].message.contains("not strings"))
+        #expect(found[3].message.contains("must be a $ref"))
+    }
+
+    @Test func aVariantWithoutTheDiscriminatorPropertyIsRefused() throws {
+        let found = try diagnostics("""
+                Pet:
+                  oneOf: [{$ref: '#/components/schemas/Cat'}]
+                  discriminator: {propertyName: petType}
+                Cat: {type: object, properties: {name: {type: string}}}
+            """)
+        #expect(found.map(\.message) == ["variant Cat must declare the discriminator property petType as required"])
+    }
+
+    @Test func conflictingAllOfPartsAreRefused() throws {
+        let found = try diagnostics("""
+                A: {type: object, properties: {id: {type: string}}}
+                B:
+                  allOf:
+                    - $ref: '#/components/schemas/A'
+                    - {type: object, properties: {id: {type: integer}}}
+            """)
+        #expect(found.map(\.location) == ["#/components/schemas/B/allOf/1/properties/id"])
+    }
+
+    @Test func aStructThatContainsItselfByValueIsRefusedButThroughAnArrayIsFine() throws {
+        let found = try diagnostics("""
+                Node:
+                  type: object
+                  properties:
+                    next: {$ref: '#/components/schemas/Node'}
+            """)
+        #expect(found.count == 1)
+        #expect(found.first?.message.hasPrefix("Node → Node:") == true)
+
+        let code = try generate("""
+                Node:
+                  type: object
+                  properties:
+                    children: {type: array, items: {$ref: '#/components/schemas/Node'}}
+            """)
+        #expect(code.contains("public var children: [Node]?"))
+    }
+
+    @Test func anUnreadableContractIsUnreadableNotUnsupported() throws {
+        let url = directory.url("broken.yaml")
+        try Data("openapi: 3.1.0\npaths: {a: [\n".utf8).write(to: url)
+        #expect {
+            _ = try ContractGenerator(contract: url).generate()
+        } throws: { error in
+            guard case .unreadable(let load) = error as? ContractGenerationError else { return false }
+            return load.file.hasSuffix("broken.yaml") && load.message.contains("not valid YAML")
+        }
+    }
+}
