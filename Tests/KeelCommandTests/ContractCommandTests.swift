@@ -96,6 +96,15 @@ import Testing
         #expect(output.contains("0 breaking, 0 warning"))
     }
 
+    @Test func theCommittedModelsOfTheSampleContractAreCurrent() async throws {
+        let child = try ChildProcess.launch(product: "keel", arguments: [
+            "contract", "generate", Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
+            "--output", Self.contracts.appendingPathComponent("generated").path, "--check",
+        ])
+        #expect(try await child.waitForExit() == .exited(0), "\(child.output(of: .standardError))")
+        #expect(child.output(of: .standardOutput).hasSuffix("NotesApiV1Models.swift is up to date\n"))
+    }
+
     @Test func goingBackFrom1Point1WouldBreakItsClients() async throws {
         let child = try ChildProcess.launch(product: "keel", arguments: [
             "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path,
