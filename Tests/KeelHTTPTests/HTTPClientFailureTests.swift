@@ -119,6 +119,18 @@ struct FaultTransport: HTTPTransport {
         #expect(post.outcome == .unknown)
     }
 
+    @Test func aPortalAnswerDoesNotEraseThatAnEarlierAttemptReachedTheServer() async throws {
+        // Attempt 1 reaches the API and is refused (429); attempt 2 is answered by a portal. The request did
+        // reach the server, so the call's outcome is rejected, not notSent.
+        let harness = try Harness(policy: CallPolicy(maximumAttempts: 2, backoff: Backoff(base: .milliseconds(200), cap: .seconds(2))))
+        harness.server.enqueue(TestResponse(status: 429))
+        harness.server.enqueue(TestResponse(status: 200, headers: ["Content-Type": "text/html"], body: "<html><body>Hotel Wi-Fi</body></html>"))
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        #expect(failure.kind == .captivePortal)
+        #expect(failure.attempts == 2)
+        #expect(failure.outcome == .rejected)
+    }
+
     @Test func aRedirectToAnotherOriginIsCaptivePortal() async throws {
         let harness = try Harness(policy: once, server: try TestServer(dispatcher: .captivePortal(.redirect(to: URL(string: "http://portal.example.net/login")!))))
         #expect(try #require(await harness.send(.get("/notes")).failure).kind == .captivePortal)

@@ -56,8 +56,8 @@ struct Call {
             var transportCode: TransportError.Code?
             switch result {
             case .response(let response):
-                reachedServer = true
                 emit(.attemptResponded(number: attempts, status: response.status))
+                // A portal's answer is not the server's: it does not count as reaching it.
                 if let portal = captivePortalFailure(response) {
                     failure = portal
                 } else if (200...299).contains(response.status) {
@@ -67,6 +67,7 @@ struct Call {
                         requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts
                     )
                 } else {
+                    reachedServer = true
                     // One wall-clock reading serves both the retry delay and the failure's `retryAt`.
                     let now = configuration.wallClock.now()
                     retryAfter = RetryAfter.delay(from: response.header("Retry-After"), now: now)
@@ -199,7 +200,8 @@ struct Call {
         // Most likely something in between answered and the API never saw the request; but for a
         // mutation that cannot be proven (a proxy may have forwarded it), so it stays unknown.
         if operation.mutates { sawUnknown = true }
-        return failure(.captivePortal, detail: detail, outcome: sawUnknown ? .unknown : .notSent)
+        // Otherwise what the earlier attempts established: notSent, or rejected if one reached the server.
+        return failure(.captivePortal, detail: detail)
     }
 
     /// Scheme, lower-cased host and effective port: the parts that make an origin.
