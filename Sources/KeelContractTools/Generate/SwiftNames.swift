@@ -25,7 +25,7 @@ enum SwiftNames {
         "Double", "Float", "Decimal", "Bool", "Array", "Dictionary", "Set", "Optional", "Never", "Void", "Codable", "Encoder",
         "Decoder", "Encodable", "Decodable", "Hashable", "Equatable", "Sendable", "Identifiable", "Task", "Duration", "Locale",
         "TimeZone", "Calendar", "Notification", "Operation", "Progress", "Bundle", "Timer", "Thread", "Process", "Range",
-        "JSONValue", "Extensible", "ExtensibleEnum", "ClosedEnum",
+        "JSONValue", "Extensible", "ExtensibleEnum", "ClosedEnum", "CodingKeys", "DiscriminatorKey",
     ]
 
     /// Splits `name` into words at non-alphanumerics and at case changes (`noteID` → note, ID;
