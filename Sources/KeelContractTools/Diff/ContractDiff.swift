@@ -250,6 +250,13 @@ private struct Collector {
                      enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value)
     }
 
+    /// Whether comparing two schemas can report nothing, decided without building their shapes: they are
+    /// equal JSON, hold no `$ref` (a reference is followed in its own document, so equal text can still
+    /// name different schemas) and both documents read them the same way (3.0's `nullable` is not 3.1's).
+    static func cannotDiffer(_ old: JSONValue, _ new: JSONValue, sameDialect: Bool) -> Bool {
+        sameDialect && old.isEqual(to: new, withoutMember: "$ref")
+    }
+
     /// Responses: the client reads what the server sends.
     mutating func compareResponseSchema(_ oldValue: JSONValue, _ newValue: JSONValue, _ place: Place, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
         let old = try base.resolve(oldValue)
@@ -258,6 +265,7 @@ private struct Collector {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer.isEmpty ? "" : "p")"
             guard visited.insert(key).inserted else { return }  // recursion: already compared
         }
+        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
         let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)
         let b = shape(new.value, isOpenAPI30: revision.isOpenAPI30)
         let subject = pointer.isEmpty ? "the response body" : "response property \(pointer)"
@@ -301,6 +309,7 @@ private struct Collector {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer)"
             guard visited.insert(key).inserted else { return }
         }
+        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
         let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)
         let b = shape(new.value, isOpenAPI30: revision.isOpenAPI30)
         let at = pointer.isEmpty ? nil : pointer
