@@ -65,15 +65,16 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         for (key, value) in pairs { self[key] = value }
     }
 
-    /// The members `keys[i]: values[i]`, in order; the caller has checked that the keys are distinct
-    /// (parsers, which report duplicates where they read them). One allocation for the members.
-    package init(uniqueKeys keys: ArraySlice<String>, values: ArraySlice<JSONValue>) {
+    /// The members `keys[i]: values[i]`, in order, moved out of the buffers (which are left
+    /// uninitialized); the caller has checked that the keys are distinct.
+    package init(movingUniqueKeys keys: UnsafeMutableBufferPointer<String>, values: UnsafeMutableBufferPointer<JSONValue>) {
         precondition(keys.count == values.count, "one value per key")
-        members = [Member](unsafeUninitializedCapacity: keys.count) { buffer, initialized in
-            for (offset, (key, value)) in zip(keys, values).enumerated() {
-                (buffer.baseAddress! + offset).initialize(to: Member(key: key, value: value))
+        let count = keys.count
+        members = [Member](unsafeUninitializedCapacity: count) { buffer, initialized in
+            for offset in 0..<count {
+                (buffer.baseAddress! + offset).initialize(to: Member(key: (keys.baseAddress! + offset).move(), value: (values.baseAddress! + offset).move()))
             }
-            initialized = keys.count
+            initialized = count
         }
         if members.count > Self.indexThreshold { buildIndex() }
     }

@@ -79,7 +79,10 @@ private struct Collector {
         let baseVersion = base.contractVersion
         let revisionVersion = revision.contractVersion
         let hasBreaking = changes.contains { $0.severity == .breaking }
-        if baseVersion != revisionVersion, Self.withoutVersion(base.root) == Self.withoutVersion(revision.root) {
+        // Single-file descriptions whose roots are equal but for info.version leave the rules above nothing
+        // to report; so when they reported something, the roots differ and need no full comparison.
+        let rootsDiffer = !changes.isEmpty && base.documents.count == 1 && revision.documents.count == 1
+        if baseVersion != revisionVersion, !rootsDiffer, Self.withoutVersion(base.root) == Self.withoutVersion(revision.root) {
             add("api-version-changed-without-changes", .info, Place(), nil, "info.version changed from \(baseVersion) to \(revisionVersion) with no other change")
         }
         if hasBreaking {

@@ -114,7 +114,9 @@ struct Loader {
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw ContractLoadError(file: referencedFrom ?? url.path, location: "", message: "cannot read \(url.path)")
         }
-        let bytes = [UInt8](data)
+        let bytes = [UInt8](unsafeUninitializedCapacity: data.count) { buffer, initialized in
+            initialized = data.copyBytes(to: buffer)
+        }
         let value: JSONValue
         if Self.isJSON(bytes) {
             value = try Self.parse(bytes, file: url.path)
@@ -229,6 +231,8 @@ struct Loader {
 
     /// The file and JSON pointer a reference names.
     static func split(_ reference: String, relativeTo file: URL) -> (URL, String) {
+        // The usual reference, `#/components/...`, stays in its file.
+        if reference.utf8.first == UInt8(ascii: "#") { return (file, JSONPointer.decodeFragment(String(reference.dropFirst()))) }
         let parts = reference.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts[0])
         let fragment = parts.count > 1 ? String(parts[1]) : ""

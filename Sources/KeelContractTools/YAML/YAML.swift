@@ -92,8 +92,8 @@ public enum YAML {
         private static let scannedKeys = 16
 
         private var stack: [Frame] = []
-        private var keys: [String] = []
-        private var values: [JSONValue] = []
+        private let keys = Scratch<String>()
+        private let values = Scratch<JSONValue>()
         private var anchors: [String: (value: JSONValue, nodes: Int)] = [:]
         private var nodes = 0
         private var documents = 0
@@ -148,12 +148,17 @@ public enum YAML {
                 let value: JSONValue
                 if frame.isMapping {
                     guard !frame.hasPendingKey else { throw fail("mapping ends after a key without a value") }
-                    value = .object(JSONObject(uniqueKeys: keys[frame.keyStart...], values: values[frame.valueStart...]))
-                    keys.removeSubrange(frame.keyStart...)
+                    value = keys.moveOut(from: frame.keyStart) { keys in
+                        values.moveOut(from: frame.valueStart) { values in .object(JSONObject(movingUniqueKeys: keys, values: values)) }
+                    }
                 } else {
-                    value = .array(Array(values[frame.valueStart...]))
+                    value = values.moveOut(from: frame.valueStart) { values in
+                        .array(Array(unsafeUninitializedCapacity: values.count) { buffer, initialized in
+                            if !values.isEmpty { buffer.baseAddress!.moveInitialize(from: values.baseAddress!, count: values.count) }
+                            initialized = values.count
+                        })
+                    }
                 }
-                values.removeSubrange(frame.valueStart...)
                 if let anchor = frame.anchor { anchors[anchor] = (value, Self.nodeCount(value)) }
                 try add(value, fail)
             default:
@@ -169,7 +174,7 @@ public enum YAML {
             }
         }
 
-        private mutating func add(_ value: JSONValue, _ fail: (String) -> YAMLError) throws(YAMLError) {
+        private mutating func add(_ value: consuming JSONValue, _ fail: (String) -> YAMLError) throws(YAMLError) {
             let top = stack.count - 1
             guard top >= 0 else {
                 result = value
@@ -316,6 +321,42 @@ public enum YAML {
             if !exponent.isEmpty { literal += exponent }
             return JSONNumber(literal: literal)
         }
+    }
+}
+
+/// A stack in memory managed by hand, so that a finished collection's elements can be moved out of it
+/// into their array or object (copying them out of an `Array` would retain and release each one).
+private final class Scratch<Element> {
+    private var base: UnsafeMutablePointer<Element>
+    private var capacity = 1024
+    private(set) var count = 0
+
+    init() { base = .allocate(capacity: capacity) }
+
+    deinit {
+        base.deinitialize(count: count)
+        base.deallocate()
+    }
+
+    func append(_ element: consuming Element) {
+        if count == capacity {
+            let larger = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)
+            larger.moveInitialize(from: base, count: count)
+            base.deallocate()
+            base = larger
+            capacity *= 2
+        }
+        (base + count).initialize(to: element)
+        count += 1
+    }
+
+    subscript(index: Int) -> Element { base[index] }
+
+    /// Hands `body` the elements from `start` on, which it must move out (deinitialize), and drops them.
+    func moveOut<Result>(from start: Int, _ body: (UnsafeMutableBufferPointer<Element>) -> Result) -> Result {
+        let result = body(UnsafeMutableBufferPointer(start: base + start, count: count - start))
+        count = start
+        return result
     }
 }
 
