@@ -50,4 +50,25 @@ import Testing
         #expect(object.keys.map { Array($0.unicodeScalars) } == [["e", "\u{301}"]])
         #expect(object["e\u{301}"] == 2)
     }
+
+    @Test func largeObjectsKeepOrderLookupRemovalAndEquality() {
+        // Past a dozen members an object is indexed by hash: the same behaviour as a small one.
+        var object = JSONObject()
+        for index in 0..<40 { object["k\(index)"] = .number(JSONNumber(Int64(index))) }
+        #expect(object.count == 40)
+        #expect(object["k0"] == 0 && object["k39"] == 39 && object["k40"] == nil)
+        object["k5"] = nil
+        #expect(object.count == 39 && object["k5"] == nil && object["k6"] == 6 && object["k39"] == 39)
+        #expect(object.keys.prefix(6) == ["k0", "k1", "k2", "k3", "k4", "k6"])
+        object["k5"] = 50
+        #expect(object.keys.last == "k5" && object["k5"] == 50)
+        let reversed = JSONObject(object.reversed().map { ($0.key, $0.value) })
+        #expect(reversed == object && reversed.hashValue == object.hashValue)
+        var other = reversed
+        other["k20"] = 21
+        #expect(other != object)
+        // Down to a small object again: still found.
+        for index in 0..<40 where index != 3 { object["k\(index)"] = nil }
+        #expect(object.keys == ["k3"] && object["k3"] == 3)
+    }
 }

@@ -132,6 +132,43 @@ import Testing
         #expect(changes.map(\.rule).sorted() == fixture.expected.sorted(), "\(changes)")
     }
 
+    /// Schemas that are equal text are only skipped when that is safe: a nested `$ref` is followed in each
+    /// description, and 3.0's `nullable` means nothing in 3.1.
+    @Test func equalSchemaTextCanStillDiffer() throws {
+        func description(_ openAPI: String, authorName: String) -> String {
+            """
+            openapi: \(openAPI)
+            info: {title: Notes, version: 1.0.0}
+            paths:
+              /notes:
+                post:
+                  requestBody:
+                    content:
+                      application/json:
+                        schema:
+                          type: object
+                          properties:
+                            title: {type: string, nullable: true}
+                            author: {$ref: '#/components/schemas/Author'}
+                  responses:
+                    '204': {description: done}
+            components:
+              schemas:
+                Author:
+                  type: object
+                  properties:
+                    name: \(authorName)
+            """
+        }
+        let base = try OpenAPIDocument.parse(description("3.1.0", authorName: "{type: string}"), name: "base.yaml")
+        let tighter = try OpenAPIDocument.parse(description("3.1.0", authorName: "{type: string, maxLength: 10}"), name: "revision.yaml")
+        #expect(try ContractDiff(base: base, revision: tighter).changes().map(\.rule).sorted()
+            == ["breaking-changes-without-major-version-bump", "request-property-max-length-added"])
+        let base30 = try OpenAPIDocument.parse(description("3.0.3", authorName: "{type: string}"), name: "base.yaml")
+        let rules = try ContractDiff(base: base30, revision: base).changes().map(\.rule)
+        #expect(rules.contains("request-property-became-not-nullable"), "\(rules)")
+    }
+
     @Test func thereAreAtLeastFortyFixtures() {
         #expect(Self.fixtures.count >= 40)
         #expect(Set(Self.fixtures.map(\.name)).count == Self.fixtures.count)

@@ -90,6 +90,18 @@ import Testing
         }
     }
 
+    @Test func duplicateKeysInALargeMappingAreFound() {
+        // Past sixteen keys the reader checks new keys with a hash set, still by code points.
+        let keys = (0..<30).map { "k\($0): \($0)\n" }.joined()
+        #expect {
+            _ = try YAML.parse(keys + "k7: again\n")
+        } throws: { error in
+            (error as? YAMLError)?.message == #"duplicate key "k7""# && (error as? YAMLError)?.line == 31
+        }
+        let value = try? YAML.parse(keys + "\"\u{E9}\": 1\n\"e\u{301}\": 2\n")
+        #expect(value?["\u{E9}"] == 1 && value?["e\u{301}"] == 2 && value?["k29"] == 29)
+    }
+
     @Test func duplicateKeysAreAnErrorWithTheirPosition() {
         #expect {
             _ = try YAML.parse("a: 1\nb: 2\na: 3\n")

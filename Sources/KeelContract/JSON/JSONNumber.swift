@@ -19,7 +19,8 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// Parses a JSON number literal (RFC 8259 grammar). Returns nil when `literal` is not one.
     public init?(literal: String) {
-        guard let parts = Self.decompose(Array(literal.utf8)) else { return nil }
+        let decomposed = literal.utf8.withContiguousStorageIfAvailable { Self.decompose($0) }
+        guard let parts = decomposed ?? Array(literal.utf8).withUnsafeBufferPointer({ Self.decompose($0) }) else { return nil }
         self.literal = literal
         (isNegative, digits, exponent) = parts
     }
@@ -41,7 +42,7 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// For the parser, which has already checked the grammar; nil only for an out-of-range exponent.
     init?(literalBytes bytes: ArraySlice<UInt8>) {
-        guard let parts = Self.decompose(Array(bytes)) else { return nil }
+        guard let parts = bytes.withUnsafeBufferPointer({ Self.decompose($0) }) else { return nil }
         literal = String(decoding: bytes, as: UTF8.self)
         (isNegative, digits, exponent) = parts
     }
@@ -161,7 +162,8 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
     }
 
     /// Splits a JSON number literal into sign, significant digits and exponent; nil if not a JSON number.
-    private static func decompose(_ bytes: [UInt8]) -> (Bool, [UInt8], Int)? {
+    /// One allocation (the significant digits), none for zero.
+    private static func decompose(_ bytes: UnsafeBufferPointer<UInt8>) -> (Bool, [UInt8], Int)? {
         var index = 0
         var negative = false
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") {
@@ -170,15 +172,16 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
         }
         let integerStart = index
         while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-        let integerDigits = Array(bytes[integerStart..<index])
-        guard !integerDigits.isEmpty, integerDigits.count == 1 || integerDigits[0] != UInt8(ascii: "0") else { return nil }
-        var fractionDigits: [UInt8] = []
+        let integerCount = index - integerStart
+        guard integerCount > 0, integerCount == 1 || bytes[integerStart] != UInt8(ascii: "0") else { return nil }
+        var fractionStart = index
+        var fractionCount = 0
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             index += 1
-            let start = index
+            fractionStart = index
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
-            guard index > start else { return nil }
-            fractionDigits = Array(bytes[start..<index])
+            fractionCount = index - fractionStart
+            guard fractionCount > 0 else { return nil }
         }
         var exponent = 0
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
@@ -200,14 +203,23 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
             if exponentNegative { exponent = -exponent }
         }
         guard index == bytes.count else { return nil }
-        var significant = integerDigits + fractionDigits
-        exponent -= fractionDigits.count
-        while significant.first == UInt8(ascii: "0") { significant.removeFirst() }
-        while significant.last == UInt8(ascii: "0") {
-            significant.removeLast()
-            exponent += 1
+        // The significant digits are the integer digits then the fraction digits, without leading or
+        // trailing zeros (trailing ones move into the exponent).
+        let total = integerCount + fractionCount
+        func digit(_ position: Int) -> UInt8 {
+            position < integerCount ? bytes[integerStart + position] : bytes[fractionStart + position - integerCount]
         }
-        if significant.isEmpty { return (false, [], 0) }
+        exponent -= fractionCount
+        var first = 0
+        while first < total, digit(first) == UInt8(ascii: "0") { first += 1 }
+        if first == total { return (false, [], 0) }
+        var last = total - 1
+        while digit(last) == UInt8(ascii: "0") { last -= 1 }
+        exponent += total - 1 - last
+        let significant = [UInt8](unsafeUninitializedCapacity: last - first + 1) { buffer, initialized in
+            for position in first...last { buffer[position - first] = digit(position) }
+            initialized = last - first + 1
+        }
         return (negative, significant, exponent)
     }
 

@@ -1,29 +1,56 @@
-/// A JSON object that keeps its members in document order, with O(1) lookup by key.
+import Foundation
+
+/// A JSON object that keeps its members in document order, with fast lookup by key.
 ///
 /// Equality ignores order (two objects with the same members are equal, as JSON Schema's `const`,
 /// `enum` and `uniqueItems` require); iteration and serialization keep it.
+///
+/// Most objects in API descriptions and payloads have a handful of members: those are found by a
+/// linear scan of the members (no hashing, one allocation per object). Objects that grow past
+/// ``indexThreshold`` members get a hash index from name to position, so lookup stays O(1).
 public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
-    /// The keys in document order.
-    public private(set) var keys: [String] = []
-    /// The values, parallel to `keys`, so iteration needs no hashing.
-    private var values: [JSONValue] = []
-    /// Where each key sits in `keys`/`values`.
-    private var positions: [MemberName: Int] = [:]
+    /// One member: its name and value, stored together so an object is one array.
+    fileprivate struct Member: Sendable {
+        let key: String
+        var value: JSONValue
+    }
+
+    /// The members in document order.
+    private var members: [Member] = []
+    /// Where each key sits in `members`; nil while the object has at most `indexThreshold` members.
+    private var positions: [MemberName: Int]?
+
+    /// Objects with more members than this get a hash index; smaller ones are scanned.
+    static let indexThreshold = 12
 
     /// A member name compared by code points: JSON treats "é" and "e\u{301}" as different names, while
     /// Swift's `String` would merge them.
     private struct MemberName: Hashable {
         let name: String
-        static func == (lhs: MemberName, rhs: MemberName) -> Bool {
-            lhs.name.utf8.count == rhs.name.utf8.count && lhs.name.utf8.elementsEqual(rhs.name.utf8)
-        }
+        static func == (lhs: MemberName, rhs: MemberName) -> Bool { sameName(lhs.name, rhs.name) }
         func hash(into hasher: inout Hasher) {
-            // Member names are hashed on every lookup: hash the UTF-8 bytes in one call when they are
-            // contiguous (native strings), byte by byte otherwise.
+            // Hash the UTF-8 bytes in one call when they are contiguous (native strings), byte by byte otherwise.
             let hashed: Void? = name.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
             if hashed == nil { for byte in name.utf8 { hasher.combine(byte) } }
             hasher.combine(name.utf8.count)
         }
+    }
+
+    /// Whether two member names have the same UTF-8 bytes (not Swift's canonical equivalence).
+    @inline(__always)
+    package static func sameName(_ lhs: String, _ rhs: String) -> Bool {
+        let a = lhs.utf8
+        let b = rhs.utf8
+        let count = a.count
+        guard count == b.count else { return false }
+        if count == 0 { return true }
+        let compared: Bool?? = a.withContiguousStorageIfAvailable { left in
+            b.withContiguousStorageIfAvailable { right in
+                memcmp(left.baseAddress!, right.baseAddress!, count) == 0
+            }
+        }
+        if let compared, let compared { return compared }
+        return a.elementsEqual(b)
     }
 
     /// An empty object.
@@ -38,64 +65,167 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         for (key, value) in pairs { self[key] = value }
     }
 
+    /// The members `keys[i]: values[i]`, in order, moved out of the buffers (which are left
+    /// uninitialized); the caller has checked that the keys are distinct.
+    package init(movingUniqueKeys keys: UnsafeMutableBufferPointer<String>, values: UnsafeMutableBufferPointer<JSONValue>) {
+        precondition(keys.count == values.count, "one value per key")
+        let count = keys.count
+        members = [Member](unsafeUninitializedCapacity: count) { buffer, initialized in
+            for offset in 0..<count {
+                (buffer.baseAddress! + offset).initialize(to: Member(key: (keys.baseAddress! + offset).move(), value: (values.baseAddress! + offset).move()))
+            }
+            initialized = count
+        }
+        if members.count > Self.indexThreshold { buildIndex() }
+    }
+
+    private mutating func buildIndex() {
+        var index: [MemberName: Int] = [:]
+        index.reserveCapacity(members.count * 2)
+        for (position, member) in members.enumerated() { index[MemberName(name: member.key)] = position }
+        positions = index
+    }
+
+    /// The position of `key` in `members`.
+    @inline(__always)
+    private func position(of key: String) -> Int? {
+        if let positions { return positions[MemberName(name: key)] }
+        return members.firstIndex { Self.sameName($0.key, key) }
+    }
+
+    /// Whether the object has a member named `key`.
+    package func contains(key: String) -> Bool { position(of: key) != nil }
+
     /// The value for `key`; setting nil removes the member.
     public subscript(key: String) -> JSONValue? {
-        get { positions[MemberName(name: key)].map { values[$0] } }
+        get { position(of: key).map { members[$0].value } }
         set {
-            let name = MemberName(name: key)
             if let newValue {
-                if let position = positions[name] {
-                    values[position] = newValue
+                if let position = position(of: key) {
+                    members[position].value = newValue
                 } else {
-                    positions[name] = keys.count
-                    keys.append(key)
-                    values.append(newValue)
+                    append(newKey: key, newValue)
                 }
-            } else if let position = positions.removeValue(forKey: name) {
-                keys.remove(at: position)
-                values.remove(at: position)
-                for later in keys[position...] { positions[MemberName(name: later)]! -= 1 }
+            } else if let position = position(of: key) {
+                members.remove(at: position)
+                if members.count <= Self.indexThreshold {
+                    positions = nil
+                } else {
+                    positions![MemberName(name: key)] = nil
+                    for later in position..<members.count { positions![MemberName(name: members[later].key)]! -= 1 }
+                }
             }
         }
     }
 
-    /// The number of members.
-    public var count: Int { keys.count }
-
-    /// Whether the object has no members.
-    public var isEmpty: Bool { keys.isEmpty }
-
-    /// Iterates the members in document order.
-    public struct Iterator: IteratorProtocol {
-        fileprivate let object: JSONObject
-        fileprivate var index = 0
-
-        public mutating func next() -> (key: String, value: JSONValue)? {
-            guard index < object.keys.count else { return nil }
-            defer { index += 1 }
-            return (object.keys[index], object.values[index])
+    /// Appends a member whose name the caller knows is not in the object yet (parsers, which check for
+    /// duplicates when they read the name): no lookup.
+    package mutating func append(newKey key: String, _ value: JSONValue) {
+        members.append(Member(key: key, value: value))
+        if positions != nil {
+            positions![MemberName(name: key)] = members.count - 1
+        } else if members.count > Self.indexThreshold {
+            buildIndex()
         }
     }
 
-    public func makeIterator() -> Iterator { Iterator(object: self) }
+    /// The keys in document order.
+    public var keys: [String] { members.map(\.key) }
+
+    /// The number of members.
+    public var count: Int { members.count }
+
+    /// Whether the object has no members.
+    public var isEmpty: Bool { members.isEmpty }
+
+    public var underestimatedCount: Int { members.count }
+
+    /// Iterates the members in document order.
+    public struct Iterator: IteratorProtocol {
+        private let members: [Member]
+        private var index = 0
+
+        fileprivate init(members: [Member]) { self.members = members }
+
+        public mutating func next() -> (key: String, value: JSONValue)? {
+            guard index < members.count else { return nil }
+            defer { index += 1 }
+            let member = members[index]
+            return (member.key, member.value)
+        }
+    }
+
+    public func makeIterator() -> Iterator { Iterator(members: members) }
 
     /// Order-independent: the same members in any order are equal.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        guard lhs.keys.count == rhs.keys.count else { return false }
-        for (key, value) in zip(lhs.keys, lhs.values) where rhs[key] != value { return false }
+        guard lhs.members.count == rhs.members.count else { return false }
+        for index in lhs.members.indices {
+            let member = lhs.members[index]
+            // Members usually come in the same order on both sides: compare in place, look up otherwise.
+            let other = rhs.members[index]
+            if sameName(member.key, other.key) {
+                guard member.value == other.value else { return false }
+            } else {
+                guard let value = rhs[member.key], value == member.value else { return false }
+            }
+        }
         return true
     }
 
     /// Order-independent, consistent with `==`: the members' hashes are combined commutatively.
     public func hash(into hasher: inout Hasher) {
         var combined = 0
-        for (key, value) in zip(keys, values) {
-            var member = Hasher()
-            member.combine(MemberName(name: key))
-            member.combine(value)
-            combined ^= member.finalize()
+        for member in members {
+            var one = Hasher()
+            one.combine(MemberName(name: member.key))
+            one.combine(member.value)
+            combined ^= one.finalize()
         }
-        hasher.combine(keys.count)
+        hasher.combine(members.count)
         hasher.combine(combined)
+    }
+}
+
+extension JSONObject {
+    /// `self == other`, and neither has a member named `excluded` at any depth (false when unsure).
+    package func isEqual(to other: JSONObject, withoutMember excluded: String) -> Bool {
+        guard members.count == other.members.count else { return false }
+        for index in members.indices {
+            guard !Self.sameName(members[index].key, excluded) else { return false }
+            if Self.sameName(members[index].key, other.members[index].key) {
+                guard members[index].value.isEqual(to: other.members[index].value, withoutMember: excluded) else { return false }
+            } else {
+                // The same members in another order: plain equality, then a search for the name.
+                return self == other && !JSONValue.object(self).hasMember(named: excluded)
+            }
+        }
+        return true
+    }
+}
+
+extension JSONValue {
+    /// `self == other`, and neither has an object member named `excluded` at any depth (false when unsure).
+    package func isEqual(to other: JSONValue, withoutMember excluded: String) -> Bool {
+        switch self {
+        case .object(let object):
+            guard case .object(let otherObject) = other else { return false }
+            return object.isEqual(to: otherObject, withoutMember: excluded)
+        case .array(let elements):
+            guard case .array(let otherElements) = other, elements.count == otherElements.count else { return false }
+            for index in elements.indices where !elements[index].isEqual(to: otherElements[index], withoutMember: excluded) { return false }
+            return true
+        default:
+            return self == other
+        }
+    }
+
+    /// Whether some object in `self`, at any depth, has a member named `name`.
+    package func hasMember(named name: String) -> Bool {
+        switch self {
+        case .object(let object): object.contains { JSONObject.sameName($0.key, name) || $0.value.hasMember(named: name) }
+        case .array(let elements): elements.contains { $0.hasMember(named: name) }
+        default: false
+        }
     }
 }

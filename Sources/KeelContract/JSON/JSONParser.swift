@@ -194,10 +194,14 @@ struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if !limits.allowsDuplicateKeys, object[key] != nil {
-                throw error(.duplicateKey, "duplicate member \(key.debugDescription)", at: keyOffset)
+            if object.contains(key: key) {
+                guard limits.allowsDuplicateKeys else {
+                    throw error(.duplicateKey, "duplicate member \(key.debugDescription)", at: keyOffset)
+                }
+                object[key] = value
+            } else {
+                object.append(newKey: key, value)
             }
-            object[key] = value
             skipWhitespace()
             guard index < bytes.count else { throw error(.unexpectedEnd, "unterminated object") }
             switch bytes[index] {

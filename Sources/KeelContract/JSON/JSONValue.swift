@@ -60,7 +60,7 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
         case (.number(let a), .number(let b)): a == b
-        case (.string(let a), .string(let b)): a.utf8.elementsEqual(b.utf8)
+        case (.string(let a), .string(let b)): JSONObject.sameName(a, b)
         case (.array(let a), .array(let b)): a == b
         case (.object(let a), .object(let b)): a == b
         default: false

@@ -79,7 +79,10 @@ private struct Collector {
         let baseVersion = base.contractVersion
         let revisionVersion = revision.contractVersion
         let hasBreaking = changes.contains { $0.severity == .breaking }
-        if baseVersion != revisionVersion, Self.withoutVersion(base.root) == Self.withoutVersion(revision.root) {
+        // Single-file descriptions whose roots are equal but for info.version leave the rules above nothing
+        // to report; so when they reported something, the roots differ and need no full comparison.
+        let rootsDiffer = !changes.isEmpty && base.documents.count == 1 && revision.documents.count == 1
+        if baseVersion != revisionVersion, !rootsDiffer, Self.withoutVersion(base.root) == Self.withoutVersion(revision.root) {
             add("api-version-changed-without-changes", .info, Place(), nil, "info.version changed from \(baseVersion) to \(revisionVersion) with no other change")
         }
         if hasBreaking {
@@ -250,6 +253,13 @@ private struct Collector {
                      enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value)
     }
 
+    /// Whether comparing two schemas can report nothing, decided without building their shapes: they are
+    /// equal JSON, hold no `$ref` (a reference is followed in its own document, so equal text can still
+    /// name different schemas) and both documents read them the same way (3.0's `nullable` is not 3.1's).
+    static func cannotDiffer(_ old: JSONValue, _ new: JSONValue, sameDialect: Bool) -> Bool {
+        sameDialect && old.isEqual(to: new, withoutMember: "$ref")
+    }
+
     /// Responses: the client reads what the server sends.
     mutating func compareResponseSchema(_ oldValue: JSONValue, _ newValue: JSONValue, _ place: Place, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
         let old = try base.resolve(oldValue)
@@ -258,6 +268,7 @@ private struct Collector {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer.isEmpty ? "" : "p")"
             guard visited.insert(key).inserted else { return }  // recursion: already compared
         }
+        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
         let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)
         let b = shape(new.value, isOpenAPI30: revision.isOpenAPI30)
         let subject = pointer.isEmpty ? "the response body" : "response property \(pointer)"
@@ -301,6 +312,7 @@ private struct Collector {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer)"
             guard visited.insert(key).inserted else { return }
         }
+        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
         let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)
         let b = shape(new.value, isOpenAPI30: revision.isOpenAPI30)
         let at = pointer.isEmpty ? nil : pointer

@@ -101,6 +101,8 @@ public struct ContractLoadError: Error, Sendable, Equatable, CustomStringConvert
 struct Loader {
     let rootDirectory: URL
     var documents: [URL: JSONValue] = [:]
+    /// For documents read from YAML: the value of every `$ref` in them, listed while reading.
+    var references: [URL: [String]] = [:]
 
     init(rootDirectory: URL) { self.rootDirectory = rootDirectory }
 
@@ -112,15 +114,37 @@ struct Loader {
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw ContractLoadError(file: referencedFrom ?? url.path, location: "", message: "cannot read \(url.path)")
         }
-        let value = try Self.parse([UInt8](data), file: url.path)
+        let bytes = [UInt8](unsafeUninitializedCapacity: data.count) { buffer, initialized in
+            initialized = data.copyBytes(to: buffer)
+        }
+        let value: JSONValue
+        if Self.isJSON(bytes) {
+            value = try Self.parse(bytes, file: url.path)
+        } else {
+            var listed: [String] = []
+            do {
+                value = try YAML.parse(bytes, references: &listed)
+            } catch {
+                throw Self.yamlError(error, file: url.path)
+            }
+            references[url] = listed
+        }
         documents[url] = value
         return value
     }
 
+    /// Whether the text starts with `{` (after whitespace and a byte order mark).
+    static func isJSON(_ bytes: [UInt8]) -> Bool {
+        bytes.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) } == UInt8(ascii: "{")
+    }
+
+    static func yamlError(_ error: YAMLError, file: String) -> ContractLoadError {
+        ContractLoadError(file: file, location: "line \(error.line), column \(error.column)", message: "not valid YAML: \(error.message)")
+    }
+
     /// JSON when the text starts with `{`, YAML otherwise (YAML is a superset, but JSON errors are clearer).
     static func parse(_ bytes: [UInt8], file: String) throws(ContractLoadError) -> JSONValue {
-        let first = bytes.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
-        if first == UInt8(ascii: "{") {
+        if isJSON(bytes) {
             do {
                 return try JSONValue(parsing: bytes)
             } catch {
@@ -130,15 +154,36 @@ struct Loader {
         do {
             return try YAML.parse(bytes)
         } catch {
-            throw ContractLoadError(file: file, location: "line \(error.line), column \(error.column)", message: "not valid YAML: \(error.message)")
+            throw yamlError(error, file: file)
         }
     }
 
     /// Checks that every `$ref` under `value` resolves, loading referenced files (cycles are fine).
     mutating func checkReferences(in value: JSONValue, file: URL) throws(ContractLoadError) {
+        if checkListedReferences(from: file) { return }
+        // Some file was not read from YAML, or something does not resolve: walk the trees, which finds
+        // the first problem in document order and says where it is.
         var visited: Set<String> = []
         var path: [String] = []
         try check(value, file: file, path: &path, visited: &visited)
+    }
+
+    /// Whether every `$ref` listed while reading `file`, and the files they lead to, resolves: no tree walk.
+    /// False (nothing thrown) as soon as a file has no list or anything fails, for the walk to report.
+    private mutating func checkListedReferences(from file: URL) -> Bool {
+        var pending = [file]
+        var reached: Set<URL> = [file]
+        while let current = pending.popLast() {
+            guard let listed = references[current] else { return false }
+            for reference in listed {
+                let (targetFile, pointer) = Self.split(reference, relativeTo: current)
+                guard let document = try? document(at: targetFile, referencedFrom: current.path),
+                    Self.walk(document, pointer) != nil
+                else { return false }
+                if reached.insert(targetFile).inserted { pending.append(targetFile) }
+            }
+        }
+        return true
     }
 
     /// Walks the tree keeping the JSON pointer as a token stack (joined only for an error message).
@@ -186,6 +231,8 @@ struct Loader {
 
     /// The file and JSON pointer a reference names.
     static func split(_ reference: String, relativeTo file: URL) -> (URL, String) {
+        // The usual reference, `#/components/...`, stays in its file.
+        if reference.utf8.first == UInt8(ascii: "#") { return (file, JSONPointer.decodeFragment(String(reference.dropFirst()))) }
         let parts = reference.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts[0])
         let fragment = parts.count > 1 ? String(parts[1]) : ""
@@ -198,14 +245,18 @@ struct Loader {
         guard !pointer.isEmpty else { return value }
         guard pointer.hasPrefix("/") else { return nil }
         var current = value
-        for raw in pointer.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
-            let token = JSONPointer.unescape(raw)
+        // Token by token, without building an array of them (every `$ref` is walked, twice).
+        var rest = pointer.utf8.dropFirst()
+        while true {
+            let end = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+            let token = JSONPointer.unescape(Substring(rest[..<end]))
             switch current {
             case .object(let object): guard let next = object[token] else { return nil }; current = next
             case .array(let array): guard let index = Int(token), array.indices.contains(index) else { return nil }; current = array[index]
             default: return nil
             }
+            guard end < rest.endIndex else { return current }
+            rest = rest[rest.index(after: end)...]
         }
-        return current
     }
 }

@@ -33,7 +33,15 @@ public enum YAML {
 
     /// Parses UTF-8 bytes into a JSON value.
     public static func parse(_ bytes: [UInt8], limits: Limits = Limits()) throws(YAMLError) -> JSONValue {
+        var references: [String] = []
+        return try parse(bytes, limits: limits, references: &references)
+    }
+
+    /// Parses UTF-8 bytes into a JSON value, appending to `references` the string value of every `$ref`
+    /// mapping member, in the order they are read (the loader checks them without walking the tree).
+    package static func parse(_ bytes: [UInt8], limits: Limits = Limits(), references: inout [String]) throws(YAMLError) -> JSONValue {
         var builder = Builder(limits: limits)
+        defer { references += builder.references }
         var parser = yaml_parser_t()
         guard yaml_parser_initialize(&parser) == 1 else { throw YAMLError(message: "cannot initialize the YAML parser", line: 0, column: 0) }
         defer { yaml_parser_delete(&parser) }
@@ -55,21 +63,43 @@ public enum YAML {
     private struct Builder {
         let limits: Limits
 
-        /// One open collection. A struct mutated in place through `stack[last]`, so appending to a
-        /// large mapping or sequence never copies it (an enum payload bound with `var` would).
+        /// One open collection. Its elements (or a mapping's keys and values) sit at the end of the
+        /// shared `keys` and `values` buffers from `keyStart` and `valueStart` on, so building a
+        /// collection allocates once, at its exact size, when it ends.
         private struct Frame {
-            var isMapping: Bool
-            var elements: [JSONValue] = []
-            var object = JSONObject()
-            var pendingKey: String?
+            let isMapping: Bool
+            let keyStart: Int
+            let valueStart: Int
             let anchor: String?
+            /// Whether `keys.last` is a key still waiting for its value.
+            var hasPendingKey = false
+            /// The keys read so far, once a mapping has too many to scan for duplicates.
+            var names: Set<MemberName>?
         }
 
+        /// A mapping key compared by its UTF-8 bytes (JSON member identity), as ``JSONObject`` does.
+        struct MemberName: Hashable {
+            let name: String
+            static func == (lhs: MemberName, rhs: MemberName) -> Bool { JSONObject.sameName(lhs.name, rhs.name) }
+            func hash(into hasher: inout Hasher) {
+                let hashed: Void? = name.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+                if hashed == nil { for byte in name.utf8 { hasher.combine(byte) } }
+                hasher.combine(name.utf8.count)
+            }
+        }
+
+        /// Mappings with more keys than this check new keys for duplicates with a hash set.
+        private static let scannedKeys = 16
+
         private var stack: [Frame] = []
+        private let keys = Scratch<String>()
+        private let values = Scratch<JSONValue>()
         private var anchors: [String: (value: JSONValue, nodes: Int)] = [:]
         private var nodes = 0
         private var documents = 0
         private var result: JSONValue?
+        /// The value of every `$ref` member with a string value.
+        private(set) var references: [String] = []
 
         init(limits: Limits) { self.limits = limits }
 
@@ -97,29 +127,37 @@ public enum YAML {
                 try count(anchored.nodes, fail)
                 try add(anchored.value, fail)
             case YAML_SCALAR_EVENT:
-                let length = keel_yaml_event_scalar_length(&event)
-                let raw = keel_yaml_event_scalar_value(&event).map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? ""
-                let style = keel_yaml_event_scalar_style(&event)
-                let value = try resolve(raw, plain: style == YAML_PLAIN_SCALAR_STYLE, tag: text(keel_yaml_event_tag(&event)), fail)
+                let bytes = UnsafeBufferPointer(start: keel_yaml_event_scalar_value(&event), count: keel_yaml_event_scalar_length(&event))
+                let plain = keel_yaml_event_scalar_style(&event) == YAML_PLAIN_SCALAR_STYLE
+                let value: JSONValue
+                if let tag = text(keel_yaml_event_tag(&event)) {
+                    value = try resolve(String(decoding: bytes, as: UTF8.self), plain: plain, tag: tag, fail)
+                } else {
+                    value = try resolve(bytes, plain: plain, fail)
+                }
                 try count(1, fail)
                 if let anchor = text(keel_yaml_event_anchor(&event)) { anchors[anchor] = (value, 1) }
                 try add(value, fail)
-            case YAML_SEQUENCE_START_EVENT:
+            case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
                 guard stack.count < limits.maximumDepth else { throw fail("nesting deeper than \(limits.maximumDepth) levels") }
                 try count(1, fail)
-                stack.append(Frame(isMapping: false, anchor: text(keel_yaml_event_anchor(&event))))
-            case YAML_MAPPING_START_EVENT:
-                guard stack.count < limits.maximumDepth else { throw fail("nesting deeper than \(limits.maximumDepth) levels") }
-                try count(1, fail)
-                stack.append(Frame(isMapping: true, anchor: text(keel_yaml_event_anchor(&event))))
+                stack.append(Frame(isMapping: event.type == YAML_MAPPING_START_EVENT, keyStart: keys.count, valueStart: values.count,
+                                   anchor: text(keel_yaml_event_anchor(&event))))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let frame = stack.removeLast()
                 let value: JSONValue
                 if frame.isMapping {
-                    guard frame.pendingKey == nil else { throw fail("mapping ends after a key without a value") }
-                    value = .object(frame.object)
+                    guard !frame.hasPendingKey else { throw fail("mapping ends after a key without a value") }
+                    value = keys.moveOut(from: frame.keyStart) { keys in
+                        values.moveOut(from: frame.valueStart) { values in .object(JSONObject(movingUniqueKeys: keys, values: values)) }
+                    }
                 } else {
-                    value = .array(frame.elements)
+                    value = values.moveOut(from: frame.valueStart) { values in
+                        .array(Array(unsafeUninitializedCapacity: values.count) { buffer, initialized in
+                            if !values.isEmpty { buffer.baseAddress!.moveInitialize(from: values.baseAddress!, count: values.count) }
+                            initialized = values.count
+                        })
+                    }
                 }
                 if let anchor = frame.anchor { anchors[anchor] = (value, Self.nodeCount(value)) }
                 try add(value, fail)
@@ -136,19 +174,21 @@ public enum YAML {
             }
         }
 
-        private mutating func add(_ value: JSONValue, _ fail: (String) -> YAMLError) throws(YAMLError) {
+        private mutating func add(_ value: consuming JSONValue, _ fail: (String) -> YAMLError) throws(YAMLError) {
             let top = stack.count - 1
             guard top >= 0 else {
                 result = value
                 return
             }
             guard stack[top].isMapping else {
-                stack[top].elements.append(value)
+                values.append(value)
                 return
             }
-            if let key = stack[top].pendingKey {
-                stack[top].object[key] = value
-                stack[top].pendingKey = nil
+            if stack[top].hasPendingKey {
+                // The key was checked against the mapping's other keys when it was read.
+                if case .string(let target) = value, JSONObject.sameName(keys[keys.count - 1], "$ref") { references.append(target) }
+                values.append(value)
+                stack[top].hasPendingKey = false
                 return
             }
             let key: String
@@ -159,8 +199,22 @@ public enum YAML {
             case .null: key = "null"
             default: throw fail("a mapping key must be a scalar")
             }
-            guard stack[top].object[key] == nil else { throw fail("duplicate key \(key.debugDescription)") }
-            stack[top].pendingKey = key
+            let keyStart = stack[top].keyStart
+            if stack[top].names != nil {
+                guard stack[top].names!.insert(MemberName(name: key)).inserted else { throw fail("duplicate key \(key.debugDescription)") }
+            } else {
+                for index in keyStart..<keys.count where JSONObject.sameName(keys[index], key) {
+                    throw fail("duplicate key \(key.debugDescription)")
+                }
+                if keys.count - keyStart == Self.scannedKeys {
+                    var names = Set<MemberName>(minimumCapacity: 2 * Self.scannedKeys)
+                    for index in keyStart..<keys.count { names.insert(MemberName(name: keys[index])) }
+                    names.insert(MemberName(name: key))
+                    stack[top].names = names
+                }
+            }
+            keys.append(key)
+            stack[top].hasPendingKey = true
         }
 
         static func nodeCount(_ value: JSONValue) -> Int {
@@ -170,6 +224,43 @@ public enum YAML {
             default: 1
             }
         }
+
+        /// An untagged scalar straight from libyaml's buffer: the common case (a word or a quoted string)
+        /// becomes a string without building any other text; the rest goes through the core schema.
+        private func resolve(_ bytes: UnsafeBufferPointer<UInt8>, plain: Bool, _ fail: (String) -> YAMLError) throws(YAMLError) -> JSONValue {
+            guard plain else { return .string(String(decoding: bytes, as: UTF8.self)) }
+            guard let lead = bytes.first else { return .null }
+            switch lead {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."):
+                // Plain decimal integers (`64`, `200`) are already JSON number literals.
+                if lead != UInt8(ascii: "0") || bytes.count == 1, bytes.count <= 18,
+                    bytes.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+                {
+                    return .number(JSONNumber(literal: String(decoding: bytes, as: UTF8.self))!)
+                }
+                return try resolve(String(decoding: bytes, as: UTF8.self), plain: true, tag: nil, fail)
+            case UInt8(ascii: "~"), UInt8(ascii: "n"), UInt8(ascii: "N"), UInt8(ascii: "t"), UInt8(ascii: "T"), UInt8(ascii: "f"), UInt8(ascii: "F"):
+                // Possibly `null`, `true`, `false` in one of their spellings (at most five bytes): compare
+                // the bytes packed in an integer, without making a string first.
+                if bytes.count <= 5 {
+                    var packed: UInt64 = 0
+                    for byte in bytes { packed = packed << 8 | UInt64(byte) }
+                    if Self.nullWords.contains(packed) { return .null }
+                    if Self.trueWords.contains(packed) { return .bool(true) }
+                    if Self.falseWords.contains(packed) { return .bool(false) }
+                }
+                return .string(String(decoding: bytes, as: UTF8.self))
+            default:
+                return .string(String(decoding: bytes, as: UTF8.self))
+            }
+        }
+
+        /// The core schema's spellings of null, true and false, each packed big-endian into an integer.
+        private static let nullWords = ["~", "null", "Null", "NULL"].map(packed)
+        private static let trueWords = ["true", "True", "TRUE"].map(packed)
+        private static let falseWords = ["false", "False", "FALSE"].map(packed)
+
+        private static func packed(_ word: String) -> UInt64 { word.utf8.reduce(0) { $0 << 8 | UInt64($1) } }
 
         /// YAML 1.2 core schema for plain scalars; quoted scalars are strings.
         private func resolve(_ raw: String, plain: Bool, tag: String?, _ fail: (String) -> YAMLError) throws(YAMLError) -> JSONValue {
@@ -230,6 +321,42 @@ public enum YAML {
             if !exponent.isEmpty { literal += exponent }
             return JSONNumber(literal: literal)
         }
+    }
+}
+
+/// A stack in memory managed by hand, so that a finished collection's elements can be moved out of it
+/// into their array or object (copying them out of an `Array` would retain and release each one).
+private final class Scratch<Element> {
+    private var base: UnsafeMutablePointer<Element>
+    private var capacity = 1024
+    private(set) var count = 0
+
+    init() { base = .allocate(capacity: capacity) }
+
+    deinit {
+        base.deinitialize(count: count)
+        base.deallocate()
+    }
+
+    func append(_ element: consuming Element) {
+        if count == capacity {
+            let larger = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)
+            larger.moveInitialize(from: base, count: count)
+            base.deallocate()
+            base = larger
+            capacity *= 2
+        }
+        (base + count).initialize(to: element)
+        count += 1
+    }
+
+    subscript(index: Int) -> Element { base[index] }
+
+    /// Hands `body` the elements from `start` on, which it must move out (deinitialize), and drops them.
+    func moveOut<Result>(from start: Int, _ body: (UnsafeMutableBufferPointer<Element>) -> Result) -> Result {
+        let result = body(UnsafeMutableBufferPointer(start: base + start, count: count - start))
+        count = start
+        return result
     }
 }
 
