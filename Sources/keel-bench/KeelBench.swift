@@ -11,6 +11,7 @@ enum KeelBench {
         ContractBenchmarks.schemaValidate,
         HTTPBenchmarks.get,
         ContractToolsBenchmarks.diff,
+        ContractToolsBenchmarks.diffConcurrent,
         StoreBenchmarks.insert,
         StoreBenchmarks.read,
         StoreBenchmarks.transactions,

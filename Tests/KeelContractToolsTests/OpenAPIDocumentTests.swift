@@ -62,6 +62,23 @@ import Testing
         #expect(resolved.location == "#/components/schemas/Error")
     }
 
+    @Test func severalDescriptionsLoadAtOnceInOrderAndTheFirstFailureInOrderIsReported() throws {
+        var urls: [URL] = []
+        for index in 0..<4 {
+            let url = directory.url("d\(index).yaml")
+            try Data("openapi: 3.1.0\ninfo: {title: T, version: \(index).0.0}\npaths: {}\n".utf8).write(to: url)
+            urls.append(url)
+        }
+        #expect(try OpenAPIDocument.load(from: urls).map(\.contractVersion) == ["0.0.0", "1.0.0", "2.0.0", "3.0.0"])
+        try Data("openapi: 3.1.0\npaths: [\n".utf8).write(to: urls[1])
+        try Data("not: openapi\n".utf8).write(to: urls[3])
+        #expect {
+            _ = try OpenAPIDocument.load(from: urls)
+        } throws: { error in
+            (error as? ContractLoadError)?.file.hasSuffix("d1.yaml") == true
+        }
+    }
+
     @Test func loadsJSONToo() throws {
         let url = try write("api.json", #"{"openapi": "3.0.3", "info": {"title": "x", "version": "2.0.0"}, "paths": {}}"#)
         let document = try OpenAPIDocument.load(from: url)

@@ -1,5 +1,6 @@
 public import Foundation
 public import KeelContract
+import KeelCore
 
 /// An OpenAPI 3.0 or 3.1 description loaded from YAML or JSON, with `$ref`s resolvable across files.
 ///
@@ -30,6 +31,23 @@ public struct OpenAPIDocument: Sendable {
         var loader = Loader(rootDirectory: file.deletingLastPathComponent())
         let root = try loader.document(at: file, referencedFrom: nil)
         return try make(root: root, url: file, name: url.path, loader: &loader)
+    }
+
+    /// Loads several descriptions at the same time, each on its own thread (`keel contract diff` loads
+    /// both sides this way), and returns them in the order of `urls`.
+    ///
+    /// - Throws: the ``ContractLoadError`` of the first description in `urls` that cannot be loaded.
+    public static func load(from urls: [URL]) throws(ContractLoadError) -> [OpenAPIDocument] {
+        let results = Locked<[Result<OpenAPIDocument, ContractLoadError>?]>(Array(repeating: nil, count: urls.count))
+        DispatchQueue.concurrentPerform(iterations: urls.count) { index in
+            let result = Result { () throws(ContractLoadError) in try load(from: urls[index]) }
+            results.withLock { $0[index] = result }
+        }
+        var documents: [OpenAPIDocument] = []
+        for result in results.withLock({ $0 }) {
+            documents.append(try result!.get())
+        }
+        return documents
     }
 
     /// Parses description text (YAML or JSON) that has no file; references to other files are errors.

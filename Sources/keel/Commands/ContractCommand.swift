@@ -130,9 +130,8 @@ enum ContractCommand {
             try arguments.choice("fail-on", default: "breaking", among: ["breaking", "warning"]) == "warning" ? .warning : .breaking
         let changes: [ContractChange]
         do {
-            let base = try OpenAPIDocument.load(from: URL(fileURLWithPath: arguments.positionals[0]))
-            let revision = try OpenAPIDocument.load(from: URL(fileURLWithPath: arguments.positionals[1]))
-            changes = try ContractDiff(base: base, revision: revision).changes()
+            let documents = try OpenAPIDocument.load(from: arguments.positionals.map { URL(fileURLWithPath: $0) })
+            changes = try ContractDiff(base: documents[0], revision: documents[1]).changes()
         } catch {
             return fail("\(error)")
         }
