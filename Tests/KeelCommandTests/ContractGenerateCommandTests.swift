@@ -11,6 +11,7 @@ import Testing
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let notes = repository.appendingPathComponent("contracts/notes-api.v1.yaml").path
     static let shapes = repository.appendingPathComponent("Tests/KeelContractToolsTests/Fixtures/generator/shapes.yaml").path
+    static let edge = repository.appendingPathComponent("Tests/KeelContractToolsTests/Fixtures/generator/edge.yaml").path
 
     private func run(_ arguments: [String]) async throws -> (ChildProcess.Termination, String, String) {
         try await runKeel(["contract", "generate"] + arguments, in: directory.url)
@@ -130,6 +131,54 @@ import Testing
             list 1
 
             """)
+    }
+
+    @Test func edgeCasesFromReviewCompileAndDecodeAsTheContractSays() async throws {
+        let (status, _, errors) = try await run([Self.edge, "--output", "."])
+        #expect(status == .exited(0), "\(errors)")
+        let program = #"""
+            import Foundation
+            import KeelContract
+
+            let decoder = ContractDecoder()
+            func check<T: Decodable>(_ type: T.Type, _ text: String) -> String {
+                do {
+                    _ = try decoder.decode(type, from: Data(text.utf8))
+                    return "decoded"
+                } catch {
+                    return "\(error.code) at \(error.path)"
+                }
+            }
+            // Members named like the coding code's locals; names that start with a digit or are not ASCII.
+            let names = try decoder.decode(Names.self, from: Data(#"{"container": "c", "encoder": 1, "decoder": true, "2fa": "totp", "first": "gold", "café": "x"}"#.utf8))
+            print("names", names.container, names._2fa, names.first ?? .silver, names.cafe ?? "-", String(decoding: try ContractEncoder().encode(names), as: UTF8.self))
+            // An object without members is still an object.
+            print("empty", check(Empty.self, "{}"), check(Empty.self, "5"), check(Empty.self, "null"), String(decoding: try ContractEncoder().encode(Empty()), as: UTF8.self))
+            // `required` beside a $ref (3.1) or a one-part allOf; readOnly/writeOnly members may be missing.
+            print("tightened", check(Tightened.self, #"{"id": "1"}"#), check(TightenedAllOf.self, #"{"id": "1"}"#), check(Base.self, #"{"title": "t"}"#))
+            // A schema in its own file that refers to itself.
+            let holder = try decoder.decode(Holder.self, from: Data(#"{"empty": {}, "tree": {"name": "root", "children": [{"name": "leaf"}]}, "trees": []}"#.utf8))
+            print("tree", holder.tree.name, holder.tree.children?.first?.name ?? "-", holder.trees?.count ?? -1)
+            // An explicit mapping wins over a variant's name.
+            if case .cat = try decoder.decode(Pet.self, from: Data(#"{"kind": "Dog"}"#.utf8)) { print("Dog selects cat") }
+            print("puppy", check(Pet.self, #"{"kind": "puppy"}"#), "Cat", check(Pet.self, #"{"kind": "Cat"}"#))
+            """#
+        let output = try await compileAndRun(program: program, generated: directory.url("EdgeModels.swift"))
+        #expect(output == """
+            names c totp gold x {"2fa":"totp","café":"x","container":"c","decoder":true,"encoder":1,"first":"gold"}
+            empty decoded typeMismatch at  unexpectedNull at  {}
+            tightened missingMember at title missingMember at title decoded
+            tree root leaf 0
+            Dog selects cat
+            puppy decoded Cat undeclaredEnumValue at kind
+
+            """)
+        // Descriptions with other line breaks stay comments: nothing from them was compiled (the program
+        // above would not notice), so check the text too.
+        let generated = try String(contentsOf: directory.url("EdgeModels.swift"), encoding: .utf8)
+        for line in generated.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) where line.contains("Injected") {
+            #expect(line.trimmingCharacters(in: .whitespaces).hasPrefix("//"), "\(line)")
+        }
     }
 
     // MARK: - --check and failures

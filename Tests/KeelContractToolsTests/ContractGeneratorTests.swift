@@ -47,9 +47,9 @@ import Testing
         #expect(code.contains("self.id = try container.decode(String.self, forKey: .id)"))
         // Required and nullable: the member must be there, null allowed; written as null, not left out.
         #expect(code.contains("self.parent = try container.decode(String?.self, forKey: .parent)"))
-        #expect(code.contains("try container.encode(parent, forKey: .parent)"))
+        #expect(code.contains("try container.encode(self.parent, forKey: .parent)"))
         #expect(code.contains("self.title = try container.decodeIfPresent(String.self, forKey: .title)"))
-        #expect(code.contains("try container.encodeIfPresent(title, forKey: .title)"))
+        #expect(code.contains("try container.encodeIfPresent(self.title, forKey: .title)"))
         #expect(code.contains("public init(id: String, parent: String?, title: String? = nil)"))
     }
 
@@ -206,11 +206,11 @@ import Testing
                   required: [kind, side]
                   properties: {kind: {type: string}, side: {type: number}}
             """)
-        #expect(code.contains("public indirect enum Shape: Codable, Hashable, Sendable {\n    case circle(Circle)\n    case square(Square)\n"))
+        #expect(code.contains("public indirect enum ShapeModel: Codable, Hashable, Sendable {\n    case circle(Circle)\n    case square(Square)\n"))
         #expect(code.contains("case discriminator = \"kind\""))
         #expect(code.contains("case \"round\":\n            self = .circle(try Circle(from: decoder))"))
         #expect(code.contains("case \"box\", \"square\":\n            self = .square(try Square(from: decoder))"))
-        #expect(code.contains("UndeclaredEnumValue(typeName: \"Shape\", value: value)"))
+        #expect(code.contains("UndeclaredEnumValue(typeName: \"ShapeModel\", value: value)"))
     }
 
     @Test func aDiscriminatorWithoutAMappingUsesTheSchemaNames() throws {
@@ -362,7 +362,7 @@ import Testing
                   discriminator: {propertyName: kind}
             """)
         #expect(found.map(\.location) == [
-            "#/components/schemas/Note/properties/either", "#/components/schemas/Note/properties/mixed",
+            "#/components/schemas/Note/properties/either", "#/components/schemas/Note/properties/mixed/type",
             "#/components/schemas/Note/properties/level/enum", "#/components/schemas/Shape/oneOf/0",
         ])
         #expect(found[0].message.contains("anyOf without a discriminator"))
@@ -409,6 +409,118 @@ import Testing
                     children: {type: array, items: {$ref: '#/components/schemas/Node'}}
             """)
         #expect(code.contains("public var children: [Node]?"))
+    }
+
+    @Test func aRecursiveSchemaOutsideComponentsIsADiagnosticNotACrash() throws {
+        let found = try diagnostics("""
+                A:
+                  type: object
+                  properties:
+                    x:
+                      type: array
+                      items: {$ref: '#/components/schemas/A/properties/x'}
+            """)
+        #expect(found.map(\.location) == ["#/components/schemas/A/properties/x"])
+        #expect(found.first?.message.contains("contains itself through a $ref outside components/schemas") == true)
+    }
+
+    @Test func aTypeAliasThatRefersToItselfIsRefusedAndEveryCycleIsReported() throws {
+        let found = try diagnostics("""
+                List: {type: array, items: {$ref: '#/components/schemas/List'}}
+                Map: {type: object, additionalProperties: {$ref: '#/components/schemas/Map'}}
+                A: {type: object, properties: {b: {$ref: '#/components/schemas/B'}}}
+                B: {type: object, properties: {a: {$ref: '#/components/schemas/A'}}}
+                C: {type: object, properties: {c: {$ref: '#/components/schemas/C'}}}
+            """)
+        #expect(found.map(\.location) == ["#/components/schemas/List", "#/components/schemas/Map", "#/components/schemas/A", "#/components/schemas/C"])
+        #expect(found[0].message == "List → List: a type alias that refers to itself is not supported yet")
+        #expect(found[2].message.hasPrefix("A → B → A: a struct that contains itself by value"))
+    }
+
+    @Test func aLongChainOfTypesDoesNotExhaustTheStack() throws {
+        let chain = (0..<5_000).map { "    T\($0): {type: object, properties: {next: {$ref: '#/components/schemas/T\($0 + 1)'}}}\n" }.joined()
+        let code = try generate(chain + "    T5000: {type: object, properties: {end: {type: boolean}}}\n")
+        #expect(code.contains("public var next: T4999?"))
+        #expect(code.contains("public struct T5000:"))
+    }
+
+    @Test func propertiesWithAnAdditionalPropertiesSchemaAndTheInheritanceStyleAreRefused() throws {
+        let found = try diagnostics("""
+                Meta:
+                  type: object
+                  properties: {id: {type: string}}
+                  additionalProperties: {type: string}
+                Pet:
+                  type: object
+                  required: [kind]
+                  properties: {kind: {type: string}}
+                  discriminator: {propertyName: kind}
+            """)
+        #expect(found.map(\.location) == ["#/components/schemas/Meta/additionalProperties", "#/components/schemas/Pet/discriminator"])
+        #expect(found[1].message.hasPrefix("a discriminator without oneOf (the allOf inheritance style) is not supported yet"))
+    }
+
+    @Test func aVariantWhoseNameIsMappedToAnotherCannotBeSelectedAndIsRefused() throws {
+        let found = try diagnostics("""
+                Pet:
+                  oneOf: [{$ref: '#/components/schemas/Dog'}, {$ref: '#/components/schemas/Cat'}]
+                  discriminator: {propertyName: kind, mapping: {Dog: Cat}}
+                Dog: {type: object, required: [kind], properties: {kind: {type: string}}}
+                Cat: {type: object, required: [kind], properties: {kind: {type: string}}}
+            """)
+        #expect(found.map(\.message) == ["variant Dog cannot be selected: its name is mapped to another variant"])
+    }
+
+    @Test func enumDiagnosticsPointAtTheKeywordThatHoldsTheValues() throws {
+        let found = try diagnostics("""
+                A: {type: string, x-extensible-enum: [1, 2]}
+                B:
+                  anyOf:
+                    - {type: string, enum: [1]}
+                    - {type: string}
+            """)
+        #expect(found.map(\.location) == ["#/components/schemas/A/x-extensible-enum", "#/components/schemas/B/anyOf/0/enum"])
+    }
+
+    @Test func aDiagnosticInABodyReachedThroughARefPointsAtTheBodysOwnFile() throws {
+        let directory = self.directory
+        try FileManager.default.createDirectory(at: directory.url("ext"), withIntermediateDirectories: true)
+        try Data("""
+            components:
+              responses:
+                Bad:
+                  description: bad
+                  content:
+                    application/json:
+                      schema: {type: object, properties: {v: {oneOf: [{type: string}, {type: integer}]}}}
+            """.utf8).write(to: directory.url("ext/responses.yaml"))
+        let url = directory.url("api.yaml")
+        try Data("""
+            openapi: 3.1.0
+            info: {title: T, version: 1.0.0}
+            paths:
+              /a:
+                get:
+                  operationId: getA
+                  responses:
+                    '200': {$ref: './ext/responses.yaml#/components/responses/Bad'}
+            """.utf8).write(to: url)
+        #expect {
+            _ = try ContractGenerator(contract: url).generate()
+        } throws: { error in
+            guard case .unsupported(let found) = error as? ContractGenerationError else { return false }
+            return found.map { "\($0.file) \($0.location)" } == ["ext/responses.yaml #/components/responses/Bad/content/application~1json/schema/properties/v"]
+        }
+    }
+
+    @Test func descriptionsCannotEndTheCommentTheyAreIn() throws {
+        let code = try generate("""
+                A:
+                  description: "one\\r\\ntwo\\rthree\\u2028four\\u0085five"
+                  type: object
+                  properties: {x: {type: string}}
+            """)
+        #expect(code.contains("/// one\n/// two\n/// three\n/// four\n/// five\npublic struct A"))
     }
 
     @Test func anUnreadableContractIsUnreadableNotUnsupported() throws {

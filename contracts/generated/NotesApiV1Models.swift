@@ -66,14 +66,14 @@ public struct Note: Codable, Hashable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(title, forKey: .title)
-        try container.encode(body, forKey: .body)
-        try container.encode(kind, forKey: .kind)
-        try container.encode(visibility, forKey: .visibility)
-        try container.encode(version, forKey: .version)
-        try container.encode(updatedAt, forKey: .updatedAt)
-        try container.encodeIfPresent(deleted, forKey: .deleted)
+        try container.encode(self.id, forKey: .id)
+        try container.encode(self.title, forKey: .title)
+        try container.encode(self.body, forKey: .body)
+        try container.encode(self.kind, forKey: .kind)
+        try container.encode(self.visibility, forKey: .visibility)
+        try container.encode(self.version, forKey: .version)
+        try container.encode(self.updatedAt, forKey: .updatedAt)
+        try container.encodeIfPresent(self.deleted, forKey: .deleted)
     }
 }
 
@@ -95,7 +95,7 @@ public struct MutationBatch: Codable, Hashable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(mutations, forKey: .mutations)
+        try container.encode(self.mutations, forKey: .mutations)
     }
 }
 
@@ -156,14 +156,14 @@ public struct Mutation: Codable, Hashable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(type, forKey: .type)
-        try container.encode(noteID, forKey: .noteID)
-        try container.encodeIfPresent(baseVersion, forKey: .baseVersion)
-        try container.encodeIfPresent(title, forKey: .title)
-        try container.encodeIfPresent(body, forKey: .body)
-        try container.encodeIfPresent(kind, forKey: .kind)
-        try container.encodeIfPresent(visibility, forKey: .visibility)
+        try container.encode(self.id, forKey: .id)
+        try container.encode(self.type, forKey: .type)
+        try container.encode(self.noteID, forKey: .noteID)
+        try container.encodeIfPresent(self.baseVersion, forKey: .baseVersion)
+        try container.encodeIfPresent(self.title, forKey: .title)
+        try container.encodeIfPresent(self.body, forKey: .body)
+        try container.encodeIfPresent(self.kind, forKey: .kind)
+        try container.encodeIfPresent(self.visibility, forKey: .visibility)
     }
 }
 
@@ -204,10 +204,10 @@ public struct MutationResult: Codable, Hashable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(status, forKey: .status)
-        try container.encodeIfPresent(note, forKey: .note)
-        try container.encodeIfPresent(serverVersion, forKey: .serverVersion)
+        try container.encode(self.id, forKey: .id)
+        try container.encode(self.status, forKey: .status)
+        try container.encodeIfPresent(self.note, forKey: .note)
+        try container.encodeIfPresent(self.serverVersion, forKey: .serverVersion)
     }
 }
 
@@ -253,10 +253,10 @@ public struct ClientConfig: Codable, Hashable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(status, forKey: .status)
-        try container.encodeIfPresent(minimumVersion, forKey: .minimumVersion)
-        try container.encodeIfPresent(latestVersion, forKey: .latestVersion)
-        try container.encodeIfPresent(retryAfterSeconds, forKey: .retryAfterSeconds)
+        try container.encode(self.status, forKey: .status)
+        try container.encodeIfPresent(self.minimumVersion, forKey: .minimumVersion)
+        try container.encodeIfPresent(self.latestVersion, forKey: .latestVersion)
+        try container.encodeIfPresent(self.retryAfterSeconds, forKey: .retryAfterSeconds)
     }
 }
 
@@ -294,8 +294,8 @@ public struct ErrorModel: Codable, Hashable, Sendable {
 
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(field, forKey: .field)
-            try container.encode(code, forKey: .code)
+            try container.encode(self.field, forKey: .field)
+            try container.encode(self.code, forKey: .code)
         }
     }
 
@@ -314,9 +314,29 @@ public struct ErrorModel: Codable, Hashable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(code, forKey: .code)
-        try container.encodeIfPresent(message, forKey: .message)
-        try container.encodeIfPresent(errors, forKey: .errors)
+        try container.encode(self.code, forKey: .code)
+        try container.encodeIfPresent(self.message, forKey: .message)
+        try container.encodeIfPresent(self.errors, forKey: .errors)
+    }
+}
+
+public struct NoteID: Codable, Hashable, Sendable {
+    public init() {
+    }
+
+    private struct CodingKeys: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        _ = try decoder.container(keyedBy: CodingKeys.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        _ = encoder.container(keyedBy: CodingKeys.self)
     }
 }
 
@@ -338,7 +358,7 @@ public struct ApplyMutationsResponse: Codable, Hashable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(results, forKey: .results)
+        try container.encode(self.results, forKey: .results)
     }
 }
 
@@ -368,8 +388,8 @@ public struct GetChangesResponse: Codable, Hashable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(changes, forKey: .changes)
-        try container.encode(cursor, forKey: .cursor)
-        try container.encodeIfPresent(hasMore, forKey: .hasMore)
+        try container.encode(self.changes, forKey: .changes)
+        try container.encode(self.cursor, forKey: .cursor)
+        try container.encodeIfPresent(self.hasMore, forKey: .hasMore)
     }
 }

@@ -103,8 +103,28 @@ struct SwiftEmitter {
                 body.line()
                 body.declare(nested)
             }
-            // An empty struct keeps the synthesized coding (an enum without cases cannot have a raw type).
-            guard !properties.isEmpty else { return }
+            guard !properties.isEmpty else {
+                // No members: still an object (`5` or `null` must not decode), written as `{}`. A key type
+                // with no values, since an enum without cases cannot have a raw type.
+                body.line()
+                body.line("private struct CodingKeys: \(body.library("CodingKey", inSignature: false)) {")
+                body.indented { inner in
+                    inner.line("var stringValue: \(inner.library("String", inSignature: false))")
+                    inner.line("var intValue: \(inner.library("Int", inSignature: false))? { nil }")
+                    inner.line("init?(stringValue: \(inner.library("String", inSignature: false))) { self.stringValue = stringValue }")
+                    inner.line("init?(intValue: \(inner.library("Int", inSignature: false))) { nil }")
+                }
+                body.line("}")
+                body.line()
+                body.line("\(body.modifier)init(from decoder: any \(body.library("Decoder", inSignature: true))) throws {")
+                body.indented { $0.line("_ = try decoder.container(keyedBy: CodingKeys.self)") }
+                body.line("}")
+                body.line()
+                body.line("\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
+                body.indented { $0.line("_ = encoder.container(keyedBy: CodingKeys.self)") }
+                body.line("}")
+                return
+            }
             body.line()
             body.line("private enum CodingKeys: \(body.library("String", inSignature: false)), \(body.library("CodingKey", inSignature: false)) {")
             body.indented { inner in
@@ -133,8 +153,9 @@ struct SwiftEmitter {
                 inner.line("var container = encoder.container(keyedBy: CodingKeys.self)")
                 for property in properties {
                     let name = SwiftNames.member(property.swiftName)
-                    // Required and nullable: write null rather than leave the member out.
-                    inner.line("try container.\(property.required ? "encode" : "encodeIfPresent")(\(name), forKey: .\(name))")
+                    // Required and nullable: write null rather than leave the member out. `self.`: a member
+                    // may be called `container` or `encoder`.
+                    inner.line("try container.\(property.required ? "encode" : "encodeIfPresent")(self.\(name), forKey: .\(name))")
                 }
             }
             body.line("}")

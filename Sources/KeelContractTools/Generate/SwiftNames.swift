@@ -1,6 +1,8 @@
 /// Swift identifiers for names from a contract: schema names become UpperCamelCase types, property names
 /// and enum values lowerCamelCase members. The wire name is always kept separately (coding keys, raw
 /// values), so the mapping only has to be deterministic and valid, never reversible.
+import Foundation
+
 enum SwiftNames {
     /// Keywords that need backticks as member names.
     static let keywords: Set<String> = [
@@ -25,7 +27,10 @@ enum SwiftNames {
         "Double", "Float", "Decimal", "Bool", "Array", "Dictionary", "Set", "Optional", "Never", "Void", "Codable", "Encoder",
         "Decoder", "Encodable", "Decodable", "Hashable", "Equatable", "Sendable", "Identifiable", "Task", "Duration", "Locale",
         "TimeZone", "Calendar", "Notification", "Operation", "Progress", "Bundle", "Timer", "Thread", "Process", "Range",
-        "JSONValue", "Extensible", "ExtensibleEnum", "ClosedEnum", "CodingKeys", "DiscriminatorKey",
+        "JSONValue", "Extensible", "ExtensibleEnum", "ClosedEnum", "CodingKeys", "DiscriminatorKey", "Comparable",
+        "Collection", "Sequence",
+        // SwiftUI types that app code names constantly.
+        "View", "Text", "Image", "Color", "Font", "Button", "Label", "Shape",
     ]
 
     /// Splits `name` into words at non-alphanumerics and at case changes (`noteID` → note, ID;
@@ -33,7 +38,9 @@ enum SwiftNames {
     static func words(_ name: String) -> [String] {
         var words: [String] = []
         var current: [Character] = []
-        let characters = Array(name)
+        // `Café` → Cafe; letters with no ASCII form (名前) are dropped, and the caller falls back to a
+        // placeholder name (the wire name is kept either way).
+        let characters = Array(name.folding(options: [.diacriticInsensitive, .widthInsensitive], locale: nil))
         func flush() {
             if !current.isEmpty { words.append(String(current)) }
             current = []
@@ -67,7 +74,9 @@ enum SwiftNames {
     static func typeName(_ name: String) -> String {
         var result = words(name).map(capitalized).joined()
         if result.isEmpty { result = "Unnamed" }
-        if result.first!.isNumber { result = "_" + result }
+        // Types start with a capital letter, members never do: `2fa` is the type `Value2fa` and the member
+        // `_2fa`, so the two can never be the same identifier.
+        if result.first!.isNumber { result = "Value" + result }
         if reservedTypes.contains(result) { result += "Value" }
         return result
     }
@@ -102,6 +111,31 @@ enum SwiftNames {
         }
         taken.insert(candidate)
         return candidate
+    }
+
+    /// `text` as the lines of a `//` comment: split at every kind of line break (`\r\n`, `\r`, U+2028, ...),
+    /// since any of them would end the comment and turn the rest of the line into code; other control
+    /// characters become spaces.
+    static func commentLines(_ text: String) -> [String] {
+        var lines: [String] = []
+        var current = ""
+        for character in text {
+            if character.isNewline {
+                lines.append(current)
+                current = ""
+            } else if character.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format && $0.value != 0x200D }) {
+                current.append(" ")
+            } else {
+                current.append(character)
+            }
+        }
+        lines.append(current)
+        return lines.map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
+    /// `text` on one comment line.
+    static func commentText(_ text: String) -> String {
+        commentLines(text).filter { !$0.isEmpty }.joined(separator: " ")
     }
 
     /// A Swift string literal for `text`.

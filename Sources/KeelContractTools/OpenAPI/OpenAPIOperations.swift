@@ -102,15 +102,17 @@ extension OpenAPIDocument {
                 var body: RequestBody?
                 if let bodyValue = operation.value["requestBody"] {
                     let resolved = try resolve(bodyValue, in: operation.file)
+                    // Locations are where the content is: the referenced body's own, when it is a $ref.
+                    let bodyLocation = resolved.location.isEmpty ? location + "/requestBody" : resolved.location
                     body = RequestBody(required: resolved.value["required"] == .bool(true),
-                                       content: mediaTypes(resolved.value["content"], file: resolved.file, location: location + "/requestBody/content"))
+                                       content: mediaTypes(resolved.value["content"], file: resolved.file, location: bodyLocation + "/content"))
                 }
                 var responses: [Response] = []
                 if case .object(let statuses) = operation.value["responses"] ?? .null {
                     for (status, responseValue) in statuses {
                         let resolved = try resolve(responseValue, in: operation.file)
-                        let responseLocation = location + "/responses/" + JSONPointer.escape(status) + "/content"
-                        responses.append(Response(status: status, content: mediaTypes(resolved.value["content"], file: resolved.file, location: responseLocation)))
+                        let responseLocation = resolved.location.isEmpty ? location + "/responses/" + JSONPointer.escape(status) : resolved.location
+                        responses.append(Response(status: status, content: mediaTypes(resolved.value["content"], file: resolved.file, location: responseLocation + "/content")))
                     }
                 }
                 result.append(Operation(
@@ -128,13 +130,14 @@ extension OpenAPIDocument {
         var result: [Parameter] = []
         for (index, entry) in list.enumerated() {
             let resolved = try resolve(entry, in: file)
+            let entryLocation = resolved.location.isEmpty ? "\(location)/\(index)" : resolved.location
             guard let name = resolved.value["name"]?.stringValue else {
                 throw ContractLoadError(file: file.path, location: "\(location)/\(index)", message: "a parameter without a name")
             }
             guard let raw = resolved.value["in"]?.stringValue, let place = ParameterLocation(rawValue: raw) else {
                 throw ContractLoadError(file: file.path, location: "\(location)/\(index)", message: "parameter \(name): `in` must be path, query, header or cookie")
             }
-            let schema = resolved.value["schema"].map { SchemaSource(value: $0, file: resolved.file, location: "\(location)/\(index)/schema") }
+            let schema = resolved.value["schema"].map { SchemaSource(value: $0, file: resolved.file, location: entryLocation + "/schema") }
             result.append(Parameter(name: name, location: place, required: place == .path || resolved.value["required"] == .bool(true), schema: schema))
         }
         return result

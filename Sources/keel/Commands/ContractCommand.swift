@@ -96,13 +96,14 @@ enum ContractCommand {
             return fail("\(error)")
         }
         let destination = URL(fileURLWithPath: output, isDirectory: true).appendingPathComponent(generator.fileName)
+        let command = "keel contract generate \(arguments.positionals[0]) --output \(output)" + (access == .public ? "" : " --access \(access.rawValue)")
         let existing = FileManager.default.contents(atPath: destination.path).map { String(decoding: $0, as: UTF8.self) }
         if arguments.has("check") {
             guard let existing else {
-                return fail("\(destination.path) is missing: run keel contract generate \(arguments.positionals[0]) --output \(output)", status: 1)
+                return fail("\(destination.path) is missing: run \(command)", status: 1)
             }
             guard existing == text else {
-                return fail("\(destination.path) is stale: run keel contract generate \(arguments.positionals[0]) --output \(output)", status: 1)
+                return fail("\(destination.path) is stale: run \(command)", status: 1)
             }
             say("\(destination.path) is up to date")
             return 0

@@ -1,0 +1,209 @@
+import Foundation
+import KeelContract
+
+/// How the generator reads a schema: what Swift type it becomes, whether it may be null.
+extension ModelBuilder {
+    enum Form {
+        /// Values and where they are, relative to the schema (`/enum`, `/x-extensible-enum`, `/anyOf/0/enum`).
+        case extensibleEnum([JSONValue], at: String)
+        case closedEnum([JSONValue], at: String)
+        case union
+        /// `oneOf`/`anyOf` of one schema and null, or `allOf` of one schema: the inner schema.
+        case wrapped(JSONValue, keyword: String)
+        case object
+        /// Free-form (nil) or with an `additionalProperties` schema.
+        case dictionary(JSONValue?)
+        case array(JSONValue?)
+        case scalar(Builtin)
+        case unsupported(String, at: String)
+    }
+
+    /// What kind of Swift type a schema becomes (for a `$ref`, only when it has 3.1 siblings: an object).
+    func form(_ schema: JSONValue) -> Form {
+        if schema["$ref"] != nil { return .object }
+        if case .array(let values) = schema["x-extensible-enum"] ?? .null { return .extensibleEnum(values, at: "/x-extensible-enum") }
+        if case .array(let values) = schema["enum"] ?? .null {
+            return schema["x-extensible-enum"] == .bool(true) ? .extensibleEnum(values, at: "/enum") : .closedEnum(values, at: "/enum")
+        }
+        if isOpenEnum(schema), case .array(let values) = schema["anyOf"]?[0]?["enum"] ?? .null { return .extensibleEnum(values, at: "/anyOf/0/enum") }
+        for keyword in ["oneOf", "anyOf"] {
+            guard case .array(let alternatives) = schema[keyword] ?? .null else { continue }
+            if schema["discriminator"] != nil { return .union }
+            let remaining = alternatives.enumerated().filter { !Self.isNullSchema($0.element) }
+            if remaining.count == 1 { return .wrapped(remaining[0].element, keyword: "\(keyword)/\(remaining[0].offset)") }
+            if schema["properties"] != nil, alternatives.allSatisfy(Self.onlyRequires) { break }
+            return .unsupported("\(keyword) without a discriminator is not supported yet (supported: a discriminator with propertyName, "
+                + "'one schema or null', and the open-enum pattern anyOf [{type: string, enum: [...]}, {type: string}])", at: "")
+        }
+        if schema["discriminator"] != nil, schema["oneOf"] == nil, schema["anyOf"] == nil {
+            return .unsupported("a discriminator without oneOf (the allOf inheritance style) is not supported yet: a subtype received "
+                + "where this schema is used would lose its own members; list the subtypes in oneOf with the discriminator", at: "/discriminator")
+        }
+        if case .array(let parts) = schema["allOf"] ?? .null {
+            // A single part is a wrapper (`nullable` or a description beside a $ref) unless the schema adds
+            // to its shape (`required: [title]` next to the part).
+            let addsShape = ["properties", "required", "additionalProperties"].contains { schema[$0] != nil }
+            if parts.count == 1, !addsShape { return .wrapped(parts[0], keyword: "allOf/0") }
+            return .object
+        }
+        var types: [String] = []
+        switch schema["type"] ?? .null {
+        case .string(let type): types = [type]
+        case .array(let list): types = list.compactMap(\.stringValue)
+        default: break
+        }
+        types.removeAll { $0 == "null" }
+        if types.isEmpty, schema["type"] != nil { return .unsupported("a schema that only allows null is not supported yet", at: "/type") }
+        if types.count > 1 { return .unsupported("a value of several types (\(types.joined(separator: ", "))) is not supported yet", at: "/type") }
+        // No type but properties: an object, as most descriptions mean it.
+        let kind = types.first ?? (schema["properties"] != nil || schema["required"] != nil ? "object" : nil)
+        switch kind {
+        case "object":
+            if case .object(let properties) = schema["properties"] ?? .null, !properties.isEmpty { return .object }
+            if schema["additionalProperties"] == .bool(false) || schema["required"] != nil { return .object }
+            if case .object(let extra) = schema["additionalProperties"] ?? .null, !extra.isEmpty { return .dictionary(schema["additionalProperties"]) }
+            return .dictionary(nil)
+        case "array":
+            return .array(schema["items"].flatMap { $0 == .bool(true) || $0 == [:] ? nil : $0 })
+        case "string":
+            return .scalar(schema["format"]?.stringValue == "date-time" ? .date : .string)
+        case "integer":
+            switch schema["format"]?.stringValue {
+            case "int32": return .scalar(.int32)
+            case "int64": return .scalar(.int64)
+            default: return .scalar(.int)
+            }
+        case "number":
+            return .scalar(schema["format"]?.stringValue == "float" ? .float : .double)
+        case "boolean":
+            return .scalar(.bool)
+        case nil:
+            if case .string = schema["const"] ?? .null { return .scalar(.string) }
+            return .scalar(.json)
+        case let other?:
+            return .unsupported("type \(other) is not a JSON Schema type", at: "/type")
+        }
+    }
+
+    /// A `$ref` with keywords beside it that shape the value (3.1 applies them; 3.0 ignores them).
+    func refWithSiblings(_ schema: JSONValue) -> Bool {
+        guard !document.isOpenAPI30, schema["$ref"] != nil else { return false }
+        return ["properties", "required", "allOf", "additionalProperties"].contains { schema[$0] != nil }
+    }
+
+    /// The open-enum pattern: `anyOf: [{type: string, enum: [...]}, {type: string}]`.
+    func isOpenEnum(_ schema: JSONValue) -> Bool {
+        guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return false }
+        return alternatives[0]["enum"] != nil && alternatives[1]["enum"] == nil && alternatives[1]["type"] == "string"
+    }
+
+    /// Whether a value of the schema may be null: 3.1 `type: [..., "null"]`, 3.0 `nullable: true`, a null
+    /// in `enum`, or a null alternative of `oneOf`/`anyOf`; through `$ref`s and single-part `allOf`s.
+    func isNullable(_ schema: JSONValue, file: URL, depth: Int = 0) -> Bool {
+        guard depth < 32 else { return false }
+        if case .string = schema["$ref"] ?? .null, !refWithSiblings(schema) {
+            guard let target = try? document.resolve(schema, in: file) else { return false }
+            return isNullable(target.value, file: target.file, depth: depth + 1)
+        }
+        if case .array(let types) = schema["type"] ?? .null, types.contains("null") { return true }
+        if document.isOpenAPI30, schema["nullable"] == .bool(true) { return true }
+        if case .array(let values) = schema["enum"] ?? .null, values.contains(.null) { return true }
+        for keyword in ["oneOf", "anyOf"] {
+            if case .array(let alternatives) = schema[keyword] ?? .null, alternatives.contains(where: Self.isNullSchema) { return true }
+        }
+        if case .wrapped(let inner, let keyword) = form(schema), keyword.hasPrefix("allOf") {
+            return isNullable(inner, file: file, depth: depth + 1)
+        }
+        return false
+    }
+
+    static func isNullSchema(_ schema: JSONValue) -> Bool {
+        schema["type"] == "null" || schema["type"] == ["null"] || schema["enum"] == [.null] || schema["const"] == .null
+    }
+
+    /// `#/components/schemas/X` → `X` (only direct children of `components/schemas`).
+    static func componentName(_ pointer: String) -> String? {
+        guard let tokens = JSONPointer.tokens(pointer), tokens.count == 3, tokens[0] == "components", tokens[1] == "schemas" else { return nil }
+        return tokens[2]
+    }
+
+    /// The schema's title and description as comment lines (never anything that could end the comment).
+    static func documentation(_ schema: JSONValue) -> [String] {
+        var lines: [String] = []
+        for key in ["title", "description"] {
+            guard let text = schema[key]?.stringValue else { continue }
+            lines += SwiftNames.commentLines(text)
+            while lines.last?.isEmpty == true { lines.removeLast() }
+        }
+        if schema["deprecated"] == .bool(true) { lines.append("Deprecated by the contract.") }
+        return lines
+    }
+
+    /// Calls `body` with every `$ref` string under `value`.
+    static func forEachReference(in value: JSONValue, _ body: (String) -> Void) {
+        switch value {
+        case .object(let object):
+            if case .string(let reference) = object["$ref"] ?? .null { body(reference) }
+            for (_, child) in object { forEachReference(in: child, body) }
+        case .array(let elements):
+            for element in elements { forEachReference(in: element, body) }
+        default:
+            break
+        }
+    }
+}
+
+/// Cycles in a graph of type names, found without recursion (a long chain of types must not exhaust the
+/// stack): Tarjan's strongly connected components, iteratively.
+enum TypeCycles {
+    /// Every cycle (a component of more than one node, or a node with an edge to itself), each listed in
+    /// `order`'s order, the cycles ordered by their first node.
+    static func find(order: [String], edges: [String: [String]]) -> [[String]] {
+        var index = 0
+        var indices: [String: Int] = [:]
+        var lowest: [String: Int] = [:]
+        var stack: [String] = []
+        var onStack: Set<String> = []
+        var components: [[String]] = []
+        for start in order where indices[start] == nil {
+            var work: [(node: String, next: Int)] = [(start, 0)]
+            indices[start] = index
+            lowest[start] = index
+            index += 1
+            stack.append(start)
+            onStack.insert(start)
+            while let (node, next) = work.last {
+                let successors = edges[node] ?? []
+                if next < successors.count {
+                    work[work.count - 1].next += 1
+                    let successor = successors[next]
+                    if indices[successor] == nil {
+                        indices[successor] = index
+                        lowest[successor] = index
+                        index += 1
+                        stack.append(successor)
+                        onStack.insert(successor)
+                        work.append((successor, 0))
+                    } else if onStack.contains(successor) {
+                        lowest[node] = min(lowest[node]!, indices[successor]!)
+                    }
+                    continue
+                }
+                work.removeLast()
+                if let parent = work.last?.node { lowest[parent] = min(lowest[parent]!, lowest[node]!) }
+                guard lowest[node] == indices[node] else { continue }
+                var component: [String] = []
+                while let member = stack.popLast() {
+                    onStack.remove(member)
+                    component.append(member)
+                    if member == node { break }
+                }
+                if component.count > 1 || successors.contains(node) { components.append(component) }
+            }
+        }
+        let position = Dictionary(order.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        return components
+            .map { $0.sorted { position[$0, default: .max] < position[$1, default: .max] } }
+            .sorted { position[$0[0], default: .max] < position[$1[0], default: .max] }
+    }
+}

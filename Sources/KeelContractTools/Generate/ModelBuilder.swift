@@ -1,0 +1,533 @@
+import Foundation
+import KeelContract
+
+/// Reads the schemas of a description into ``TypePlan``s: component schemas, schemas that `$ref`s point at
+/// outside `components/schemas` (a whole file, `#/components/schemas/A/properties/b`), and the inline
+/// request and response bodies of operations that have an `operationId`.
+///
+/// Every top-level name is chosen before any type is built, so a nested type can never take (and hide) a
+/// top-level one, and a recursive reference always finds its target's name.
+struct ModelBuilder {
+    let document: OpenAPIDocument
+    private(set) var diagnostics: [ContractGenerationDiagnostic] = []
+    private(set) var declarations: [TypePlan] = []
+    /// Every top-level name (declared types and the helpers hoisted beside typealiases).
+    private(set) var topLevelNames: Set<String> = []
+
+    /// The Swift name of each schema that gets a top-level declaration, by `file#pointer`.
+    private var declaredTargets: [String: String] = [:]
+    private var pending: [(name: String, schema: JSONValue, file: URL, pointer: String)] = []
+    /// Names nested types may not take: every top-level name and the names generated code uses.
+    private var reserved: Set<String> = []
+    /// Schemas being expanded inline through a `$ref` (a cycle among them is reported, not followed).
+    private var expanding: Set<String> = []
+
+    /// Names a nested type may not take: it would hide a top-level type or a name generated code uses.
+    static let namesGeneratedCodeUses: Set<String> = Set(Builtin.allCases.map(\.rawValue)).union([
+        "CodingKeys", "DiscriminatorKey", "Codable", "Hashable", "Sendable", "CodingKey", "Decoder", "Encoder", "DecodingError",
+        "CaseIterable", "ClosedEnum", "ExtensibleEnum", "Extensible", "UndeclaredEnumValue", "Optional", "Array", "Dictionary",
+    ]).union(SwiftNames.shadowedTypes)
+
+    init(document: OpenAPIDocument) {
+        self.document = document
+    }
+
+    // MARK: - Plan
+
+    mutating func build() throws(ContractLoadError) {
+        registerComponents()
+        registerReferenceTargets()
+        let bodies = try registerOperationBodies()
+        reserved = topLevelNames.union(Self.namesGeneratedCodeUses)
+        for item in pending {
+            declareTopLevel(item.name, schema: item.schema, file: item.file, pointer: item.pointer)
+        }
+        for body in bodies {
+            declareTopLevel(body.name, schema: body.schema.value, file: body.schema.file, pointer: body.schema.location)
+        }
+        checkCycles()
+    }
+
+    /// Component schemas of the root description in order, then those of other files that are referenced.
+    private mutating func registerComponents() {
+        if case .object(let schemas) = document.root["components"]?["schemas"] ?? .null {
+            for (name, schema) in schemas {
+                register(SwiftNames.topLevelTypeName(name), schema: schema, file: document.url, pointer: "/components/schemas/" + JSONPointer.escape(name))
+            }
+        }
+        for (file, pointer) in referenceTargets() where file != document.url {
+            guard let name = Self.componentName(pointer), let schema = document.documents[file]?["components"]?["schemas"]?[name] else { continue }
+            register(SwiftNames.topLevelTypeName(name), schema: schema, file: file, pointer: pointer)
+        }
+    }
+
+    /// Schemas outside `components/schemas` that a `$ref` names and that need a type of their own (objects,
+    /// enums, unions): declared once at the top level, named after the last pointer token or the file.
+    private mutating func registerReferenceTargets() {
+        for (file, pointer) in referenceTargets() where Self.componentName(pointer) == nil {
+            guard declaredTargets[file.path + "#" + pointer] == nil,
+                let target = document.documents[file].flatMap({ Loader.walk($0, pointer) }), needsDeclaration(target)
+            else { continue }
+            let token = JSONPointer.tokens(pointer)?.last(where: { Int($0) == nil }) ?? ""
+            let base = token.isEmpty ? file.deletingPathExtension().lastPathComponent : token
+            register(SwiftNames.topLevelTypeName(base), schema: target, file: file, pointer: pointer)
+        }
+    }
+
+    /// The targets of every `$ref` in every loaded file, in a stable order, each once.
+    private func referenceTargets() -> [(URL, String)] {
+        var targets: [(URL, String)] = []
+        var seen: Set<String> = []
+        for (file, value) in document.documents.sorted(by: { $0.key.path < $1.key.path }) {
+            Self.forEachReference(in: value) { reference in
+                let (target, pointer) = Loader.split(reference, relativeTo: file)
+                if seen.insert(target.path + "#" + pointer).inserted { targets.append((target, pointer)) }
+            }
+        }
+        return targets
+    }
+
+    private mutating func register(_ name: String, schema: JSONValue, file: URL, pointer: String) {
+        let swiftName = SwiftNames.unique(name, in: &topLevelNames)
+        declaredTargets[file.path + "#" + pointer] = swiftName
+        pending.append((swiftName, schema, file, "#" + pointer))
+    }
+
+    /// Inline (not `$ref`) JSON bodies of operations with an `operationId` that need a declaration:
+    /// `getChanges` → `GetChangesResponse`, `applyMutations` → `ApplyMutationsRequest`.
+    private mutating func registerOperationBodies() throws(ContractLoadError) -> [(name: String, schema: OpenAPIDocument.SchemaSource)] {
+        var bodies: [(name: String, schema: OpenAPIDocument.SchemaSource)] = []
+        for operation in try document.operations() {
+            guard let operationID = operation.operationID else { continue }
+            let base = SwiftNames.topLevelTypeName(operationID)
+            if let schema = operation.requestBody?.content.first(where: { Self.isJSON($0.name) })?.schema,
+                schema.value["$ref"] == nil, needsDeclaration(schema.value) || Self.isArray(schema.value)
+            {
+                bodies.append((SwiftNames.unique(base + "Request", in: &topLevelNames), schema))
+            }
+            let inline = operation.responses.filter(\.isSuccess).compactMap { response -> (String, OpenAPIDocument.SchemaSource)? in
+                guard let schema = response.content.first(where: { Self.isJSON($0.name) })?.schema, schema.value["$ref"] == nil,
+                    needsDeclaration(schema.value) || Self.isArray(schema.value)
+                else { return nil }
+                return (response.status, schema)
+            }
+            for (offset, (status, schema)) in inline.enumerated() {
+                bodies.append((SwiftNames.unique(base + "Response" + (offset == 0 ? "" : status), in: &topLevelNames), schema))
+            }
+        }
+        return bodies
+    }
+
+    static func isJSON(_ mediaType: String) -> Bool {
+        let essence = mediaType.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased()
+        return essence == "application/json" || essence.hasSuffix("+json")
+    }
+
+    static func isArray(_ schema: JSONValue) -> Bool {
+        schema["type"] == "array"
+    }
+
+    /// Whether a schema declares a type of its own (scalars, arrays and plain `$ref`s do not).
+    func needsDeclaration(_ schema: JSONValue) -> Bool {
+        guard schema["$ref"] == nil || refWithSiblings(schema) else { return false }
+        switch form(schema) {
+        case .object, .union, .closedEnum, .extensibleEnum: return true
+        default: return false
+        }
+    }
+
+    // MARK: - Declarations
+
+    private mutating func declareTopLevel(_ name: String, schema: JSONValue, file: URL, pointer: String) {
+        let documentation = Self.documentation(schema)
+        let source = (displayName(file), pointer)
+        if schema["$ref"] == nil || refWithSiblings(schema) {
+            switch form(schema) {
+            case .object:
+                if let plan = structure([name], schema: schema, file: file, pointer: pointer) { declarations.append(plan) }
+                return
+            case .closedEnum(let values, let at):
+                if let cases = enumCases(values, file: file, pointer: pointer + at) {
+                    declarations.append(TypePlan(path: [name], kind: .closedEnum(cases), documentation: documentation, file: source.0, location: pointer))
+                }
+                return
+            case .extensibleEnum(let values, let at):
+                if let cases = enumCases(values, file: file, pointer: pointer + at) {
+                    declarations.append(TypePlan(path: [name], kind: .extensibleEnum(cases), documentation: documentation, file: source.0, location: pointer))
+                }
+                return
+            case .union:
+                if let plan = union([name], schema: schema, file: file, pointer: pointer) { declarations.append(plan) }
+                return
+            default:
+                break
+            }
+        }
+        // Arrays, dictionaries, scalars and references: a typealias; types its elements need are declared
+        // beside it at the top level (a typealias cannot contain them).
+        var scope = Scope(path: [], prefix: name)
+        guard let (type, _) = use(schema, file: file, pointer: pointer, suggested: "Item", scope: &scope) else { return }
+        declarations.append(TypePlan(path: [name], kind: .alias(type), documentation: documentation, file: source.0, location: pointer))
+        declarations.append(contentsOf: scope.nested)
+    }
+
+    /// Where nested declarations go: inside a type (`path` non-empty), or hoisted to the top level with a
+    /// name prefix (beside a typealias).
+    struct Scope {
+        var path: [String]
+        var prefix: String
+        var taken: Set<String> = []
+        var nested: [TypePlan] = []
+    }
+
+    private mutating func nestedPath(_ suggested: String, in scope: inout Scope) -> [String] {
+        if scope.path.isEmpty {
+            return [SwiftNames.unique(SwiftNames.topLevelTypeName(scope.prefix + suggested), in: &topLevelNames)]
+        }
+        // `Date`, `Error`, a top-level model's name or an enclosing type's: `DateValue`, `NoteValue`.
+        let enclosing = scope.path
+        let reserved = self.reserved
+        func clashes(_ name: String) -> Bool { reserved.contains(name) || enclosing.contains(name) }
+        let base = clashes(suggested) ? suggested + "Value" : suggested
+        var candidate = base
+        var counter = 2
+        while clashes(candidate) || scope.taken.contains(candidate) {
+            candidate = base + String(counter)
+            counter += 1
+        }
+        scope.taken.insert(candidate)
+        return scope.path + [candidate]
+    }
+
+    private mutating func structure(_ path: [String], schema: JSONValue, file: URL, pointer: String) -> TypePlan? {
+        var members: [Member] = []
+        var required: Set<String> = []
+        var visiting: Set<String> = []
+        guard gather(schema, file: file, pointer: pointer, into: &members, required: &required, visiting: &visiting) else { return nil }
+        var scope = Scope(path: path, prefix: "")
+        var memberNames: Set<String> = []
+        var properties: [PropertyPlan] = []
+        var failed = false
+        for member in members {
+            guard let (type, nullable) = use(member.schema, file: member.file, pointer: member.pointer,
+                                             suggested: SwiftNames.typeName(member.name), scope: &scope)
+            else {
+                failed = true
+                continue
+            }
+            // `required` with readOnly (or writeOnly) holds for responses (or requests) only, and one
+            // model serves both directions: such a member may be missing.
+            let oneWay = member.schema["readOnly"] == .bool(true) || member.schema["writeOnly"] == .bool(true)
+            properties.append(PropertyPlan(
+                wireName: member.name, swiftName: SwiftNames.unique(SwiftNames.memberName(member.name), in: &memberNames),
+                type: type, required: required.contains(member.name) && !oneWay, nullable: nullable, documentation: Self.documentation(member.schema)))
+        }
+        guard !failed else { return nil }
+        return TypePlan(path: path, kind: .structure(properties), documentation: Self.documentation(schema), nested: scope.nested,
+                        file: displayName(file), location: pointer)
+    }
+
+    /// A property gathered from an object schema and its `allOf` parts.
+    struct Member {
+        var name: String
+        var schema: JSONValue
+        var file: URL
+        var pointer: String
+    }
+
+    /// Collects the properties of `value` and of every `allOf` part (following `$ref`s), in order.
+    private mutating func gather(_ value: JSONValue, file: URL, pointer: String, into members: inout [Member],
+                                 required: inout Set<String>, visiting: inout Set<String>) -> Bool {
+        var succeeded = true
+        if value["$ref"] != nil {
+            guard let (target, targetFile, location) = resolved(value, file: file, pointer: pointer) else { return false }
+            guard visiting.insert(targetFile.path + location).inserted else {
+                diagnose(targetFile, location, "allOf includes itself")
+                return false
+            }
+            succeeded = gather(target, file: targetFile, pointer: location, into: &members, required: &required, visiting: &visiting)
+            visiting.remove(targetFile.path + location)
+            // In 3.1 the keywords beside a $ref apply too (`required: [title]` next to `$ref: Base`).
+            guard refWithSiblings(value) else { return succeeded }
+        }
+        for keyword in ["oneOf", "anyOf"] {
+            guard case .array(let alternatives) = value[keyword] ?? .null, !isOpenEnum(value) else { continue }
+            // Alternatives that only require members ("at least one of") constrain values, not their shape.
+            if alternatives.allSatisfy({ Self.onlyRequires($0) }) { continue }
+            diagnose(file, pointer + "/" + keyword, "\(keyword) combined with properties or inside allOf is not supported yet")
+            return false
+        }
+        if case .array(let names) = value["required"] ?? .null {
+            required.formUnion(names.compactMap(\.stringValue))
+        }
+        if case .object(let properties) = value["properties"] ?? .null {
+            if case .object(let extra) = value["additionalProperties"] ?? .null, !extra.isEmpty, !properties.isEmpty {
+                diagnose(file, pointer + "/additionalProperties", "declared properties together with an additionalProperties schema are not supported yet (the extra members would be dropped)")
+                succeeded = false
+            }
+            for (name, property) in properties {
+                let propertyPointer = pointer + "/properties/" + JSONPointer.escape(name)
+                if let existing = members.first(where: { $0.name == name }) {
+                    if existing.schema != property {
+                        diagnose(file, propertyPointer, "property \(name) is defined differently in two allOf parts (first at \(existing.pointer))")
+                        succeeded = false
+                    }
+                    continue
+                }
+                members.append(Member(name: name, schema: property, file: file, pointer: propertyPointer))
+            }
+        }
+        if case .array(let parts) = value["allOf"] ?? .null {
+            for (index, part) in parts.enumerated() {
+                succeeded = gather(part, file: file, pointer: pointer + "/allOf/\(index)", into: &members,
+                                   required: &required, visiting: &visiting) && succeeded
+            }
+        }
+        return succeeded
+    }
+
+    static func onlyRequires(_ schema: JSONValue) -> Bool {
+        guard case .object(let object) = schema else { return false }
+        return !object.isEmpty && object.allSatisfy { ["required", "description", "title"].contains($0.key) }
+    }
+
+    private mutating func union(_ path: [String], schema: JSONValue, file: URL, pointer: String) -> TypePlan? {
+        guard let property = schema["discriminator"]?["propertyName"]?.stringValue else {
+            diagnose(file, pointer + "/discriminator", "a discriminator needs a propertyName")
+            return nil
+        }
+        let keyword = schema["oneOf"] != nil ? "oneOf" : "anyOf"
+        guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
+        // Mapping values are references or bare schema names; both name a schema.
+        var mapping: [(value: String, key: String)] = []
+        if case .object(let entries) = schema["discriminator"]?["mapping"] ?? .null {
+            for (value, target) in entries {
+                guard let reference = target.stringValue else { continue }
+                let full = reference.contains("#") || reference.contains("/") ? reference : "#/components/schemas/" + reference
+                let (targetFile, targetPointer) = Loader.split(full, relativeTo: file)
+                mapping.append((value, targetFile.path + "#" + targetPointer))
+            }
+        }
+        // An explicit mapping wins over a variant's implicit name.
+        let claimed = Set(mapping.map(\.value))
+        var variants: [VariantPlan] = []
+        var variantKeys: Set<String> = []
+        var caseNames: Set<String> = []
+        var failed = false
+        for (index, alternative) in alternatives.enumerated() where !Self.isNullSchema(alternative) {
+            let location = pointer + "/\(keyword)/\(index)"
+            guard case .string(let reference) = alternative["$ref"] ?? .null else {
+                diagnose(file, location, "a discriminated \(keyword) variant must be a $ref to a schema (inline variants are not supported yet)")
+                failed = true
+                continue
+            }
+            let (targetFile, targetPointer) = Loader.split(reference, relativeTo: file)
+            let key = targetFile.path + "#" + targetPointer
+            guard variantKeys.insert(key).inserted else { continue }  // listed twice: one case
+            guard let typeName = declaredTargets[key], let target = document.documents[targetFile].flatMap({ Loader.walk($0, targetPointer) }) else {
+                diagnose(file, location, "a discriminated \(keyword) variant must be a $ref to a component schema")
+                failed = true
+                continue
+            }
+            let rawName = Self.componentName(targetPointer) ?? typeName
+            var members: [Member] = []
+            var required: Set<String> = []
+            var visiting: Set<String> = []
+            guard isObjectSchema(target, file: targetFile),
+                gather(target, file: targetFile, pointer: "#" + targetPointer, into: &members, required: &required, visiting: &visiting)
+            else {
+                diagnose(file, location, "variant \(rawName) is not an object schema")
+                failed = true
+                continue
+            }
+            if !members.contains(where: { $0.name == property }) || !required.contains(property) {
+                diagnose(targetFile, "#" + targetPointer, "variant \(rawName) must declare the discriminator property \(property) as required")
+                failed = true
+                continue
+            }
+            let explicit = mapping.filter { $0.key == key }.map(\.value)
+            let values = explicit.isEmpty ? (claimed.contains(rawName) ? [] : [rawName]) : explicit
+            guard !values.isEmpty else {
+                diagnose(file, pointer + "/discriminator/mapping", "variant \(rawName) cannot be selected: its name is mapped to another variant")
+                failed = true
+                continue
+            }
+            variants.append(VariantPlan(swiftName: SwiftNames.unique(SwiftNames.memberName(rawName), in: &caseNames), values: values, type: .declared([typeName])))
+        }
+        for entry in mapping where !variantKeys.contains(entry.key) {
+            diagnose(file, pointer + "/discriminator/mapping", "mapping value \(entry.value) names a schema that is not one of the \(keyword) variants")
+            failed = true
+        }
+        guard !failed else { return nil }
+        return TypePlan(path: path, kind: .union(discriminator: property, variants: variants), documentation: Self.documentation(schema),
+                        file: displayName(file), location: pointer)
+    }
+
+    /// Whether `schema` is an object, directly or through references and single-part `allOf`s.
+    private func isObjectSchema(_ schema: JSONValue, file: URL, depth: Int = 0) -> Bool {
+        guard depth < 32 else { return false }
+        if schema["$ref"] != nil, !refWithSiblings(schema) {
+            guard let target = try? document.resolve(schema, in: file) else { return false }
+            return isObjectSchema(target.value, file: target.file, depth: depth + 1)
+        }
+        switch form(schema) {
+        case .object: return true
+        case .wrapped(let inner, _): return isObjectSchema(inner, file: file, depth: depth + 1)
+        default: return false
+        }
+    }
+
+    private mutating func enumCases(_ values: [JSONValue], file: URL, pointer: String) -> [EnumCasePlan]? {
+        var cases: [EnumCasePlan] = []
+        var names: Set<String> = []
+        var raws: Set<String> = []
+        for value in values where value != .null {
+            guard case .string(let raw) = value else {
+                diagnose(file, pointer, "enum values that are not strings (\(value)) are not supported yet")
+                return nil
+            }
+            guard raws.insert(raw).inserted else { continue }
+            cases.append(EnumCasePlan(swiftName: SwiftNames.unique(SwiftNames.memberName(raw), in: &names), rawValue: raw))
+        }
+        guard !cases.isEmpty else {
+            diagnose(file, pointer, "an enum without values")
+            return nil
+        }
+        return cases
+    }
+
+    // MARK: - Uses
+
+    /// The Swift type for the schema `value` and whether it may be null; types it needs are declared in
+    /// `scope`, named after `suggested`. Nil after a diagnostic.
+    private mutating func use(_ value: JSONValue, file: URL, pointer: String, suggested: String, scope: inout Scope) -> (TypeUse, Bool)? {
+        if case .string(let reference) = value["$ref"] ?? .null, !refWithSiblings(value) {
+            let (targetFile, targetPointer) = Loader.split(reference, relativeTo: file)
+            let key = targetFile.path + "#" + targetPointer
+            if let name = declaredTargets[key], let target = document.documents[targetFile].flatMap({ Loader.walk($0, targetPointer) }) {
+                let nullable = isNullable(target, file: targetFile)
+                if target["$ref"] == nil, case .extensibleEnum = form(target) { return (.extensible([name]), nullable) }
+                return (.declared([name]), nullable)
+            }
+            // Something without a declaration of its own (a scalar, an array, a chain of references): its
+            // type, here. A cycle through such schemas cannot be written down.
+            guard let (target, resolvedFile, location) = resolved(value, file: file, pointer: pointer) else { return nil }
+            let targetKey = resolvedFile.path + location
+            guard expanding.insert(targetKey).inserted else {
+                diagnose(resolvedFile, location, "a schema that contains itself through a $ref outside components/schemas is not supported yet (make it a component schema)")
+                return nil
+            }
+            defer { expanding.remove(targetKey) }
+            return use(target, file: resolvedFile, pointer: location, suggested: suggested, scope: &scope)
+        }
+        let nullable = isNullable(value, file: file)
+        switch form(value) {
+        case .extensibleEnum(let values, let at):
+            guard let cases = enumCases(values, file: file, pointer: pointer + at) else { return nil }
+            let path = nestedPath(suggested, in: &scope)
+            scope.nested.append(TypePlan(path: path, kind: .extensibleEnum(cases), documentation: [], file: displayName(file), location: pointer))
+            return (.extensible(path), nullable)
+        case .closedEnum(let values, let at):
+            guard let cases = enumCases(values, file: file, pointer: pointer + at) else { return nil }
+            let path = nestedPath(suggested, in: &scope)
+            scope.nested.append(TypePlan(path: path, kind: .closedEnum(cases), documentation: [], file: displayName(file), location: pointer))
+            return (.declared(path), nullable)
+        case .union:
+            let path = nestedPath(suggested, in: &scope)
+            guard var plan = union(path, schema: value, file: file, pointer: pointer) else { return nil }
+            plan.documentation = []
+            scope.nested.append(plan)
+            return (.declared(path), nullable)
+        case .object:
+            let path = nestedPath(suggested, in: &scope)
+            guard var plan = structure(path, schema: value, file: file, pointer: pointer) else { return nil }
+            plan.documentation = []
+            scope.nested.append(plan)
+            return (.declared(path), nullable)
+        case .wrapped(let inner, let keyword):
+            guard let (type, innerNullable) = use(inner, file: file, pointer: pointer + "/" + keyword, suggested: suggested, scope: &scope) else { return nil }
+            return (type, nullable || innerNullable)
+        case .dictionary(let values):
+            guard let values else { return (.dictionary(.builtin(.json)), nullable) }
+            guard let (type, valueNullable) = use(values, file: file, pointer: pointer + "/additionalProperties", suggested: suggested + "Value", scope: &scope) else { return nil }
+            return (.dictionary(valueNullable ? .optional(type) : type), nullable)
+        case .array(let items):
+            guard let items else { return (.array(.builtin(.json)), nullable) }
+            guard let (type, itemNullable) = use(items, file: file, pointer: pointer + "/items", suggested: suggested + "Item", scope: &scope) else { return nil }
+            return (.array(itemNullable ? .optional(type) : type), nullable)
+        case .scalar(let builtin):
+            return (.builtin(builtin), nullable)
+        case .unsupported(let message, let at):
+            diagnose(file, pointer + at, message)
+            return nil
+        }
+    }
+
+    // MARK: - Diagnostics
+
+    private mutating func resolved(_ value: JSONValue, file: URL, pointer: String) -> (JSONValue, URL, String)? {
+        do {
+            let target = try document.resolve(value, in: file)
+            return (target.value, target.file, target.location.isEmpty ? pointer : target.location)
+        } catch {
+            diagnose(file, pointer, error.message)
+            return nil
+        }
+    }
+
+    private mutating func diagnose(_ file: URL, _ location: String, _ message: String) {
+        diagnostics.append(ContractGenerationDiagnostic(file: displayName(file), location: location, message: message))
+    }
+
+    /// A file's name relative to the root description's directory (machine-independent output).
+    func displayName(_ file: URL) -> String {
+        let directory = document.url.deletingLastPathComponent().path + "/"
+        return file.path.hasPrefix(directory) ? String(file.path.dropFirst(directory.count)) : file.lastPathComponent
+    }
+
+    /// A struct that contains itself by value (directly or through other structs, optionals included)
+    /// cannot be declared, nor can a typealias that refers to itself (`typealias A = [A]`); arrays inside a
+    /// struct and union enums (declared `indirect`) break a cycle.
+    private mutating func checkCycles() {
+        var all: [TypePlan] = []
+        func collect(_ plan: TypePlan) {
+            all.append(plan)
+            plan.nested.forEach(collect)
+        }
+        declarations.forEach(collect)
+        let byName = Dictionary(all.map { ($0.path.joined(separator: "."), $0) }, uniquingKeysWith: { first, _ in first })
+        var valueEdges: [String: [String]] = [:]
+        var aliasEdges: [String: [String]] = [:]
+        for plan in all {
+            let node = plan.path.joined(separator: ".")
+            switch plan.kind {
+            case .structure(let properties):
+                valueEdges[node] = properties.compactMap { if case .declared(let path) = $0.type { path.joined(separator: ".") } else { nil } }
+            case .alias(let use):
+                if case .declared(let path) = use { valueEdges[node] = [path.joined(separator: ".")] }
+                aliasEdges[node] = Self.declaredPaths(in: use).filter { if case .alias = byName[$0]?.kind { true } else { false } }
+            default:
+                break
+            }
+        }
+        let order = all.map { $0.path.joined(separator: ".") }
+        for cycle in TypeCycles.find(order: order, edges: aliasEdges) {
+            let plan = byName[cycle[0]]!
+            diagnostics.append(ContractGenerationDiagnostic(file: plan.file, location: plan.location,
+                message: "\(cycle.joined(separator: " → ")) → \(cycle[0]): a type alias that refers to itself is not supported yet"))
+        }
+        for cycle in TypeCycles.find(order: order, edges: valueEdges) where !cycle.allSatisfy({ aliasEdges[$0] != nil }) {
+            let plan = byName[cycle[0]]!
+            diagnostics.append(ContractGenerationDiagnostic(file: plan.file, location: plan.location,
+                message: "\(cycle.joined(separator: " → ")) → \(cycle[0]): a struct that contains itself by value is not supported yet (an array of it works)"))
+        }
+    }
+
+    static func declaredPaths(in use: TypeUse) -> [String] {
+        switch use {
+        case .declared(let path), .extensible(let path): [path.joined(separator: ".")]
+        case .array(let inner), .dictionary(let inner), .optional(let inner): declaredPaths(in: inner)
+        case .builtin: []
+        }
+    }
+}
