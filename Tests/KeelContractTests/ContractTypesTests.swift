@@ -86,6 +86,27 @@ import Testing
         #expect(failure(#"[{"id": 1,"#)?.code == .invalidJSON)
     }
 
+    @Test func aNumberThatDoesNotFitItsMemberIsAnInvalidValueNotInvalidJSON() {
+        for json in [#"[{"id": 1.5, "name": "a"}]"#, #"[{"id": 1e300, "name": "a"}]"#] {
+            do {
+                _ = try ContractDecoder().decode([Item].self, from: Data(json.utf8))
+                Issue.record("decoded \(json)")
+            } catch {
+                #expect(error.code == .invalidValue, "\(json): \(error)")
+            }
+        }
+    }
+
+    @Test func theEncoderWritesRFC3339DatesAndSortedMembers() throws {
+        struct Stamped: Codable, Equatable { var zeta: Int; var at: Date; var alpha: String }
+        let whole = Stamped(zeta: 1, at: Date(timeIntervalSince1970: 1_796_025_600), alpha: "a")
+        #expect(String(decoding: try ContractEncoder().encode(whole), as: UTF8.self) == #"{"alpha":"a","at":"2026-11-30T08:00:00Z","zeta":1}"#)
+        let fraction = Stamped(zeta: 1, at: Date(timeIntervalSince1970: 1_796_025_600.25), alpha: "a")
+        let encoded = try ContractEncoder().encode(fraction)
+        #expect(String(decoding: encoded, as: UTF8.self).contains(#""at":"2026-11-30T08:00:00.250Z""#))
+        #expect(try ContractDecoder().decode(Stamped.self, from: encoded) == fraction)
+    }
+
     @Test func datesDecodeWithAndWithoutFractionalSeconds() throws {
         struct Stamped: Decodable { var at: Date }
         let plain = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30T08:00:00Z"}"#.utf8))

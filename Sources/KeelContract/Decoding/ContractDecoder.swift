@@ -46,6 +46,13 @@ public struct ContractDecoder: Sendable {
                     throw ContractDecodingError(code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil,
                                                 message: "not valid JSON: \(error)")
                 }
+                // Valid JSON that Foundation calls invalid, without a path: on Linux, a number that does not
+                // fit the member's type (`1.5` or `1e300` for an `Int`).
+                if context.underlyingError == nil {
+                    throw ContractDecodingError(code: .invalidValue, path: "", typeName: String(describing: T.self), value: nil,
+                                                message: "a value does not fit the type of its member, likely a number out of range or with a fraction "
+                                                    + "for an integer (the JSON itself is valid; Foundation does not say where)")
+                }
             }
             throw ContractDecodingError(error, decoding: String(describing: T.self))
         } catch {
