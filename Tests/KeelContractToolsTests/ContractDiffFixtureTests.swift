@@ -1,6 +1,7 @@
 import Foundation
 import KeelContract
 import KeelContractTools
+import KeelTesting
 import Testing
 
 /// Base/revision pairs for the compatibility gate (issue #4), each asserting the exact rule ids found.
@@ -167,6 +168,34 @@ import Testing
         let base30 = try OpenAPIDocument.parse(description("3.0.3", authorName: "{type: string}"), name: "base.yaml")
         let rules = try ContractDiff(base: base30, revision: base).changes().map(\.rule)
         #expect(rules.contains("request-property-became-not-nullable"), "\(rules)")
+    }
+
+    /// A schema in another file whose own `$ref`s are relative to that file: followed from there, on both
+    /// sides (they used to be resolved against the root description and reported as dangling).
+    @Test func referencesInsideAnotherFileAreFollowedFromThatFile() throws {
+        let directory = try TemporaryDirectory(prefix: "keel-diff-files")
+        for (side, tagType) in [("base", "string"), ("revision", "integer")] {
+            try FileManager.default.createDirectory(at: directory.url("\(side)/ext"), withIntermediateDirectories: true)
+            try Data("""
+                openapi: 3.1.0
+                info: {title: Notes, version: 1.0.0}
+                paths:
+                  /notes:
+                    get:
+                      responses:
+                        '200':
+                          description: ok
+                          content:
+                            application/json:
+                              schema: {$ref: 'ext/schemas.yaml#/Note'}
+                """.utf8).write(to: directory.url("\(side)/api.yaml"))
+            try Data("Note:\n  type: object\n  properties:\n    tag: {$ref: 'common.yaml#/Tag'}\n".utf8).write(to: directory.url("\(side)/ext/schemas.yaml"))
+            try Data("Tag: {type: \(tagType)}\n".utf8).write(to: directory.url("\(side)/ext/common.yaml"))
+        }
+        let documents = try OpenAPIDocument.load(from: [directory.url("base/api.yaml"), directory.url("revision/api.yaml")])
+        let changes = try ContractDiff(base: documents[0], revision: documents[1]).changes()
+        #expect(changes.map(\.rule) == ["breaking-changes-without-major-version-bump", "response-property-type-changed"], "\(changes)")
+        #expect(changes.last?.pointer == "/properties/tag")
     }
 
     @Test func thereAreAtLeastFortyFixtures() {

@@ -51,22 +51,18 @@ private struct Collector {
     mutating func compareDocuments() throws(ContractLoadError) {
         let basePaths = objectMembers(base.root["paths"])
         let revisionPaths = objectMembers(revision.root["paths"])
-        for (path, baseItem) in basePaths {
-            guard let revisionItem = revisionPaths[path] else {
-                add("api-path-removed", .breaking, Place(path: path), nil, "the path is gone")
+        let revisionOperations = Dictionary(try revision.operations().map { ($0.path + " " + $0.method, $0) }, uniquingKeysWith: { first, _ in first })
+        for operation in try base.operations() {
+            let place = Place(path: operation.path, method: operation.method)
+            guard revisionPaths[operation.path] != nil else { continue }  // the whole path is reported below
+            guard let revised = revisionOperations[operation.path + " " + operation.method] else {
+                add("api-operation-removed", .breaking, place, nil, "the operation is gone")
                 continue
             }
-            let baseItemValue = try base.resolve(baseItem).value
-            let revisionItemValue = try revision.resolve(revisionItem).value
-            for method in ContractDiff.methods {
-                guard let baseOperation = baseItemValue[method] else { continue }
-                let place = Place(path: path, method: method)
-                guard let revisionOperation = revisionItemValue[method] else {
-                    add("api-operation-removed", .breaking, place, nil, "the operation is gone")
-                    continue
-                }
-                try compareOperation(baseOperation, revisionOperation, baseItem: baseItemValue, revisionItem: revisionItemValue, place)
-            }
+            try compareOperation(operation, revised, place)
+        }
+        for path in basePaths.keys where revisionPaths[path] == nil {
+            add("api-path-removed", .breaking, Place(path: path), nil, "the path is gone")
         }
         for path in revisionPaths.keys where basePaths[path] == nil {
             add("api-path-added", .info, Place(path: path), nil, "a new path")
@@ -103,103 +99,70 @@ private struct Collector {
         return .object(object)
     }
 
-    mutating func compareOperation(_ baseValue: JSONValue, _ revisionValue: JSONValue, baseItem: JSONValue, revisionItem: JSONValue, _ place: Place) throws(ContractLoadError) {
-        let baseOperation = try base.resolve(baseValue).value
-        let revisionOperation = try revision.resolve(revisionValue).value
-
-        // Parameters: path-level ones apply unless the operation overrides them (same name and location).
-        let baseParameters = try parameters(of: baseOperation, item: baseItem, in: base)
-        let revisionParameters = try parameters(of: revisionOperation, item: revisionItem, in: revision)
-        for (key, parameter) in revisionParameters {
-            let required = parameter["required"] == .bool(true)
-            if let old = baseParameters[key] {
-                if required, old["required"] != .bool(true) {
-                    add("request-parameter-became-required", .breaking, place, nil, "parameter \(key) is now required")
-                }
-                if let oldSchema = old["schema"], let newSchema = parameter["schema"] {
-                    var visited: Set<String> = []
-                    try compareRequestSchema(oldSchema, newSchema, place, "parameter \(key)", rulePrefix: "request-parameter", pointer: "", visited: &visited)
-                }
-            } else {
-                add(required ? "new-required-request-parameter" : "new-optional-request-parameter", required ? .breaking : .info,
-                    place, nil, "\(required ? "required" : "optional") parameter \(key) added")
+    mutating func compareOperation(_ old: OpenAPIDocument.Operation, _ new: OpenAPIDocument.Operation, _ place: Place) throws(ContractLoadError) {
+        // Parameters (path-level ones merged with the operation's own by the typed view).
+        func key(_ parameter: OpenAPIDocument.Parameter) -> String { "\(parameter.location.rawValue):\(parameter.name)" }
+        let oldParameters = Dictionary(old.parameters.map { (key($0), $0) }, uniquingKeysWith: { _, last in last })
+        for parameter in new.parameters {
+            let name = key(parameter)
+            guard let previous = oldParameters[name] else {
+                add(parameter.required ? "new-required-request-parameter" : "new-optional-request-parameter", parameter.required ? .breaking : .info,
+                    place, nil, "\(parameter.required ? "required" : "optional") parameter \(name) added")
+                continue
+            }
+            if parameter.required, !previous.required {
+                add("request-parameter-became-required", .breaking, place, nil, "parameter \(name) is now required")
+            }
+            if let oldSchema = previous.schema, let newSchema = parameter.schema {
+                var visited: Set<String> = []
+                try compareRequestSchema(oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, "parameter \(name)",
+                                         rulePrefix: "request-parameter", pointer: "", visited: &visited)
             }
         }
 
         // Request body.
-        if let newBody = revisionOperation["requestBody"] {
-            let revisionBody = try revision.resolve(newBody).value
-            if let oldBody = baseOperation["requestBody"] {
-                let baseBody = try base.resolve(oldBody).value
-                for (mediaType, newMedia) in objectMembers(revisionBody["content"]) {
-                    guard let oldMedia = objectMembers(baseBody["content"])[mediaType],
-                        let oldSchema = oldMedia["schema"], let newSchema = newMedia["schema"]
-                    else { continue }
+        if let newBody = new.requestBody {
+            if let oldBody = old.requestBody {
+                for newMedia in newBody.content {
+                    guard let oldSchema = oldBody.content.first(where: { $0.name == newMedia.name })?.schema, let newSchema = newMedia.schema else { continue }
                     var visited: Set<String> = []
-                    try compareRequestSchema(oldSchema, newSchema, place, "request body (\(mediaType))", rulePrefix: "request-body", pointer: "", visited: &visited)
+                    try compareRequestSchema(oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, "request body (\(newMedia.name))",
+                                             rulePrefix: "request-body", pointer: "", visited: &visited)
                 }
-                if revisionBody["required"] == .bool(true), baseBody["required"] != .bool(true) {
+                if newBody.required, !oldBody.required {
                     add("request-body-became-required", .breaking, place, nil, "the request body is now required")
                 }
-            } else if revisionBody["required"] == .bool(true) {
+            } else if newBody.required {
                 add("request-body-required-added", .breaking, place, nil, "a required request body was added")
             }
         }
 
         // Responses: what the client reads.
-        let baseResponses = objectMembers(baseOperation["responses"])
-        let revisionResponses = objectMembers(revisionOperation["responses"])
-        for (status, oldResponseValue) in baseResponses {
+        for oldResponse in old.responses {
             var responsePlace = place
-            responsePlace.status = status
-            guard let newResponseValue = revisionResponses[status] else {
-                if status.hasPrefix("2") {
-                    add("response-success-status-removed", .breaking, responsePlace, nil, "success response \(status) is gone")
+            responsePlace.status = oldResponse.status
+            guard let newResponse = new.responses.first(where: { $0.status == oldResponse.status }) else {
+                if oldResponse.isSuccess {
+                    add("response-success-status-removed", .breaking, responsePlace, nil, "success response \(oldResponse.status) is gone")
                 }
                 continue
             }
-            let oldResponse = try base.resolve(oldResponseValue).value
-            let newResponse = try revision.resolve(newResponseValue).value
-            let oldContent = objectMembers(oldResponse["content"])
-            let newContent = objectMembers(newResponse["content"])
-            for (mediaType, oldMedia) in oldContent {
-                guard let newMedia = newContent[mediaType] else {
-                    add("response-media-type-removed", .breaking, responsePlace, nil, "response media type \(mediaType) is gone")
+            for oldMedia in oldResponse.content {
+                guard let newMedia = newResponse.content.first(where: { $0.name == oldMedia.name }) else {
+                    add("response-media-type-removed", .breaking, responsePlace, nil, "response media type \(oldMedia.name) is gone")
                     continue
                 }
-                if let oldSchema = oldMedia["schema"], let newSchema = newMedia["schema"] {
+                if let oldSchema = oldMedia.schema, let newSchema = newMedia.schema {
                     var visited: Set<String> = []
-                    try compareResponseSchema(oldSchema, newSchema, responsePlace, pointer: "", visited: &visited)
+                    try compareResponseSchema(oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, responsePlace, pointer: "", visited: &visited)
                 }
             }
         }
 
         // Security: a requirement added to an operation locks out clients that do not send it.
-        let baseSecurity = Set(securityNames(baseOperation["security"] ?? base.root["security"]))
-        let revisionSecurity = Set(securityNames(revisionOperation["security"] ?? revision.root["security"]))
-        for scheme in revisionSecurity.subtracting(baseSecurity).sorted() {
+        let oldSecurity = Set((old.security ?? []).joined())
+        for scheme in Set((new.security ?? []).joined()).subtracting(oldSecurity).sorted() {
             add("api-security-added", .breaking, place, nil, "the operation now requires \(scheme)")
-        }
-    }
-
-    func parameters(of operation: JSONValue, item: JSONValue, in document: OpenAPIDocument) throws(ContractLoadError) -> [String: JSONValue] {
-        var result: [String: JSONValue] = [:]
-        for source in [item["parameters"], operation["parameters"]] {
-            guard case .array(let list) = source ?? .null else { continue }
-            for entry in list {
-                let parameter = try document.resolve(entry).value
-                guard let name = parameter["name"]?.stringValue, let location = parameter["in"]?.stringValue else { continue }
-                result["\(location):\(name)"] = parameter
-            }
-        }
-        return result
-    }
-
-    func securityNames(_ value: JSONValue?) -> [String] {
-        guard case .array(let requirements) = value ?? .null else { return [] }
-        return requirements.flatMap { requirement -> [String] in
-            guard case .object(let object) = requirement else { return [] }
-            return object.keys.sorted()
         }
     }
 
@@ -261,9 +224,10 @@ private struct Collector {
     }
 
     /// Responses: the client reads what the server sends.
-    mutating func compareResponseSchema(_ oldValue: JSONValue, _ newValue: JSONValue, _ place: Place, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
-        let old = try base.resolve(oldValue)
-        let new = try revision.resolve(newValue)
+    mutating func compareResponseSchema(_ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, pointer: String,
+                                        visited: inout Set<String>) throws(ContractLoadError) {
+        let old = try base.resolve(oldValue, in: oldFile)
+        let new = try revision.resolve(newValue, in: newFile)
         if !old.location.isEmpty || !new.location.isEmpty {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer.isEmpty ? "" : "p")"
             guard visited.insert(key).inserted else { return }  // recursion: already compared
@@ -297,17 +261,18 @@ private struct Collector {
             if a.required.contains(name), !b.required.contains(name) {
                 add("response-property-became-optional", .breaking, place, childPointer, "property \(name) may now be missing")
             }
-            try compareResponseSchema(oldProperty, newProperty, place, pointer: childPointer, visited: &visited)
+            try compareResponseSchema(oldProperty, old.file, newProperty, new.file, place, pointer: childPointer, visited: &visited)
         }
         if let oldItems = a.items, let newItems = b.items {
-            try compareResponseSchema(oldItems, newItems, place, pointer: pointer + "/items", visited: &visited)
+            try compareResponseSchema(oldItems, old.file, newItems, new.file, place, pointer: pointer + "/items", visited: &visited)
         }
     }
 
     /// Requests: the client sends what the server must accept.
-    mutating func compareRequestSchema(_ oldValue: JSONValue, _ newValue: JSONValue, _ place: Place, _ subject: String, rulePrefix: String, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
-        let old = try base.resolve(oldValue)
-        let new = try revision.resolve(newValue)
+    mutating func compareRequestSchema(_ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, _ subject: String,
+                                       rulePrefix: String, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
+        let old = try base.resolve(oldValue, in: oldFile)
+        let new = try revision.resolve(newValue, in: newFile)
         if !old.location.isEmpty || !new.location.isEmpty {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer)"
             guard visited.insert(key).inserted else { return }
@@ -359,10 +324,11 @@ private struct Collector {
         }
         for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
             guard let oldProperty = a.properties[name] else { continue }
-            try compareRequestSchema(oldProperty, newProperty, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/properties/" + JSONPointer.escape(name), visited: &visited)
+            try compareRequestSchema(oldProperty, old.file, newProperty, new.file, place, subject, rulePrefix: rulePrefix,
+                                     pointer: pointer + "/properties/" + JSONPointer.escape(name), visited: &visited)
         }
         if let oldItems = a.items, let newItems = b.items {
-            try compareRequestSchema(oldItems, newItems, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/items", visited: &visited)
+            try compareRequestSchema(oldItems, old.file, newItems, new.file, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/items", visited: &visited)
         }
     }
 
