@@ -266,9 +266,24 @@ struct Vocabularies {
 /// JSON Pointer (RFC 6901) helpers.
 package enum JSONPointer {
     package static func escape(_ token: String) -> String {
-        // Most member names need no escaping; skip Foundation's replacing for them (a hot path).
+        // Most member names need no escaping; the rest (paths, media types) are common enough in OpenAPI
+        // pointers that this is a byte loop rather than Foundation's replacing.
         guard token.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return token }
-        return token.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(token.utf8.count + 4)
+        for byte in token.utf8 {
+            switch byte {
+            case UInt8(ascii: "~"):
+                bytes.append(UInt8(ascii: "~"))
+                bytes.append(UInt8(ascii: "0"))
+            case UInt8(ascii: "/"):
+                bytes.append(UInt8(ascii: "~"))
+                bytes.append(UInt8(ascii: "1"))
+            default:
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// `fragment` with percent-encoding removed (as written when it cannot be decoded). Skips

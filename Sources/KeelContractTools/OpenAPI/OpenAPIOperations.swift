@@ -72,10 +72,30 @@ extension OpenAPIDocument {
     public struct SchemaSource: Sendable {
         public var value: JSONValue
         public var file: URL
-        public var location: String
+        /// `#/paths/~1notes/get/responses/200/content/application~1json/schema`.
+        public var location: String {
+            mediaType.map { container + "/" + JSONPointer.escape($0) + "/schema" } ?? container
+        }
+        // The location is put together only when asked for (the diff never asks; it walks thousands).
+        private let container: String
+        private let mediaType: String?
+
+        init(value: JSONValue, file: URL, location: String) {
+            self.value = value
+            self.file = file
+            container = location
+            mediaType = nil
+        }
+
+        init(value: JSONValue, file: URL, content: String, mediaType: String) {
+            self.value = value
+            self.file = file
+            container = content
+            self.mediaType = mediaType
+        }
     }
 
-    /// Every operation, in the order the description lists paths and methods.
+    /// Every operation, in the order the description lists paths and, within a path, methods.
     ///
     /// - Throws: ``ContractLoadError`` for a `$ref` that does not resolve, a parameter without `name` or
     ///   with an unknown `in`.
@@ -87,8 +107,8 @@ extension OpenAPIDocument {
             let pathLocation = "#/paths/" + JSONPointer.escape(path)
             let item = try resolve(itemValue)
             let shared = try parameters(item.value["parameters"], file: item.file, location: pathLocation + "/parameters")
-            for method in ContractDiff.methods {
-                guard let operationValue = item.value[method] else { continue }
+            guard case .object(let members) = item.value else { continue }
+            for (method, operationValue) in members where ContractDiff.methods.contains(method) {
                 let location = pathLocation + "/" + method
                 let operation = try resolve(operationValue, in: item.file)
                 var merged = shared
@@ -146,7 +166,7 @@ extension OpenAPIDocument {
     private func mediaTypes(_ value: JSONValue?, file: URL, location: String) -> [MediaType] {
         guard case .object(let content) = value ?? .null else { return [] }
         return content.map { name, media in
-            MediaType(name: name, schema: media["schema"].map { SchemaSource(value: $0, file: file, location: location + "/" + JSONPointer.escape(name) + "/schema") })
+            MediaType(name: name, schema: media["schema"].map { SchemaSource(value: $0, file: file, content: location, mediaType: name) })
         }
     }
 
