@@ -252,6 +252,12 @@ private struct Collector {
                 }
             }
         }
+        if let oldVariants = variants(of: a.value, in: old.file), let newVariants = variants(of: b.value, in: new.file) {
+            for variant in newVariants where !oldVariants.contains(variant) {
+                add(pointer.isEmpty ? "response-body-one-of-added" : "response-property-one-of-added", .breaking, place, pointer.isEmpty ? nil : pointer,
+                    "\(subject) may now be \(variant): old clients cannot decode it (a union is closed, like an enum)")
+            }
+        }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
             guard let newProperty = b.properties[name] else {
@@ -295,6 +301,11 @@ private struct Collector {
                 add("\(prefix)-enum-value-removed", .breaking, place, at, "\(what) no longer accepts \(value)")
             }
         }
+        if let oldVariants = variants(of: a.value, in: old.file), let newVariants = variants(of: b.value, in: new.file) {
+            for variant in oldVariants where !newVariants.contains(variant) {
+                add("\(prefix)-one-of-removed", .breaking, place, at, "\(what) no longer accepts \(variant)")
+            }
+        }
         func number(_ name: String, _ shape: Shape) -> JSONNumber? {
             if case .number(let number) = shape.value[name] ?? .null { return number }
             return nil
@@ -330,6 +341,37 @@ private struct Collector {
         if let oldItems = a.items, let newItems = b.items {
             try compareRequestSchema(oldItems, old.file, newItems, new.file, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/items", visited: &visited)
         }
+    }
+
+    /// The variants of a union (`oneOf`, or `anyOf` other than the open-enum pattern), null excluded, each
+    /// named the way a client tells them apart: by discriminator value when there is a discriminator
+    /// (`kind=circle`), else by the schema a `$ref` names, else by the inline schema's JSON.
+    func variants(of schema: JSONValue, in file: URL) -> [String]? {
+        let keyword = schema["oneOf"] != nil ? "oneOf" : "anyOf"
+        guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
+        if keyword == "anyOf", case .array(let pair) = schema["anyOf"] ?? .null, pair.count == 2, pair[0]["enum"] != nil, pair[1]["enum"] == nil,
+            pair[1]["type"] == "string"
+        {
+            return nil  // the open-enum pattern: compared as an enum
+        }
+        let named = alternatives.filter { !($0["type"] == "null" || $0["type"] == ["null"]) }.map { alternative -> String in
+            if case .string(let reference) = alternative["$ref"] ?? .null {
+                return JSONPointer.tokens(Loader.split(reference, relativeTo: file).1)?.last ?? reference
+            }
+            return alternative.description
+        }
+        guard let property = schema["discriminator"]?["propertyName"]?.stringValue else { return named }
+        var values: [String] = []
+        var mapped: Set<String> = []
+        if case .object(let mapping) = schema["discriminator"]?["mapping"] ?? .null {
+            for (value, target) in mapping {
+                values.append("\(property)=\(value)")
+                if let reference = target.stringValue {
+                    mapped.insert(reference.contains("/") ? JSONPointer.tokens(Loader.split(reference, relativeTo: file).1)?.last ?? reference : reference)
+                }
+            }
+        }
+        return values + named.filter { !mapped.contains($0) }.map { "\(property)=\($0)" }
     }
 
     static func kebab(_ camel: String) -> String {
