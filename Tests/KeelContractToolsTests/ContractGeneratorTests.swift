@@ -523,6 +523,206 @@ import Testing
         #expect(code.contains("/// one\n/// two\n/// three\n/// four\n/// five\npublic struct A"))
     }
 
+    // MARK: - Second review
+
+    @Test func allOfPartsThatOnlyAnnotateOrConstrainLeaveTheOtherPartsType() throws {
+        let code = try generate("""
+                Status: {type: string, enum: [active, closed]}
+                Ids: {type: array, items: {type: string}}
+                Account:
+                  type: object
+                  required: [status, ids, count]
+                  properties:
+                    status:
+                      allOf: [{$ref: '#/components/schemas/Status'}, {description: Current status}]
+                    ids:
+                      allOf: [{$ref: '#/components/schemas/Ids'}, {nullable: true}]
+                    count:
+                      allOf: [{type: integer}, {minimum: 1}]
+            """, openAPI: "3.0.3")
+        #expect(code.contains("public var status: Status\n"))
+        #expect(code.contains("public var ids: Ids?\n"))
+        #expect(code.contains("self.ids = try container.decode(Ids?.self, forKey: .ids)"))
+        #expect(code.contains("public var count: Int\n"))
+
+        let found = try diagnostics("""
+                Base: {type: object, properties: {id: {type: string}}}
+                Odd: {allOf: [{$ref: '#/components/schemas/Base'}, {type: string}]}
+            """)
+        #expect(found.map(\.location) == ["#/components/schemas/Odd/allOf/1"])
+    }
+
+    @Test func referencesToParametersBodiesAndResponsesDeclareNoTypes() throws {
+        let paths = """
+            {/pets: {parameters: [{$ref: '#/components/parameters/Limit'}], post: {requestBody: {$ref: '#/components/requestBodies/NewPet'}, responses: {'200': {$ref: '#/components/responses/Done'}}}}}
+            components:
+              parameters: {Limit: {name: limit, in: query, required: true, schema: {type: integer}}}
+              requestBodies: {NewPet: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/Pet'}}}}}
+              responses: {Done: {description: done, content: {application/json: {schema: {$ref: '#/components/schemas/Pet'}}}}}
+            """
+        let text = "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths: \(paths)\n  schemas:\n    Pet: {type: object, required: [name], properties: {name: {type: string}}}\n"
+        let url = directory.url("bodies.yaml")
+        try Data(text.utf8).write(to: url)
+        let code = try ContractGenerator(contract: url).generate()
+        #expect(!code.contains("Limit") && !code.contains("NewPet") && !code.contains("Done"))
+        #expect(code.contains("public struct Pet:"))
+    }
+
+    @Test func discriminatedVariantsNeedAWireValueThatIsTheirsAlone() throws {
+        let found = try diagnostics("""
+                Result:
+                  oneOf: [{$ref: '#/components/schemas/Ok'}, {$ref: '#/components/schemas/Holder/properties/inner'}]
+                  discriminator: {propertyName: kind}
+                Ok: {type: object, required: [kind], properties: {kind: {type: string}}}
+                Holder:
+                  type: object
+                  properties:
+                    inner: {type: object, required: [kind], properties: {kind: {type: string}}}
+                Again:
+                  oneOf: [{$ref: '#/components/schemas/Ok'}, {$ref: '#/components/schemas/Other'}]
+                  discriminator: {propertyName: kind, mapping: {Ok: '#/components/schemas/Other'}}
+                Other: {type: object, required: [kind], properties: {kind: {type: string}}}
+                Sibling:
+                  oneOf: [{$ref: '#/components/schemas/Ok', required: [extra], properties: {extra: {type: string}}}]
+                  discriminator: {propertyName: kind}
+            """)
+        #expect(found.map(\.location) == [
+            "#/components/schemas/Result/oneOf/1", "#/components/schemas/Again/discriminator/mapping", "#/components/schemas/Sibling/oneOf/0",
+        ])
+        #expect(found[0].message.contains("give it a value in discriminator.mapping"))
+        #expect(found[2].message.hasPrefix("keywords beside a variant's $ref are not supported yet"))
+    }
+
+    @Test func twoVariantsWithTheSameWireValueAreRefused() throws {
+        let directory = self.directory
+        try FileManager.default.createDirectory(at: directory.url("ext"), withIntermediateDirectories: true)
+        try Data("components:\n  schemas:\n    Pet: {type: object, required: [kind], properties: {kind: {type: string}, b: {type: string}}}\n".utf8)
+            .write(to: directory.url("ext/other.yaml"))
+        let found = try diagnostics("""
+                Any:
+                  oneOf: [{$ref: '#/components/schemas/Pet'}, {$ref: 'ext/other.yaml#/components/schemas/Pet'}]
+                  discriminator: {propertyName: kind}
+                Pet: {type: object, required: [kind], properties: {kind: {type: string}}}
+            """)
+        #expect(found.map(\.message) == [#"two variants answer to the discriminator value "Pet": give them distinct values in discriminator.mapping"#])
+    }
+
+    @Test func additionalPropertiesAreNeverDroppedSilently() throws {
+        let found = try diagnostics("""
+                Base: {type: object, properties: {id: {type: string}}}
+                Labels: {allOf: [{$ref: '#/components/schemas/Base'}], additionalProperties: {type: string}}
+                Labels2: {allOf: [{$ref: '#/components/schemas/Base'}, {type: object, additionalProperties: {type: string}}]}
+            """)
+        #expect(found.map(\.location) == ["#/components/schemas/Labels/additionalProperties", "#/components/schemas/Labels2/allOf/1/additionalProperties"])
+        // Without declared members it is a map, `required` keys or not.
+        let code = try generate("    Only: {type: object, required: [a], additionalProperties: {type: integer}}\n")
+        #expect(code.contains("public typealias Only = [String: Int]"))
+    }
+
+    @Test func readOnlyAndNullableAreSeenThroughReferencesAndWrappers() throws {
+        let code = try generate("""
+                Id: {type: string, readOnly: true}
+                Address: {type: object, properties: {city: {type: string}}}
+                Note:
+                  type: object
+                  required: [id, wrapped, shipping]
+                  properties:
+                    id: {$ref: '#/components/schemas/Id'}
+                    wrapped: {allOf: [{$ref: '#/components/schemas/Id'}]}
+                    shipping: {$ref: '#/components/schemas/Address', nullable: true}
+            """, openAPI: "3.0.3")
+        #expect(code.contains("public var id: Id?\n"))
+        #expect(code.contains("public var wrapped: Id?\n"))
+        #expect(code.contains("self.shipping = try container.decode(Address?.self, forKey: .shipping)"))
+    }
+
+    @Test func keywordsBesideARefToSomethingThatIsNotAnObjectChangeNothing() throws {
+        let code = try generate("""
+                Color: {type: string, enum: [red, green]}
+                List: {type: array, items: {type: string}}
+                Tinted: {$ref: '#/components/schemas/Color', required: [x]}
+                ListPlus: {$ref: '#/components/schemas/List', additionalProperties: false}
+            """)
+        #expect(code.contains("public typealias Tinted = ColorModel"))
+        #expect(code.contains("public typealias ListPlus = List"))
+    }
+
+    @Test func aRequiredNameWithoutASchemaIsAnyValueButRequired() throws {
+        let code = try generate("    Named: {type: object, required: [name]}\n    Typo: {type: object, required: [a, b], properties: {a: {type: string}}}\n")
+        #expect(code.contains("public struct Named: Codable, Hashable, Sendable {\n    public var name: JSONValue\n"))
+        #expect(code.contains("public var a: String\n    public var b: JSONValue\n"))
+    }
+
+    @Test func aComponentThatOnlyReferencesAFileGivesItsNameToWhatIsInTheFile() throws {
+        let directory = self.directory
+        try FileManager.default.createDirectory(at: directory.url("schemas"), withIntermediateDirectories: true)
+        try Data("type: object\nproperties:\n  name: {type: string}\n  owner: {$ref: './Owner.yaml'}\n".utf8).write(to: directory.url("schemas/Pet.yaml"))
+        try Data("type: object\nproperties:\n  name: {type: string}\n".utf8).write(to: directory.url("schemas/Owner.yaml"))
+        let code = try generate("""
+                Pet: {$ref: './schemas/Pet.yaml'}
+                Owner: {$ref: './schemas/Owner.yaml'}
+                Shop: {type: object, properties: {pets: {type: array, items: {$ref: '#/components/schemas/Pet'}}}}
+            """)
+        #expect(code.contains("public struct Pet: Codable, Hashable, Sendable {\n    public var name: String?\n    public var owner: Owner?\n"))
+        #expect(code.contains("public struct Owner:"))
+        #expect(!code.contains("Pet2") && !code.contains("Owner2") && !code.contains("typealias"))
+        #expect(code.contains("public var pets: [Pet]?"))
+    }
+
+    @Test func aSchemaReferencedFromElsewhereIsOneTypeEverywhere() throws {
+        let code = try generate("""
+                A:
+                  type: object
+                  properties:
+                    b: {type: object, properties: {c: {type: string}}}
+                User:
+                  type: object
+                  properties:
+                    b: {$ref: '#/components/schemas/A/properties/b'}
+            """)
+        #expect(code.contains("public struct A: Codable, Hashable, Sendable {\n    public var b: B?\n"))
+        #expect(code.contains("public struct User: Codable, Hashable, Sendable {\n    public var b: B?\n"))
+        #expect(!code.contains("BValue"))
+    }
+
+    @Test func aBodyThatIsARefWithMembersBesideItGetsItsOwnType() throws {
+        let paths = "{/notes: {post: {operationId: createNote, requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Base', required: [title]}}}}, responses: {'204': {description: ok}}}}}"
+        let code = try generate("    Base: {type: object, properties: {title: {type: string}}}\n", paths: paths)
+        #expect(code.contains("public struct CreateNoteRequest: Codable, Hashable, Sendable {\n    public var title: String\n"))
+    }
+
+    @Test func namesForSignsScreamingCaseAndNone() throws {
+        let code = try generate("""
+                Reaction:
+                  type: string
+                  enum: ['+1', '-1', FIRST_TIMER, none, "rtl\\u202Eeviltxt"]
+            """)
+        #expect(code.contains("case plus1 = \"+1\"\n    case minus1 = \"-1\"\n    case firstTimer = \"FIRST_TIMER\"\n    case none_ = \"none\"\n"))
+        #expect(code.contains(#"= "rtl\u{202e}eviltxt""#))
+    }
+
+    @Test func variantsMayBeAliasesAndWrappersOfObjects() throws {
+        let code = try generate("""
+                Base: {type: object, required: [kind], properties: {kind: {type: string}}}
+                Dog: {$ref: '#/components/schemas/Base'}
+                Cat: {allOf: [{$ref: '#/components/schemas/Base'}], description: a cat}
+                Bird: {allOf: [{$ref: '#/components/schemas/Base'}], nullable: true}
+                Pet:
+                  oneOf: [{$ref: '#/components/schemas/Dog'}, {$ref: '#/components/schemas/Cat'}, {$ref: '#/components/schemas/Bird'}]
+                  discriminator: {propertyName: kind}
+            """, openAPI: "3.0.3")
+        #expect(code.contains("    case dog(Dog)\n    case cat(Cat)\n    case bird(Bird)\n"))
+        #expect(code.contains("public typealias Cat = Base"))
+    }
+
+    @Test func aProblemReachedFromSeveralPlacesIsReportedOnce() throws {
+        let found = try diagnostics("""
+                C: {oneOf: [{type: string}, {type: integer}]}
+                A: {type: object, properties: {c: {$ref: '#/components/schemas/C'}, d: {$ref: '#/components/schemas/C'}}}
+            """)
+        #expect(found.count == 1)
+    }
+
     @Test func anUnreadableContractIsUnreadableNotUnsupported() throws {
         let url = directory.url("broken.yaml")
         try Data("openapi: 3.1.0\npaths: {a: [\n".utf8).write(to: url)

@@ -320,26 +320,6 @@ public struct ErrorModel: Codable, Hashable, Sendable {
     }
 }
 
-public struct NoteID: Codable, Hashable, Sendable {
-    public init() {
-    }
-
-    private struct CodingKeys: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    public init(from decoder: any Decoder) throws {
-        _ = try decoder.container(keyedBy: CodingKeys.self)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        _ = encoder.container(keyedBy: CodingKeys.self)
-    }
-}
-
 public struct ApplyMutationsResponse: Codable, Hashable, Sendable {
     public var results: [MutationResult]
 

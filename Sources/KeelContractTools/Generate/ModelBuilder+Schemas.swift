@@ -18,7 +18,8 @@ extension ModelBuilder {
         case unsupported(String, at: String)
     }
 
-    /// What kind of Swift type a schema becomes (for a `$ref`, only when it has 3.1 siblings: an object).
+    /// What kind of Swift type a schema becomes. A `$ref` reaches here only with 3.1 keywords beside it
+    /// that shape an object (``refWithSiblings(_:file:)``).
     func form(_ schema: JSONValue) -> Form {
         if schema["$ref"] != nil { return .object }
         if case .array(let values) = schema["x-extensible-enum"] ?? .null { return .extensibleEnum(values, at: "/x-extensible-enum") }
@@ -40,10 +41,11 @@ extension ModelBuilder {
                 + "where this schema is used would lose its own members; list the subtypes in oneOf with the discriminator", at: "/discriminator")
         }
         if case .array(let parts) = schema["allOf"] ?? .null {
-            // A single part is a wrapper (`nullable` or a description beside a $ref) unless the schema adds
-            // to its shape (`required: [title]` next to the part).
+            // Parts that only annotate or constrain (`{description: ...}`, `{nullable: true}`, `{minimum: 1}`) do
+            // not shape the value: one other part is then a wrapper, unless the schema itself adds members.
+            let shaping = parts.enumerated().filter { !Self.isNeutral($0.element) }
             let addsShape = ["properties", "required", "additionalProperties"].contains { schema[$0] != nil }
-            if parts.count == 1, !addsShape { return .wrapped(parts[0], keyword: "allOf/0") }
+            if shaping.count == 1, !addsShape { return .wrapped(shaping[0].element, keyword: "allOf/\(shaping[0].offset)") }
             return .object
         }
         var types: [String] = []
@@ -56,12 +58,13 @@ extension ModelBuilder {
         if types.isEmpty, schema["type"] != nil { return .unsupported("a schema that only allows null is not supported yet", at: "/type") }
         if types.count > 1 { return .unsupported("a value of several types (\(types.joined(separator: ", "))) is not supported yet", at: "/type") }
         // No type but properties: an object, as most descriptions mean it.
-        let kind = types.first ?? (schema["properties"] != nil || schema["required"] != nil ? "object" : nil)
+        let kind = types.first ?? (["properties", "required", "additionalProperties"].contains { schema[$0] != nil } ? "object" : nil)
         switch kind {
         case "object":
             if case .object(let properties) = schema["properties"] ?? .null, !properties.isEmpty { return .object }
-            if schema["additionalProperties"] == .bool(false) || schema["required"] != nil { return .object }
+            // A map: every member kept (`required` names then only constrain which keys appear).
             if case .object(let extra) = schema["additionalProperties"] ?? .null, !extra.isEmpty { return .dictionary(schema["additionalProperties"]) }
+            if schema["additionalProperties"] == .bool(false) || schema["required"] != nil { return .object }
             return .dictionary(nil)
         case "array":
             return .array(schema["items"].flatMap { $0 == .bool(true) || $0 == [:] ? nil : $0 })
@@ -85,10 +88,41 @@ extension ModelBuilder {
         }
     }
 
-    /// A `$ref` with keywords beside it that shape the value (3.1 applies them; 3.0 ignores them).
-    func refWithSiblings(_ schema: JSONValue) -> Bool {
-        guard !document.isOpenAPI30, schema["$ref"] != nil else { return false }
-        return ["properties", "required", "allOf", "additionalProperties"].contains { schema[$0] != nil }
+    /// Keywords that annotate or only constrain a value: a schema of nothing else does not change its
+    /// Swift type.
+    static let neutralKeywords: Set<String> = [
+        "description", "title", "nullable", "default", "example", "examples", "readOnly", "writeOnly", "deprecated", "externalDocs",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern",
+        "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "$comment", "xml",
+    ]
+
+    static func isNeutral(_ schema: JSONValue) -> Bool {
+        guard case .object(let object) = schema else { return schema == .bool(true) }
+        return object.allSatisfy { neutralKeywords.contains($0.key) || $0.key.hasPrefix("x-") }
+    }
+
+    /// A `$ref` to an object schema with keywords beside it that add to its shape (3.1 applies them;
+    /// 3.0 ignores them, and so do non-objects, where `required` or `properties` constrain nothing).
+    func refWithSiblings(_ schema: JSONValue, file: URL) -> Bool {
+        guard !document.isOpenAPI30, schema["$ref"] != nil,
+            ["properties", "required", "allOf", "additionalProperties"].contains(where: { schema[$0] != nil }),
+            let target = try? document.resolve(schema, in: file)
+        else { return false }
+        return isObjectSchema(target.value, file: target.file)
+    }
+
+    /// Whether `schema` is an object, directly or through references and wrappers.
+    func isObjectSchema(_ schema: JSONValue, file: URL, depth: Int = 0) -> Bool {
+        guard depth < 32 else { return false }
+        if schema["$ref"] != nil {
+            guard let target = try? document.resolve(schema, in: file) else { return false }
+            return isObjectSchema(target.value, file: target.file, depth: depth + 1)
+        }
+        switch form(schema) {
+        case .object: return true
+        case .wrapped(let inner, _): return isObjectSchema(inner, file: file, depth: depth + 1)
+        default: return false
+        }
     }
 
     /// The open-enum pattern: `anyOf: [{type: string, enum: [...]}, {type: string}]`.
@@ -97,22 +131,39 @@ extension ModelBuilder {
         return alternatives[0]["enum"] != nil && alternatives[1]["enum"] == nil && alternatives[1]["type"] == "string"
     }
 
-    /// Whether a value of the schema may be null: 3.1 `type: [..., "null"]`, 3.0 `nullable: true`, a null
-    /// in `enum`, or a null alternative of `oneOf`/`anyOf`; through `$ref`s and single-part `allOf`s.
+    /// Whether a value of the schema may be null: 3.1 `type: [..., "null"]`, 3.0 `nullable: true` (also
+    /// beside a `$ref`, where 3.0 would ignore it: descriptions mean it), a null in `enum`, a null
+    /// alternative of `oneOf`/`anyOf`; through `$ref`s and `allOf` wrappers.
     func isNullable(_ schema: JSONValue, file: URL, depth: Int = 0) -> Bool {
         guard depth < 32 else { return false }
-        if case .string = schema["$ref"] ?? .null, !refWithSiblings(schema) {
+        if document.isOpenAPI30, schema["nullable"] == .bool(true) { return true }
+        if case .string = schema["$ref"] ?? .null {
             guard let target = try? document.resolve(schema, in: file) else { return false }
             return isNullable(target.value, file: target.file, depth: depth + 1)
         }
         if case .array(let types) = schema["type"] ?? .null, types.contains("null") { return true }
-        if document.isOpenAPI30, schema["nullable"] == .bool(true) { return true }
         if case .array(let values) = schema["enum"] ?? .null, values.contains(.null) { return true }
         for keyword in ["oneOf", "anyOf"] {
             if case .array(let alternatives) = schema[keyword] ?? .null, alternatives.contains(where: Self.isNullSchema) { return true }
         }
         if case .wrapped(let inner, let keyword) = form(schema), keyword.hasPrefix("allOf") {
+            if document.isOpenAPI30, case .array(let parts) = schema["allOf"] ?? .null, parts.contains(where: { $0["nullable"] == .bool(true) }) { return true }
             return isNullable(inner, file: file, depth: depth + 1)
+        }
+        return false
+    }
+
+    /// Whether a member's schema is `readOnly` or `writeOnly` (its `required` then holds in one direction
+    /// only), on the member, through `$ref`s, or on an `allOf` wrapper's parts.
+    func isOneWay(_ schema: JSONValue, file: URL, depth: Int = 0) -> Bool {
+        guard depth < 32 else { return false }
+        if schema["readOnly"] == .bool(true) || schema["writeOnly"] == .bool(true) { return true }
+        if case .string = schema["$ref"] ?? .null {
+            guard let target = try? document.resolve(schema, in: file) else { return false }
+            return isOneWay(target.value, file: target.file, depth: depth + 1)
+        }
+        if case .array(let parts) = schema["allOf"] ?? .null, case .wrapped = form(schema) {
+            return parts.contains { isOneWay($0, file: file, depth: depth + 1) }
         }
         return false
     }
@@ -139,16 +190,35 @@ extension ModelBuilder {
         return lines
     }
 
-    /// Calls `body` with every `$ref` string under `value`.
-    static func forEachReference(in value: JSONValue, _ body: (String) -> Void) {
-        switch value {
-        case .object(let object):
-            if case .string(let reference) = object["$ref"] ?? .null { body(reference) }
-            for (_, child) in object { forEachReference(in: child, body) }
-        case .array(let elements):
-            for element in elements { forEachReference(in: element, body) }
-        default:
-            break
+    /// Calls `body` with every `$ref` in a schema position of `schema` and its subschemas (not following
+    /// the references), and with every reference in a discriminator mapping. Literal data (`example`,
+    /// `default`, `enum`, extensions) is not searched: a `$ref` member there is data.
+    static func forEachSchemaReference(in schema: JSONValue, _ body: (String) -> Void) {
+        guard case .object(let object) = schema else { return }
+        if case .string(let reference) = object["$ref"] ?? .null { body(reference) }
+        if case .object(let mapping) = object["discriminator"]?["mapping"] ?? .null {
+            for (_, target) in mapping {
+                if let reference = target.stringValue, reference.contains("#") || reference.contains("/") { body(reference) }
+            }
+        }
+        for (keyword, value) in object {
+            switch keyword {
+            case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+                if case .object(let members) = value { for (_, subschema) in members { forEachSchemaReference(in: subschema, body) } }
+            case "allOf", "anyOf", "oneOf", "prefixItems":
+                if case .array(let subschemas) = value { for subschema in subschemas { forEachSchemaReference(in: subschema, body) } }
+            case "items":
+                if case .array(let subschemas) = value {
+                    for subschema in subschemas { forEachSchemaReference(in: subschema, body) }
+                } else {
+                    forEachSchemaReference(in: value, body)
+                }
+            case "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains", "propertyNames",
+                "unevaluatedItems", "unevaluatedProperties":
+                forEachSchemaReference(in: value, body)
+            default:
+                break
+            }
         }
     }
 }

@@ -35,56 +35,96 @@ struct ModelBuilder {
     // MARK: - Plan
 
     mutating func build() throws(ContractLoadError) {
-        registerComponents()
-        registerReferenceTargets()
-        let bodies = try registerOperationBodies()
+        let operations = try document.operations()
+        let targets = schemaReferenceTargets(operations)
+        registerComponents(targets)
+        registerOperationBodies(operations)
+        registerReferenceTargets(targets)
         reserved = topLevelNames.union(Self.namesGeneratedCodeUses)
         for item in pending {
             declareTopLevel(item.name, schema: item.schema, file: item.file, pointer: item.pointer)
         }
-        for body in bodies {
-            declareTopLevel(body.name, schema: body.schema.value, file: body.schema.file, pointer: body.schema.location)
-        }
         checkCycles()
+        // A schema reached from several places reports the same problem once.
+        var seen: Set<String> = []
+        diagnostics = diagnostics.filter { seen.insert($0.description).inserted }
+    }
+
+    /// The targets of every `$ref` in a schema position, reached from the component schemas and the
+    /// operations' parameters and bodies, following references transitively; each once, in a stable order.
+    private func schemaReferenceTargets(_ operations: [OpenAPIDocument.Operation]) -> [(URL, String)] {
+        var work: [(JSONValue, URL)] = []
+        if case .object(let schemas) = document.root["components"]?["schemas"] ?? .null {
+            for (_, schema) in schemas { work.append((schema, document.url)) }
+        }
+        for operation in operations {
+            let sources = operation.parameters.compactMap(\.schema) + (operation.requestBody?.content ?? []).compactMap(\.schema)
+                + operation.responses.flatMap { $0.content.compactMap(\.schema) }
+            for source in sources { work.append((source.value, source.file)) }
+        }
+        var targets: [(URL, String)] = []
+        var seen: Set<String> = []
+        var next = 0
+        while next < work.count {
+            let (schema, file) = work[next]
+            next += 1
+            Self.forEachSchemaReference(in: schema) { reference in
+                let full = reference.contains("#") || reference.contains("/") || reference.contains(".") ? reference : "#/components/schemas/" + reference
+                let (target, pointer) = Loader.split(full, relativeTo: file)
+                guard seen.insert(target.path + "#" + pointer).inserted,
+                    let value = document.documents[target].flatMap({ Loader.walk($0, pointer) })
+                else { return }
+                targets.append((target, pointer))
+                work.append((value, target))
+            }
+        }
+        return targets
     }
 
     /// Component schemas of the root description in order, then those of other files that are referenced.
-    private mutating func registerComponents() {
+    /// A component that is only a `$ref` to a schema without a name of its own (`Pet: {$ref: './schemas/Pet.yaml'}`,
+    /// the usual split layout) gives that schema its name.
+    private mutating func registerComponents(_ targets: [(URL, String)]) {
         if case .object(let schemas) = document.root["components"]?["schemas"] ?? .null {
             for (name, schema) in schemas {
-                register(SwiftNames.topLevelTypeName(name), schema: schema, file: document.url, pointer: "/components/schemas/" + JSONPointer.escape(name))
+                let pointer = "/components/schemas/" + JSONPointer.escape(name)
+                if case .string(let reference) = schema["$ref"] ?? .null, !refWithSiblings(schema, file: document.url) {
+                    let (file, targetPointer) = Loader.split(reference, relativeTo: document.url)
+                    let key = file.path + "#" + targetPointer
+                    let isRootComponent = file == document.url && Self.componentName(targetPointer) != nil
+                    if !isRootComponent, declaredTargets[key] == nil,
+                        let target = document.documents[file].flatMap({ Loader.walk($0, targetPointer) }), target["$ref"] == nil, needsDeclaration(target, file: file)
+                    {
+                        let swiftName = SwiftNames.unique(SwiftNames.topLevelTypeName(name), in: &topLevelNames)
+                        declaredTargets[document.url.path + "#" + pointer] = swiftName
+                        declaredTargets[key] = swiftName
+                        pending.append((swiftName, target, file, "#" + targetPointer))
+                        continue
+                    }
+                }
+                register(SwiftNames.topLevelTypeName(name), schema: schema, file: document.url, pointer: pointer)
             }
         }
-        for (file, pointer) in referenceTargets() where file != document.url {
+        for (file, pointer) in targets where file != document.url && declaredTargets[file.path + "#" + pointer] == nil {
             guard let name = Self.componentName(pointer), let schema = document.documents[file]?["components"]?["schemas"]?[name] else { continue }
             register(SwiftNames.topLevelTypeName(name), schema: schema, file: file, pointer: pointer)
         }
     }
 
     /// Schemas outside `components/schemas` that a `$ref` names and that need a type of their own (objects,
-    /// enums, unions): declared once at the top level, named after the last pointer token or the file.
-    private mutating func registerReferenceTargets() {
-        for (file, pointer) in referenceTargets() where Self.componentName(pointer) == nil {
-            guard declaredTargets[file.path + "#" + pointer] == nil,
-                let target = document.documents[file].flatMap({ Loader.walk($0, pointer) }), needsDeclaration(target)
+    /// enums, unions): declared once at the top level, named after the file or the last pointer token
+    /// that is a name (not `schema`, `items`, a number, a media type).
+    private mutating func registerReferenceTargets(_ targets: [(URL, String)]) {
+        for (file, pointer) in targets where Self.componentName(pointer) == nil && declaredTargets[file.path + "#" + pointer] == nil {
+            guard let target = document.documents[file].flatMap({ Loader.walk($0, pointer) }), target["$ref"] == nil || refWithSiblings(target, file: file),
+                needsDeclaration(target, file: file)
             else { continue }
-            let token = JSONPointer.tokens(pointer)?.last(where: { Int($0) == nil }) ?? ""
+            let structural: Set<String> = ["schema", "schemas", "items", "properties", "additionalProperties", "allOf", "anyOf", "oneOf",
+                                           "content", "responses", "requestBody", "parameters", "components", "paths", "$defs", "definitions"]
+            let token = JSONPointer.tokens(pointer)?.last { Int($0) == nil && !structural.contains($0) && !$0.contains("/") } ?? ""
             let base = token.isEmpty ? file.deletingPathExtension().lastPathComponent : token
             register(SwiftNames.topLevelTypeName(base), schema: target, file: file, pointer: pointer)
         }
-    }
-
-    /// The targets of every `$ref` in every loaded file, in a stable order, each once.
-    private func referenceTargets() -> [(URL, String)] {
-        var targets: [(URL, String)] = []
-        var seen: Set<String> = []
-        for (file, value) in document.documents.sorted(by: { $0.key.path < $1.key.path }) {
-            Self.forEachReference(in: value) { reference in
-                let (target, pointer) = Loader.split(reference, relativeTo: file)
-                if seen.insert(target.path + "#" + pointer).inserted { targets.append((target, pointer)) }
-            }
-        }
-        return targets
     }
 
     private mutating func register(_ name: String, schema: JSONValue, file: URL, pointer: String) {
@@ -93,29 +133,34 @@ struct ModelBuilder {
         pending.append((swiftName, schema, file, "#" + pointer))
     }
 
-    /// Inline (not `$ref`) JSON bodies of operations with an `operationId` that need a declaration:
+    /// Inline JSON bodies of operations with an `operationId` that need a declaration:
     /// `getChanges` → `GetChangesResponse`, `applyMutations` → `ApplyMutationsRequest`.
-    private mutating func registerOperationBodies() throws(ContractLoadError) -> [(name: String, schema: OpenAPIDocument.SchemaSource)] {
-        var bodies: [(name: String, schema: OpenAPIDocument.SchemaSource)] = []
-        for operation in try document.operations() {
+    private mutating func registerOperationBodies(_ operations: [OpenAPIDocument.Operation]) {
+        for operation in operations {
             guard let operationID = operation.operationID else { continue }
             let base = SwiftNames.topLevelTypeName(operationID)
-            if let schema = operation.requestBody?.content.first(where: { Self.isJSON($0.name) })?.schema,
-                schema.value["$ref"] == nil, needsDeclaration(schema.value) || Self.isArray(schema.value)
-            {
-                bodies.append((SwiftNames.unique(base + "Request", in: &topLevelNames), schema))
+            var bodies: [(String, OpenAPIDocument.SchemaSource)] = []
+            if let schema = operation.requestBody?.content.first(where: { Self.isJSON($0.name) })?.schema {
+                bodies.append(("Request", schema))
             }
-            let inline = operation.responses.filter(\.isSuccess).compactMap { response -> (String, OpenAPIDocument.SchemaSource)? in
-                guard let schema = response.content.first(where: { Self.isJSON($0.name) })?.schema, schema.value["$ref"] == nil,
-                    needsDeclaration(schema.value) || Self.isArray(schema.value)
-                else { return nil }
-                return (response.status, schema)
+            let responses = operation.responses.filter(\.isSuccess).compactMap { response in
+                response.content.first(where: { Self.isJSON($0.name) })?.schema.map { (response.status, $0) }
             }
-            for (offset, (status, schema)) in inline.enumerated() {
-                bodies.append((SwiftNames.unique(base + "Response" + (offset == 0 ? "" : status), in: &topLevelNames), schema))
+            var first = true
+            for (status, schema) in responses {
+                bodies.append(("Response" + (first ? "" : status), schema))
+                first = false
+            }
+            for (suffix, schema) in bodies {
+                let key = schema.file.path + schema.location
+                guard declaredTargets[key] == nil, schema.value["$ref"] == nil || refWithSiblings(schema.value, file: schema.file),
+                    needsDeclaration(schema.value, file: schema.file) || Self.isArray(schema.value)
+                else { continue }
+                let swiftName = SwiftNames.unique(base + suffix, in: &topLevelNames)
+                declaredTargets[key] = swiftName
+                pending.append((swiftName, schema.value, schema.file, schema.location))
             }
         }
-        return bodies
     }
 
     static func isJSON(_ mediaType: String) -> Bool {
@@ -128,8 +173,8 @@ struct ModelBuilder {
     }
 
     /// Whether a schema declares a type of its own (scalars, arrays and plain `$ref`s do not).
-    func needsDeclaration(_ schema: JSONValue) -> Bool {
-        guard schema["$ref"] == nil || refWithSiblings(schema) else { return false }
+    func needsDeclaration(_ schema: JSONValue, file: URL) -> Bool {
+        guard schema["$ref"] == nil || refWithSiblings(schema, file: file) else { return false }
         switch form(schema) {
         case .object, .union, .closedEnum, .extensibleEnum: return true
         default: return false
@@ -141,7 +186,7 @@ struct ModelBuilder {
     private mutating func declareTopLevel(_ name: String, schema: JSONValue, file: URL, pointer: String) {
         let documentation = Self.documentation(schema)
         let source = (displayName(file), pointer)
-        if schema["$ref"] == nil || refWithSiblings(schema) {
+        if schema["$ref"] == nil || refWithSiblings(schema, file: file) {
             switch form(schema) {
             case .object:
                 if let plan = structure([name], schema: schema, file: file, pointer: pointer) { declarations.append(plan) }
@@ -166,7 +211,7 @@ struct ModelBuilder {
         // Arrays, dictionaries, scalars and references: a typealias; types its elements need are declared
         // beside it at the top level (a typealias cannot contain them).
         var scope = Scope(path: [], prefix: name)
-        guard let (type, _) = use(schema, file: file, pointer: pointer, suggested: "Item", scope: &scope) else { return }
+        guard let (type, _) = use(schema, file: file, pointer: pointer, suggested: "Item", scope: &scope, isDeclaration: true) else { return }
         declarations.append(TypePlan(path: [name], kind: .alias(type), documentation: documentation, file: source.0, location: pointer))
         declarations.append(contentsOf: scope.nested)
     }
@@ -204,6 +249,10 @@ struct ModelBuilder {
         var required: Set<String> = []
         var visiting: Set<String> = []
         guard gather(schema, file: file, pointer: pointer, into: &members, required: &required, visiting: &visiting) else { return nil }
+        // A required member without a schema in `properties` may hold any value: a `JSONValue`, still required.
+        for name in required.sorted() where !members.contains(where: { $0.name == name }) {
+            members.append(Member(name: name, schema: [:], file: file, pointer: pointer + "/required"))
+        }
         var scope = Scope(path: path, prefix: "")
         var memberNames: Set<String> = []
         var properties: [PropertyPlan] = []
@@ -217,7 +266,7 @@ struct ModelBuilder {
             }
             // `required` with readOnly (or writeOnly) holds for responses (or requests) only, and one
             // model serves both directions: such a member may be missing.
-            let oneWay = member.schema["readOnly"] == .bool(true) || member.schema["writeOnly"] == .bool(true)
+            let oneWay = isOneWay(member.schema, file: member.file)
             properties.append(PropertyPlan(
                 wireName: member.name, swiftName: SwiftNames.unique(SwiftNames.memberName(member.name), in: &memberNames),
                 type: type, required: required.contains(member.name) && !oneWay, nullable: nullable, documentation: Self.documentation(member.schema)))
@@ -248,7 +297,14 @@ struct ModelBuilder {
             succeeded = gather(target, file: targetFile, pointer: location, into: &members, required: &required, visiting: &visiting)
             visiting.remove(targetFile.path + location)
             // In 3.1 the keywords beside a $ref apply too (`required: [title]` next to `$ref: Base`).
-            guard refWithSiblings(value) else { return succeeded }
+            guard refWithSiblings(value, file: file) else { return succeeded }
+        } else if !Self.isNeutral(value), !isObjectSchema(value, file: file) {
+            // Every part of an object must be an object (or only annotate): `allOf: [{type: string}, {$ref: Base}]`
+            // has no Swift type. (A map part is reported below: its extra members would be dropped.)
+            if case .dictionary = form(value) {} else {
+                diagnose(file, pointer, "allOf that combines an object with something that is not an object is not supported yet")
+                return false
+            }
         }
         for keyword in ["oneOf", "anyOf"] {
             guard case .array(let alternatives) = value[keyword] ?? .null, !isOpenEnum(value) else { continue }
@@ -260,11 +316,11 @@ struct ModelBuilder {
         if case .array(let names) = value["required"] ?? .null {
             required.formUnion(names.compactMap(\.stringValue))
         }
+        if case .object(let extra) = value["additionalProperties"] ?? .null, !extra.isEmpty {
+            diagnose(file, pointer + "/additionalProperties", "an additionalProperties schema on an object with declared members is not supported yet (the extra members would be dropped)")
+            succeeded = false
+        }
         if case .object(let properties) = value["properties"] ?? .null {
-            if case .object(let extra) = value["additionalProperties"] ?? .null, !extra.isEmpty, !properties.isEmpty {
-                diagnose(file, pointer + "/additionalProperties", "declared properties together with an additionalProperties schema are not supported yet (the extra members would be dropped)")
-                succeeded = false
-            }
             for (name, property) in properties {
                 let propertyPointer = pointer + "/properties/" + JSONPointer.escape(name)
                 if let existing = members.first(where: { $0.name == name }) {
@@ -321,6 +377,11 @@ struct ModelBuilder {
                 failed = true
                 continue
             }
+            guard case .object(let keywords) = alternative, keywords.allSatisfy({ $0.key == "$ref" || Self.neutralKeywords.contains($0.key) }) else {
+                diagnose(file, location, "keywords beside a variant's $ref are not supported yet (make the variant a schema of its own)")
+                failed = true
+                continue
+            }
             let (targetFile, targetPointer) = Loader.split(reference, relativeTo: file)
             let key = targetFile.path + "#" + targetPointer
             guard variantKeys.insert(key).inserted else { continue }  // listed twice: one case
@@ -346,9 +407,20 @@ struct ModelBuilder {
                 continue
             }
             let explicit = mapping.filter { $0.key == key }.map(\.value)
+            // The implicit value is a component schema's name; anything else has no name on the wire.
+            guard !explicit.isEmpty || Self.componentName(targetPointer) != nil else {
+                diagnose(file, location, "variant \(reference) is not a component schema: give it a value in discriminator.mapping")
+                failed = true
+                continue
+            }
             let values = explicit.isEmpty ? (claimed.contains(rawName) ? [] : [rawName]) : explicit
             guard !values.isEmpty else {
                 diagnose(file, pointer + "/discriminator/mapping", "variant \(rawName) cannot be selected: its name is mapped to another variant")
+                failed = true
+                continue
+            }
+            if let taken = values.first(where: { value in variants.contains { $0.values.contains(value) } }) {
+                diagnose(file, location, "two variants answer to the discriminator value \(taken.debugDescription): give them distinct values in discriminator.mapping")
                 failed = true
                 continue
             }
@@ -359,22 +431,12 @@ struct ModelBuilder {
             failed = true
         }
         guard !failed else { return nil }
+        guard !variants.isEmpty else {
+            diagnose(file, pointer, "a discriminated \(keyword) without variants")
+            return nil
+        }
         return TypePlan(path: path, kind: .union(discriminator: property, variants: variants), documentation: Self.documentation(schema),
                         file: displayName(file), location: pointer)
-    }
-
-    /// Whether `schema` is an object, directly or through references and single-part `allOf`s.
-    private func isObjectSchema(_ schema: JSONValue, file: URL, depth: Int = 0) -> Bool {
-        guard depth < 32 else { return false }
-        if schema["$ref"] != nil, !refWithSiblings(schema) {
-            guard let target = try? document.resolve(schema, in: file) else { return false }
-            return isObjectSchema(target.value, file: target.file, depth: depth + 1)
-        }
-        switch form(schema) {
-        case .object: return true
-        case .wrapped(let inner, _): return isObjectSchema(inner, file: file, depth: depth + 1)
-        default: return false
-        }
     }
 
     private mutating func enumCases(_ values: [JSONValue], file: URL, pointer: String) -> [EnumCasePlan]? {
@@ -400,12 +462,16 @@ struct ModelBuilder {
 
     /// The Swift type for the schema `value` and whether it may be null; types it needs are declared in
     /// `scope`, named after `suggested`. Nil after a diagnostic.
-    private mutating func use(_ value: JSONValue, file: URL, pointer: String, suggested: String, scope: inout Scope) -> (TypeUse, Bool)? {
-        if case .string(let reference) = value["$ref"] ?? .null, !refWithSiblings(value) {
+    /// `isDeclaration`: `value` is the schema a top-level typealias is being declared for (so its own name
+    /// is not a use of it).
+    private mutating func use(_ value: JSONValue, file: URL, pointer: String, suggested: String, scope: inout Scope,
+                              isDeclaration: Bool = false) -> (TypeUse, Bool)? {
+        if case .string(let reference) = value["$ref"] ?? .null, !refWithSiblings(value, file: file) {
             let (targetFile, targetPointer) = Loader.split(reference, relativeTo: file)
             let key = targetFile.path + "#" + targetPointer
             if let name = declaredTargets[key], let target = document.documents[targetFile].flatMap({ Loader.walk($0, targetPointer) }) {
-                let nullable = isNullable(target, file: targetFile)
+                // `nullable: true` beside the $ref counts too (3.0 descriptions write it there).
+                let nullable = isNullable(value, file: file)
                 if target["$ref"] == nil, case .extensibleEnum = form(target) { return (.extensible([name]), nullable) }
                 return (.declared([name]), nullable)
             }
@@ -421,6 +487,11 @@ struct ModelBuilder {
             return use(target, file: resolvedFile, pointer: location, suggested: suggested, scope: &scope)
         }
         let nullable = isNullable(value, file: file)
+        // A schema that a $ref elsewhere names has a top-level type: here too, so the two are one type.
+        if !isDeclaration, let name = declaredTargets[file.path + pointer] {
+            if case .extensibleEnum = form(value) { return (.extensible([name]), nullable) }
+            return (.declared([name]), nullable)
+        }
         switch form(value) {
         case .extensibleEnum(let values, let at):
             guard let cases = enumCases(values, file: file, pointer: pointer + at) else { return nil }

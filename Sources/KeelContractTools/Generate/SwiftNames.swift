@@ -37,6 +37,10 @@ enum SwiftNames {
     /// `URLString` → URL, String; `created_at` → created, at).
     static func words(_ name: String) -> [String] {
         var words: [String] = []
+        // `+1` and `-1` (reactions, ratings) are different values: plus1, minus1.
+        if let sign = name.first, sign == "+" || sign == "-", name.dropFirst().first?.isNumber == true {
+            words.append(sign == "+" ? "plus" : "minus")
+        }
         var current: [Character] = []
         // `Café` → Cafe; letters with no ASCII form (名前) are dropped, and the caller falls back to a
         // placeholder name (the wire name is kept either way).
@@ -60,6 +64,8 @@ enum SwiftNames {
             current.append(character)
         }
         flush()
+        // SCREAMING_SNAKE_CASE: FIRST_TIMER → first, timer (not firstTIMER).
+        if words.count > 1, !name.contains(where: \.isLowercase) { words = words.map { $0.lowercased() } }
         return words
     }
 
@@ -88,7 +94,8 @@ enum SwiftNames {
         guard let first = parts.first else { return "empty" }
         var result = first.lowercased() + parts.dropFirst().map(capitalized).joined()
         if result.first!.isNumber { result = "_" + result }
-        if reservedMembers.contains(result) { result += "_" }
+        // `none` as a case would make `value == .none` mean Optional's none or the case, depending.
+        if reservedMembers.contains(result) || result == "none" { result += "_" }
         return result
     }
 
@@ -148,7 +155,9 @@ enum SwiftNames {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F
+                || [.format, .lineSeparator, .paragraphSeparator, .control].contains(scalar.properties.generalCategory):
+                // Invisible in source (a right-to-left override, a line separator): written as an escape.
                 result += "\\u{\(String(scalar.value, radix: 16))}"
             default: result.unicodeScalars.append(scalar)
             }
