@@ -105,6 +105,34 @@ import Testing
         let encoded = try ContractEncoder().encode(fraction)
         #expect(String(decoding: encoded, as: UTF8.self).contains(#""at":"2026-11-30T08:00:00.250Z""#))
         #expect(try ContractDecoder().decode(Stamped.self, from: encoded) == fraction)
+        // Rounded to milliseconds: no ".000" for a fraction that rounds away.
+        let tiny = Stamped(zeta: 1, at: Date(timeIntervalSince1970: 1_796_025_600.0004), alpha: "a")
+        #expect(String(decoding: try ContractEncoder().encode(tiny), as: UTF8.self).contains(#""at":"2026-11-30T08:00:00Z""#))
+    }
+
+    @Test func aRootLevelFailureThatIsNotANumberKeepsItsOwnMessage() {
+        do {
+            _ = try ContractDecoder().decode(Date.self, from: Data(#""30/11/2026""#.utf8))
+            Issue.record("decoded")
+        } catch {
+            #expect(error.message.contains("RFC 3339"), "\(error)")
+        }
+    }
+
+    @Test func datesDecodeAndEncodeFromManyThreadsAtOnce() async throws {
+        struct Stamped: Codable, Equatable { var at: Date }
+        let json = Data(#"{"at": "2026-11-30T08:00:00.250Z"}"#.utf8)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    for _ in 0..<500 {
+                        let value = try ContractDecoder().decode(Stamped.self, from: json)
+                        _ = try ContractEncoder().encode(value)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
     }
 
     @Test func datesDecodeWithAndWithoutFractionalSeconds() throws {

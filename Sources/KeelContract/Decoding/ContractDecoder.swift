@@ -47,8 +47,9 @@ public struct ContractDecoder: Sendable {
                                                 message: "not valid JSON: \(error)")
                 }
                 // Valid JSON that Foundation calls invalid, without a path: on Linux, a number that does not
-                // fit the member's type (`1.5` or `1e300` for an `Int`).
-                if context.underlyingError == nil {
+                // fit the member's type (`1.5` or `1e300` for an `Int`). Other root-level failures keep their
+                // own message below.
+                if context.underlyingError == nil, context.debugDescription.contains("not valid JSON") {
                     throw ContractDecodingError(code: .invalidValue, path: "", typeName: String(describing: T.self), value: nil,
                                                 message: "a value does not fit the type of its member, likely a number out of range or with a fraction "
                                                     + "for an integer (the JSON itself is valid; Foundation does not say where)")
@@ -150,8 +151,9 @@ public struct ContractDecodingError: Error, Sendable, Equatable, CustomStringCon
 /// RFC 3339 parsing with thread-safe formatters.
 enum RFC3339 {
     private final class Formatters: @unchecked Sendable {
-        // @unchecked Sendable: ISO8601DateFormatter is documented thread-safe; these are never mutated
-        // after creation.
+        // @unchecked Sendable: every use holds `lock`. ISO8601DateFormatter is documented thread-safe on
+        // Apple platforms, but swift-corelibs-foundation's is not (concurrent use has crashed there).
+        let lock = NSLock()
         let withFractions: ISO8601DateFormatter
         let withoutFractions: ISO8601DateFormatter
         init() {
@@ -165,13 +167,18 @@ enum RFC3339 {
     private static let formatters = Formatters()
 
     static func date(from text: String) -> Date? {
-        formatters.withoutFractions.date(from: text) ?? formatters.withFractions.date(from: text)
+        formatters.lock.lock()
+        defer { formatters.lock.unlock() }
+        return formatters.withoutFractions.date(from: text) ?? formatters.withFractions.date(from: text)
     }
 
-    /// UTC, with milliseconds only when the date has a fractional second.
+    /// UTC, with milliseconds when the date, rounded to milliseconds, has a fractional second.
     static func string(from date: Date) -> String {
-        let seconds = date.timeIntervalSince1970
-        return seconds.rounded(.down) == seconds
-            ? formatters.withoutFractions.string(from: date) : formatters.withFractions.string(from: date)
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        let rounded = Date(timeIntervalSince1970: milliseconds / 1000)
+        formatters.lock.lock()
+        defer { formatters.lock.unlock() }
+        return milliseconds.truncatingRemainder(dividingBy: 1000) == 0
+            ? formatters.withoutFractions.string(from: rounded) : formatters.withFractions.string(from: rounded)
     }
 }

@@ -2,13 +2,14 @@ public import Foundation
 
 /// Encodes contract models to JSON the way ``ContractDecoder`` reads them back.
 ///
-/// Dates are written as RFC 3339 in UTC (`2026-11-30T08:00:00Z`), with milliseconds when the date has a
-/// fractional second (`2026-11-30T08:00:00.250Z`); Foundation's default would write a number, which no
+/// Dates are written as RFC 3339 in UTC (`2026-11-30T08:00:00Z`), rounded to milliseconds, with the
+/// milliseconds when there are any (`2026-11-30T08:00:00.250Z`); Foundation's default would write a number, which no
 /// `format: date-time` contract accepts. Members are sorted by name by default: `JSONEncoder` does not keep
 /// declaration order on every platform, and the same value should always be the same bytes (a request
 /// body that is hashed or signed, a fixture compared in a test).
 public struct ContractEncoder: Sendable {
-    /// Formatting such as `.prettyPrinted`. Default: compact, members sorted by name.
+    /// Default: compact, members sorted by name. Keep `.sortedKeys` when adding options
+    /// (`[.prettyPrinted, .sortedKeys]`): the set replaces the default.
     public var outputFormatting: JSONEncoder.OutputFormatting
 
     public init(outputFormatting: JSONEncoder.OutputFormatting = [.sortedKeys]) {

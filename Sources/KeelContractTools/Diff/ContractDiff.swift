@@ -75,10 +75,8 @@ private struct Collector {
         let baseVersion = base.contractVersion
         let revisionVersion = revision.contractVersion
         let hasBreaking = changes.contains { $0.severity == .breaking }
-        // Single-file descriptions whose roots are equal but for info.version leave the rules above nothing
-        // to report; so when they reported something, the roots differ and need no full comparison.
-        let rootsDiffer = !changes.isEmpty && base.documents.count == 1 && revision.documents.count == 1
-        if baseVersion != revisionVersion, !rootsDiffer, Self.withoutVersion(base.root) == Self.withoutVersion(revision.root) {
+        // "No other change": no rule reported anything, and every file is the same but for info.version.
+        if baseVersion != revisionVersion, changes.isEmpty, sameButForVersion() {
             add("api-version-changed-without-changes", .info, Place(), nil, "info.version changed from \(baseVersion) to \(revisionVersion) with no other change")
         }
         if hasBreaking {
@@ -89,6 +87,18 @@ private struct Collector {
                     "breaking changes, but info.version went from \(baseVersion) to \(revisionVersion)")
             }
         }
+    }
+
+    /// Whether the two descriptions are the same files with the same content, but for `info.version`.
+    func sameButForVersion() -> Bool {
+        guard Self.withoutVersion(base.root) == Self.withoutVersion(revision.root), base.documents.count == revision.documents.count else { return false }
+        let baseDirectory = base.url.deletingLastPathComponent().path
+        let revisionDirectory = revision.url.deletingLastPathComponent().path
+        for (file, value) in base.documents where file != base.url {
+            let relative = String(file.path.dropFirst(baseDirectory.count))
+            guard let other = revision.documents[URL(fileURLWithPath: revisionDirectory + relative)], other == value else { return false }
+        }
+        return true
     }
 
     /// The document with `info.version` removed (to tell "only the version changed").
@@ -159,10 +169,17 @@ private struct Collector {
             }
         }
 
-        // Security: a requirement added to an operation locks out clients that do not send it.
-        let oldSecurity = Set((old.security ?? []).joined())
-        for scheme in Set((new.security ?? []).joined()).subtracting(oldSecurity).sorted() {
-            add("api-security-added", .breaking, place, nil, "the operation now requires \(scheme)")
+        // Security: a client satisfies one alternative (a set of schemes; empty = anonymous). It keeps
+        // working if some new alternative asks for no more than what it sends.
+        func alternatives(_ security: [[String]]?) -> [Set<String>] {
+            guard let security, !security.isEmpty else { return [[]] }
+            return security.map(Set.init)
+        }
+        let newAlternatives = alternatives(new.security)
+        for sent in alternatives(old.security) where !newAlternatives.contains(where: { $0.isSubset(of: sent) }) {
+            let required = newAlternatives.map { $0.isEmpty ? "anonymous access" : $0.sorted().joined(separator: " + ") }.joined(separator: " or ")
+            add("api-security-added", .breaking, place, nil,
+                "clients that send \(sent.isEmpty ? "no credentials" : sent.sorted().joined(separator: " + ")) are refused: the operation now requires \(required)")
         }
     }
 
@@ -189,6 +206,9 @@ private struct Collector {
         }
         var nullable = types.contains("null") || (isOpenAPI30 && value["nullable"] == .bool(true))
         if case .array(let list) = value["enum"] ?? .null, list.contains(.null) { nullable = true }
+        for keyword in ["oneOf", "anyOf"] {
+            if case .array(let alternatives) = value[keyword] ?? .null, alternatives.contains(where: Self.isNullSchema) { nullable = true }
+        }
         types.remove("null")
         var enumValues: [JSONValue]?
         var extensible = false
@@ -252,10 +272,12 @@ private struct Collector {
                 }
             }
         }
-        if let oldVariants = variants(of: a.value, in: old.file), let newVariants = variants(of: b.value, in: new.file) {
-            for variant in newVariants where !oldVariants.contains(variant) {
-                add(pointer.isEmpty ? "response-body-one-of-added" : "response-property-one-of-added", .breaking, place, pointer.isEmpty ? nil : pointer,
-                    "\(subject) may now be \(variant): old clients cannot decode it (a union is closed, like an enum)")
+        if let oldUnion = variants(of: a.value, in: old.file, document: base), let newUnion = variants(of: b.value, in: new.file, document: revision) {
+            let discriminated = b.value["discriminator"] != nil
+            for variant in addedVariants(oldUnion.names, newUnion.names, discriminated: discriminated) {
+                let rule = "response-\(pointer.isEmpty ? "body" : "property")-\(newUnion.keyword == "oneOf" ? "one-of" : "any-of")-added"
+                add(rule, .breaking, place, pointer.isEmpty ? nil : pointer,
+                    "\(subject) may now be \(discriminated ? variant : "a new variant (\(variant))"): old clients cannot decode it (a union is closed, like an enum)")
             }
         }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
@@ -301,9 +323,11 @@ private struct Collector {
                 add("\(prefix)-enum-value-removed", .breaking, place, at, "\(what) no longer accepts \(value)")
             }
         }
-        if let oldVariants = variants(of: a.value, in: old.file), let newVariants = variants(of: b.value, in: new.file) {
-            for variant in oldVariants where !newVariants.contains(variant) {
-                add("\(prefix)-one-of-removed", .breaking, place, at, "\(what) no longer accepts \(variant)")
+        if let oldUnion = variants(of: a.value, in: old.file, document: base), let newUnion = variants(of: b.value, in: new.file, document: revision) {
+            let discriminated = a.value["discriminator"] != nil
+            for variant in addedVariants(newUnion.names, oldUnion.names, discriminated: discriminated) {
+                add("\(prefix)-\(oldUnion.keyword == "oneOf" ? "one-of" : "any-of")-removed", .breaking, place, at,
+                    "\(what) no longer accepts \(discriminated ? variant : "one of its variants (\(variant))")")
             }
         }
         func number(_ name: String, _ shape: Shape) -> JSONNumber? {
@@ -343,35 +367,72 @@ private struct Collector {
         }
     }
 
-    /// The variants of a union (`oneOf`, or `anyOf` other than the open-enum pattern), null excluded, each
-    /// named the way a client tells them apart: by discriminator value when there is a discriminator
-    /// (`kind=circle`), else by the schema a `$ref` names, else by the inline schema's JSON.
-    func variants(of schema: JSONValue, in file: URL) -> [String]? {
+    /// A union's variants as a client tells them apart, null excluded: with a discriminator, by its wire
+    /// values (`kind=circle`; a variant without a mapping answers to its component's name); without one,
+    /// by the kind of JSON value each variant holds (`string`, `integer enum [1, 2]`, `object`), with `$ref`s
+    /// followed — so renaming, reordering or annotating variants is no change. `keyword` is `oneOf` or
+    /// `anyOf`; nil for a schema that is not a union (or is the open-enum pattern, compared as an enum).
+    func variants(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> (keyword: String, names: [String])? {
         let keyword = schema["oneOf"] != nil ? "oneOf" : "anyOf"
         guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
-        if keyword == "anyOf", case .array(let pair) = schema["anyOf"] ?? .null, pair.count == 2, pair[0]["enum"] != nil, pair[1]["enum"] == nil,
-            pair[1]["type"] == "string"
-        {
-            return nil  // the open-enum pattern: compared as an enum
+        if keyword == "anyOf", alternatives.count == 2, alternatives[0]["enum"] != nil, alternatives[1]["enum"] == nil, alternatives[1]["type"] == "string" {
+            return nil
         }
-        let named = alternatives.filter { !($0["type"] == "null" || $0["type"] == ["null"]) }.map { alternative -> String in
-            if case .string(let reference) = alternative["$ref"] ?? .null {
-                return JSONPointer.tokens(Loader.split(reference, relativeTo: file).1)?.last ?? reference
-            }
-            return alternative.description
+        let real = alternatives.filter { !Self.isNullSchema($0) }
+        guard let property = schema["discriminator"]?["propertyName"]?.stringValue else {
+            return (keyword, real.map { kind(of: $0, in: file, document: document) })
         }
-        guard let property = schema["discriminator"]?["propertyName"]?.stringValue else { return named }
         var values: [String] = []
         var mapped: Set<String> = []
         if case .object(let mapping) = schema["discriminator"]?["mapping"] ?? .null {
             for (value, target) in mapping {
                 values.append("\(property)=\(value)")
                 if let reference = target.stringValue {
-                    mapped.insert(reference.contains("/") ? JSONPointer.tokens(Loader.split(reference, relativeTo: file).1)?.last ?? reference : reference)
+                    let full = reference.contains("#") || reference.contains("/") ? reference : "#/components/schemas/" + reference
+                    let (targetFile, pointer) = Loader.split(full, relativeTo: file)
+                    mapped.insert(targetFile.path + "#" + pointer)
                 }
             }
         }
-        return values + named.filter { !mapped.contains($0) }.map { "\(property)=\($0)" }
+        for alternative in real {
+            guard case .string(let reference) = alternative["$ref"] ?? .null else { continue }
+            let (targetFile, pointer) = Loader.split(reference, relativeTo: file)
+            if !mapped.contains(targetFile.path + "#" + pointer), let name = JSONPointer.tokens(pointer)?.last {
+                values.append("\(property)=\(name)")
+            }
+        }
+        return (keyword, values)
+    }
+
+    /// The kind of JSON value a variant holds: its type, and its enum or const values.
+    private func kind(of variant: JSONValue, in file: URL, document: OpenAPIDocument) -> String {
+        guard let schema = try? document.resolve(variant, in: file).value else { return variant.description }
+        var types: [String] = []
+        switch schema["type"] ?? .null {
+        case .string(let type): types = [type]
+        case .array(let list): types = list.compactMap(\.stringValue).filter { $0 != "null" }.sorted()
+        default: types = schema["properties"] != nil ? ["object"] : []
+        }
+        var text = types.isEmpty ? "any value" : types.joined(separator: " or ")
+        if case .array(let values) = schema["enum"] ?? .null { text += " enum " + values.map(\.description).sorted().joined(separator: ", ") }
+        if let constant = schema["const"] { text += " const \(constant)" }
+        return text
+    }
+
+    static func isNullSchema(_ schema: JSONValue) -> Bool {
+        schema["type"] == "null" || schema["type"] == ["null"] || schema["enum"] == [.null] || schema["const"] == .null
+    }
+
+    /// New variants in `new` that `old` lacks: by name when the names are wire values, by count otherwise
+    /// (two variants of the same kind are told apart by their shapes, which the other rules compare).
+    func addedVariants(_ old: [String], _ new: [String], discriminated: Bool) -> [String] {
+        if discriminated { return new.filter { !old.contains($0) } }
+        var remaining = old
+        var added: [String] = []
+        for name in new {
+            if let index = remaining.firstIndex(of: name) { remaining.remove(at: index) } else { added.append(name) }
+        }
+        return added
     }
 
     static func kebab(_ camel: String) -> String {

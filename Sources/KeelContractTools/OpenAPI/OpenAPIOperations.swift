@@ -97,8 +97,10 @@ extension OpenAPIDocument {
 
     /// Every operation, in the order the description lists paths and, within a path, methods.
     ///
-    /// - Throws: ``ContractLoadError`` for a `$ref` that does not resolve, a parameter without `name` or
-    ///   with an unknown `in`.
+    /// Parameters without a `name`, or with an `in` OpenAPI 3 does not define (`body` from a Swagger 2
+    /// conversion), are left out.
+    ///
+    /// - Throws: ``ContractLoadError`` for a `$ref` that does not resolve.
     public func operations() throws(ContractLoadError) -> [Operation] {
         guard case .object(let paths) = root["paths"] ?? .null else { return [] }
         let documentSecurity = Self.securityRequirements(root["security"])
@@ -151,12 +153,11 @@ extension OpenAPIDocument {
         for (index, entry) in list.enumerated() {
             let resolved = try resolve(entry, in: file)
             let entryLocation = resolved.location.isEmpty ? "\(location)/\(index)" : resolved.location
-            guard let name = resolved.value["name"]?.stringValue else {
-                throw ContractLoadError(file: file.path, location: "\(location)/\(index)", message: "a parameter without a name")
-            }
-            guard let raw = resolved.value["in"]?.stringValue, let place = ParameterLocation(rawValue: raw) else {
-                throw ContractLoadError(file: file.path, location: "\(location)/\(index)", message: "parameter \(name): `in` must be path, query, header or cookie")
-            }
+            // Not an OpenAPI 3 parameter (no name, or `in: body` from a Swagger 2 conversion): nothing a
+            // client sends as a parameter, so not part of this view (the loader accepted the file).
+            guard let name = resolved.value["name"]?.stringValue, let raw = resolved.value["in"]?.stringValue,
+                let place = ParameterLocation(rawValue: raw)
+            else { continue }
             let schema = resolved.value["schema"].map { SchemaSource(value: $0, file: resolved.file, location: entryLocation + "/schema") }
             result.append(Parameter(name: name, location: place, required: place == .path || resolved.value["required"] == .bool(true), schema: schema))
         }
