@@ -142,6 +142,8 @@ import Testing
         let offset = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30T09:00:00.250+01:00"}"#.utf8))
         #expect(fraction.at.timeIntervalSince(plain.at) == 0.25)
         #expect(offset.at == fraction.at)
+        let lowercase = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30t08:00:00.250z"}"#.utf8))
+        #expect(lowercase.at == fraction.at)  // RFC 3339 §5.6 allows t and z
         #expect(throws: ContractDecodingError.self) {
             try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "30/11/2026"}"#.utf8))
         }

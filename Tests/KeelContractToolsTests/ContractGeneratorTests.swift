@@ -455,9 +455,10 @@ import Testing
                   required: [kind]
                   properties: {kind: {type: string}}
                   discriminator: {propertyName: kind}
+                Owner: {type: object, properties: {pet: {$ref: '#/components/schemas/Pet'}}}
             """)
         #expect(found.map(\.location) == ["#/components/schemas/Meta/additionalProperties", "#/components/schemas/Pet/discriminator"])
-        #expect(found[1].message.hasPrefix("a discriminator without oneOf (the allOf inheritance style) is not supported yet"))
+        #expect(found[1].message.hasPrefix("a discriminator without oneOf, on a schema used as a value (not only as an allOf part), is not supported yet"))
     }
 
     @Test func aVariantWhoseNameIsMappedToAnotherCannotBeSelectedAndIsRefused() throws {
@@ -713,6 +714,121 @@ import Testing
             """, openAPI: "3.0.3")
         #expect(code.contains("    case dog(Dog)\n    case cat(Cat)\n    case bird(Bird)\n"))
         #expect(code.contains("public typealias Cat = Base"))
+    }
+
+    // MARK: - Third review
+
+    @Test func theInheritanceStyleWorksWhenTheBaseIsOnlyAPartAndSubtypesAreListedInOneOf() throws {
+        let code = try generate("""
+                Pet:
+                  type: object
+                  required: [petType, name]
+                  properties: {petType: {type: string}, name: {type: string}}
+                  discriminator: {propertyName: petType, mapping: {cat: '#/components/schemas/Cat', dog: '#/components/schemas/Dog'}}
+                Cat:
+                  allOf:
+                    - $ref: '#/components/schemas/Pet'
+                    - properties:
+                        name: {type: string, description: The cat's name}
+                        petType: {type: string, enum: [cat]}
+                        meows: {type: boolean}
+                Dog:
+                  allOf: [{$ref: '#/components/schemas/Pet'}, {properties: {barks: {type: boolean}}}]
+                AnyPet:
+                  oneOf: [{$ref: '#/components/schemas/Cat'}, {$ref: '#/components/schemas/Dog'}]
+                  discriminator: {propertyName: petType, mapping: {cat: '#/components/schemas/Cat', dog: '#/components/schemas/Dog'}}
+                Owner: {type: object, properties: {pet: {$ref: '#/components/schemas/AnyPet'}}}
+            """)
+        // A member redefined with only a new description is the same member; pinned to enum values, the narrower one.
+        #expect(code.contains("public struct Cat: Codable, Hashable, Sendable {\n    public var petType: Cat.PetType\n    public var name: String\n    public var meows: Bool?\n"))
+        #expect(code.contains("case cat(Cat)\n    case dog(Dog)"))
+    }
+
+    @Test func membersBesideAUnionAreRefusedNotDropped() throws {
+        let found = try diagnostics("""
+                A: {type: object, required: [kind], properties: {kind: {type: string}}}
+                Event:
+                  type: object
+                  required: [id]
+                  properties: {id: {type: string}}
+                  oneOf: [{$ref: '#/components/schemas/A'}]
+                  discriminator: {propertyName: kind}
+                Foo: {type: object, required: [a], properties: {a: {type: string}}, anyOf: [{$ref: '#/components/schemas/A'}]}
+            """)
+        #expect(found.map(\.location) == ["#/components/schemas/Event/oneOf", "#/components/schemas/Foo/anyOf"])
+    }
+
+    @Test func anExtensibleEnumInAFileOfItsOwnStaysExtensibleThroughItsComponent() throws {
+        let directory = self.directory
+        try FileManager.default.createDirectory(at: directory.url("schemas"), withIntermediateDirectories: true)
+        try Data("type: string\nenum: [available, sold]\nx-extensible-enum: true\n".utf8).write(to: directory.url("schemas/Status.yaml"))
+        let code = try generate("""
+                Status: {$ref: './schemas/Status.yaml'}
+                Pet: {type: object, required: [status], properties: {status: {$ref: '#/components/schemas/Status'}}}
+            """)
+        #expect(code.contains("public enum Status: String, ExtensibleEnum"))
+        #expect(code.contains("public var status: Extensible<Status>\n"))
+    }
+
+    @Test func theOpenEnumPatternInEitherOrder() throws {
+        let code = try generate("    M: {type: object, properties: {model: {anyOf: [{type: string}, {type: string, enum: [gpt-4o, gpt-4o-mini]}]}}}\n")
+        #expect(code.contains("public var model: Extensible<M.Model>?"))
+    }
+
+    @Test func aMemberNamedHashValueCompiles() throws {
+        let code = try generate("    Commit: {type: object, required: [hashValue], properties: {hashValue: {type: string}}}\n")
+        #expect(code.contains("public var hashValue_: String\n"))
+        #expect(code.contains("case hashValue_ = \"hashValue\""))
+    }
+
+    @Test func aPathItemInAnotherFileHasItsOwnLocations() throws {
+        let directory = self.directory
+        try FileManager.default.createDirectory(at: directory.url("paths"), withIntermediateDirectories: true)
+        try Data("""
+            get:
+              operationId: listPets
+              responses:
+                '200':
+                  description: ok
+                  content:
+                    application/json:
+                      schema: {type: object, properties: {bad: {oneOf: [{type: string}, {type: integer}]}}}
+            """.utf8).write(to: directory.url("paths/pets.yaml"))
+        let url = directory.url("api.yaml")
+        try Data("openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n  /pets: {$ref: './paths/pets.yaml'}\n".utf8).write(to: url)
+        #expect {
+            _ = try ContractGenerator(contract: url).generate()
+        } throws: { error in
+            guard case .unsupported(let found) = error as? ContractGenerationError else { return false }
+            return found.map { "\($0.file) \($0.location)" } == ["paths/pets.yaml #/get/responses/200/content/application~1json/schema/properties/bad"]
+        }
+    }
+
+    @Test func sharedResponsesAreNamedAfterThemselvesAndAliasHelpersReadWell() throws {
+        let paths = """
+            {/a: {get: {operationId: listA, responses: {'200': {$ref: '#/components/responses/Paged'}}}}, /b: {get: {operationId: listB, responses: {'200': {$ref: '#/components/responses/Paged'}}}}, /c: {get: {operationId: listC, responses: {'200': {description: ok, content: {application/json: {schema: {type: array, items: {type: object, properties: {x: {type: string}}}}}}}}}}}
+            components:
+              responses:
+                Paged: {description: page, content: {application/json: {schema: {type: object, properties: {next: {type: string}}}}}}
+            """
+        let url = directory.url("shared.yaml")
+        try Data("openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths: \(paths)\n".utf8).write(to: url)
+        let code = try ContractGenerator(contract: url).generate()
+        #expect(code.contains("public struct PagedResponse:"))
+        #expect(!code.contains("ListAResponse") && !code.contains("ListBResponse"))
+        #expect(code.contains("public typealias ListCResponse = [ListCResponseItem]"))
+    }
+
+    @Test func anInlineBodyThatCannotBeGeneratedIsReported() throws {
+        let paths = "{/me: {get: {operationId: getMe, responses: {'200': {description: ok, content: {application/json: {schema: {oneOf: [{type: string}, {type: integer}]}}}}}}}}"
+        let url = directory.url("body.yaml")
+        try Data("openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths: \(paths)\n".utf8).write(to: url)
+        #expect {
+            _ = try ContractGenerator(contract: url).generate()
+        } throws: { error in
+            guard case .unsupported(let found) = error as? ContractGenerationError else { return false }
+            return found.map(\.location) == ["#/paths/~1me/get/responses/200/content/application~1json/schema"]
+        }
     }
 
     @Test func aProblemReachedFromSeveralPlacesIsReportedOnce() throws {

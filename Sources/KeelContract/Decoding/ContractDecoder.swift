@@ -167,6 +167,8 @@ enum RFC3339 {
     private static let formatters = Formatters()
 
     static func date(from text: String) -> Date? {
+        // RFC 3339 allows a lowercase `t` and `z`; ISO8601DateFormatter does not.
+        let text = text.utf8.contains(where: { $0 == UInt8(ascii: "t") || $0 == UInt8(ascii: "z") }) ? text.uppercased() : text
         formatters.lock.lock()
         defer { formatters.lock.unlock() }
         return formatters.withoutFractions.date(from: text) ?? formatters.withFractions.date(from: text)

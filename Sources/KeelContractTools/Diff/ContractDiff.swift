@@ -221,11 +221,8 @@ private struct Collector {
             extensible = true
             if types.isEmpty { types = ["string"] }
         }
-        // The open-enum pattern: anyOf [{type: string, enum: [...]}, {type: string}].
-        if case .array(let alternatives) = value["anyOf"] ?? .null, alternatives.count == 2,
-            case .array(let known) = alternatives[0]["enum"] ?? .null, alternatives[1]["enum"] == nil,
-            alternatives[1]["type"] == "string"
-        {
+        // The open-enum pattern: anyOf [{type: string, enum: [...]}, {type: string}], in either order.
+        if let known = Self.openEnumValues(value) {
             enumValues = known
             extensible = true
             types = ["string"]
@@ -375,9 +372,7 @@ private struct Collector {
     func variants(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> (keyword: String, names: [String])? {
         let keyword = schema["oneOf"] != nil ? "oneOf" : "anyOf"
         guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
-        if keyword == "anyOf", alternatives.count == 2, alternatives[0]["enum"] != nil, alternatives[1]["enum"] == nil, alternatives[1]["type"] == "string" {
-            return nil
-        }
+        if keyword == "anyOf", Self.openEnumValues(schema) != nil { return nil }
         let real = alternatives.filter { !Self.isNullSchema($0) }
         guard let property = schema["discriminator"]?["propertyName"]?.stringValue else {
             return (keyword, real.map { kind(of: $0, in: file, document: document) })
@@ -417,6 +412,20 @@ private struct Collector {
         if case .array(let values) = schema["enum"] ?? .null { text += " enum " + values.map(\.description).sorted().joined(separator: ", ") }
         if let constant = schema["const"] { text += " const \(constant)" }
         return text
+    }
+
+    /// The known values of the open-enum pattern, `anyOf: [{type: string, enum: [...]}, {type: string}]` in
+    /// either order.
+    static func openEnumValues(_ schema: JSONValue) -> [JSONValue]? {
+        guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return nil }
+        for (known, open) in [(0, 1), (1, 0)] {
+            if case .array(let values) = alternatives[known]["enum"] ?? .null, alternatives[open]["enum"] == nil,
+                alternatives[open]["type"] == "string", alternatives[open]["$ref"] == nil
+            {
+                return values
+            }
+        }
+        return nil
     }
 
     static func isNullSchema(_ schema: JSONValue) -> Bool {

@@ -26,19 +26,22 @@ extension ModelBuilder {
         if case .array(let values) = schema["enum"] ?? .null {
             return schema["x-extensible-enum"] == .bool(true) ? .extensibleEnum(values, at: "/enum") : .closedEnum(values, at: "/enum")
         }
-        if isOpenEnum(schema), case .array(let values) = schema["anyOf"]?[0]?["enum"] ?? .null { return .extensibleEnum(values, at: "/anyOf/0/enum") }
+        if let (values, at) = openEnumValues(schema) { return .extensibleEnum(values, at: at) }
         for keyword in ["oneOf", "anyOf"] {
             guard case .array(let alternatives) = schema[keyword] ?? .null else { continue }
+            // Members beside a union would apply to every variant: not something one Swift type says yet.
+            if ["properties", "required", "allOf", "additionalProperties"].contains(where: { schema[$0] != nil }),
+                !alternatives.allSatisfy(Self.onlyRequires)
+            {
+                return .unsupported("\(keyword) together with properties, required or allOf is not supported yet "
+                    + "(move the shared members into each variant, or into an allOf part of each)", at: "/\(keyword)")
+            }
             if schema["discriminator"] != nil { return .union }
             let remaining = alternatives.enumerated().filter { !Self.isNullSchema($0.element) }
             if remaining.count == 1 { return .wrapped(remaining[0].element, keyword: "\(keyword)/\(remaining[0].offset)") }
             if schema["properties"] != nil, alternatives.allSatisfy(Self.onlyRequires) { break }
             return .unsupported("\(keyword) without a discriminator is not supported yet (supported: a discriminator with propertyName, "
                 + "'one schema or null', and the open-enum pattern anyOf [{type: string, enum: [...]}, {type: string}])", at: "")
-        }
-        if schema["discriminator"] != nil, schema["oneOf"] == nil, schema["anyOf"] == nil {
-            return .unsupported("a discriminator without oneOf (the allOf inheritance style) is not supported yet: a subtype received "
-                + "where this schema is used would lose its own members; list the subtypes in oneOf with the discriminator", at: "/discriminator")
         }
         if case .array(let parts) = schema["allOf"] ?? .null {
             // Parts that only annotate or constrain (`{description: ...}`, `{nullable: true}`, `{minimum: 1}`) do
@@ -125,10 +128,19 @@ extension ModelBuilder {
         }
     }
 
-    /// The open-enum pattern: `anyOf: [{type: string, enum: [...]}, {type: string}]`.
-    func isOpenEnum(_ schema: JSONValue) -> Bool {
-        guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return false }
-        return alternatives[0]["enum"] != nil && alternatives[1]["enum"] == nil && alternatives[1]["type"] == "string"
+    /// The open-enum pattern: `anyOf: [{type: string, enum: [...]}, {type: string}]`, in either order.
+    func isOpenEnum(_ schema: JSONValue) -> Bool { openEnumValues(schema) != nil }
+
+    /// The known values of the open-enum pattern and where they are (`/anyOf/0/enum`).
+    func openEnumValues(_ schema: JSONValue) -> ([JSONValue], at: String)? {
+        guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return nil }
+        for (known, open) in [(0, 1), (1, 0)] {
+            guard case .array(let values) = alternatives[known]["enum"] ?? .null, alternatives[open]["enum"] == nil,
+                alternatives[open]["type"] == "string", alternatives[open]["$ref"] == nil
+            else { continue }
+            return (values, "/anyOf/\(known)/enum")
+        }
+        return nil
     }
 
     /// Whether a value of the schema may be null: 3.1 `type: [..., "null"]`, 3.0 `nullable: true` (also
@@ -193,19 +205,22 @@ extension ModelBuilder {
     /// Calls `body` with every `$ref` in a schema position of `schema` and its subschemas (not following
     /// the references), and with every reference in a discriminator mapping. Literal data (`example`,
     /// `default`, `enum`, extensions) is not searched: a `$ref` member there is data.
-    static func forEachSchemaReference(in schema: JSONValue, _ body: (String) -> Void) {
+    /// `direct` is false for an `allOf` part (the schema is merged into another) and a mapping target.
+    static func forEachSchemaReference(in schema: JSONValue, direct: Bool = true, _ body: (_ reference: String, _ direct: Bool) -> Void) {
         guard case .object(let object) = schema else { return }
-        if case .string(let reference) = object["$ref"] ?? .null { body(reference) }
+        if case .string(let reference) = object["$ref"] ?? .null { body(reference, direct) }
         if case .object(let mapping) = object["discriminator"]?["mapping"] ?? .null {
             for (_, target) in mapping {
-                if let reference = target.stringValue, reference.contains("#") || reference.contains("/") { body(reference) }
+                if let reference = target.stringValue, reference.contains("#") || reference.contains("/") { body(reference, false) }
             }
         }
         for (keyword, value) in object {
             switch keyword {
             case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
                 if case .object(let members) = value { for (_, subschema) in members { forEachSchemaReference(in: subschema, body) } }
-            case "allOf", "anyOf", "oneOf", "prefixItems":
+            case "allOf":
+                if case .array(let subschemas) = value { for subschema in subschemas { forEachSchemaReference(in: subschema, direct: false, body) } }
+            case "anyOf", "oneOf", "prefixItems":
                 if case .array(let subschemas) = value { for subschema in subschemas { forEachSchemaReference(in: subschema, body) } }
             case "items":
                 if case .array(let subschemas) = value {
@@ -220,6 +235,20 @@ extension ModelBuilder {
                 break
             }
         }
+    }
+
+    /// `schema` without the keywords that only annotate (to compare two definitions of a member).
+    static func withoutAnnotations(_ schema: JSONValue) -> JSONValue {
+        guard case .object(let object) = schema else { return schema }
+        let annotations: Set<String> = ["description", "title", "example", "examples", "deprecated", "externalDocs", "$comment"]
+        return .object(JSONObject(object.filter { !annotations.contains($0.key) && !$0.key.hasPrefix("x-") }.map { ($0.key, $0.value) }))
+    }
+
+    /// `{type: string}` (and annotations) narrowed to string values listed in `enum`: a subtype pinning
+    /// its discriminator (`petType: {type: string, enum: [cat]}`).
+    static func narrows(_ narrower: JSONValue, _ wider: JSONValue) -> Bool {
+        guard withoutAnnotations(wider) == ["type": "string"], case .object(let object) = withoutAnnotations(narrower) else { return false }
+        return object["enum"] != nil && object.allSatisfy { ["type", "enum"].contains($0.key) } && (object["type"] == nil || object["type"] == "string")
     }
 }
 

@@ -21,6 +21,10 @@ struct ModelBuilder {
     private var reserved: Set<String> = []
     /// Schemas being expanded inline through a `$ref` (a cycle among them is reported, not followed).
     private var expanding: Set<String> = []
+    /// The schema declared under each top-level name (what a `$ref` to that name stands for).
+    private var declaredSchemas: [String: JSONValue] = [:]
+    /// Schemas a `$ref` uses as a value somewhere (not only as an `allOf` part or a mapping target).
+    private var directlyUsed: Set<String> = []
 
     /// Names a nested type may not take: it would hide a top-level type or a name generated code uses.
     static let namesGeneratedCodeUses: Set<String> = Set(Builtin.allCases.map(\.rawValue)).union([
@@ -52,7 +56,7 @@ struct ModelBuilder {
 
     /// The targets of every `$ref` in a schema position, reached from the component schemas and the
     /// operations' parameters and bodies, following references transitively; each once, in a stable order.
-    private func schemaReferenceTargets(_ operations: [OpenAPIDocument.Operation]) -> [(URL, String)] {
+    private mutating func schemaReferenceTargets(_ operations: [OpenAPIDocument.Operation]) -> [(URL, String)] {
         var work: [(JSONValue, URL)] = []
         if case .object(let schemas) = document.root["components"]?["schemas"] ?? .null {
             for (_, schema) in schemas { work.append((schema, document.url)) }
@@ -68,9 +72,10 @@ struct ModelBuilder {
         while next < work.count {
             let (schema, file) = work[next]
             next += 1
-            Self.forEachSchemaReference(in: schema) { reference in
+            Self.forEachSchemaReference(in: schema) { reference, direct in
                 let full = reference.contains("#") || reference.contains("/") || reference.contains(".") ? reference : "#/components/schemas/" + reference
                 let (target, pointer) = Loader.split(full, relativeTo: file)
+                if direct { directlyUsed.insert(target.path + "#" + pointer) }
                 guard seen.insert(target.path + "#" + pointer).inserted,
                     let value = document.documents[target].flatMap({ Loader.walk($0, pointer) })
                 else { return }
@@ -98,6 +103,7 @@ struct ModelBuilder {
                         let swiftName = SwiftNames.unique(SwiftNames.topLevelTypeName(name), in: &topLevelNames)
                         declaredTargets[document.url.path + "#" + pointer] = swiftName
                         declaredTargets[key] = swiftName
+                        declaredSchemas[swiftName] = target
                         pending.append((swiftName, target, file, "#" + targetPointer))
                         continue
                     }
@@ -130,6 +136,7 @@ struct ModelBuilder {
     private mutating func register(_ name: String, schema: JSONValue, file: URL, pointer: String) {
         let swiftName = SwiftNames.unique(name, in: &topLevelNames)
         declaredTargets[file.path + "#" + pointer] = swiftName
+        declaredSchemas[swiftName] = schema
         pending.append((swiftName, schema, file, "#" + pointer))
     }
 
@@ -153,11 +160,23 @@ struct ModelBuilder {
             }
             for (suffix, schema) in bodies {
                 let key = schema.file.path + schema.location
+                var reportable = false
+                if case .unsupported = form(schema.value) { reportable = schema.value["$ref"] == nil }
                 guard declaredTargets[key] == nil, schema.value["$ref"] == nil || refWithSiblings(schema.value, file: schema.file),
-                    needsDeclaration(schema.value, file: schema.file) || Self.isArray(schema.value)
+                    needsDeclaration(schema.value, file: schema.file) || Self.isArray(schema.value) || reportable
                 else { continue }
-                let swiftName = SwiftNames.unique(base + suffix, in: &topLevelNames)
+                // A shared `components/responses/Paged` is named after itself, not the first operation using it.
+                var name = base + suffix
+                if let tokens = JSONPointer.tokens(String(schema.location.dropFirst())), tokens.count > 2, tokens[0] == "components",
+                    ["responses", "requestBodies"].contains(tokens[1])
+                {
+                    let kind = tokens[1] == "responses" ? "Response" : "Request"
+                    let component = SwiftNames.topLevelTypeName(tokens[2])
+                    name = component.hasSuffix(kind) ? component : component + kind
+                }
+                let swiftName = SwiftNames.unique(name, in: &topLevelNames)
                 declaredTargets[key] = swiftName
+                declaredSchemas[swiftName] = schema.value
                 pending.append((swiftName, schema.value, schema.file, schema.location))
             }
         }
@@ -183,8 +202,19 @@ struct ModelBuilder {
 
     // MARK: - Declarations
 
-    private mutating func declareTopLevel(_ name: String, schema: JSONValue, file: URL, pointer: String) {
-        let documentation = Self.documentation(schema)
+    private mutating func declareTopLevel(_ name: String, schema original: JSONValue, file: URL, pointer originalPointer: String) {
+        let documentation = Self.documentation(original)
+        // `X: {allOf: [{type: object, ...}]}`: the inline schema inside a wrapper is X itself.
+        var schema = original
+        var pointer = originalPointer
+        while schema["$ref"] == nil, case .wrapped(let inner, let keyword) = form(schema), inner["$ref"] == nil {
+            schema = inner
+            pointer += "/" + keyword
+        }
+        if schema["discriminator"] != nil, schema["oneOf"] == nil, schema["anyOf"] == nil, directlyUsed.contains(file.path + originalPointer) {
+            diagnoseInheritance(file, pointer)
+            return
+        }
         let source = (displayName(file), pointer)
         if schema["$ref"] == nil || refWithSiblings(schema, file: file) {
             switch form(schema) {
@@ -211,7 +241,7 @@ struct ModelBuilder {
         // Arrays, dictionaries, scalars and references: a typealias; types its elements need are declared
         // beside it at the top level (a typealias cannot contain them).
         var scope = Scope(path: [], prefix: name)
-        guard let (type, _) = use(schema, file: file, pointer: pointer, suggested: "Item", scope: &scope, isDeclaration: true) else { return }
+        guard let (type, _) = use(schema, file: file, pointer: pointer, suggested: "", scope: &scope, isDeclaration: true) else { return }
         declarations.append(TypePlan(path: [name], kind: .alias(type), documentation: documentation, file: source.0, location: pointer))
         declarations.append(contentsOf: scope.nested)
     }
@@ -323,11 +353,17 @@ struct ModelBuilder {
         if case .object(let properties) = value["properties"] ?? .null {
             for (name, property) in properties {
                 let propertyPointer = pointer + "/properties/" + JSONPointer.escape(name)
-                if let existing = members.first(where: { $0.name == name }) {
-                    if existing.schema != property {
-                        diagnose(file, propertyPointer, "property \(name) is defined differently in two allOf parts (first at \(existing.pointer))")
-                        succeeded = false
+                if let index = members.firstIndex(where: { $0.name == name }) {
+                    let existing = members[index]
+                    if Self.withoutAnnotations(existing.schema) == Self.withoutAnnotations(property) || Self.narrows(existing.schema, property) {
+                        continue  // the same member (or the first is already the narrower one)
                     }
+                    if Self.narrows(property, existing.schema) {
+                        members[index] = Member(name: name, schema: property, file: file, pointer: propertyPointer)
+                        continue
+                    }
+                    diagnose(file, propertyPointer, "property \(name) is defined differently in two allOf parts (first at \(existing.pointer))")
+                    succeeded = false
                     continue
                 }
                 members.append(Member(name: name, schema: property, file: file, pointer: propertyPointer))
@@ -469,10 +505,13 @@ struct ModelBuilder {
         if case .string(let reference) = value["$ref"] ?? .null, !refWithSiblings(value, file: file) {
             let (targetFile, targetPointer) = Loader.split(reference, relativeTo: file)
             let key = targetFile.path + "#" + targetPointer
-            if let name = declaredTargets[key], let target = document.documents[targetFile].flatMap({ Loader.walk($0, targetPointer) }) {
+            if let name = declaredTargets[key] {
                 // `nullable: true` beside the $ref counts too (3.0 descriptions write it there).
                 let nullable = isNullable(value, file: file)
-                if target["$ref"] == nil, case .extensibleEnum = form(target) { return (.extensible([name]), nullable) }
+                // What was declared under the name (for `Status: {$ref: './Status.yaml'}`, the file's enum).
+                if let declared = declaredSchemas[name], declared["$ref"] == nil, case .extensibleEnum = form(declared) {
+                    return (.extensible([name]), nullable)
+                }
                 return (.declared([name]), nullable)
             }
             // Something without a declaration of its own (a scalar, an array, a chain of references): its
@@ -491,6 +530,10 @@ struct ModelBuilder {
         if !isDeclaration, let name = declaredTargets[file.path + pointer] {
             if case .extensibleEnum = form(value) { return (.extensible([name]), nullable) }
             return (.declared([name]), nullable)
+        }
+        if value["discriminator"] != nil, value["oneOf"] == nil, value["anyOf"] == nil {
+            diagnoseInheritance(file, pointer)
+            return nil
         }
         switch form(value) {
         case .extensibleEnum(let values, let at):
@@ -544,6 +587,13 @@ struct ModelBuilder {
             diagnose(file, pointer, error.message)
             return nil
         }
+    }
+
+    /// A base schema with a discriminator (the `allOf` inheritance style) used as a value: a subtype received
+    /// there would decode as the base and lose its own members.
+    private mutating func diagnoseInheritance(_ file: URL, _ pointer: String) {
+        diagnose(file, pointer + "/discriminator", "a discriminator without oneOf, on a schema used as a value (not only as an allOf part), is not "
+            + "supported yet: a subtype received there would lose its own members; where it is used, list the subtypes in oneOf with the discriminator")
     }
 
     private mutating func diagnose(_ file: URL, _ location: String, _ message: String) {

@@ -15,7 +15,7 @@ enum SwiftNames {
     ]
 
     /// Member names that cannot be used even with backticks (or mean something else after a dot).
-    static let reservedMembers: Set<String> = ["self", "Self", "init", "deinit", "subscript", "Type", "Protocol", "super"]
+    static let reservedMembers: Set<String> = ["self", "Self", "init", "deinit", "subscript", "Type", "Protocol", "super", "hashValue"]
 
     /// Type names that cannot be declared (or would hide what generated code needs).
     static let reservedTypes: Set<String> = ["Self", "Type", "Protocol", "Any", "AnyObject", "Swift", "Foundation", "KeelContract"]

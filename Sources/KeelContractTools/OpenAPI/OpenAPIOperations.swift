@@ -106,8 +106,9 @@ extension OpenAPIDocument {
         let documentSecurity = Self.securityRequirements(root["security"])
         var result: [Operation] = []
         for (path, itemValue) in paths {
-            let pathLocation = "#/paths/" + JSONPointer.escape(path)
             let item = try resolve(itemValue)
+            // Where the path item is: its own file's location when it is a $ref.
+            let pathLocation = item.location.isEmpty ? "#/paths/" + JSONPointer.escape(path) : item.location
             let shared = try parameters(item.value["parameters"], file: item.file, location: pathLocation + "/parameters")
             guard case .object(let members) = item.value else { continue }
             for (method, operationValue) in members where ContractDiff.methods.contains(method) {
