@@ -162,6 +162,12 @@ import Testing
             // An explicit mapping wins over a variant's name.
             if case .cat = try decoder.decode(Pet.self, from: Data(#"{"kind": "Dog"}"#.utf8)) { print("Dog selects cat") }
             print("puppy", check(Pet.self, #"{"kind": "puppy"}"#), "Cat", check(Pet.self, #"{"kind": "Cat"}"#))
+            // Nullable and not required: absent, null and a value are three states, kept both ways.
+            for text in [#"{}"#, #"{"dueDate": null}"#, #"{"dueDate": "2026-11-30T08:00:00Z"}"#] {
+                let patch = try decoder.decode(Patch.self, from: Data(text.utf8))
+                print("patch", patch.dueDate.map { "\($0)" } ?? "absent", String(decoding: try ContractEncoder().encode(patch), as: UTF8.self))
+            }
+            print("clear", String(decoding: try ContractEncoder().encode(Patch(title: "t", dueDate: .null)), as: UTF8.self))
             """#
         let output = try await compileAndRun(program: program, generated: directory.url("EdgeModels.swift"))
         #expect(output == """
@@ -171,6 +177,10 @@ import Testing
             tree root leaf 0
             Dog selects cat
             puppy decoded Cat undeclaredEnumValue at kind
+            patch absent {}
+            patch null {"dueDate":null}
+            patch value(2026-11-30 08:00:00 +0000) {"dueDate":"2026-11-30T08:00:00Z"}
+            clear {"dueDate":null,"title":"t"}
 
             """)
         // Descriptions with other line breaks stay comments: nothing from them was compiled (the program

@@ -110,6 +110,29 @@ import Testing
         #expect(String(decoding: try ContractEncoder().encode(tiny), as: UTF8.self).contains(#""at":"2026-11-30T08:00:00Z""#))
     }
 
+    @Test func nullableKeepsNullApartFromAbsentBothWays() throws {
+        struct Patch: Codable, Equatable {
+            var due: Nullable<Int>?
+            enum CodingKeys: String, CodingKey { case due }
+            init(due: Nullable<Int>?) { self.due = due }
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                due = container.contains(.due) ? try container.decode(Nullable<Int>.self, forKey: .due) : nil
+            }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encodeIfPresent(due, forKey: .due)
+            }
+        }
+        for (json, expected) in [(#"{}"#, Patch(due: nil)), (#"{"due":null}"#, Patch(due: .null)), (#"{"due":3}"#, Patch(due: .value(3)))] {
+            let patch = try ContractDecoder().decode(Patch.self, from: Data(json.utf8))
+            #expect(patch == expected)
+            #expect(String(decoding: try ContractEncoder().encode(patch), as: UTF8.self) == json)
+        }
+        #expect(Nullable<Int>.value(3).value == 3)
+        #expect(Nullable<Int>.null.value == nil)
+    }
+
     @Test func aRootLevelFailureThatIsNotANumberKeepsItsOwnMessage() {
         do {
             _ = try ContractDecoder().decode(Date.self, from: Data(#""30/11/2026""#.utf8))

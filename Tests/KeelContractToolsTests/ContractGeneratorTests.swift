@@ -53,6 +53,13 @@ import Testing
         #expect(code.contains("public init(id: String, parent: String?, title: String? = nil)"))
     }
 
+    @Test func aNullableMemberThatMayBeAbsentHasThreeStates() throws {
+        let code = try generate("    Patch: {type: object, properties: {due: {type: [string, 'null']}}}\n")
+        #expect(code.contains("public var due: Nullable<String>?\n"))
+        #expect(code.contains("self.due = container.contains(.due) ? try container.decode(Nullable<String>.self, forKey: .due) : nil"))
+        #expect(code.contains("try container.encodeIfPresent(self.due, forKey: .due)"))
+    }
+
     @Test func openAPI30NullableMakesARequiredMemberOptionalButStillRequired() throws {
         let code = try generate("""
                 Note:

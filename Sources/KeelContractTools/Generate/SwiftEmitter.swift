@@ -20,7 +20,7 @@ struct SwiftEmitter {
     private static let modules: [String: String] = [
         "Date": "Foundation",
         "JSONValue": "KeelContract", "Extensible": "KeelContract", "ExtensibleEnum": "KeelContract", "ClosedEnum": "KeelContract",
-        "UndeclaredEnumValue": "KeelContract",
+        "UndeclaredEnumValue": "KeelContract", "Nullable": "KeelContract",
     ]
 
     /// A library type's name, module-qualified when the contract declares a type of the same name.
@@ -141,6 +141,12 @@ struct SwiftEmitter {
                 for property in properties {
                     let name = SwiftNames.member(property.swiftName)
                     let type = inner.type(property.type, inSignature: false)
+                    if !property.required, property.nullable {
+                        // Absent, null and a value are three states (Nullable<T>?): decodeIfPresent would fold null into absent.
+                        let nullable = inner.library("Nullable", inSignature: false)
+                        inner.line("self.\(name) = container.contains(.\(name)) ? try container.decode(\(nullable)<\(type)>.self, forKey: .\(name)) : nil")
+                        continue
+                    }
                     // Required and nullable: the member must be present, null allowed.
                     let call = !property.required ? "decodeIfPresent(\(type).self" : property.nullable ? "decode(\(type)?.self" : "decode(\(type).self"
                     inner.line("self.\(name) = try container.\(call), forKey: .\(name))")
@@ -164,7 +170,8 @@ struct SwiftEmitter {
     }
 
     private mutating func declaredType(_ property: PropertyPlan) -> String {
-        type(property.type) + (property.required && !property.nullable ? "" : "?")
+        if !property.required, property.nullable { return "\(library("Nullable", inSignature: true))<\(type(property.type))>?" }
+        return type(property.type) + (property.required && !property.nullable ? "" : "?")
     }
 
     private mutating func enumeration(_ plan: TypePlan, _ cases: [EnumCasePlan], protocolName: String, caseIterable: Bool) {

@@ -1,0 +1,47 @@
+/// A value the contract allows to be `null`, for a member that may also be left out: as `Nullable<T>?`,
+/// `nil` is "absent", `.null` an explicit `null`, `.value(x)` a value — three states a plain `T?` folds into
+/// two. It matters in requests: `{"dueDate": null}` clears a due date, `{}` leaves it as it is.
+///
+/// ```swift
+/// var change = NoteChange(title: "Groceries")
+/// change.dueDate = .null        // sends "dueDate": null
+/// if let due = note.dueDate?.value { ... }
+/// ```
+///
+/// `keel contract generate` uses it for members that are nullable and not required.
+public enum Nullable<Wrapped> {
+    /// An explicit `null`.
+    case null
+    /// A value.
+    case value(Wrapped)
+
+    /// The value, or nil for `.null`.
+    @inlinable
+    public var value: Wrapped? {
+        if case .value(let wrapped) = self { return wrapped }
+        return nil
+    }
+}
+
+extension Nullable: Sendable where Wrapped: Sendable {}
+extension Nullable: Equatable where Wrapped: Equatable {}
+extension Nullable: Hashable where Wrapped: Hashable {}
+
+extension Nullable: Decodable where Wrapped: Decodable {
+    @inlinable
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        self = container.decodeNil() ? .null : .value(try container.decode(Wrapped.self))
+    }
+}
+
+extension Nullable: Encodable where Wrapped: Encodable {
+    @inlinable
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .value(let wrapped): try container.encode(wrapped)
+        }
+    }
+}
