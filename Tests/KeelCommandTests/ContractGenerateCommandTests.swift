@@ -163,7 +163,7 @@ import Testing
             if case .cat = try decoder.decode(Pet.self, from: Data(#"{"kind": "Dog"}"#.utf8)) { print("Dog selects cat") }
             print("puppy", check(Pet.self, #"{"kind": "puppy"}"#), "Cat", check(Pet.self, #"{"kind": "Cat"}"#))
             // Nullable and not required: absent, null and a value are three states, kept both ways.
-            for text in [#"{}"#, #"{"dueDate": null}"#, #"{"dueDate": "2026-11-30T08:00:00Z"}"#] {
+            for text in [#"{}"#, #"{"dueDate": null}"#, #"{"dueDate": "2026-11-30T08:00:00Z"}"#, #"{"any": null}"#] {
                 let patch = try decoder.decode(Patch.self, from: Data(text.utf8))
                 print("patch", patch.dueDate.map { "\($0)" } ?? "absent", String(decoding: try ContractEncoder().encode(patch), as: UTF8.self))
             }
@@ -180,6 +180,7 @@ import Testing
             patch absent {}
             patch null {"dueDate":null}
             patch value(2026-11-30 08:00:00 +0000) {"dueDate":"2026-11-30T08:00:00Z"}
+            patch absent {"any":null}
             clear {"dueDate":null,"title":"t"}
 
             """)

@@ -56,7 +56,7 @@ import Testing
     @Test func aNullableMemberThatMayBeAbsentHasThreeStates() throws {
         let code = try generate("    Patch: {type: object, properties: {due: {type: [string, 'null']}}}\n")
         #expect(code.contains("public var due: Nullable<String>?\n"))
-        #expect(code.contains("self.due = container.contains(.due) ? try container.decode(Nullable<String>.self, forKey: .due) : nil"))
+        #expect(code.contains("self.due = container.contains(.due) ? .some(try container.decode(Nullable<String>.self, forKey: .due)) : .none"))
         #expect(code.contains("try container.encodeIfPresent(self.due, forKey: .due)"))
     }
 
@@ -836,6 +836,75 @@ import Testing
             guard case .unsupported(let found) = error as? ContractGenerationError else { return false }
             return found.map(\.location) == ["#/paths/~1me/get/responses/200/content/application~1json/schema"]
         }
+    }
+
+    // MARK: - Fourth review
+
+    @Test func aNestedTypeCannotTakeTheNameNullable() throws {
+        let code = try generate("    S: {type: object, properties: {nullable: {type: object, properties: {a: {type: string}}}, note: {type: [string, 'null']}}}\n")
+        #expect(code.contains("public var nullable: S.NullableValue?"))
+        #expect(code.contains("public var note: Nullable<String>?"))
+        #expect(try generate("    Nullable: {type: object, properties: {a: {type: string}}}\n").contains("public struct NullableModel:"))
+    }
+
+    @Test func aDiscriminatorBaseUsedAsAValueThroughAWrapperIsRefused() throws {
+        let found = try diagnostics("""
+                Pet: {type: object, required: [petType], properties: {petType: {type: string}}, discriminator: {propertyName: petType}}
+                Cat: {allOf: [{$ref: '#/components/schemas/Pet'}, {properties: {lives: {type: integer}}}]}
+                Owner: {type: object, properties: {pet: {description: the pet, allOf: [{$ref: '#/components/schemas/Pet'}]}}}
+            """)
+        #expect(found.map(\.location) == ["#/components/schemas/Pet/discriminator"])
+        let beside = try diagnostics("""
+                Pet:
+                  discriminator: {propertyName: petType}
+                  allOf: [{type: object, required: [petType], properties: {petType: {type: string}}}]
+                Owner: {type: object, properties: {pet: {$ref: '#/components/schemas/Pet'}}}
+            """)
+        #expect(beside.map(\.location) == ["#/components/schemas/Pet/discriminator"])
+    }
+
+    @Test func subtypesMayPinTheDiscriminatorWithConstOrASmallerEnumAndMayUseSiblingsOfARef() throws {
+        let code = try generate("""
+                Pet:
+                  type: object
+                  required: [petType]
+                  properties: {petType: {type: string, enum: [cat, dog, fish]}}
+                  discriminator: {propertyName: petType}
+                Cat: {allOf: [{$ref: '#/components/schemas/Pet'}, {properties: {petType: {const: cat}}}]}
+                Dog: {allOf: [{$ref: '#/components/schemas/Pet'}, {properties: {petType: {type: string, enum: [dog], default: dog}}}]}
+                Fish: {$ref: '#/components/schemas/Pet', properties: {fins: {type: integer}}}
+                AnyPet:
+                  oneOf: [{$ref: '#/components/schemas/Cat'}, {$ref: '#/components/schemas/Dog'}, {$ref: '#/components/schemas/Fish'}]
+                  discriminator: {propertyName: petType, mapping: {cat: '#/components/schemas/Cat', dog: '#/components/schemas/Dog', fish: '#/components/schemas/Fish'}}
+            """)
+        #expect(code.contains("public struct Cat: Codable, Hashable, Sendable {\n    public var petType: String\n"))
+        #expect(code.contains("public struct Fish: Codable, Hashable, Sendable {\n    public var petType: Fish.PetType\n    public var fins: Int?\n"))
+        #expect(code.contains("case cat(Cat)\n    case dog(Dog)\n    case fish(Fish)"))
+    }
+
+    @Test func aBaseInAFileOfItsOwnIsNotUsedByItsComponentEntry() throws {
+        let directory = self.directory
+        try FileManager.default.createDirectory(at: directory.url("schemas"), withIntermediateDirectories: true)
+        try Data("type: object\nrequired: [petType]\nproperties: {petType: {type: string}}\ndiscriminator: {propertyName: petType}\n".utf8)
+            .write(to: directory.url("schemas/Pet.yaml"))
+        try Data("allOf: [{$ref: './Pet.yaml'}, {properties: {barks: {type: boolean}}}]\n".utf8).write(to: directory.url("schemas/Dog.yaml"))
+        let code = try generate("""
+                Pet: {$ref: './schemas/Pet.yaml'}
+                Dog: {$ref: './schemas/Dog.yaml'}
+                AnyPet:
+                  oneOf: [{$ref: '#/components/schemas/Dog'}]
+                  discriminator: {propertyName: petType, mapping: {dog: './schemas/Dog.yaml'}}
+            """)
+        #expect(code.contains("case \"dog\":\n            self = .dog(try Dog(from: decoder))"))
+    }
+
+    @Test func positionalArraysAndNullableArrayBodiesAndAnyValues() throws {
+        let paths = "{/x: {post: {operationId: postX, responses: {'200': {description: ok, content: {application/json: {schema: {type: [array, 'null'], items: {type: object, properties: {r: {type: integer}}}}}}}}}}}"
+        let code = try generate("    Row: {type: object, properties: {cells: {type: array, prefixItems: [{type: string}], items: {type: integer}}, any: {}}}\n", paths: paths)
+        #expect(code.contains("public var cells: [JSONValue]?"))
+        #expect(code.contains("public var `any`: JSONValue?\n"))
+        #expect(code.contains("self.`any` = container.contains(.`any`) ? .some(try container.decode(JSONValue.self, forKey: .`any`)) : .none"))
+        #expect(code.contains("public typealias PostXResponse = [PostXResponseItem]"))
     }
 
     @Test func aProblemReachedFromSeveralPlacesIsReportedOnce() throws {

@@ -106,6 +106,8 @@ extension JSONValue: Codable {
             self = .bool(value)
         } else if let value = try? container.decode(Int64.self) {
             self = .number(JSONNumber(value))
+        } else if let value = try? container.decode(UInt64.self) {
+            self = .number(JSONNumber(literal: String(value))!)
         } else if let value = try? container.decode(Double.self) {
             self = .number(JSONNumber(value))
         } else if let value = try? container.decode(String.self) {
@@ -118,7 +120,7 @@ extension JSONValue: Codable {
         }
     }
 
-    /// Encodes the value; numbers go out as `Int64` when they are integers in range, otherwise `Double`.
+    /// Encodes the value; numbers go out as `Int64` or `UInt64` when they are integers in range, otherwise `Double`.
     public func encode(to encoder: any Encoder) throws {
         switch self {
         case .null:
@@ -129,7 +131,13 @@ extension JSONValue: Codable {
             try container.encode(value)
         case .number(let number):
             var container = encoder.singleValueContainer()
-            if let integer = number.int64 { try container.encode(integer) } else { try container.encode(number.double) }
+            if let integer = number.int64 {
+                try container.encode(integer)
+            } else if number.isInteger, let unsigned = UInt64(number.literal) {
+                try container.encode(unsigned)
+            } else {
+                try container.encode(number.double)
+            }
         case .string(let value):
             var container = encoder.singleValueContainer()
             try container.encode(value)

@@ -70,6 +70,8 @@ extension ModelBuilder {
             if schema["additionalProperties"] == .bool(false) || schema["required"] != nil { return .object }
             return .dictionary(nil)
         case "array":
+            // Positions with their own schemas (`prefixItems`) have no single element type: any values.
+            if schema["prefixItems"] != nil { return .array(nil) }
             return .array(schema["items"].flatMap { $0 == .bool(true) || $0 == [:] ? nil : $0 })
         case "string":
             return .scalar(schema["format"]?.stringValue == "date-time" ? .date : .string)
@@ -205,10 +207,14 @@ extension ModelBuilder {
     /// Calls `body` with every `$ref` in a schema position of `schema` and its subschemas (not following
     /// the references), and with every reference in a discriminator mapping. Literal data (`example`,
     /// `default`, `enum`, extensions) is not searched: a `$ref` member there is data.
-    /// `direct` is false for an `allOf` part (the schema is merged into another) and a mapping target.
-    static func forEachSchemaReference(in schema: JSONValue, direct: Bool = true, _ body: (_ reference: String, _ direct: Bool) -> Void) {
+    /// `direct` is false where a schema is merged into another (a part of an `allOf` that adds members, a
+    /// 3.1 `$ref` with members beside it when `siblingsMerge`) and for a mapping target; a part that is the
+    /// whole value (`{allOf: [{$ref: Pet}], description: ...}`) is used as a value.
+    static func forEachSchemaReference(in schema: JSONValue, direct: Bool = true, siblingsMerge: Bool = false,
+                                       _ body: (_ reference: String, _ direct: Bool) -> Void) {
         guard case .object(let object) = schema else { return }
-        if case .string(let reference) = object["$ref"] ?? .null { body(reference, direct) }
+        let addsShape = ["properties", "required", "additionalProperties"].contains { object[$0] != nil }
+        if case .string(let reference) = object["$ref"] ?? .null { body(reference, direct && !(siblingsMerge && (addsShape || object["allOf"] != nil))) }
         if case .object(let mapping) = object["discriminator"]?["mapping"] ?? .null {
             for (_, target) in mapping {
                 if let reference = target.stringValue, reference.contains("#") || reference.contains("/") { body(reference, false) }
@@ -217,20 +223,25 @@ extension ModelBuilder {
         for (keyword, value) in object {
             switch keyword {
             case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
-                if case .object(let members) = value { for (_, subschema) in members { forEachSchemaReference(in: subschema, body) } }
+                if case .object(let members) = value { for (_, subschema) in members { forEachSchemaReference(in: subschema, siblingsMerge: siblingsMerge, body) } }
             case "allOf":
-                if case .array(let subschemas) = value { for subschema in subschemas { forEachSchemaReference(in: subschema, direct: false, body) } }
+                if case .array(let subschemas) = value {
+                    let wrapper = subschemas.filter { !isNeutral($0) }.count == 1 && !addsShape
+                    for subschema in subschemas {
+                        forEachSchemaReference(in: subschema, direct: wrapper && direct, siblingsMerge: siblingsMerge, body)
+                    }
+                }
             case "anyOf", "oneOf", "prefixItems":
-                if case .array(let subschemas) = value { for subschema in subschemas { forEachSchemaReference(in: subschema, body) } }
+                if case .array(let subschemas) = value { for subschema in subschemas { forEachSchemaReference(in: subschema, siblingsMerge: siblingsMerge, body) } }
             case "items":
                 if case .array(let subschemas) = value {
-                    for subschema in subschemas { forEachSchemaReference(in: subschema, body) }
+                    for subschema in subschemas { forEachSchemaReference(in: subschema, siblingsMerge: siblingsMerge, body) }
                 } else {
-                    forEachSchemaReference(in: value, body)
+                    forEachSchemaReference(in: value, siblingsMerge: siblingsMerge, body)
                 }
             case "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains", "propertyNames",
                 "unevaluatedItems", "unevaluatedProperties":
-                forEachSchemaReference(in: value, body)
+                forEachSchemaReference(in: value, siblingsMerge: siblingsMerge, body)
             default:
                 break
             }
@@ -247,8 +258,16 @@ extension ModelBuilder {
     /// `{type: string}` (and annotations) narrowed to string values listed in `enum`: a subtype pinning
     /// its discriminator (`petType: {type: string, enum: [cat]}`).
     static func narrows(_ narrower: JSONValue, _ wider: JSONValue) -> Bool {
-        guard withoutAnnotations(wider) == ["type": "string"], case .object(let object) = withoutAnnotations(narrower) else { return false }
-        return object["enum"] != nil && object.allSatisfy { ["type", "enum"].contains($0.key) } && (object["type"] == nil || object["type"] == "string")
+        func values(_ schema: JSONValue) -> [JSONValue]? {
+            guard case .object(let object) = withoutAnnotations(schema), object.allSatisfy({ ["type", "enum", "const", "default"].contains($0.key) }),
+                object["type"] == nil || object["type"] == "string"
+            else { return nil }
+            if case .array(let list) = object["enum"] ?? .null { return list }
+            if let constant = object["const"] { return [constant] }
+            return object["type"] == "string" ? [] : nil  // [] means any string
+        }
+        guard let narrow = values(narrower), !narrow.isEmpty, narrow.allSatisfy({ $0.stringValue != nil }), let wide = values(wider) else { return false }
+        return wide.isEmpty || narrow.allSatisfy(wide.contains)
     }
 }
 

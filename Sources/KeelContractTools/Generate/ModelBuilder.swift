@@ -29,7 +29,7 @@ struct ModelBuilder {
     /// Names a nested type may not take: it would hide a top-level type or a name generated code uses.
     static let namesGeneratedCodeUses: Set<String> = Set(Builtin.allCases.map(\.rawValue)).union([
         "CodingKeys", "DiscriminatorKey", "Codable", "Hashable", "Sendable", "CodingKey", "Decoder", "Encoder", "DecodingError",
-        "CaseIterable", "ClosedEnum", "ExtensibleEnum", "Extensible", "UndeclaredEnumValue", "Optional", "Array", "Dictionary",
+        "CaseIterable", "ClosedEnum", "ExtensibleEnum", "Extensible", "Nullable", "UndeclaredEnumValue", "Optional", "Array", "Dictionary",
     ]).union(SwiftNames.shadowedTypes)
 
     init(document: OpenAPIDocument) {
@@ -57,31 +57,46 @@ struct ModelBuilder {
     /// The targets of every `$ref` in a schema position, reached from the component schemas and the
     /// operations' parameters and bodies, following references transitively; each once, in a stable order.
     private mutating func schemaReferenceTargets(_ operations: [OpenAPIDocument.Operation]) -> [(URL, String)] {
-        var work: [(JSONValue, URL)] = []
+        // (schema, file, whether its own top-level $ref is a use as a value): a component's own entry
+        // (`Pet: {$ref: './Pet.yaml'}`) only names the schema; its uses are counted where it is used.
+        var work: [(JSONValue, URL, Bool)] = []
+        var aliases: [(String, String)] = []
         if case .object(let schemas) = document.root["components"]?["schemas"] ?? .null {
-            for (_, schema) in schemas { work.append((schema, document.url)) }
+            for (name, schema) in schemas {
+                work.append((schema, document.url, false))
+                if case .string(let reference) = schema["$ref"] ?? .null, !refWithSiblings(schema, file: document.url) {
+                    aliases.append((document.url.path + "#/components/schemas/" + JSONPointer.escape(name), canonicalKey(reference, from: document.url)))
+                }
+            }
         }
         for operation in operations {
             let sources = operation.parameters.compactMap(\.schema) + (operation.requestBody?.content ?? []).compactMap(\.schema)
                 + operation.responses.flatMap { $0.content.compactMap(\.schema) }
-            for source in sources { work.append((source.value, source.file)) }
+            for source in sources { work.append((source.value, source.file, true)) }
         }
         var targets: [(URL, String)] = []
         var seen: Set<String> = []
         var next = 0
         while next < work.count {
-            let (schema, file) = work[next]
+            let (schema, file, topLevelIsUse) = work[next]
             next += 1
-            Self.forEachSchemaReference(in: schema) { reference, direct in
+            Self.forEachSchemaReference(in: schema, direct: topLevelIsUse, siblingsMerge: !document.isOpenAPI30) { reference, direct in
                 let full = reference.contains("#") || reference.contains("/") || reference.contains(".") ? reference : "#/components/schemas/" + reference
                 let (target, pointer) = Loader.split(full, relativeTo: file)
-                if direct { directlyUsed.insert(target.path + "#" + pointer) }
+                if direct { directlyUsed.insert(canonicalKey(full, from: file)) }
                 guard seen.insert(target.path + "#" + pointer).inserted,
                     let value = document.documents[target].flatMap({ Loader.walk($0, pointer) })
                 else { return }
                 targets.append((target, pointer))
-                work.append((value, target))
+                // A target's own top-level $ref (a chain of names) is followed by canonicalKey, not a new use.
+                work.append((value, target, false))
             }
+        }
+        // A component used as a value makes what it names used as a value.
+        var changed = true
+        while changed {
+            changed = false
+            for (component, target) in aliases where directlyUsed.contains(component) && directlyUsed.insert(target).inserted { changed = true }
         }
         return targets
     }
@@ -188,7 +203,8 @@ struct ModelBuilder {
     }
 
     static func isArray(_ schema: JSONValue) -> Bool {
-        schema["type"] == "array"
+        if case .array(let types) = schema["type"] ?? .null { return types.contains("array") }
+        return schema["type"] == "array"
     }
 
     /// Whether a schema declares a type of its own (scalars, arrays and plain `$ref`s do not).
@@ -211,8 +227,9 @@ struct ModelBuilder {
             schema = inner
             pointer += "/" + keyword
         }
-        if schema["discriminator"] != nil, schema["oneOf"] == nil, schema["anyOf"] == nil, directlyUsed.contains(file.path + originalPointer) {
-            diagnoseInheritance(file, pointer)
+        let discriminated = [original, schema].contains { $0["discriminator"] != nil && $0["oneOf"] == nil && $0["anyOf"] == nil }
+        if discriminated, directlyUsed.contains(file.path + (originalPointer.isEmpty ? "#" : originalPointer)) {
+            diagnoseInheritance(file, originalPointer)
             return
         }
         let source = (displayName(file), pointer)
@@ -396,8 +413,7 @@ struct ModelBuilder {
             for (value, target) in entries {
                 guard let reference = target.stringValue else { continue }
                 let full = reference.contains("#") || reference.contains("/") ? reference : "#/components/schemas/" + reference
-                let (targetFile, targetPointer) = Loader.split(full, relativeTo: file)
-                mapping.append((value, targetFile.path + "#" + targetPointer))
+                mapping.append((value, canonicalKey(full, from: file)))
             }
         }
         // An explicit mapping wins over a variant's implicit name.
@@ -420,7 +436,9 @@ struct ModelBuilder {
             }
             let (targetFile, targetPointer) = Loader.split(reference, relativeTo: file)
             let key = targetFile.path + "#" + targetPointer
-            guard variantKeys.insert(key).inserted else { continue }  // listed twice: one case
+            // Mapping values and variants are compared where their references end (`Dog` may be `{$ref: './Dog.yaml'}`).
+            let canonical = canonicalKey(reference, from: file)
+            guard variantKeys.insert(canonical).inserted else { continue }  // listed twice: one case
             guard let typeName = declaredTargets[key], let target = document.documents[targetFile].flatMap({ Loader.walk($0, targetPointer) }) else {
                 diagnose(file, location, "a discriminated \(keyword) variant must be a $ref to a component schema")
                 failed = true
@@ -430,11 +448,13 @@ struct ModelBuilder {
             var members: [Member] = []
             var required: Set<String> = []
             var visiting: Set<String> = []
-            guard isObjectSchema(target, file: targetFile),
-                gather(target, file: targetFile, pointer: "#" + targetPointer, into: &members, required: &required, visiting: &visiting)
-            else {
+            guard isObjectSchema(target, file: targetFile) else {
                 diagnose(file, location, "variant \(rawName) is not an object schema")
                 failed = true
+                continue
+            }
+            guard gather(target, file: targetFile, pointer: "#" + targetPointer, into: &members, required: &required, visiting: &visiting) else {
+                failed = true  // what is wrong with the variant was reported where it is
                 continue
             }
             if !members.contains(where: { $0.name == property }) || !required.contains(property) {
@@ -442,7 +462,7 @@ struct ModelBuilder {
                 failed = true
                 continue
             }
-            let explicit = mapping.filter { $0.key == key }.map(\.value)
+            let explicit = mapping.filter { $0.key == canonical }.map(\.value)
             // The implicit value is a component schema's name; anything else has no name on the wire.
             guard !explicit.isEmpty || Self.componentName(targetPointer) != nil else {
                 diagnose(file, location, "variant \(reference) is not a component schema: give it a value in discriminator.mapping")
@@ -473,6 +493,20 @@ struct ModelBuilder {
         }
         return TypePlan(path: path, kind: .union(discriminator: property, variants: variants), documentation: Self.documentation(schema),
                         file: displayName(file), location: pointer)
+    }
+
+    /// `file#pointer` of the schema a reference finally names, through references that are only names
+    /// (not a 3.1 `$ref` with members beside it, which is a schema of its own).
+    private func canonicalKey(_ reference: String, from file: URL) -> String {
+        var (targetFile, pointer) = Loader.split(reference, relativeTo: file)
+        var seen: Set<String> = []
+        while seen.insert(targetFile.path + "#" + pointer).inserted,
+            let value = document.documents[targetFile].flatMap({ Loader.walk($0, pointer) }),
+            case .string(let next) = value["$ref"] ?? .null, !refWithSiblings(value, file: targetFile)
+        {
+            (targetFile, pointer) = Loader.split(next, relativeTo: targetFile)
+        }
+        return targetFile.path + "#" + pointer
     }
 
     private mutating func enumCases(_ values: [JSONValue], file: URL, pointer: String) -> [EnumCasePlan]? {

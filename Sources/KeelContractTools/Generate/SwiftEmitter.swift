@@ -141,10 +141,18 @@ struct SwiftEmitter {
                 for property in properties {
                     let name = SwiftNames.member(property.swiftName)
                     let type = inner.type(property.type, inSignature: false)
+                    if property.type == .builtin(.json) {
+                        // Any value, null included (`JSONValue.null`); when not required, absent is nil.
+                        inner.line(property.required
+                            ? "self.\(name) = try container.decode(\(type).self, forKey: .\(name))"
+                            // `.some`/`.none`, not a bare nil: JSONValue is ExpressibleByNilLiteral, so nil would be `.null`.
+                            : "self.\(name) = container.contains(.\(name)) ? .some(try container.decode(\(type).self, forKey: .\(name))) : .none")
+                        continue
+                    }
                     if !property.required, property.nullable {
                         // Absent, null and a value are three states (Nullable<T>?): decodeIfPresent would fold null into absent.
                         let nullable = inner.library("Nullable", inSignature: false)
-                        inner.line("self.\(name) = container.contains(.\(name)) ? try container.decode(\(nullable)<\(type)>.self, forKey: .\(name)) : nil")
+                        inner.line("self.\(name) = container.contains(.\(name)) ? .some(try container.decode(\(nullable)<\(type)>.self, forKey: .\(name))) : .none")
                         continue
                     }
                     // Required and nullable: the member must be present, null allowed.
@@ -170,6 +178,7 @@ struct SwiftEmitter {
     }
 
     private mutating func declaredType(_ property: PropertyPlan) -> String {
+        if property.type == .builtin(.json) { return type(property.type) + (property.required ? "" : "?") }  // JSONValue holds null itself
         if !property.required, property.nullable { return "\(library("Nullable", inSignature: true))<\(type(property.type))>?" }
         return type(property.type) + (property.required && !property.nullable ? "" : "?")
     }

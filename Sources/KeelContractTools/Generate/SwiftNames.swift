@@ -27,7 +27,7 @@ enum SwiftNames {
         "Double", "Float", "Decimal", "Bool", "Array", "Dictionary", "Set", "Optional", "Never", "Void", "Codable", "Encoder",
         "Decoder", "Encodable", "Decodable", "Hashable", "Equatable", "Sendable", "Identifiable", "Task", "Duration", "Locale",
         "TimeZone", "Calendar", "Notification", "Operation", "Progress", "Bundle", "Timer", "Thread", "Process", "Range",
-        "JSONValue", "Extensible", "ExtensibleEnum", "ClosedEnum", "CodingKeys", "DiscriminatorKey", "Comparable",
+        "JSONValue", "Extensible", "ExtensibleEnum", "ClosedEnum", "Nullable", "CodingKeys", "DiscriminatorKey", "Comparable",
         "Collection", "Sequence",
         // SwiftUI types that app code names constantly.
         "View", "Text", "Image", "Color", "Font", "Button", "Label", "Shape",
