@@ -907,6 +907,79 @@ import Testing
         #expect(code.contains("public typealias PostXResponse = [PostXResponseItem]"))
     }
 
+    // MARK: - Found by fuzzing
+
+    @Test func anAllOfThatMergesAnEnclosingSchemaIsTheSameTypeAgain() throws {
+        let code = try generate("""
+                Node:
+                  type: object
+                  properties:
+                    children:
+                      type: array
+                      items:
+                        allOf: [{$ref: '#/components/schemas/Node'}, {required: [id], properties: {id: {type: string}}}]
+            """)
+        #expect(code.contains("public var children: [Node.ChildrenItem]?"))
+        #expect(code.contains("    public struct ChildrenItem: Codable, Hashable, Sendable {\n        public var children: [Node.ChildrenItem]?\n        public var id: String\n"))
+        let found = try diagnostics("""
+                A:
+                  type: object
+                  properties:
+                    next: {allOf: [{$ref: '#/components/schemas/A'}, {type: object, properties: {x: {type: string}}}]}
+            """)
+        #expect(found.map(\.message) == ["A.Next → A.Next: a struct that contains itself by value is not supported yet (an array of it works)"])
+    }
+
+    @Test func anExtensibleEnumInsideAComponentWrapperIsUsedAsExtensible() throws {
+        let code = try generate("""
+                Status:
+                  allOf: [{type: string, enum: ['on', 'off'], x-extensible-enum: true}]
+                  description: wrapper
+                Mode:
+                  oneOf: [{type: string, enum: [a, b], x-extensible-enum: true}, {type: 'null'}]
+                Holder: {type: object, properties: {status: {$ref: '#/components/schemas/Status'}, mode: {$ref: '#/components/schemas/Mode'}}}
+            """)
+        #expect(code.contains("public var status: Extensible<Status>?\n"))
+        #expect(code.contains("public var mode: Nullable<Extensible<Mode>>?\n"))
+    }
+
+    @Test func aPercentEncodedFileReferenceNamesTheFile() throws {
+        let directory = self.directory
+        try FileManager.default.createDirectory(at: directory.url("schemas"), withIntermediateDirectories: true)
+        try Data("type: object\nproperties: {a: {type: string}}\n".utf8).write(to: directory.url("schemas/two words.yaml"))
+        let code = try generate("    Holder: {type: object, properties: {w: {$ref: './schemas/two%20words.yaml'}}}\n")
+        #expect(code.contains("public var w: TwoWords?"))
+    }
+
+    @Test func aVeryDeepAllOfChainIsADiagnosticNotACrash() throws {
+        let chain = (1..<400).map { "    A\($0): {allOf: [{$ref: '#/components/schemas/A\($0 - 1)'}, {properties: {m\($0): {type: string}}}]}\n" }.joined()
+        let found = try diagnostics("    A0: {type: object, properties: {m0: {type: string}}}\n" + chain)
+        #expect(found.contains { $0.message == "allOf merges nested more than 256 levels deep are not supported" })
+    }
+
+    @Test func annotationsOnAnInheritedMemberAnnotateIt() throws {
+        let code = try generate("""
+                Base: {type: object, required: [id, name], properties: {id: {type: string}, name: {type: string}}}
+                Sub:
+                  allOf:
+                    - $ref: '#/components/schemas/Base'
+                    - properties: {id: {readOnly: true}, name: {description: The name, minLength: 1}}
+            """)
+        #expect(code.contains("public struct Sub: Codable, Hashable, Sendable {\n    public var id: String?\n    /// The name\n    public var name: String\n"))
+    }
+
+    @Test func diagnosticsPointAtThePartAndStayOnOneLine() throws {
+        let found = try diagnostics("""
+                A: {type: string}
+                B: {type: object, properties: {x: {allOf: [{$ref: '#/components/schemas/A'}, {type: object, properties: {y: {type: string}}}]}}}
+                C: {type: object, properties: {"line\\nbreak": {type: [string, integer]}}}
+                D: {type: string, nullable: true, enum: [null]}
+            """, openAPI: "3.0.3")
+        #expect(found.map(\.location) == ["#/components/schemas/B/properties/x/allOf/0", "#/components/schemas/C/properties/line\nbreak/type", "#/components/schemas/D/enum"])
+        #expect(!found[1].description.contains("\n"))
+        #expect(found[2].message == "a schema that only allows null is not supported yet")
+    }
+
     @Test func aProblemReachedFromSeveralPlacesIsReportedOnce() throws {
         let found = try diagnostics("""
                 C: {oneOf: [{type: string}, {type: integer}]}

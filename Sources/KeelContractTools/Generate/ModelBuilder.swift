@@ -25,6 +25,9 @@ struct ModelBuilder {
     private var declaredSchemas: [String: JSONValue] = [:]
     /// Schemas a `$ref` uses as a value somewhere (not only as an `allOf` part or a mapping target).
     private var directlyUsed: Set<String> = []
+    /// Inline schemas whose struct is being built, by `file#pointer`: reached again (an `allOf` that merges
+    /// an enclosing schema), they are the same type.
+    private var building: [String: [String]] = [:]
 
     /// Names a nested type may not take: it would hide a top-level type or a name generated code uses.
     static let namesGeneratedCodeUses: Set<String> = Set(Builtin.allCases.map(\.rawValue)).union([
@@ -292,6 +295,8 @@ struct ModelBuilder {
     }
 
     private mutating func structure(_ path: [String], schema: JSONValue, file: URL, pointer: String) -> TypePlan? {
+        building[file.path + pointer] = path
+        defer { building[file.path + pointer] = nil }
         var members: [Member] = []
         var required: Set<String> = []
         var visiting: Set<String> = []
@@ -334,9 +339,20 @@ struct ModelBuilder {
     /// Collects the properties of `value` and of every `allOf` part (following `$ref`s), in order.
     private mutating func gather(_ value: JSONValue, file: URL, pointer: String, into members: inout [Member],
                                  required: inout Set<String>, visiting: inout Set<String>) -> Bool {
+        guard visiting.count < 256 else {
+            diagnose(file, pointer, "allOf merges nested more than 256 levels deep are not supported")
+            return false
+        }
         var succeeded = true
         if value["$ref"] != nil {
             guard let (target, targetFile, location) = resolved(value, file: file, pointer: pointer) else { return false }
+            if !Self.isNeutral(target), !isObjectSchema(target, file: targetFile) {
+                if case .dictionary = form(target) {} else {
+                    // Reported at the part that brings it in: the target may be used correctly elsewhere.
+                    diagnose(file, pointer, "allOf that combines an object with something that is not an object is not supported yet")
+                    return false
+                }
+            }
             guard visiting.insert(targetFile.path + location).inserted else {
                 diagnose(targetFile, location, "allOf includes itself")
                 return false
@@ -379,7 +395,13 @@ struct ModelBuilder {
                         members[index] = Member(name: name, schema: property, file: file, pointer: propertyPointer)
                         continue
                     }
-                    diagnose(file, propertyPointer, "property \(name) is defined differently in two allOf parts (first at \(existing.pointer))")
+                    // Only annotations or constraints (`{description: ...}`, `{readOnly: true}`): the same member, annotated.
+                    if Self.isNeutral(property), case .object(var merged) = existing.schema, case .object(let added) = property {
+                        for (key, value) in added where merged[key] == nil { merged[key] = value }
+                        members[index].schema = .object(merged)
+                        continue
+                    }
+                    diagnose(file, propertyPointer, "property \(name) defined differently in two allOf parts (first at \(existing.pointer)) is not supported yet")
                     succeeded = false
                     continue
                 }
@@ -495,6 +517,17 @@ struct ModelBuilder {
                         file: displayName(file), location: pointer)
     }
 
+    /// The inline schema inside wrappers (`{allOf: [X], description: ...}`, `{oneOf: [X, {type: null}]}`).
+    func unwrapped(_ schema: JSONValue) -> JSONValue {
+        var schema = schema
+        var steps = 0
+        while steps < 64, schema["$ref"] == nil, case .wrapped(let inner, _) = form(schema), inner["$ref"] == nil {
+            schema = inner
+            steps += 1
+        }
+        return schema
+    }
+
     /// `file#pointer` of the schema a reference finally names, through references that are only names
     /// (not a 3.1 `$ref` with members beside it, which is a schema of its own).
     private func canonicalKey(_ reference: String, from file: URL) -> String {
@@ -522,7 +555,7 @@ struct ModelBuilder {
             cases.append(EnumCasePlan(swiftName: SwiftNames.unique(SwiftNames.memberName(raw), in: &names), rawValue: raw))
         }
         guard !cases.isEmpty else {
-            diagnose(file, pointer, "an enum without values")
+            diagnose(file, pointer, values.isEmpty ? "an enum without values is not supported yet" : "a schema that only allows null is not supported yet")
             return nil
         }
         return cases
@@ -543,7 +576,7 @@ struct ModelBuilder {
                 // `nullable: true` beside the $ref counts too (3.0 descriptions write it there).
                 let nullable = isNullable(value, file: file)
                 // What was declared under the name (for `Status: {$ref: './Status.yaml'}`, the file's enum).
-                if let declared = declaredSchemas[name], declared["$ref"] == nil, case .extensibleEnum = form(declared) {
+                if let declared = declaredSchemas[name].map(unwrapped), declared["$ref"] == nil, case .extensibleEnum = form(declared) {
                     return (.extensible([name]), nullable)
                 }
                 return (.declared([name]), nullable)
@@ -587,6 +620,9 @@ struct ModelBuilder {
             scope.nested.append(plan)
             return (.declared(path), nullable)
         case .object:
+            // The struct of this very schema is being built further out (recursion through an allOf merge):
+            // the same type. By value, the cycle check reports it; through an array or a map it is fine.
+            if let path = building[file.path + pointer] { return (.declared(path), nullable) }
             let path = nestedPath(suggested, in: &scope)
             guard var plan = structure(path, schema: value, file: file, pointer: pointer) else { return nil }
             plan.documentation = []

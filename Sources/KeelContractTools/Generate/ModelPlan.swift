@@ -75,5 +75,11 @@ public struct ContractGenerationDiagnostic: Sendable, Equatable, CustomStringCon
     /// A JSON pointer fragment into it: `#/components/schemas/Shape`.
     public var location: String
     public var message: String
-    public var description: String { "\(file) \(location): \(message)" }
+    /// One line: control characters in names (a member called "a\nb") are escaped.
+    public var description: String {
+        func oneLine(_ text: String) -> String {
+            text.unicodeScalars.map { $0.properties.generalCategory == .control ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined()
+        }
+        return "\(oneLine(file)) \(oneLine(location)): \(message)"
+    }
 }

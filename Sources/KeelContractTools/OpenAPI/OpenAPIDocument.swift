@@ -252,7 +252,8 @@ struct Loader {
         // The usual reference, `#/components/...`, stays in its file.
         if reference.utf8.first == UInt8(ascii: "#") { return (file, JSONPointer.decodeFragment(String(reference.dropFirst()))) }
         let parts = reference.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
-        let path = String(parts[0])
+        // A URI reference: `my%20file.yaml` names `my file.yaml`.
+        let path = String(parts[0]).removingPercentEncoding ?? String(parts[0])
         let fragment = parts.count > 1 ? String(parts[1]) : ""
         let pointer = JSONPointer.decodeFragment(fragment)
         let target = path.isEmpty ? file : URL(fileURLWithPath: path, relativeTo: file.deletingLastPathComponent()).standardizedFileURL
