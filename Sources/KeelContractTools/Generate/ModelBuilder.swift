@@ -28,6 +28,8 @@ struct ModelBuilder {
     /// Inline schemas whose struct is being built, by `file#pointer`: reached again (an `allOf` that merges
     /// an enclosing schema), they are the same type.
     private var building: [String: [String]] = [:]
+    /// The schema whose members are being gathered (where a too-deep `allOf` chain is reported).
+    private var gatherOrigin: (file: URL, pointer: String)?
 
     /// Names a nested type may not take: it would hide a top-level type or a name generated code uses.
     static let namesGeneratedCodeUses: Set<String> = Set(Builtin.allCases.map(\.rawValue)).union([
@@ -300,6 +302,7 @@ struct ModelBuilder {
         var members: [Member] = []
         var required: Set<String> = []
         var visiting: Set<String> = []
+        gatherOrigin = (file, pointer)
         guard gather(schema, file: file, pointer: pointer, into: &members, required: &required, visiting: &visiting) else { return nil }
         // A required member without a schema in `properties` may hold any value: a `JSONValue`, still required.
         for name in required.sorted() where !members.contains(where: { $0.name == name }) {
@@ -340,7 +343,8 @@ struct ModelBuilder {
     private mutating func gather(_ value: JSONValue, file: URL, pointer: String, into members: inout [Member],
                                  required: inout Set<String>, visiting: inout Set<String>) -> Bool {
         guard visiting.count < 256 else {
-            diagnose(file, pointer, "allOf merges nested more than 256 levels deep are not supported")
+            let origin = gatherOrigin ?? (file, pointer)
+            diagnose(origin.file, origin.pointer, "an allOf chain more than 256 levels deep is not supported yet")
             return false
         }
         var succeeded = true
@@ -354,7 +358,7 @@ struct ModelBuilder {
                 }
             }
             guard visiting.insert(targetFile.path + location).inserted else {
-                diagnose(targetFile, location, "allOf includes itself")
+                diagnose(targetFile, location, "an allOf that includes itself (a cycle) is not supported")
                 return false
             }
             succeeded = gather(target, file: targetFile, pointer: location, into: &members, required: &required, visiting: &visiting)
