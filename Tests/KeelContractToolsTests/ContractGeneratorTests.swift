@@ -18,6 +18,13 @@ import Testing
         return try ContractGenerator(contract: url, access: access).generate()
     }
 
+    /// Writes `text` at `relativePath` in the test's directory, creating the directories on the way.
+    func write(_ relativePath: String, _ text: String) throws {
+        let url = directory.url(relativePath)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+    }
+
     func diagnostics(_ schemas: String, openAPI: String = "3.1.0") throws -> [ContractGenerationDiagnostic] {
         do {
             _ = try generate(schemas, openAPI: openAPI)
@@ -491,9 +498,7 @@ import Testing
     }
 
     @Test func aDiagnosticInABodyReachedThroughARefPointsAtTheBodysOwnFile() throws {
-        let directory = self.directory
-        try FileManager.default.createDirectory(at: directory.url("ext"), withIntermediateDirectories: true)
-        try Data("""
+        try write("ext/responses.yaml", """
             components:
               responses:
                 Bad:
@@ -501,7 +506,7 @@ import Testing
                   content:
                     application/json:
                       schema: {type: object, properties: {v: {oneOf: [{type: string}, {type: integer}]}}}
-            """.utf8).write(to: directory.url("ext/responses.yaml"))
+            """)
         let url = directory.url("api.yaml")
         try Data("""
             openapi: 3.1.0
@@ -602,10 +607,7 @@ import Testing
     }
 
     @Test func twoVariantsWithTheSameWireValueAreRefused() throws {
-        let directory = self.directory
-        try FileManager.default.createDirectory(at: directory.url("ext"), withIntermediateDirectories: true)
-        try Data("components:\n  schemas:\n    Pet: {type: object, required: [kind], properties: {kind: {type: string}, b: {type: string}}}\n".utf8)
-            .write(to: directory.url("ext/other.yaml"))
+        try write("ext/other.yaml", "components:\n  schemas:\n    Pet: {type: object, required: [kind], properties: {kind: {type: string}, b: {type: string}}}\n")
         let found = try diagnostics("""
                 Any:
                   oneOf: [{$ref: '#/components/schemas/Pet'}, {$ref: 'ext/other.yaml#/components/schemas/Pet'}]
@@ -662,10 +664,8 @@ import Testing
     }
 
     @Test func aComponentThatOnlyReferencesAFileGivesItsNameToWhatIsInTheFile() throws {
-        let directory = self.directory
-        try FileManager.default.createDirectory(at: directory.url("schemas"), withIntermediateDirectories: true)
-        try Data("type: object\nproperties:\n  name: {type: string}\n  owner: {$ref: './Owner.yaml'}\n".utf8).write(to: directory.url("schemas/Pet.yaml"))
-        try Data("type: object\nproperties:\n  name: {type: string}\n".utf8).write(to: directory.url("schemas/Owner.yaml"))
+        try write("schemas/Pet.yaml", "type: object\nproperties:\n  name: {type: string}\n  owner: {$ref: './Owner.yaml'}\n")
+        try write("schemas/Owner.yaml", "type: object\nproperties:\n  name: {type: string}\n")
         let code = try generate("""
                 Pet: {$ref: './schemas/Pet.yaml'}
                 Owner: {$ref: './schemas/Owner.yaml'}
@@ -766,9 +766,7 @@ import Testing
     }
 
     @Test func anExtensibleEnumInAFileOfItsOwnStaysExtensibleThroughItsComponent() throws {
-        let directory = self.directory
-        try FileManager.default.createDirectory(at: directory.url("schemas"), withIntermediateDirectories: true)
-        try Data("type: string\nenum: [available, sold]\nx-extensible-enum: true\n".utf8).write(to: directory.url("schemas/Status.yaml"))
+        try write("schemas/Status.yaml", "type: string\nenum: [available, sold]\nx-extensible-enum: true\n")
         let code = try generate("""
                 Status: {$ref: './schemas/Status.yaml'}
                 Pet: {type: object, required: [status], properties: {status: {$ref: '#/components/schemas/Status'}}}
@@ -789,9 +787,7 @@ import Testing
     }
 
     @Test func aPathItemInAnotherFileHasItsOwnLocations() throws {
-        let directory = self.directory
-        try FileManager.default.createDirectory(at: directory.url("paths"), withIntermediateDirectories: true)
-        try Data("""
+        try write("paths/pets.yaml", """
             get:
               operationId: listPets
               responses:
@@ -800,7 +796,7 @@ import Testing
                   content:
                     application/json:
                       schema: {type: object, properties: {bad: {oneOf: [{type: string}, {type: integer}]}}}
-            """.utf8).write(to: directory.url("paths/pets.yaml"))
+            """)
         let url = directory.url("api.yaml")
         try Data("openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n  /pets: {$ref: './paths/pets.yaml'}\n".utf8).write(to: url)
         #expect {
@@ -883,11 +879,8 @@ import Testing
     }
 
     @Test func aBaseInAFileOfItsOwnIsNotUsedByItsComponentEntry() throws {
-        let directory = self.directory
-        try FileManager.default.createDirectory(at: directory.url("schemas"), withIntermediateDirectories: true)
-        try Data("type: object\nrequired: [petType]\nproperties: {petType: {type: string}}\ndiscriminator: {propertyName: petType}\n".utf8)
-            .write(to: directory.url("schemas/Pet.yaml"))
-        try Data("allOf: [{$ref: './Pet.yaml'}, {properties: {barks: {type: boolean}}}]\n".utf8).write(to: directory.url("schemas/Dog.yaml"))
+        try write("schemas/Pet.yaml", "type: object\nrequired: [petType]\nproperties: {petType: {type: string}}\ndiscriminator: {propertyName: petType}\n")
+        try write("schemas/Dog.yaml", "allOf: [{$ref: './Pet.yaml'}, {properties: {barks: {type: boolean}}}]\n")
         let code = try generate("""
                 Pet: {$ref: './schemas/Pet.yaml'}
                 Dog: {$ref: './schemas/Dog.yaml'}
@@ -944,9 +937,7 @@ import Testing
     }
 
     @Test func aPercentEncodedFileReferenceNamesTheFile() throws {
-        let directory = self.directory
-        try FileManager.default.createDirectory(at: directory.url("schemas"), withIntermediateDirectories: true)
-        try Data("type: object\nproperties: {a: {type: string}}\n".utf8).write(to: directory.url("schemas/two words.yaml"))
+        try write("schemas/two words.yaml", "type: object\nproperties: {a: {type: string}}\n")
         let code = try generate("    Holder: {type: object, properties: {w: {$ref: './schemas/two%20words.yaml'}}}\n")
         #expect(code.contains("public var w: TwoWords?"))
     }
