@@ -168,6 +168,8 @@ import Testing
                 print("patch", patch.dueDate.map { "\($0)" } ?? "absent", String(decoding: try ContractEncoder().encode(patch), as: UTF8.self))
             }
             print("clear", String(decoding: try ContractEncoder().encode(Patch(title: "t", dueDate: .null)), as: UTF8.self))
+            // Open at this use although ModelIDs itself is closed.
+            print("model", try decoder.decode(Chat.self, from: Data(#"{"model": "o3"}"#.utf8)).model, check(ModelIDs.self, #""o3""#))
             """#
         let output = try await compileAndRun(program: program, generated: directory.url("EdgeModels.swift"))
         #expect(output == """
@@ -182,6 +184,7 @@ import Testing
             patch value(2026-11-30 08:00:00 +0000) {"dueDate":"2026-11-30T08:00:00Z"}
             patch absent {"any":null}
             clear {"dueDate":null,"title":"t"}
+            model unknown(o3) undeclaredEnumValue at 
 
             """)
         // Descriptions with other line breaks stay comments: nothing from them was compiled (the program

@@ -268,6 +268,30 @@ import Testing
         #expect(try Self.rules(Self.union("[{type: string}]"), Self.union("[{type: string}, {type: 'null'}]")) == ["response-body-became-nullable"])
     }
 
+    /// The open-enum pattern with its known values behind a reference: a new value is an extensible-enum
+    /// addition, not a new union variant.
+    @Test func aNewValueBehindAReferencedOpenEnumIsInfo() throws {
+        func spec(_ values: String) -> String {
+            """
+            openapi: 3.1.0
+            info: {title: t, version: 1.0.0}
+            paths:
+              /m:
+                get:
+                  responses:
+                    '200':
+                      description: ok
+                      content:
+                        application/json:
+                          schema: {type: object, properties: {model: {anyOf: [{type: string}, {$ref: '#/components/schemas/IDs'}]}}}
+            components:
+              schemas:
+                IDs: {type: string, enum: \(values)}
+            """
+        }
+        #expect(try Self.rules(spec("[a, b]"), spec("[a, b, c]")) == ["response-property-extensible-enum-value-added"])
+    }
+
     /// Found in review: security alternatives were flattened into one set of schemes.
     @Test func securityIsComparedByAlternatives() throws {
         func spec(_ security: String) -> String {

@@ -780,6 +780,22 @@ import Testing
         #expect(code.contains("public var model: Extensible<M.Model>?"))
     }
 
+    @Test func theOpenEnumPatternWithItsValuesBehindAReference() throws {
+        let code = try generate("""
+                ModelIDs: {type: string, enum: [gpt-4o, gpt-4o-mini]}
+                AnyModel: {anyOf: [{$ref: '#/components/schemas/ModelIDs'}, {type: string}]}
+                Chat:
+                  type: object
+                  properties:
+                    model: {anyOf: [{type: string}, {$ref: '#/components/schemas/ModelIDs'}]}
+                    other: {$ref: '#/components/schemas/AnyModel'}
+            """)
+        #expect(code.contains("public enum ModelIDs: String, ClosedEnum, CaseIterable"))
+        #expect(code.contains("public enum AnyModel: String, ExtensibleEnum"))
+        #expect(code.contains("public var model: Extensible<Chat.Model>?"))
+        #expect(code.contains("public var other: Extensible<AnyModel>?"))
+    }
+
     @Test func aMemberNamedHashValueCompiles() throws {
         let code = try generate("    Commit: {type: object, required: [hashValue], properties: {hashValue: {type: string}}}\n")
         #expect(code.contains("public var hashValue_: String\n"))

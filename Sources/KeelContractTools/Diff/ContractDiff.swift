@@ -197,7 +197,8 @@ private struct Collector {
         var value: JSONValue
     }
 
-    func shape(_ value: JSONValue, isOpenAPI30: Bool) -> Shape {
+    func shape(_ value: JSONValue, in file: URL, of document: OpenAPIDocument) -> Shape {
+        let isOpenAPI30 = document.isOpenAPI30
         var types: Set<String> = []
         switch value["type"] ?? .null {
         case .string(let type): types = [type]
@@ -222,7 +223,7 @@ private struct Collector {
             if types.isEmpty { types = ["string"] }
         }
         // The open-enum pattern: anyOf [{type: string, enum: [...]}, {type: string}], in either order.
-        if let known = Self.openEnumValues(value) {
+        if let known = Self.openEnumValues(value, in: file, of: document) {
             enumValues = known
             extensible = true
             types = ["string"]
@@ -250,8 +251,8 @@ private struct Collector {
             guard visited.insert(key).inserted else { return }  // recursion: already compared
         }
         if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
-        let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)
-        let b = shape(new.value, isOpenAPI30: revision.isOpenAPI30)
+        let a = shape(old.value, in: old.file, of: base)
+        let b = shape(new.value, in: new.file, of: revision)
         let subject = pointer.isEmpty ? "the response body" : "response property \(pointer)"
         if !a.types.isEmpty, !b.types.isEmpty, !b.types.isSubset(of: a.types) {
             add(pointer.isEmpty ? "response-body-type-changed" : "response-property-type-changed", .breaking, place, pointer.isEmpty ? nil : pointer,
@@ -303,8 +304,8 @@ private struct Collector {
             guard visited.insert(key).inserted else { return }
         }
         if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
-        let a = shape(old.value, isOpenAPI30: base.isOpenAPI30)
-        let b = shape(new.value, isOpenAPI30: revision.isOpenAPI30)
+        let a = shape(old.value, in: old.file, of: base)
+        let b = shape(new.value, in: new.file, of: revision)
         let at = pointer.isEmpty ? nil : pointer
         let prefix = pointer.isEmpty ? rulePrefix : "request-property"
         let what = pointer.isEmpty ? subject : "\(subject) property \(pointer)"
@@ -372,7 +373,7 @@ private struct Collector {
     func variants(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> (keyword: String, names: [String])? {
         let keyword = schema["oneOf"] != nil ? "oneOf" : "anyOf"
         guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
-        if keyword == "anyOf", Self.openEnumValues(schema) != nil { return nil }
+        if keyword == "anyOf", Self.openEnumValues(schema, in: file, of: document) != nil { return nil }
         let real = alternatives.filter { !Self.isNullSchema($0) }
         guard let property = schema["discriminator"]?["propertyName"]?.stringValue else {
             return (keyword, real.map { kind(of: $0, in: file, document: document) })
@@ -415,15 +416,15 @@ private struct Collector {
     }
 
     /// The known values of the open-enum pattern, `anyOf: [{type: string, enum: [...]}, {type: string}]` in
-    /// either order.
-    static func openEnumValues(_ schema: JSONValue) -> [JSONValue]? {
+    /// either order, the known values possibly behind a `$ref` (`anyOf: [{type: string}, {$ref: ModelIDs}]`).
+    static func openEnumValues(_ schema: JSONValue, in file: URL, of document: OpenAPIDocument) -> [JSONValue]? {
         guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return nil }
         for (known, open) in [(0, 1), (1, 0)] {
-            if case .array(let values) = alternatives[known]["enum"] ?? .null, alternatives[open]["enum"] == nil,
-                alternatives[open]["type"] == "string", alternatives[open]["$ref"] == nil
-            {
-                return values
-            }
+            guard alternatives[open]["enum"] == nil, alternatives[open]["type"] == "string", alternatives[open]["$ref"] == nil,
+                let enumSchema = try? document.resolve(alternatives[known], in: file).value,
+                case .array(let values) = enumSchema["enum"] ?? .null
+            else { continue }
+            return values
         }
         return nil
     }

@@ -106,6 +106,20 @@ extension ModelBuilder {
         return object.allSatisfy { neutralKeywords.contains($0.key) || $0.key.hasPrefix("x-") }
     }
 
+    /// The open-enum pattern with the known values behind a reference, `anyOf: [{type: string}, {$ref: ModelIDs}]`
+    /// in either order (a closed enum component made open at this use): its values and where they are.
+    func referencedOpenEnum(_ schema: JSONValue, file: URL) -> ([JSONValue], at: String)? {
+        guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return nil }
+        for (known, open) in [(0, 1), (1, 0)] {
+            guard alternatives[known]["$ref"] != nil, alternatives[open]["enum"] == nil, alternatives[open]["type"] == "string",
+                alternatives[open]["$ref"] == nil, let target = try? document.resolve(alternatives[known], in: file).value,
+                case .array(let values) = target["enum"] ?? .null
+            else { continue }
+            return (values, "/anyOf/\(known)")
+        }
+        return nil
+    }
+
     /// A `$ref` to an object schema with keywords beside it that add to its shape (3.1 applies them;
     /// 3.0 ignores them, and so do non-objects, where `required` or `properties` constrain nothing).
     func refWithSiblings(_ schema: JSONValue, file: URL) -> Bool {

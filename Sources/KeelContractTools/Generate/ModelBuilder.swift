@@ -22,7 +22,7 @@ struct ModelBuilder {
     /// Schemas being expanded inline through a `$ref` (a cycle among them is reported, not followed).
     private var expanding: Set<String> = []
     /// The schema declared under each top-level name (what a `$ref` to that name stands for).
-    private var declaredSchemas: [String: JSONValue] = [:]
+    private var declaredSchemas: [String: (schema: JSONValue, file: URL)] = [:]
     /// Schemas a `$ref` uses as a value somewhere (not only as an `allOf` part or a mapping target).
     private var directlyUsed: Set<String> = []
     /// Inline schemas whose struct is being built, by `file#pointer`: reached again (an `allOf` that merges
@@ -123,7 +123,7 @@ struct ModelBuilder {
                         let swiftName = SwiftNames.unique(SwiftNames.topLevelTypeName(name), in: &topLevelNames)
                         declaredTargets[document.url.path + "#" + pointer] = swiftName
                         declaredTargets[key] = swiftName
-                        declaredSchemas[swiftName] = target
+                        declaredSchemas[swiftName] = (target, file)
                         pending.append((swiftName, target, file, "#" + targetPointer))
                         continue
                     }
@@ -156,7 +156,7 @@ struct ModelBuilder {
     private mutating func register(_ name: String, schema: JSONValue, file: URL, pointer: String) {
         let swiftName = SwiftNames.unique(name, in: &topLevelNames)
         declaredTargets[file.path + "#" + pointer] = swiftName
-        declaredSchemas[swiftName] = schema
+        declaredSchemas[swiftName] = (schema, file)
         pending.append((swiftName, schema, file, "#" + pointer))
     }
 
@@ -196,7 +196,7 @@ struct ModelBuilder {
                 }
                 let swiftName = SwiftNames.unique(name, in: &topLevelNames)
                 declaredTargets[key] = swiftName
-                declaredSchemas[swiftName] = schema.value
+                declaredSchemas[swiftName] = (schema.value, schema.file)
                 pending.append((swiftName, schema.value, schema.file, schema.location))
             }
         }
@@ -238,6 +238,12 @@ struct ModelBuilder {
             return
         }
         let source = (displayName(file), pointer)
+        if let (values, at) = referencedOpenEnum(schema, file: file) {
+            if let cases = enumCases(values, file: file, pointer: pointer + at) {
+                declarations.append(TypePlan(path: [name], kind: .extensibleEnum(cases), documentation: documentation, file: source.0, location: pointer))
+            }
+            return
+        }
         if schema["$ref"] == nil || refWithSiblings(schema, file: file) {
             switch form(schema) {
             case .object:
@@ -580,8 +586,10 @@ struct ModelBuilder {
                 // `nullable: true` beside the $ref counts too (3.0 descriptions write it there).
                 let nullable = isNullable(value, file: file)
                 // What was declared under the name (for `Status: {$ref: './Status.yaml'}`, the file's enum).
-                if let declared = declaredSchemas[name].map(unwrapped), declared["$ref"] == nil, case .extensibleEnum = form(declared) {
-                    return (.extensible([name]), nullable)
+                if let (schema, schemaFile) = declaredSchemas[name] {
+                    let declared = unwrapped(schema)
+                    if declared["$ref"] == nil, case .extensibleEnum = form(declared) { return (.extensible([name]), nullable) }
+                    if referencedOpenEnum(declared, file: schemaFile) != nil { return (.extensible([name]), nullable) }
                 }
                 return (.declared([name]), nullable)
             }
@@ -605,6 +613,12 @@ struct ModelBuilder {
         if value["discriminator"] != nil, value["oneOf"] == nil, value["anyOf"] == nil {
             diagnoseInheritance(file, pointer)
             return nil
+        }
+        if let (values, at) = referencedOpenEnum(value, file: file) {
+            guard let cases = enumCases(values, file: file, pointer: pointer + at) else { return nil }
+            let path = nestedPath(suggested, in: &scope)
+            scope.nested.append(TypePlan(path: path, kind: .extensibleEnum(cases), documentation: [], file: displayName(file), location: pointer))
+            return (.extensible(path), nullable)
         }
         switch form(value) {
         case .extensibleEnum(let values, let at):
