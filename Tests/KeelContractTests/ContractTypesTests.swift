@@ -133,6 +133,13 @@ import Testing
         #expect(Nullable<Int>.null.value == nil)
     }
 
+    @Test func jsonValueThroughCodableKeepsIntegersUpToUInt64() throws {
+        let json = #"[12345678901234567890,-9223372036854775808,0.5]"#
+        let values = try JSONDecoder().decode([JSONValue].self, from: Data(json.utf8))
+        #expect(values.map(\.description) == ["12345678901234567890", "-9223372036854775808", "0.5"])
+        #expect(String(decoding: try JSONEncoder().encode(values), as: UTF8.self) == json)
+    }
+
     @Test func aRootLevelFailureThatIsNotANumberKeepsItsOwnMessage() {
         do {
             _ = try ContractDecoder().decode(Date.self, from: Data(#""30/11/2026""#.utf8))

@@ -106,10 +106,13 @@ extension JSONValue: Codable {
             self = .bool(value)
         } else if let value = try? container.decode(Int64.self) {
             self = .number(JSONNumber(value))
-        } else if let value = try? container.decode(UInt64.self) {
-            self = .number(JSONNumber(literal: String(value))!)
         } else if let value = try? container.decode(Double.self) {
-            self = .number(JSONNumber(value))
+            // An integer beyond Int64 (up to UInt64) is read exactly; only such values pay the second attempt.
+            if value >= 0x1p63, value == value.rounded(), let unsigned = try? container.decode(UInt64.self) {
+                self = .number(JSONNumber(literal: String(unsigned))!)
+            } else {
+                self = .number(JSONNumber(value))
+            }
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
         } else if let value = try? container.decode([JSONValue].self) {

@@ -199,16 +199,11 @@ private struct Collector {
 
     func shape(_ value: JSONValue, in file: URL, of document: OpenAPIDocument) -> Shape {
         let isOpenAPI30 = document.isOpenAPI30
-        var types: Set<String> = []
-        switch value["type"] ?? .null {
-        case .string(let type): types = [type]
-        case .array(let list): types = Set(list.compactMap(\.stringValue))
-        default: break
-        }
+        var types = Set(SchemaReading.types(value))
         var nullable = types.contains("null") || (isOpenAPI30 && value["nullable"] == .bool(true))
         if case .array(let list) = value["enum"] ?? .null, list.contains(.null) { nullable = true }
         for keyword in ["oneOf", "anyOf"] {
-            if case .array(let alternatives) = value[keyword] ?? .null, alternatives.contains(where: Self.isNullSchema) { nullable = true }
+            if case .array(let alternatives) = value[keyword] ?? .null, alternatives.contains(where: SchemaReading.isNullOnly) { nullable = true }
         }
         types.remove("null")
         var enumValues: [JSONValue]?
@@ -374,7 +369,7 @@ private struct Collector {
         let keyword = schema["oneOf"] != nil ? "oneOf" : "anyOf"
         guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
         if keyword == "anyOf", Self.openEnumValues(schema, in: file, of: document) != nil { return nil }
-        let real = alternatives.filter { !Self.isNullSchema($0) }
+        let real = alternatives.filter { !SchemaReading.isNullOnly($0) }
         guard let property = schema["discriminator"]?["propertyName"]?.stringValue else {
             return (keyword, real.map { kind(of: $0, in: file, document: document) })
         }
@@ -384,8 +379,7 @@ private struct Collector {
             for (value, target) in mapping {
                 values.append("\(property)=\(value)")
                 if let reference = target.stringValue {
-                    let full = reference.contains("#") || reference.contains("/") ? reference : "#/components/schemas/" + reference
-                    let (targetFile, pointer) = Loader.split(full, relativeTo: file)
+                    let (targetFile, pointer) = Loader.split(SchemaReading.mappingReference(reference), relativeTo: file)
                     mapped.insert(targetFile.path + "#" + pointer)
                 }
             }
@@ -403,34 +397,18 @@ private struct Collector {
     /// The kind of JSON value a variant holds: its type, and its enum or const values.
     private func kind(of variant: JSONValue, in file: URL, document: OpenAPIDocument) -> String {
         guard let schema = try? document.resolve(variant, in: file).value else { return variant.description }
-        var types: [String] = []
-        switch schema["type"] ?? .null {
-        case .string(let type): types = [type]
-        case .array(let list): types = list.compactMap(\.stringValue).filter { $0 != "null" }.sorted()
-        default: types = schema["properties"] != nil ? ["object"] : []
-        }
+        var types = SchemaReading.types(schema).filter { $0 != "null" }.sorted()
+        if schema["type"] == nil, schema["properties"] != nil { types = ["object"] }
         var text = types.isEmpty ? "any value" : types.joined(separator: " or ")
         if case .array(let values) = schema["enum"] ?? .null { text += " enum " + values.map(\.description).sorted().joined(separator: ", ") }
         if let constant = schema["const"] { text += " const \(constant)" }
         return text
     }
 
-    /// The known values of the open-enum pattern, `anyOf: [{type: string, enum: [...]}, {type: string}]` in
-    /// either order, the known values possibly behind a `$ref` (`anyOf: [{type: string}, {$ref: ModelIDs}]`).
+    /// The known values of the open-enum pattern, the known values possibly behind a `$ref`
+    /// (`anyOf: [{type: string}, {$ref: ModelIDs}]`).
     static func openEnumValues(_ schema: JSONValue, in file: URL, of document: OpenAPIDocument) -> [JSONValue]? {
-        guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return nil }
-        for (known, open) in [(0, 1), (1, 0)] {
-            guard alternatives[open]["enum"] == nil, alternatives[open]["type"] == "string", alternatives[open]["$ref"] == nil,
-                let enumSchema = try? document.resolve(alternatives[known], in: file).value,
-                case .array(let values) = enumSchema["enum"] ?? .null
-            else { continue }
-            return values
-        }
-        return nil
-    }
-
-    static func isNullSchema(_ schema: JSONValue) -> Bool {
-        schema["type"] == "null" || schema["type"] == ["null"] || schema["enum"] == [.null] || schema["const"] == .null
+        SchemaReading.openEnum(schema) { try? document.resolve($0, in: file).value }?.values
     }
 
     /// New variants in `new` that `old` lacks: by name when the names are wire values, by count otherwise

@@ -26,18 +26,21 @@ extension ModelBuilder {
         if case .array(let values) = schema["enum"] ?? .null {
             return schema["x-extensible-enum"] == .bool(true) ? .extensibleEnum(values, at: "/enum") : .closedEnum(values, at: "/enum")
         }
-        if let (values, at) = openEnumValues(schema) { return .extensibleEnum(values, at: at) }
+        // The open-enum pattern with its values inline (behind a `$ref`: ``referencedOpenEnum(_:file:)``).
+        if let (values, known) = SchemaReading.openEnum(schema, resolve: { $0["$ref"] == nil ? $0 : nil }) {
+            return .extensibleEnum(values, at: "/anyOf/\(known)/enum")
+        }
         for keyword in ["oneOf", "anyOf"] {
             guard case .array(let alternatives) = schema[keyword] ?? .null else { continue }
             // Members beside a union would apply to every variant: not something one Swift type says yet.
-            if ["properties", "required", "allOf", "additionalProperties"].contains(where: { schema[$0] != nil }),
+            if (SchemaReading.memberKeywords + ["allOf"]).contains(where: { schema[$0] != nil }),
                 !alternatives.allSatisfy(Self.onlyRequires)
             {
                 return .unsupported("\(keyword) together with properties, required or allOf is not supported yet "
                     + "(move the shared members into each variant, or into an allOf part of each)", at: "/\(keyword)")
             }
             if schema["discriminator"] != nil { return .union }
-            let remaining = alternatives.enumerated().filter { !Self.isNullSchema($0.element) }
+            let remaining = alternatives.enumerated().filter { !SchemaReading.isNullOnly($0.element) }
             if remaining.count == 1 { return .wrapped(remaining[0].element, keyword: "\(keyword)/\(remaining[0].offset)") }
             if schema["properties"] != nil, alternatives.allSatisfy(Self.onlyRequires) { break }
             return .unsupported("\(keyword) without a discriminator is not supported yet (supported: a discriminator with propertyName, "
@@ -47,21 +50,16 @@ extension ModelBuilder {
             // Parts that only annotate or constrain (`{description: ...}`, `{nullable: true}`, `{minimum: 1}`) do
             // not shape the value: one other part is then a wrapper, unless the schema itself adds members.
             let shaping = parts.enumerated().filter { !Self.isNeutral($0.element) }
-            let addsShape = ["properties", "required", "additionalProperties"].contains { schema[$0] != nil }
+            let addsShape = SchemaReading.memberKeywords.contains { schema[$0] != nil }
             if shaping.count == 1, !addsShape { return .wrapped(shaping[0].element, keyword: "allOf/\(shaping[0].offset)") }
             return .object
         }
-        var types: [String] = []
-        switch schema["type"] ?? .null {
-        case .string(let type): types = [type]
-        case .array(let list): types = list.compactMap(\.stringValue)
-        default: break
-        }
+        var types = SchemaReading.types(schema)
         types.removeAll { $0 == "null" }
         if types.isEmpty, schema["type"] != nil { return .unsupported("a schema that only allows null is not supported yet", at: "/type") }
         if types.count > 1 { return .unsupported("a value of several types (\(types.joined(separator: ", "))) is not supported yet", at: "/type") }
         // No type but properties: an object, as most descriptions mean it.
-        let kind = types.first ?? (["properties", "required", "additionalProperties"].contains { schema[$0] != nil } ? "object" : nil)
+        let kind = types.first ?? (SchemaReading.memberKeywords.contains { schema[$0] != nil } ? "object" : nil)
         switch kind {
         case "object":
             if case .object(let properties) = schema["properties"] ?? .null, !properties.isEmpty { return .object }
@@ -109,22 +107,15 @@ extension ModelBuilder {
     /// The open-enum pattern with the known values behind a reference, `anyOf: [{type: string}, {$ref: ModelIDs}]`
     /// in either order (a closed enum component made open at this use): its values and where they are.
     func referencedOpenEnum(_ schema: JSONValue, file: URL) -> ([JSONValue], at: String)? {
-        guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return nil }
-        for (known, open) in [(0, 1), (1, 0)] {
-            guard alternatives[known]["$ref"] != nil, alternatives[open]["enum"] == nil, alternatives[open]["type"] == "string",
-                alternatives[open]["$ref"] == nil, let target = try? document.resolve(alternatives[known], in: file).value,
-                case .array(let values) = target["enum"] ?? .null
-            else { continue }
-            return (values, "/anyOf/\(known)")
-        }
-        return nil
+        let pattern = SchemaReading.openEnum(schema) { $0["$ref"] == nil ? nil : try? document.resolve($0, in: file).value }
+        return pattern.map { ($0.values, "/anyOf/\($0.known)") }
     }
 
     /// A `$ref` to an object schema with keywords beside it that add to its shape (3.1 applies them;
     /// 3.0 ignores them, and so do non-objects, where `required` or `properties` constrain nothing).
     func refWithSiblings(_ schema: JSONValue, file: URL) -> Bool {
         guard !document.isOpenAPI30, schema["$ref"] != nil,
-            ["properties", "required", "allOf", "additionalProperties"].contains(where: { schema[$0] != nil }),
+            (SchemaReading.memberKeywords + ["allOf"]).contains(where: { schema[$0] != nil }),
             let target = try? document.resolve(schema, in: file)
         else { return false }
         return isObjectSchema(target.value, file: target.file)
@@ -144,19 +135,9 @@ extension ModelBuilder {
         }
     }
 
-    /// The open-enum pattern: `anyOf: [{type: string, enum: [...]}, {type: string}]`, in either order.
-    func isOpenEnum(_ schema: JSONValue) -> Bool { openEnumValues(schema) != nil }
-
-    /// The known values of the open-enum pattern and where they are (`/anyOf/0/enum`).
-    func openEnumValues(_ schema: JSONValue) -> ([JSONValue], at: String)? {
-        guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return nil }
-        for (known, open) in [(0, 1), (1, 0)] {
-            guard case .array(let values) = alternatives[known]["enum"] ?? .null, alternatives[open]["enum"] == nil,
-                alternatives[open]["type"] == "string", alternatives[open]["$ref"] == nil
-            else { continue }
-            return (values, "/anyOf/\(known)/enum")
-        }
-        return nil
+    /// The open-enum pattern with its values inline: `anyOf: [{type: string, enum: [...]}, {type: string}]`.
+    func isOpenEnum(_ schema: JSONValue) -> Bool {
+        SchemaReading.openEnum(schema, resolve: { $0["$ref"] == nil ? $0 : nil }) != nil
     }
 
     /// Whether a value of the schema may be null: 3.1 `type: [..., "null"]`, 3.0 `nullable: true` (also
@@ -172,7 +153,7 @@ extension ModelBuilder {
         if case .array(let types) = schema["type"] ?? .null, types.contains("null") { return true }
         if case .array(let values) = schema["enum"] ?? .null, values.contains(.null) { return true }
         for keyword in ["oneOf", "anyOf"] {
-            if case .array(let alternatives) = schema[keyword] ?? .null, alternatives.contains(where: Self.isNullSchema) { return true }
+            if case .array(let alternatives) = schema[keyword] ?? .null, alternatives.contains(where: SchemaReading.isNullOnly) { return true }
         }
         if case .wrapped(let inner, let keyword) = form(schema), keyword.hasPrefix("allOf") {
             if document.isOpenAPI30, case .array(let parts) = schema["allOf"] ?? .null, parts.contains(where: { $0["nullable"] == .bool(true) }) { return true }
@@ -194,10 +175,6 @@ extension ModelBuilder {
             return parts.contains { isOneWay($0, file: file, depth: depth + 1) }
         }
         return false
-    }
-
-    static func isNullSchema(_ schema: JSONValue) -> Bool {
-        schema["type"] == "null" || schema["type"] == ["null"] || schema["enum"] == [.null] || schema["const"] == .null
     }
 
     /// `#/components/schemas/X` → `X` (only direct children of `components/schemas`).
@@ -227,7 +204,7 @@ extension ModelBuilder {
     static func forEachSchemaReference(in schema: JSONValue, direct: Bool = true, siblingsMerge: Bool = false,
                                        _ body: (_ reference: String, _ direct: Bool) -> Void) {
         guard case .object(let object) = schema else { return }
-        let addsShape = ["properties", "required", "additionalProperties"].contains { object[$0] != nil }
+        let addsShape = SchemaReading.memberKeywords.contains { object[$0] != nil }
         if case .string(let reference) = object["$ref"] ?? .null { body(reference, direct && !(siblingsMerge && (addsShape || object["allOf"] != nil))) }
         if case .object(let mapping) = object["discriminator"]?["mapping"] ?? .null {
             for (_, target) in mapping {

@@ -86,7 +86,8 @@ struct ModelBuilder {
             let (schema, file, topLevelIsUse) = work[next]
             next += 1
             Self.forEachSchemaReference(in: schema, direct: topLevelIsUse, siblingsMerge: !document.isOpenAPI30) { reference, direct in
-                let full = reference.contains("#") || reference.contains("/") || reference.contains(".") ? reference : "#/components/schemas/" + reference
+                // A `$ref` is a reference; a mapping value may be a bare name (`Cat`), or a file (`Cat.yaml`).
+                let full = reference.contains(".") ? reference : SchemaReading.mappingReference(reference)
                 let (target, pointer) = Loader.split(full, relativeTo: file)
                 if direct { directlyUsed.insert(canonicalKey(full, from: file)) }
                 guard seen.insert(target.path + "#" + pointer).inserted,
@@ -226,12 +227,8 @@ struct ModelBuilder {
     private mutating func declareTopLevel(_ name: String, schema original: JSONValue, file: URL, pointer originalPointer: String) {
         let documentation = Self.documentation(original)
         // `X: {allOf: [{type: object, ...}]}`: the inline schema inside a wrapper is X itself.
-        var schema = original
-        var pointer = originalPointer
-        while schema["$ref"] == nil, case .wrapped(let inner, let keyword) = form(schema), inner["$ref"] == nil {
-            schema = inner
-            pointer += "/" + keyword
-        }
+        let (schema, wrapperPath) = unwrapped(original)
+        let pointer = originalPointer + wrapperPath
         let discriminated = [original, schema].contains { $0["discriminator"] != nil && $0["oneOf"] == nil && $0["anyOf"] == nil }
         if discriminated, directlyUsed.contains(file.path + (originalPointer.isEmpty ? "#" : originalPointer)) {
             diagnoseInheritance(file, originalPointer)
@@ -444,8 +441,7 @@ struct ModelBuilder {
         if case .object(let entries) = schema["discriminator"]?["mapping"] ?? .null {
             for (value, target) in entries {
                 guard let reference = target.stringValue else { continue }
-                let full = reference.contains("#") || reference.contains("/") ? reference : "#/components/schemas/" + reference
-                mapping.append((value, canonicalKey(full, from: file)))
+                mapping.append((value, canonicalKey(SchemaReading.mappingReference(reference), from: file)))
             }
         }
         // An explicit mapping wins over a variant's implicit name.
@@ -454,7 +450,7 @@ struct ModelBuilder {
         var variantKeys: Set<String> = []
         var caseNames: Set<String> = []
         var failed = false
-        for (index, alternative) in alternatives.enumerated() where !Self.isNullSchema(alternative) {
+        for (index, alternative) in alternatives.enumerated() where !SchemaReading.isNullOnly(alternative) {
             let location = pointer + "/\(keyword)/\(index)"
             guard case .string(let reference) = alternative["$ref"] ?? .null else {
                 diagnose(file, location, "a discriminated \(keyword) variant must be a $ref to a schema (inline variants are not supported yet)")
@@ -527,15 +523,16 @@ struct ModelBuilder {
                         file: displayName(file), location: pointer)
     }
 
-    /// The inline schema inside wrappers (`{allOf: [X], description: ...}`, `{oneOf: [X, {type: null}]}`).
-    func unwrapped(_ schema: JSONValue) -> JSONValue {
+    /// The inline schema inside wrappers (`{allOf: [X], description: ...}`, `{oneOf: [X, {type: null}]}`) and its
+    /// pointer relative to the outermost (`/allOf/0`).
+    func unwrapped(_ schema: JSONValue) -> (schema: JSONValue, path: String) {
         var schema = schema
-        var steps = 0
-        while steps < 64, schema["$ref"] == nil, case .wrapped(let inner, _) = form(schema), inner["$ref"] == nil {
+        var path = ""
+        while schema["$ref"] == nil, case .wrapped(let inner, let keyword) = form(schema), inner["$ref"] == nil {
             schema = inner
-            steps += 1
+            path += "/" + keyword
         }
-        return schema
+        return (schema, path)
     }
 
     /// `file#pointer` of the schema a reference finally names, through references that are only names
@@ -587,7 +584,7 @@ struct ModelBuilder {
                 let nullable = isNullable(value, file: file)
                 // What was declared under the name (for `Status: {$ref: './Status.yaml'}`, the file's enum).
                 if let (schema, schemaFile) = declaredSchemas[name] {
-                    let declared = unwrapped(schema)
+                    let declared = unwrapped(schema).schema
                     if declared["$ref"] == nil, case .extensibleEnum = form(declared) { return (.extensible([name]), nullable) }
                     if referencedOpenEnum(declared, file: schemaFile) != nil { return (.extensible([name]), nullable) }
                 }

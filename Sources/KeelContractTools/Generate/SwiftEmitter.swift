@@ -141,22 +141,18 @@ struct SwiftEmitter {
                 for property in properties {
                     let name = SwiftNames.member(property.swiftName)
                     let type = inner.type(property.type, inSignature: false)
-                    if property.type == .builtin(.json) {
-                        // Any value, null included (`JSONValue.null`); when not required, absent is nil.
-                        inner.line(property.required
-                            ? "self.\(name) = try container.decode(\(type).self, forKey: .\(name))"
-                            // `.some`/`.none`, not a bare nil: JSONValue is ExpressibleByNilLiteral, so nil would be `.null`.
-                            : "self.\(name) = container.contains(.\(name)) ? .some(try container.decode(\(type).self, forKey: .\(name))) : .none")
-                        continue
-                    }
-                    if !property.required, property.nullable {
-                        // Absent, null and a value are three states (Nullable<T>?): decodeIfPresent would fold null into absent.
-                        let nullable = inner.library("Nullable", inSignature: false)
-                        inner.line("self.\(name) = container.contains(.\(name)) ? .some(try container.decode(\(nullable)<\(type)>.self, forKey: .\(name))) : .none")
+                    // JSONValue holds null itself: never `JSONValue?` for null.
+                    let isJSON = property.type == .builtin(.json)
+                    if !property.required, property.nullable || isJSON {
+                        // Absent, null and a value are three states (`Nullable<T>?`, `JSONValue?`): decodeIfPresent
+                        // would fold null into absent. `.some`/`.none`, not a bare nil: JSONValue is
+                        // ExpressibleByNilLiteral, so nil would be `.null`.
+                        let decoded = isJSON ? type : "\(inner.library("Nullable", inSignature: false))<\(type)>"
+                        inner.line("self.\(name) = container.contains(.\(name)) ? .some(try container.decode(\(decoded).self, forKey: .\(name))) : .none")
                         continue
                     }
                     // Required and nullable: the member must be present, null allowed.
-                    let call = !property.required ? "decodeIfPresent(\(type).self" : property.nullable ? "decode(\(type)?.self" : "decode(\(type).self"
+                    let call = !property.required ? "decodeIfPresent(\(type).self" : property.nullable && !isJSON ? "decode(\(type)?.self" : "decode(\(type).self"
                     inner.line("self.\(name) = try container.\(call), forKey: .\(name))")
                 }
             }
