@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 
 /// One benchmark: a candidate and the baseline it is judged against, measured in the same process.
 struct Benchmark: Sendable {
@@ -53,7 +54,7 @@ struct Harness {
             let start = ContinuousClock.now
             for _ in 0..<benchmark.operations { try await operation() }
             let elapsed = ContinuousClock.now - start
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.inSeconds
             return seconds / Double(benchmark.operations)
         }
         _ = try await batch(sides.baseline)

@@ -29,7 +29,8 @@ import Testing
         do {
             _ = try generate(schemas, openAPI: openAPI)
         } catch let error as ContractGenerationError {
-            guard case .unsupported(let diagnostics) = error else { throw error }
+            guard error.code == .unsupported else { throw error }
+            let diagnostics = error.diagnostics
             return diagnostics
         }
         Issue.record("generation succeeded")
@@ -521,7 +522,8 @@ import Testing
         #expect {
             _ = try ContractGenerator(contract: url).generate()
         } throws: { error in
-            guard case .unsupported(let found) = error as? ContractGenerationError else { return false }
+            guard let generation = error as? ContractGenerationError, generation.code == .unsupported else { return false }
+            let found = generation.diagnostics
             return found.map { "\($0.file) \($0.location)" } == ["ext/responses.yaml #/components/responses/Bad/content/application~1json/schema/properties/v"]
         }
     }
@@ -818,7 +820,8 @@ import Testing
         #expect {
             _ = try ContractGenerator(contract: url).generate()
         } throws: { error in
-            guard case .unsupported(let found) = error as? ContractGenerationError else { return false }
+            guard let generation = error as? ContractGenerationError, generation.code == .unsupported else { return false }
+            let found = generation.diagnostics
             return found.map { "\($0.file) \($0.location)" } == ["paths/pets.yaml #/get/responses/200/content/application~1json/schema/properties/bad"]
         }
     }
@@ -845,7 +848,8 @@ import Testing
         #expect {
             _ = try ContractGenerator(contract: url).generate()
         } throws: { error in
-            guard case .unsupported(let found) = error as? ContractGenerationError else { return false }
+            guard let generation = error as? ContractGenerationError, generation.code == .unsupported else { return false }
+            let found = generation.diagnostics
             return found.map(\.location) == ["#/paths/~1me/get/responses/200/content/application~1json/schema"]
         }
     }
@@ -1003,7 +1007,7 @@ import Testing
         #expect {
             _ = try ContractGenerator(contract: url).generate()
         } throws: { error in
-            guard case .unreadable(let load) = error as? ContractGenerationError else { return false }
+            guard let generation = error as? ContractGenerationError, let load = generation.loadError else { return false }
             return load.file.hasSuffix("broken.yaml") && load.message.contains("not valid YAML")
         }
     }

@@ -62,7 +62,6 @@ import Testing
                     } else {
                         #expect(shown.state == .notDone)
                     }
-                    #expect(shown.state != .done)
                 }
             }
         }
@@ -80,7 +79,7 @@ import Testing
         #expect(action(.authorization) == .requestAccess)
         #expect(action(.conflict) == .reviewConflict)
         #expect(action(.rateLimited) == .tryLater)
-        #expect(action(.updateRequired) == .updateApp)
+        #expect(action(.contractViolation) == .tryLater)
         #expect(action(.technical) == .tryLater)
         #expect(action(.cancelled) == .none)
     }

@@ -37,7 +37,7 @@ import Testing
         #expect {
             _ = try Inventory([leaky])
         } throws: { error in
-            (error as? InventoryError)?.problems.contains { $0.contains("may not be in transferable backups") } == true
+            (error as? InventoryError)?.problems.contains { $0.code == .sensitiveInBackup && $0.field == "backup" } == true
         }
     }
 
@@ -50,7 +50,7 @@ import Testing
         #expect {
             _ = try Inventory([forever])
         } throws: { error in
-            (error as? InventoryError)?.problems.contains { $0.contains("needs a retention") } == true
+            (error as? InventoryError)?.problems.contains { $0.code == .missingRetention && $0.field == "retention" } == true
         }
     }
 
@@ -66,10 +66,10 @@ import Testing
             _ = try Inventory([noDeletion, noSource, noPurpose, Self.feed])
         } throws: { error in
             guard let problems = (error as? InventoryError)?.problems else { return false }
-            return problems.contains { $0.contains("deleted on account deletion") }
-                && problems.contains { $0.contains("must say what rebuilds it") }
-                && problems.contains { $0.contains("needs a purpose") }
-                && problems.contains { $0.contains("declared twice") }
+            return problems.contains { $0.code == .notDeletedWithAccount }
+                && problems.contains { $0.code == .cacheWithoutSource }
+                && problems.contains { $0.code == .missingPurpose }
+                && problems.contains { $0.code == .declaredTwice }
         }
     }
 
@@ -165,7 +165,7 @@ import Testing
         #expect {
             _ = try Inventory([drafts])
         } throws: { error in
-            (error as? InventoryError)?.problems.contains { $0.contains("needs table storage with a timestamp column") } == true
+            (error as? InventoryError)?.problems.contains { $0.code == .retentionNotSweepable && $0.field == "storage" } == true
         }
     }
 
@@ -196,6 +196,6 @@ import Testing
         // A hand-edited export with a sensitive dataset in backups fails the check.
         var edited = try JSONDecoder().decode([Dataset].self, from: exported)
         edited[edited.firstIndex { $0.name == "session-token" }!].backup = .include
-        #expect(try Inventory.check(exported: try JSONEncoder().encode(edited)).contains { $0.contains("session-token") })
+        #expect(try Inventory.check(exported: try JSONEncoder().encode(edited)).contains { $0.code == .sensitiveInBackup && $0.dataset == "session-token" })
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import KeelCore
 
 /// Decodes contract models from JSON and reports failures with a readable coding path.
 ///
@@ -63,26 +64,9 @@ public struct ContractDecoder: Sendable {
 }
 
 /// Why a contract model could not be decoded, and where.
-public struct ContractDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ContractDecodingError: KeelError, Equatable, CustomStringConvertible {
     /// The kind of failure.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// A closed enum received a value it does not declare.
-        public static let undeclaredEnumValue = Code("undeclaredEnumValue")
-        /// A value had the wrong JSON type.
-        public static let typeMismatch = Code("typeMismatch")
-        /// A required member was missing.
-        public static let missingMember = Code("missingMember")
-        /// A required value was `null`.
-        public static let unexpectedNull = Code("unexpectedNull")
-        /// A value was present but not acceptable (a bad date, a failed validation in `init(from:)`).
-        public static let invalidValue = Code("invalidValue")
-        /// The bytes are not JSON.
-        public static let invalidJSON = Code("invalidJSON")
-    }
+    public typealias Code = ErrorCode<ContractDecodingError>
 
     /// The kind of failure.
     public let code: Code
@@ -183,4 +167,19 @@ enum RFC3339 {
         return milliseconds.truncatingRemainder(dividingBy: 1000) == 0
             ? formatters.withoutFractions.string(from: rounded) : formatters.withFractions.string(from: rounded)
     }
+}
+
+extension ErrorCode where Domain == ContractDecodingError {
+    /// A closed enum received a value it does not declare.
+    public static var undeclaredEnumValue: Self { Self("undeclaredEnumValue") }
+    /// A value had the wrong JSON type.
+    public static var typeMismatch: Self { Self("typeMismatch") }
+    /// A required member was missing.
+    public static var missingMember: Self { Self("missingMember") }
+    /// A required value was `null`.
+    public static var unexpectedNull: Self { Self("unexpectedNull") }
+    /// A value was present but not acceptable (a bad date, a failed validation in `init(from:)`).
+    public static var invalidValue: Self { Self("invalidValue") }
+    /// The bytes are not JSON.
+    public static var invalidJSON: Self { Self("invalidJSON") }
 }

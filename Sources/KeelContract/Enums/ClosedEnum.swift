@@ -1,3 +1,5 @@
+public import KeelCore
+
 /// A string enum the contract declares **closed**: a value it does not declare is an incompatible
 /// change, and decoding fails loudly instead of guessing (MOB-API-001).
 ///
@@ -32,7 +34,12 @@ extension ClosedEnum {
 }
 
 /// A closed enum received a value it does not declare.
-public struct UndeclaredEnumValue: Error, Sendable, Equatable, CustomStringConvertible {
+public struct UndeclaredEnumValue: KeelError, Equatable {
+    /// Codes of ``UndeclaredEnumValue`` (one: ``ErrorCode/undeclaredEnumValue``).
+    public typealias Code = ErrorCode<UndeclaredEnumValue>
+
+    /// Always ``ErrorCode/undeclaredEnumValue``.
+    public var code: Code { .undeclaredEnumValue }
     /// The enum's type name.
     public let typeName: String
     /// The value received.
@@ -48,4 +55,9 @@ public struct UndeclaredEnumValue: Error, Sendable, Equatable, CustomStringConve
     public var description: String {
         "\(value.debugDescription) is not a declared value of the closed enum \(typeName)"
     }
+}
+
+extension ErrorCode where Domain == UndeclaredEnumValue {
+    /// A closed enum received a value it does not declare (MOB-API-001: fail loudly, never guess).
+    public static var undeclaredEnumValue: Self { Self("undeclaredEnumValue") }
 }

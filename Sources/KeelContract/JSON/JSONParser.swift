@@ -1,4 +1,5 @@
 import Foundation
+public import KeelCore
 
 /// Limits that keep hostile JSON from exhausting the stack or memory.
 public struct JSONParsingLimits: Sendable, Equatable {
@@ -17,32 +18,9 @@ public struct JSONParsingLimits: Sendable, Equatable {
 }
 
 /// JSON text that could not be parsed, with where and why.
-public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct JSONParseError: KeelError, Equatable, CustomStringConvertible {
     /// What kind of problem it is.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The text ended inside a value.
-        public static let unexpectedEnd = Code("unexpectedEnd")
-        /// A character that cannot start or continue a value here.
-        public static let unexpectedCharacter = Code("unexpectedCharacter")
-        /// A number that is not valid JSON (leading zero, missing digits, `NaN`, `Infinity`).
-        public static let invalidNumber = Code("invalidNumber")
-        /// A bad escape sequence or an unpaired UTF-16 surrogate.
-        public static let invalidEscape = Code("invalidEscape")
-        /// An unescaped control character inside a string.
-        public static let controlCharacterInString = Code("controlCharacterInString")
-        /// Bytes that are not valid UTF-8.
-        public static let invalidUTF8 = Code("invalidUTF8")
-        /// Nesting deeper than ``JSONParsingLimits/maximumDepth``.
-        public static let tooDeep = Code("tooDeep")
-        /// An object repeats a key.
-        public static let duplicateKey = Code("duplicateKey")
-        /// Something other than whitespace follows the value.
-        public static let trailingContent = Code("trailingContent")
-    }
+    public typealias Code = ErrorCode<JSONParseError>
 
     /// What kind of problem it is.
     public let code: Code
@@ -398,4 +376,25 @@ struct JSONParser {
         }
         return JSONParseError(code: code, offset: offset, line: line, column: offset - lineStart + 1, message: message)
     }
+}
+
+extension ErrorCode where Domain == JSONParseError {
+    /// The text ended inside a value.
+    public static var unexpectedEnd: Self { Self("unexpectedEnd") }
+    /// A character that cannot start or continue a value here.
+    public static var unexpectedCharacter: Self { Self("unexpectedCharacter") }
+    /// A number that is not valid JSON (leading zero, missing digits, `NaN`, `Infinity`).
+    public static var invalidNumber: Self { Self("invalidNumber") }
+    /// A bad escape sequence or an unpaired UTF-16 surrogate.
+    public static var invalidEscape: Self { Self("invalidEscape") }
+    /// An unescaped control character inside a string.
+    public static var controlCharacterInString: Self { Self("controlCharacterInString") }
+    /// Bytes that are not valid UTF-8.
+    public static var invalidUTF8: Self { Self("invalidUTF8") }
+    /// Nesting deeper than ``JSONParsingLimits/maximumDepth``.
+    public static var tooDeep: Self { Self("tooDeep") }
+    /// An object repeats a key.
+    public static var duplicateKey: Self { Self("duplicateKey") }
+    /// Something other than whitespace follows the value.
+    public static var trailingContent: Self { Self("trailingContent") }
 }

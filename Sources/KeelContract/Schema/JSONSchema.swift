@@ -1,5 +1,5 @@
 import Foundation
-import KeelCore
+public import KeelCore
 
 /// A compiled JSON Schema (draft 2020-12) that validates ``JSONValue`` instances.
 ///
@@ -119,20 +119,9 @@ public struct ValidationError: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A schema that cannot be used.
-public struct SchemaError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct SchemaError: KeelError, Equatable, CustomStringConvertible {
     /// The kind of problem.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The document is not a schema (not an object or boolean), or a keyword has the wrong shape.
-        public static let invalidSchema = Code("invalidSchema")
-        /// A `$ref`, `$dynamicRef` or `$schema` points at something that does not exist.
-        public static let unresolvableReference = Code("unresolvableReference")
-        /// The resolver threw while fetching a remote document.
-        public static let resolverFailed = Code("resolverFailed")
-    }
+    public typealias Code = ErrorCode<SchemaError>
 
     /// The kind of problem.
     public let code: Code
@@ -142,4 +131,13 @@ public struct SchemaError: Error, Sendable, Equatable, CustomStringConvertible {
     public let location: String
 
     public var description: String { location.isEmpty ? message : "\(location): \(message)" }
+}
+
+extension ErrorCode where Domain == SchemaError {
+    /// The document is not a schema (not an object or boolean), or a keyword has the wrong shape.
+    public static var invalidSchema: Self { Self("invalidSchema") }
+    /// A `$ref`, `$dynamicRef` or `$schema` points at something that does not exist.
+    public static var unresolvableReference: Self { Self("unresolvableReference") }
+    /// The resolver threw while fetching a remote document.
+    public static var resolverFailed: Self { Self("resolverFailed") }
 }

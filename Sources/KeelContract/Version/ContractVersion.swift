@@ -1,3 +1,4 @@
+public import KeelCore
 /// The version of the API contract an app is built against (the contract's `info.version`), sent on
 /// every call so the backend knows which contract the client speaks (MOB-API-001).
 ///
@@ -24,9 +25,9 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
     ///
     /// - Throws: ``ContractVersionError`` naming what is wrong.
     public init(_ text: String, headerName: String = ContractVersion.defaultHeaderName) throws(ContractVersionError) {
-        func fail(_ reason: String) -> ContractVersionError { ContractVersionError(text: text, reason: reason) }
+        func fail(_ reason: String) -> ContractVersionError { ContractVersionError(code: .notSemanticVersion, text: text, reason: reason) }
         guard !headerName.isEmpty, headerName.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") }) else {
-            throw ContractVersionError(text: headerName, reason: "not a valid HTTP header name")
+            throw ContractVersionError(code: .invalidHeaderName, text: headerName, reason: "not a valid HTTP header name")
         }
         var rest = Substring(text)
         var build: [String] = []
@@ -130,7 +131,12 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
 }
 
 /// A contract version that is not a semantic version.
-public struct ContractVersionError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ContractVersionError: KeelError, Equatable {
+    /// Codes of ``ContractVersionError``.
+    public typealias Code = ErrorCode<ContractVersionError>
+
+    /// What is wrong.
+    public let code: Code
     /// The rejected text.
     public let text: String
     /// What is wrong with it.
@@ -140,4 +146,11 @@ public struct ContractVersionError: Error, Sendable, Equatable, CustomStringConv
 
 extension Character {
     fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+}
+
+extension ErrorCode where Domain == ContractVersionError {
+    /// The text is not a semantic version (`MAJOR.MINOR.PATCH[-prerelease][+build]`).
+    public static var notSemanticVersion: Self { Self("notSemanticVersion") }
+    /// The header name is not a valid HTTP field name.
+    public static var invalidHeaderName: Self { Self("invalidHeaderName") }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import KeelCore
 
 /// Generates Swift `Codable` models from an OpenAPI description (MOB-API-001: models generated from the
 /// contract).
@@ -48,8 +49,8 @@ public struct ContractGenerator: Sendable {
 
     /// Loads the description and generates the models.
     ///
-    /// - Throws: ``ContractGenerationError/unreadable(_:)`` when the description cannot be loaded, and
-    ///   ``ContractGenerationError/unsupported(_:)`` with every diagnostic when some schema cannot be generated.
+    /// - Throws: ``ContractGenerationError`` with code `unreadable` when the description cannot be loaded,
+    ///   and `unsupported` with every diagnostic when some schema cannot be generated.
     public func generate() throws(ContractGenerationError) -> String {
         let document: OpenAPIDocument
         do {
@@ -82,7 +83,7 @@ public struct ContractGenerator: Sendable {
         let inputs = document.documents.keys.sorted { ($0 == document.url ? 0 : 1, $0.path) < ($1 == document.url ? 0 : 1, $1.path) }
         for file in inputs {
             guard let data = FileManager.default.contents(atPath: file.path) else {
-                throw .unreadable(ContractLoadError(file: file.path, location: "", message: "cannot read \(file.path)"))
+                throw .unreadable(ContractLoadError(code: .unreadableFile, file: file.path, location: "", message: "cannot read \(file.path)"))
             }
             header.append("// Input: \(SwiftNames.commentText(builder.displayName(file))) sha256:\(SHA256Digest.hex([UInt8](data)))")
         }
@@ -102,16 +103,37 @@ public struct ContractGenerator: Sendable {
 }
 
 /// Why models could not be generated.
-public enum ContractGenerationError: Error, Sendable, CustomStringConvertible {
-    /// The description cannot be loaded (not YAML/JSON, no `openapi`, a dangling `$ref`, ...).
-    case unreadable(ContractLoadError)
-    /// Schemas the generator cannot turn into correct Swift; each names the file and location.
-    case unsupported([ContractGenerationDiagnostic])
+public struct ContractGenerationError: KeelError {
+    /// Codes of ``ContractGenerationError``.
+    public typealias Code = ErrorCode<ContractGenerationError>
+
+    /// What went wrong.
+    public let code: Code
+    /// Why the description could not be loaded, for ``ErrorCode/unreadable``.
+    public let loadError: ContractLoadError?
+    /// Every schema the generator cannot turn into correct Swift, each with its file and location, for
+    /// ``ErrorCode/unsupported``.
+    public let diagnostics: [ContractGenerationDiagnostic]
+
+    /// The description cannot be loaded.
+    static func unreadable(_ error: ContractLoadError) -> Self {
+        Self(code: .unreadable, loadError: error, diagnostics: [])
+    }
+
+    /// Schemas that cannot be generated.
+    static func unsupported(_ diagnostics: [ContractGenerationDiagnostic]) -> Self {
+        Self(code: .unsupported, loadError: nil, diagnostics: diagnostics)
+    }
 
     public var description: String {
-        switch self {
-        case .unreadable(let error): error.description
-        case .unsupported(let diagnostics): diagnostics.map(\.description).joined(separator: "\n")
-        }
+        loadError?.description ?? diagnostics.map(\.description).joined(separator: "\n")
     }
+}
+
+extension ErrorCode where Domain == ContractGenerationError {
+    /// The description cannot be loaded (not YAML/JSON, no `openapi`, a dangling `$ref`, ...); see
+    /// ``ContractGenerationError/loadError``.
+    public static var unreadable: Self { Self("unreadable") }
+    /// Some schemas cannot be generated correctly; see ``ContractGenerationError/diagnostics``.
+    public static var unsupported: Self { Self("unsupported") }
 }

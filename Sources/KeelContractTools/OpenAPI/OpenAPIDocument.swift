@@ -1,6 +1,6 @@
 public import Foundation
 public import KeelContract
-import KeelCore
+public import KeelCore
 
 /// An OpenAPI 3.0 or 3.1 description loaded from YAML or JSON, with `$ref`s resolvable across files.
 ///
@@ -61,15 +61,15 @@ public struct OpenAPIDocument: Sendable {
     }
 
     private static func make(root: JSONValue, url: URL, name: String, loader: inout Loader) throws(ContractLoadError) -> OpenAPIDocument {
-        guard case .object = root else { throw ContractLoadError(file: name, location: "", message: "the description is not a mapping") }
+        guard case .object = root else { throw ContractLoadError(code: .notADescription, file: name, location: "", message: "the description is not a mapping") }
         if case .number(let number) = root["openapi"] ?? .null {
-            throw ContractLoadError(file: name, location: "#/openapi", message: "unsupported OpenAPI version \(number) (3.0.x and 3.1.x are supported, as strings)")
+            throw ContractLoadError(code: .unsupportedVersion, file: name, location: "#/openapi", message: "unsupported OpenAPI version \(number) (3.0.x and 3.1.x are supported, as strings)")
         }
         guard case .string(let openAPI) = root["openapi"] ?? .null else {
-            throw ContractLoadError(file: name, location: "#/openapi", message: "no `openapi` field: not an OpenAPI description")
+            throw ContractLoadError(code: .notADescription, file: name, location: "#/openapi", message: "no `openapi` field: not an OpenAPI description")
         }
         guard openAPI.hasPrefix("3.0.") || openAPI.hasPrefix("3.1.") else {
-            throw ContractLoadError(file: name, location: "#/openapi", message: "unsupported OpenAPI version \(openAPI) (3.0.x and 3.1.x are supported)")
+            throw ContractLoadError(code: .unsupportedVersion, file: name, location: "#/openapi", message: "unsupported OpenAPI version \(openAPI) (3.0.x and 3.1.x are supported)")
         }
         try loader.checkReferences(in: root, file: url)
         return OpenAPIDocument(url: url, root: root, openAPIVersion: openAPI,
@@ -92,10 +92,10 @@ public struct OpenAPIDocument: Sendable {
             // caught, one hop later), so the common case builds no key.
             hops += 1
             guard hops == 1 || seen.insert(targetFile.path + "#" + pointer).inserted else {
-                throw ContractLoadError(file: currentFile.path, location: pointer, message: "$ref cycle without content: \(reference)")
+                throw ContractLoadError(code: .referenceCycle, file: currentFile.path, location: pointer, message: "$ref cycle without content: \(reference)")
             }
             guard let document = documents[targetFile], let target = Loader.walk(document, pointer) else {
-                throw ContractLoadError(file: currentFile.path, location: location, message: "dangling $ref \(reference)")
+                throw ContractLoadError(code: .danglingReference, file: currentFile.path, location: location, message: "dangling $ref \(reference)")
             }
             current = target
             currentFile = targetFile
@@ -106,11 +106,17 @@ public struct OpenAPIDocument: Sendable {
 }
 
 /// A description that cannot be used, with the file and location.
-public struct ContractLoadError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ContractLoadError: KeelError, Equatable {
+    /// Codes of ``ContractLoadError``.
+    public typealias Code = ErrorCode<ContractLoadError>
+
+    /// What is wrong.
+    public let code: Code
     /// The file.
     public let file: String
     /// Where in it: a JSON pointer fragment (`#/paths/~1notes/get`) or a line and column.
     public let location: String
+    /// A short explanation.
     public let message: String
     public var description: String { location.isEmpty ? "\(file): \(message)" : "\(file) \(location): \(message)" }
 }
@@ -127,10 +133,10 @@ struct Loader {
     mutating func document(at url: URL, referencedFrom: String?) throws(ContractLoadError) -> JSONValue {
         if let loaded = documents[url] { return loaded }
         guard url.path.hasPrefix(rootDirectory.path + "/") || url.deletingLastPathComponent().path == rootDirectory.path else {
-            throw ContractLoadError(file: referencedFrom ?? url.path, location: "", message: "\(url.path) is outside the description's directory tree")
+            throw ContractLoadError(code: .outsideRoot, file: referencedFrom ?? url.path, location: "", message: "\(url.path) is outside the description's directory tree")
         }
         guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw ContractLoadError(file: referencedFrom ?? url.path, location: "", message: "cannot read \(url.path)")
+            throw ContractLoadError(code: .unreadableFile, file: referencedFrom ?? url.path, location: "", message: "cannot read \(url.path)")
         }
         let bytes = [UInt8](unsafeUninitializedCapacity: data.count) { buffer, initialized in
             initialized = data.copyBytes(to: buffer)
@@ -157,7 +163,7 @@ struct Loader {
     }
 
     static func yamlError(_ error: YAMLError, file: String) -> ContractLoadError {
-        ContractLoadError(file: file, location: "line \(error.line), column \(error.column)", message: "not valid YAML: \(error.message)")
+        ContractLoadError(code: .invalidYAML, file: file, location: "line \(error.line), column \(error.column)", message: "not valid YAML: \(error.message)")
     }
 
     /// JSON when the text starts with `{`, YAML otherwise (YAML is a superset, but JSON errors are clearer).
@@ -166,7 +172,7 @@ struct Loader {
             do {
                 return try JSONValue(parsing: bytes)
             } catch {
-                throw ContractLoadError(file: file, location: "line \(error.line), column \(error.column)", message: "not valid JSON: \(error.message)")
+                throw ContractLoadError(code: .invalidJSON, file: file, location: "line \(error.line), column \(error.column)", message: "not valid JSON: \(error.message)")
             }
         }
         do {
@@ -213,7 +219,7 @@ struct Loader {
                 let document = try self.document(at: targetFile, referencedFrom: file.path)
                 guard Self.walk(document, targetPointer) != nil else {
                     let pointer = path.map { "/" + JSONPointer.escape($0) }.joined()
-                    throw ContractLoadError(file: file.path, location: "#" + pointer + "/$ref", message: "dangling $ref \(reference)")
+                    throw ContractLoadError(code: .danglingReference, file: file.path, location: "#" + pointer + "/$ref", message: "dangling $ref \(reference)")
                 }
                 // A referenced file's own references are checked once (cycles between files are fine).
                 if targetFile != file, visited.insert(targetFile.path).inserted {
@@ -278,4 +284,26 @@ struct Loader {
             rest = rest[rest.index(after: end)...]
         }
     }
+}
+
+extension ErrorCode where Domain == ContractLoadError {
+    /// The file is not an OpenAPI description (not a mapping, no `openapi` field).
+    public static var notADescription: Self { Self("notADescription") }
+    /// The `openapi` version is not 3.0.x or 3.1.x.
+    public static var unsupportedVersion: Self { Self("unsupportedVersion") }
+    /// The file could not be read.
+    public static var unreadableFile: Self { Self("unreadableFile") }
+    /// The file is not valid YAML.
+    public static var invalidYAML: Self { Self("invalidYAML") }
+    /// The file is not valid JSON.
+    public static var invalidJSON: Self { Self("invalidJSON") }
+    /// A `$ref` points at nothing.
+    public static var danglingReference: Self { Self("danglingReference") }
+    /// `$ref`s lead to each other without content.
+    public static var referenceCycle: Self { Self("referenceCycle") }
+    /// A file reference leaves the description's directory tree.
+    public static var outsideRoot: Self { Self("outsideRoot") }
+    /// The schema asked for is not a usable schema of the description (not a fragment, nothing there,
+    /// or not a schema).
+    public static var invalidSchemaReference: Self { Self("invalidSchemaReference") }
 }

@@ -32,11 +32,11 @@ extension OpenAPIDocument {
     ///   points at is not a valid schema.
     public func schema(at reference: String) throws(ContractLoadError) -> ContractSchema {
         guard reference.hasPrefix("#") else {
-            throw ContractLoadError(file: url.path, location: reference, message: "a schema reference must be a fragment of the description, like #/components/schemas/Note")
+            throw ContractLoadError(code: .invalidSchemaReference, file: url.path, location: reference, message: "a schema reference must be a fragment of the description, like #/components/schemas/Note")
         }
         let pointer = String(reference.dropFirst())
         guard Loader.walk(root, pointer) != nil else {
-            throw ContractLoadError(file: url.path, location: reference, message: "nothing at \(reference)")
+            throw ContractLoadError(code: .invalidSchemaReference, file: url.path, location: reference, message: "nothing at \(reference)")
         }
         var served: [String: JSONValue] = [:]
         for (file, document) in documents {
@@ -49,7 +49,7 @@ extension OpenAPIDocument {
             let schema = try JSONSchema(wrapper, baseURI: "urn:keel:contract-schema", resolver: { uri in documentsByURI[uri] })
             return ContractSchema(reference: reference, schema: schema, openAPINullable: isOpenAPI30)
         } catch {
-            throw ContractLoadError(file: url.path, location: reference, message: "not a usable schema: \(error)")
+            throw ContractLoadError(code: .invalidSchemaReference, file: url.path, location: reference, message: "not a usable schema: \(error)")
         }
     }
 

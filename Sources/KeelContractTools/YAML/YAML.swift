@@ -1,6 +1,7 @@
 // The libyaml adapter: the only file in KeelContractTools that calls the CYAML shim.
 import CYAML
 public import KeelContract
+public import KeelCore
 
 /// Reads YAML (the subset API descriptions use) into ``JSONValue``, with YAML 1.2 core-schema scalars.
 ///
@@ -43,7 +44,7 @@ public enum YAML {
         var builder = Builder(limits: limits)
         defer { references += builder.references }
         var parser = yaml_parser_t()
-        guard yaml_parser_initialize(&parser) == 1 else { throw YAMLError(message: "cannot initialize the YAML parser", line: 0, column: 0) }
+        guard yaml_parser_initialize(&parser) == 1 else { throw YAMLError(code: .parserUnavailable, message: "cannot initialize the YAML parser", line: 0, column: 0) }
         defer { yaml_parser_delete(&parser) }
         return try bytes.withUnsafeBufferPointer { buffer throws(YAMLError) -> JSONValue in
             yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
@@ -51,7 +52,7 @@ public enum YAML {
                 var event = yaml_event_t()
                 guard yaml_parser_parse(&parser, &event) == 1 else {
                     let problem = parser.problem.map { String(cString: $0) } ?? "invalid YAML"
-                    throw YAMLError(message: problem, line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1)
+                    throw YAMLError(code: .syntax, message: problem, line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1)
                 }
                 defer { yaml_event_delete(&event) }
                 if let result = try builder.consume(&event) { return result }
@@ -106,7 +107,9 @@ public enum YAML {
         mutating func consume(_ event: inout yaml_event_t) throws(YAMLError) -> JSONValue? {
             let line = Int(event.start_mark.line) + 1
             let column = Int(event.start_mark.column) + 1
-            func fail(_ message: String) -> YAMLError { YAMLError(message: message, line: line, column: column) }
+            func fail(_ code: YAMLError.Code, _ message: String) -> YAMLError {
+                YAMLError(code: code, message: message, line: line, column: column)
+            }
             func text(_ pointer: UnsafePointer<UInt8>?) -> String? { pointer.map { String(cString: $0) } }
 
             switch event.type {
@@ -114,7 +117,7 @@ public enum YAML {
                 return nil
             case YAML_DOCUMENT_START_EVENT:
                 documents += 1
-                guard documents == 1 else { throw fail("more than one YAML document; an API description is one document") }
+                guard documents == 1 else { throw fail(.multipleDocuments, "more than one YAML document; an API description is one document") }
                 return nil
             case YAML_DOCUMENT_END_EVENT:
                 return nil
@@ -122,7 +125,7 @@ public enum YAML {
                 return result ?? .null
             case YAML_ALIAS_EVENT:
                 guard let name = text(keel_yaml_event_alias_anchor(&event)), let anchored = anchors[name] else {
-                    throw fail("alias to an undefined anchor")
+                    throw fail(.syntax, "alias to an undefined anchor")
                 }
                 try count(anchored.nodes, fail)
                 try add(anchored.value, fail)
@@ -139,7 +142,7 @@ public enum YAML {
                 if let anchor = text(keel_yaml_event_anchor(&event)) { anchors[anchor] = (value, 1) }
                 try add(value, fail)
             case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
-                guard stack.count < limits.maximumDepth else { throw fail("nesting deeper than \(limits.maximumDepth) levels") }
+                guard stack.count < limits.maximumDepth else { throw fail(.tooDeep, "nesting deeper than \(limits.maximumDepth) levels") }
                 try count(1, fail)
                 stack.append(Frame(isMapping: event.type == YAML_MAPPING_START_EVENT, keyStart: keys.count, valueStart: values.count,
                                    anchor: text(keel_yaml_event_anchor(&event))))
@@ -147,7 +150,7 @@ public enum YAML {
                 let frame = stack.removeLast()
                 let value: JSONValue
                 if frame.isMapping {
-                    guard !frame.hasPendingKey else { throw fail("mapping ends after a key without a value") }
+                    guard !frame.hasPendingKey else { throw fail(.syntax, "mapping ends after a key without a value") }
                     value = keys.moveOut(from: frame.keyStart) { keys in
                         values.moveOut(from: frame.valueStart) { values in .object(JSONObject(movingUniqueKeys: keys, values: values)) }
                     }
@@ -167,14 +170,14 @@ public enum YAML {
             return nil
         }
 
-        private mutating func count(_ added: Int, _ fail: (String) -> YAMLError) throws(YAMLError) {
+        private mutating func count(_ added: Int, _ fail: (YAMLError.Code, String) -> YAMLError) throws(YAMLError) {
             nodes += added
             guard nodes <= limits.maximumNodes else {
-                throw fail("the document expands to more than \(limits.maximumNodes) nodes (alias bomb?)")
+                throw fail(.tooManyNodes, "the document expands to more than \(limits.maximumNodes) nodes (alias bomb?)")
             }
         }
 
-        private mutating func add(_ value: consuming JSONValue, _ fail: (String) -> YAMLError) throws(YAMLError) {
+        private mutating func add(_ value: consuming JSONValue, _ fail: (YAMLError.Code, String) -> YAMLError) throws(YAMLError) {
             let top = stack.count - 1
             guard top >= 0 else {
                 result = value
@@ -197,14 +200,14 @@ public enum YAML {
             case .number(let number): key = number.literal
             case .bool(let flag): key = flag ? "true" : "false"
             case .null: key = "null"
-            default: throw fail("a mapping key must be a scalar")
+            default: throw fail(.nonScalarKey, "a mapping key must be a scalar")
             }
             let keyStart = stack[top].keyStart
             if stack[top].names != nil {
-                guard stack[top].names!.insert(MemberName(name: key)).inserted else { throw fail("duplicate key \(key.debugDescription)") }
+                guard stack[top].names!.insert(MemberName(name: key)).inserted else { throw fail(.duplicateKey, "duplicate key \(key.debugDescription)") }
             } else {
                 for index in keyStart..<keys.count where JSONObject.sameName(keys[index], key) {
-                    throw fail("duplicate key \(key.debugDescription)")
+                    throw fail(.duplicateKey, "duplicate key \(key.debugDescription)")
                 }
                 if keys.count - keyStart == Self.scannedKeys {
                     var names = Set<MemberName>(minimumCapacity: 2 * Self.scannedKeys)
@@ -227,7 +230,7 @@ public enum YAML {
 
         /// An untagged scalar straight from libyaml's buffer: the common case (a word or a quoted string)
         /// becomes a string without building any other text; the rest goes through the core schema.
-        private func resolve(_ bytes: UnsafeBufferPointer<UInt8>, plain: Bool, _ fail: (String) -> YAMLError) throws(YAMLError) -> JSONValue {
+        private func resolve(_ bytes: UnsafeBufferPointer<UInt8>, plain: Bool, _ fail: (YAMLError.Code, String) -> YAMLError) throws(YAMLError) -> JSONValue {
             guard plain else { return .string(String(decoding: bytes, as: UTF8.self)) }
             guard let lead = bytes.first else { return .null }
             switch lead {
@@ -263,17 +266,17 @@ public enum YAML {
         private static func packed(_ word: String) -> UInt64 { word.utf8.reduce(0) { $0 << 8 | UInt64($1) } }
 
         /// YAML 1.2 core schema for plain scalars; quoted scalars are strings.
-        private func resolve(_ raw: String, plain: Bool, tag: String?, _ fail: (String) -> YAMLError) throws(YAMLError) -> JSONValue {
+        private func resolve(_ raw: String, plain: Bool, tag: String?, _ fail: (YAMLError.Code, String) -> YAMLError) throws(YAMLError) -> JSONValue {
             switch tag {
             case nil, "!": break
             case "tag:yaml.org,2002:str": return .string(raw)
             case "tag:yaml.org,2002:null": return .null
             case "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float":
                 let value = try resolve(raw, plain: true, tag: nil, fail)
-                guard value != .string(raw) else { throw fail("\(raw.debugDescription) is not a \(tag!.split(separator: ":").last!)") }
+                guard value != .string(raw) else { throw fail(.invalidScalar, "\(raw.debugDescription) is not a \(tag!.split(separator: ":").last!)") }
                 return value
             default:
-                throw fail("unsupported tag \(tag!)")
+                throw fail(.unsupportedTag, "unsupported tag \(tag!)")
             }
             guard plain else { return .string(raw) }
             switch raw {
@@ -281,7 +284,7 @@ public enum YAML {
             case "true", "True", "TRUE": return .bool(true)
             case "false", "False", "FALSE": return .bool(false)
             case ".inf", ".Inf", ".INF", "+.inf", "-.inf", ".nan", ".NaN", ".NAN":
-                throw fail("\(raw) is not representable in JSON")
+                throw fail(.invalidScalar, "\(raw) is not representable in JSON")
             default: break
             }
             if let number = Self.number(raw) { return .number(number) }
@@ -361,10 +364,37 @@ private final class Scratch<Element> {
 }
 
 /// YAML that cannot be read, with where.
-public struct YAMLError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct YAMLError: KeelError, Equatable {
+    /// Codes of ``YAMLError``.
+    public typealias Code = ErrorCode<YAMLError>
+
+    /// What is wrong.
+    public let code: Code
+    /// A short explanation.
     public let message: String
     /// 1-based line and column.
     public let line: Int
     public let column: Int
     public var description: String { "line \(line), column \(column): \(message)" }
+}
+
+extension ErrorCode where Domain == YAMLError {
+    /// libyaml could not be initialized.
+    public static var parserUnavailable: Self { Self("parserUnavailable") }
+    /// Not well-formed YAML (libyaml's syntax errors, an alias to an undefined anchor).
+    public static var syntax: Self { Self("syntax") }
+    /// More than one document in the stream.
+    public static var multipleDocuments: Self { Self("multipleDocuments") }
+    /// Nesting deeper than the limit.
+    public static var tooDeep: Self { Self("tooDeep") }
+    /// Aliases expand to more nodes than the limit (an alias bomb).
+    public static var tooManyNodes: Self { Self("tooManyNodes") }
+    /// A mapping key that is not a scalar.
+    public static var nonScalarKey: Self { Self("nonScalarKey") }
+    /// A mapping repeats a key.
+    public static var duplicateKey: Self { Self("duplicateKey") }
+    /// A tagged scalar that is not of its tag's type, or a value JSON cannot represent.
+    public static var invalidScalar: Self { Self("invalidScalar") }
+    /// A tag outside the YAML 1.2 core schema.
+    public static var unsupportedTag: Self { Self("unsupportedTag") }
 }

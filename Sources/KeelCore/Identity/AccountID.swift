@@ -132,28 +132,9 @@ public struct AccountID: Sendable, Hashable, Comparable, CustomStringConvertible
 }
 
 /// Why a string cannot be an ``AccountID``.
-public struct AccountIDError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct AccountIDError: KeelError, Equatable, CustomStringConvertible {
     /// The rule that was broken.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The id is the empty string.
-        public static let empty = Code("empty")
-        /// The id contains only whitespace.
-        public static let whitespaceOnly = Code("whitespaceOnly")
-        /// The id starts or ends with whitespace.
-        public static let surroundingWhitespace = Code("surroundingWhitespace")
-        /// The id contains a control character, NUL, or a line/paragraph separator.
-        public static let controlCharacter = Code("controlCharacter")
-        /// The id contains an invisible formatting character (zero-width space, byte-order mark, bidi control).
-        public static let invisibleCharacter = Code("invisibleCharacter")
-        /// The id is longer than ``AccountID/maximumUTF8Length`` bytes.
-        public static let tooLong = Code("tooLong")
-        /// The id is a placeholder for a missing value (`null`, `undefined`, an all-zero UUID, ...).
-        public static let placeholder = Code("placeholder")
-    }
+    public typealias Code = ErrorCode<AccountIDError>
 
     /// The rule that was broken.
     public let code: Code
@@ -172,4 +153,21 @@ public struct AccountIDError: Error, Sendable, Equatable, CustomStringConvertibl
         default: return "account id \(shown.debugDescription) is a placeholder, not an account"
         }
     }
+}
+
+extension ErrorCode where Domain == AccountIDError {
+    /// The id is the empty string.
+    public static var empty: Self { Self("empty") }
+    /// The id contains only whitespace.
+    public static var whitespaceOnly: Self { Self("whitespaceOnly") }
+    /// The id starts or ends with whitespace.
+    public static var surroundingWhitespace: Self { Self("surroundingWhitespace") }
+    /// The id contains a control character, NUL, or a line/paragraph separator.
+    public static var controlCharacter: Self { Self("controlCharacter") }
+    /// The id contains an invisible formatting character (zero-width space, byte-order mark, bidi control).
+    public static var invisibleCharacter: Self { Self("invisibleCharacter") }
+    /// The id is longer than ``AccountID/maximumUTF8Length`` bytes.
+    public static var tooLong: Self { Self("tooLong") }
+    /// The id is a placeholder for a missing value (`null`, `undefined`, an all-zero UUID, ...).
+    public static var placeholder: Self { Self("placeholder") }
 }

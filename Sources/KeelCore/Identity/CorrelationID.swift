@@ -32,10 +32,10 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
     public init(validating rawValue: String) throws(CorrelationIDError) {
         let utf8 = rawValue.utf8
         guard utf8.count == 32, utf8.allSatisfy(Self.isLowercaseHexDigit) else {
-            throw CorrelationIDError(value: rawValue, reason: "expected 32 lowercase hexadecimal digits")
+            throw CorrelationIDError(code: .malformed, value: rawValue, reason: "expected 32 lowercase hexadecimal digits")
         }
         guard utf8.contains(where: { $0 != UInt8(ascii: "0") }) else {
-            throw CorrelationIDError(value: rawValue, reason: "an all-zero id is a placeholder, not an id")
+            throw CorrelationIDError(code: .placeholder, value: rawValue, reason: "an all-zero id is a placeholder, not an id")
         }
         self.rawValue = rawValue
     }
@@ -70,11 +70,23 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
 }
 
 /// A stored or received correlation id that is not well formed.
-public struct CorrelationIDError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct CorrelationIDError: KeelError, Equatable {
+    /// Codes of ``CorrelationIDError``.
+    public typealias Code = ErrorCode<CorrelationIDError>
+
+    /// What is wrong.
+    public let code: Code
     /// The rejected text.
     public let value: String
     /// What is wrong with it.
     public let reason: String
 
     public var description: String { "invalid correlation id \(value.debugDescription): \(reason)" }
+}
+
+extension ErrorCode where Domain == CorrelationIDError {
+    /// Not 32 lowercase hexadecimal digits.
+    public static var malformed: Self { Self("malformed") }
+    /// All zeros: a placeholder, not an id.
+    public static var placeholder: Self { Self("placeholder") }
 }

@@ -239,7 +239,7 @@ struct Call {
         return HTTPFailure(
             kind: kind, outcome: outcome, status: response.status, errorCode: details.code,
             requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts,
-            retryAt: retryAfter.map { now.addingTimeInterval(Self.seconds($0)) },
+            retryAt: retryAfter.map { now.addingTimeInterval($0.inSeconds) },
             fieldErrors: kind == .validation ? details.fields : [], detail: Redacted("status \(response.status)")
         )
     }
@@ -295,9 +295,5 @@ struct Call {
     private func emit(_ event: AttemptEvent) {
         configuration.observer?(event)
         configuration.logger.log(.debug, "\(operation.method, privacy: .public) call \(correlationID.rawValue, privacy: .public): \(String(describing: event), privacy: .public)")
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

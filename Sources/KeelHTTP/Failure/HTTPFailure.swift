@@ -1,50 +1,14 @@
 public import Foundation
+public import KeelContract
 public import KeelCore
 
 /// A call that did not succeed: what happened, and whether the server may have applied it (MOB-API-003).
 ///
 /// ``outcome`` is the part users and data depend on: `unknown` means a mutating request may have been
 /// applied (it was sent, but no answer came back). Keel never folds it into success or failure.
-public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
+public struct HTTPFailure: KeelError, CustomStringConvertible {
     /// What happened. Extensible: switch with a `default`.
-    public struct Kind: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// No route to the API: not connected, DNS failure, connection refused, connection lost.
-        public static let offline = Kind("offline")
-        /// An attempt or the whole call ran out of time (or the server answered 408).
-        public static let timeout = Kind("timeout")
-        /// Something between the device and the API intercepted the call (login page, foreign redirect).
-        public static let captivePortal = Kind("captivePortal")
-        /// 401: the session is not (or no longer) valid.
-        public static let authentication = Kind("authentication")
-        /// 403: the account may not do this.
-        public static let authorization = Kind("authorization")
-        /// 400/422: the input was refused; see ``HTTPFailure/fieldErrors``.
-        public static let validation = Kind("validation")
-        /// 409/412: the server's state changed meanwhile.
-        public static let conflict = Kind("conflict")
-        /// 429: too many requests.
-        public static let rateLimited = Kind("rateLimited")
-        /// 503 with the contract's maintenance code.
-        public static let maintenance = Kind("maintenance")
-        /// This app version is no longer supported (version-policy issue).
-        public static let updateRequired = Kind("updateRequired")
-        /// A newer app version is available (version-policy issue).
-        public static let updateAvailable = Kind("updateAvailable")
-        /// Anything else: other 4xx/5xx, undecodable or malformed responses, oversized bodies.
-        public static let technical = Kind("technical")
-        /// The caller cancelled the call.
-        public static let cancelled = Kind("cancelled")
-
-        /// Every kind Keel produces today.
-        public static let allKnown: [Kind] = [
-            .offline, .timeout, .captivePortal, .authentication, .authorization, .validation, .conflict,
-            .rateLimited, .maintenance, .updateRequired, .updateAvailable, .technical, .cancelled,
-        ]
-    }
+    public typealias Kind = ErrorCode<HTTPFailure>
 
     /// Whether the server may have applied the request.
     public enum Outcome: Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -97,10 +61,20 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
     /// Diagnostic detail for logs; may contain server text, so it is redacted and never user-facing.
     public let detail: Redacted<String>
 
-    /// A failure. The client makes these; apps make them for previews and tests of their error screens.
+    /// The typed decoding error when the reply broke the contract (kind ``Kind/contractViolation``): its
+    /// code, the coding path (`notes[3].status`) and the type. For developers and crash reports; the
+    /// user-facing projection never shows it.
+    public let contractViolation: ContractDecodingError?
+
+    /// What happened, as this error type's code (the same value as ``kind``).
+    public var code: Kind { kind }
+
+    /// A failure. The client makes these; apps make them for previews and tests of their error screens,
+    /// giving only what matters to the case at hand.
     public init(
-        kind: Kind, outcome: Outcome, status: Int?, errorCode: String?, requestID: String?, correlationID: CorrelationID,
-        attempts: Int, retryAt: Date?, fieldErrors: [FieldError], detail: Redacted<String>
+        kind: Kind, outcome: Outcome, status: Int? = nil, errorCode: String? = nil, requestID: String? = nil,
+        correlationID: CorrelationID, attempts: Int = 1, retryAt: Date? = nil, fieldErrors: [FieldError] = [],
+        contractViolation: ContractDecodingError? = nil, detail: Redacted<String> = Redacted("")
     ) {
         self.kind = kind
         self.outcome = outcome
@@ -111,11 +85,51 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
         self.attempts = attempts
         self.retryAt = retryAt
         self.fieldErrors = fieldErrors
+        self.contractViolation = contractViolation
         self.detail = detail
     }
 
     public var description: String {
         "\(kind) (\(outcome)) after \(attempts) attempt(s)" + (status.map { ", status \($0)" } ?? "")
             + (requestID.map { ", request \($0)" } ?? "")
+    }
+}
+
+extension ErrorCode where Domain == HTTPFailure {
+    /// No route to the API: not connected, DNS failure, connection refused, connection lost.
+    public static var offline: Self { Self("offline") }
+    /// An attempt or the whole call ran out of time (or the server answered 408).
+    public static var timeout: Self { Self("timeout") }
+    /// Something between the device and the API intercepted the call (login page, foreign redirect).
+    public static var captivePortal: Self { Self("captivePortal") }
+    /// 401: the session is not (or no longer) valid.
+    public static var authentication: Self { Self("authentication") }
+    /// 403: the account may not do this.
+    public static var authorization: Self { Self("authorization") }
+    /// 400/422: the input was refused; see ``HTTPFailure/fieldErrors``.
+    public static var validation: Self { Self("validation") }
+    /// 409/412: the server's state changed meanwhile.
+    public static var conflict: Self { Self("conflict") }
+    /// 429: too many requests.
+    public static var rateLimited: Self { Self("rateLimited") }
+    /// 503 with the contract's maintenance code.
+    public static var maintenance: Self { Self("maintenance") }
+    /// A successful reply broke the contract: it does not decode as the contract's model (a value of a
+    /// closed enum the contract does not declare, a missing required member, a wrong type).
+    /// MOB-API-001 wants this loud: ``HTTPFailure/contractViolation`` carries the typed decoding error.
+    /// The outcome of a mutation is `unknown`: the server acted on it, but the app cannot read how.
+    public static var contractViolation: Self { Self("contractViolation") }
+    /// Anything else: other 4xx/5xx, malformed responses, oversized bodies.
+    public static var technical: Self { Self("technical") }
+    /// The caller cancelled the call.
+    public static var cancelled: Self { Self("cancelled") }
+
+    /// Every kind this release of ``HTTPClient`` can produce. (Version-policy kinds such as "update
+    /// required" arrive with the version policy; the set is extensible, so switch with a `default`.)
+    public static var allKnown: [Self] {
+        [
+            .offline, .timeout, .captivePortal, .authentication, .authorization, .validation, .conflict,
+            .rateLimited, .maintenance, .contractViolation, .technical, .cancelled,
+        ]
     }
 }

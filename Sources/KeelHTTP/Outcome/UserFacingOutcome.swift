@@ -11,8 +11,6 @@ public struct UserFacingOutcome: Sendable, Equatable {
     public enum State: Sendable, Equatable {
         /// It did not happen; nothing changed.
         case notDone
-        /// It happened.
-        case done
         /// It may have happened; the app will check before doing anything else.
         case unknownWillCheck
         /// It is queued and will be sent when possible (apps with an outbox).
@@ -29,7 +27,6 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case fixInput(fields: [String])
         case reviewConflict
         case openNetworkLogin
-        case updateApp
         case tryLater
         case contactSupport(requestID: String?)
         /// Nothing to do (the user cancelled).
@@ -65,7 +62,6 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .validation: action = .fixInput(fields: failure.fieldErrors.map(\.field))
         case .conflict: action = .reviewConflict
         case .rateLimited, .maintenance: action = failure.retryAt.map(RecoveryAction.retryAt) ?? .tryLater
-        case .updateRequired, .updateAvailable: action = .updateApp
         case .cancelled: action = .none
         default:
             let reference = failure.requestID.flatMap(Self.safeReference)
@@ -96,7 +92,6 @@ public struct UserFacingOutcome: Sendable, Equatable {
     private static func key(_ state: State) -> String {
         switch state {
         case .notDone: "notDone"
-        case .done: "done"
         case .unknownWillCheck: "unknown"
         case .queued: "queued"
         }
@@ -114,15 +109,13 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .conflict: what = "This was changed somewhere else in the meantime."
         case .rateLimited: what = "Too many requests were made in a short time."
         case .maintenance: what = "The service is down for planned maintenance."
-        case .updateRequired: what = "This version of the app is no longer supported."
-        case .updateAvailable: what = "A newer version of the app is available."
+        case .contractViolation: what = "This version of the app could not read the service's answer."
         case .cancelled: what = "The action was cancelled."
         default: what = "Something went wrong on our side."
         }
         let status: String
         switch state {
         case .notDone: status = "Nothing was changed."
-        case .done: status = "It was completed."
         case .unknownWillCheck: status = "It may have gone through; the app is checking before doing anything else."
         case .queued: status = "It is saved on this device and will be sent when possible."
         }
@@ -136,7 +129,6 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .fixInput: next = "Correct the highlighted fields."  // field names come from the server; the app maps them to its own labels
         case .reviewConflict: next = "Review the changes."
         case .openNetworkLogin: next = "Open the network's sign-in page."
-        case .updateApp: next = "Update the app."
         case .tryLater: next = "Try again later."
         case .contactSupport(let requestID): next = requestID.map { "If it keeps happening, contact support with reference \($0)." } ?? "If it keeps happening, contact support."
         case .none: next = ""

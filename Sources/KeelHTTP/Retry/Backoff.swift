@@ -31,7 +31,7 @@ public struct Backoff: Sendable, Equatable {
     /// A jittered delay for retry `retry`, drawn from `random`.
     public func delay(forRetry retry: Int, using random: RandomSource) -> Duration {
         let ceiling = ceiling(forRetry: retry)
-        let nanoseconds = ceiling.components.seconds * 1_000_000_000 + ceiling.components.attoseconds / 1_000_000_000
+        let nanoseconds = ceiling.inNanoseconds
         guard nanoseconds > 0 else { return .zero }
         return .nanoseconds(random.next(in: 0...nanoseconds))
     }

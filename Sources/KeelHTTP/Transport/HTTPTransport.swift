@@ -1,4 +1,5 @@
 public import Foundation
+public import KeelCore
 
 /// The seam between Keel's HTTP logic and the network: send one request, get one response.
 ///
@@ -70,32 +71,9 @@ extension Array where Element == (name: String, value: String) {
 }
 
 /// Why a transport produced no response, and whether the request may have reached the server.
-public struct TransportError: Error, Sendable, CustomStringConvertible {
+public struct TransportError: KeelError, CustomStringConvertible {
     /// The kind of transport failure.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The device has no network.
-        public static let notConnected = Code("notConnected")
-        /// The host name did not resolve.
-        public static let dnsFailed = Code("dnsFailed")
-        /// The connection was refused or could not be made.
-        public static let cannotConnect = Code("cannotConnect")
-        /// The transport's own timer fired.
-        public static let timedOut = Code("timedOut")
-        /// The connection broke after it was made.
-        public static let connectionLost = Code("connectionLost")
-        /// The server's answer was not valid HTTP (garbage status line, bad framing, truncated body).
-        public static let malformedResponse = Code("malformedResponse")
-        /// The body exceeded ``HTTPRequest/maximumResponseBytes``.
-        public static let responseTooLarge = Code("responseTooLarge")
-        /// The exchange was cancelled.
-        public static let cancelled = Code("cancelled")
-        /// Anything else.
-        public static let other = Code("other")
-    }
+    public typealias Code = ErrorCode<TransportError>
 
     /// The kind of failure.
     public let code: Code
@@ -112,4 +90,25 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(code)\(requestMayHaveBeenSent ? "" : " (not sent)"): \(detail)" }
+}
+
+extension ErrorCode where Domain == TransportError {
+    /// The device has no network.
+    public static var notConnected: Self { Self("notConnected") }
+    /// The host name did not resolve.
+    public static var dnsFailed: Self { Self("dnsFailed") }
+    /// The connection was refused or could not be made.
+    public static var cannotConnect: Self { Self("cannotConnect") }
+    /// The transport's own timer fired.
+    public static var timedOut: Self { Self("timedOut") }
+    /// The connection broke after it was made.
+    public static var connectionLost: Self { Self("connectionLost") }
+    /// The server's answer was not valid HTTP (garbage status line, bad framing, truncated body).
+    public static var malformedResponse: Self { Self("malformedResponse") }
+    /// The body exceeded ``HTTPRequest/maximumResponseBytes``.
+    public static var responseTooLarge: Self { Self("responseTooLarge") }
+    /// The exchange was cancelled.
+    public static var cancelled: Self { Self("cancelled") }
+    /// Anything else.
+    public static var other: Self { Self("other") }
 }

@@ -42,8 +42,7 @@ public final class URLSessionTransport: HTTPTransport {
         urlRequest.httpBody = request.body
         if !request.reusesConnections { urlRequest.setValue("close", forHTTPHeaderField: "Connection") }
         // FoundationNetworking truncates timeouts to whole seconds: round up, never down to zero.
-        let seconds = request.transportTimeout.components.seconds + (request.transportTimeout.components.attoseconds > 0 ? 1 : 0)
-        urlRequest.timeoutInterval = TimeInterval(max(1, seconds))
+        urlRequest.timeoutInterval = TimeInterval(request.transportTimeout.inWholeSecondsRoundedUp(minimum: 1))
 
         let task = (request.reusesConnections ? pooled : fresh).dataTask(with: urlRequest)
         let exchange = Exchange(limit: request.maximumResponseBytes, reusesConnection: request.reusesConnections)

@@ -31,12 +31,12 @@ public final class DataStore: Sendable {
     public func resetCache(_ name: String) async throws {
         let dataset = try inventory.dataset(name)
         guard dataset.role.isCache else {
-            throw InventoryError(code: .resetRefused, dataset: name,
-                                 problems: ["\(name) is a source of truth; only caches may be reset"])
+            throw InventoryError(code: .resetRefused, dataset: name, problems: [],
+                                 message: "\(name) is a source of truth; only caches may be reset")
         }
         guard let table = dataset.storage?.table else {
-            throw InventoryError(code: .resetRefused, dataset: name,
-                                 problems: ["\(name) is not stored in a table; the app clears its \(dataset.kind.rawValue) itself"])
+            throw InventoryError(code: .resetRefused, dataset: name, problems: [],
+                                 message: "\(name) is not stored in a table; the app clears its \(dataset.kind.rawValue) itself")
         }
         try await pool.write { db in try db.execute("DELETE FROM \(Self.quoted(table))") }
     }

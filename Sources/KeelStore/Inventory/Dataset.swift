@@ -98,31 +98,34 @@ public struct Dataset: Sendable, Hashable, Codable {
 
     /// What is wrong with this declaration (empty when it is acceptable). The standard allows no
     /// exceptions for sensitive data, so these are refusals, not warnings.
-    public var problems: [String] {
-        var problems: [String] = []
-        if name.trimmingCharacters(in: .whitespaces).isEmpty { problems.append("a dataset needs a name") }
-        if purpose.trimmingCharacters(in: .whitespaces).isEmpty { problems.append("\(name): a dataset needs a purpose") }
+    public var problems: [InventoryProblem] {
+        var problems: [InventoryProblem] = []
+        func problem(_ code: InventoryProblem.Code, _ field: String, _ message: String) {
+            problems.append(InventoryProblem(code: code, dataset: name, field: field, message: message))
+        }
+        if name.trimmingCharacters(in: .whitespaces).isEmpty { problem(.missingName, "name", "a dataset needs a name") }
+        if purpose.trimmingCharacters(in: .whitespaces).isEmpty { problem(.missingPurpose, "purpose", "a dataset needs a purpose") }
         if classification >= .sensitive, backup == .include {
-            problems.append("\(name): \(classification.rawValue) data may not be in transferable backups (backup must be exclude or deviceOnly)")
+            problem(.sensitiveInBackup, "backup", "\(classification.rawValue) data may not be in transferable backups (backup must be exclude or deviceOnly)")
         }
         if classification >= .personal, retention == nil {
-            problems.append("\(name): \(classification.rawValue) data needs a retention (a duration or until an event)")
+            problem(.missingRetention, "retention", "\(classification.rawValue) data needs a retention (a duration or until an event)")
         }
         if classification >= .personal, isAccountBound, !deletionTriggers.contains(.accountDeletion) {
-            problems.append("\(name): account-bound \(classification.rawValue) data must be deleted on account deletion")
+            problem(.notDeletedWithAccount, "deletionTriggers", "account-bound \(classification.rawValue) data must be deleted on account deletion")
         }
         if retention == .untilEvent, deletionTriggers.isEmpty {
-            problems.append("\(name): kept until an event, but no deletion trigger is declared")
+            problem(.missingDeletionTrigger, "deletionTriggers", "kept until an event, but no deletion trigger is declared")
         }
         if case .seconds(let seconds) = retention {
-            if seconds <= 0 { problems.append("\(name): retention must be positive") }
+            if seconds <= 0 { problem(.nonPositiveRetention, "retention", "retention must be positive") }
             // Only table records with a timestamp can be swept; anything else would silently never expire.
             if storage?.timestampColumn == nil {
-                problems.append("\(name): a retention duration needs table storage with a timestamp column to sweep")
+                problem(.retentionNotSweepable, "storage", "a retention duration needs table storage with a timestamp column to sweep")
             }
         }
         if case .cache(let source) = role, source.trimmingCharacters(in: .whitespaces).isEmpty {
-            problems.append("\(name): a cache must say what rebuilds it")
+            problem(.cacheWithoutSource, "role", "a cache must say what rebuilds it")
         }
         return problems
     }

@@ -1,4 +1,5 @@
 public import Foundation
+public import KeelCore
 
 /// Every dataset the app persists, declared once (MOB-DATA-001). Printable for review; checked at
 /// registration; required by the store before any read or write.
@@ -12,18 +13,23 @@ public struct Inventory: Sendable {
     ///   without retention, duplicate names, ...): such an inventory is refused, not warned about.
     public init(_ datasets: [Dataset]) throws(InventoryError) {
         let problems = Self.problems(in: datasets)
-        guard problems.isEmpty else { throw InventoryError(code: .refused, dataset: nil, problems: problems) }
+        guard problems.isEmpty else {
+            throw InventoryError(code: .refused, dataset: nil, problems: problems,
+                                 message: problems.map(\.description).joined(separator: "; "))
+        }
         // No problems: in particular no name is declared twice.
         self.datasets = Dictionary(uniqueKeysWithValues: datasets.map { ($0.name, $0) })
     }
 
     /// The problems of `datasets` (the rules of registration: duplicate names, then each dataset's own
     /// problems, in order); empty when they make an acceptable inventory.
-    public static func problems(in datasets: [Dataset]) -> [String] {
+    public static func problems(in datasets: [Dataset]) -> [InventoryProblem] {
         var names: Set<String> = []
-        var problems: [String] = []
+        var problems: [InventoryProblem] = []
         for dataset in datasets {
-            if !names.insert(dataset.name).inserted { problems.append("\(dataset.name): declared twice") }
+            if !names.insert(dataset.name).inserted {
+                problems.append(InventoryProblem(code: .declaredTwice, dataset: dataset.name, field: "name", message: "declared twice"))
+            }
             problems += dataset.problems
         }
         return problems
@@ -34,7 +40,7 @@ public struct Inventory: Sendable {
     /// - Throws: ``InventoryError`` `undeclared` — storing data nobody declared is an error.
     public func dataset(_ name: String) throws(InventoryError) -> Dataset {
         guard let dataset = datasets[name] else {
-            throw InventoryError(code: .undeclared, dataset: name, problems: ["\(name) is not declared in the data inventory"])
+            throw InventoryError(code: .undeclared, dataset: name, problems: [], message: "\(name) is not declared in the data inventory")
         }
         return dataset
     }
@@ -54,7 +60,7 @@ public struct Inventory: Sendable {
     }
 
     /// The problems in an exported inventory (same rules as registration); empty when it is acceptable.
-    public static func check(exported data: Data) throws -> [String] {
+    public static func check(exported data: Data) throws -> [InventoryProblem] {
         problems(in: try JSONDecoder().decode([Dataset].self, from: data))
     }
 
@@ -81,24 +87,79 @@ public struct Inventory: Sendable {
     }
 }
 
-/// An inventory problem.
-public struct InventoryError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
+/// Why the inventory refused something.
+public struct InventoryError: KeelError, Equatable {
+    /// Codes of ``InventoryError``.
+    public typealias Code = ErrorCode<InventoryError>
 
-        /// The declarations break the rules.
-        public static let refused = Code("refused")
-        /// The dataset is not declared.
-        public static let undeclared = Code("undeclared")
-        /// A reset was asked for a source of truth.
-        public static let resetRefused = Code("resetRefused")
+    /// What was refused.
+    public let code: Code
+    /// The dataset concerned, when there is one.
+    public let dataset: String?
+    /// For ``ErrorCode/refused``: every rule the declarations break, each with its own code.
+    public let problems: [InventoryProblem]
+    /// A short explanation for developers.
+    public let message: String
+
+    public var description: String { "inventory \(code): \(message)" }
+}
+
+/// One rule of registration that a dataset declaration breaks (MOB-DATA-001).
+///
+/// Tests and tools match ``code`` (and ``dataset``, ``field``), never the English ``message``.
+public struct InventoryProblem: Sendable, Hashable, CustomStringConvertible {
+    /// Codes of ``InventoryProblem``.
+    public typealias Code = ErrorCode<InventoryProblem>
+
+    /// The rule broken.
+    public let code: Code
+    /// The dataset's name as declared (may be empty: ``ErrorCode/missingName``).
+    public let dataset: String
+    /// The declaration field at fault (`backup`, `retention`, `deletionTriggers`, `storage`, `role`,
+    /// `name`, `purpose`).
+    public let field: String
+    /// A short explanation for review.
+    public let message: String
+
+    /// A problem of `dataset`'s `field`.
+    public init(code: Code, dataset: String, field: String, message: String) {
+        self.code = code
+        self.dataset = dataset
+        self.field = field
+        self.message = message
     }
 
-    public let code: Code
-    public let dataset: String?
-    public let problems: [String]
+    public var description: String { dataset.isEmpty ? message : "\(dataset): \(message)" }
+}
 
-    public var description: String { "inventory \(code): " + problems.joined(separator: "; ") }
+extension ErrorCode where Domain == InventoryProblem {
+    /// Two declarations share a name.
+    public static var declaredTwice: Self { Self("declaredTwice") }
+    /// A dataset without a name.
+    public static var missingName: Self { Self("missingName") }
+    /// A dataset without a purpose.
+    public static var missingPurpose: Self { Self("missingPurpose") }
+    /// Sensitive data or credentials in transferable backups.
+    public static var sensitiveInBackup: Self { Self("sensitiveInBackup") }
+    /// Personal (or more sensitive) data without a retention.
+    public static var missingRetention: Self { Self("missingRetention") }
+    /// Account-bound personal data not deleted on account deletion.
+    public static var notDeletedWithAccount: Self { Self("notDeletedWithAccount") }
+    /// Kept until an event, but no deletion trigger is declared.
+    public static var missingDeletionTrigger: Self { Self("missingDeletionTrigger") }
+    /// A retention duration that is zero or negative.
+    public static var nonPositiveRetention: Self { Self("nonPositiveRetention") }
+    /// A retention duration on data the sweeper cannot reach (no table with a timestamp column).
+    public static var retentionNotSweepable: Self { Self("retentionNotSweepable") }
+    /// A cache that does not say what rebuilds it.
+    public static var cacheWithoutSource: Self { Self("cacheWithoutSource") }
+}
+
+extension ErrorCode where Domain == InventoryError {
+    /// The declarations break the rules.
+    public static var refused: Self { Self("refused") }
+    /// The dataset is not declared.
+    public static var undeclared: Self { Self("undeclared") }
+    /// A reset was asked for a source of truth.
+    public static var resetRefused: Self { Self("resetRefused") }
 }

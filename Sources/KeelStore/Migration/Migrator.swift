@@ -1,4 +1,5 @@
 import Foundation
+public import KeelCore
 
 /// Named, ordered, forward-only migrations of one database (MOB-DATA-003).
 ///
@@ -241,20 +242,9 @@ public struct MigrationReport: Sendable, Equatable {
 }
 
 /// Why migrating stopped. The database is left at the last completed step.
-public struct MigrationError: Error, Sendable, CustomStringConvertible {
+public struct MigrationError: KeelError, CustomStringConvertible {
     /// The kind of stop.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The database belongs to a newer app version; nothing was done.
-        public static let superseded = Code("superseded")
-        /// The applied migrations do not match the registered list (reordered or removed).
-        public static let inconsistent = Code("inconsistent")
-        /// A migration failed and was rolled back; see ``MigrationError/underlying``.
-        public static let failed = Code("failed")
-    }
+    public typealias Code = ErrorCode<MigrationError>
 
     public let code: Code
     /// The migration that failed, when one did.
@@ -273,4 +263,13 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         "migration \(code)" + (migration.map { " in \($0)" } ?? "") + ": \(message)"
     }
+}
+
+extension ErrorCode where Domain == MigrationError {
+    /// The database belongs to a newer app version; nothing was done.
+    public static var superseded: Self { Self("superseded") }
+    /// The applied migrations do not match the registered list (reordered or removed).
+    public static var inconsistent: Self { Self("inconsistent") }
+    /// A migration failed and was rolled back; see ``MigrationError/underlying``.
+    public static var failed: Self { Self("failed") }
 }

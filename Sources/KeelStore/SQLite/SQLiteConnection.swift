@@ -1,6 +1,7 @@
 // The adapter over the CSQLite shim: the only file in KeelStore that calls SQLite's C API.
 import CSQLite
 import Foundation
+import KeelCore
 
 /// One SQLite connection. Not thread-safe: ``DatabasePool`` confines each connection to one queue.
 @usableFromInline
@@ -27,8 +28,7 @@ final class SQLiteConnection {
             sqlite3_close_v2(db)
             throw DatabaseError(code: .readonly, message: "\(path) can only be opened read-only (no write permission)")
         }
-        sqlite3_busy_timeout(db, Int32(clamping: configuration.busyTimeout.components.seconds * 1000
-            + configuration.busyTimeout.components.attoseconds / 1_000_000_000_000_000))
+        sqlite3_busy_timeout(db, Int32(clamping: configuration.busyTimeout.inMilliseconds))
         do throws(DatabaseError) {
             // Reading the schema first makes a file that is not a database fail here, before any write.
             _ = try query("SELECT count(*) FROM sqlite_master", [])

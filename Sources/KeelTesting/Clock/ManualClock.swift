@@ -189,8 +189,7 @@ public final class ManualClock: Clock, Sendable {
     public var wallClock: WallClock {
         WallClock { [state, wallOrigin] in
             let offset = state.withLock { $0.now.offset }
-            let seconds = Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18
-            return wallOrigin.addingTimeInterval(seconds)
+            return wallOrigin.addingTimeInterval(offset.inSeconds)
         }
     }
 }

@@ -1,5 +1,5 @@
 public import Foundation
-import KeelCore
+public import KeelCore
 
 /// A child process running an executable of this package, for process-death and CLI tests.
 ///
@@ -119,7 +119,7 @@ public final class ChildProcess: Sendable {
         let path = productsDirectory.appendingPathComponent(product).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw ChildProcessError(
-                message: "no executable \(product) at \(path); build the package first (swift build) "
+                code: .notBuilt, message: "no executable \(product) at \(path); build the package first (swift build) "
                     + "or set KEEL_PRODUCTS_DIRECTORY"
             )
         }
@@ -183,7 +183,7 @@ public final class ChildProcess: Sendable {
             ]
         } catch {
             closeAll()
-            throw ChildProcessError(message: "cannot start \(path): \(error)")
+            throw ChildProcessError(code: .cannotStart, message: "cannot start \(path): \(error)")
         }
     }
 
@@ -206,7 +206,7 @@ public final class ChildProcess: Sendable {
             guard let descriptor else { return false }
             return Array(text.utf8).withUnsafeBytes { POSIX.write(descriptor, $0) }
         }
-        guard ok else { throw ChildProcessError(message: "cannot write to the standard input of \(executable) (pid \(pid))") }
+        guard ok else { throw ChildProcessError(code: .cannotWrite, message: "cannot write to the standard input of \(executable) (pid \(pid))") }
     }
 
     /// Writes `line` and a newline to the child's standard input.
@@ -255,7 +255,7 @@ public final class ChildProcess: Sendable {
             return output.isClosed ? .some(nil) : nil
         }
         guard let found else {
-            throw ChildProcessError(message: "\(stream) of \(executable) ended without a matching line")
+            throw ChildProcessError(code: .streamEnded, message: "\(stream) of \(executable) ended without a matching line")
         }
         return found
     }
@@ -321,8 +321,24 @@ public final class ChildProcess: Sendable {
 }
 
 /// A child process could not be started or talked to.
-public struct ChildProcessError: Error, Sendable, CustomStringConvertible {
+public struct ChildProcessError: KeelError {
+    /// Codes of ``ChildProcessError``.
+    public typealias Code = ErrorCode<ChildProcessError>
+
     /// What went wrong.
+    public let code: Code
+    /// A short explanation.
     public let message: String
     public var description: String { "ChildProcess: \(message)" }
+}
+
+extension ErrorCode where Domain == ChildProcessError {
+    /// The package product is not built (or `KEEL_PRODUCTS_DIRECTORY` points elsewhere).
+    public static var notBuilt: Self { Self("notBuilt") }
+    /// The process could not be started.
+    public static var cannotStart: Self { Self("cannotStart") }
+    /// Its standard input could not be written (it exited or closed it).
+    public static var cannotWrite: Self { Self("cannotWrite") }
+    /// An output stream ended before the awaited line.
+    public static var streamEnded: Self { Self("streamEnded") }
 }

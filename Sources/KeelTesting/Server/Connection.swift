@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 
 /// Serves one accepted connection of a ``TestServer`` on its own thread: reads requests, records them,
 /// and writes scripted responses with their delays, throttling and socket effects.
@@ -462,8 +463,7 @@ final class Connection: @unchecked Sendable {
         while true {
             let remaining = ContinuousClock.now.duration(to: deadline)
             if remaining <= .zero { return true }
-            let seconds = min(remaining.components.seconds, 1_000_000)  // poll in slices; no overflow
-            let milliseconds = seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1
+            let milliseconds = min(remaining, .seconds(1_000_000)).inMillisecondsRoundedUp  // poll in slices; no overflow
             if POSIX.waitReadable([server.wakeDescriptors.read], timeoutMilliseconds: Int32(clamping: milliseconds)).contains(0) {
                 return false
             }

@@ -1,4 +1,5 @@
 public import Foundation
+public import KeelCore
 
 /// One request the ``TestServer`` received, as it arrived on the wire.
 public struct RecordedRequest: Sendable, CustomStringConvertible {
@@ -9,7 +10,7 @@ public struct RecordedRequest: Sendable, CustomStringConvertible {
     /// The protocol version, e.g. `HTTP/1.1`.
     public let version: String
     /// The header fields in wire order.
-    public let headers: HTTPFields
+    public let headers: HeaderFields
     /// The body bytes received (for chunked requests, the decoded payload).
     public let body: Data
     /// Whether the body arrived with `Transfer-Encoding: chunked`.

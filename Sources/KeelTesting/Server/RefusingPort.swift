@@ -19,7 +19,7 @@ public final class RefusingPort: Sendable {
             descriptor = socket.fd
             port = Int(socket.port)
         } catch {
-            throw TestServerError(message: "cannot reserve a port: \(error)")
+            throw TestServerError(code: .cannotListen, message: "cannot reserve a port: \(error)")
         }
     }
 

@@ -1,11 +1,12 @@
 import Foundation
+import KeelCore
 
 /// The parsed request line and header fields of one HTTP/1.x request.
 struct RequestHead {
     var method: String
     var target: String
     var version: String
-    var headers: HTTPFields
+    var headers: HeaderFields
     var contentLength: Int
     var isChunked: Bool
 
@@ -60,7 +61,7 @@ struct RequestHead {
             return .failure(Failure(status: status, reason: "unsupported protocol version \(version.debugDescription)"))
         }
 
-        var headers = HTTPFields()
+        var headers = HeaderFields()
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else {
                 return .failure(Failure(status: 400, reason: "header line without a colon"))

@@ -40,13 +40,13 @@ final class ServerCore: Sendable {
         do {
             listener = try POSIX.makeListeningSocket(host: "127.0.0.1", port: configuration.port)
         } catch {
-            throw TestServerError(message: "cannot listen on 127.0.0.1: \(error)")
+            throw TestServerError(code: .cannotListen, message: "cannot listen on 127.0.0.1: \(error)")
         }
         do {
             wakeDescriptors = try POSIX.makePipe()
         } catch {
             POSIX.close(listener.fd)
-            throw TestServerError(message: "cannot create the wake pipe: \(error)")
+            throw TestServerError(code: .cannotStart, message: "cannot create the wake pipe: \(error)")
         }
         listenDescriptor = listener.fd
         serial = Self.serials.withLock { next in
@@ -79,7 +79,7 @@ final class ServerCore: Sendable {
         if let acceptor { acceptor.join() }  // user code never runs on the accept thread
         for thread in connections.values where !thread.isCurrent { thread.join() }
         POSIX.close(listenDescriptor)
-        state.failAllWaiters(with: TestServerError(message: "the server was shut down"))
+        state.failAllWaiters(with: TestServerError(code: .shutDown, message: "the server was shut down"))
         // The wake pipe stays open until deinit: a connection thread that called shutdown (through a
         // dispatcher) is still running and polls it.
     }

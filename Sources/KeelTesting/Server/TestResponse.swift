@@ -1,4 +1,5 @@
 public import Foundation
+public import KeelCore
 
 /// A scripted response of the ``TestServer``: what to send, how slowly, and what to do to the socket.
 ///
@@ -16,7 +17,7 @@ public struct TestResponse: Sendable {
     public var reason: String?
     /// Header fields. `Content-Length` (or `Transfer-Encoding: chunked`) and `Connection: close` are
     /// added when absent and needed.
-    public var headers: HTTPFields
+    public var headers: HeaderFields
     /// The body bytes (not sent for `HEAD` requests and 1xx/204/304 statuses).
     public var body: Data
     /// When set, the body is sent chunked in chunks of at most this many bytes.
@@ -51,7 +52,7 @@ public struct TestResponse: Sendable {
     public init(
         status: Int = 200,
         reason: String? = nil,
-        headers: HTTPFields = [:],
+        headers: HeaderFields = [:],
         body: Data = Data(),
         socketEffect: SocketEffect = .keepOpen
     ) {
@@ -69,7 +70,7 @@ public struct TestResponse: Sendable {
     }
 
     /// A response whose body is `text` in UTF-8.
-    public init(status: Int = 200, headers: HTTPFields = [:], body text: String, socketEffect: SocketEffect = .keepOpen) {
+    public init(status: Int = 200, headers: HeaderFields = [:], body text: String, socketEffect: SocketEffect = .keepOpen) {
         self.init(status: status, headers: headers, body: Data(text.utf8), socketEffect: socketEffect)
     }
 
@@ -137,7 +138,7 @@ public struct TestResponse: Sendable {
     }
 
     /// A JSON response: `Content-Type: application/json` and the given body.
-    public static func json(_ text: String, status: Int = 200, headers: HTTPFields = [:]) -> TestResponse {
+    public static func json(_ text: String, status: Int = 200, headers: HeaderFields = [:]) -> TestResponse {
         var fields = headers
         fields["Content-Type"] = "application/json"
         return TestResponse(status: status, headers: fields, body: text)

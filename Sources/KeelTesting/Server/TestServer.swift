@@ -51,7 +51,7 @@ public final class TestServer: Sendable {
             Dispatcher { _ in
                 switch portal {
                 case .loginPage:
-                    var headers: HTTPFields = ["Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"]
+                    var headers: HeaderFields = ["Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"]
                     headers["Connection"] = "close"
                     return TestResponse(status: 200, headers: headers, body: captivePortalLoginPage)
                 case .redirect(let url):
@@ -163,7 +163,7 @@ public final class TestServer: Sendable {
     public func takeRequest(timeout: Duration = .seconds(10)) async throws -> RecordedRequest {
         try await core.state.wait(timeout: timeout, for: "a request to \(baseURL)") { state -> Result<RecordedRequest, TestServerError>? in
             guard state.takenCount < state.requests.count else {
-                return state.isShutDown ? .failure(TestServerError(message: "the server was shut down")) : nil
+                return state.isShutDown ? .failure(TestServerError(code: .shutDown, message: "the server was shut down")) : nil
             }
             state.takenCount += 1
             return .success(state.requests[state.takenCount - 1])

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+public import KeelCore
 
 /// State shared with other threads that async code can wait on: "until a condition holds, or time out".
 ///
@@ -72,8 +73,7 @@ package final class WaitableState<State>: @unchecked Sendable {
                     fail: { continuation.resume(throwing: $0) }
                 )
                 // Saturate: a timeout beyond a year is as good as forever and must not overflow.
-                let seconds = min(timeout.components.seconds, 365 * 86_400)
-                let nanoseconds = seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+                let nanoseconds = min(timeout, .seconds(365 * 86_400)).inNanoseconds
                 DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
                     self?.fail(id, with: WaitTimeout(waitingFor: description, timeout: timeout))
                 }
@@ -100,11 +100,21 @@ package final class WaitableState<State>: @unchecked Sendable {
 }
 
 /// A wait in the test kit ran out of time.
-public struct WaitTimeout: Error, Sendable, CustomStringConvertible {
+public struct WaitTimeout: KeelError {
+    /// Codes of ``WaitTimeout`` (one: ``ErrorCode/timedOut``).
+    public typealias Code = ErrorCode<WaitTimeout>
+
+    /// Always ``ErrorCode/timedOut``.
+    public var code: Code { .timedOut }
     /// What was awaited.
     public let waitingFor: String
     /// How long the wait lasted.
     public let timeout: Duration
 
     public var description: String { "timed out after \(timeout) waiting for \(waitingFor)" }
+}
+
+extension ErrorCode where Domain == WaitTimeout {
+    /// The awaited event did not happen in time.
+    public static var timedOut: Self { Self("timedOut") }
 }

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import KeelCore
 import KeelTesting
 
 /// `keel faults`: scripts each network fault on a real loopback server and shows what this platform's
@@ -137,7 +138,7 @@ enum FaultsCommand {
         let start = ContinuousClock.now
         func elapsed() -> Int {
             let duration = ContinuousClock.now - start
-            return Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+            return Int(duration.inMilliseconds)
         }
         do {
             let (data, response) = try await session.data(for: request)

@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 import KeelTesting
 
 /// The JSON file `keel serve --script` reads: an array of scripted responses, answered in order.
@@ -57,7 +58,7 @@ struct ResponseScript: Decodable {
     private static func response(from entry: Entry) throws -> TestResponse {
         let status = entry.status ?? 200
         guard (100...999).contains(status) else { throw Problem(message: "status \(status) is not a three-digit code") }
-        var headers = HTTPFields()
+        var headers = HeaderFields()
         for (name, value) in (entry.headers ?? [:]).sorted(by: { $0.key < $1.key }) { headers.append(name: name, value: value) }
         var response = TestResponse(status: status, headers: headers, body: Data((entry.body ?? "").utf8))
         response.socketEffect = try effect(named: entry.effect ?? "keepOpen", afterBytes: entry.afterBytes)

@@ -1,0 +1,129 @@
+/// An ordered list of HTTP header fields with case-insensitive lookup, shared by the client and the test
+/// server.
+///
+/// Order and repeated names are kept exactly as sent or received; lookups compare names ASCII
+/// case-insensitively (RFC 9110 §5.1), without allocating. The subscript setter replaces every field of
+/// that name; ``append(name:value:)`` adds another one.
+///
+/// ```swift
+/// var headers: HeaderFields = ["Accept": "application/json"]
+/// headers.append(name: "Cache-Control", value: "no-store")
+/// headers["accept"]            // "application/json"
+/// ```
+///
+/// ## Topics
+/// - ``Field``
+/// - ``subscript(_:)``
+/// - ``values(for:)``
+/// - ``append(name:value:)``
+/// - ``removeAll(named:)``
+/// - ``contains(_:)``
+/// - ``tokens(for:)``
+public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, RandomAccessCollection,
+    CustomStringConvertible
+{
+    /// One field as it appeared on the wire.
+    public struct Field: Sendable, Hashable {
+        /// The field name as sent (lookups ignore case).
+        public var name: String
+        /// The field value, without surrounding whitespace.
+        public var value: String
+
+        /// A field.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The fields in wire order.
+    public private(set) var fields: [Field]
+
+    /// Fields in the given order.
+    public init(_ fields: [Field] = []) { self.fields = fields }
+
+    /// Fields from `(name, value)` pairs, in order.
+    public init(_ pairs: some Sequence<(String, String)>) {
+        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    // MARK: - Collection
+
+    public var startIndex: Int { fields.startIndex }
+    public var endIndex: Int { fields.endIndex }
+    public subscript(position: Int) -> Field { fields[position] }
+
+    // MARK: - Lookup
+
+    /// The first value for `name` (case-insensitive), or nil. Setting replaces every field of that name
+    /// with one field at the end (or removes them all when nil).
+    public subscript(_ name: String) -> String? {
+        get { fields.first { Self.equalIgnoringCase($0.name, name) }?.value }
+        set {
+            removeAll(named: name)
+            if let newValue { fields.append(Field(name: name, value: newValue)) }
+        }
+    }
+
+    /// Every value for `name`, in order.
+    public func values(for name: String) -> [String] {
+        fields.lazy.filter { Self.equalIgnoringCase($0.name, name) }.map(\.value)
+    }
+
+    /// The comma-separated tokens of every `name` field, lower-cased and trimmed, in order
+    /// (`Connection: Keep-Alive, Upgrade` gives `["keep-alive", "upgrade"]`).
+    public func tokens(for name: String) -> [String] {
+        values(for: name).flatMap { $0.lowercased().split(separator: ",") }
+            .map { $0.trimmingSpacesAndTabs() }
+            .filter { !$0.isEmpty }
+    }
+
+    /// Whether any field is named `name`.
+    public func contains(_ name: String) -> Bool {
+        fields.contains { Self.equalIgnoringCase($0.name, name) }
+    }
+
+    // MARK: - Changes
+
+    /// Appends a field, keeping any existing field of the same name.
+    public mutating func append(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Appends every field of `other`, in order.
+    public mutating func append(contentsOf other: HeaderFields) {
+        fields.append(contentsOf: other.fields)
+    }
+
+    /// Removes every field named `name`.
+    public mutating func removeAll(named name: String) {
+        fields.removeAll { Self.equalIgnoringCase($0.name, name) }
+    }
+
+    public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
+
+    /// ASCII case-insensitive comparison of two field names, without allocating.
+    package static func equalIgnoringCase(_ lhs: String, _ rhs: String) -> Bool {
+        let left = lhs.utf8
+        let right = rhs.utf8
+        guard left.count == right.count else { return false }
+        return zip(left, right).allSatisfy { a, b in
+            a == b || (a ^ b == 0x20 && (a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A)
+        }
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing spaces and horizontal tabs (HTTP's optional whitespace).
+    package func trimmingSpacesAndTabs() -> String {
+        let isOWS: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isOWS($0) }), let last = lastIndex(where: { !isOWS($0) }) else {
+            return ""
+        }
+        return String(self[first...last])
+    }
+}
