@@ -2,10 +2,10 @@
 //
 // Keel: the layer between a mobile app's screens and its backend.
 // Module map and dependency direction: docs/ARCHITECTURE.md.
-// Modules listed in DESIGN.md but not yet present (KeelContract, KeelContractTools, KeelHTTP, KeelStore,
-// KeelSync, KeelLifecycle, KeelReference, keel-notes) are added by the issues that give them content; they
-// must keep the direction fixed here: KeelCore at the bottom, KeelTesting beside the app-facing modules,
-// C shims imported only by the module that wraps them.
+// Present: KeelCore, KeelContract, KeelSchema, KeelContractTools, KeelHTTP, KeelStore, KeelTesting, the
+// `keel` tool and `keel-bench`. KeelSync, KeelLifecycle, KeelReference and keel-notes arrive with the issues
+// that give them content, keeping the direction fixed here: KeelCore at the bottom, KeelTesting beside the
+// app-facing modules, C shims imported only by the module that wraps them.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -20,6 +20,7 @@ let package = Package(
     products: [
         .library(name: "KeelCore", targets: ["KeelCore"]),
         .library(name: "KeelContract", targets: ["KeelContract"]),
+        .library(name: "KeelSchema", targets: ["KeelSchema"]),
         .library(name: "KeelContractTools", targets: ["KeelContractTools"]),
         .library(name: "KeelHTTP", targets: ["KeelHTTP"]),
         .library(name: "KeelStore", targets: ["KeelStore"]),
@@ -48,14 +49,17 @@ let package = Package(
         // MARK: - Libraries
         .target(name: "KeelCore", swiftSettings: swiftSettings),
         .target(name: "KeelContract", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
+        // JSON Schema 2020-12 validation: used by the contract tools and by apps that opt in. Apart from
+        // KeelContract so that an app that only links the HTTP client carries no validator.
+        .target(name: "KeelSchema", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
         .target(
             name: "KeelContractTools",
             // CCrypto for SHA-256 of generator inputs; Apple platforms use CryptoKit.
-            dependencies: ["KeelContract", "KeelCore", "CYAML", .target(name: "CCrypto", condition: .when(platforms: [.linux, .android]))],
+            dependencies: ["KeelContract", "KeelSchema", "KeelCore", "CYAML", .target(name: "CCrypto", condition: .when(platforms: [.linux, .android]))],
             swiftSettings: swiftSettings
         ),
         .target(name: "KeelHTTP", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
-        .target(name: "KeelStore", dependencies: ["KeelContract", "KeelCore", "CSQLite"], swiftSettings: swiftSettings),
+        .target(name: "KeelStore", dependencies: ["KeelCore", "CSQLite"], swiftSettings: swiftSettings),
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
         .target(name: "KeelStoreFixtures", dependencies: ["KeelStore"], swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
@@ -63,7 +67,7 @@ let package = Package(
         // MARK: - Executables
         .executableTarget(
             name: "keel",
-            dependencies: ["KeelCore", "KeelContract", "KeelContractTools", "KeelStore", "KeelTesting"],
+            dependencies: ["KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelStore", "KeelTesting"],
             swiftSettings: swiftSettings
         ),
         // Runs storage workloads in a child process for kill -9 tests (KeelStoreTests); not a product.
@@ -72,7 +76,7 @@ let package = Package(
             name: "keel-bench",
             // CSQLite and CYAML directly: baselines are raw sqlite3 calls and libyaml parsing alone.
             dependencies: [
-                "KeelCore", "KeelContract", "KeelContractTools", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelTesting",
+                "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelTesting",
                 "CSQLite", "CYAML",
             ],
             swiftSettings: swiftSettings
@@ -88,7 +92,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "KeelContractTests", dependencies: ["KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "KeelContractTests", dependencies: ["KeelContract", "KeelSchema", "KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "KeelSchemaTests", dependencies: ["KeelSchema", "KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelContractToolsTests",
             dependencies: ["KeelContractTools", "KeelContract", "KeelTesting"],

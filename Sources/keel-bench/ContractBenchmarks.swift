@@ -1,5 +1,6 @@
 import Foundation
 import KeelContract
+import KeelSchema
 import KeelCore
 
 /// Benchmarks of the contract runtime (issue #3).

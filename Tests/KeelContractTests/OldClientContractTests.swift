@@ -1,5 +1,6 @@
 import Foundation
 import KeelContract
+import KeelSchema
 import Testing
 
 // MARK: - Fixture: the v1 client's models

@@ -1,5 +1,6 @@
 import Foundation
 public import KeelContract
+public import KeelSchema
 
 /// One schema of a contract (`#/components/schemas/Note`), compiled for validating instances:
 /// example payloads in CI, captured responses in tests.

@@ -1,5 +1,6 @@
 import Foundation
 import KeelContract
+import KeelSchema
 
 /// `keel schema validate`: validates JSON documents against a JSON Schema (draft 2020-12).
 enum SchemaCommand {

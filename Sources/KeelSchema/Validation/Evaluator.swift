@@ -1,4 +1,5 @@
 import Foundation
+import KeelContract
 
 /// A compiled regular expression shared between validations.
 final class NSRegularExpressionBox: @unchecked Sendable {

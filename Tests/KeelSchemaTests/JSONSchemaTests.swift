@@ -1,5 +1,6 @@
 import Foundation
 import KeelContract
+import KeelSchema
 import Testing
 
 /// Behaviour of the validator beyond the official suite: errors, references, options, hostile schemas.

@@ -1,3 +1,5 @@
+import KeelContract
+
 // The draft 2020-12 metaschema and its vocabulary metaschemas, as published by json-schema.org
 // (normative data of the JSON Schema specification; identical to https://json-schema.org/draft/2020-12/*).
 // Built in so that `$schema` and `$ref` to them resolve without network access.

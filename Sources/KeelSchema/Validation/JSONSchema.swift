@@ -1,4 +1,5 @@
 import Foundation
+public import KeelContract
 public import KeelCore
 
 /// A compiled JSON Schema (draft 2020-12) that validates ``JSONValue`` instances.
