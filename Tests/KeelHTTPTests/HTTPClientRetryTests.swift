@@ -49,9 +49,7 @@ import Testing
         let call = Task { () -> Result<HTTPClient.Reply, HTTPFailure> in
             do throws(HTTPFailure) { return .success(try await harness.client.send(.get("/notes"))) } catch { return .failure(error) }
         }
-        for await event in harness.eventStream {
-            if case .retryScheduled = event { break }
-        }
+        try await harness.waitForEvent { if case .retryScheduled = $0 { true } else { false } }
         try await harness.clock.waitForSleepers(count: 1)
         call.cancel()
         let failure = try #require(await call.value.failure)

@@ -14,9 +14,9 @@ import Testing
         for round in 0..<5 {
             server.enqueue(TestResponse(body: "warm"))
             server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
-            _ = try await transport.send(HTTPRequest(method: "GET", url: server.url("/warm")))
+            _ = try await transport.send(TransportRequest(method: "GET", url: server.url("/warm")))
             do {
-                _ = try await transport.send(HTTPRequest(method: "POST", url: server.url("/pay"), body: Data("x".utf8),
+                _ = try await transport.send(TransportRequest(method: "POST", url: server.url("/pay"), body: Data("x".utf8),
                                                          transportTimeout: .seconds(5), reusesConnections: false))
                 Issue.record("the dropped connection must fail the POST")
             } catch {
@@ -32,7 +32,7 @@ import Testing
     @Test func redirectsAreHandedBackNotFollowed() async throws {
         let server = try TestServer()
         server.enqueue(.redirect(to: "/elsewhere", status: 302))
-        let response = try await URLSessionTransport().send(HTTPRequest(method: "GET", url: server.url("/start")))
+        let response = try await URLSessionTransport().send(TransportRequest(method: "GET", url: server.url("/start")))
         #expect(response.status == 302)
         #expect(response.header("location") == "/elsewhere")
         #expect(server.requestCount == 1)
@@ -42,7 +42,7 @@ import Testing
         // The stack may have sent a first copy on a pooled connection that died, then failed to reconnect.
         let refusing = try RefusingPort()
         do {
-            _ = try await URLSessionTransport().send(HTTPRequest(method: "PUT", url: refusing.url("/x"), body: Data("x".utf8)))
+            _ = try await URLSessionTransport().send(TransportRequest(method: "PUT", url: refusing.url("/x"), body: Data("x".utf8)))
             Issue.record("expected a failure")
         } catch {
             #expect(error.code == .cannotConnect)
@@ -58,11 +58,11 @@ import Testing
         try await withThrowingTaskGroup(of: (String, String).self) { group in
             for index in 0..<8 {
                 group.addTask {
-                    let response = try await transport.send(HTTPRequest(method: "GET", url: server.url("/get/\(index)")))
+                    let response = try await transport.send(TransportRequest(method: "GET", url: server.url("/get/\(index)")))
                     return ("/get/\(index)", String(decoding: response.body, as: UTF8.self))
                 }
                 group.addTask {
-                    let response = try await transport.send(HTTPRequest(method: "POST", url: server.url("/post/\(index)"), body: Data(), reusesConnections: false))
+                    let response = try await transport.send(TransportRequest(method: "POST", url: server.url("/post/\(index)"), body: Data(), reusesConnections: false))
                     return ("/post/\(index)", String(decoding: response.body, as: UTF8.self))
                 }
             }
@@ -76,7 +76,7 @@ import Testing
         let transport = URLSessionTransport()
         let call = Task {
             withUnsafeCurrentTask { $0?.cancel() }  // cancelled before the transport is even called
-            return try await transport.send(HTTPRequest(method: "GET", url: server.url("/")))
+            return try await transport.send(TransportRequest(method: "GET", url: server.url("/")))
         }
         do {
             _ = try await call.value
@@ -90,7 +90,7 @@ import Testing
         let refusing = try RefusingPort()
         let url = refusing.url("/x")
         do {
-            _ = try await URLSessionTransport().send(HTTPRequest(method: "POST", url: url, body: Data("x".utf8), reusesConnections: false))
+            _ = try await URLSessionTransport().send(TransportRequest(method: "POST", url: url, body: Data("x".utf8), reusesConnections: false))
             Issue.record("expected a failure")
         } catch {
             #expect(error.code == .cannotConnect)
@@ -102,7 +102,7 @@ import Testing
         let server = try TestServer()
         server.enqueue(TestResponse(body: Data(repeating: 7, count: 64 * 1024 * 1024)))
         do {
-            _ = try await URLSessionTransport().send(HTTPRequest(method: "GET", url: server.url("/huge"), maximumResponseBytes: 64 * 1024))
+            _ = try await URLSessionTransport().send(TransportRequest(method: "GET", url: server.url("/huge"), maximumResponseBytes: 64 * 1024))
             Issue.record("expected responseTooLarge")
         } catch {
             #expect(error.code == .responseTooLarge)
@@ -115,7 +115,7 @@ import Testing
         let server = try TestServer()
         server.enqueue(TestResponse(body: Data(repeating: 1, count: 4096)))
         do {
-            _ = try await URLSessionTransport().send(HTTPRequest(method: "GET", url: server.url("/big"), maximumResponseBytes: 1024))
+            _ = try await URLSessionTransport().send(TransportRequest(method: "GET", url: server.url("/big"), maximumResponseBytes: 1024))
             Issue.record("expected responseTooLarge")
         } catch {
             #expect(error.code == .responseTooLarge)

@@ -70,7 +70,7 @@ import Testing
     @Test func recoveryActionsMatchTheKind() {
         let correlation = CorrelationID.make(using: .seeded(1))
         func action(_ kind: HTTPFailure.Kind) -> UserFacingOutcome.RecoveryAction {
-            UserFacingOutcome(failure: .make(kind: kind, outcome: .rejected, correlationID: correlation), mutates: true).action
+            UserFacingOutcome(failure: HTTPFailure(kind: kind, outcome: .rejected, correlationID: correlation), mutates: true).action
         }
         #expect(action(.offline) == .checkConnection)
         #expect(action(.timeout) == .retry)
@@ -107,16 +107,8 @@ import Testing
     }
 
     @Test func offlineMutationsAreQueuedWhenTheAppHasAnOutbox() {
-        let failure = HTTPFailure.make(kind: .offline, outcome: .notSent, correlationID: CorrelationID.make(using: .seeded(2)))
+        let failure = HTTPFailure(kind: .offline, outcome: .notSent, correlationID: CorrelationID.make(using: .seeded(2)))
         #expect(UserFacingOutcome(failure: failure, mutates: true, canQueue: true).state == .queued)
         #expect(UserFacingOutcome(failure: failure, mutates: true, canQueue: false).state == .notDone)
-    }
-}
-
-extension HTTPFailure {
-    /// A failure for projection tests (the client builds real ones; see `noBackendTextReachesTheUser`).
-    static func make(kind: Kind, outcome: Outcome, correlationID: CorrelationID) -> HTTPFailure {
-        HTTPFailure(kind: kind, outcome: outcome, status: nil, errorCode: nil, requestID: nil, correlationID: correlationID,
-                    attempts: 1, retryAt: nil, fieldErrors: [], detail: Redacted("test"))
     }
 }

@@ -157,6 +157,6 @@ enum ProcFS {
         let code = await urlErrorCode { _ = try await makeSession().get(refusing.url("/x")) }
         #expect(code == .cannotConnectToHost)
         // Reserved: binding the same port fails while the value lives.
-        #expect(throws: (any Error).self) { try TestServer(configuration: .init(port: UInt16(refusing.port))) }
+        #expect(throws: (any Error).self) { try TestServer(configuration: .init(port: refusing.port)) }
     }
 }

@@ -10,6 +10,12 @@ public enum AttemptEvent: Sendable, Equatable {
     case retryScheduled(nextAttempt: Int, delay: Duration, reason: HTTPFailure.Kind)
     /// No retry, and why.
     case retryDeclined(reason: DeclineReason)
+    /// A middleware asked to send the call once more after a response of `status`, and the client
+    /// granted it: attempt `nextAttempt` follows at once (no backoff, no retry budget).
+    case replayScheduled(nextAttempt: Int, status: Int)
+    /// A middleware asked for a replay after attempt `afterAttempt` (answered `status`) and the client
+    /// refused: no attempts or time left, or the operation may not be repeated.
+    case replayRefused(afterAttempt: Int, status: Int)
 }
 
 /// Why a failed attempt was not retried.

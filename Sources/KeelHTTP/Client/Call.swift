@@ -31,11 +31,26 @@ struct Call {
     }
 
     private enum AttemptResult: Sendable {
-        case response(HTTPResponse)
+        case response(TransportResponse)
         case transportFailure(TransportError)
         case timedOut
         case cancelled
     }
+
+    /// What middleware made of a request.
+    private enum Prepared: Sendable {
+        case ready(TransportRequest)
+        case refused(MiddlewareRefusal)
+    }
+
+    /// Who ended a race against a timer.
+    private enum Lap<Value: Sendable>: Sendable {
+        case finished(Value)
+        case timerFired
+    }
+
+    /// Replays middleware may ask for per call (a refreshed token gets one more try, not a loop).
+    static let maximumReplays = 1
 
     // MARK: - The loop
 
@@ -43,13 +58,20 @@ struct Call {
         let start = clock.now
         let deadline = start.advanced(by: policy.deadline)
         let request = makeRequest()
+        var replays = 0
+        var isReplay = false
         while true {
             if Task.isCancelled { throw failure(.cancelled, detail: "cancelled before attempt \(attempts + 1)") }
+            if clock.now.duration(to: deadline) <= .zero { throw failure(.timeout, detail: "deadline of \(policy.deadline) passed") }
+            attempts += 1
+            let context = MiddlewareContext(operation: operation, correlationID: correlationID, attempt: attempts, isReplay: isReplay)
+            isReplay = false
+            // Middleware works on a fresh copy each attempt, inside the deadline; nothing is sent yet.
+            let prepared = try await prepare(request, context: context, deadline: deadline, clock: clock)
             let remaining = clock.now.duration(to: deadline)
             if remaining <= .zero { throw failure(.timeout, detail: "deadline of \(policy.deadline) passed") }
-            attempts += 1
             emit(.attemptStarted(number: attempts))
-            let result = await attempt(request, timeout: min(policy.attemptTimeout, remaining), clock: clock)
+            let result = await attempt(prepared, timeout: min(policy.attemptTimeout, remaining), clock: clock)
 
             let failure: HTTPFailure
             var retryAfter: Duration?
@@ -58,7 +80,18 @@ struct Call {
             case .response(let response):
                 emit(.attemptResponded(number: attempts, status: response.status))
                 // A portal's answer is not the server's: it does not count as reaching it.
-                if let portal = captivePortalFailure(response) {
+                let portal = captivePortalFailure(response)
+                if portal == nil, replays < Self.maximumReplays,
+                    await middlewareAsksForReplay(after: response, request: prepared, context: context),
+                    mayReplay(after: response, deadline: deadline, clock: clock)
+                {
+                    replays += 1
+                    reachedServer = true
+                    emit(.replayScheduled(nextAttempt: attempts + 1, status: response.status))
+                    isReplay = true
+                    continue
+                }
+                if let portal {
                     failure = portal
                 } else if (200...299).contains(response.status) {
                     configuration.budget.recordSuccess(refunding: spentOnRetries)
@@ -117,59 +150,126 @@ struct Call {
         }
     }
 
+    // MARK: - Middleware
+
+    /// Runs every middleware whose allowlist admits the request's origin, in order, raced against the
+    /// call's deadline. A refusal ends the call with its kind; nothing was sent on this attempt.
+    private func prepare<C: Clock>(
+        _ request: TransportRequest, context: MiddlewareContext, deadline: C.Instant, clock: C
+    ) async throws(HTTPFailure) -> TransportRequest where C.Duration == Duration {
+        let steps = configuration.middleware.filter { $0.allowedOrigins?.contains(request.url) ?? true }
+        guard !steps.isEmpty else { return request }
+        let outcome = await Self.race(deadline: deadline, clock: clock) { () async -> Prepared in
+            var copy = request
+            do throws(MiddlewareRefusal) {
+                for step in steps { try await step.prepare(&copy, context: context) }
+                return .ready(copy)
+            } catch {
+                return .refused(error)
+            }
+        }
+        switch outcome {
+        case .some(.ready(let prepared)): return prepared
+        case .some(.refused(let refusal)):
+            throw failure(refusal.kind, detail: "refused by middleware before attempt \(attempts): \(refusal.detail)")
+        case .none:
+            if Task.isCancelled { throw failure(.cancelled, detail: "cancelled while middleware prepared attempt \(attempts)") }
+            throw failure(.timeout, detail: "deadline passed while middleware prepared attempt \(attempts)")
+        }
+    }
+
+    /// Whether any middleware (allowed for the request's origin) asks to send the call once more.
+    private func middlewareAsksForReplay(after response: TransportResponse, request: TransportRequest,
+                                         context: MiddlewareContext) async -> Bool {
+        guard !(200...299).contains(response.status) else { return false }  // a success is final
+        for step in configuration.middleware where step.allowedOrigins?.contains(request.url) ?? true {
+            if await step.shouldReplay(after: response, context: context) { return true }
+        }
+        return false
+    }
+
+    /// The client's rules for a replay a middleware asked for: it is an attempt (within the maximum), it
+    /// must fit in the deadline, and an operation that may not be repeated is replayed only after a 4xx
+    /// refusal when no earlier attempt may have been applied.
+    private func mayReplay<C: Clock>(after response: TransportResponse, deadline: C.Instant, clock: C) -> Bool
+    where C.Duration == Duration {
+        let allowed: Bool
+        if !(attempts < policy.maximumAttempts) {
+            allowed = false
+        } else if clock.now.duration(to: deadline) < Self.minimumAttemptTime(policy) {
+            allowed = false
+        } else if operation.allowsRetryAfterSending {
+            allowed = true
+        } else {
+            allowed = !sawUnknown && (400...499).contains(response.status) && response.status != 408
+        }
+        if !allowed { emit(.replayRefused(afterAttempt: attempts, status: response.status)) }
+        return allowed
+    }
+
     // MARK: - One attempt
 
     /// Races the transport against the attempt timer on the injected clock; whichever ends first wins
     /// and the other is cancelled (which closes the connection).
-    private func attempt<C: Clock>(_ request: HTTPRequest, timeout: Duration, clock: C) async -> AttemptResult where C.Duration == Duration {
+    private func attempt<C: Clock>(_ request: TransportRequest, timeout: Duration, clock: C) async -> AttemptResult where C.Duration == Duration {
         let transport = configuration.transport
-        let deadline = clock.now.advanced(by: timeout)
-        return await withTaskGroup(of: AttemptResult?.self) { group in
-            group.addTask {
-                do throws(TransportError) {
-                    return .response(try await transport.send(request))
-                } catch {
-                    return .transportFailure(error)
-                }
+        let result = await Self.race(deadline: clock.now.advanced(by: timeout), clock: clock) { () async -> AttemptResult in
+            do throws(TransportError) {
+                return .response(try await transport.send(request))
+            } catch {
+                return .transportFailure(error)
             }
+        }
+        if Task.isCancelled { return .cancelled }
+        return result ?? .timedOut
+    }
+
+    /// Runs `work` against a timer on `clock` that fires at `deadline`: the value of `work` when it ends
+    /// first, nil when the timer does (or the caller is cancelled). The loser is cancelled.
+    private static func race<C: Clock, Value: Sendable>(
+        deadline: C.Instant, clock: C, _ work: @escaping @Sendable () async -> Value
+    ) async -> Value? where C.Duration == Duration {
+        return await withTaskGroup(of: Lap<Value>?.self) { group in
+            group.addTask { .finished(await work()) }
             group.addTask {
                 do {
                     try await clock.sleep(until: deadline, tolerance: nil)
-                    return .timedOut
+                    return .timerFired
                 } catch {
-                    return nil  // cancelled: either the exchange finished first, or the caller cancelled
+                    return nil  // cancelled: either the work finished first, or the caller cancelled
                 }
             }
-            var result: AttemptResult = .cancelled
-            for await next in group {
-                if let next {
-                    result = next
+            var value: Value?
+            for await lap in group {
+                if case .finished(let finished) = lap {
+                    value = finished
                     break
                 }
+                if case .timerFired = lap { break }
                 if Task.isCancelled { break }
             }
             group.cancelAll()
-            return Task.isCancelled ? .cancelled : result
+            return value
         }
     }
 
-    private func makeRequest() -> HTTPRequest {
+    private func makeRequest() -> TransportRequest {
         var components = URLComponents(url: configuration.baseURL, resolvingAgainstBaseURL: false)!
         let basePath = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
         components.path = basePath + (operation.path.hasPrefix("/") ? operation.path : "/" + operation.path)
         if !operation.query.isEmpty { components.queryItems = operation.query }
         var headers = operation.headers
-        headers.append((configuration.correlationIDHeader, correlationID.rawValue))
-        if case .keyed(let key) = operation.idempotency { headers.append((configuration.idempotencyKeyHeader, key.rawValue)) }
-        if let version = configuration.contractVersion { headers.append((version.headerName, version.description)) }
-        if operation.expectsJSON, headers.firstValue(named: "Accept") == nil {
-            headers.append(("Accept", "application/json"))
+        headers.append(name: configuration.correlationIDHeader, value: correlationID.rawValue)
+        if case .keyed(let key) = operation.idempotency { headers.append(name: configuration.idempotencyKeyHeader, value: key.rawValue) }
+        if let version = configuration.contractVersion { headers.append(name: version.headerName, value: version.description) }
+        if operation.expectsJSON, !headers.contains("Accept") {
+            headers.append(name: "Accept", value: "application/json")
         }
-        if operation.body != nil, headers.firstValue(named: "Content-Type") == nil {
-            headers.append(("Content-Type", "application/json"))
+        if operation.body != nil, !headers.contains("Content-Type") {
+            headers.append(name: "Content-Type", value: "application/json")
         }
         // The transport's own timer is only a backstop behind the attempt timer on the injected clock.
-        return HTTPRequest(
+        return TransportRequest(
             method: operation.method, url: components.url!, headers: headers, body: operation.body,
             transportTimeout: policy.attemptTimeout + .seconds(30), maximumResponseBytes: policy.maximumResponseBytes,
             reusesConnections: operation.allowsRetryAfterSending
@@ -179,7 +279,7 @@ struct Call {
     // MARK: - Classification
 
     /// A response that cannot be the API's: a redirect to another origin, or HTML where JSON was promised.
-    private mutating func captivePortalFailure(_ response: HTTPResponse) -> HTTPFailure? {
+    private mutating func captivePortalFailure(_ response: TransportResponse) -> HTTPFailure? {
         if (300...399).contains(response.status) {
             let location = response.header("Location").flatMap { URL(string: $0, relativeTo: configuration.baseURL) }
             if let location, Self.origin(of: location) != Self.origin(of: configuration.baseURL) {
@@ -217,7 +317,7 @@ struct Call {
     }
 
     /// `retryAfter` is the response's `Retry-After` delay, measured from the wall-clock reading `now`.
-    private mutating func statusFailure(_ response: HTTPResponse, retryAfter: Duration?, now: Date) -> HTTPFailure {
+    private mutating func statusFailure(_ response: TransportResponse, retryAfter: Duration?, now: Date) -> HTTPFailure {
         let details = configuration.errorBody.details(of: response.body)
         let kind: HTTPFailure.Kind
         switch response.status {

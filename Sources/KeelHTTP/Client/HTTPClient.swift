@@ -9,15 +9,31 @@ public import KeelContract
 /// failure is transient **and** the operation may be repeated (idempotent or keyed), or when the request
 /// provably never left the device. Every failure is an ``HTTPFailure`` with a kind and an outcome.
 ///
+/// A reply that does not decode as the contract's model is its own failure,
+/// ``ErrorCode/contractViolation``, carrying the typed ``ContractDecodingError`` (code and path): an app
+/// can tell "the server sent a closed-enum value this version does not know" (MOB-API-001: loud, never
+/// guessed) from a server error, and no payload text reaches the user-facing projection.
+///
 /// ```swift
-/// let client = HTTPClient(configuration: .init(baseURL: api))
+/// let client = HTTPClient(configuration: .init(baseURL: api, middleware: [BearerAuth(tokens: tokens)]))
 /// let note = try await client.send(.get("/notes/7"), decoding: Note.self)
+/// let created = try await client.sendForReply(.post("/notes", body: json), decoding: Note.self)
+/// print(created.value.id, created.reply.requestID ?? "-", created.reply.attempts)
 /// ```
+///
+/// ## Topics
+/// - ``Configuration``
+/// - ``send(_:policy:)``
+/// - ``send(_:decoding:policy:)``
+/// - ``sendForReply(_:decoding:policy:)``
+/// - ``Reply``
+/// - ``Decoded``
 public final class HTTPClient: Sendable {
     /// Everything the client needs, injected.
     public struct Configuration: Sendable {
         /// The API's base URL (`https://api.example.com/v1`); operation paths are appended to it.
         public var baseURL: URL
+        /// Sends each attempt (``URLSessionTransport`` by default).
         public var transport: any HTTPTransport
         /// The clock for deadlines, attempt timeouts and retry delays.
         public var clock: any Clock<Duration>
@@ -25,11 +41,13 @@ public final class HTTPClient: Sendable {
         public var wallClock: WallClock
         /// Randomness for jitter, correlation ids and idempotency keys.
         public var random: RandomSource
+        /// Timeouts and retry rules of calls that do not bring their own.
         public var policy: CallPolicy
         /// Shared by all calls of this client.
         public var budget: RetryBudget
         /// The contract version sent on every call (``ContractVersion/header``), if pinned.
         public var contractVersion: ContractVersion?
+        /// Where error bodies carry machine codes and field errors.
         public var errorBody: ErrorBodyContract
         /// The header the server puts its request id in.
         public var requestIDHeader: String
@@ -39,8 +57,12 @@ public final class HTTPClient: Sendable {
         public var idempotencyKeyHeader: String
         /// Receives every attempt event (tests, diagnostics). Called synchronously; keep it cheap.
         public var observer: (@Sendable (AttemptEvent) -> Void)?
+        /// Receives the client's debug records (never bodies or header values).
         public var logger: Logger
+        /// Steps every attempt goes through, in order (authentication, tracing); see ``HTTPMiddleware``.
+        public var middleware: [any HTTPMiddleware]
 
+        /// A configuration; everything but the base URL has a default suited to production.
         public init(
             baseURL: URL,
             transport: any HTTPTransport = URLSessionTransport(),
@@ -55,7 +77,8 @@ public final class HTTPClient: Sendable {
             correlationIDHeader: String = "X-Correlation-ID",
             idempotencyKeyHeader: String = "Idempotency-Key",
             observer: (@Sendable (AttemptEvent) -> Void)? = nil,
-            logger: Logger = .disabled
+            logger: Logger = .disabled,
+            middleware: [any HTTPMiddleware] = []
         ) {
             self.baseURL = baseURL
             self.transport = transport
@@ -71,22 +94,41 @@ public final class HTTPClient: Sendable {
             self.idempotencyKeyHeader = idempotencyKeyHeader
             self.observer = observer
             self.logger = logger
+            self.middleware = middleware
         }
     }
 
     /// A successful exchange.
     public struct Reply: Sendable {
+        /// The 2xx status.
         public let status: Int
-        public let headers: [(name: String, value: String)]
+        /// The response's header fields.
+        public let headers: HeaderFields
+        /// The response body.
         public let body: Data
-        /// The server's request id, when it sent one.
+        /// The server's request id, when it sent one (never invented).
         public let requestID: String?
+        /// The user operation's correlation id.
         public let correlationID: CorrelationID
+        /// How many attempts the call took (retries and replays included).
         public let attempts: Int
+
+        /// The first value of header `name`, compared case-insensitively.
+        public func header(_ name: String) -> String? { headers[name] }
     }
 
+    /// A decoded value with the reply it came in (status, headers, request id, attempts).
+    public struct Decoded<Value: Sendable>: Sendable {
+        /// The decoded value.
+        public let value: Value
+        /// The reply it was decoded from.
+        public let reply: Reply
+    }
+
+    /// The configuration the client was made with.
     public let configuration: Configuration
 
+    /// A client with `configuration`.
     public init(configuration: Configuration) {
         self.configuration = configuration
     }
@@ -99,19 +141,33 @@ public final class HTTPClient: Sendable {
         return try await call.run(clock: configuration.clock)
     }
 
-    /// Sends `operation` and decodes its JSON reply as `T`.
+    /// Sends `operation` and decodes its JSON reply as `T` with ``ContractDecoder``.
     ///
-    /// - Throws: ``HTTPFailure``; a reply that does not decode is `technical` (outcome `unknown` for a
-    ///   mutating operation: the server did act on it, but the app cannot read what happened).
-    public func send<T: Decodable>(_ operation: HTTPOperation, decoding type: T.Type, policy: CallPolicy? = nil) async throws(HTTPFailure) -> T {
+    /// - Throws: ``HTTPFailure``; a reply that does not decode is ``ErrorCode/contractViolation`` with
+    ///   ``HTTPFailure/contractViolation`` set (outcome `unknown` for a mutating operation: the server did
+    ///   act on it, but the app cannot read what happened; `rejected` for a read).
+    public func send<T: Decodable & Sendable>(
+        _ operation: HTTPOperation, decoding type: T.Type, policy: CallPolicy? = nil
+    ) async throws(HTTPFailure) -> T {
+        try await sendForReply(operation, decoding: type, policy: policy).value
+    }
+
+    /// Sends `operation` and decodes its JSON reply as `T`, returning the value with its reply's metadata.
+    ///
+    /// - Throws: ``HTTPFailure``, as ``send(_:decoding:policy:)``.
+    public func sendForReply<T: Decodable & Sendable>(
+        _ operation: HTTPOperation, decoding type: T.Type, policy: CallPolicy? = nil
+    ) async throws(HTTPFailure) -> Decoded<T> {
         let reply = try await send(operation, policy: policy)
         do {
-            return try ContractDecoder().decode(type, from: reply.body)
+            return Decoded(value: try ContractDecoder().decode(type, from: reply.body), reply: reply)
         } catch {
+            // Loud and typed (MOB-API-001): the code and path of what broke, never the payload text.
+            let location = error.path.isEmpty ? "top level" : error.path
             throw HTTPFailure(
-                kind: .technical, outcome: operation.mutates ? .unknown : .rejected, status: reply.status, errorCode: nil,
-                requestID: reply.requestID, correlationID: reply.correlationID, attempts: reply.attempts, retryAt: nil,
-                fieldErrors: [], detail: Redacted("undecodable response: \(error)")
+                kind: .contractViolation, outcome: operation.mutates ? .unknown : .rejected, status: reply.status,
+                requestID: reply.requestID, correlationID: reply.correlationID, attempts: reply.attempts,
+                contractViolation: error, detail: Redacted("reply breaks the contract at \(location): \(error.code)")
             )
         }
     }

@@ -6,6 +6,26 @@ public import KeelCore
 /// Idempotency is declared, never guessed. `GET`, `HEAD` and `OPTIONS` are idempotent by default;
 /// `POST` and `PATCH` are unsafe by default; `PUT` and `DELETE` must be declared explicitly (they are
 /// idempotent by the HTTP spec, but many backends implement them otherwise).
+///
+/// Prefer the typed builders, which make a missing declaration unwritable:
+///
+/// ```swift
+/// let read = HTTPOperation.get("/notes/7")
+/// let create = HTTPOperation.post("/notes", body: json, idempotency: .keyed(.make(using: random)))
+/// let replace = HTTPOperation.put("/notes/7", body: json, idempotency: .idempotent)   // must be stated
+/// let remove = HTTPOperation.delete("/notes/7", idempotency: .idempotent)             // must be stated
+/// ```
+///
+/// The raw initializer stays for other methods; there, leaving out the idempotency of a method that
+/// has no safe default traps.
+///
+/// ## Topics
+/// - ``get(_:query:headers:correlationID:)``
+/// - ``post(_:body:idempotency:query:headers:correlationID:)``
+/// - ``put(_:body:idempotency:query:headers:correlationID:)``
+/// - ``patch(_:body:idempotency:query:headers:correlationID:)``
+/// - ``delete(_:idempotency:query:headers:correlationID:)``
+/// - ``init(method:path:query:headers:body:idempotency:expectsJSON:correlationID:)``
 public struct HTTPOperation: Sendable {
     /// Whether repeating the request is safe.
     public enum Idempotency: Sendable, Equatable {
@@ -25,7 +45,7 @@ public struct HTTPOperation: Sendable {
     /// Query items, in order.
     public var query: [URLQueryItem]
     /// Extra header fields.
-    public var headers: [(name: String, value: String)]
+    public var headers: HeaderFields
     /// The request body.
     public var body: Data?
     /// Whether it may be repeated.
@@ -41,7 +61,7 @@ public struct HTTPOperation: Sendable {
         method: String,
         path: String,
         query: [URLQueryItem] = [],
-        headers: [(name: String, value: String)] = [],
+        headers: HeaderFields = [:],
         body: Data? = nil,
         idempotency: Idempotency? = nil,
         expectsJSON: Bool = true,
@@ -68,10 +88,55 @@ public struct HTTPOperation: Sendable {
         self.correlationID = correlationID
     }
 
-    /// A GET of `path`.
-    public static func get(_ path: String, query: [URLQueryItem] = []) -> HTTPOperation {
-        HTTPOperation(method: "GET", path: path, query: query)
+    // MARK: - Typed builders
+
+    /// A GET of `path` (idempotent).
+    public static func get(
+        _ path: String, query: [URLQueryItem] = [], headers: HeaderFields = [:], correlationID: CorrelationID? = nil
+    ) -> HTTPOperation {
+        HTTPOperation(method: "GET", path: path, query: query, headers: headers, idempotency: .idempotent, correlationID: correlationID)
     }
+
+    /// A POST of `body` to `path`; unsafe unless it carries a key (`.keyed`) or the backend guarantees
+    /// idempotency.
+    public static func post(
+        _ path: String, body: Data?, idempotency: Idempotency = .unsafe, query: [URLQueryItem] = [],
+        headers: HeaderFields = [:], correlationID: CorrelationID? = nil
+    ) -> HTTPOperation {
+        HTTPOperation(method: "POST", path: path, query: query, headers: headers, body: body, idempotency: idempotency,
+                      correlationID: correlationID)
+    }
+
+    /// A PUT of `body` to `path`. Its idempotency must be stated: the HTTP spec says idempotent, many
+    /// backends disagree.
+    public static func put(
+        _ path: String, body: Data?, idempotency: Idempotency, query: [URLQueryItem] = [],
+        headers: HeaderFields = [:], correlationID: CorrelationID? = nil
+    ) -> HTTPOperation {
+        HTTPOperation(method: "PUT", path: path, query: query, headers: headers, body: body, idempotency: idempotency,
+                      correlationID: correlationID)
+    }
+
+    /// A PATCH of `body` to `path`; unsafe unless stated otherwise.
+    public static func patch(
+        _ path: String, body: Data?, idempotency: Idempotency = .unsafe, query: [URLQueryItem] = [],
+        headers: HeaderFields = [:], correlationID: CorrelationID? = nil
+    ) -> HTTPOperation {
+        HTTPOperation(method: "PATCH", path: path, query: query, headers: headers, body: body, idempotency: idempotency,
+                      correlationID: correlationID)
+    }
+
+    /// A DELETE of `path`. Its idempotency must be stated (a second DELETE may answer 404, or delete
+    /// something else that took the id).
+    public static func delete(
+        _ path: String, idempotency: Idempotency, query: [URLQueryItem] = [], headers: HeaderFields = [:],
+        correlationID: CorrelationID? = nil
+    ) -> HTTPOperation {
+        HTTPOperation(method: "DELETE", path: path, query: query, headers: headers, idempotency: idempotency,
+                      correlationID: correlationID)
+    }
+
+    // MARK: - Properties
 
     /// Whether the operation changes state on the server (anything but GET, HEAD, OPTIONS).
     public var mutates: Bool { !Self.readMethods.contains(method) }

@@ -5,25 +5,33 @@ public import KeelCore
 ///
 /// The default is ``URLSessionTransport``. Logic never touches `URLSession` directly, so a test can put
 /// a fault at this seam when a socket cannot express it. Implementations must honour task cancellation
-/// (stop the exchange, close the connection) and must not follow redirects (Keel judges them).
+/// (stop the exchange, close the connection), must not follow redirects (Keel judges them), and must
+/// stop reading a body as soon as it exceeds ``TransportRequest/maximumResponseBytes`` (a declared
+/// `Content-Length` over the limit is refused before any of the body is read).
 public protocol HTTPTransport: Sendable {
     /// Performs one exchange.
     ///
     /// - Throws: ``TransportError`` when no complete response arrived.
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+    func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse
 }
 
 /// One HTTP request as the transport sends it.
-public struct HTTPRequest: Sendable {
+///
+/// (Named for the transport seam rather than `HTTPRequest`, so that apps importing swift-http-types
+/// beside Keel need no module-qualified names.)
+public struct TransportRequest: Sendable {
+    /// The method (`GET`, `POST`, ...).
     public var method: String
+    /// The absolute URL.
     public var url: URL
     /// Header fields in order.
-    public var headers: [(name: String, value: String)]
+    public var headers: HeaderFields
+    /// The body, if any.
     public var body: Data?
     /// A backstop for the transport's own timer. Keel enforces the real attempt timeout itself (on the
     /// injected clock); the transport's timer only guards against a runaway exchange.
     public var transportTimeout: Duration
-    /// Larger response bodies are cut off with ``TransportError/Code/responseTooLarge``.
+    /// Larger response bodies are cut off with ``ErrorCode/responseTooLarge``.
     public var maximumResponseBytes: Int
     /// Whether the request may go out on a pooled keep-alive connection. False for operations that must
     /// never be sent twice: an HTTP stack may silently re-send a request whose reused connection turns out
@@ -31,7 +39,8 @@ public struct HTTPRequest: Sendable {
     /// connection of their own.
     public var reusesConnections: Bool
 
-    public init(method: String, url: URL, headers: [(name: String, value: String)] = [], body: Data? = nil,
+    /// A request; the defaults suit a small JSON exchange.
+    public init(method: String, url: URL, headers: HeaderFields = [:], body: Data? = nil,
                 transportTimeout: Duration = .seconds(60), maximumResponseBytes: Int = 16 * 1024 * 1024,
                 reusesConnections: Bool = true) {
         self.method = method
@@ -45,29 +54,23 @@ public struct HTTPRequest: Sendable {
 }
 
 /// One HTTP response as the transport received it.
-public struct HTTPResponse: Sendable {
+public struct TransportResponse: Sendable {
+    /// The status code.
     public var status: Int
     /// Header fields; look them up with ``header(_:)`` (case-insensitive).
-    public var headers: [(name: String, value: String)]
+    public var headers: HeaderFields
+    /// The whole body.
     public var body: Data
 
-    public init(status: Int, headers: [(name: String, value: String)], body: Data) {
+    /// A response.
+    public init(status: Int, headers: HeaderFields = [:], body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// The first value of header `name`, compared case-insensitively.
-    public func header(_ name: String) -> String? {
-        headers.firstValue(named: name)
-    }
-}
-
-extension Array where Element == (name: String, value: String) {
-    /// The first value of header `name`, compared case-insensitively.
-    func firstValue(named name: String) -> String? {
-        first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
-    }
+    public func header(_ name: String) -> String? { headers[name] }
 }
 
 /// Why a transport produced no response, and whether the request may have reached the server.
@@ -83,6 +86,7 @@ public struct TransportError: KeelError, CustomStringConvertible {
     /// The platform's description, for logs only (never shown to users).
     public let detail: String
 
+    /// A transport failure.
     public init(code: Code, requestMayHaveBeenSent: Bool, detail: String) {
         self.code = code
         self.requestMayHaveBeenSent = requestMayHaveBeenSent
@@ -105,7 +109,7 @@ extension ErrorCode where Domain == TransportError {
     public static var connectionLost: Self { Self("connectionLost") }
     /// The server's answer was not valid HTTP (garbage status line, bad framing, truncated body).
     public static var malformedResponse: Self { Self("malformedResponse") }
-    /// The body exceeded ``HTTPRequest/maximumResponseBytes``.
+    /// The body exceeded ``TransportRequest/maximumResponseBytes`` (or its declared length did).
     public static var responseTooLarge: Self { Self("responseTooLarge") }
     /// The exchange was cancelled.
     public static var cancelled: Self { Self("cancelled") }

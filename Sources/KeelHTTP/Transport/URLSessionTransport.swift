@@ -19,13 +19,16 @@ public final class URLSessionTransport: HTTPTransport {
     private let fresh: URLSession
     private let delegate: SessionDelegate
 
-    /// A transport over new sessions with `configuration`'s settings (cookies and caching off).
+    /// A transport over new sessions with a copy of `configuration`'s settings (cookies and caching
+    /// turned off in the copy; the caller's configuration is left as it was).
     public init(configuration: URLSessionConfiguration = .ephemeral) {
-        configuration.httpShouldSetCookies = false
-        configuration.urlCache = nil
+        // URLSessionConfiguration is a class: change a copy, never the caller's object.
+        let settings = configuration.copy() as! URLSessionConfiguration
+        settings.httpShouldSetCookies = false
+        settings.urlCache = nil
         delegate = SessionDelegate()
-        pooled = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-        let single = configuration.copy() as! URLSessionConfiguration
+        pooled = URLSession(configuration: settings, delegate: delegate, delegateQueue: nil)
+        let single = settings.copy() as! URLSessionConfiguration
         single.httpAdditionalHeaders = (single.httpAdditionalHeaders ?? [:]).merging(["Connection": "close"]) { $1 }
         fresh = URLSession(configuration: single, delegate: delegate, delegateQueue: nil)
     }
@@ -35,10 +38,10 @@ public final class URLSessionTransport: HTTPTransport {
         fresh.finishTasksAndInvalidate()
     }
 
-    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
-        for header in request.headers { urlRequest.addValue(header.value, forHTTPHeaderField: header.name) }
+        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
         urlRequest.httpBody = request.body
         if !request.reusesConnections { urlRequest.setValue("close", forHTTPHeaderField: "Connection") }
         // FoundationNetworking truncates timeouts to whole seconds: round up, never down to zero.
@@ -49,7 +52,7 @@ public final class URLSessionTransport: HTTPTransport {
         delegate.track(task, exchange)
         do {
             return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TransportResponse, any Error>) in
                     // Attach first, resume after: a cancellation that came earlier resumes at once instead.
                     if exchange.attach(continuation) { task.resume() }
                 }
@@ -97,8 +100,8 @@ private final class Exchange: @unchecked Sendable {
     // @unchecked Sendable: all state is behind `lock`.
     private enum Phase {
         case waiting
-        case attached(CheckedContinuation<HTTPResponse, any Error>)
-        case finished(Result<HTTPResponse, any Error>?)
+        case attached(CheckedContinuation<TransportResponse, any Error>)
+        case finished(Result<TransportResponse, any Error>?)
     }
 
     let limit: Int
@@ -115,7 +118,7 @@ private final class Exchange: @unchecked Sendable {
     }
 
     /// Attaches the continuation; false when the exchange already finished (it was resumed here).
-    func attach(_ continuation: CheckedContinuation<HTTPResponse, any Error>) -> Bool {
+    func attach(_ continuation: CheckedContinuation<TransportResponse, any Error>) -> Bool {
         lock.lock()
         switch phase {
         case .waiting:
@@ -134,7 +137,7 @@ private final class Exchange: @unchecked Sendable {
     }
 
     /// Ends the exchange with `result` (first call wins).
-    func finish(_ result: Result<HTTPResponse, any Error>) {
+    func finish(_ result: Result<TransportResponse, any Error>) {
         lock.lock()
         switch phase {
         case .waiting:
@@ -149,7 +152,17 @@ private final class Exchange: @unchecked Sendable {
         }
     }
 
-    func received(_ response: HTTPURLResponse?) { lock.withLock { self.response = response } }
+    /// Records the response head; false (and the exchange failed) when its declared `Content-Length`
+    /// already exceeds the limit, so that none of the body is read.
+    func received(_ response: HTTPURLResponse?) -> Bool {
+        lock.withLock { self.response = response }
+        guard let declared = response?.value(forHTTPHeaderField: "Content-Length").flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }),
+            declared > Int64(limit)
+        else { return true }
+        finish(.failure(TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true,
+                                       detail: "declared Content-Length \(declared) exceeds \(limit) bytes; the body was not read")))
+        return false
+    }
 
     /// Appends `data`; false (and the body dropped) when it would exceed the limit.
     func append(_ data: Data) -> Bool {
@@ -179,11 +192,11 @@ private final class Exchange: @unchecked Sendable {
             }
             finish(.failure(mapped))
         } else if let response {
-            let headers = response.allHeaderFields.compactMap { key, value -> (name: String, value: String)? in
+            let headers = HeaderFields(response.allHeaderFields.compactMap { key, value -> (String, String)? in
                 guard let name = key as? String, let value = value as? String else { return nil }
                 return (name, value)
-            }
-            finish(.success(HTTPResponse(status: response.statusCode, headers: headers, body: body)))
+            })
+            finish(.success(TransportResponse(status: response.statusCode, headers: headers, body: body)))
         } else {
             finish(.failure(TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response")))
         }
@@ -210,8 +223,9 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-        exchange(for: dataTask)?.received(response as? HTTPURLResponse)
-        completionHandler(.allow)
+        let proceed = exchange(for: dataTask)?.received(response as? HTTPURLResponse) ?? true
+        completionHandler(proceed ? .allow : .cancel)
+        if !proceed { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

@@ -20,6 +20,9 @@ final class Connection: @unchecked Sendable {
         self.descriptor = descriptor
     }
 
+    /// Bytes written on this connection so far (only the connection's own thread touches it).
+    private var bytesSent = 0
+
     private enum Ending {
         /// Close with FIN after draining what the client still sends (a "lingering close", so that
         /// unread request bytes do not turn the close into a reset that destroys the last response).
@@ -37,17 +40,17 @@ final class Connection: @unchecked Sendable {
     func serve() {
         switch serveRequests() {
         case .closeGracefully:
-            server.recordEvent(.closedByServer, connection: id)
+            server.recordEvent(.closedByServer, connection: id, bytesSent: bytesSent)
             lingeringClose()
         case .rejected:
             lingeringClose()
         case .reset:
             POSIX.setLingerZero(descriptor)
-            server.recordEvent(.resetByServer, connection: id)
+            server.recordEvent(.resetByServer, connection: id, bytesSent: bytesSent)
         case .peerClosed:
-            server.recordEvent(.closedByClient, connection: id)
+            server.recordEvent(.closedByClient, connection: id, bytesSent: bytesSent)
         case .interrupted:
-            server.recordEvent(.closedByServer, connection: id)
+            server.recordEvent(.closedByServer, connection: id, bytesSent: bytesSent)
         }
         // The server closes the descriptor once this returns (see ServerCore.acceptLoop).
     }
@@ -344,7 +347,7 @@ final class Connection: @unchecked Sendable {
     }
 
     private func reject(status: Int, reason: String) -> Ending {
-        server.recordEvent(.rejected(status: status, reason: reason), connection: id)
+        server.recordEvent(.rejected(status: status, reason: reason), connection: id, bytesSent: bytesSent)
         let body = Array("TestServer rejected the request: \(reason)\n".utf8)
         let head = "HTTP/1.1 \(status) \(ReasonPhrase.standard(for: status))\r\nContent-Type: text/plain; charset=utf-8\r\n"
             + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
@@ -396,7 +399,7 @@ final class Connection: @unchecked Sendable {
         if response.chunkSize != nil, sendsBody {
             if !headers.contains("Transfer-Encoding") { headers["Transfer-Encoding"] = "chunked" }
         } else if !headers.contains("Content-Length"), response.status != 204, !(100...199).contains(response.status) {
-            headers["Content-Length"] = String(response.body.count)
+            headers["Content-Length"] = String(response.bodyCount)
         }
         if closing, !headers.contains("Connection") { headers["Connection"] = "close" }
 
@@ -415,6 +418,7 @@ final class Connection: @unchecked Sendable {
         }
 
         let isPlain = response.bodyDelay == .zero && response.throttle == nil && response.chunkSize == nil && cutAfter == nil
+            && response.generatedBodyCount == nil
         if sendsBody, isPlain {
             // Head and body in one write: one segment, as a real server would send a small response.
             return send(Array(text.utf8) + response.body) ? .completed : .ended(.peerClosed)
@@ -423,6 +427,10 @@ final class Connection: @unchecked Sendable {
         guard sendsBody else { return cutAfter == nil ? .completed : .ended(cutEnding) }
 
         if !sleep(response.bodyDelay) { return .ended(.interrupted) }
+        if let count = response.generatedBodyCount {
+            return writeGenerated(count: count, chunkSize: response.chunkSize, cutAfter: cutAfter) ? (cutAfter == nil ? .completed : .ended(cutEnding))
+                : .ended(.peerClosed)
+        }
 
         let body = [UInt8](response.body)
         let wire = response.chunkSize.map { encodeChunked(body, size: $0) } ?? body
@@ -436,6 +444,29 @@ final class Connection: @unchecked Sendable {
             if offset < limit, let period = response.throttle?.period, !sleep(period) { return .ended(.interrupted) }
         }
         return cutAfter == nil ? .completed : .ended(cutEnding)
+    }
+
+    /// Writes a generated body of `count` bytes in 64 KiB slices (chunked when `chunkSize` is set), never
+    /// holding more than one slice; stops after `cutAfter` wire bytes. False when the client hung up.
+    private func writeGenerated(count: Int, chunkSize: Int?, cutAfter: Int?) -> Bool {
+        let slice = 64 * 1024
+        let filler = [UInt8](repeating: UInt8(ascii: "x"), count: slice)
+        var remaining = count
+        var budget = cutAfter ?? .max
+        func emit(_ bytes: [UInt8]) -> Bool {
+            guard budget > 0 else { return true }
+            let part = bytes.count <= budget ? bytes : Array(bytes.prefix(budget))
+            budget -= part.count
+            return send(part)
+        }
+        while remaining > 0, budget > 0 {
+            let size = min(remaining, chunkSize.map { min($0, slice) } ?? slice)
+            let payload = size == slice ? filler : Array(filler.prefix(size))
+            let wire = chunkSize == nil ? payload : Array("\(String(size, radix: 16))\r\n".utf8) + payload + [13, 10]
+            guard emit(wire) else { return false }
+            remaining -= size
+        }
+        return chunkSize == nil || emit(Array("0\r\n\r\n".utf8))
     }
 
     private func encodeChunked(_ body: [UInt8], size: Int) -> [UInt8] {
@@ -453,7 +484,9 @@ final class Connection: @unchecked Sendable {
     }
 
     private func send(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { POSIX.write(descriptor, $0) }
+        let written = bytes.withUnsafeBytes { POSIX.write(descriptor, $0) }
+        if written { bytesSent += bytes.count }
+        return written
     }
 
     /// Waits `duration` of real time; false when the server shut down meanwhile.

@@ -20,6 +20,10 @@ public struct ConnectionEvent: Sendable, CustomStringConvertible {
     public let kind: Kind
     /// When, by the continuous clock.
     public let instant: ContinuousClock.Instant
+    /// How many bytes the server had written on this connection when it happened (status lines,
+    /// headers and bodies of every response so far). With ``Kind/closedByClient`` it shows how much of
+    /// a large response the client took before it hung up.
+    public let bytesSent: Int
 
     public var description: String { "connection \(connectionID): \(kind)" }
 }

@@ -30,6 +30,6 @@ public final class RefusingPort: Sendable {
 
     /// The URL of `path` on the refusing port.
     public func url(_ path: String = "/") -> URL {
-        URL(string: "http://127.0.0.1:\(port)\(path.hasPrefix("/") ? path : "/" + path)")!
+        TestServer.url(port: port, path: path)
     }
 }

@@ -38,7 +38,7 @@ final class ServerCore: Sendable {
         self.configuration = configuration
         let listener: (fd: Int32, port: UInt16)
         do {
-            listener = try POSIX.makeListeningSocket(host: "127.0.0.1", port: configuration.port)
+            listener = try POSIX.makeListeningSocket(host: "127.0.0.1", port: UInt16(configuration.port))
         } catch {
             throw TestServerError(code: .cannotListen, message: "cannot listen on 127.0.0.1: \(error)")
         }
@@ -114,7 +114,7 @@ final class ServerCore: Sendable {
                 let id: Int? = state.withLock { state in
                     guard !state.isShutDown else { return nil }
                     defer { state.nextConnectionID += 1 }
-                    state.events.append(ConnectionEvent(connectionID: state.nextConnectionID, kind: .opened, instant: .now))
+                    state.events.append(ConnectionEvent(connectionID: state.nextConnectionID, kind: .opened, instant: .now, bytesSent: 0))
                     return state.nextConnectionID
                 }
                 guard let id else { return false }
@@ -184,7 +184,9 @@ final class ServerCore: Sendable {
         return dispatcher?.respond(request) ?? configuration.responseWhenQueueIsEmpty
     }
 
-    func recordEvent(_ kind: ConnectionEvent.Kind, connection: Int) {
-        state.withLock { $0.events.append(ConnectionEvent(connectionID: connection, kind: kind, instant: .now)) }
+    func recordEvent(_ kind: ConnectionEvent.Kind, connection: Int, bytesSent: Int) {
+        state.withLock {
+            $0.events.append(ConnectionEvent(connectionID: connection, kind: kind, instant: .now, bytesSent: bytesSent))
+        }
     }
 }

@@ -20,6 +20,9 @@ public struct TestResponse: Sendable {
     public var headers: HeaderFields
     /// The body bytes (not sent for `HEAD` requests and 1xx/204/304 statuses).
     public var body: Data
+    /// When set, the body is this many bytes generated while sending (``body`` is ignored): for bodies too
+    /// large to hold in memory, such as a 1 GiB download. See ``generatedBody(count:)``.
+    public var generatedBodyCount: Int?
     /// When set, the body is sent chunked in chunks of at most this many bytes.
     public var chunkSize: Int?
     /// Wait before sending the status line and headers.
@@ -61,6 +64,7 @@ public struct TestResponse: Sendable {
         self.reason = reason
         self.headers = headers
         self.body = body
+        self.generatedBodyCount = nil
         self.chunkSize = nil
         self.headersDelay = .zero
         self.bodyDelay = .zero
@@ -121,6 +125,18 @@ public struct TestResponse: Sendable {
     var asksToClose: Bool {
         headers.tokens(for: "Connection").contains("close")
     }
+
+    /// This response, with a body of `count` bytes (`x`) generated while it is sent instead of held in
+    /// memory. Combine with ``chunked(size:)`` for chunked framing; otherwise `Content-Length` is `count`.
+    public func generatedBody(count: Int) -> TestResponse {
+        precondition(count >= 0, "generated body size must not be negative")
+        var copy = self
+        copy.generatedBodyCount = count
+        return copy
+    }
+
+    /// The body's length in bytes.
+    var bodyCount: Int { generatedBodyCount ?? body.count }
 
     // MARK: - Helpers
 

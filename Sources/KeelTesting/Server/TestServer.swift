@@ -69,12 +69,13 @@ public final class TestServer: Sendable {
         public var maximumHeadBytes: Int
         /// Request bodies larger than this are rejected with 413. Default 64 MiB.
         public var maximumBodyBytes: Int
-        /// The port to listen on; 0 (the default) lets the system choose a free one. Tests should keep 0.
-        public var port: UInt16
+        /// The port to listen on (0...65535); 0 (the default) lets the system choose a free one. Tests
+        /// should keep 0.
+        public var port: Int
 
         /// Settings; the defaults suit tests.
         public init(
-            port: UInt16 = 0,
+            port: Int = 0,
             responseWhenQueueIsEmpty: TestResponse = TestResponse(status: 404, body: "TestServer: no scripted response for this request\n"),
             maximumHeadBytes: Int = 64 * 1024,
             maximumBodyBytes: Int = 64 * 1024 * 1024
@@ -82,6 +83,7 @@ public final class TestServer: Sendable {
             self.responseWhenQueueIsEmpty = responseWhenQueueIsEmpty
             self.maximumHeadBytes = maximumHeadBytes
             self.maximumBodyBytes = maximumBodyBytes
+            precondition((0...65_535).contains(port), "TestServer.Configuration.port must be 0...65535, not \(port)")
             self.port = port
         }
     }
@@ -125,9 +127,27 @@ public final class TestServer: Sendable {
     }
 
     /// The absolute URL of `path` on this server (`path` may carry a query: `/notes?since=1`).
+    ///
+    /// Characters a URL cannot carry as they are (a space, non-ASCII letters) are percent-encoded;
+    /// existing percent-escapes are kept (`/a%20b` and `/a b` name the same resource).
     public func url(_ path: String = "/") -> URL {
+        Self.url(port: port, path: path)
+    }
+
+    /// `http://127.0.0.1:<port><path>`, with `path` percent-encoded where it must be.
+    static func url(port: Int, path: String) -> URL {
         let normalized = path.hasPrefix("/") ? path : "/" + path
-        return URL(string: "http://127.0.0.1:\(port)\(normalized)")!
+        let (pathPart, query) = normalized.firstIndex(of: "?").map { (normalized[..<$0], normalized[$0...].dropFirst()) }
+            ?? (normalized[...], nil)
+        // `%` itself stays allowed so that existing escapes are not escaped twice.
+        var pathCharacters = CharacterSet.urlPathAllowed
+        pathCharacters.insert("%")
+        var queryCharacters = CharacterSet.urlQueryAllowed
+        queryCharacters.insert("%")
+        var text = "http://127.0.0.1:\(port)" + (pathPart.addingPercentEncoding(withAllowedCharacters: pathCharacters) ?? "/")
+        if let query { text += "?" + (query.addingPercentEncoding(withAllowedCharacters: queryCharacters) ?? "") }
+        guard let url = URL(string: text) else { preconditionFailure("TestServer.url: cannot make a URL of \(path.debugDescription)") }
+        return url
     }
 
     // MARK: - Scripting

@@ -111,6 +111,12 @@ public struct WaitTimeout: KeelError {
     /// How long the wait lasted.
     public let timeout: Duration
 
+    /// A timeout of a wait for `waitingFor` that lasted `timeout` (for the app's own test helpers).
+    public init(waitingFor: String, timeout: Duration) {
+        self.waitingFor = waitingFor
+        self.timeout = timeout
+    }
+
     public var description: String { "timed out after \(timeout) waiting for \(waitingFor)" }
 }
 

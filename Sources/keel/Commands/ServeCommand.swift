@@ -55,7 +55,7 @@ enum ServeCommand {
 
         let server: TestServer
         do {
-            server = try TestServer(configuration: .init(port: UInt16(port)), dispatcher: dispatcher)
+            server = try TestServer(configuration: .init(port: port), dispatcher: dispatcher)
         } catch {
             return fail("\(error)", status: 1)
         }

@@ -4,53 +4,52 @@ import KeelHTTP
 import KeelTesting
 import Testing
 
-/// A TestServer, a manual clock and a client wired together, with every attempt event recorded.
+/// A TestServer, a manual clock and a client wired together, with every attempt event recorded; retry
+/// delays are pumped by KeelTesting's ClockPump.
 final class Harness: Sendable {
     let server: TestServer
     let clock = ManualClock()
+    let pump: ClockPump
     let events = Locked<[AttemptEvent]>([])
-    let eventStream: AsyncStream<AttemptEvent>
-    private let continuation: AsyncStream<AttemptEvent>.Continuation
     let client: HTTPClient
 
     init(policy: CallPolicy = CallPolicy(), budget: RetryBudget = RetryBudget(), seed: UInt64 = 7,
-         transport: (any HTTPTransport)? = nil, baseURL: URL? = nil, server: TestServer? = nil) throws {
+         transport: (any HTTPTransport)? = nil, baseURL: URL? = nil, server: TestServer? = nil,
+         random: RandomSource? = nil, middleware: [any HTTPMiddleware] = []) throws {
         self.server = try server ?? TestServer()
-        let (stream, continuation) = AsyncStream<AttemptEvent>.makeStream()
-        eventStream = stream
-        self.continuation = continuation
+        let pump = ClockPump(clock: clock)
+        self.pump = pump
         let events = self.events
         client = HTTPClient(configuration: .init(
             baseURL: baseURL ?? self.server.baseURL, transport: transport ?? URLSessionTransport(),
-            clock: clock, wallClock: clock.wallClock, random: .seeded(seed), policy: policy, budget: budget,
+            clock: clock, wallClock: clock.wallClock, random: random ?? .seeded(seed), policy: policy, budget: budget,
             contractVersion: try ContractVersionFixture.version,
             observer: { event in
                 events.withLock { $0.append(event) }
-                continuation.yield(event)
-            }
+                if case .retryScheduled(_, let delay, _) = event { pump.announce(delay) }
+            },
+            middleware: middleware
         ))
     }
-
-    deinit { continuation.finish() }
 
     /// Sends `operation`, advancing the manual clock through every scheduled retry delay (and nothing
     /// else: attempt timers only fire when a test advances the clock itself).
     func send(_ operation: HTTPOperation) async -> Result<HTTPClient.Reply, HTTPFailure> {
-        let clock = self.clock
-        let stream = eventStream
-        let driver = Task {
-            for await event in stream {
-                if case .retryScheduled(_, let delay, _) = event {
-                    try? await clock.waitForSleepers(count: 1)
-                    clock.advance(by: delay)
-                }
+        await pump.run {
+            do throws(HTTPFailure) {
+                return .success(try await client.send(operation))
+            } catch {
+                return .failure(error)
             }
         }
-        defer { driver.cancel() }
-        do {
-            return .success(try await client.send(operation))
-        } catch {
-            return .failure(error)
+    }
+
+    /// Waits (in real time, at most `timeout`) until an event matching `predicate` was recorded.
+    func waitForEvent(timeout: Duration = .seconds(30), _ predicate: @escaping @Sendable (AttemptEvent) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !events.withLock({ $0.contains(where: predicate) }) {
+            guard ContinuousClock.now < deadline else { throw WaitTimeout(waitingFor: "an attempt event", timeout: timeout) }
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 

@@ -1,0 +1,91 @@
+public import KeelCore
+
+/// A step every request of an ``HTTPClient`` goes through: add headers (authentication, tracing), and
+/// after a response, ask for one replay (a refreshed token after a 401).
+///
+/// Middleware runs in the order of ``HTTPClient/Configuration/middleware``, before **every** attempt
+/// (retries and replays included), on a fresh copy of the request the client built, so nothing a
+/// middleware added to one attempt leaks into the next.
+///
+/// What a middleware cannot do is as deliberate as what it can:
+/// - It cannot change a response, so it cannot turn a failure, or an `unknown` outcome, into a success.
+/// - A replay it asks for is granted by the client's rules, not the middleware's: at most one per call,
+///   never after a 2xx, counted as an attempt (``CallPolicy/maximumAttempts``), inside the deadline,
+///   and for an operation that may not be repeated (``HTTPOperation/Idempotency/unsafe``) only when no
+///   attempt may have been applied and the answer was a 4xx refusal.
+/// - With ``allowedOrigins`` set, it only ever sees requests to those origins: a token can't reach
+///   another host, whatever the request's URL or a redirect says.
+///
+/// ```swift
+/// struct BearerAuth: HTTPMiddleware {
+///     let tokens: TokenStore
+///     var allowedOrigins: OriginAllowlist? { try? OriginAllowlist(["https://api.example.com"]) }
+///
+///     func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {
+///         guard let token = await tokens.current else { throw MiddlewareRefusal(kind: .authentication) }
+///         request.headers["Authorization"] = "Bearer \(token)"
+///     }
+///
+///     func shouldReplay(after response: TransportResponse, context: MiddlewareContext) async -> Bool {
+///         guard response.status == 401 else { return false }
+///         return await tokens.refresh()   // true: try once more with the new token
+///     }
+/// }
+/// ```
+///
+/// ## Topics
+/// - ``allowedOrigins``
+/// - ``prepare(_:context:)``
+/// - ``shouldReplay(after:context:)``
+/// - ``MiddlewareContext``
+/// - ``MiddlewareRefusal``
+public protocol HTTPMiddleware: Sendable {
+    /// The origins whose requests this middleware sees; nil (the default) for every origin.
+    var allowedOrigins: OriginAllowlist? { get }
+
+    /// Adjusts `request` before it is sent (adds headers). Throwing ends the call with the refusal's kind
+    /// and nothing sent for this attempt. Runs inside the call's deadline and is cancelled with it.
+    func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal)
+
+    /// Whether the call should be sent once more after `response` (a non-2xx answer). The client decides
+    /// whether the replay is allowed; see the type's documentation.
+    func shouldReplay(after response: TransportResponse, context: MiddlewareContext) async -> Bool
+}
+
+extension HTTPMiddleware {
+    /// Every origin.
+    public var allowedOrigins: OriginAllowlist? { nil }
+
+    /// Leaves the request as it is.
+    public func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {}
+
+    /// Never asks for a replay.
+    public func shouldReplay(after response: TransportResponse, context: MiddlewareContext) async -> Bool { false }
+}
+
+/// What a middleware knows about the call it is part of.
+public struct MiddlewareContext: Sendable {
+    /// The operation being sent.
+    public let operation: HTTPOperation
+    /// The user operation's correlation id (the same on every attempt).
+    public let correlationID: CorrelationID
+    /// The attempt about to be sent (``HTTPMiddleware/prepare(_:context:)``) or that got the response
+    /// (``HTTPMiddleware/shouldReplay(after:context:)``), from 1.
+    public let attempt: Int
+    /// Whether this attempt is a replay a middleware asked for.
+    public let isReplay: Bool
+}
+
+/// A middleware's reason not to send a request (no credentials, a refresh that failed).
+public struct MiddlewareRefusal: Error, Sendable {
+    /// The kind of failure the call ends with (e.g. ``ErrorCode/authentication``).
+    public let kind: HTTPFailure.Kind
+    /// Diagnostic detail for logs; never shown to users.
+    public let detail: String
+
+    /// A refusal of `kind`.
+    public init(kind: HTTPFailure.Kind, detail: String = "") {
+        self.kind = kind
+        self.detail = detail
+    }
+}

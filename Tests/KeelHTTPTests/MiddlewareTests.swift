@@ -1,0 +1,211 @@
+import Foundation
+import KeelCore
+import KeelHTTP
+import KeelTesting
+import Testing
+
+/// A bearer-token middleware of the kind apps write: adds the current token, refreshes it after a 401 and
+/// asks for one replay.
+private final class BearerAuth: HTTPMiddleware, Sendable {
+    let allowedOrigins: OriginAllowlist?
+    private let state = Locked((token: "token-1", refreshes: 0, prepared: 0))
+
+    init(allowedOrigins: OriginAllowlist? = nil) { self.allowedOrigins = allowedOrigins }
+
+    var refreshes: Int { state.withLock { $0.refreshes } }
+    var prepared: Int { state.withLock { $0.prepared } }
+
+    func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {
+        let token = state.withLock { state -> String in
+            state.prepared += 1
+            return state.token
+        }
+        request.headers["Authorization"] = "Bearer \(token)"
+    }
+
+    func shouldReplay(after response: TransportResponse, context: MiddlewareContext) async -> Bool {
+        guard response.status == 401 else { return false }
+        state.withLock {
+            $0.refreshes += 1
+            $0.token = "token-\($0.refreshes + 1)"
+        }
+        return true
+    }
+}
+
+/// Asks for a replay after every answer, to prove the client's rules hold whatever middleware wants.
+private struct AlwaysReplay: HTTPMiddleware {
+    func shouldReplay(after response: TransportResponse, context: MiddlewareContext) async -> Bool { true }
+}
+
+/// Refuses to send anything (no credentials).
+private struct NoCredentials: HTTPMiddleware {
+    func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {
+        throw MiddlewareRefusal(kind: .authentication, detail: "signed out")
+    }
+}
+
+/// Never finishes preparing (a token refresh that hangs), until cancelled.
+private struct HangingPreparation: HTTPMiddleware {
+    func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {
+        try? await Task.sleep(for: .seconds(3600))
+    }
+}
+
+/// Request middleware (issue #10): headers on every attempt, one replay under the client's rules, origin
+/// allowlists, and no way to turn an unknown outcome into a success or to repeat an unsafe call.
+@Suite(.timeLimit(.minutes(1))) struct MiddlewareTests {
+    @Test func everyAttemptIsPreparedAfreshIncludingRetries() async throws {
+        let auth = BearerAuth()
+        let harness = try Harness(policy: CallPolicy(maximumAttempts: 3), middleware: [auth])
+        harness.server.enqueue(TestResponse(status: 503))
+        harness.server.enqueue(.json("{}"))
+        _ = try #require(await harness.send(.get("/notes")).success)
+        #expect(harness.server.requests.map { $0.headers.values(for: "Authorization") } == [["Bearer token-1"], ["Bearer token-1"]])
+        #expect(auth.prepared == 2)
+    }
+
+    @Test func a401IsReplayedOnceWithTheRefreshedToken() async throws {
+        let auth = BearerAuth()
+        let harness = try Harness(middleware: [auth])
+        harness.server.enqueue(TestResponse(status: 401))
+        harness.server.enqueue(.json(#"{"id": 1}"#))
+        let reply = try #require(await harness.send(.get("/notes/1")).success)
+        #expect(reply.attempts == 2)  // a replay is an attempt
+        #expect(harness.server.requests.map { $0.headers["Authorization"] } == ["Bearer token-1", "Bearer token-2"])
+        #expect(harness.events.withLock { $0.contains(.replayScheduled(nextAttempt: 2, status: 401)) })
+        #expect(harness.scheduledDelays.isEmpty)  // no backoff, no retry budget
+    }
+
+    @Test func onlyOneReplayPerCall() async throws {
+        let auth = BearerAuth()
+        let harness = try Harness(middleware: [auth])
+        for _ in 0..<3 { harness.server.enqueue(TestResponse(status: 401)) }
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        #expect(failure.kind == .authentication)
+        #expect(failure.attempts == 2)
+        #expect(harness.server.requestCount == 2)
+    }
+
+    @Test func aReplayCountsAgainstTheMaximumAttempts() async throws {
+        let harness = try Harness(policy: CallPolicy(maximumAttempts: 1), middleware: [BearerAuth()])
+        harness.server.enqueue(TestResponse(status: 401))
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        #expect(failure.kind == .authentication)
+        #expect(failure.attempts == 1)
+        #expect(harness.events.withLock { $0.contains(.replayRefused(afterAttempt: 1, status: 401)) })
+        #expect(harness.server.requestCount == 1)
+    }
+
+    @Test func aReplayMustFitInTheDeadline() async throws {
+        let policy = CallPolicy(attemptTimeout: .seconds(6), deadline: .seconds(6))
+        let harness = try Harness(policy: policy, middleware: [BearerAuth()])
+        harness.server.enqueue(TestResponse(status: 401).delayingHeaders(by: .milliseconds(500)))
+        let call = Task { await harness.send(.get("/notes")) }
+        _ = try await harness.server.takeRequest(timeout: .seconds(30))
+        try await harness.clock.waitForSleepers(count: 1)
+        harness.clock.advance(by: .milliseconds(5_950))  // 50 ms of the deadline left when the 401 arrives
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .authentication)
+        #expect(harness.events.withLock { $0.contains(.replayRefused(afterAttempt: 1, status: 401)) })
+        #expect(harness.server.requestCount == 1)
+    }
+
+    @Test func anUnsafeCallWhoseOutcomeIsUnknownIsNeverReplayed() async throws {
+        let harness = try Harness(policy: CallPolicy(maximumAttempts: 3), middleware: [AlwaysReplay()])
+        harness.server.enqueue(TestResponse(status: 500))  // may have been applied
+        harness.server.enqueue(.json("{}"))
+        let failure = try #require(await harness.send(.post("/payments", body: Data("{}".utf8))).failure)
+        #expect(failure.outcome == .unknown)
+        #expect(failure.kind == .technical)
+        #expect(harness.server.requestCount == 1)
+        #expect(harness.events.withLock { $0.contains(.replayRefused(afterAttempt: 1, status: 500)) })
+    }
+
+    @Test func anUnsafeCallRefusedWith401IsReplayedBecauseNothingWasApplied() async throws {
+        let auth = BearerAuth()
+        let harness = try Harness(middleware: [auth])
+        harness.server.enqueue(TestResponse(status: 401))
+        harness.server.enqueue(.json(#"{"id": 2}"#, status: 201))
+        let reply = try #require(await harness.send(.post("/notes", body: Data("{}".utf8))).success)
+        #expect(reply.status == 201)
+        #expect(harness.server.requestCount == 2)
+    }
+
+    @Test func aSuccessIsFinalWhateverTheMiddlewareWants() async throws {
+        let harness = try Harness(middleware: [AlwaysReplay()])
+        harness.server.enqueue(.json("{}", status: 201))
+        harness.server.enqueue(.json("{}", status: 201))
+        let reply = try #require(await harness.send(.post("/notes", body: Data("{}".utf8))).success)
+        #expect(reply.attempts == 1)
+        #expect(harness.server.requestCount == 1)
+    }
+
+    @Test func aRefusalSendsNothingAndEndsWithItsKind() async throws {
+        let harness = try Harness(middleware: [NoCredentials()])
+        let failure = try #require(await harness.send(.post("/notes", body: Data("{}".utf8))).failure)
+        #expect(failure.kind == .authentication)
+        #expect(failure.outcome == .notSent)
+        #expect(harness.server.requestCount == 0)
+    }
+
+    @Test func aHangingPreparationEndsAtTheDeadlineWithNothingSent() async throws {
+        let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(2), deadline: .seconds(3)), middleware: [HangingPreparation()])
+        let call = Task { await harness.send(.post("/notes", body: Data("{}".utf8))) }
+        try await harness.clock.waitForSleepers(count: 1)
+        harness.clock.advance(by: .seconds(3))
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .timeout)
+        #expect(failure.outcome == .notSent)
+        #expect(harness.server.requestCount == 0)
+    }
+
+    @Test func anAllowlistedMiddlewareNeverSeesAnotherOrigin() async throws {
+        let api = try TestServer()
+        let elsewhere = try TestServer()
+        let auth = BearerAuth(allowedOrigins: OriginAllowlist([api.baseURL]))
+        // The same middleware on a client of the other origin adds nothing there.
+        let other = try Harness(server: elsewhere, middleware: [auth])
+        elsewhere.enqueue(.json("{}"))
+        _ = try #require(await other.send(.get("/notes")).success)
+        #expect(elsewhere.requests.first?.headers.contains("Authorization") == false)
+        #expect(auth.prepared == 0)
+        // On its own origin it does.
+        let own = try Harness(server: api, middleware: [auth])
+        api.enqueue(.json("{}"))
+        _ = try #require(await own.send(.get("/notes")).success)
+        #expect(api.requests.first?.headers["Authorization"] == "Bearer token-1")
+    }
+
+    @Test func authorizationNeverFollowsARedirectToAnotherOrigin() async throws {
+        let api = try TestServer()
+        let elsewhere = try TestServer()
+        let harness = try Harness(server: api, middleware: [BearerAuth(allowedOrigins: OriginAllowlist([api.baseURL]))])
+        api.enqueue(TestResponse(status: 307, headers: ["Location": elsewhere.url("/collect").absoluteString]))
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        #expect(failure.kind == .captivePortal)  // a redirect off the API's origin is not the API
+        #expect(api.requests.first?.headers["Authorization"] == "Bearer token-1")
+        #expect(elsewhere.requestCount == 0)  // nothing, let alone the token, reached the other origin
+        // And back: a redirect from the other origin to the API is not followed either.
+        let reverse = try Harness(server: elsewhere, middleware: [BearerAuth(allowedOrigins: OriginAllowlist([api.baseURL]))])
+        elsewhere.enqueue(TestResponse(status: 302, headers: ["Location": api.url("/notes").absoluteString]))
+        _ = try #require(await reverse.send(.get("/start")).failure)
+        #expect(elsewhere.requests.first?.headers.contains("Authorization") == false)
+        #expect(api.requestCount == 1)
+    }
+
+    @Test func originsMatchExactly() throws {
+        let list = try OriginAllowlist(["https://api.example.com", "http://127.0.0.1:8080"])
+        #expect(list.contains(URL(string: "https://API.example.com/v1/notes")!))
+        #expect(list.contains(URL(string: "https://api.example.com:443/")!))
+        #expect(!list.contains(URL(string: "https://api.example.com.evil.net/")!))
+        #expect(!list.contains(URL(string: "https://evil.net/api.example.com")!))
+        #expect(!list.contains(URL(string: "https://api.example.com./")!))
+        #expect(!list.contains(URL(string: "https://api.example.com@evil.net/")!))
+        #expect(!list.contains(URL(string: "https://api.example.com:8443/")!))
+        #expect(!list.contains(URL(string: "http://api.example.com/")!))
+        #expect(list.contains(URL(string: "http://127.0.0.1:8080/x")!))
+        #expect(throws: OriginAllowlistError.self) { try OriginAllowlist(["ftp://files.example.com"]) }
+        #expect(throws: OriginAllowlistError.self) { try OriginAllowlist(["/relative"]) }
+    }
+}
