@@ -3,7 +3,7 @@ import KeelTesting
 import Testing
 
 /// `keel contract diff`, run as the built binary.
-@Suite struct ContractCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct ContractCommandTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-contract-cli") }
 
@@ -79,7 +79,7 @@ import Testing
 }
 
 /// The compatibility gate on the repository's own sample contract: this test is what CI runs.
-@Suite struct SampleContractGateTests {
+@Suite(.timeLimit(.minutes(3))) struct SampleContractGateTests {
     static var contracts: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("contracts")

@@ -4,7 +4,7 @@ import Testing
 
 /// `keel contract generate` (issue #4): the generated models compile with swiftc and decode real payloads
 /// as the contract says; `--check` catches stale output; unsupported schemas write nothing.
-@Suite struct ContractGenerateCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct ContractGenerateCommandTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-contract-generate") }
 

@@ -3,7 +3,7 @@ import KeelTesting
 import Testing
 
 /// `keel contract validate`, run as the built binary against the sample contract.
-@Suite struct ContractValidateCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct ContractValidateCommandTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-contract-validate") }
 

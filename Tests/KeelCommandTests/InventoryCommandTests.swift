@@ -3,7 +3,7 @@ import KeelTesting
 import Testing
 
 /// `keel inventory`, run as the built binary.
-@Suite struct InventoryCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct InventoryCommandTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-inventory-cli") }
 

@@ -6,7 +6,7 @@ import KeelTesting
 import Testing
 
 /// The `keel` executable, run as a child process: stdout, stderr and exit status.
-@Suite struct KeelCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct KeelCommandTests {
     struct Run {
         var status: ChildProcess.Termination
         var stdout: String

@@ -3,7 +3,7 @@ import KeelTesting
 import Testing
 
 /// `keel schema validate`, run as the built binary: stdout, stderr and exit status.
-@Suite struct SchemaCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct SchemaCommandTests {
     struct Run {
         var status: ChildProcess.Termination
         var stdout: String

@@ -147,7 +147,39 @@ import Testing
         let revision = try OpenAPIDocument.parse(revisionText, name: "revision.yaml")
         let changes = try ContractDiff(base: base, revision: revision).changes()
         #expect(changes.map(\.rule).sorted() == fixture.expected.sorted(), "\(changes)")
+        // The severity decides what the CI gate lets through: each finding must carry the rating its rule
+        // has for an installed client, not just the right name.
+        for change in changes {
+            let expected = try #require(Self.severities[change.rule], "no recorded severity for \(change.rule)")
+            #expect(change.severity == expected, "\(change.rule) rated \(change.severity), expected \(expected)")
+        }
     }
+
+    /// What each rule the fixtures find means for a client built against the base.
+    static let severities: [String: ContractChange.Severity] = {
+        var table: [String: ContractChange.Severity] = [:]
+        // Anything that makes the server refuse what an installed client sends, or send what it can't read.
+        for rule in [
+            "api-operation-removed", "api-path-removed", "api-security-added", "new-required-request-parameter",
+            "new-required-request-property", "request-body-became-required", "request-parameter-became-required",
+            "request-parameter-enum-value-removed", "request-parameter-type-changed", "request-property-became-not-nullable",
+            "request-property-became-required", "request-property-enum-value-removed", "request-property-max-items-decreased",
+            "request-property-max-length-decreased", "request-property-maximum-added", "request-property-min-length-increased",
+            "request-property-minimum-increased", "request-property-one-of-removed", "request-property-pattern-added",
+            "request-property-pattern-changed", "request-property-type-changed", "response-body-type-changed",
+            "response-media-type-removed", "response-property-became-nullable", "response-property-became-optional",
+            "response-property-enum-value-added", "response-property-one-of-added", "response-property-removed",
+            "response-property-type-changed", "response-success-status-removed",
+        ] {
+            table[rule] = .breaking
+        }
+        table["breaking-changes-without-major-version-bump"] = .warning
+        for rule in ["api-path-added", "api-version-changed-without-changes", "new-optional-request-parameter",
+                     "response-property-extensible-enum-value-added"] {
+            table[rule] = .info
+        }
+        return table
+    }()
 
     /// Schemas that are equal text are only skipped when that is safe: a nested `$ref` is followed in each
     /// description, and 3.0's `nullable` means nothing in 3.1.

@@ -11,7 +11,7 @@ struct FaultTransport: HTTPTransport {
 }
 
 /// MOB-API-003: a test per error class, captive portal and network loss, honest ids.
-@Suite struct HTTPClientFailureTests {
+@Suite(.timeLimit(.minutes(1))) struct HTTPClientFailureTests {
     let once = CallPolicy(maximumAttempts: 1)
 
     private func failure(for response: TestResponse, _ operation: HTTPOperation = .get("/notes")) async throws -> HTTPFailure {
@@ -139,6 +139,17 @@ struct FaultTransport: HTTPTransport {
     @Test func anHTMLBodyOnAJSONEndpointIsCaptivePortal() async throws {
         let failure = try await failure(for: TestResponse(status: 200, headers: ["Content-Type": "text/html"], body: "<html><body>Hotel Wi-Fi</body></html>"))
         #expect(failure.kind == .captivePortal)
+    }
+
+    /// Portals that send no Content-Type at all are recognised by the body itself.
+    @Test(arguments: ["<!DOCTYPE html><html><body>Sign in</body></html>", "\n  <HTML><head></head></HTML>"])
+    func anHTMLPageWithoutAContentTypeIsCaptivePortal(page: String) async throws {
+        let failure = try await failure(for: TestResponse(status: 200, body: page))
+        #expect(failure.kind == .captivePortal)
+        // And JSON without a Content-Type is still the API's answer.
+        let harness = try Harness(policy: once)
+        harness.server.enqueue(TestResponse(status: 200, body: #"{"html": "<html>"}"#))
+        #expect(await harness.send(.get("/notes")).success != nil)
     }
 
     @Test func networkLossMidBodyThenRecovery() async throws {

@@ -5,7 +5,7 @@ import KeelTesting
 import Testing
 
 /// MOB-API-002: hung, cancelled and retried requests; non-idempotent results; network switch.
-@Suite struct HTTPClientRetryTests {
+@Suite(.timeLimit(.minutes(1))) struct HTTPClientRetryTests {
     @Test func aHungServerEndsAtTheDeadlineWithKindTimeout() async throws {
         let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(5), deadline: .seconds(8), maximumAttempts: 3,
                                                      backoff: Backoff(base: .milliseconds(100), cap: .milliseconds(100))))
@@ -88,6 +88,12 @@ import Testing
         for (index, delay) in delays.enumerated() {
             #expect(delay <= policy.backoff.ceiling(forRetry: index + 1))
         }
+        // The delays come from the injected random source, in order: a replay of the same seed draws the
+        // correlation id first (as the client does), then one jittered delay per retry. Plain exponential
+        // delays, or jitter from another source, fail here.
+        let replay = RandomSource.seeded(7)
+        _ = CorrelationID.make(using: replay)
+        #expect(delays == (1...3).map { policy.backoff.delay(forRetry: $0, using: replay) })
         let requests = harness.server.requests
         #expect(Set(requests.map { $0.headers["X-Correlation-ID"] }).count == 1)  // one operation, one id
         #expect(requests.allSatisfy { $0.headers["API-Version"] == "1.4.0" })

@@ -4,7 +4,7 @@ import KeelTesting
 import Testing
 
 /// MOB-API-003: "connected" is judged by the API itself, not by the OS.
-@Suite struct ReachabilityTests {
+@Suite(.timeLimit(.minutes(1))) struct ReachabilityTests {
     @Test func theExpectedEmptyAnswerIsReachable() async throws {
         let harness = try Harness()
         harness.server.enqueue(TestResponse(status: 204))

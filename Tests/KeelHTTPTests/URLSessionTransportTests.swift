@@ -4,7 +4,7 @@ import KeelTesting
 import Testing
 
 /// The URLSession adapter against real sockets.
-@Suite struct URLSessionTransportTests {
+@Suite(.timeLimit(.minutes(1))) struct URLSessionTransportTests {
     @Test func aRequestThatMustNotBeResentNeverRidesAPooledConnection() async throws {
         // Measured here: when a pooled keep-alive connection turns out dead, libcurl sometimes re-sends
         // the request on a new connection, even a POST (2 of 4 runs of an earlier version of this test).

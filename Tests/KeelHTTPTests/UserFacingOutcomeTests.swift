@@ -5,7 +5,7 @@ import KeelTesting
 import Testing
 
 /// MOB-API-003 "review of user-facing messages": the projection is total, safe and leaks nothing.
-@Suite struct UserFacingOutcomeTests {
+@Suite(.timeLimit(.minutes(1))) struct UserFacingOutcomeTests {
     /// Text a hostile or careless backend might send: it must never reach the user.
     static let secret = "SQLSTATE[23505] duplicate key value violates unique constraint users_email_key at db-7.internal"
 

@@ -6,7 +6,7 @@ import KeelTesting
 import Testing
 
 /// The SQLite layer on real files.
-@Suite struct DatabasePoolTests {
+@Suite(.timeLimit(.minutes(1))) struct DatabasePoolTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-store") }
 

@@ -6,7 +6,7 @@ import KeelTesting
 import Testing
 
 /// MOB-DATA-003: migrations from every version, interruption (kill -9) and disk full, invariants.
-@Suite struct MigratorTests {
+@Suite(.timeLimit(.minutes(1))) struct MigratorTests {
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-migrate") }
 

@@ -6,7 +6,7 @@ import KeelTesting
 import Testing
 
 /// The child-process harness, driving the package's own `keel` executable and /bin/sh.
-@Suite struct ChildProcessTests {
+@Suite(.timeLimit(.minutes(1))) struct ChildProcessTests {
     @Test func launchesAProductReadsItsLinesWritesItsInputAndSeesItExit() async throws {
         let child = try ChildProcess.launch(product: "keel", arguments: ["serve"])
         let banner = try #require(try await child.nextLine())

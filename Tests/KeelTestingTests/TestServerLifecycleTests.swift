@@ -6,7 +6,7 @@ import KeelTesting
 import Testing
 
 /// Shutdown and resource hygiene of the TestServer.
-@Suite struct TestServerLifecycleTests {
+@Suite(.timeLimit(.minutes(1))) struct TestServerLifecycleTests {
     @Test func shutdownClosesIdleAndStalledConnectionsAndIsIdempotent() async throws {
         let server = try TestServer()
         server.enqueue(TestResponse(body: "x"))
@@ -150,7 +150,7 @@ enum ProcFS {
     }
 }
 
-@Suite struct RefusingPortTests {
+@Suite(.timeLimit(.minutes(1))) struct RefusingPortTests {
     @Test func connectionsAreRefusedWhileThePortStaysReserved() async throws {
         let refusing = try RefusingPort()
         #expect(throws: (any Error).self) { try RawClient(port: refusing.port) }

@@ -7,7 +7,7 @@ import Testing
 
 /// Every socket effect, observed from URLSession (what the client sees) and from the server's
 /// connection events (what happened to the socket).
-@Suite struct TestServerSocketEffectTests {
+@Suite(.timeLimit(.minutes(1))) struct TestServerSocketEffectTests {
     private func events(_ server: TestServer, connection: Int = 1) -> [ConnectionEvent.Kind] {
         server.connectionEvents.filter { $0.connectionID == connection }.map(\.kind)
     }

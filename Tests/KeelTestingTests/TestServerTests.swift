@@ -6,7 +6,7 @@ import KeelTesting
 import Testing
 
 /// Recording, scripting, framing and helpers of the TestServer, each exercised with URLSession.
-@Suite struct TestServerTests {
+@Suite(.timeLimit(.minutes(1))) struct TestServerTests {
     @Test func bindsLoopbackOnAFreePortAndExposesItsBaseURL() throws {
         let server = try TestServer()
         #expect(server.port > 0)
@@ -339,7 +339,7 @@ import Testing
     }
 }
 
-@Suite struct TestServerRawResponseTests {
+@Suite(.timeLimit(.minutes(1))) struct TestServerRawResponseTests {
     @Test func rawResponsesAreWrittenVerbatimThenTheConnectionCloses() async throws {
         let server = try TestServer()
         server.enqueue(.raw("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))
