@@ -55,7 +55,10 @@ let package = Package(
         .target(
             name: "KeelContractTools",
             // CCrypto for SHA-256 of generator inputs; Apple platforms use CryptoKit.
-            dependencies: ["KeelContract", "KeelSchema", "KeelCore", "CYAML", .target(name: "CCrypto", condition: .when(platforms: [.linux, .android]))],
+            dependencies: [
+                "KeelContract", "KeelSchema", "KeelCore", "CYAML",
+                .target(name: "CCrypto", condition: .when(platforms: [.linux, .android])),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(name: "KeelHTTP", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
@@ -71,12 +74,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Runs storage workloads in a child process for kill -9 tests (KeelStoreTests); not a product.
-        .executableTarget(name: "keel-fixtures", dependencies: ["KeelStore", "KeelStoreFixtures"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "keel-fixtures", dependencies: ["KeelStore", "KeelStoreFixtures"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "keel-bench",
             // CSQLite and CYAML directly: baselines are raw sqlite3 calls and libyaml parsing alone.
             dependencies: [
-                "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelTesting",
+                "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelStore",
+                "KeelStoreFixtures", "KeelTesting",
                 "CSQLite", "CYAML",
             ],
             swiftSettings: swiftSettings
@@ -92,8 +97,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "KeelContractTests", dependencies: ["KeelContract", "KeelSchema", "KeelTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "KeelSchemaTests", dependencies: ["KeelSchema", "KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "KeelContractTests", dependencies: ["KeelContract", "KeelSchema", "KeelTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "KeelSchemaTests", dependencies: ["KeelSchema", "KeelContract", "KeelTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelContractToolsTests",
             dependencies: ["KeelContractTools", "KeelContract", "KeelTesting"],
@@ -101,8 +110,12 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
         // Runs the built `keel` binary as a child process (swift build --build-tests builds it too).

@@ -38,7 +38,9 @@ enum ContractBenchmarks {
     /// carries members the app does not model (a newer server's additions).
     static func makeNotes(bytes: Int) -> Data {
         var generator = SeededGenerator(seed: 2026)
-        let words = ["milk", "eggs", "plan", "trip", "call", "Anna", "review", "draft", "budget", "garden", "ideas", "read"]
+        let words = [
+            "milk", "eggs", "plan", "trip", "call", "Anna", "review", "draft", "budget", "garden", "ideas", "read",
+        ]
         let kinds = ["text", "checklist", "drawing", "voice", "table"]  // the last two are unknown to the app
         var notes: [String] = []
         var size = 2
@@ -47,7 +49,9 @@ enum ContractBenchmarks {
             func phrase(_ count: Int) -> String {
                 (0..<count).map { _ in words[Int(generator.next() % UInt64(words.count))] }.joined(separator: " ")
             }
-            let tags = (0..<Int(generator.next() % 4)).map { _ in "\"\(words[Int(generator.next() % UInt64(words.count))])\"" }
+            let tags = (0..<Int(generator.next() % 4)).map { _ in
+                "\"\(words[Int(generator.next() % UInt64(words.count))])\""
+            }
             let note = """
                 {"id":\(id),"title":"\(phrase(3))","body":"\(phrase(24))","kind":"\(kinds[Int(generator.next() % 5)])",\
                 "visibility":"\(generator.next() % 2 == 0 ? "private" : "shared")","tags":[\(tags.joined(separator: ","))],\

@@ -21,7 +21,10 @@ struct Benchmark: Sendable {
         let candidate: () async throws -> Void
         let teardown: () -> Void
 
-        init(baseline: @escaping () async throws -> Void, candidate: @escaping () async throws -> Void, teardown: @escaping () -> Void) {
+        init(
+            baseline: @escaping () async throws -> Void, candidate: @escaping () async throws -> Void,
+            teardown: @escaping () -> Void
+        ) {
             self.baseline = baseline
             self.candidate = candidate
             self.teardown = teardown

@@ -59,9 +59,14 @@ enum KeelBench {
             }
         }
         #if DEBUG
-        FileHandle.standardError.write(Data("warning: keel-bench is a debug build; numbers are meaningless. Use swift run -c release keel-bench\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "warning: keel-bench is a debug build; numbers are meaningless. Use swift run -c release keel-bench\n"
+                        .utf8))
         #endif
-        let selected = benchmarks.filter { benchmark in filters.isEmpty || filters.contains { benchmark.name.contains($0) } }
+        let selected = benchmarks.filter { benchmark in
+            filters.isEmpty || filters.contains { benchmark.name.contains($0) }
+        }
         guard !selected.isEmpty else { fail("no benchmark matches \(filters)") }
 
         let harness = Harness(rounds: rounds)
@@ -73,7 +78,8 @@ enum KeelBench {
                 if json {
                     print(String(decoding: try encoder.encode(result), as: UTF8.self))
                 } else {
-                    print("""
+                    print(
+                        """
                         \(result.name)
                           baseline   \(format(result.baseline)) \(result.unit)
                           candidate  \(format(result.candidate)) \(result.unit)

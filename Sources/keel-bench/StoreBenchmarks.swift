@@ -15,7 +15,8 @@ enum StoreBenchmarks {
         let handle: OpaquePointer
         init(path: String, readOnly: Bool = false) throws {
             var db: OpaquePointer?
-            let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+            let flags =
+                (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
             guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK, let db else {
                 throw BenchError("cannot open \(path)")
             }
@@ -30,12 +31,16 @@ enum StoreBenchmarks {
         deinit { sqlite3_close_v2(handle) }
 
         func exec(_ sql: String) throws {
-            guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(handle))) }
+            guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
+                throw BenchError(String(cString: sqlite3_errmsg(handle)))
+            }
         }
 
         func prepare(_ sql: String) throws -> OpaquePointer {
             var statement: OpaquePointer?
-            guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw BenchError("prepare failed") }
+            guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+                throw BenchError("prepare failed")
+            }
             return statement
         }
     }
@@ -46,7 +51,9 @@ enum StoreBenchmarks {
         while id < start + count {
             let batchEnd = min(id + perTransaction, start + count)
             try pool.writeSync { db in
-                for row in id..<batchEnd { try db.execute("INSERT INTO item (id, payload) VALUES (?, ?)", arguments: [row, blob]) }
+                for row in id..<batchEnd {
+                    try db.execute("INSERT INTO item (id, payload) VALUES (?, ?)", arguments: [row, blob])
+                }
             }
             id = batchEnd
         }
@@ -63,7 +70,10 @@ enum StoreBenchmarks {
             for row in id..<batchEnd {
                 sqlite3_reset(statement)
                 sqlite3_bind_int64(statement, 1, Int64(row))
-                _ = blob.withUnsafeBytes { sqlite3_bind_blob64(statement, 2, $0.baseAddress, sqlite3_uint64($0.count), keel_sqlite3_transient()) }
+                _ = blob.withUnsafeBytes {
+                    sqlite3_bind_blob64(
+                        statement, 2, $0.baseAddress, sqlite3_uint64($0.count), keel_sqlite3_transient())
+                }
                 guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError("insert failed") }
             }
             try raw.exec("COMMIT")
@@ -130,7 +140,11 @@ enum StoreBenchmarks {
                 candidate: {
                     try pool.readSync { db in
                         for id in 0..<100_000 {
-                            guard try db.scalar(Data.self, "SELECT payload FROM item WHERE id = ?", arguments: [(id &* 7919) % 100_000]) != nil else {
+                            guard
+                                try db.scalar(
+                                    Data.self, "SELECT payload FROM item WHERE id = ?",
+                                    arguments: [(id &* 7919) % 100_000]) != nil
+                            else {
                                 throw BenchError("missing row")
                             }
                         }
@@ -190,5 +204,9 @@ enum StoreBenchmarks {
 final class Counter: Sendable {
     private let next = Locked(0)
     /// The start of the next `count` ids.
-    func take(_ count: Int) -> Int { next.withLock { value in defer { value += count }; return value } }
+    func take(_ count: Int) -> Int {
+        next.withLock { value in
+            defer { value += count }; return value
+        }
+    }
 }

@@ -57,7 +57,8 @@ final class RoundTripClient {
             received += buffer[0..<count]
             switch end {
             case .count(let total): if received.count >= total { return }
-            case .suffix(let suffix): if received.count >= suffix.count, received.suffix(suffix.count).elementsEqual(suffix) { return }
+            case .suffix(let suffix):
+                if received.count >= suffix.count, received.suffix(suffix.count).elementsEqual(suffix) { return }
             }
         }
     }

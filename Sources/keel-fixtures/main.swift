@@ -15,7 +15,9 @@ import KeelStore
 import KeelStoreFixtures
 
 func value(_ name: String) -> String? {
-    guard let index = CommandLine.arguments.firstIndex(of: "--" + name), index + 1 < CommandLine.arguments.count else { return nil }
+    guard let index = CommandLine.arguments.firstIndex(of: "--" + name), index + 1 < CommandLine.arguments.count else {
+        return nil
+    }
     return CommandLine.arguments[index + 1]
 }
 
@@ -24,7 +26,9 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-guard CommandLine.arguments.count > 1, let path = value("db") else { fail("usage: keel-fixtures seed|migrate|hold --db PATH ...") }
+guard CommandLine.arguments.count > 1, let path = value("db") else {
+    fail("usage: keel-fixtures seed|migrate|hold --db PATH ...")
+}
 do {
     let pool = try DatabasePool(path: path)
     switch CommandLine.arguments[1] {

@@ -11,7 +11,10 @@ enum Keel {
         let run: @Sendable ([String]) async throws -> Int32
     }
 
-    static let commands: [Command] = [ServeCommand.command, FaultsCommand.command, SchemaCommand.command, ContractCommand.command, InventoryCommand.command]
+    static let commands: [Command] = [
+        ServeCommand.command, FaultsCommand.command, SchemaCommand.command, ContractCommand.command,
+        InventoryCommand.command,
+    ]
 
     static let usage = """
         USAGE: keel <subcommand> [options]
@@ -61,7 +64,8 @@ enum Keel {
             break
         }
         guard let command = commands.first(where: { $0.name == first }) else {
-            return usageFailure(first.hasPrefix("-") ? "unknown option '\(first)'" : "unknown subcommand '\(first)'", usage: usage)
+            return usageFailure(
+                first.hasPrefix("-") ? "unknown option '\(first)'" : "unknown subcommand '\(first)'", usage: usage)
         }
         let rest = Array(arguments.dropFirst())
         if rest.contains("--help") || rest.contains("-h") {

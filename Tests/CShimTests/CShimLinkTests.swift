@@ -3,7 +3,7 @@ import CYAML
 import Testing
 
 #if canImport(CCrypto)
-import CCrypto
+    import CCrypto
 #endif
 
 /// Each system library links and answers one real call through its shim.
@@ -51,25 +51,25 @@ import CCrypto
     }
 
     #if canImport(CCrypto)
-    @Test func libcryptoSealsWithAESGCMThroughTheControlShims() throws {
-        #expect(keel_openssl_version_number() >= 0x3000_0000)
-        let key = [UInt8](repeating: 7, count: 32)
-        let nonce = [UInt8](repeating: 1, count: 12)
-        let plaintext = Array("keel".utf8)
+        @Test func libcryptoSealsWithAESGCMThroughTheControlShims() throws {
+            #expect(keel_openssl_version_number() >= 0x3000_0000)
+            let key = [UInt8](repeating: 7, count: 32)
+            let nonce = [UInt8](repeating: 1, count: 12)
+            let plaintext = Array("keel".utf8)
 
-        let context = try #require(EVP_CIPHER_CTX_new())
-        defer { EVP_CIPHER_CTX_free(context) }
-        #expect(EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1)
-        #expect(keel_evp_gcm_set_ivlen(context, Int32(nonce.count)) == 1)
-        #expect(EVP_EncryptInit_ex(context, nil, nil, key, nonce) == 1)
-        var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
-        var written: Int32 = 0
-        #expect(EVP_EncryptUpdate(context, &ciphertext, &written, plaintext, Int32(plaintext.count)) == 1)
-        #expect(EVP_EncryptFinal_ex(context, &ciphertext, &written) == 1)
-        var tag = [UInt8](repeating: 0, count: 16)
-        #expect(keel_evp_gcm_get_tag(context, &tag, 16) == 1)
-        #expect(ciphertext != plaintext)
-        #expect(tag != [UInt8](repeating: 0, count: 16))
-    }
+            let context = try #require(EVP_CIPHER_CTX_new())
+            defer { EVP_CIPHER_CTX_free(context) }
+            #expect(EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1)
+            #expect(keel_evp_gcm_set_ivlen(context, Int32(nonce.count)) == 1)
+            #expect(EVP_EncryptInit_ex(context, nil, nil, key, nonce) == 1)
+            var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
+            var written: Int32 = 0
+            #expect(EVP_EncryptUpdate(context, &ciphertext, &written, plaintext, Int32(plaintext.count)) == 1)
+            #expect(EVP_EncryptFinal_ex(context, &ciphertext, &written) == 1)
+            var tag = [UInt8](repeating: 0, count: 16)
+            #expect(keel_evp_gcm_get_tag(context, &tag, 16) == 1)
+            #expect(ciphertext != plaintext)
+            #expect(tag != [UInt8](repeating: 0, count: 16))
+        }
     #endif
 }

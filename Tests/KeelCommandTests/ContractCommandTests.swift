@@ -32,16 +32,22 @@ import Testing
 
     @Test func aCompatibleRevisionExitsZero() async throws {
         try write("base.yaml", Self.base)
-        try write("next.yaml", Self.base.replacingOccurrences(of: "enum: [text]", with: "enum: [text, drawing]").replacingOccurrences(of: "1.0.0", with: "1.1.0"))
+        try write(
+            "next.yaml",
+            Self.base.replacingOccurrences(of: "enum: [text]", with: "enum: [text, drawing]").replacingOccurrences(
+                of: "1.0.0", with: "1.1.0"))
         let (status, output, _) = try await run(["base.yaml", "next.yaml"])
         #expect(status == .exited(0))
-        #expect(output.contains("INFO  response-property-extensible-enum-value-added  GET /notes → 200 /properties/kind"))
+        #expect(
+            output.contains("INFO  response-property-extensible-enum-value-added  GET /notes → 200 /properties/kind"))
         #expect(output.contains("0 breaking, 0 warning, 1 info"))
     }
 
     @Test func aBreakingRevisionExitsOneAndJSONIsMachineReadable() async throws {
         try write("base.yaml", Self.base)
-        let withoutTitle = Self.base.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("title: {type: string}") }
+        let withoutTitle = Self.base.split(separator: "\n", omittingEmptySubsequences: false).filter {
+            !$0.contains("title: {type: string}")
+        }
         try write("broken.yaml", withoutTitle.joined(separator: "\n"))
         let (status, output, _) = try await run(["base.yaml", "broken.yaml", "--format", "json"])
         #expect(status == .exited(1))
@@ -52,7 +58,10 @@ import Testing
             var summary: Summary
         }
         let report = try JSONDecoder().decode(Report.self, from: Data(output.utf8))
-        #expect(report.changes.map(\.rule).sorted() == ["breaking-changes-without-major-version-bump", "response-property-removed"])
+        #expect(
+            report.changes.map(\.rule).sorted() == [
+                "breaking-changes-without-major-version-bump", "response-property-removed",
+            ])
         #expect(report.summary.breaking == 1 && report.summary.warning == 1 && report.summary.failed)
         #expect(report.changes.first { $0.rule == "response-property-removed" }?.pointer == "/properties/title")
     }
@@ -66,7 +75,10 @@ import Testing
 
     @Test(arguments: [
         ("nothing: here", "no `openapi` field"),
-        ("openapi: 3.1.0\ninfo: {title: x, version: 1.0.0}\npaths:\n  /a:\n    get:\n      responses:\n        '200': {$ref: '#/nope'}", "dangling $ref #/nope"),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: 1.0.0}\npaths:\n  /a:\n    get:\n      responses:\n        '200': {$ref: '#/nope'}",
+            "dangling $ref #/nope"
+        ),
         ("openapi: [1,", "not valid YAML"),
     ])
     func invalidInputExitsTwoNamingTheFile(text: String, message: String) async throws {
@@ -81,35 +93,44 @@ import Testing
 /// The compatibility gate on the repository's own sample contract: this test is what CI runs.
 @Suite(.timeLimit(.minutes(3))) struct SampleContractGateTests {
     static var contracts: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("contracts")
     }
 
     @Test func version1Point1IsCompatibleWithVersion1() async throws {
-        let child = try ChildProcess.launch(product: "keel", arguments: [
-            "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
-            Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path, "--fail-on", "warning",
-        ])
-        #expect(try await child.waitForExit() == .exited(0), "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
+        let child = try ChildProcess.launch(
+            product: "keel",
+            arguments: [
+                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
+                Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path, "--fail-on", "warning",
+            ])
+        #expect(
+            try await child.waitForExit() == .exited(0),
+            "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
         let output = child.output(of: .standardOutput)
         #expect(output.contains("response-property-extensible-enum-value-added"))
         #expect(output.contains("0 breaking, 0 warning"))
     }
 
     @Test func theCommittedModelsOfTheSampleContractAreCurrent() async throws {
-        let child = try ChildProcess.launch(product: "keel", arguments: [
-            "contract", "generate", Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
-            "--output", Self.contracts.appendingPathComponent("generated").path, "--check",
-        ])
+        let child = try ChildProcess.launch(
+            product: "keel",
+            arguments: [
+                "contract", "generate", Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
+                "--output", Self.contracts.appendingPathComponent("generated").path, "--check",
+            ])
         #expect(try await child.waitForExit() == .exited(0), "\(child.output(of: .standardError))")
         #expect(child.output(of: .standardOutput).hasSuffix("NotesApiV1Models.swift is up to date\n"))
     }
 
     @Test func goingBackFrom1Point1WouldBreakItsClients() async throws {
-        let child = try ChildProcess.launch(product: "keel", arguments: [
-            "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path,
-            Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
-        ])
+        let child = try ChildProcess.launch(
+            product: "keel",
+            arguments: [
+                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path,
+                Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
+            ])
         #expect(try await child.waitForExit() == .exited(1))
         #expect(child.output(of: .standardOutput).contains("response-property-removed"))
     }

@@ -8,10 +8,13 @@ import Testing
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-contract-generate") }
 
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let notes = repository.appendingPathComponent("contracts/notes-api.v1.yaml").path
-    static let shapes = repository.appendingPathComponent("Tests/KeelContractToolsTests/Fixtures/generator/shapes.yaml").path
-    static let edge = repository.appendingPathComponent("Tests/KeelContractToolsTests/Fixtures/generator/edge.yaml").path
+    static let shapes = repository.appendingPathComponent("Tests/KeelContractToolsTests/Fixtures/generator/shapes.yaml")
+        .path
+    static let edge = repository.appendingPathComponent("Tests/KeelContractToolsTests/Fixtures/generator/edge.yaml")
+        .path
 
     private func run(_ arguments: [String]) async throws -> (ChildProcess.Termination, String, String) {
         try await runKeel(["contract", "generate"] + arguments, in: directory.url)
@@ -60,18 +63,20 @@ import Testing
             let error = try decoder.decode(ErrorModel.self, from: Data(#"{"code": "validation", "errors": [{"field": "title", "code": "too_long"}]}"#.utf8))
             print("error", error.code, error.errors?.first?.field ?? "-")
             """
-        let run = try await compileAndRun(program: program, generated: directory.url("Generated/NotesApiV1Models.swift"),
-                                          arguments: [Self.repository.appendingPathComponent("contracts/examples/note.json").path])
-        #expect(run == """
-            note Groceries checklist private 3
-            feed [unknown(drawing), checklist] c2 nil
-            encoded {"body":"","id":"1","kind":"drawing","title":"a","updatedAt":"2026-11-30T08:00:00.250Z","version":2,"visibility":"shared"}
-            closed undeclaredEnumValue at changes[1].visibility
-            missing missingMember at changes[1].title
-            config updateRequired 2.0 nil
-            error validation title
+        let run = try await compileAndRun(
+            program: program, generated: directory.url("Generated/NotesApiV1Models.swift"),
+            arguments: [Self.repository.appendingPathComponent("contracts/examples/note.json").path])
+        #expect(
+            run == """
+                note Groceries checklist private 3
+                feed [unknown(drawing), checklist] c2 nil
+                encoded {"body":"","id":"1","kind":"drawing","title":"a","updatedAt":"2026-11-30T08:00:00.250Z","version":2,"visibility":"shared"}
+                closed undeclaredEnumValue at changes[1].visibility
+                missing missingMember at changes[1].title
+                config updateRequired 2.0 nil
+                error validation title
 
-            """)
+                """)
     }
 
     @Test func discriminatedUnionsAllOfAndNullableMembersWorkInCompiledCode() async throws {
@@ -118,19 +123,20 @@ import Testing
             print("list", list.count)
             """
         let run = try await compileAndRun(program: program, generated: directory.url("ShapesModels.swift"))
-        #expect(run == """
-            circle 2.5 matte
-            polygon triangle [[1, 2], [3, 4]] unknown(chrome) 1
-            drawing nil p unknown(wavy) e1 true 9007199254740993 CC
-            owner true created true
-            round trip true
-            unknown variant undeclaredEnumValue at shapes[0].kind
-            owner missing missingMember at owner
-            parent null decoded
-            error _2faRequired
-            list 1
+        #expect(
+            run == """
+                circle 2.5 matte
+                polygon triangle [[1, 2], [3, 4]] unknown(chrome) 1
+                drawing nil p unknown(wavy) e1 true 9007199254740993 CC
+                owner true created true
+                round trip true
+                unknown variant undeclaredEnumValue at shapes[0].kind
+                owner missing missingMember at owner
+                parent null decoded
+                error _2faRequired
+                list 1
 
-            """)
+                """)
     }
 
     @Test func edgeCasesFromReviewCompileAndDecodeAsTheContractSays() async throws {
@@ -172,25 +178,27 @@ import Testing
             print("model", try decoder.decode(Chat.self, from: Data(#"{"model": "o3"}"#.utf8)).model, check(ModelIDs.self, #""o3""#))
             """#
         let output = try await compileAndRun(program: program, generated: directory.url("EdgeModels.swift"))
-        #expect(output == """
-            names c totp gold x {"2fa":"totp","café":"x","container":"c","decoder":true,"encoder":1,"first":"gold"}
-            empty decoded typeMismatch at  unexpectedNull at  {}
-            tightened missingMember at title missingMember at title decoded
-            tree root leaf 0
-            Dog selects cat
-            puppy decoded Cat undeclaredEnumValue at kind
-            patch absent {}
-            patch null {"dueDate":null}
-            patch value(2026-11-30 08:00:00 +0000) {"dueDate":"2026-11-30T08:00:00Z"}
-            patch absent {"any":null}
-            clear {"dueDate":null,"title":"t"}
-            model unknown(o3) undeclaredEnumValue at 
+        #expect(
+            output == """
+                names c totp gold x {"2fa":"totp","café":"x","container":"c","decoder":true,"encoder":1,"first":"gold"}
+                empty decoded typeMismatch at  unexpectedNull at  {}
+                tightened missingMember at title missingMember at title decoded
+                tree root leaf 0
+                Dog selects cat
+                puppy decoded Cat undeclaredEnumValue at kind
+                patch absent {}
+                patch null {"dueDate":null}
+                patch value(2026-11-30 08:00:00 +0000) {"dueDate":"2026-11-30T08:00:00Z"}
+                patch absent {"any":null}
+                clear {"dueDate":null,"title":"t"}
+                model unknown(o3) undeclaredEnumValue at 
 
-            """)
+                """)
         // Descriptions with other line breaks stay comments: nothing from them was compiled (the program
         // above would not notice), so check the text too.
         let generated = try String(contentsOf: directory.url("EdgeModels.swift"), encoding: .utf8)
-        for line in generated.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) where line.contains("Injected") {
+        for line in generated.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        where line.contains("Injected") {
             #expect(line.trimmingCharacters(in: .whitespaces).hasPrefix("//"), "\(line)")
         }
     }
@@ -220,7 +228,8 @@ import Testing
 
         // A hand edit of the generated file is stale too.
         #expect(try await run(["notes.yaml", "--output", "out"]).0 == .exited(0))
-        let edited = try String(contentsOf: directory.url("out/NotesModels.swift"), encoding: .utf8).replacingOccurrences(of: "var title: String", with: "var title: String?")
+        let edited = try String(contentsOf: directory.url("out/NotesModels.swift"), encoding: .utf8)
+            .replacingOccurrences(of: "var title: String", with: "var title: String?")
         try Data(edited.utf8).write(to: directory.url("out/NotesModels.swift"))
         #expect(try await run(["notes.yaml", "--output", "out", "--check"]).0 == .exited(1))
     }
@@ -237,18 +246,22 @@ import Testing
     }
 
     @Test func anUnsupportedSchemaExitsTwoNamingItAndWritesNothing() async throws {
-        try Data("""
+        try Data(
+            """
             openapi: 3.1.0
             info: {title: T, version: 1.0.0}
             paths: {}
             components:
               schemas:
                 Value: {oneOf: [{type: string}, {type: integer}]}
-            """.utf8).write(to: directory.url("odd.yaml"))
+            """.utf8
+        ).write(to: directory.url("odd.yaml"))
         let (status, output, errors) = try await run(["odd.yaml", "--output", "out"])
         #expect(status == .exited(2))
         #expect(output.isEmpty)
-        #expect(errors.contains("odd.yaml #/components/schemas/Value: oneOf without a discriminator is not supported yet"), "\(errors)")
+        #expect(
+            errors.contains("odd.yaml #/components/schemas/Value: oneOf without a discriminator is not supported yet"),
+            "\(errors)")
         #expect(!FileManager.default.fileExists(atPath: directory.url("out").path))
     }
 
@@ -272,17 +285,21 @@ import Testing
         var objects: [String] = []
         for module in ["KeelContract", "KeelCore"] {
             // The build's own list of objects (a directory listing could include stale ones).
-            let map = try JSONSerialization.jsonObject(with: Data(contentsOf: products.appendingPathComponent("\(module).build/output-file-map.json")))
-            for case let (source, entry as [String: Any]) in map as? [String: Any] ?? [:] where !source.isEmpty {
+            let map = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: products.appendingPathComponent("\(module).build/output-file-map.json")))
+            for case (let source, let entry as [String: Any]) in map as? [String: Any] ?? [:] where !source.isEmpty {
                 if let object = entry["object"] as? String { objects.append(object) }
             }
         }
         let executable = directory.url("program").path
-        let compiler = try ChildProcess.launch(executable: try Self.swiftc(), arguments: [
-            "-swift-version", "6", "-enable-upcoming-feature", "ExistentialAny", "-enable-upcoming-feature", "InternalImportsByDefault",
-            "-warnings-as-errors", "-I", products.appendingPathComponent("Modules").path,
-            main.path, generated.path,
-        ] + objects.sorted() + ["-o", executable])
+        let compiler = try ChildProcess.launch(
+            executable: try Self.swiftc(),
+            arguments: [
+                "-swift-version", "6", "-enable-upcoming-feature", "ExistentialAny", "-enable-upcoming-feature",
+                "InternalImportsByDefault",
+                "-warnings-as-errors", "-I", products.appendingPathComponent("Modules").path,
+                main.path, generated.path,
+            ] + objects.sorted() + ["-o", executable])
         compiler.closeInput()
         let compiled = try await compiler.waitForExit(timeout: .seconds(300))
         try #require(compiled == .exited(0), "\(compiler.output(of: .standardError))")

@@ -7,7 +7,8 @@ import Testing
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-contract-validate") }
 
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let contract = repository.appendingPathComponent("contracts/notes-api.v1.yaml").path
     static let example = repository.appendingPathComponent("contracts/examples/note.json").path
 
@@ -16,22 +17,30 @@ import Testing
     }
 
     @Test func theCommittedExampleNoteMatchesTheSampleContract() async throws {
-        let (status, output, errors) = try await run([Self.contract, "--schema", "#/components/schemas/Note", "--format-assertion", Self.example])
+        let (status, output, errors) = try await run([
+            Self.contract, "--schema", "#/components/schemas/Note", "--format-assertion", Self.example,
+        ])
         #expect(status == .exited(0), "\(output)\(errors)")
         #expect(output == "\(Self.example): valid\n")
     }
 
     @Test func anInvalidInstanceExitsOneAndNamesWhereInBothFormats() async throws {
         let note = try String(contentsOfFile: Self.example, encoding: .utf8)
-        try Data(note.replacingOccurrences(of: "\"private\"", with: "\"public\"").replacingOccurrences(of: "\"version\": 3", with: "\"version\": 0").utf8)
-            .write(to: directory.url("bad.json"))
+        try Data(
+            note.replacingOccurrences(of: "\"private\"", with: "\"public\"").replacingOccurrences(
+                of: "\"version\": 3", with: "\"version\": 0"
+            ).utf8
+        )
+        .write(to: directory.url("bad.json"))
         let (status, output, _) = try await run([Self.contract, "--schema", "#/components/schemas/Note", "bad.json"])
         #expect(status == .exited(1))
         #expect(output.hasPrefix("bad.json: invalid (2 errors)"), "\(output)")
         #expect(output.contains("  #/visibility  #"))
         #expect(output.contains("  #/version  #"))
 
-        let (jsonStatus, json, _) = try await run([Self.contract, "--schema", "#/components/schemas/Note", "--format", "json", "bad.json", Self.example])
+        let (jsonStatus, json, _) = try await run([
+            Self.contract, "--schema", "#/components/schemas/Note", "--format", "json", "bad.json", Self.example,
+        ])
         #expect(jsonStatus == .exited(1))
         struct Report: Decodable {
             struct Instance: Decodable { var file: String; var valid: Bool; var errors: [Error] }
@@ -51,7 +60,9 @@ import Testing
         #expect(errors.contains("notes-api.v1.yaml") && errors.contains("#/components/schemas/Nope"), "\(errors)")
 
         try Data("{\"id\": ".utf8).write(to: directory.url("truncated.json"))
-        let (truncated, _, message) = try await run([Self.contract, "--schema", "#/components/schemas/Note", "truncated.json"])
+        let (truncated, _, message) = try await run([
+            Self.contract, "--schema", "#/components/schemas/Note", "truncated.json",
+        ])
         #expect(truncated == .exited(2))
         #expect(message.contains("truncated.json: not valid JSON"), "\(message)")
     }

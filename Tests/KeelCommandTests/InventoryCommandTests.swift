@@ -25,7 +25,10 @@ import Testing
         let (status, output, _) = try await run(["inventory.json"])
         #expect(status == .exited(0))
         #expect(output.hasPrefix("| dataset | purpose |"))
-        #expect(output.contains("| session-token | Signs API calls | keyValue | credential | yes | until event | deviceOnly | logout, accountDeletion, accessRevocation | source of truth |"))
+        #expect(
+            output.contains(
+                "| session-token | Signs API calls | keyValue | credential | yes | until event | deviceOnly | logout, accountDeletion, accessRevocation | source of truth |"
+            ))
     }
 
     @Test func checkPassesASoundInventoryAndFailsABrokenOne() async throws {
@@ -34,7 +37,8 @@ import Testing
         #expect(ok == .exited(0))
         #expect(okOutput.contains("2 dataset(s), no problems"))
 
-        try Data(Self.sound.replacingOccurrences(of: "\"deviceOnly\"", with: "\"include\"").utf8).write(to: directory.url("leaky.json"))
+        try Data(Self.sound.replacingOccurrences(of: "\"deviceOnly\"", with: "\"include\"").utf8).write(
+            to: directory.url("leaky.json"))
         let (bad, badOutput, _) = try await run(["leaky.json", "--check"])
         #expect(bad == .exited(1))
         #expect(badOutput.contains("problem: session-token: credential data may not be in transferable backups"))

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import KeelTesting
 import Testing
@@ -81,7 +81,8 @@ import Testing
     }
 
     @Test func faultsReportsWhatURLSessionSawForEachScriptedFault() async throws {
-        let run = try await keel("faults", "--json", "--timeout", "1", "--only", "ok", "--only", "no-response", "--only", "reset-at-start")
+        let run = try await keel(
+            "faults", "--json", "--timeout", "1", "--only", "ok", "--only", "no-response", "--only", "reset-at-start")
         #expect(run.status == .exited(0))
         let lines = run.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
@@ -112,11 +113,13 @@ import Testing
     @Test func serveAnswersFromAScriptFile() async throws {
         let directory = try TemporaryDirectory()
         let script = directory.url("script.json")
-        try Data(#"""
+        try Data(
+            #"""
             [{"status": 503, "headers": {"Retry-After": "7"}, "body": "down"},
              {"status": 200, "body": "0123456789", "chunkSize": 3},
              {"effect": "disconnectAtStart"}]
-            """#.utf8).write(to: script)
+            """#.utf8
+        ).write(to: script)
         let child = try ChildProcess.launch(product: "keel", arguments: ["serve", "--script", script.path])
         let banner = try #require(try await child.nextLine())
         let base = try #require(URL(string: String(banner.dropFirst("listening on ".count))))

@@ -14,7 +14,9 @@ import Testing
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "keel-schema-cli")
-        try write("note.schema.json", #"""
+        try write(
+            "note.schema.json",
+            #"""
             {"type": "object", "required": ["id", "title"],
              "properties": {"id": {"type": "integer", "minimum": 1}, "title": {"type": "string"},
                             "kind": {"$ref": "kinds.json#/$defs/kind"},
@@ -24,7 +26,9 @@ import Testing
         try write("kinds.json", #"{"$defs": {"kind": {"enum": ["text", "checklist"]}}}"#)
         try FileManager.default.createDirectory(at: directory.url("remote/v1"), withIntermediateDirectories: true)
         try write("remote/v1/user.json", #"{"type": "object", "required": ["name"]}"#)
-        try write("good.json", #"{"id": 1, "title": "a", "kind": "text", "owner": {"name": "x"}, "created": "2026-11-30T05:00:00Z"}"#)
+        try write(
+            "good.json",
+            #"{"id": 1, "title": "a", "kind": "text", "owner": {"name": "x"}, "created": "2026-11-30T05:00:00Z"}"#)
         try write("bad.json", #"{"id": "1", "kind": "drawing", "owner": {}, "created": "yesterday"}"#)
     }
 
@@ -46,7 +50,9 @@ import Testing
     }
 
     @Test func invalidInstancesExitOneAndPrintEveryErrorWithBothPaths() async throws {
-        let run = try await keel(["schema", "validate", "--schema", "note.schema.json", remote, "good.json", "bad.json"])
+        let run = try await keel([
+            "schema", "validate", "--schema", "note.schema.json", remote, "good.json", "bad.json",
+        ])
         #expect(run.status == .exited(1))
         let lines = run.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "good.json: valid")
@@ -59,13 +65,17 @@ import Testing
     }
 
     @Test func formatAssertionMakesFormatsFail() async throws {
-        let run = try await keel(["schema", "validate", "--schema", "note.schema.json", remote, "--format-assertion", "bad.json"])
+        let run = try await keel([
+            "schema", "validate", "--schema", "note.schema.json", remote, "--format-assertion", "bad.json",
+        ])
         #expect(run.status == .exited(1))
         #expect(run.stdout.contains("  #/created  #/properties/created/format  not a valid date-time"))
     }
 
     @Test func jsonOutputIsMachineReadable() async throws {
-        let run = try await keel(["schema", "validate", "--schema", "note.schema.json", remote, "--format", "json", "good.json", "bad.json"])
+        let run = try await keel([
+            "schema", "validate", "--schema", "note.schema.json", remote, "--format", "json", "good.json", "bad.json",
+        ])
         #expect(run.status == .exited(1))
         struct Report: Decodable {
             struct Instance: Decodable {
@@ -81,7 +91,10 @@ import Testing
         #expect(!report.valid)
         #expect(report.instances.map(\.file) == ["good.json", "bad.json"])
         #expect(report.instances.map(\.valid) == [true, false])
-        #expect(report.instances[1].errors.contains { $0.instanceLocation == "/id" && $0.keywordLocation == "/properties/id/type" })
+        #expect(
+            report.instances[1].errors.contains {
+                $0.instanceLocation == "/id" && $0.keywordLocation == "/properties/id/type"
+            })
     }
 
     @Test func anUnresolvableReferenceIsExitTwoNamingTheReference() async throws {

@@ -6,7 +6,8 @@ import Testing
     enum Status: String, ExtensibleEnum { case draft, published }
 
     @Test func knownValuesDecodeToTheirCaseAndUnknownOnesKeepTheRawString() throws {
-        let values = try JSONDecoder().decode([Extensible<Status>].self, from: Data(#"["draft","archived","published",""]"#.utf8))
+        let values = try JSONDecoder().decode(
+            [Extensible<Status>].self, from: Data(#"["draft","archived","published",""]"#.utf8))
         #expect(values == [.known(.draft), .unknown("archived"), .known(.published), .unknown("")])
         #expect(values.map(\.rawValue) == ["draft", "archived", "published", ""])
         #expect(values.map(\.isUnknown) == [false, true, false, true])
@@ -35,7 +36,10 @@ import Testing
         #expect(try ContractVersion("2.0.0", headerName: "X-Contract").header.name == "X-Contract")
     }
 
-    @Test(arguments: ["", "1", "1.2", "1.2.3.4", "01.2.3", "1.02.3", "v1.2.3", "1.2.3-", "1.2.3-01", "1.2.3+", "1.2.x", " 1.2.3", "1.2.3-beta..1", "99999999999999999999.0.0"])
+    @Test(arguments: [
+        "", "1", "1.2", "1.2.3.4", "01.2.3", "1.02.3", "v1.2.3", "1.2.3-", "1.2.3-01", "1.2.3+", "1.2.x", " 1.2.3",
+        "1.2.3-beta..1", "99999999999999999999.0.0",
+    ])
     func rejectsMalformedVersions(text: String) {
         #expect(throws: ContractVersionError.self) { try ContractVersion(text) }
     }
@@ -46,8 +50,11 @@ import Testing
     }
 
     @Test func ordersBySemVerPrecedence() throws {
-        let ordered = try ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0"]
-            .map { try ContractVersion($0) }
+        let ordered = try [
+            "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11",
+            "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0",
+        ]
+        .map { try ContractVersion($0) }
         #expect(ordered == ordered.shuffled().sorted())
         #expect(try ContractVersion("1.0.0+a") == ContractVersion("1.0.0+b"))
     }
@@ -61,8 +68,11 @@ import Testing
     }
 
     @Test func decodesFromJSONAndRejectsGarbage() throws {
-        #expect(try JSONDecoder().decode(ContractVersion.self, from: Data(#""3.1.0""#.utf8)) == ContractVersion("3.1.0"))
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(ContractVersion.self, from: Data(#""three""#.utf8)) }
+        #expect(
+            try JSONDecoder().decode(ContractVersion.self, from: Data(#""3.1.0""#.utf8)) == ContractVersion("3.1.0"))
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(ContractVersion.self, from: Data(#""three""#.utf8))
+        }
     }
 }
 
@@ -100,14 +110,18 @@ import Testing
     @Test func theEncoderWritesRFC3339DatesAndSortedMembers() throws {
         struct Stamped: Codable, Equatable { var zeta: Int; var at: Date; var alpha: String }
         let whole = Stamped(zeta: 1, at: Date(timeIntervalSince1970: 1_796_025_600), alpha: "a")
-        #expect(String(decoding: try ContractEncoder().encode(whole), as: UTF8.self) == #"{"alpha":"a","at":"2026-11-30T08:00:00Z","zeta":1}"#)
+        #expect(
+            String(decoding: try ContractEncoder().encode(whole), as: UTF8.self)
+                == #"{"alpha":"a","at":"2026-11-30T08:00:00Z","zeta":1}"#)
         let fraction = Stamped(zeta: 1, at: Date(timeIntervalSince1970: 1_796_025_600.25), alpha: "a")
         let encoded = try ContractEncoder().encode(fraction)
         #expect(String(decoding: encoded, as: UTF8.self).contains(#""at":"2026-11-30T08:00:00.250Z""#))
         #expect(try ContractDecoder().decode(Stamped.self, from: encoded) == fraction)
         // Rounded to milliseconds: no ".000" for a fraction that rounds away.
         let tiny = Stamped(zeta: 1, at: Date(timeIntervalSince1970: 1_796_025_600.0004), alpha: "a")
-        #expect(String(decoding: try ContractEncoder().encode(tiny), as: UTF8.self).contains(#""at":"2026-11-30T08:00:00Z""#))
+        #expect(
+            String(decoding: try ContractEncoder().encode(tiny), as: UTF8.self).contains(
+                #""at":"2026-11-30T08:00:00Z""#))
     }
 
     @Test func nullableKeepsNullApartFromAbsentBothWays() throws {
@@ -124,7 +138,9 @@ import Testing
                 try container.encodeIfPresent(due, forKey: .due)
             }
         }
-        for (json, expected) in [(#"{}"#, Patch(due: nil)), (#"{"due":null}"#, Patch(due: .null)), (#"{"due":3}"#, Patch(due: .value(3)))] {
+        for (json, expected) in [
+            (#"{}"#, Patch(due: nil)), (#"{"due":null}"#, Patch(due: .null)), (#"{"due":3}"#, Patch(due: .value(3))),
+        ] {
             let patch = try ContractDecoder().decode(Patch.self, from: Data(json.utf8))
             #expect(patch == expected)
             #expect(String(decoding: try ContractEncoder().encode(patch), as: UTF8.self) == json)
@@ -168,11 +184,14 @@ import Testing
     @Test func datesDecodeWithAndWithoutFractionalSeconds() throws {
         struct Stamped: Decodable { var at: Date }
         let plain = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30T08:00:00Z"}"#.utf8))
-        let fraction = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30T08:00:00.250Z"}"#.utf8))
-        let offset = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30T09:00:00.250+01:00"}"#.utf8))
+        let fraction = try ContractDecoder().decode(
+            Stamped.self, from: Data(#"{"at": "2026-11-30T08:00:00.250Z"}"#.utf8))
+        let offset = try ContractDecoder().decode(
+            Stamped.self, from: Data(#"{"at": "2026-11-30T09:00:00.250+01:00"}"#.utf8))
         #expect(fraction.at.timeIntervalSince(plain.at) == 0.25)
         #expect(offset.at == fraction.at)
-        let lowercase = try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "2026-11-30t08:00:00.250z"}"#.utf8))
+        let lowercase = try ContractDecoder().decode(
+            Stamped.self, from: Data(#"{"at": "2026-11-30t08:00:00.250z"}"#.utf8))
         #expect(lowercase.at == fraction.at)  // RFC 3339 §5.6 allows t and z
         #expect(throws: ContractDecodingError.self) {
             try ContractDecoder().decode(Stamped.self, from: Data(#"{"at": "30/11/2026"}"#.utf8))
@@ -181,7 +200,8 @@ import Testing
 
     @Test func ignoresUnknownMembersAtEveryDepth() throws {
         struct Outer: Codable { var items: [Item] }
-        let json = #"{"new": {"x": [1, {"y": 2}]}, "items": [{"id": 1, "name": "a", "extra": [{"deep": {"er": null}}]}]}"#
+        let json =
+            #"{"new": {"x": [1, {"y": 2}]}, "items": [{"id": 1, "name": "a", "extra": [{"deep": {"er": null}}]}]}"#
         let outer = try ContractDecoder().decode(Outer.self, from: Data(json.utf8))
         #expect(outer.items.map(\.id) == [1])
     }

@@ -76,7 +76,8 @@ let notePageSchemaV11: JSONValue = [
     }
 
     @Test func undeclaredValueOfAClosedEnumFailsWithTypeValueAndPath() throws {
-        let response = #"{"notes": [{"id":1,"title":"a","kind":"text","visibility":"private","tags":[]},"#
+        let response =
+            #"{"notes": [{"id":1,"title":"a","kind":"text","visibility":"private","tags":[]},"#
             + #"{"id":2,"title":"b","kind":"text","visibility":"private","tags":[]},"#
             + #"{"id":3,"title":"c","kind":"text","visibility":"private","tags":[]},"#
             + #"{"id":4,"title":"d","kind":"text","visibility":"team","tags":[]}]}"#
@@ -120,7 +121,8 @@ let notePageSchemaV11: JSONValue = [
         let schema = try JSONSchema(notePageSchemaV11)
         #expect(schema.validate(try JSONValue(parsing: responseV11)).isValid)
 
-        let broken = try JSONValue(parsing: #"{"notes": [{"id": "7", "kind": "text", "visibility": "private"}], "next": 3}"#)
+        let broken = try JSONValue(
+            parsing: #"{"notes": [{"id": "7", "kind": "text", "visibility": "private"}], "next": 3}"#)
         let result = schema.validate(broken)
         #expect(!result.isValid)
         let found = Set(result.errors.map { "\($0.instanceLocation) \($0.keywordLocation)" })
@@ -133,7 +135,8 @@ let notePageSchemaV11: JSONValue = [
 
     @Test func schemaValidationRejectsAnUndeclaredClosedEnumValue() throws {
         let schema = try JSONSchema(notePageSchemaV11)
-        let instance = try JSONValue(parsing: #"{"notes": [{"id": 1, "title": "t", "kind": "text", "visibility": "team"}]}"#)
+        let instance = try JSONValue(
+            parsing: #"{"notes": [{"id": 1, "title": "t", "kind": "text", "visibility": "team"}]}"#)
         let result = schema.validate(instance)
         #expect(result.errors.map(\.instanceLocation) == ["/notes/0/visibility"])
         #expect(result.errors.first?.keywordLocation.hasSuffix("/visibility/enum") == true)

@@ -68,74 +68,287 @@ import Testing
 
     static let fixtures: [Fixture] = [
         Fixture(name: "identical", edits: [], version: "1.0.0", expected: []),
-        Fixture(name: "component renamed, same shape", edits: [("Note:\n", "Memo:\n"), ("schemas/Note'", "schemas/Memo'")], version: "1.0.0", expected: []),
-        Fixture(name: "path renamed", edits: [("/notes/{id}:", "/items/{id}:")], version: "2.0.0", expected: ["api-path-added", "api-path-removed"]),
-        Fixture(name: "operation removed", edits: [("    put:\n      requestBody:", "    x-put:\n      requestBody:")], version: "2.0.0", expected: ["api-operation-removed"]),
-        Fixture(name: "success response removed", edits: [("        '200':\n          content:", "        '404':\n          content:")], version: "2.0.0", expected: ["response-success-status-removed"]),
-        Fixture(name: "response media type removed", edits: [("            application/json:\n              schema: {$ref: '#/components/schemas/Note'}", "            application/xml:\n              schema: {$ref: '#/components/schemas/Note'}")], version: "2.0.0", expected: ["response-media-type-removed"]),
-        Fixture(name: "response property removed", edits: [("        tags: {type: array, items: {type: string}}\n", "")], version: "2.0.0", expected: ["response-property-removed"]),
-        Fixture(name: "response property became optional", edits: [("required: [id, title, kind, visibility]", "required: [id, title, visibility]")], version: "2.0.0", expected: ["response-property-became-optional"]),
-        Fixture(name: "response property became nullable", edits: [("        title: {type: string}\n", "        title: {type: [string, 'null']}\n")], version: "2.0.0", expected: ["response-property-became-nullable"]),
-        Fixture(name: "response property type changed", edits: [("        id: {type: string}", "        id: {type: integer}")], version: "2.0.0", expected: ["response-property-type-changed"]),
-        Fixture(name: "response body type changed", edits: [("    Note:\n      type: object", "    Note:\n      type: [object, array]")], version: "2.0.0", expected: ["response-body-type-changed"]),
-        Fixture(name: "closed response enum value added", edits: [("        visibility: {type: string, enum: [private, shared]}\n        tags", "        visibility: {type: string, enum: [private, shared, team]}\n        tags")], version: "2.0.0", expected: ["response-property-enum-value-added"]),
-        Fixture(name: "extensible response enum value added", edits: [("enum: [text, checklist], x-extensible-enum: true", "enum: [text, checklist, drawing], x-extensible-enum: true")], version: "1.1.0", expected: ["response-property-extensible-enum-value-added"]),
-        Fixture(name: "open-enum pattern value added",
-                edits: [("kind: {anyOf: [{type: string, enum: [text]}, {type: string}]}", "kind: {anyOf: [{type: string, enum: [text, voice]}, {type: string}]}")],
-                version: "1.1.0", expected: ["response-property-extensible-enum-value-added"],
-                baseEdits: [("kind: {type: string, enum: [text, checklist], x-extensible-enum: true}", "kind: {anyOf: [{type: string, enum: [text]}, {type: string}]}")]),
-        Fixture(name: "x-extensible-enum list value added",
-                edits: [("kind: {type: string, x-extensible-enum: [text]}", "kind: {type: string, x-extensible-enum: [text, table]}")],
-                version: "1.1.0", expected: ["response-property-extensible-enum-value-added"],
-                baseEdits: [("kind: {type: string, enum: [text, checklist], x-extensible-enum: true}", "kind: {type: string, x-extensible-enum: [text]}")]),
-        Fixture(name: "new required request parameter", edits: [("        - {name: view, in: query,", "        - {name: since, in: query, required: true, schema: {type: string}}\n        - {name: view, in: query,")], version: "2.0.0", expected: ["new-required-request-parameter"]),
-        Fixture(name: "new optional request parameter", edits: [("        - {name: view, in: query,", "        - {name: since, in: query, schema: {type: string}}\n        - {name: view, in: query,")], version: "1.1.0", expected: ["new-optional-request-parameter"]),
-        Fixture(name: "request parameter became required", edits: [("{name: X-Trace, in: header, required: false,", "{name: X-Trace, in: header, required: true,")], version: "2.0.0", expected: ["request-parameter-became-required"]),
-        Fixture(name: "request parameter type changed", edits: [("{name: id, in: path, required: true, schema: {type: string}}", "{name: id, in: path, required: true, schema: {type: integer}}")], version: "2.0.0", expected: ["request-parameter-type-changed"]),
-        Fixture(name: "request parameter enum value removed", edits: [("enum: [full, compact]", "enum: [full]")], version: "2.0.0", expected: ["request-parameter-enum-value-removed"]),
-        Fixture(name: "new required request property", edits: [("      required: [title]\n", "      required: [title, folder]\n"), ("        priority: {type: integer, minimum: 0}", "        priority: {type: integer, minimum: 0}\n        folder: {type: string}")], version: "2.0.0", expected: ["new-required-request-property"]),
-        Fixture(name: "request property became required", edits: [("      required: [title]\n", "      required: [title, body]\n")], version: "2.0.0", expected: ["request-property-became-required"]),
-        Fixture(name: "request enum value removed", edits: [("        visibility: {type: string, enum: [private, shared]}\n        labels", "        visibility: {type: string, enum: [private]}\n        labels")], version: "2.0.0", expected: ["request-property-enum-value-removed"]),
-        Fixture(name: "request property type changed", edits: [("priority: {type: integer, minimum: 0}", "priority: {type: string}")], version: "2.0.0", expected: ["request-property-type-changed"]),
-        Fixture(name: "maxLength decreased", edits: [("maxLength: 200", "maxLength: 100")], version: "2.0.0", expected: ["request-property-max-length-decreased"]),
-        Fixture(name: "maxLength relaxed is fine", edits: [("maxLength: 200", "maxLength: 300")], version: "1.1.0", expected: []),
-        Fixture(name: "minLength increased", edits: [("minLength: 0", "minLength: 1")], version: "2.0.0", expected: ["request-property-min-length-increased"]),
-        Fixture(name: "pattern changed", edits: [("pattern: '^.+$'", "pattern: '^[a-z]+$'")], version: "2.0.0", expected: ["request-property-pattern-changed"]),
-        Fixture(name: "pattern added", edits: [("        priority: {type: integer, minimum: 0}", "        priority: {type: integer, minimum: 0, pattern: '^1'}")], version: "2.0.0", expected: ["request-property-pattern-added"]),
-        Fixture(name: "maxItems decreased", edits: [("maxItems: 10", "maxItems: 5")], version: "2.0.0", expected: ["request-property-max-items-decreased"]),
-        Fixture(name: "minimum increased", edits: [("minimum: 0", "minimum: 1")], version: "2.0.0", expected: ["request-property-minimum-increased"]),
-        Fixture(name: "maximum added", edits: [("priority: {type: integer, minimum: 0}", "priority: {type: integer, minimum: 0, maximum: 5}")], version: "2.0.0", expected: ["request-property-maximum-added"]),
-        Fixture(name: "request property no longer nullable", edits: [("body: {type: [string, 'null'], minLength: 0}", "body: {type: string, minLength: 0}")], version: "2.0.0", expected: ["request-property-became-not-nullable"]),
-        Fixture(name: "request body became required", edits: [("    put:\n      requestBody:\n", "    put:\n      requestBody:\n        required: true\n")], version: "2.0.0", expected: ["request-body-became-required"]),
-        Fixture(name: "security added", edits: [("    get:\n      parameters:", "    get:\n      security: [{oauth: [notes.read]}]\n      parameters:")], version: "2.0.0", expected: ["api-security-added"]),
-        Fixture(name: "version changed without changes", edits: [], version: "1.0.1", expected: ["api-version-changed-without-changes"]),
-        Fixture(name: "breaking change without a major bump", edits: [("        tags: {type: array, items: {type: string}}\n", "")], version: "1.1.0", expected: ["breaking-changes-without-major-version-bump", "response-property-removed"]),
-        Fixture(name: "new optional response property is fine", edits: [("        tags: {type: array, items: {type: string}}\n", "        tags: {type: array, items: {type: string}}\n        pinned: {type: boolean}\n")], version: "1.1.0", expected: []),
-        Fixture(name: "request property became optional is fine", edits: [("      required: [title]\n", "      required: []\n")], version: "1.1.0", expected: []),
-        Fixture(name: "response property became required is fine", edits: [("required: [id, title, kind, visibility]", "required: [id, title, kind, visibility, tags]")], version: "1.1.0", expected: []),
-        Fixture(name: "closed response enum value removed is fine", edits: [("        visibility: {type: string, enum: [private, shared]}\n        tags", "        visibility: {type: string, enum: [private]}\n        tags")], version: "1.1.0", expected: []),
-        Fixture(name: "path added", edits: [("components:\n", "  /folders:\n    get:\n      responses:\n        '200': {description: ok}\ncomponents:\n")], version: "1.1.0", expected: ["api-path-added"]),
-        Fixture(name: "response union variant added",
-                edits: [("        tags: {type: array, items: {type: string}}\n        content: {oneOf: [{type: string}, {type: integer}]}", "        tags: {type: array, items: {type: string}}\n        content: {oneOf: [{type: string}, {type: integer}, {type: boolean}]}")],
-                version: "2.0.0", expected: ["response-property-one-of-added"],
-                baseEdits: [("        tags: {type: array, items: {type: string}}\n", "        tags: {type: array, items: {type: string}}\n        content: {oneOf: [{type: string}, {type: integer}]}\n")]),
-        Fixture(name: "discriminator value added to a response union",
-                edits: [("mapping: {round: '#/components/schemas/Note'}", "mapping: {round: '#/components/schemas/Note', disc: '#/components/schemas/Note'}")],
-                version: "2.0.0", expected: ["response-property-one-of-added"],
-                baseEdits: [("        tags: {type: array, items: {type: string}}\n", "        tags: {type: array, items: {type: string}}\n        shape: {oneOf: [{$ref: '#/components/schemas/Note'}], discriminator: {propertyName: kind, mapping: {round: '#/components/schemas/Note'}}}\n")]),
-        Fixture(name: "request union variant removed",
-                edits: [("priority: {oneOf: [{type: integer}, {type: string}]}", "priority: {oneOf: [{type: integer}]}")],
-                version: "2.0.0", expected: ["request-property-one-of-removed"],
-                baseEdits: [("priority: {type: integer, minimum: 0}", "priority: {oneOf: [{type: integer}, {type: string}]}")]),
-        Fixture(name: "request union variant added is fine",
-                edits: [("priority: {oneOf: [{type: integer}, {type: string}]}", "priority: {oneOf: [{type: integer}, {type: string}, {type: boolean}]}")],
-                version: "1.1.0", expected: [],
-                baseEdits: [("priority: {type: integer, minimum: 0}", "priority: {oneOf: [{type: integer}, {type: string}]}")]),
-        Fixture(name: "OpenAPI 3.0 nullable added to a response property",
-                edits: [("title: {type: string, nullable: false}", "title: {type: string, nullable: true}")],
-                version: "2.0.0", expected: ["response-property-became-nullable"],
-                baseEdits: [("openapi: 3.1.0", "openapi: 3.0.3"), ("        title: {type: string}\n", "        title: {type: string, nullable: false}\n"),
-                            ("body: {type: [string, 'null'], minLength: 0}", "body: {type: string, minLength: 0}")]),
+        Fixture(
+            name: "component renamed, same shape", edits: [("Note:\n", "Memo:\n"), ("schemas/Note'", "schemas/Memo'")],
+            version: "1.0.0", expected: []),
+        Fixture(
+            name: "path renamed", edits: [("/notes/{id}:", "/items/{id}:")], version: "2.0.0",
+            expected: ["api-path-added", "api-path-removed"]),
+        Fixture(
+            name: "operation removed", edits: [("    put:\n      requestBody:", "    x-put:\n      requestBody:")],
+            version: "2.0.0", expected: ["api-operation-removed"]),
+        Fixture(
+            name: "success response removed",
+            edits: [("        '200':\n          content:", "        '404':\n          content:")], version: "2.0.0",
+            expected: ["response-success-status-removed"]),
+        Fixture(
+            name: "response media type removed",
+            edits: [
+                (
+                    "            application/json:\n              schema: {$ref: '#/components/schemas/Note'}",
+                    "            application/xml:\n              schema: {$ref: '#/components/schemas/Note'}"
+                )
+            ], version: "2.0.0", expected: ["response-media-type-removed"]),
+        Fixture(
+            name: "response property removed", edits: [("        tags: {type: array, items: {type: string}}\n", "")],
+            version: "2.0.0", expected: ["response-property-removed"]),
+        Fixture(
+            name: "response property became optional",
+            edits: [("required: [id, title, kind, visibility]", "required: [id, title, visibility]")], version: "2.0.0",
+            expected: ["response-property-became-optional"]),
+        Fixture(
+            name: "response property became nullable",
+            edits: [("        title: {type: string}\n", "        title: {type: [string, 'null']}\n")], version: "2.0.0",
+            expected: ["response-property-became-nullable"]),
+        Fixture(
+            name: "response property type changed",
+            edits: [("        id: {type: string}", "        id: {type: integer}")], version: "2.0.0",
+            expected: ["response-property-type-changed"]),
+        Fixture(
+            name: "response body type changed",
+            edits: [("    Note:\n      type: object", "    Note:\n      type: [object, array]")], version: "2.0.0",
+            expected: ["response-body-type-changed"]),
+        Fixture(
+            name: "closed response enum value added",
+            edits: [
+                (
+                    "        visibility: {type: string, enum: [private, shared]}\n        tags",
+                    "        visibility: {type: string, enum: [private, shared, team]}\n        tags"
+                )
+            ], version: "2.0.0", expected: ["response-property-enum-value-added"]),
+        Fixture(
+            name: "extensible response enum value added",
+            edits: [
+                (
+                    "enum: [text, checklist], x-extensible-enum: true",
+                    "enum: [text, checklist, drawing], x-extensible-enum: true"
+                )
+            ], version: "1.1.0", expected: ["response-property-extensible-enum-value-added"]),
+        Fixture(
+            name: "open-enum pattern value added",
+            edits: [
+                (
+                    "kind: {anyOf: [{type: string, enum: [text]}, {type: string}]}",
+                    "kind: {anyOf: [{type: string, enum: [text, voice]}, {type: string}]}"
+                )
+            ],
+            version: "1.1.0", expected: ["response-property-extensible-enum-value-added"],
+            baseEdits: [
+                (
+                    "kind: {type: string, enum: [text, checklist], x-extensible-enum: true}",
+                    "kind: {anyOf: [{type: string, enum: [text]}, {type: string}]}"
+                )
+            ]),
+        Fixture(
+            name: "x-extensible-enum list value added",
+            edits: [
+                (
+                    "kind: {type: string, x-extensible-enum: [text]}",
+                    "kind: {type: string, x-extensible-enum: [text, table]}"
+                )
+            ],
+            version: "1.1.0", expected: ["response-property-extensible-enum-value-added"],
+            baseEdits: [
+                (
+                    "kind: {type: string, enum: [text, checklist], x-extensible-enum: true}",
+                    "kind: {type: string, x-extensible-enum: [text]}"
+                )
+            ]),
+        Fixture(
+            name: "new required request parameter",
+            edits: [
+                (
+                    "        - {name: view, in: query,",
+                    "        - {name: since, in: query, required: true, schema: {type: string}}\n        - {name: view, in: query,"
+                )
+            ], version: "2.0.0", expected: ["new-required-request-parameter"]),
+        Fixture(
+            name: "new optional request parameter",
+            edits: [
+                (
+                    "        - {name: view, in: query,",
+                    "        - {name: since, in: query, schema: {type: string}}\n        - {name: view, in: query,"
+                )
+            ], version: "1.1.0", expected: ["new-optional-request-parameter"]),
+        Fixture(
+            name: "request parameter became required",
+            edits: [("{name: X-Trace, in: header, required: false,", "{name: X-Trace, in: header, required: true,")],
+            version: "2.0.0", expected: ["request-parameter-became-required"]),
+        Fixture(
+            name: "request parameter type changed",
+            edits: [
+                (
+                    "{name: id, in: path, required: true, schema: {type: string}}",
+                    "{name: id, in: path, required: true, schema: {type: integer}}"
+                )
+            ], version: "2.0.0", expected: ["request-parameter-type-changed"]),
+        Fixture(
+            name: "request parameter enum value removed", edits: [("enum: [full, compact]", "enum: [full]")],
+            version: "2.0.0", expected: ["request-parameter-enum-value-removed"]),
+        Fixture(
+            name: "new required request property",
+            edits: [
+                ("      required: [title]\n", "      required: [title, folder]\n"),
+                (
+                    "        priority: {type: integer, minimum: 0}",
+                    "        priority: {type: integer, minimum: 0}\n        folder: {type: string}"
+                ),
+            ], version: "2.0.0", expected: ["new-required-request-property"]),
+        Fixture(
+            name: "request property became required",
+            edits: [("      required: [title]\n", "      required: [title, body]\n")], version: "2.0.0",
+            expected: ["request-property-became-required"]),
+        Fixture(
+            name: "request enum value removed",
+            edits: [
+                (
+                    "        visibility: {type: string, enum: [private, shared]}\n        labels",
+                    "        visibility: {type: string, enum: [private]}\n        labels"
+                )
+            ], version: "2.0.0", expected: ["request-property-enum-value-removed"]),
+        Fixture(
+            name: "request property type changed",
+            edits: [("priority: {type: integer, minimum: 0}", "priority: {type: string}")], version: "2.0.0",
+            expected: ["request-property-type-changed"]),
+        Fixture(
+            name: "maxLength decreased", edits: [("maxLength: 200", "maxLength: 100")], version: "2.0.0",
+            expected: ["request-property-max-length-decreased"]),
+        Fixture(
+            name: "maxLength relaxed is fine", edits: [("maxLength: 200", "maxLength: 300")], version: "1.1.0",
+            expected: []),
+        Fixture(
+            name: "minLength increased", edits: [("minLength: 0", "minLength: 1")], version: "2.0.0",
+            expected: ["request-property-min-length-increased"]),
+        Fixture(
+            name: "pattern changed", edits: [("pattern: '^.+$'", "pattern: '^[a-z]+$'")], version: "2.0.0",
+            expected: ["request-property-pattern-changed"]),
+        Fixture(
+            name: "pattern added",
+            edits: [
+                (
+                    "        priority: {type: integer, minimum: 0}",
+                    "        priority: {type: integer, minimum: 0, pattern: '^1'}"
+                )
+            ], version: "2.0.0", expected: ["request-property-pattern-added"]),
+        Fixture(
+            name: "maxItems decreased", edits: [("maxItems: 10", "maxItems: 5")], version: "2.0.0",
+            expected: ["request-property-max-items-decreased"]),
+        Fixture(
+            name: "minimum increased", edits: [("minimum: 0", "minimum: 1")], version: "2.0.0",
+            expected: ["request-property-minimum-increased"]),
+        Fixture(
+            name: "maximum added",
+            edits: [("priority: {type: integer, minimum: 0}", "priority: {type: integer, minimum: 0, maximum: 5}")],
+            version: "2.0.0", expected: ["request-property-maximum-added"]),
+        Fixture(
+            name: "request property no longer nullable",
+            edits: [("body: {type: [string, 'null'], minLength: 0}", "body: {type: string, minLength: 0}")],
+            version: "2.0.0", expected: ["request-property-became-not-nullable"]),
+        Fixture(
+            name: "request body became required",
+            edits: [("    put:\n      requestBody:\n", "    put:\n      requestBody:\n        required: true\n")],
+            version: "2.0.0", expected: ["request-body-became-required"]),
+        Fixture(
+            name: "security added",
+            edits: [
+                ("    get:\n      parameters:", "    get:\n      security: [{oauth: [notes.read]}]\n      parameters:")
+            ], version: "2.0.0", expected: ["api-security-added"]),
+        Fixture(
+            name: "version changed without changes", edits: [], version: "1.0.1",
+            expected: ["api-version-changed-without-changes"]),
+        Fixture(
+            name: "breaking change without a major bump",
+            edits: [("        tags: {type: array, items: {type: string}}\n", "")], version: "1.1.0",
+            expected: ["breaking-changes-without-major-version-bump", "response-property-removed"]),
+        Fixture(
+            name: "new optional response property is fine",
+            edits: [
+                (
+                    "        tags: {type: array, items: {type: string}}\n",
+                    "        tags: {type: array, items: {type: string}}\n        pinned: {type: boolean}\n"
+                )
+            ], version: "1.1.0", expected: []),
+        Fixture(
+            name: "request property became optional is fine",
+            edits: [("      required: [title]\n", "      required: []\n")], version: "1.1.0", expected: []),
+        Fixture(
+            name: "response property became required is fine",
+            edits: [("required: [id, title, kind, visibility]", "required: [id, title, kind, visibility, tags]")],
+            version: "1.1.0", expected: []),
+        Fixture(
+            name: "closed response enum value removed is fine",
+            edits: [
+                (
+                    "        visibility: {type: string, enum: [private, shared]}\n        tags",
+                    "        visibility: {type: string, enum: [private]}\n        tags"
+                )
+            ], version: "1.1.0", expected: []),
+        Fixture(
+            name: "path added",
+            edits: [
+                (
+                    "components:\n",
+                    "  /folders:\n    get:\n      responses:\n        '200': {description: ok}\ncomponents:\n"
+                )
+            ], version: "1.1.0", expected: ["api-path-added"]),
+        Fixture(
+            name: "response union variant added",
+            edits: [
+                (
+                    "        tags: {type: array, items: {type: string}}\n        content: {oneOf: [{type: string}, {type: integer}]}",
+                    "        tags: {type: array, items: {type: string}}\n        content: {oneOf: [{type: string}, {type: integer}, {type: boolean}]}"
+                )
+            ],
+            version: "2.0.0", expected: ["response-property-one-of-added"],
+            baseEdits: [
+                (
+                    "        tags: {type: array, items: {type: string}}\n",
+                    "        tags: {type: array, items: {type: string}}\n        content: {oneOf: [{type: string}, {type: integer}]}\n"
+                )
+            ]),
+        Fixture(
+            name: "discriminator value added to a response union",
+            edits: [
+                (
+                    "mapping: {round: '#/components/schemas/Note'}",
+                    "mapping: {round: '#/components/schemas/Note', disc: '#/components/schemas/Note'}"
+                )
+            ],
+            version: "2.0.0", expected: ["response-property-one-of-added"],
+            baseEdits: [
+                (
+                    "        tags: {type: array, items: {type: string}}\n",
+                    "        tags: {type: array, items: {type: string}}\n        shape: {oneOf: [{$ref: '#/components/schemas/Note'}], discriminator: {propertyName: kind, mapping: {round: '#/components/schemas/Note'}}}\n"
+                )
+            ]),
+        Fixture(
+            name: "request union variant removed",
+            edits: [("priority: {oneOf: [{type: integer}, {type: string}]}", "priority: {oneOf: [{type: integer}]}")],
+            version: "2.0.0", expected: ["request-property-one-of-removed"],
+            baseEdits: [
+                ("priority: {type: integer, minimum: 0}", "priority: {oneOf: [{type: integer}, {type: string}]}")
+            ]),
+        Fixture(
+            name: "request union variant added is fine",
+            edits: [
+                (
+                    "priority: {oneOf: [{type: integer}, {type: string}]}",
+                    "priority: {oneOf: [{type: integer}, {type: string}, {type: boolean}]}"
+                )
+            ],
+            version: "1.1.0", expected: [],
+            baseEdits: [
+                ("priority: {type: integer, minimum: 0}", "priority: {oneOf: [{type: integer}, {type: string}]}")
+            ]),
+        Fixture(
+            name: "OpenAPI 3.0 nullable added to a response property",
+            edits: [("title: {type: string, nullable: false}", "title: {type: string, nullable: true}")],
+            version: "2.0.0", expected: ["response-property-became-nullable"],
+            baseEdits: [
+                ("openapi: 3.1.0", "openapi: 3.0.3"),
+                ("        title: {type: string}\n", "        title: {type: string, nullable: false}\n"),
+                ("body: {type: [string, 'null'], minLength: 0}", "body: {type: string, minLength: 0}"),
+            ]),
     ]
 
     @Test(arguments: fixtures)
@@ -162,9 +375,12 @@ import Testing
         for rule in [
             "api-operation-removed", "api-path-removed", "api-security-added", "new-required-request-parameter",
             "new-required-request-property", "request-body-became-required", "request-parameter-became-required",
-            "request-parameter-enum-value-removed", "request-parameter-type-changed", "request-property-became-not-nullable",
-            "request-property-became-required", "request-property-enum-value-removed", "request-property-max-items-decreased",
-            "request-property-max-length-decreased", "request-property-maximum-added", "request-property-min-length-increased",
+            "request-parameter-enum-value-removed", "request-parameter-type-changed",
+            "request-property-became-not-nullable",
+            "request-property-became-required", "request-property-enum-value-removed",
+            "request-property-max-items-decreased",
+            "request-property-max-length-decreased", "request-property-maximum-added",
+            "request-property-min-length-increased",
             "request-property-minimum-increased", "request-property-one-of-removed", "request-property-pattern-added",
             "request-property-pattern-changed", "request-property-type-changed", "response-body-type-changed",
             "response-media-type-removed", "response-property-became-nullable", "response-property-became-optional",
@@ -174,8 +390,10 @@ import Testing
             table[rule] = .breaking
         }
         table["breaking-changes-without-major-version-bump"] = .warning
-        for rule in ["api-path-added", "api-version-changed-without-changes", "new-optional-request-parameter",
-                     "response-property-extensible-enum-value-added"] {
+        for rule in [
+            "api-path-added", "api-version-changed-without-changes", "new-optional-request-parameter",
+            "response-property-extensible-enum-value-added",
+        ] {
             table[rule] = .info
         }
         return table
@@ -210,9 +428,11 @@ import Testing
             """
         }
         let base = try OpenAPIDocument.parse(description("3.1.0", authorName: "{type: string}"), name: "base.yaml")
-        let tighter = try OpenAPIDocument.parse(description("3.1.0", authorName: "{type: string, maxLength: 10}"), name: "revision.yaml")
-        #expect(try ContractDiff(base: base, revision: tighter).changes().map(\.rule).sorted()
-            == ["breaking-changes-without-major-version-bump", "request-property-max-length-added"])
+        let tighter = try OpenAPIDocument.parse(
+            description("3.1.0", authorName: "{type: string, maxLength: 10}"), name: "revision.yaml")
+        #expect(
+            try ContractDiff(base: base, revision: tighter).changes().map(\.rule).sorted()
+                == ["breaking-changes-without-major-version-bump", "request-property-max-length-added"])
         let base30 = try OpenAPIDocument.parse(description("3.0.3", authorName: "{type: string}"), name: "base.yaml")
         let rules = try ContractDiff(base: base30, revision: base).changes().map(\.rule)
         #expect(rules.contains("request-property-became-not-nullable"), "\(rules)")
@@ -224,7 +444,8 @@ import Testing
         let directory = try TemporaryDirectory(prefix: "keel-diff-files")
         for (side, tagType) in [("base", "string"), ("revision", "integer")] {
             try FileManager.default.createDirectory(at: directory.url("\(side)/ext"), withIntermediateDirectories: true)
-            try Data("""
+            try Data(
+                """
                 openapi: 3.1.0
                 info: {title: Notes, version: 1.0.0}
                 paths:
@@ -236,18 +457,27 @@ import Testing
                           content:
                             application/json:
                               schema: {$ref: 'ext/schemas.yaml#/Note'}
-                """.utf8).write(to: directory.url("\(side)/api.yaml"))
-            try Data("Note:\n  type: object\n  properties:\n    tag: {$ref: 'common.yaml#/Tag'}\n".utf8).write(to: directory.url("\(side)/ext/schemas.yaml"))
+                """.utf8
+            ).write(to: directory.url("\(side)/api.yaml"))
+            try Data("Note:\n  type: object\n  properties:\n    tag: {$ref: 'common.yaml#/Tag'}\n".utf8).write(
+                to: directory.url("\(side)/ext/schemas.yaml"))
             try Data("Tag: {type: \(tagType)}\n".utf8).write(to: directory.url("\(side)/ext/common.yaml"))
         }
-        let documents = try OpenAPIDocument.load(from: [directory.url("base/api.yaml"), directory.url("revision/api.yaml")])
+        let documents = try OpenAPIDocument.load(from: [
+            directory.url("base/api.yaml"), directory.url("revision/api.yaml"),
+        ])
         let changes = try ContractDiff(base: documents[0], revision: documents[1]).changes()
-        #expect(changes.map(\.rule) == ["breaking-changes-without-major-version-bump", "response-property-type-changed"], "\(changes)")
+        #expect(
+            changes.map(\.rule) == ["breaking-changes-without-major-version-bump", "response-property-type-changed"],
+            "\(changes)")
         #expect(changes.last?.pointer == "/properties/tag")
     }
 
     static func rules(_ base: String, _ revision: String) throws -> [String] {
-        let changes = try ContractDiff(base: try OpenAPIDocument.parse(base, name: "base.yaml"), revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")).changes()
+        let changes = try ContractDiff(
+            base: try OpenAPIDocument.parse(base, name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
+        ).changes()
         return changes.map(\.rule).filter { $0 != "breaking-changes-without-major-version-bump" }.sorted()
     }
 
@@ -277,27 +507,46 @@ import Testing
 
     /// Found in review: union variants told apart by names that are not on the wire, or by JSON text.
     @Test func unionVariantsAreComparedAsClientsTellThemApart() throws {
-        let shapes = "{Circle: {type: object, properties: {r: {type: number}}}, Square: {type: object, properties: {s: {type: number}}}}"
-        let renamed = "{Round: {type: object, properties: {r: {type: number}}}, Square: {type: object, properties: {s: {type: number}}}}"
+        let shapes =
+            "{Circle: {type: object, properties: {r: {type: number}}}, Square: {type: object, properties: {s: {type: number}}}}"
+        let renamed =
+            "{Round: {type: object, properties: {r: {type: number}}}, Square: {type: object, properties: {s: {type: number}}}}"
         // Renamed behind a $ref and reordered, without a discriminator: nothing on the wire changed.
-        #expect(try Self.rules(Self.union("[{$ref: '#/components/schemas/Circle'}, {$ref: '#/components/schemas/Square'}]", components: shapes),
-                               Self.union("[{$ref: '#/components/schemas/Square'}, {$ref: '#/components/schemas/Round'}]", components: renamed)) == [])
+        #expect(
+            try Self.rules(
+                Self.union(
+                    "[{$ref: '#/components/schemas/Circle'}, {$ref: '#/components/schemas/Square'}]", components: shapes
+                ),
+                Self.union(
+                    "[{$ref: '#/components/schemas/Square'}, {$ref: '#/components/schemas/Round'}]", components: renamed
+                )) == [])
         // Inline variants reordered, annotated, loosened: no variant added or removed.
-        #expect(try Self.rules(Self.union("[{type: string, format: date}, {type: integer, maximum: 10}]"),
-                               Self.union("[{maximum: 20, type: integer, description: a count}, {format: date, type: string}]")) == [])
+        #expect(
+            try Self.rules(
+                Self.union("[{type: string, format: date}, {type: integer, maximum: 10}]"),
+                Self.union("[{maximum: 20, type: integer, description: a count}, {format: date, type: string}]")) == [])
         // An explicit null variant where the union was already nullable changes nothing; one more real kind does.
-        #expect(try Self.rules(Self.union("[{type: string}, {type: 'null'}]"), Self.union("[{type: string}, {const: null}]")) == [])
-        #expect(try Self.rules(Self.union("[{type: string}]"), Self.union("[{type: string}, {type: boolean}]"))
-            == ["response-body-one-of-added"])
-        #expect(try Self.rules(Self.union("[{type: string}, {type: boolean}]"), Self.union("[{type: string}]"))
-            == ["request-body-one-of-removed"])
+        #expect(
+            try Self.rules(
+                Self.union("[{type: string}, {type: 'null'}]"), Self.union("[{type: string}, {const: null}]")) == [])
+        #expect(
+            try Self.rules(Self.union("[{type: string}]"), Self.union("[{type: string}, {type: boolean}]"))
+                == ["response-body-one-of-added"])
+        #expect(
+            try Self.rules(Self.union("[{type: string}, {type: boolean}]"), Self.union("[{type: string}]"))
+                == ["request-body-one-of-removed"])
         // With a discriminator the names are wire values: a renamed component is a new value.
         let discriminator = ", discriminator: {propertyName: kind}"
-        #expect(try Self.rules(Self.union("[{$ref: '#/components/schemas/Circle'}]", components: shapes, discriminator: discriminator),
-                               Self.union("[{$ref: '#/components/schemas/Round'}]", components: renamed, discriminator: discriminator))
-            == ["request-body-one-of-removed", "response-body-one-of-added"])
+        #expect(
+            try Self.rules(
+                Self.union("[{$ref: '#/components/schemas/Circle'}]", components: shapes, discriminator: discriminator),
+                Self.union("[{$ref: '#/components/schemas/Round'}]", components: renamed, discriminator: discriminator))
+                == ["request-body-one-of-removed", "response-body-one-of-added"])
         // Becoming "X or null" is becoming nullable.
-        #expect(try Self.rules(Self.union("[{type: string}]"), Self.union("[{type: string}, {type: 'null'}]")) == ["response-body-became-nullable"])
+        #expect(
+            try Self.rules(Self.union("[{type: string}]"), Self.union("[{type: string}, {type: 'null'}]")) == [
+                "response-body-became-nullable"
+            ])
     }
 
     /// The open-enum pattern with its known values behind a reference: a new value is an extensible-enum
@@ -337,7 +586,8 @@ import Testing
 
     /// Found in review: a Swagger 2 style `in: body` parameter stopped the whole diff.
     @Test func aParameterOpenAPI3DoesNotDefineDoesNotStopTheDiff() throws {
-        let spec = "openapi: 3.0.3\ninfo: {title: t, version: 1.0.0}\npaths:\n  /a:\n    get:\n      parameters:\n        - {name: x, in: body, schema: {type: string}}\n      responses: {'200': {description: ok}}\n"
+        let spec =
+            "openapi: 3.0.3\ninfo: {title: t, version: 1.0.0}\npaths:\n  /a:\n    get:\n      parameters:\n        - {name: x, in: body, schema: {type: string}}\n      responses: {'200': {description: ok}}\n"
         #expect(try Self.rules(spec, spec) == [])
     }
 
@@ -346,7 +596,8 @@ import Testing
         let directory = try TemporaryDirectory(prefix: "keel-diff-version")
         for (side, version, required) in [("base", "1.0.0", "[name]"), ("revision", "1.0.1", "[]")] {
             try FileManager.default.createDirectory(at: directory.url(side), withIntermediateDirectories: true)
-            try Data("""
+            try Data(
+                """
                 openapi: 3.1.0
                 info: {title: t, version: \(version)}
                 paths:
@@ -354,10 +605,14 @@ import Testing
                     get:
                       responses:
                         '200': {description: ok, content: {application/json: {schema: {$ref: 'item.yaml'}}}}
-                """.utf8).write(to: directory.url("\(side)/api.yaml"))
-            try Data("type: object\nrequired: \(required)\nproperties: {name: {type: string}}\n".utf8).write(to: directory.url("\(side)/item.yaml"))
+                """.utf8
+            ).write(to: directory.url("\(side)/api.yaml"))
+            try Data("type: object\nrequired: \(required)\nproperties: {name: {type: string}}\n".utf8).write(
+                to: directory.url("\(side)/item.yaml"))
         }
-        let documents = try OpenAPIDocument.load(from: [directory.url("base/api.yaml"), directory.url("revision/api.yaml")])
+        let documents = try OpenAPIDocument.load(from: [
+            directory.url("base/api.yaml"), directory.url("revision/api.yaml"),
+        ])
         let rules = try ContractDiff(base: documents[0], revision: documents[1]).changes().map(\.rule)
         #expect(rules.contains("response-property-became-optional"))
         #expect(!rules.contains("api-version-changed-without-changes"), "\(rules)")

@@ -6,13 +6,19 @@ import Testing
 /// `ContractGenerator` (issue #4): what it declares for each construct, and what it refuses.
 /// That the output compiles and decodes real payloads is proven with swiftc in KeelCommandTests.
 @Suite struct ContractGeneratorTests {
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/generator")
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures/generator")
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-generate") }
 
     /// Generates from `schemas` (YAML under `components: schemas:`, indented by 4) in a 3.1 or 3.0 description.
-    func generate(_ schemas: String, openAPI: String = "3.1.0", paths: String = "{}", access: ContractGenerator.AccessLevel = .public) throws -> String {
-        let text = "openapi: \(openAPI)\ninfo: {title: T, version: 1.2.3}\npaths: \(paths)\ncomponents:\n  schemas:\n" + schemas
+    func generate(
+        _ schemas: String, openAPI: String = "3.1.0", paths: String = "{}",
+        access: ContractGenerator.AccessLevel = .public
+    ) throws -> String {
+        let text =
+            "openapi: \(openAPI)\ninfo: {title: T, version: 1.2.3}\npaths: \(paths)\ncomponents:\n  schemas:\n"
+            + schemas
         let url = directory.url("contract.yaml")
         try Data(text.utf8).write(to: url)
         return try ContractGenerator(contract: url, access: access).generate()
@@ -40,7 +46,8 @@ import Testing
     // MARK: - What is declared
 
     @Test func requiredMembersAreDecodedStrictlyAndOthersAreOptional() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Note:
                   type: object
                   required: [id, parent]
@@ -64,12 +71,16 @@ import Testing
     @Test func aNullableMemberThatMayBeAbsentHasThreeStates() throws {
         let code = try generate("    Patch: {type: object, properties: {due: {type: [string, 'null']}}}\n")
         #expect(code.contains("public var due: Nullable<String>?\n"))
-        #expect(code.contains("self.due = container.contains(.due) ? .some(try container.decode(Nullable<String>.self, forKey: .due)) : .none"))
+        #expect(
+            code.contains(
+                "self.due = container.contains(.due) ? .some(try container.decode(Nullable<String>.self, forKey: .due)) : .none"
+            ))
         #expect(code.contains("try container.encodeIfPresent(self.due, forKey: .due)"))
     }
 
     @Test func openAPI30NullableMakesARequiredMemberOptionalButStillRequired() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Note:
                   type: object
                   required: [owner]
@@ -81,7 +92,8 @@ import Testing
     }
 
     @Test func extensibleEnumsInAllThreeSpellingsUseExtensibleAndOthersAreClosed() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Note:
                   type: object
                   required: [kind, visibility, style, finish]
@@ -97,13 +109,19 @@ import Testing
         #expect(code.contains("public var kind: Extensible<Note.Kind>"))
         #expect(code.contains("public var style: Extensible<Note.Style>"))
         #expect(code.contains("public var finish: Extensible<Note.Finish>"))
-        #expect(code.contains("public enum Kind: String, ExtensibleEnum {\n        case text\n        case checklist\n    }"))
+        #expect(
+            code.contains(
+                "public enum Kind: String, ExtensibleEnum {\n        case text\n        case checklist\n    }"))
         #expect(code.contains("public var visibility: Note.Visibility"))
-        #expect(code.contains("public enum Visibility: String, ClosedEnum, CaseIterable {\n        case `private`\n        case shared\n    }"))
+        #expect(
+            code.contains(
+                "public enum Visibility: String, ClosedEnum, CaseIterable {\n        case `private`\n        case shared\n    }"
+            ))
     }
 
     @Test func aReferenceToAnExtensibleEnumComponentIsWrappedInExtensible() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Kind: {type: string, enum: [text], x-extensible-enum: true}
                 Note:
                   type: object
@@ -117,7 +135,8 @@ import Testing
     }
 
     @Test func nestedObjectsAndArraysBecomeNestedTypes() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Note:
                   type: object
                   properties:
@@ -138,7 +157,8 @@ import Testing
                     anything: {}
             """)
         #expect(code.contains("public var author: Note.Author?"))
-        #expect(code.contains("    public struct Author: Codable, Hashable, Sendable {\n        public var name: String\n"))
+        #expect(
+            code.contains("    public struct Author: Codable, Hashable, Sendable {\n        public var name: String\n"))
         #expect(code.contains("public var attachments: [Note.AttachmentsItem]?"))
         #expect(code.contains("    public struct AttachmentsItem: Codable, Hashable, Sendable {"))
         #expect(code.contains("public var grid: [[Int32]]?"))
@@ -148,7 +168,8 @@ import Testing
     }
 
     @Test func scalarFormatsMapToSwiftTypes() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Sample:
                   type: object
                   required: [a, b, c, d, e, f, g, h]
@@ -162,14 +183,18 @@ import Testing
                     g: {type: number, format: float}
                     h: {type: boolean}
             """)
-        for (name, type) in [("a", "Date"), ("b", "String"), ("c", "Int"), ("d", "Int32"), ("e", "Int64"), ("f", "Double"), ("g", "Float"), ("h", "Bool")] {
+        for (name, type) in [
+            ("a", "Date"), ("b", "String"), ("c", "Int"), ("d", "Int32"), ("e", "Int64"), ("f", "Double"),
+            ("g", "Float"), ("h", "Bool"),
+        ] {
             #expect(code.contains("public var \(name): \(type)\n"), "\(name)")
         }
         #expect(code.contains("\npublic import Foundation\n\npublic struct Sample"))  // Date; nothing from KeelContract
     }
 
     @Test func allOfIsMergedIntoOneStructWithRequiredFromEveryPart() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Base:
                   type: object
                   required: [id]
@@ -184,11 +209,15 @@ import Testing
                         size: {type: integer}
                         label: {type: string}
             """)
-        #expect(code.contains("public struct Derived: Codable, Hashable, Sendable {\n    public var id: String\n    public var size: Int\n    public var label: String?\n"))
+        #expect(
+            code.contains(
+                "public struct Derived: Codable, Hashable, Sendable {\n    public var id: String\n    public var size: Int\n    public var label: String?\n"
+            ))
     }
 
     @Test func aSingleReferenceAllOfIsTheReferencedType() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Owner: {type: object, properties: {name: {type: string}}}
                 Note:
                   type: object
@@ -204,7 +233,8 @@ import Testing
     }
 
     @Test func oneOfWithADiscriminatorIsAnEnumWithACasePerVariant() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Shape:
                   oneOf:
                     - $ref: '#/components/schemas/Circle'
@@ -221,7 +251,10 @@ import Testing
                   required: [kind, side]
                   properties: {kind: {type: string}, side: {type: number}}
             """)
-        #expect(code.contains("public indirect enum ShapeModel: Codable, Hashable, Sendable {\n    case circle(Circle)\n    case square(Square)\n"))
+        #expect(
+            code.contains(
+                "public indirect enum ShapeModel: Codable, Hashable, Sendable {\n    case circle(Circle)\n    case square(Square)\n"
+            ))
         #expect(code.contains("case discriminator = \"kind\""))
         #expect(code.contains("case \"round\":\n            self = .circle(try Circle(from: decoder))"))
         #expect(code.contains("case \"box\", \"square\":\n            self = .square(try Square(from: decoder))"))
@@ -229,7 +262,8 @@ import Testing
     }
 
     @Test func aDiscriminatorWithoutAMappingUsesTheSchemaNames() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Pet:
                   oneOf: [{$ref: '#/components/schemas/Cat'}, {$ref: '#/components/schemas/Dog'}]
                   discriminator: {propertyName: petType}
@@ -241,7 +275,8 @@ import Testing
     }
 
     @Test func namesAreValidSwiftAndWireNamesAreKept() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 note-item:
                   type: object
                   properties:
@@ -262,11 +297,14 @@ import Testing
         #expect(code.contains("case _2nd = \"2nd\""))
         // `Type` cannot be a nested type's name; colliding case names get a number.
         #expect(code.contains("public var type: NoteItem.TypeValue?"))
-        #expect(code.contains("case aB = \"a-b\"\n        case aB2 = \"a_b\"\n        case empty = \"\"\n        case _1x = \"1x\""))
+        #expect(
+            code.contains(
+                "case aB = \"a-b\"\n        case aB2 = \"a_b\"\n        case empty = \"\"\n        case _1x = \"1x\""))
     }
 
     @Test func aSchemaNamedLikeASwiftTypeGetsASuffixInsteadOfHidingIt() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Error: {type: object, properties: {code: {type: string}}}
                 Data: {type: object, properties: {date: {type: object, properties: {day: {type: integer}}}}}
                 Holder:
@@ -287,14 +325,20 @@ import Testing
             {/notes: {get: {operationId: listNotes, responses: {'200': {description: ok, content: {application/json: {schema: {type: object, required: [items], properties: {items: {type: array, items: {$ref: '#/components/schemas/Note'}}}}}}}}}, post: {operationId: create-note, requestBody: {content: {application/json: {schema: {type: object, properties: {title: {type: string}}}}}}, responses: {'201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Note'}}}}}}}}
             """
         let code = try generate("    Note: {type: object, properties: {id: {type: string}}}\n", paths: paths)
-        #expect(code.contains("public struct ListNotesResponse: Codable, Hashable, Sendable {\n    public var items: [Note]\n"))
-        #expect(code.contains("public struct CreateNoteRequest: Codable, Hashable, Sendable {\n    public var title: String?\n"))
+        #expect(
+            code.contains(
+                "public struct ListNotesResponse: Codable, Hashable, Sendable {\n    public var items: [Note]\n"))
+        #expect(
+            code.contains(
+                "public struct CreateNoteRequest: Codable, Hashable, Sendable {\n    public var title: String?\n"))
         // A $ref response needs no declaration of its own.
         #expect(!code.contains("CreateNoteResponse"))
     }
 
     @Test func internalAccessDropsPublicEverywhere() throws {
-        let code = try generate("    Note: {type: object, required: [at], properties: {at: {type: string, format: date-time}}}\n", access: .internal)
+        let code = try generate(
+            "    Note: {type: object, required: [at], properties: {at: {type: string, format: date-time}}}\n",
+            access: .internal)
         #expect(!code.contains("public"))
         #expect(code.contains("\nimport Foundation\n"))
         #expect(code.contains("struct Note: Codable, Hashable, Sendable {\n    var at: Date\n"))
@@ -310,8 +354,12 @@ import Testing
         let url = Self.fixtures.appendingPathComponent("shapes.yaml")
         let code = try ContractGenerator(contract: url).generate()
         let shapes = SHA256Digest.hex([UInt8](try Data(contentsOf: url)))
-        let shared = SHA256Digest.hex([UInt8](try Data(contentsOf: Self.fixtures.appendingPathComponent("shared.yaml"))))
-        #expect(code.contains("// Contract: Shapes 2.4.0 (OpenAPI 3.0.3)\n// Input: shapes.yaml sha256:\(shapes)\n// Input: shared.yaml sha256:\(shared)\n"))
+        let shared = SHA256Digest.hex(
+            [UInt8](try Data(contentsOf: Self.fixtures.appendingPathComponent("shared.yaml"))))
+        #expect(
+            code.contains(
+                "// Contract: Shapes 2.4.0 (OpenAPI 3.0.3)\n// Input: shapes.yaml sha256:\(shapes)\n// Input: shared.yaml sha256:\(shared)\n"
+            ))
         // Nothing machine-specific: the same output from another checkout.
         #expect(!code.contains(Self.fixtures.path))
         // A component of the other file that is referenced is generated; one that is not, is not.
@@ -322,21 +370,29 @@ import Testing
 
     @Test func sha256MatchesTheFIPSExamples() {
         #expect(SHA256Digest.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(SHA256Digest.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(SHA256Digest.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
-            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(
+            SHA256Digest.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            SHA256Digest.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
     }
 
     @Test func theFileNameComesFromTheContractsFileName() {
-        #expect(ContractGenerator(contract: URL(fileURLWithPath: "/x/notes-api.v1.yaml")).fileName == "NotesApiV1Models.swift")
+        #expect(
+            ContractGenerator(contract: URL(fileURLWithPath: "/x/notes-api.v1.yaml")).fileName
+                == "NotesApiV1Models.swift")
         #expect(ContractGenerator(contract: URL(fileURLWithPath: "/x/shop.json")).fileName == "ShopModels.swift")
     }
 
     @Test func typedOperationViewsMergePathAndOperationParameters() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("contracts/notes-api.v1.yaml")
         let operations = try OpenAPIDocument.load(from: url).operations()
-        #expect(operations.map { "\($0.method) \($0.path)" } == ["get /notes/{id}", "post /mutations", "get /changes", "get /client-config"])
+        #expect(
+            operations.map { "\($0.method) \($0.path)" } == [
+                "get /notes/{id}", "post /mutations", "get /changes", "get /client-config",
+            ])
         let getNote = operations[0]
         #expect(getNote.operationID == "getNote")
         #expect(getNote.parameters.map(\.name) == ["id"])
@@ -345,7 +401,10 @@ import Testing
         #expect(getNote.responses[1].content.first?.schema != nil)  // through #/components/responses/Error
         #expect(getNote.security == [["bearer"]])
         let mutations = operations[1]
-        #expect(mutations.parameters.map { "\($0.location.rawValue):\($0.name):\($0.required)" } == ["header:Idempotency-Key:true"])
+        #expect(
+            mutations.parameters.map { "\($0.location.rawValue):\($0.name):\($0.required)" } == [
+                "header:Idempotency-Key:true"
+            ])
         #expect(mutations.requestBody?.required == true)
         #expect(mutations.requestBody?.content.map(\.name) == ["application/json"])
         #expect(operations[3].security == [])  // anonymous
@@ -354,7 +413,8 @@ import Testing
     // MARK: - What is refused
 
     @Test func oneOfWithoutADiscriminatorIsANamedDiagnosticNotCode() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Value:
                   oneOf: [{type: string}, {type: integer}]
             """)
@@ -365,7 +425,8 @@ import Testing
     }
 
     @Test func everyUnsupportedConstructIsReportedAtOnceWithItsLocation() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Note:
                   type: object
                   properties:
@@ -376,10 +437,11 @@ import Testing
                   oneOf: [{type: object, properties: {kind: {type: string}}}]
                   discriminator: {propertyName: kind}
             """)
-        #expect(found.map(\.location) == [
-            "#/components/schemas/Note/properties/either", "#/components/schemas/Note/properties/mixed/type",
-            "#/components/schemas/Note/properties/level/enum", "#/components/schemas/Shape/oneOf/0",
-        ])
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/Note/properties/either", "#/components/schemas/Note/properties/mixed/type",
+                "#/components/schemas/Note/properties/level/enum", "#/components/schemas/Shape/oneOf/0",
+            ])
         #expect(found[0].message.contains("anyOf without a discriminator"))
         #expect(found[1].message.contains("several types"))
         #expect(found[2].message.contains("not strings"))
@@ -387,7 +449,8 @@ import Testing
     }
 
     @Test func aVariantWithoutTheDiscriminatorPropertyIsRefused() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Pet:
                   oneOf: [{$ref: '#/components/schemas/Cat'}]
                   discriminator: {propertyName: petType}
@@ -397,7 +460,8 @@ import Testing
     }
 
     @Test func conflictingAllOfPartsAreRefused() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 A: {type: object, properties: {id: {type: string}}}
                 B:
                   allOf:
@@ -408,7 +472,8 @@ import Testing
     }
 
     @Test func aStructThatContainsItselfByValueIsRefusedButThroughAnArrayIsFine() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Node:
                   type: object
                   properties:
@@ -417,7 +482,8 @@ import Testing
         #expect(found.count == 1)
         #expect(found.first?.message.hasPrefix("Node → Node:") == true)
 
-        let code = try generate("""
+        let code = try generate(
+            """
                 Node:
                   type: object
                   properties:
@@ -427,7 +493,8 @@ import Testing
     }
 
     @Test func aRecursiveSchemaOutsideComponentsIsADiagnosticNotACrash() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 A:
                   type: object
                   properties:
@@ -440,27 +507,35 @@ import Testing
     }
 
     @Test func aTypeAliasThatRefersToItselfIsRefusedAndEveryCycleIsReported() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 List: {type: array, items: {$ref: '#/components/schemas/List'}}
                 Map: {type: object, additionalProperties: {$ref: '#/components/schemas/Map'}}
                 A: {type: object, properties: {b: {$ref: '#/components/schemas/B'}}}
                 B: {type: object, properties: {a: {$ref: '#/components/schemas/A'}}}
                 C: {type: object, properties: {c: {$ref: '#/components/schemas/C'}}}
             """)
-        #expect(found.map(\.location) == ["#/components/schemas/List", "#/components/schemas/Map", "#/components/schemas/A", "#/components/schemas/C"])
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/List", "#/components/schemas/Map", "#/components/schemas/A",
+                "#/components/schemas/C",
+            ])
         #expect(found[0].message == "List → List: a type alias that refers to itself is not supported yet")
         #expect(found[2].message.hasPrefix("A → B → A: a struct that contains itself by value"))
     }
 
     @Test func aLongChainOfTypesDoesNotExhaustTheStack() throws {
-        let chain = (0..<5_000).map { "    T\($0): {type: object, properties: {next: {$ref: '#/components/schemas/T\($0 + 1)'}}}\n" }.joined()
+        let chain = (0..<5_000).map {
+            "    T\($0): {type: object, properties: {next: {$ref: '#/components/schemas/T\($0 + 1)'}}}\n"
+        }.joined()
         let code = try generate(chain + "    T5000: {type: object, properties: {end: {type: boolean}}}\n")
         #expect(code.contains("public var next: T4999?"))
         #expect(code.contains("public struct T5000:"))
     }
 
     @Test func propertiesWithAnAdditionalPropertiesSchemaAndTheInheritanceStyleAreRefused() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Meta:
                   type: object
                   properties: {id: {type: string}}
@@ -472,12 +547,19 @@ import Testing
                   discriminator: {propertyName: kind}
                 Owner: {type: object, properties: {pet: {$ref: '#/components/schemas/Pet'}}}
             """)
-        #expect(found.map(\.location) == ["#/components/schemas/Meta/additionalProperties", "#/components/schemas/Pet/discriminator"])
-        #expect(found[1].message.hasPrefix("a discriminator without oneOf, on a schema used as a value (not only as an allOf part), is not supported yet"))
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/Meta/additionalProperties", "#/components/schemas/Pet/discriminator",
+            ])
+        #expect(
+            found[1].message.hasPrefix(
+                "a discriminator without oneOf, on a schema used as a value (not only as an allOf part), is not supported yet"
+            ))
     }
 
     @Test func aVariantWhoseNameIsMappedToAnotherCannotBeSelectedAndIsRefused() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Pet:
                   oneOf: [{$ref: '#/components/schemas/Dog'}, {$ref: '#/components/schemas/Cat'}]
                   discriminator: {propertyName: kind, mapping: {Dog: Cat}}
@@ -488,18 +570,24 @@ import Testing
     }
 
     @Test func enumDiagnosticsPointAtTheKeywordThatHoldsTheValues() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 A: {type: string, x-extensible-enum: [1, 2]}
                 B:
                   anyOf:
                     - {type: string, enum: [1]}
                     - {type: string}
             """)
-        #expect(found.map(\.location) == ["#/components/schemas/A/x-extensible-enum", "#/components/schemas/B/anyOf/0/enum"])
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/A/x-extensible-enum", "#/components/schemas/B/anyOf/0/enum",
+            ])
     }
 
     @Test func aDiagnosticInABodyReachedThroughARefPointsAtTheBodysOwnFile() throws {
-        try write("ext/responses.yaml", """
+        try write(
+            "ext/responses.yaml",
+            """
             components:
               responses:
                 Bad:
@@ -509,7 +597,8 @@ import Testing
                       schema: {type: object, properties: {v: {oneOf: [{type: string}, {type: integer}]}}}
             """)
         let url = directory.url("api.yaml")
-        try Data("""
+        try Data(
+            """
             openapi: 3.1.0
             info: {title: T, version: 1.0.0}
             paths:
@@ -518,18 +607,24 @@ import Testing
                   operationId: getA
                   responses:
                     '200': {$ref: './ext/responses.yaml#/components/responses/Bad'}
-            """.utf8).write(to: url)
+            """.utf8
+        ).write(to: url)
         #expect {
             _ = try ContractGenerator(contract: url).generate()
         } throws: { error in
-            guard let generation = error as? ContractGenerationError, generation.code == .unsupported else { return false }
+            guard let generation = error as? ContractGenerationError, generation.code == .unsupported else {
+                return false
+            }
             let found = generation.diagnostics
-            return found.map { "\($0.file) \($0.location)" } == ["ext/responses.yaml #/components/responses/Bad/content/application~1json/schema/properties/v"]
+            return found.map { "\($0.file) \($0.location)" } == [
+                "ext/responses.yaml #/components/responses/Bad/content/application~1json/schema/properties/v"
+            ]
         }
     }
 
     @Test func descriptionsCannotEndTheCommentTheyAreIn() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 A:
                   description: "one\\r\\ntwo\\rthree\\u2028four\\u0085five"
                   type: object
@@ -541,7 +636,8 @@ import Testing
     // MARK: - Second review
 
     @Test func allOfPartsThatOnlyAnnotateOrConstrainLeaveTheOtherPartsType() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Status: {type: string, enum: [active, closed]}
                 Ids: {type: array, items: {type: string}}
                 Account:
@@ -560,7 +656,8 @@ import Testing
         #expect(code.contains("self.ids = try container.decode(Ids?.self, forKey: .ids)"))
         #expect(code.contains("public var count: Int\n"))
 
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Base: {type: object, properties: {id: {type: string}}}
                 Odd: {allOf: [{$ref: '#/components/schemas/Base'}, {type: string}]}
             """)
@@ -575,7 +672,8 @@ import Testing
               requestBodies: {NewPet: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/Pet'}}}}}
               responses: {Done: {description: done, content: {application/json: {schema: {$ref: '#/components/schemas/Pet'}}}}}
             """
-        let text = "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths: \(paths)\n  schemas:\n    Pet: {type: object, required: [name], properties: {name: {type: string}}}\n"
+        let text =
+            "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths: \(paths)\n  schemas:\n    Pet: {type: object, required: [name], properties: {name: {type: string}}}\n"
         let url = directory.url("bodies.yaml")
         try Data(text.utf8).write(to: url)
         let code = try ContractGenerator(contract: url).generate()
@@ -584,7 +682,8 @@ import Testing
     }
 
     @Test func discriminatedVariantsNeedAWireValueThatIsTheirsAlone() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Result:
                   oneOf: [{$ref: '#/components/schemas/Ok'}, {$ref: '#/components/schemas/Holder/properties/inner'}]
                   discriminator: {propertyName: kind}
@@ -601,38 +700,53 @@ import Testing
                   oneOf: [{$ref: '#/components/schemas/Ok', required: [extra], properties: {extra: {type: string}}}]
                   discriminator: {propertyName: kind}
             """)
-        #expect(found.map(\.location) == [
-            "#/components/schemas/Result/oneOf/1", "#/components/schemas/Again/discriminator/mapping", "#/components/schemas/Sibling/oneOf/0",
-        ])
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/Result/oneOf/1", "#/components/schemas/Again/discriminator/mapping",
+                "#/components/schemas/Sibling/oneOf/0",
+            ])
         #expect(found[0].message.contains("give it a value in discriminator.mapping"))
         #expect(found[2].message.hasPrefix("keywords beside a variant's $ref are not supported yet"))
     }
 
     @Test func twoVariantsWithTheSameWireValueAreRefused() throws {
-        try write("ext/other.yaml", "components:\n  schemas:\n    Pet: {type: object, required: [kind], properties: {kind: {type: string}, b: {type: string}}}\n")
-        let found = try diagnostics("""
+        try write(
+            "ext/other.yaml",
+            "components:\n  schemas:\n    Pet: {type: object, required: [kind], properties: {kind: {type: string}, b: {type: string}}}\n"
+        )
+        let found = try diagnostics(
+            """
                 Any:
                   oneOf: [{$ref: '#/components/schemas/Pet'}, {$ref: 'ext/other.yaml#/components/schemas/Pet'}]
                   discriminator: {propertyName: kind}
                 Pet: {type: object, required: [kind], properties: {kind: {type: string}}}
             """)
-        #expect(found.map(\.message) == [#"two variants answer to the discriminator value "Pet": give them distinct values in discriminator.mapping"#])
+        #expect(
+            found.map(\.message) == [
+                #"two variants answer to the discriminator value "Pet": give them distinct values in discriminator.mapping"#
+            ])
     }
 
     @Test func additionalPropertiesAreNeverDroppedSilently() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Base: {type: object, properties: {id: {type: string}}}
                 Labels: {allOf: [{$ref: '#/components/schemas/Base'}], additionalProperties: {type: string}}
                 Labels2: {allOf: [{$ref: '#/components/schemas/Base'}, {type: object, additionalProperties: {type: string}}]}
             """)
-        #expect(found.map(\.location) == ["#/components/schemas/Labels/additionalProperties", "#/components/schemas/Labels2/allOf/1/additionalProperties"])
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/Labels/additionalProperties",
+                "#/components/schemas/Labels2/allOf/1/additionalProperties",
+            ])
         // Without declared members it is a map, `required` keys or not.
         let code = try generate("    Only: {type: object, required: [a], additionalProperties: {type: integer}}\n")
         #expect(code.contains("public typealias Only = [String: Int]"))
     }
 
     @Test func readOnlyAndNullableAreSeenThroughReferencesAndWrappers() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Id: {type: string, readOnly: true}
                 Address: {type: object, properties: {city: {type: string}}}
                 Note:
@@ -649,7 +763,8 @@ import Testing
     }
 
     @Test func keywordsBesideARefToSomethingThatIsNotAnObjectChangeNothing() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Color: {type: string, enum: [red, green]}
                 List: {type: array, items: {type: string}}
                 Tinted: {$ref: '#/components/schemas/Color', required: [x]}
@@ -660,27 +775,35 @@ import Testing
     }
 
     @Test func aRequiredNameWithoutASchemaIsAnyValueButRequired() throws {
-        let code = try generate("    Named: {type: object, required: [name]}\n    Typo: {type: object, required: [a, b], properties: {a: {type: string}}}\n")
+        let code = try generate(
+            "    Named: {type: object, required: [name]}\n    Typo: {type: object, required: [a, b], properties: {a: {type: string}}}\n"
+        )
         #expect(code.contains("public struct Named: Codable, Hashable, Sendable {\n    public var name: JSONValue\n"))
         #expect(code.contains("public var a: String\n    public var b: JSONValue\n"))
     }
 
     @Test func aComponentThatOnlyReferencesAFileGivesItsNameToWhatIsInTheFile() throws {
-        try write("schemas/Pet.yaml", "type: object\nproperties:\n  name: {type: string}\n  owner: {$ref: './Owner.yaml'}\n")
+        try write(
+            "schemas/Pet.yaml", "type: object\nproperties:\n  name: {type: string}\n  owner: {$ref: './Owner.yaml'}\n")
         try write("schemas/Owner.yaml", "type: object\nproperties:\n  name: {type: string}\n")
-        let code = try generate("""
+        let code = try generate(
+            """
                 Pet: {$ref: './schemas/Pet.yaml'}
                 Owner: {$ref: './schemas/Owner.yaml'}
                 Shop: {type: object, properties: {pets: {type: array, items: {$ref: '#/components/schemas/Pet'}}}}
             """)
-        #expect(code.contains("public struct Pet: Codable, Hashable, Sendable {\n    public var name: String?\n    public var owner: Owner?\n"))
+        #expect(
+            code.contains(
+                "public struct Pet: Codable, Hashable, Sendable {\n    public var name: String?\n    public var owner: Owner?\n"
+            ))
         #expect(code.contains("public struct Owner:"))
         #expect(!code.contains("Pet2") && !code.contains("Owner2") && !code.contains("typealias"))
         #expect(code.contains("public var pets: [Pet]?"))
     }
 
     @Test func aSchemaReferencedFromElsewhereIsOneTypeEverywhere() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 A:
                   type: object
                   properties:
@@ -696,23 +819,31 @@ import Testing
     }
 
     @Test func aBodyThatIsARefWithMembersBesideItGetsItsOwnType() throws {
-        let paths = "{/notes: {post: {operationId: createNote, requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Base', required: [title]}}}}, responses: {'204': {description: ok}}}}}"
+        let paths =
+            "{/notes: {post: {operationId: createNote, requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Base', required: [title]}}}}, responses: {'204': {description: ok}}}}}"
         let code = try generate("    Base: {type: object, properties: {title: {type: string}}}\n", paths: paths)
-        #expect(code.contains("public struct CreateNoteRequest: Codable, Hashable, Sendable {\n    public var title: String\n"))
+        #expect(
+            code.contains(
+                "public struct CreateNoteRequest: Codable, Hashable, Sendable {\n    public var title: String\n"))
     }
 
     @Test func namesForSignsScreamingCaseAndNone() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Reaction:
                   type: string
                   enum: ['+1', '-1', FIRST_TIMER, none, "rtl\\u202Eeviltxt"]
             """)
-        #expect(code.contains("case plus1 = \"+1\"\n    case minus1 = \"-1\"\n    case firstTimer = \"FIRST_TIMER\"\n    case none_ = \"none\"\n"))
+        #expect(
+            code.contains(
+                "case plus1 = \"+1\"\n    case minus1 = \"-1\"\n    case firstTimer = \"FIRST_TIMER\"\n    case none_ = \"none\"\n"
+            ))
         #expect(code.contains(#"= "rtl\u{202e}eviltxt""#))
     }
 
     @Test func variantsMayBeAliasesAndWrappersOfObjects() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Base: {type: object, required: [kind], properties: {kind: {type: string}}}
                 Dog: {$ref: '#/components/schemas/Base'}
                 Cat: {allOf: [{$ref: '#/components/schemas/Base'}], description: a cat}
@@ -728,7 +859,8 @@ import Testing
     // MARK: - Third review
 
     @Test func theInheritanceStyleWorksWhenTheBaseIsOnlyAPartAndSubtypesAreListedInOneOf() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Pet:
                   type: object
                   required: [petType, name]
@@ -749,12 +881,16 @@ import Testing
                 Owner: {type: object, properties: {pet: {$ref: '#/components/schemas/AnyPet'}}}
             """)
         // A member redefined with only a new description is the same member; pinned to enum values, the narrower one.
-        #expect(code.contains("public struct Cat: Codable, Hashable, Sendable {\n    public var petType: Cat.PetType\n    public var name: String\n    public var meows: Bool?\n"))
+        #expect(
+            code.contains(
+                "public struct Cat: Codable, Hashable, Sendable {\n    public var petType: Cat.PetType\n    public var name: String\n    public var meows: Bool?\n"
+            ))
         #expect(code.contains("case cat(Cat)\n    case dog(Dog)"))
     }
 
     @Test func membersBesideAUnionAreRefusedNotDropped() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 A: {type: object, required: [kind], properties: {kind: {type: string}}}
                 Event:
                   type: object
@@ -769,7 +905,8 @@ import Testing
 
     @Test func anExtensibleEnumInAFileOfItsOwnStaysExtensibleThroughItsComponent() throws {
         try write("schemas/Status.yaml", "type: string\nenum: [available, sold]\nx-extensible-enum: true\n")
-        let code = try generate("""
+        let code = try generate(
+            """
                 Status: {$ref: './schemas/Status.yaml'}
                 Pet: {type: object, required: [status], properties: {status: {$ref: '#/components/schemas/Status'}}}
             """)
@@ -778,12 +915,15 @@ import Testing
     }
 
     @Test func theOpenEnumPatternInEitherOrder() throws {
-        let code = try generate("    M: {type: object, properties: {model: {anyOf: [{type: string}, {type: string, enum: [gpt-4o, gpt-4o-mini]}]}}}\n")
+        let code = try generate(
+            "    M: {type: object, properties: {model: {anyOf: [{type: string}, {type: string, enum: [gpt-4o, gpt-4o-mini]}]}}}\n"
+        )
         #expect(code.contains("public var model: Extensible<M.Model>?"))
     }
 
     @Test func theOpenEnumPatternWithItsValuesBehindAReference() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 ModelIDs: {type: string, enum: [gpt-4o, gpt-4o-mini]}
                 AnyModel: {anyOf: [{$ref: '#/components/schemas/ModelIDs'}, {type: string}]}
                 Chat:
@@ -799,13 +939,16 @@ import Testing
     }
 
     @Test func aMemberNamedHashValueCompiles() throws {
-        let code = try generate("    Commit: {type: object, required: [hashValue], properties: {hashValue: {type: string}}}\n")
+        let code = try generate(
+            "    Commit: {type: object, required: [hashValue], properties: {hashValue: {type: string}}}\n")
         #expect(code.contains("public var hashValue_: String\n"))
         #expect(code.contains("case hashValue_ = \"hashValue\""))
     }
 
     @Test func aPathItemInAnotherFileHasItsOwnLocations() throws {
-        try write("paths/pets.yaml", """
+        try write(
+            "paths/pets.yaml",
+            """
             get:
               operationId: listPets
               responses:
@@ -816,13 +959,19 @@ import Testing
                       schema: {type: object, properties: {bad: {oneOf: [{type: string}, {type: integer}]}}}
             """)
         let url = directory.url("api.yaml")
-        try Data("openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n  /pets: {$ref: './paths/pets.yaml'}\n".utf8).write(to: url)
+        try Data(
+            "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n  /pets: {$ref: './paths/pets.yaml'}\n".utf8
+        ).write(to: url)
         #expect {
             _ = try ContractGenerator(contract: url).generate()
         } throws: { error in
-            guard let generation = error as? ContractGenerationError, generation.code == .unsupported else { return false }
+            guard let generation = error as? ContractGenerationError, generation.code == .unsupported else {
+                return false
+            }
             let found = generation.diagnostics
-            return found.map { "\($0.file) \($0.location)" } == ["paths/pets.yaml #/get/responses/200/content/application~1json/schema/properties/bad"]
+            return found.map { "\($0.file) \($0.location)" } == [
+                "paths/pets.yaml #/get/responses/200/content/application~1json/schema/properties/bad"
+            ]
         }
     }
 
@@ -842,13 +991,16 @@ import Testing
     }
 
     @Test func anInlineBodyThatCannotBeGeneratedIsReported() throws {
-        let paths = "{/me: {get: {operationId: getMe, responses: {'200': {description: ok, content: {application/json: {schema: {oneOf: [{type: string}, {type: integer}]}}}}}}}}"
+        let paths =
+            "{/me: {get: {operationId: getMe, responses: {'200': {description: ok, content: {application/json: {schema: {oneOf: [{type: string}, {type: integer}]}}}}}}}}"
         let url = directory.url("body.yaml")
         try Data("openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths: \(paths)\n".utf8).write(to: url)
         #expect {
             _ = try ContractGenerator(contract: url).generate()
         } throws: { error in
-            guard let generation = error as? ContractGenerationError, generation.code == .unsupported else { return false }
+            guard let generation = error as? ContractGenerationError, generation.code == .unsupported else {
+                return false
+            }
             let found = generation.diagnostics
             return found.map(\.location) == ["#/paths/~1me/get/responses/200/content/application~1json/schema"]
         }
@@ -857,20 +1009,26 @@ import Testing
     // MARK: - Fourth review
 
     @Test func aNestedTypeCannotTakeTheNameNullable() throws {
-        let code = try generate("    S: {type: object, properties: {nullable: {type: object, properties: {a: {type: string}}}, note: {type: [string, 'null']}}}\n")
+        let code = try generate(
+            "    S: {type: object, properties: {nullable: {type: object, properties: {a: {type: string}}}, note: {type: [string, 'null']}}}\n"
+        )
         #expect(code.contains("public var nullable: S.NullableValue?"))
         #expect(code.contains("public var note: Nullable<String>?"))
-        #expect(try generate("    Nullable: {type: object, properties: {a: {type: string}}}\n").contains("public struct NullableModel:"))
+        #expect(
+            try generate("    Nullable: {type: object, properties: {a: {type: string}}}\n").contains(
+                "public struct NullableModel:"))
     }
 
     @Test func aDiscriminatorBaseUsedAsAValueThroughAWrapperIsRefused() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 Pet: {type: object, required: [petType], properties: {petType: {type: string}}, discriminator: {propertyName: petType}}
                 Cat: {allOf: [{$ref: '#/components/schemas/Pet'}, {properties: {lives: {type: integer}}}]}
                 Owner: {type: object, properties: {pet: {description: the pet, allOf: [{$ref: '#/components/schemas/Pet'}]}}}
             """)
         #expect(found.map(\.location) == ["#/components/schemas/Pet/discriminator"])
-        let beside = try diagnostics("""
+        let beside = try diagnostics(
+            """
                 Pet:
                   discriminator: {propertyName: petType}
                   allOf: [{type: object, required: [petType], properties: {petType: {type: string}}}]
@@ -880,7 +1038,8 @@ import Testing
     }
 
     @Test func subtypesMayPinTheDiscriminatorWithConstOrASmallerEnumAndMayUseSiblingsOfARef() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Pet:
                   type: object
                   required: [petType]
@@ -894,14 +1053,21 @@ import Testing
                   discriminator: {propertyName: petType, mapping: {cat: '#/components/schemas/Cat', dog: '#/components/schemas/Dog', fish: '#/components/schemas/Fish'}}
             """)
         #expect(code.contains("public struct Cat: Codable, Hashable, Sendable {\n    public var petType: String\n"))
-        #expect(code.contains("public struct Fish: Codable, Hashable, Sendable {\n    public var petType: Fish.PetType\n    public var fins: Int?\n"))
+        #expect(
+            code.contains(
+                "public struct Fish: Codable, Hashable, Sendable {\n    public var petType: Fish.PetType\n    public var fins: Int?\n"
+            ))
         #expect(code.contains("case cat(Cat)\n    case dog(Dog)\n    case fish(Fish)"))
     }
 
     @Test func aBaseInAFileOfItsOwnIsNotUsedByItsComponentEntry() throws {
-        try write("schemas/Pet.yaml", "type: object\nrequired: [petType]\nproperties: {petType: {type: string}}\ndiscriminator: {propertyName: petType}\n")
+        try write(
+            "schemas/Pet.yaml",
+            "type: object\nrequired: [petType]\nproperties: {petType: {type: string}}\ndiscriminator: {propertyName: petType}\n"
+        )
         try write("schemas/Dog.yaml", "allOf: [{$ref: './Pet.yaml'}, {properties: {barks: {type: boolean}}}]\n")
-        let code = try generate("""
+        let code = try generate(
+            """
                 Pet: {$ref: './schemas/Pet.yaml'}
                 Dog: {$ref: './schemas/Dog.yaml'}
                 AnyPet:
@@ -912,18 +1078,25 @@ import Testing
     }
 
     @Test func positionalArraysAndNullableArrayBodiesAndAnyValues() throws {
-        let paths = "{/x: {post: {operationId: postX, responses: {'200': {description: ok, content: {application/json: {schema: {type: [array, 'null'], items: {type: object, properties: {r: {type: integer}}}}}}}}}}}"
-        let code = try generate("    Row: {type: object, properties: {cells: {type: array, prefixItems: [{type: string}], items: {type: integer}}, any: {}}}\n", paths: paths)
+        let paths =
+            "{/x: {post: {operationId: postX, responses: {'200': {description: ok, content: {application/json: {schema: {type: [array, 'null'], items: {type: object, properties: {r: {type: integer}}}}}}}}}}}"
+        let code = try generate(
+            "    Row: {type: object, properties: {cells: {type: array, prefixItems: [{type: string}], items: {type: integer}}, any: {}}}\n",
+            paths: paths)
         #expect(code.contains("public var cells: [JSONValue]?"))
         #expect(code.contains("public var `any`: JSONValue?\n"))
-        #expect(code.contains("self.`any` = container.contains(.`any`) ? .some(try container.decode(JSONValue.self, forKey: .`any`)) : .none"))
+        #expect(
+            code.contains(
+                "self.`any` = container.contains(.`any`) ? .some(try container.decode(JSONValue.self, forKey: .`any`)) : .none"
+            ))
         #expect(code.contains("public typealias PostXResponse = [PostXResponseItem]"))
     }
 
     // MARK: - Found by fuzzing
 
     @Test func anAllOfThatMergesAnEnclosingSchemaIsTheSameTypeAgain() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Node:
                   type: object
                   properties:
@@ -933,18 +1106,26 @@ import Testing
                         allOf: [{$ref: '#/components/schemas/Node'}, {required: [id], properties: {id: {type: string}}}]
             """)
         #expect(code.contains("public var children: [Node.ChildrenItem]?"))
-        #expect(code.contains("    public struct ChildrenItem: Codable, Hashable, Sendable {\n        public var children: [Node.ChildrenItem]?\n        public var id: String\n"))
-        let found = try diagnostics("""
+        #expect(
+            code.contains(
+                "    public struct ChildrenItem: Codable, Hashable, Sendable {\n        public var children: [Node.ChildrenItem]?\n        public var id: String\n"
+            ))
+        let found = try diagnostics(
+            """
                 A:
                   type: object
                   properties:
                     next: {allOf: [{$ref: '#/components/schemas/A'}, {type: object, properties: {x: {type: string}}}]}
             """)
-        #expect(found.map(\.message) == ["A.Next → A.Next: a struct that contains itself by value is not supported yet (an array of it works)"])
+        #expect(
+            found.map(\.message) == [
+                "A.Next → A.Next: a struct that contains itself by value is not supported yet (an array of it works)"
+            ])
     }
 
     @Test func anExtensibleEnumInsideAComponentWrapperIsUsedAsExtensible() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Status:
                   allOf: [{type: string, enum: ['on', 'off'], x-extensible-enum: true}]
                   description: wrapper
@@ -963,7 +1144,9 @@ import Testing
     }
 
     @Test func aVeryDeepAllOfChainIsADiagnosticNotACrash() throws {
-        let chain = (1..<270).map { "    A\($0): {allOf: [{$ref: '#/components/schemas/A\($0 - 1)'}, {properties: {m\($0): {type: string}}}]}\n" }.joined()
+        let chain = (1..<270).map {
+            "    A\($0): {allOf: [{$ref: '#/components/schemas/A\($0 - 1)'}, {properties: {m\($0): {type: string}}}]}\n"
+        }.joined()
         let found = try diagnostics("    A0: {type: object, properties: {m0: {type: string}}}\n" + chain)
         #expect(found.contains { $0.message == "an allOf chain more than 256 levels deep is not supported yet" })
         // Named at the schemas whose chain is too deep, not at the innermost one.
@@ -971,30 +1154,40 @@ import Testing
     }
 
     @Test func annotationsOnAnInheritedMemberAnnotateIt() throws {
-        let code = try generate("""
+        let code = try generate(
+            """
                 Base: {type: object, required: [id, name], properties: {id: {type: string}, name: {type: string}}}
                 Sub:
                   allOf:
                     - $ref: '#/components/schemas/Base'
                     - properties: {id: {readOnly: true}, name: {description: The name, minLength: 1}}
             """)
-        #expect(code.contains("public struct Sub: Codable, Hashable, Sendable {\n    public var id: String?\n    /// The name\n    public var name: String\n"))
+        #expect(
+            code.contains(
+                "public struct Sub: Codable, Hashable, Sendable {\n    public var id: String?\n    /// The name\n    public var name: String\n"
+            ))
     }
 
     @Test func diagnosticsPointAtThePartAndStayOnOneLine() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 A: {type: string}
                 B: {type: object, properties: {x: {allOf: [{$ref: '#/components/schemas/A'}, {type: object, properties: {y: {type: string}}}]}}}
                 C: {type: object, properties: {"line\\nbreak": {type: [string, integer]}}}
                 D: {type: string, nullable: true, enum: [null]}
             """, openAPI: "3.0.3")
-        #expect(found.map(\.location) == ["#/components/schemas/B/properties/x/allOf/0", "#/components/schemas/C/properties/line\nbreak/type", "#/components/schemas/D/enum"])
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/B/properties/x/allOf/0", "#/components/schemas/C/properties/line\nbreak/type",
+                "#/components/schemas/D/enum",
+            ])
         #expect(!found[1].description.contains("\n"))
         #expect(found[2].message == "a schema that only allows null is not supported yet")
     }
 
     @Test func aProblemReachedFromSeveralPlacesIsReportedOnce() throws {
-        let found = try diagnostics("""
+        let found = try diagnostics(
+            """
                 C: {oneOf: [{type: string}, {type: integer}]}
                 A: {type: object, properties: {c: {$ref: '#/components/schemas/C'}, d: {$ref: '#/components/schemas/C'}}}
             """)
@@ -1007,7 +1200,9 @@ import Testing
         #expect {
             _ = try ContractGenerator(contract: url).generate()
         } throws: { error in
-            guard let generation = error as? ContractGenerationError, let load = generation.loadError else { return false }
+            guard let generation = error as? ContractGenerationError, let load = generation.loadError else {
+                return false
+            }
             return load.file.hasSuffix("broken.yaml") && load.message.contains("not valid YAML")
         }
     }

@@ -36,7 +36,8 @@ import Testing
     }
 
     @Test func openAPI30NullableAndBooleanExclusiveBoundsAreHonoured() throws {
-        let document = try OpenAPIDocument.parse("""
+        let document = try OpenAPIDocument.parse(
+            """
             openapi: 3.0.3
             info: {title: x, version: 1.0.0}
             paths: {}
@@ -64,30 +65,37 @@ import Testing
 
     @Test func referencesIntoOtherFilesOfTheContractResolve() throws {
         let directory = try TemporaryDirectory(prefix: "keel-contract-schema")
-        try Data("""
+        try Data(
+            """
             components:
               schemas:
                 Error:
                   type: object
                   required: [code]
                   properties: {code: {type: string, pattern: '^[A-Z_]+$'}}
-            """.utf8).write(to: directory.url("errors.yaml"))
-        try Data("""
+            """.utf8
+        ).write(to: directory.url("errors.yaml"))
+        try Data(
+            """
             openapi: 3.1.0
             info: {title: x, version: 1.0.0}
             paths: {}
             components:
               schemas:
                 Failure: {$ref: 'errors.yaml#/components/schemas/Error'}
-            """.utf8).write(to: directory.url("api.yaml"))
-        let failure = try OpenAPIDocument.load(from: directory.url("api.yaml")).schema(at: "#/components/schemas/Failure")
+            """.utf8
+        ).write(to: directory.url("api.yaml"))
+        let failure = try OpenAPIDocument.load(from: directory.url("api.yaml")).schema(
+            at: "#/components/schemas/Failure")
         #expect(failure.validate(["code": "NOTE_NOT_FOUND"]).isValid)
         #expect(failure.validate(["code": "not found"]).errors.map(\.instanceLocation) == ["/code"])
     }
 
     @Test func aReferenceThatIsNotAFragmentOrPointsAtNothingIsATypedError() throws {
         let document = try OpenAPIDocument.parse(Self.notes31)
-        for reference in ["components/schemas/Note", "#/components/schemas/Missing", "other.yaml#/components/schemas/Note"] {
+        for reference in [
+            "components/schemas/Note", "#/components/schemas/Missing", "other.yaml#/components/schemas/Note",
+        ] {
             do {
                 _ = try document.schema(at: reference)
                 Issue.record("\(reference) must be refused")
@@ -98,7 +106,8 @@ import Testing
     }
 
     @Test func theSampleContractsNoteSchemaAcceptsANoteAndRefusesAnUnknownVisibility() throws {
-        let contract = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let contract = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("contracts/notes-api.v1.yaml")
         let note = try OpenAPIDocument.load(from: contract).schema(at: "#/components/schemas/Note")
         let valid: JSONValue = [

@@ -20,7 +20,9 @@ import Testing
     }
 
     @Test func loadsYAMLWithRefsIntoOtherFilesAndCycles() throws {
-        _ = try write("shared/errors.yaml", """
+        _ = try write(
+            "shared/errors.yaml",
+            """
             components:
               schemas:
                 Error:
@@ -29,7 +31,9 @@ import Testing
                     code: {type: string}
                     cause: {$ref: '#/components/schemas/Error'}
             """)
-        let url = try write("api.yaml", """
+        let url = try write(
+            "api.yaml",
+            """
             openapi: 3.1.0
             info: {title: Notes, version: 1.4.0}
             paths:
@@ -55,7 +59,9 @@ import Testing
         #expect(document.openAPIVersion == "3.1.0")
         #expect(document.contractVersion == "1.4.0")
         #expect(!document.isOpenAPI30)
-        let reference = try #require(document.root["paths"]?["/notes/{id}"]?["get"]?["responses"]?["404"]?["content"]?["application/json"]?["schema"])
+        let reference = try #require(
+            document.root["paths"]?["/notes/{id}"]?["get"]?["responses"]?["404"]?["content"]?["application/json"]?[
+                "schema"])
         let resolved = try document.resolve(reference)
         #expect(resolved.value["type"] == "object")
         #expect(resolved.file.lastPathComponent == "errors.yaml")
@@ -80,14 +86,17 @@ import Testing
     }
 
     @Test func loadsJSONToo() throws {
-        let url = try write("api.json", #"{"openapi": "3.0.3", "info": {"title": "x", "version": "2.0.0"}, "paths": {}}"#)
+        let url = try write(
+            "api.json", #"{"openapi": "3.0.3", "info": {"title": "x", "version": "2.0.0"}, "paths": {}}"#)
         let document = try OpenAPIDocument.load(from: url)
         #expect(document.isOpenAPI30)
         #expect(document.contractVersion == "2.0.0")
     }
 
     @Test func aDanglingRefNamesTheFileAndTheLocation() throws {
-        let url = try write("dangling.yaml", """
+        let url = try write(
+            "dangling.yaml",
+            """
             openapi: 3.0.3
             info: {title: x, version: 1.0.0}
             paths:
@@ -123,7 +132,9 @@ import Testing
     }
 
     @Test func referencesOutsideTheDescriptionTreeAreRefused() throws {
-        let url = try write("escape.yaml", """
+        let url = try write(
+            "escape.yaml",
+            """
             openapi: 3.1.0
             info: {title: x, version: 1.0.0}
             components:
@@ -138,7 +149,8 @@ import Testing
     }
 
     @Test func aCycleOfPureReferencesIsAnErrorNotAHang() throws {
-        let document = try OpenAPIDocument.parse("""
+        let document = try OpenAPIDocument.parse(
+            """
             openapi: 3.1.0
             info: {title: x, version: 1.0.0}
             components:

@@ -5,7 +5,8 @@ import Testing
 /// The YAML reader behind OpenAPI loading (issue #4).
 @Suite struct YAMLTests {
     @Test func readsBlockAndFlowCollectionsAndEveryScalarStyle() throws {
-        let value = try YAML.parse("""
+        let value = try YAML.parse(
+            """
             # a comment
             openapi: 3.1.0
             info: {title: Notes, version: "1.4.0"}
@@ -31,7 +32,8 @@ import Testing
     }
 
     @Test func usesTheYAML12CoreSchemaNotYAML11Booleans() throws {
-        let value = try YAML.parse("""
+        let value = try YAML.parse(
+            """
             a: on
             b: yes
             c: no
@@ -64,7 +66,8 @@ import Testing
     }
 
     @Test func anchorsAndAliasesExpand() throws {
-        let value = try YAML.parse("""
+        let value = try YAML.parse(
+            """
             base: &base {type: string, maxLength: 10}
             name: *base
             list: [*base, *base]
@@ -111,7 +114,10 @@ import Testing
         }
     }
 
-    @Test(arguments: ["a: [1, 2", "key: \"unterminated", "a:\n  - b\n c: d", "- a\nb: c", "--- 1\n--- 2\n", "a: *nowhere", "a: .inf", "? [1, 2]\n: x"])
+    @Test(arguments: [
+        "a: [1, 2", "key: \"unterminated", "a:\n  - b\n c: d", "- a\nb: c", "--- 1\n--- 2\n", "a: *nowhere", "a: .inf",
+        "? [1, 2]\n: x",
+    ])
     func invalidYAMLIsATypedErrorWithAPosition(text: String) {
         #expect {
             _ = try YAML.parse(text)
@@ -122,7 +128,8 @@ import Testing
     }
 
     @Test func quotedScalarsStayStringsAndTagsAreHonoured() throws {
-        let value = try YAML.parse("""
+        let value = try YAML.parse(
+            """
             a: 'true'
             b: !!str 12
             c: !!int "12"

@@ -70,14 +70,18 @@ private func rejection(of raw: String) -> AccountIDError? {
     }
 
     @Test(arguments: [
-        "00000000-0000-0000-0000-000000000000", "00000000000000000000000000000000", "{00000000-0000-0000-0000-000000000000}",
+        "00000000-0000-0000-0000-000000000000", "00000000000000000000000000000000",
+        "{00000000-0000-0000-0000-000000000000}",
         "0", "00000000", "-1",
     ])
     func zeroAndMinusOneSentinelsAreRejectedAsPlaceholders(raw: String) {
         #expect(rejection(of: raw)?.code == .placeholder)
     }
 
-    @Test(arguments: ["bob\u{200B}", "\u{200B}", "a\u{00AD}b", "\u{202E}evil", "x\u{2060}y", "\u{FEFF}bob", "\u{200D}bob", "bob\u{200C}", "b\u{200D}\u{200D}ob"])
+    @Test(arguments: [
+        "bob\u{200B}", "\u{200B}", "a\u{00AD}b", "\u{202E}evil", "x\u{2060}y", "\u{FEFF}bob", "\u{200D}bob",
+        "bob\u{200C}", "b\u{200D}\u{200D}ob",
+    ])
     func invisibleFormattingCharactersAreRejected(raw: String) {
         #expect(rejection(of: raw)?.code == .invisibleCharacter)
     }
@@ -183,7 +187,9 @@ private func rejection(of raw: String) -> AccountIDError? {
             #expect(error.description.hasPrefix("account id"))
             #expect(!error.description.contains("AccountIDError"))
             for phrase in mentions {
-                #expect(error.description.contains(phrase), "\(error.description.debugDescription) should mention \(phrase)")
+                #expect(
+                    error.description.contains(phrase), "\(error.description.debugDescription) should mention \(phrase)"
+                )
             }
         }
     }

@@ -107,7 +107,9 @@ private func isLowercaseHex(_ text: String) -> Bool {
     @Test func validatingAcceptsLowercaseHex() throws {
         let raw = "0123456789abcdef0123456789abcdef"
         #expect(try CorrelationID(validating: raw).rawValue == raw)
-        #expect(try CorrelationID(validating: "00000000000000000000000000000001").rawValue == "00000000000000000000000000000001")
+        #expect(
+            try CorrelationID(validating: "00000000000000000000000000000001").rawValue
+                == "00000000000000000000000000000001")
     }
 
     @Test(arguments: [
@@ -154,7 +156,9 @@ private func isLowercaseHex(_ text: String) -> Bool {
         #expect(try JSONDecoder().decode(CorrelationID.self, from: data) == id)
     }
 
-    @Test(arguments: ["\"\"", "\"00000000000000000000000000000000\"", "\"0123456789ABCDEF0123456789ABCDEF\"", "\"abc\""])
+    @Test(arguments: [
+        "\"\"", "\"00000000000000000000000000000000\"", "\"0123456789ABCDEF0123456789ABCDEF\"", "\"abc\"",
+    ])
     func decodingInvalidTextThrowsDecodingError(json: String) {
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(CorrelationID.self, from: Data(json.utf8))

@@ -70,10 +70,11 @@ private struct UserName: CustomStringConvertible {
         logger.log(.info, "count=\(count) negative=\(negative) byte=\(byte)")
         logger.log(.info, "fraction=\(fraction) single=\(single) flag=\(flag) other=\(other)")
 
-        #expect(collector.records.map(\.message) == [
-            "count=42 negative=-7 byte=255",
-            "fraction=0.5 single=1.5 flag=true other=false",
-        ])
+        #expect(
+            collector.records.map(\.message) == [
+                "count=42 negative=-7 byte=255",
+                "fraction=0.5 single=1.5 flag=true other=false",
+            ])
     }
 
     @Test func redactedValuesAreRedactedEvenWhenMarkedPublic() {
@@ -137,7 +138,10 @@ private struct UserName: CustomStringConvertible {
         #expect(LogLevel.allCases == [.trace, .debug, .info, .notice, .warning, .error, .critical])
         #expect(LogLevel.allCases.sorted() == LogLevel.allCases)
         #expect(LogLevel.trace < .critical)
-        #expect(LogLevel.allCases.map(\.description) == ["trace", "debug", "info", "notice", "warning", "error", "critical"])
+        #expect(
+            LogLevel.allCases.map(\.description) == [
+                "trace", "debug", "info", "notice", "warning", "error", "critical",
+            ])
     }
 
     // MARK: - Disabled logger

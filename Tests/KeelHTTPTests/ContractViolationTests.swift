@@ -20,8 +20,10 @@ private struct NotePage: Codable, Sendable {
 @Suite(.timeLimit(.minutes(1))) struct ContractViolationTests {
     @Test func anUndeclaredClosedEnumValueIsAContractViolationWithItsPath() async throws {
         let harness = try Harness(policy: CallPolicy(maximumAttempts: 3))
-        harness.server.enqueue(.json(#"{"notes": [{"id": 1, "visibility": "shared"}, {"id": 2, "visibility": "team-SECRET"}]}"#,
-                                     headers: ["X-Request-ID": "req-1"]))
+        harness.server.enqueue(
+            .json(
+                #"{"notes": [{"id": 1, "visibility": "shared"}, {"id": 2, "visibility": "team-SECRET"}]}"#,
+                headers: ["X-Request-ID": "req-1"]))
         do {
             _ = try await harness.pump.run { try await harness.client.send(.get("/notes"), decoding: NotePage.self) }
             Issue.record("an undeclared closed-enum value must not decode")
@@ -60,7 +62,9 @@ private struct NotePage: Codable, Sendable {
     @Test func aDecodedValueComesWithItsReplysMetadata() async throws {
         let harness = try Harness()
         harness.server.enqueue(TestResponse(status: 503))
-        harness.server.enqueue(.json(#"{"notes": [{"id": 1, "visibility": "shared", "added": true}]}"#, headers: ["X-Request-ID": "abc-9"]))
+        harness.server.enqueue(
+            .json(#"{"notes": [{"id": 1, "visibility": "shared", "added": true}]}"#, headers: ["X-Request-ID": "abc-9"])
+        )
         let decoded = try await harness.pump.run {
             try await harness.client.sendForReply(.get("/notes"), decoding: NotePage.self)
         }

@@ -14,7 +14,9 @@ struct FaultTransport: HTTPTransport {
 @Suite(.timeLimit(.minutes(1))) struct HTTPClientFailureTests {
     let once = CallPolicy(maximumAttempts: 1)
 
-    private func failure(for response: TestResponse, _ operation: HTTPOperation = .get("/notes")) async throws -> HTTPFailure {
+    private func failure(for response: TestResponse, _ operation: HTTPOperation = .get("/notes")) async throws
+        -> HTTPFailure
+    {
         let harness = try Harness(policy: once)
         harness.server.enqueue(response)
         return try #require(await harness.send(operation).failure)
@@ -33,12 +35,15 @@ struct FaultTransport: HTTPTransport {
 
     @Test(arguments: [400, 422])
     func status400And422AreValidationWithFieldDetails(status: Int) async throws {
-        let body = #"{"code": "invalid", "message": "Title is too long, dude", "errors": [{"field": "/title", "code": "tooLong"}, {"field": "/tags/0", "code": "empty"}]}"#
-        let failure = try await failure(for: .json(body, status: status), HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
+        let body =
+            #"{"code": "invalid", "message": "Title is too long, dude", "errors": [{"field": "/title", "code": "tooLong"}, {"field": "/tags/0", "code": "empty"}]}"#
+        let failure = try await failure(
+            for: .json(body, status: status), HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
         #expect(failure.kind == .validation)
         #expect(failure.outcome == .rejected)
         #expect(failure.errorCode == "invalid")
-        #expect(failure.fieldErrors == [.init(field: "/title", code: "tooLong"), .init(field: "/tags/0", code: "empty")])
+        #expect(
+            failure.fieldErrors == [.init(field: "/title", code: "tooLong"), .init(field: "/tags/0", code: "empty")])
     }
 
     @Test(arguments: [409, 412])
@@ -51,7 +56,8 @@ struct FaultTransport: HTTPTransport {
     }
 
     @Test func status503WithTheMaintenanceCodeIsMaintenanceOtherwiseTechnical() async throws {
-        let maintenance = try await failure(for: .json(#"{"code": "maintenance"}"#, status: 503, headers: ["Retry-After": "600"]))
+        let maintenance = try await failure(
+            for: .json(#"{"code": "maintenance"}"#, status: 503, headers: ["Retry-After": "600"]))
         #expect(maintenance.kind == .maintenance)
         #expect(maintenance.retryAt != nil)
         #expect(try await failure(for: TestResponse(status: 503)).kind == .technical)
@@ -66,7 +72,8 @@ struct FaultTransport: HTTPTransport {
 
     @Test func aGatewayErrorOnAMutationIsOutcomeUnknown() async throws {
         for status in [500, 502, 504, 303] {
-            let failure = try await failure(for: TestResponse(status: status), HTTPOperation(method: "POST", path: "/pay", body: Data("{}".utf8)))
+            let failure = try await failure(
+                for: TestResponse(status: status), HTTPOperation(method: "POST", path: "/pay", body: Data("{}".utf8)))
             #expect(failure.outcome == .unknown, "status \(status)")  // applied, then failed; or applied upstream
         }
         #expect(try await failure(for: TestResponse(status: 503)).outcome == .rejected)
@@ -77,15 +84,20 @@ struct FaultTransport: HTTPTransport {
         let url = refusing.baseURL
         let harness = try Harness(policy: once, baseURL: url)
         // An unsafe POST goes out on a fresh connection, so "refused" proves it never left.
-        let failure = try #require(await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data())).failure)
+        let failure = try #require(
+            await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data())).failure)
         #expect(failure.kind == .offline)
         #expect(failure.outcome == .notSent)
     }
 
     @Test(arguments: [TransportError.Code.notConnected, .dnsFailed])
     func noNetworkAndDNSFailureAreOfflineAndNotSent(code: TransportError.Code) async throws {
-        let harness = try Harness(policy: once, transport: FaultTransport(error: TransportError(code: code, requestMayHaveBeenSent: false, detail: "injected")))
-        let failure = try #require(await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data())).failure)
+        let harness = try Harness(
+            policy: once,
+            transport: FaultTransport(
+                error: TransportError(code: code, requestMayHaveBeenSent: false, detail: "injected")))
+        let failure = try #require(
+            await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data())).failure)
         #expect(failure.kind == .offline)
         #expect(failure.outcome == .notSent)
     }
@@ -122,9 +134,12 @@ struct FaultTransport: HTTPTransport {
     @Test func aPortalAnswerDoesNotEraseThatAnEarlierAttemptReachedTheServer() async throws {
         // Attempt 1 reaches the API and is refused (429); attempt 2 is answered by a portal. The request did
         // reach the server, so the call's outcome is rejected, not notSent.
-        let harness = try Harness(policy: CallPolicy(maximumAttempts: 2, backoff: Backoff(base: .milliseconds(200), cap: .seconds(2))))
+        let harness = try Harness(
+            policy: CallPolicy(maximumAttempts: 2, backoff: Backoff(base: .milliseconds(200), cap: .seconds(2))))
         harness.server.enqueue(TestResponse(status: 429))
-        harness.server.enqueue(TestResponse(status: 200, headers: ["Content-Type": "text/html"], body: "<html><body>Hotel Wi-Fi</body></html>"))
+        harness.server.enqueue(
+            TestResponse(
+                status: 200, headers: ["Content-Type": "text/html"], body: "<html><body>Hotel Wi-Fi</body></html>"))
         let failure = try #require(await harness.send(.get("/notes")).failure)
         #expect(failure.kind == .captivePortal)
         #expect(failure.attempts == 2)
@@ -132,12 +147,17 @@ struct FaultTransport: HTTPTransport {
     }
 
     @Test func aRedirectToAnotherOriginIsCaptivePortal() async throws {
-        let harness = try Harness(policy: once, server: try TestServer(dispatcher: .captivePortal(.redirect(to: URL(string: "http://portal.example.net/login")!))))
+        let harness = try Harness(
+            policy: once,
+            server: try TestServer(
+                dispatcher: .captivePortal(.redirect(to: URL(string: "http://portal.example.net/login")!))))
         #expect(try #require(await harness.send(.get("/notes")).failure).kind == .captivePortal)
     }
 
     @Test func anHTMLBodyOnAJSONEndpointIsCaptivePortal() async throws {
-        let failure = try await failure(for: TestResponse(status: 200, headers: ["Content-Type": "text/html"], body: "<html><body>Hotel Wi-Fi</body></html>"))
+        let failure = try await failure(
+            for: TestResponse(
+                status: 200, headers: ["Content-Type": "text/html"], body: "<html><body>Hotel Wi-Fi</body></html>"))
         #expect(failure.kind == .captivePortal)
     }
 
@@ -154,9 +174,14 @@ struct FaultTransport: HTTPTransport {
 
     @Test func networkLossMidBodyThenRecovery() async throws {
         // The "network switch": the server drops every connection mid-body, then serves again on the same port.
-        func scenario(_ operation: HTTPOperation) async throws -> (Result<HTTPClient.Reply, HTTPFailure>, [RecordedRequest]) {
+        func scenario(_ operation: HTTPOperation) async throws -> (
+            Result<HTTPClient.Reply, HTTPFailure>, [RecordedRequest]
+        ) {
             let harness = try Harness()
-            harness.server.enqueue(TestResponse(body: #"{"id": 1, "title": "long enough"}"#, socketEffect: .disconnectDuringResponseBody(afterBytes: 5)))
+            harness.server.enqueue(
+                TestResponse(
+                    body: #"{"id": 1, "title": "long enough"}"#,
+                    socketEffect: .disconnectDuringResponseBody(afterBytes: 5)))
             harness.server.enqueue(.json(#"{"id": 1}"#))
             return (await harness.send(operation), harness.server.requests)
         }
@@ -165,11 +190,13 @@ struct FaultTransport: HTTPTransport {
         #expect(readRequests.count == 2)
 
         let key = IdempotencyKey("key-42")
-        let (keyed, keyedRequests) = try await scenario(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8), idempotency: .keyed(key)))
+        let (keyed, keyedRequests) = try await scenario(
+            HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8), idempotency: .keyed(key)))
         #expect(keyed.success != nil)
         #expect(keyedRequests.map { $0.headers["Idempotency-Key"] } == ["key-42", "key-42"])
 
-        let (unsafe, unsafeRequests) = try await scenario(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
+        let (unsafe, unsafeRequests) = try await scenario(
+            HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
         #expect(unsafe.failure?.outcome == .unknown)
         #expect(unsafeRequests.count == 1)
     }
@@ -208,13 +235,16 @@ struct FaultTransport: HTTPTransport {
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nbroken\r\n",
     ])
     func malformedResponsesEndAsTechnical(raw: String) async throws {
-        let failure = try await failure(for: .raw(raw), HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
+        let failure = try await failure(
+            for: .raw(raw), HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
         #expect(failure.kind == .technical, "\(failure)")
         #expect(failure.outcome == .unknown)
     }
 
     @Test func aHugeHeaderEndsAsAFailureNotACrash() async throws {
-        let header = "HTTP/1.1 200 OK\r\nX-Big: " + String(repeating: "a", count: 10 * 1024 * 1024) + "\r\nContent-Length: 2\r\n\r\n{}"
+        let header =
+            "HTTP/1.1 200 OK\r\nX-Big: " + String(repeating: "a", count: 10 * 1024 * 1024)
+            + "\r\nContent-Length: 2\r\n\r\n{}"
         let failure = try await failure(for: .raw(header))
         #expect(failure.kind == .technical || failure.kind == .offline)
     }

@@ -7,8 +7,10 @@ import Testing
 /// MOB-API-002: hung, cancelled and retried requests; non-idempotent results; network switch.
 @Suite(.timeLimit(.minutes(1))) struct HTTPClientRetryTests {
     @Test func aHungServerEndsAtTheDeadlineWithKindTimeout() async throws {
-        let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(5), deadline: .seconds(8), maximumAttempts: 3,
-                                                     backoff: Backoff(base: .milliseconds(100), cap: .milliseconds(100))))
+        let harness = try Harness(
+            policy: CallPolicy(
+                attemptTimeout: .seconds(5), deadline: .seconds(8), maximumAttempts: 3,
+                backoff: Backoff(base: .milliseconds(100), cap: .milliseconds(100))))
         for _ in 0..<3 { harness.server.enqueue(TestResponse(socketEffect: .noResponse)) }
         let call = Task { await harness.send(.get("/notes")) }
         // Attempt 1 hangs until its 5 s timer fires; attempt 2 gets what is left of the 8 s deadline.
@@ -47,7 +49,9 @@ import Testing
         harness.server.enqueue(TestResponse(status: 503))
         harness.server.enqueue(TestResponse(body: "{}"))
         let call = Task { () -> Result<HTTPClient.Reply, HTTPFailure> in
-            do throws(HTTPFailure) { return .success(try await harness.client.send(.get("/notes"))) } catch { return .failure(error) }
+            do throws(HTTPFailure) { return .success(try await harness.client.send(.get("/notes"))) } catch {
+                return .failure(error)
+            }
         }
         try await harness.waitForEvent { if case .retryScheduled = $0 { true } else { false } }
         try await harness.clock.waitForSleepers(count: 1)
@@ -75,15 +79,18 @@ import Testing
         let delays = harness.scheduledDelays
         #expect(delays.count == 3)
         // Every step, in order (the state machine is asserted exhaustively).
-        #expect(harness.events.withLock { $0 } == [
-            .attemptStarted(number: 1), .attemptFailed(number: 1, kind: .technical, outcome: .unknown),
-            .retryScheduled(nextAttempt: 2, delay: delays[0], reason: .technical),
-            .attemptStarted(number: 2), .attemptResponded(number: 2, status: 503), .attemptFailed(number: 2, kind: .technical, outcome: .unknown),
-            .retryScheduled(nextAttempt: 3, delay: delays[1], reason: .technical),
-            .attemptStarted(number: 3), .attemptResponded(number: 3, status: 502), .attemptFailed(number: 3, kind: .technical, outcome: .unknown),
-            .retryScheduled(nextAttempt: 4, delay: delays[2], reason: .technical),
-            .attemptStarted(number: 4), .attemptResponded(number: 4, status: 200),
-        ])
+        #expect(
+            harness.events.withLock { $0 } == [
+                .attemptStarted(number: 1), .attemptFailed(number: 1, kind: .technical, outcome: .unknown),
+                .retryScheduled(nextAttempt: 2, delay: delays[0], reason: .technical),
+                .attemptStarted(number: 2), .attemptResponded(number: 2, status: 503),
+                .attemptFailed(number: 2, kind: .technical, outcome: .unknown),
+                .retryScheduled(nextAttempt: 3, delay: delays[1], reason: .technical),
+                .attemptStarted(number: 3), .attemptResponded(number: 3, status: 502),
+                .attemptFailed(number: 3, kind: .technical, outcome: .unknown),
+                .retryScheduled(nextAttempt: 4, delay: delays[2], reason: .technical),
+                .attemptStarted(number: 4), .attemptResponded(number: 4, status: 200),
+            ])
         #expect(Set(delays).count == 3)  // jittered: three different delays
         for (index, delay) in delays.enumerated() {
             #expect(delay <= policy.backoff.ceiling(forRetry: index + 1))
@@ -103,7 +110,8 @@ import Testing
         let harness = try Harness()
         harness.server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
         harness.server.enqueue(TestResponse(status: 201))
-        let failure = try #require(await harness.send(HTTPOperation(method: "POST", path: "/payments", body: Data("{}".utf8))).failure)
+        let failure = try #require(
+            await harness.send(HTTPOperation(method: "POST", path: "/payments", body: Data("{}".utf8))).failure)
         #expect(failure.outcome == .unknown)
         #expect(failure.attempts == 1)
         #expect(harness.server.requestCount == 1)
@@ -128,7 +136,8 @@ import Testing
         let refusing = try RefusingPort()
         let url = refusing.baseURL
         let harness = try Harness(baseURL: url)
-        let failure = try #require(await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8))).failure)
+        let failure = try #require(
+            await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8))).failure)
         #expect(failure.kind == .offline)
         #expect(failure.outcome == .notSent)
         #expect(failure.attempts == 3)
@@ -142,13 +151,18 @@ import Testing
         let key = IdempotencyKey.make(using: .seeded(1))
         let operation = HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8), idempotency: .keyed(key))
         let result = await harness.send(operation)
-        let reply = try #require(result.success, "\(String(describing: result.failure)) \(harness.events.withLock { $0 }) \(harness.server.requests.map(\.path))")
+        let reply = try #require(
+            result.success,
+            "\(String(describing: result.failure)) \(harness.events.withLock { $0 }) \(harness.server.requests.map(\.path))"
+        )
         #expect(reply.status == 201)
         #expect(harness.server.requests.map { $0.headers["Idempotency-Key"] } == [key.rawValue, key.rawValue])
     }
 
     @Test func retryAfterIsHonouredNeverShorter() async throws {
-        let harness = try Harness(policy: CallPolicy(deadline: .seconds(60), backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(50))))
+        let harness = try Harness(
+            policy: CallPolicy(
+                deadline: .seconds(60), backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(50))))
         harness.server.enqueue(TestResponse(status: 429, headers: ["Retry-After": "7"]))
         harness.server.enqueue(TestResponse(body: "{}"))
         _ = try #require(await harness.send(.get("/feed")).success)
@@ -177,8 +191,10 @@ import Testing
     }
 
     @Test func theDeadlineAlsoBoundsRetries() async throws {
-        let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(1), deadline: .seconds(2), maximumAttempts: 10,
-                                                     backoff: Backoff(base: .seconds(5), cap: .seconds(5))))
+        let harness = try Harness(
+            policy: CallPolicy(
+                attemptTimeout: .seconds(1), deadline: .seconds(2), maximumAttempts: 10,
+                backoff: Backoff(base: .seconds(5), cap: .seconds(5))))
         for _ in 0..<10 { harness.server.enqueue(TestResponse(status: 503)) }
         // The first jittered delay (seed 7) exceeds what is left of the 2 s deadline, so no retry.
         let failure = try #require(await harness.send(.get("/a")).failure)

@@ -27,7 +27,10 @@ import Testing
         let current = try #require(HTTPDate.parse("Tuesday, 01-Dec-26 00:00:00 GMT", now: now))
         #expect(current == Date(timeIntervalSince1970: 1_796_083_200))  // 2026-12-01
         // Exactly at the edge: 2076-11-30 is less than 50 years after 2026-12-01, 2076-12-02 is more.
-        #expect(HTTPDate.parse("Monday, 30-Nov-76 00:00:00 GMT", now: now).map { $0 > now.addingTimeInterval(49 * 365 * 86_400) } == true)
+        #expect(
+            HTTPDate.parse("Monday, 30-Nov-76 00:00:00 GMT", now: now).map {
+                $0 > now.addingTimeInterval(49 * 365 * 86_400)
+            } == true)
         #expect(HTTPDate.parse("Wednesday, 02-Dec-76 00:00:00 GMT", now: now).map { $0 < now } == true)
     }
 
@@ -61,7 +64,9 @@ import Testing
                         let text = forms[(task + round) % 3]
                         if HTTPDate.parse(text, now: now) != expected { wrong += 1 }
                         // The same through Retry-After, as the client uses it.
-                        if RetryAfter.delay(from: text, now: expected.addingTimeInterval(-30)) != .seconds(30) { wrong += 1 }
+                        if RetryAfter.delay(from: text, now: expected.addingTimeInterval(-30)) != .seconds(30) {
+                            wrong += 1
+                        }
                     }
                     return wrong
                 }

@@ -11,7 +11,9 @@ import Testing
         #expect(HTTPOperation.get("/a").method == "GET" && HTTPOperation.get("/a").idempotency == .idempotent)
         #expect(HTTPOperation.post("/a", body: body).idempotency == .unsafe)
         #expect(HTTPOperation.post("/a", body: body, idempotency: .keyed(key)).idempotency == .keyed(key))
-        #expect(HTTPOperation.patch("/a", body: body).method == "PATCH" && HTTPOperation.patch("/a", body: body).idempotency == .unsafe)
+        #expect(
+            HTTPOperation.patch("/a", body: body).method == "PATCH"
+                && HTTPOperation.patch("/a", body: body).idempotency == .unsafe)
         // PUT and DELETE have no default: the declaration is part of the call.
         #expect(HTTPOperation.put("/a", body: body, idempotency: .idempotent).method == "PUT")
         #expect(HTTPOperation.put("/a", body: body, idempotency: .unsafe).idempotency == .unsafe)
@@ -22,8 +24,9 @@ import Testing
 
     @Test func buildersCarryHeadersQueryAndCorrelation() {
         let correlation = CorrelationID.make(using: .seeded(4))
-        let operation = HTTPOperation.get("/notes", query: [URLQueryItem(name: "since", value: "1")],
-                                          headers: ["X-Client": "ios"], correlationID: correlation)
+        let operation = HTTPOperation.get(
+            "/notes", query: [URLQueryItem(name: "since", value: "1")],
+            headers: ["X-Client": "ios"], correlationID: correlation)
         #expect(operation.query.first?.value == "1")
         #expect(operation.headers["x-client"] == "ios")
         #expect(operation.correlationID == correlation)
@@ -32,7 +35,9 @@ import Testing
 
     @Test func failuresCanBeMadeWithDefaultsForPreviewsAndTests() {
         let failure = HTTPFailure(kind: .conflict, outcome: .rejected, correlationID: .make(using: .seeded(1)))
-        #expect(failure.status == nil && failure.attempts == 1 && failure.fieldErrors.isEmpty && failure.contractViolation == nil)
+        #expect(
+            failure.status == nil && failure.attempts == 1 && failure.fieldErrors.isEmpty
+                && failure.contractViolation == nil)
         #expect(failure.code == .conflict)
         #expect(UserFacingOutcome(failure: failure, mutates: true).action == .reviewConflict)
     }

@@ -61,7 +61,10 @@ private struct HangingPreparation: HTTPMiddleware {
         harness.server.enqueue(TestResponse(status: 503))
         harness.server.enqueue(.json("{}"))
         _ = try #require(await harness.send(.get("/notes")).success)
-        #expect(harness.server.requests.map { $0.headers.values(for: "Authorization") } == [["Bearer token-1"], ["Bearer token-1"]])
+        #expect(
+            harness.server.requests.map { $0.headers.values(for: "Authorization") } == [
+                ["Bearer token-1"], ["Bearer token-1"],
+            ])
         #expect(auth.prepared == 2)
     }
 
@@ -150,7 +153,8 @@ private struct HangingPreparation: HTTPMiddleware {
     }
 
     @Test func aHangingPreparationEndsAtTheDeadlineWithNothingSent() async throws {
-        let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(2), deadline: .seconds(3)), middleware: [HangingPreparation()])
+        let harness = try Harness(
+            policy: CallPolicy(attemptTimeout: .seconds(2), deadline: .seconds(3)), middleware: [HangingPreparation()])
         let call = Task { await harness.send(.post("/notes", body: Data("{}".utf8))) }
         try await harness.clock.waitForSleepers(count: 1)
         harness.clock.advance(by: .seconds(3))
@@ -187,7 +191,8 @@ private struct HangingPreparation: HTTPMiddleware {
         #expect(api.requests.first?.headers["Authorization"] == "Bearer token-1")
         #expect(elsewhere.requestCount == 0)  // nothing, let alone the token, reached the other origin
         // And back: a redirect from the other origin to the API is not followed either.
-        let reverse = try Harness(server: elsewhere, middleware: [BearerAuth(allowedOrigins: OriginAllowlist([api.baseURL]))])
+        let reverse = try Harness(
+            server: elsewhere, middleware: [BearerAuth(allowedOrigins: OriginAllowlist([api.baseURL]))])
         elsewhere.enqueue(TestResponse(status: 302, headers: ["Location": api.url("/notes").absoluteString]))
         _ = try #require(await reverse.send(.get("/start")).failure)
         #expect(elsewhere.requests.first?.headers.contains("Authorization") == false)

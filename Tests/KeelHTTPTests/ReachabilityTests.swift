@@ -15,7 +15,9 @@ import Testing
     @Test func aCaptivePortalIsRecognisedInEveryForm() async throws {
         let login = try Harness(server: try TestServer(dispatcher: .captivePortal(.loginPage)))
         #expect(await login.client.probeReachability() == .captivePortal)
-        let redirect = try Harness(server: try TestServer(dispatcher: .captivePortal(.redirect(to: URL(string: "http://login.hotel.example/")!))))
+        let redirect = try Harness(
+            server: try TestServer(
+                dispatcher: .captivePortal(.redirect(to: URL(string: "http://login.hotel.example/")!))))
         #expect(await redirect.client.probeReachability() == .captivePortal)
         let wrong = try Harness()
         wrong.server.enqueue(TestResponse(status: 200, body: "welcome"))

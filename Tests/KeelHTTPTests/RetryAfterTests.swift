@@ -34,7 +34,11 @@ import Testing
 @Suite struct BackoffTests {
     @Test func ceilingsDoubleUpToTheCap() {
         let backoff = Backoff(base: .milliseconds(100), cap: .seconds(1))
-        #expect((1...6).map(backoff.ceiling(forRetry:)) == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1)])
+        #expect(
+            (1...6).map(backoff.ceiling(forRetry:)) == [
+                .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1),
+                .seconds(1),
+            ])
         #expect(backoff.ceiling(forRetry: 1000) == .seconds(1))
     }
 

@@ -16,8 +16,10 @@ import Testing
             server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
             _ = try await transport.send(TransportRequest(method: "GET", url: server.url("/warm")))
             do {
-                _ = try await transport.send(TransportRequest(method: "POST", url: server.url("/pay"), body: Data("x".utf8),
-                                                         transportTimeout: .seconds(5), reusesConnections: false))
+                _ = try await transport.send(
+                    TransportRequest(
+                        method: "POST", url: server.url("/pay"), body: Data("x".utf8),
+                        transportTimeout: .seconds(5), reusesConnections: false))
                 Issue.record("the dropped connection must fail the POST")
             } catch {
                 #expect(error.requestMayHaveBeenSent)
@@ -42,7 +44,8 @@ import Testing
         // The stack may have sent a first copy on a pooled connection that died, then failed to reconnect.
         let refusing = try RefusingPort()
         do {
-            _ = try await URLSessionTransport().send(TransportRequest(method: "PUT", url: refusing.url("/x"), body: Data("x".utf8)))
+            _ = try await URLSessionTransport().send(
+                TransportRequest(method: "PUT", url: refusing.url("/x"), body: Data("x".utf8)))
             Issue.record("expected a failure")
         } catch {
             #expect(error.code == .cannotConnect)
@@ -51,18 +54,22 @@ import Testing
     }
 
     @Test func concurrentExchangesOnBothSessionsNeverGetEachOthersResponses() async throws {
-        let server = try TestServer(dispatcher: TestServer.Dispatcher { request in
-            TestResponse(body: request.path).delayingHeaders(by: .milliseconds(request.method == "GET" ? 150 : 50))
-        })
+        let server = try TestServer(
+            dispatcher: TestServer.Dispatcher { request in
+                TestResponse(body: request.path).delayingHeaders(by: .milliseconds(request.method == "GET" ? 150 : 50))
+            })
         let transport = URLSessionTransport()
         try await withThrowingTaskGroup(of: (String, String).self) { group in
             for index in 0..<8 {
                 group.addTask {
-                    let response = try await transport.send(TransportRequest(method: "GET", url: server.url("/get/\(index)")))
+                    let response = try await transport.send(
+                        TransportRequest(method: "GET", url: server.url("/get/\(index)")))
                     return ("/get/\(index)", String(decoding: response.body, as: UTF8.self))
                 }
                 group.addTask {
-                    let response = try await transport.send(TransportRequest(method: "POST", url: server.url("/post/\(index)"), body: Data(), reusesConnections: false))
+                    let response = try await transport.send(
+                        TransportRequest(
+                            method: "POST", url: server.url("/post/\(index)"), body: Data(), reusesConnections: false))
                     return ("/post/\(index)", String(decoding: response.body, as: UTF8.self))
                 }
             }
@@ -90,7 +97,8 @@ import Testing
         let refusing = try RefusingPort()
         let url = refusing.url("/x")
         do {
-            _ = try await URLSessionTransport().send(TransportRequest(method: "POST", url: url, body: Data("x".utf8), reusesConnections: false))
+            _ = try await URLSessionTransport().send(
+                TransportRequest(method: "POST", url: url, body: Data("x".utf8), reusesConnections: false))
             Issue.record("expected a failure")
         } catch {
             #expect(error.code == .cannotConnect)
@@ -102,7 +110,8 @@ import Testing
         let server = try TestServer()
         server.enqueue(TestResponse(body: Data(repeating: 7, count: 64 * 1024 * 1024)))
         do {
-            _ = try await URLSessionTransport().send(TransportRequest(method: "GET", url: server.url("/huge"), maximumResponseBytes: 64 * 1024))
+            _ = try await URLSessionTransport().send(
+                TransportRequest(method: "GET", url: server.url("/huge"), maximumResponseBytes: 64 * 1024))
             Issue.record("expected responseTooLarge")
         } catch {
             #expect(error.code == .responseTooLarge)
@@ -115,7 +124,8 @@ import Testing
         let server = try TestServer()
         server.enqueue(TestResponse(body: Data(repeating: 1, count: 4096)))
         do {
-            _ = try await URLSessionTransport().send(TransportRequest(method: "GET", url: server.url("/big"), maximumResponseBytes: 1024))
+            _ = try await URLSessionTransport().send(
+                TransportRequest(method: "GET", url: server.url("/big"), maximumResponseBytes: 1024))
             Issue.record("expected responseTooLarge")
         } catch {
             #expect(error.code == .responseTooLarge)

@@ -7,17 +7,22 @@ import Testing
 /// MOB-API-003 "review of user-facing messages": the projection is total, safe and leaks nothing.
 @Suite(.timeLimit(.minutes(1))) struct UserFacingOutcomeTests {
     /// Text a hostile or careless backend might send: it must never reach the user.
-    static let secret = "SQLSTATE[23505] duplicate key value violates unique constraint users_email_key at db-7.internal"
+    static let secret =
+        "SQLSTATE[23505] duplicate key value violates unique constraint users_email_key at db-7.internal"
 
     /// A real failure built by the client from a response full of backend text.
     private func failure(status: Int, fieldsWithSecret: Bool = false) async throws -> HTTPFailure {
         let harness = try Harness(policy: CallPolicy(maximumAttempts: 1))
-        let fields = fieldsWithSecret
+        let fields =
+            fieldsWithSecret
             ? #", "errors": [{"field": "/email", "code": "taken", "message": "\#(Self.secret)"}, {"field": "\#(Self.secret)", "code": "\#(Self.secret)"}]"#
             : ""
-        harness.server.enqueue(.json(#"{"code": "x", "message": "\#(Self.secret)"\#(fields)}"#, status: status,
-                                     headers: ["X-Debug": Self.secret, "X-Request-ID": "req-1"]))
-        return try #require(await harness.send(HTTPOperation(method: "POST", path: "/users", body: Data("{}".utf8))).failure)
+        harness.server.enqueue(
+            .json(
+                #"{"code": "x", "message": "\#(Self.secret)"\#(fields)}"#, status: status,
+                headers: ["X-Debug": Self.secret, "X-Request-ID": "req-1"]))
+        return try #require(
+            await harness.send(HTTPOperation(method: "POST", path: "/users", body: Data("{}".utf8))).failure)
     }
 
     @Test func noBackendTextReachesTheUserForAnyStatus() async throws {
@@ -44,19 +49,24 @@ import Testing
             for outcome in HTTPFailure.Outcome.allCases {
                 // Every backend-supplied field carries hostile text.
                 let failure = HTTPFailure(
-                    kind: kind, outcome: outcome, status: 500, errorCode: Self.secret, requestID: Self.secret, correlationID: correlation,
-                    attempts: 2, retryAt: nil, fieldErrors: [.init(field: Self.secret, code: Self.secret)], detail: Redacted(Self.secret)
+                    kind: kind, outcome: outcome, status: 500, errorCode: Self.secret, requestID: Self.secret,
+                    correlationID: correlation,
+                    attempts: 2, retryAt: nil, fieldErrors: [.init(field: Self.secret, code: Self.secret)],
+                    detail: Redacted(Self.secret)
                 )
                 for mutates in [true, false] {
                     let shown = UserFacingOutcome(failure: failure, mutates: mutates)
                     #expect(!shown.message.isEmpty)
-                    #expect(!shown.message.contains("SQLSTATE") && !shown.messageKey.contains("SQLSTATE"), "\(kind) \(outcome)")
+                    #expect(
+                        !shown.message.contains("SQLSTATE") && !shown.messageKey.contains("SQLSTATE"),
+                        "\(kind) \(outcome)")
                     #expect(shown.messageKey.hasPrefix("keel.failure.\(kind)."))
                     // "Unknown" is never shown as done or as not done for a mutation.
                     if mutates && outcome == .unknown {
                         #expect(shown.state == .unknownWillCheck)
                         switch shown.action {
-                        case .retry, .retryAt, .tryLater, .checkConnection: Issue.record("\(kind): an uncertain mutation must not invite a repeat")
+                        case .retry, .retryAt, .tryLater, .checkConnection:
+                            Issue.record("\(kind): an uncertain mutation must not invite a repeat")
                         default: break
                         }
                     } else {
@@ -70,7 +80,9 @@ import Testing
     @Test func recoveryActionsMatchTheKind() {
         let correlation = CorrelationID.make(using: .seeded(1))
         func action(_ kind: HTTPFailure.Kind) -> UserFacingOutcome.RecoveryAction {
-            UserFacingOutcome(failure: HTTPFailure(kind: kind, outcome: .rejected, correlationID: correlation), mutates: true).action
+            UserFacingOutcome(
+                failure: HTTPFailure(kind: kind, outcome: .rejected, correlationID: correlation), mutates: true
+            ).action
         }
         #expect(action(.offline) == .checkConnection)
         #expect(action(.timeout) == .retry)
@@ -107,7 +119,8 @@ import Testing
     }
 
     @Test func offlineMutationsAreQueuedWhenTheAppHasAnOutbox() {
-        let failure = HTTPFailure(kind: .offline, outcome: .notSent, correlationID: CorrelationID.make(using: .seeded(2)))
+        let failure = HTTPFailure(
+            kind: .offline, outcome: .notSent, correlationID: CorrelationID.make(using: .seeded(2)))
         #expect(UserFacingOutcome(failure: failure, mutates: true, canQueue: true).state == .queued)
         #expect(UserFacingOutcome(failure: failure, mutates: true, canQueue: false).state == .notDone)
     }

@@ -44,7 +44,8 @@ enum ConformanceSuite {
     static let remoteResolver: JSONSchema.Resolver = { uri in
         let prefix = "http://localhost:1234/"
         guard uri.hasPrefix(prefix) else { return nil }
-        let file = jsonSchemaSuite.appendingPathComponent("remotes").appendingPathComponent(String(uri.dropFirst(prefix.count)))
+        let file = jsonSchemaSuite.appendingPathComponent("remotes").appendingPathComponent(
+            String(uri.dropFirst(prefix.count)))
         guard let data = FileManager.default.contents(atPath: file.path) else { return nil }
         return try JSONValue(parsing: data)
     }
@@ -61,7 +62,8 @@ enum ConformanceSuite {
     /// Every case of the `.json` files directly in `relativeDirectory`, in file order.
     static func cases(in relativeDirectory: String) throws -> [Case] {
         let folder = jsonSchemaSuite.appendingPathComponent(relativeDirectory)
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }.sorted()
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
+            .sorted()
         var cases: [Case] = []
         for file in files {
             let data = try Data(contentsOf: folder.appendingPathComponent(file))
@@ -69,10 +71,12 @@ enum ConformanceSuite {
             for group in groups {
                 guard case .array(let tests) = group["tests"] ?? .null, let schema = group["schema"] else { continue }
                 for test in tests {
-                    cases.append(Case(
-                        file: file, group: group["description"]?.stringValue ?? "", description: test["description"]?.stringValue ?? "",
-                        schema: schema, data: test["data"] ?? .null, valid: test["valid"] == .bool(true)
-                    ))
+                    cases.append(
+                        Case(
+                            file: file, group: group["description"]?.stringValue ?? "",
+                            description: test["description"]?.stringValue ?? "",
+                            schema: schema, data: test["data"] ?? .null, valid: test["valid"] == .bool(true)
+                        ))
                 }
             }
         }
@@ -90,7 +94,9 @@ enum ConformanceSuite {
                 let schema = try JSONSchema(testCase.schema, resolver: remoteResolver)
                 let result = schema.validate(testCase.data, options: options)
                 if result.isValid != testCase.valid {
-                    failures.append("\(label): expected \(testCase.valid ? "valid" : "invalid"), got \(result.isValid ? "valid" : "invalid \(result.errors.prefix(2))")")
+                    failures.append(
+                        "\(label): expected \(testCase.valid ? "valid" : "invalid"), got \(result.isValid ? "valid" : "invalid \(result.errors.prefix(2))")"
+                    )
                 }
             } catch {
                 failures.append("\(label): schema rejected: \(error)")

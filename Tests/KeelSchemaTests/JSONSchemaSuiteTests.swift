@@ -35,7 +35,9 @@ import Testing
         try ConformanceSuite.requirePresent()
         let cases = try ConformanceSuite.cases(in: "tests/draft2020-12/optional/format")
         let failures = await ConformanceSuite.run(cases, options: ValidationOptions(formatAssertion: true))
-        print("JSON-Schema-Test-Suite draft2020-12 optional/format (assertion): \(cases.count - failures.count)/\(cases.count)")
+        print(
+            "JSON-Schema-Test-Suite draft2020-12 optional/format (assertion): \(cases.count - failures.count)/\(cases.count)"
+        )
         let required = ["date-time", "date", "time", "email", "uuid", "uri", "ipv4", "ipv6", "hostname"]
         for failure in failures {
             if required.contains(where: { failure.hasPrefix("\($0).json:") }) {

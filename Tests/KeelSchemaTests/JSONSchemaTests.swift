@@ -26,7 +26,9 @@ import Testing
 
     @Test func referenceCyclesTerminate() throws {
         // A cycle that consumes no instance depth never decides; it must end with an error, not hang.
-        let loop = try JSONSchema(["$defs": ["a": ["$ref": "#/$defs/b"], "b": ["$ref": "#/$defs/a"]], "$ref": "#/$defs/a"])
+        let loop = try JSONSchema([
+            "$defs": ["a": ["$ref": "#/$defs/b"], "b": ["$ref": "#/$defs/a"]], "$ref": "#/$defs/a",
+        ])
         let result = loop.validate(1)
         #expect(!result.isValid)
         #expect(result.errors.contains { $0.message.contains("circular reference") })
@@ -83,9 +85,11 @@ import Testing
         // An OpenAPI-style document: the schemas live under `components`, which the walk does not visit.
         let asked = LockedURIs()
         let document: JSONValue = [
-            "components": ["schemas": [
-                "Note": ["type": "object", "properties": ["owner": ["$ref": "https://x.example/user.json"]]],
-            ]],
+            "components": [
+                "schemas": [
+                    "Note": ["type": "object", "properties": ["owner": ["$ref": "https://x.example/user.json"]]]
+                ]
+            ]
         ]
         let schema = try JSONSchema(["$ref": "https://x.example/api.json#/components/schemas/Note"]) { uri in
             asked.append(uri)
@@ -112,7 +116,8 @@ import Testing
             #expect {
                 _ = try JSONSchema(schema)
             } throws: { error in
-                (error as? SchemaError)?.code == .invalidSchema && (error as? SchemaError)?.message.contains("regular expression") == true
+                (error as? SchemaError)?.code == .invalidSchema
+                    && (error as? SchemaError)?.message.contains("regular expression") == true
             }
         }
     }

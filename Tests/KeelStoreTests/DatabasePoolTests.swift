@@ -10,15 +10,19 @@ import Testing
     let directory: TemporaryDirectory
     init() throws { directory = try TemporaryDirectory(prefix: "keel-store") }
 
-    private func open(_ name: String = "app.sqlite", _ configuration: DatabaseConfiguration = DatabaseConfiguration()) throws -> DatabasePool {
+    private func open(_ name: String = "app.sqlite", _ configuration: DatabaseConfiguration = DatabaseConfiguration())
+        throws -> DatabasePool
+    {
         try DatabasePool(path: directory.url(name).path, configuration: configuration)
     }
 
     @Test func opensInWALWithNormalSyncForeignKeysAndABusyTimeout() async throws {
         let pool = try open()
         let settings = try await pool.writeWithoutTransaction { db in
-            (try db.scalar(String.self, "PRAGMA journal_mode"), try db.scalar(Int.self, "PRAGMA synchronous"),
-             try db.scalar(Int.self, "PRAGMA foreign_keys"), try db.scalar(Int.self, "PRAGMA busy_timeout"))
+            (
+                try db.scalar(String.self, "PRAGMA journal_mode"), try db.scalar(Int.self, "PRAGMA synchronous"),
+                try db.scalar(Int.self, "PRAGMA foreign_keys"), try db.scalar(Int.self, "PRAGMA busy_timeout")
+            )
         }
         #expect(settings.0 == "wal")
         #expect(settings.1 == 1)  // NORMAL
@@ -33,7 +37,9 @@ import Testing
         let blob = Data([0, 1, 2, 0, 255])
         let stored = try await pool.write { db in
             try db.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n TEXT)")
-            try db.execute("INSERT INTO t VALUES (?, ?, ?, ?, ?)", arguments: [Int64.max, 0.1, "zoë 👩‍💻 \u{0}x", blob, Optional<String>.none])
+            try db.execute(
+                "INSERT INTO t VALUES (?, ?, ?, ?, ?)",
+                arguments: [Int64.max, 0.1, "zoë 👩‍💻 \u{0}x", blob, Optional<String>.none])
             try db.execute("INSERT INTO t VALUES (?, ?, ?, ?, ?)", arguments: [Int64.min, -1e300, "", Data(), "n"])
             return try db.rows("SELECT * FROM t ORDER BY rowid")
         }
@@ -77,7 +83,8 @@ import Testing
     @Test func constraintViolationsAreTypedWithTheSQLAndSQLitesMessage() async throws {
         let pool = try open()
         try await pool.write { db in
-            try db.executeScript("""
+            try db.executeScript(
+                """
                 CREATE TABLE parent (id INTEGER PRIMARY KEY);
                 CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER NOT NULL REFERENCES parent(id));
                 INSERT INTO parent VALUES (1);
@@ -118,7 +125,9 @@ import Testing
             let pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(journalMode: .delete))
             try await pool.write { db in
                 try db.execute("CREATE TABLE t (x BLOB)")
-                for _ in 0..<50 { try db.execute("INSERT INTO t VALUES (?)", arguments: [Data(repeating: 1, count: 4096)]) }
+                for _ in 0..<50 {
+                    try db.execute("INSERT INTO t VALUES (?)", arguments: [Data(repeating: 1, count: 4096)])
+                }
             }
         }
         let whole = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -174,11 +183,15 @@ import Testing
             try db.execute("INSERT INTO t VALUES ('committed')")
         }
         func contents() async throws -> String? {
-            try await pool.read { try $0.scalar(String.self, "SELECT group_concat(x, ',') FROM (SELECT x FROM t ORDER BY rowid)") }
+            try await pool.read {
+                try $0.scalar(String.self, "SELECT group_concat(x, ',') FROM (SELECT x FROM t ORDER BY rowid)")
+            }
         }
 
         let killed = try ChildProcess.launch(product: "keel-fixtures", arguments: ["hold", "--db", path])
-        #expect(try await killed.nextLine(timeout: .seconds(30)) == "holding", "stderr: \(killed.output(of: .standardError))")
+        #expect(
+            try await killed.nextLine(timeout: .seconds(30)) == "holding",
+            "stderr: \(killed.output(of: .standardError))")
         do {
             try await pool.write { try $0.execute("INSERT INTO t VALUES ('blocked')") }
             Issue.record("a write while another process holds the write lock must time out as busy")
@@ -217,7 +230,9 @@ import Testing
         await inside.wait()
         // While the writer holds its transaction, readers run and see the committed state.
         let counts = try await withThrowingTaskGroup(of: Int?.self) { group in
-            for _ in 0..<4 { group.addTask { try await pool.read { try $0.scalar(Int.self, "SELECT count(*) FROM t") } } }
+            for _ in 0..<4 {
+                group.addTask { try await pool.read { try $0.scalar(Int.self, "SELECT count(*) FROM t") } }
+            }
             return try await group.reduce(into: [Int?]()) { $0.append($1) }
         }
         #expect(counts == [1, 1, 1, 1])
@@ -228,7 +243,9 @@ import Testing
 
     @Test func writesAreSerialized() async throws {
         let pool = try open()
-        try await pool.write { try $0.execute("CREATE TABLE counter (n INTEGER)"); try $0.execute("INSERT INTO counter VALUES (0)") }
+        try await pool.write {
+            try $0.execute("CREATE TABLE counter (n INTEGER)"); try $0.execute("INSERT INTO counter VALUES (0)")
+        }
         // Read-modify-write without SQL atomicity: only serialization keeps every increment.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<50 {
@@ -250,13 +267,17 @@ import Testing
             try await pool.write { try $0.execute("CREATE TABLE a (x); CREATE TABLE b (y)") }
         }
         try await pool.write { try $0.executeScript("CREATE TABLE a (x); CREATE TABLE b (y);") }
-        #expect(try await pool.read { try $0.scalar(Int.self, "SELECT count(*) FROM sqlite_master WHERE type = 'table'") } == 2)
+        #expect(
+            try await pool.read { try $0.scalar(Int.self, "SELECT count(*) FROM sqlite_master WHERE type = 'table'") }
+                == 2)
     }
 
     @Test func argumentCountMismatchIsAnError() async throws {
         let pool = try open()
         try await pool.write { try $0.execute("CREATE TABLE t (x)") }
-        await #expect(throws: DatabaseError.self) { try await pool.write { try $0.execute("INSERT INTO t VALUES (?)") } }
+        await #expect(throws: DatabaseError.self) {
+            try await pool.write { try $0.execute("INSERT INTO t VALUES (?)") }
+        }
     }
 }
 
@@ -291,9 +312,11 @@ final class Flag: Sendable {
     private func openAsUnprivilegedUser(_ path: String) async throws -> (ChildProcess.Termination, String) {
         let fixtures = ChildProcess.productsDirectory.appendingPathComponent("keel-fixtures").path
         let arguments = ["seed", "--db", path, "--version", "1", "--rows", "0"]
-        let child = getuid() != 0
+        let child =
+            getuid() != 0
             ? try ChildProcess.launch(executable: fixtures, arguments: arguments)
-            : try ChildProcess.launch(executable: "/usr/sbin/runuser", arguments: ["-u", "nobody", "--", fixtures] + arguments)
+            : try ChildProcess.launch(
+                executable: "/usr/sbin/runuser", arguments: ["-u", "nobody", "--", fixtures] + arguments)
         return (try await child.waitForExit(), child.output(of: .standardError))
     }
 
@@ -306,8 +329,11 @@ final class Flag: Sendable {
         let path = privateDirectory.appendingPathComponent("app.sqlite").path
         try NotesSchema.seed(try DatabasePool(path: path), version: 1, rows: 3)
         // Root's 0700 keeps nobody out; for a normal user, 0000 keeps the owner out too.
-        try FileManager.default.setAttributes([.posixPermissions: getuid() == 0 ? 0o700 : 0o000], ofItemAtPath: privateDirectory.path)
-        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: privateDirectory.path) }
+        try FileManager.default.setAttributes(
+            [.posixPermissions: getuid() == 0 ? 0o700 : 0o000], ofItemAtPath: privateDirectory.path)
+        defer {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: privateDirectory.path)
+        }
         let before = getuid() == 0 ? try Data(contentsOf: URL(fileURLWithPath: path)) : nil
         let (status, error) = try await openAsUnprivilegedUser(path)
         #expect(status == .exited(2))
@@ -322,7 +348,9 @@ final class Flag: Sendable {
         let directory = try TemporaryDirectory()
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         let path = directory.url("app.sqlite").path
-        try NotesSchema.seed(try DatabasePool(path: path, configuration: DatabaseConfiguration(journalMode: .delete)), version: 1, rows: 3)
+        try NotesSchema.seed(
+            try DatabasePool(path: path, configuration: DatabaseConfiguration(journalMode: .delete)), version: 1,
+            rows: 3)
         // Readable by everyone, writable by no one but root (SQLite would silently open it read-only).
         try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: path)
         let before = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -7,22 +7,28 @@ import Testing
 /// MOB-DATA-001: inventory of stores, retention and purge, backup flags.
 @Suite struct InventoryTests {
     static let notes = Dataset(
-        name: "notes", purpose: "The user's notes", classification: .personal, isAccountBound: true, retention: .untilEvent,
-        backup: .include, deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth, storage: .init(table: "note")
+        name: "notes", purpose: "The user's notes", classification: .personal, isAccountBound: true,
+        retention: .untilEvent,
+        backup: .include, deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth,
+        storage: .init(table: "note")
     )
     static let feed = Dataset(
-        name: "feed-cache", purpose: "Last page of the public feed, for a fast start", classification: .public, isAccountBound: false,
+        name: "feed-cache", purpose: "Last page of the public feed, for a fast start", classification: .public,
+        isAccountBound: false,
         retention: .seconds(86_400), backup: .exclude, deletionTriggers: [.retentionExpiry, .appVersionChange],
         role: .cache(rebuiltFrom: "GET /feed"), storage: .init(table: "feed", timestampColumn: "fetched_at")
     )
     static let searches = Dataset(
         name: "recent-searches", purpose: "Suggestions while typing", classification: .personal, isAccountBound: true,
-        retention: .seconds(30 * 86_400), backup: .exclude, deletionTriggers: [.logout, .accountDeletion, .retentionExpiry],
+        retention: .seconds(30 * 86_400), backup: .exclude,
+        deletionTriggers: [.logout, .accountDeletion, .retentionExpiry],
         role: .sourceOfTruth, storage: .init(table: "search", timestampColumn: "at")
     )
     static let token = Dataset(
-        name: "session-token", purpose: "Signs API calls", kind: .keyValue, classification: .credential, isAccountBound: true,
-        retention: .untilEvent, backup: .deviceOnly, deletionTriggers: [.logout, .accountDeletion, .accessRevocation], role: .sourceOfTruth
+        name: "session-token", purpose: "Signs API calls", kind: .keyValue, classification: .credential,
+        isAccountBound: true,
+        retention: .untilEvent, backup: .deviceOnly, deletionTriggers: [.logout, .accountDeletion, .accessRevocation],
+        role: .sourceOfTruth
     )
 
     @Test func aSoundInventoryIsAccepted() throws {
@@ -37,7 +43,8 @@ import Testing
         #expect {
             _ = try Inventory([leaky])
         } throws: { error in
-            (error as? InventoryError)?.problems.contains { $0.code == .sensitiveInBackup && $0.field == "backup" } == true
+            (error as? InventoryError)?.problems.contains { $0.code == .sensitiveInBackup && $0.field == "backup" }
+                == true
         }
     }
 
@@ -50,7 +57,8 @@ import Testing
         #expect {
             _ = try Inventory([forever])
         } throws: { error in
-            (error as? InventoryError)?.problems.contains { $0.code == .missingRetention && $0.field == "retention" } == true
+            (error as? InventoryError)?.problems.contains { $0.code == .missingRetention && $0.field == "retention" }
+                == true
         }
     }
 
@@ -77,7 +85,9 @@ import Testing
         let directory = try TemporaryDirectory()
         let pool = try DatabasePool(path: directory.url("app.sqlite").path)
         try await pool.write { db in
-            try db.executeScript("CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT); CREATE TABLE feed (id INTEGER PRIMARY KEY, fetched_at REAL);")
+            try db.executeScript(
+                "CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT); CREATE TABLE feed (id INTEGER PRIMARY KEY, fetched_at REAL);"
+            )
             try db.execute("INSERT INTO note (title) VALUES ('keep me')")
             try db.execute("INSERT INTO feed (fetched_at) VALUES (1)")
         }
@@ -105,7 +115,8 @@ import Testing
             // Whatever this SQLite build defaults to, the sweep itself must scrub deleted bytes.
             try db.execute("PRAGMA secure_delete = OFF")
             try db.execute("CREATE TABLE search (id INTEGER PRIMARY KEY, query TEXT, at REAL)")
-            try db.execute("INSERT INTO search (query, at) VALUES (?, ?)", arguments: ["EXPIRED-MARKER-7f3a", now - 31 * 86_400])
+            try db.execute(
+                "INSERT INTO search (query, at) VALUES (?, ?)", arguments: ["EXPIRED-MARKER-7f3a", now - 31 * 86_400])
             try db.execute("INSERT INTO search (query, at) VALUES (?, ?)", arguments: ["recent query", now - 86_400])
         }
         let store = DataStore(pool: pool, inventory: try Inventory([Self.searches, Self.feed]))
@@ -114,7 +125,9 @@ import Testing
         let report = try await store.sweepExpired(now: clock.wallClock)
         #expect(report.deleted["recent-searches"] == 1)
         #expect(report.isScrubbed)
-        let left = try await store.read("recent-searches") { try $0.rows("SELECT query FROM search").compactMap { $0.get("query", as: String.self) } }
+        let left = try await store.read("recent-searches") {
+            try $0.rows("SELECT query FROM search").compactMap { $0.get("query", as: String.self) }
+        }
         #expect(left == ["recent query"])
         // Not just unreachable: the bytes are gone from the database file and the WAL.
         for file in [path, path + "-wal"] where FileManager.default.fileExists(atPath: file) {
@@ -133,7 +146,9 @@ import Testing
         let pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(busyTimeout: .milliseconds(50)))
         let clock = ManualClock(wallClockOrigin: Date(timeIntervalSince1970: 1_800_000_000))
         try await pool.write { db in
-            try db.executeScript("CREATE TABLE search (id INTEGER PRIMARY KEY, query TEXT, at REAL); CREATE TABLE feed (id INTEGER PRIMARY KEY, fetched_at REAL);")
+            try db.executeScript(
+                "CREATE TABLE search (id INTEGER PRIMARY KEY, query TEXT, at REAL); CREATE TABLE feed (id INTEGER PRIMARY KEY, fetched_at REAL);"
+            )
             try db.execute("INSERT INTO search (query, at) VALUES ('old', 0)")
         }
         let store = DataStore(pool: pool, inventory: try Inventory([Self.searches, Self.feed]))
@@ -165,7 +180,8 @@ import Testing
         #expect {
             _ = try Inventory([drafts])
         } throws: { error in
-            (error as? InventoryError)?.problems.contains { $0.code == .retentionNotSweepable && $0.field == "storage" } == true
+            (error as? InventoryError)?.problems.contains { $0.code == .retentionNotSweepable && $0.field == "storage" }
+                == true
         }
     }
 
@@ -173,11 +189,15 @@ import Testing
         let directory = try TemporaryDirectory()
         let pool = try DatabasePool(path: directory.url("app.sqlite").path)
         let thumbnails = Dataset(
-            name: "thumbnails", purpose: "Scaled images", kind: .mediaDirectory, classification: .public, isAccountBound: false,
-            retention: .untilEvent, backup: .exclude, deletionTriggers: [.appVersionChange], role: .cache(rebuiltFrom: "originals")
+            name: "thumbnails", purpose: "Scaled images", kind: .mediaDirectory, classification: .public,
+            isAccountBound: false,
+            retention: .untilEvent, backup: .exclude, deletionTriggers: [.appVersionChange],
+            role: .cache(rebuiltFrom: "originals")
         )
         let store = DataStore(pool: pool, inventory: try Inventory([thumbnails]))
-        await #expect { try await store.resetCache("thumbnails") } throws: { ($0 as? InventoryError)?.code == .resetRefused }
+        await #expect { try await store.resetCache("thumbnails") } throws: {
+            ($0 as? InventoryError)?.code == .resetRefused
+        }
     }
 
     @Test func theInventoryExportsForReviewAndTheExportIsChecked() throws {
@@ -191,11 +211,17 @@ import Testing
         #expect(text.contains(#""retention" : 86400"#) && text.contains(#""role" : "sourceOfTruth""#))
         #expect(try Inventory.check(exported: exported).isEmpty)
         let table = Inventory.markdown(try JSONDecoder().decode([Dataset].self, from: exported))
-        #expect(table.contains("| session-token | Signs API calls | keyValue | credential | yes | until event | deviceOnly | logout, accountDeletion, accessRevocation | source of truth |"))
+        #expect(
+            table.contains(
+                "| session-token | Signs API calls | keyValue | credential | yes | until event | deviceOnly | logout, accountDeletion, accessRevocation | source of truth |"
+            ))
         #expect(table.contains("| feed-cache |"))
         // A hand-edited export with a sensitive dataset in backups fails the check.
         var edited = try JSONDecoder().decode([Dataset].self, from: exported)
         edited[edited.firstIndex { $0.name == "session-token" }!].backup = .include
-        #expect(try Inventory.check(exported: try JSONEncoder().encode(edited)).contains { $0.code == .sensitiveInBackup && $0.dataset == "session-token" })
+        #expect(
+            try Inventory.check(exported: try JSONEncoder().encode(edited)).contains {
+                $0.code == .sensitiveInBackup && $0.dataset == "session-token"
+            })
     }
 }

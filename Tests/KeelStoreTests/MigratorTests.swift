@@ -14,7 +14,9 @@ import Testing
 
     private func fileBytes(_ name: String) throws -> Data { try Data(contentsOf: directory.url(name)) }
 
-    private func scalar<T: DatabaseValueConvertible>(_ pool: DatabasePool, _ type: T.Type, _ sql: String, _ arguments: [any DatabaseValueConvertible] = []) throws -> T? {
+    private func scalar<T: DatabaseValueConvertible>(
+        _ pool: DatabasePool, _ type: T.Type, _ sql: String, _ arguments: [any DatabaseValueConvertible] = []
+    ) throws -> T? {
         try pool.readSync { try $0.scalar(type, sql, arguments: arguments) }
     }
 
@@ -31,7 +33,9 @@ import Testing
         #expect(try NotesSchema.invariantViolations(database, rows: rows).isEmpty)
         #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE title_key IS NULL") == 0)
         #expect(try scalar(database, Int.self, "SELECT count(*) FROM note") == rows)
-        if rows > 0 { #expect(try scalar(database, String.self, "SELECT title_key FROM note WHERE id = 7") == "note 7 äö") }
+        if rows > 0 {
+            #expect(try scalar(database, String.self, "SELECT title_key FROM note WHERE id = 7") == "note 7 äö")
+        }
         #expect(try scalar(database, Int.self, "SELECT count(*) FROM pragma_table_info('tag')") == 2)
         // Migrating again does nothing.
         #expect(try NotesSchema.migrator().migrate(database).applied.isEmpty)
@@ -61,7 +65,8 @@ import Testing
         let database = try pool("fk.sqlite")
         try NotesSchema.seed(database, version: 2, rows: 5)
         var migrator = NotesSchema.migrator(upTo: 2)
-        migrator.registerMigration("v3-dangling") { db in try db.execute("UPDATE note SET folder_id = 99 WHERE id = 1") }
+        migrator.registerMigration("v3-dangling") { db in try db.execute("UPDATE note SET folder_id = 99 WHERE id = 1")
+        }
         #expect {
             try migrator.migrate(database)
         } throws: { error in
@@ -73,7 +78,9 @@ import Testing
     @Test func aDatabaseFromANewerAppIsSupersededAndNeverTouched() throws {
         let database = try pool("newer.sqlite")
         try NotesSchema.seed(database, version: 4, rows: 10)
-        try database.writeSync { db in try db.execute("INSERT INTO keel_migration (name, position) VALUES ('v5-from-the-future', 4)") }
+        try database.writeSync { db in
+            try db.execute("INSERT INTO keel_migration (name, position) VALUES ('v5-from-the-future', 4)")
+        }
         try database.writeWithoutTransactionSync { db in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
         let before = try fileBytes("newer.sqlite")
 
@@ -102,7 +109,9 @@ import Testing
         try NotesSchema.seed(database, version: 2, rows: 10)
         var stuck = NotesSchema.migrator(upTo: 2)
         stuck.registerBackfill("v3-stuck", batchSize: 5) { _, _, _ in 1 }
-        #expect { try stuck.migrate(database) } throws: { ($0 as? MigrationError)?.message.contains("did not advance") == true }
+        #expect { try stuck.migrate(database) } throws: {
+            ($0 as? MigrationError)?.message.contains("did not advance") == true
+        }
     }
 
     @Test func foreignKeysAreEnforcedAgainAfterEveryMigration() throws {
@@ -110,7 +119,9 @@ import Testing
         try NotesSchema.migrator().migrate(database)
         #expect(try database.writeWithoutTransactionSync { try $0.scalar(Int.self, "PRAGMA foreign_keys") } == 1)
         #expect(throws: DatabaseError.self) {
-            try database.writeSync { try $0.execute("INSERT INTO note (id, title, body, folder_id) VALUES (1, 't', 'b', 99)") }
+            try database.writeSync {
+                try $0.execute("INSERT INTO note (id, title, body, folder_id) VALUES (1, 't', 'b', 99)")
+            }
         }
     }
 
@@ -136,13 +147,19 @@ import Testing
         let batches = Locked(0)
         var failing = NotesSchema.migrator(upTo: 2)
         failing.registerBackfill("v3-title-key-backfill", batchSize: 100) { db, checkpoint, size in
-            let done = batches.withLock { $0 += 1; return $0 }
+            let done = batches.withLock {
+                $0 += 1; return $0
+            }
             if done == 4 { throw Crash() }
             return try NotesSchema.titleKeyBatch(db, checkpoint, size)
         }
         #expect(throws: MigrationError.self) { try failing.migrate(database) }
         let state = try NotesSchema.migrator().state(of: database)
-        #expect(state == .pending(["v3-title-key-backfill", "v4-tags"], resumingFrom: Resume(migration: "v3-title-key-backfill", checkpoint: 300)))
+        #expect(
+            state
+                == .pending(
+                    ["v3-title-key-backfill", "v4-tags"],
+                    resumingFrom: Resume(migration: "v3-title-key-backfill", checkpoint: 300)))
         #expect(try NotesSchema.invariantViolations(database, rows: 1000).isEmpty)
         // The rerun starts at row 301: 7 more batches of 100, plus the one that finds nothing left.
         let report = try NotesSchema.migrator(batchSize: 100).migrate(database)
@@ -181,7 +198,8 @@ import Testing
     @Test func surviveSIGKILLAtThirtyMomentsDuringAMigration() async throws {
         let path = directory.url("killed.sqlite").path
         let rows = 12_000
-        let seed = try ChildProcess.launch(product: "keel-fixtures", arguments: ["seed", "--db", path, "--version", "2", "--rows", "\(rows)"])
+        let seed = try ChildProcess.launch(
+            product: "keel-fixtures", arguments: ["seed", "--db", path, "--version", "2", "--rows", "\(rows)"])
         #expect(try await seed.waitForExit(timeout: .seconds(120)) == .exited(0))
 
         var checkpoints: [Int64] = []
@@ -192,8 +210,9 @@ import Testing
             // Every fifth kill is timed instead (no lockstep, a few milliseconds into the run), so it can
             // also land in a COMMIT, a WAL write or an automatic checkpoint.
             let timed = kill % 5 == 4
-            let child = try ChildProcess.launch(product: "keel-fixtures",
-                                                arguments: ["migrate", "--db", path, "--batch-size", "50"] + (timed ? [] : ["--lockstep"]))
+            let child = try ChildProcess.launch(
+                product: "keel-fixtures",
+                arguments: ["migrate", "--db", path, "--batch-size", "50"] + (timed ? [] : ["--lockstep"]))
             if timed {
                 _ = try await child.waitForLine { $0.hasPrefix("batch ") }
                 try await Task.sleep(for: .milliseconds(kill % 3 + 1))
@@ -209,22 +228,34 @@ import Testing
             }
             child.kill()
             let ended = try await child.waitForExit()
-            #expect(ended == .signaled(ChildProcess.Signal.kill), "kill \(kill): \(ended); stdout: \(child.output(of: .standardOutput).suffix(200)); stderr: \(child.output(of: .standardError))")
+            #expect(
+                ended == .signaled(ChildProcess.Signal.kill),
+                "kill \(kill): \(ended); stdout: \(child.output(of: .standardOutput).suffix(200)); stderr: \(child.output(of: .standardError))"
+            )
 
             let database = try DatabasePool(path: path)
             let problems = try NotesSchema.invariantViolations(database, rows: rows)
             #expect(problems.isEmpty, "after kill \(kill): \(problems)")
-            if case .pending(_, let resume) = try NotesSchema.migrator().state(of: database), let checkpoint = resume?.checkpoint {
+            if case .pending(_, let resume) = try NotesSchema.migrator().state(of: database),
+                let checkpoint = resume?.checkpoint
+            {
                 checkpoints.append(checkpoint)
                 // Everything up to the checkpoint is migrated; nothing beyond it is half-written.
-                #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE id <= ? AND title_key IS NULL", [checkpoint]) == 0)
-                #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE id > ? AND title_key IS NOT NULL", [checkpoint]) == 0)
+                #expect(
+                    try scalar(
+                        database, Int.self, "SELECT count(*) FROM note WHERE id <= ? AND title_key IS NULL",
+                        [checkpoint]) == 0)
+                #expect(
+                    try scalar(
+                        database, Int.self, "SELECT count(*) FROM note WHERE id > ? AND title_key IS NOT NULL",
+                        [checkpoint]) == 0)
             }
         }
         #expect(checkpoints == checkpoints.sorted())  // progress only moves forward
         #expect(Set(checkpoints).count > 10)  // the kills really landed at different moments
 
-        let finish = try ChildProcess.launch(product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50"])
+        let finish = try ChildProcess.launch(
+            product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50"])
         #expect(try await finish.waitForExit(timeout: .seconds(120)) == .exited(0))
         let database = try DatabasePool(path: path)
         #expect(try NotesSchema.migrator().state(of: database) == .upToDate)

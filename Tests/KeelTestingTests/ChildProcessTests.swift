@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import KeelTesting
 import Testing
@@ -71,7 +71,8 @@ import Testing
         )
         #expect(try await child.nextLine() == "hello child")
         let workingDirectory = try #require(try await child.nextLine())
-        #expect(URL(fileURLWithPath: workingDirectory).resolvingSymlinksInPath() == directory.url.resolvingSymlinksInPath())
+        #expect(
+            URL(fileURLWithPath: workingDirectory).resolvingSymlinksInPath() == directory.url.resolvingSymlinksInPath())
         try child.writeLine("ping")
         #expect(try await child.nextLine() == "got ping")
         #expect(try await child.waitForExit() == .exited(7))

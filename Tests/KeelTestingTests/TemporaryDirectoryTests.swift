@@ -10,7 +10,8 @@ import Testing
             path = directory.path
             #expect(directory.url.lastPathComponent.hasPrefix("keel-test-"))
             #expect(try FileManager.default.contentsOfDirectory(atPath: path).isEmpty)
-            try FileManager.default.createDirectory(at: directory.url("nested/deeper"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: directory.url("nested/deeper"), withIntermediateDirectories: true)
             try Data("x".utf8).write(to: directory.url("nested/deeper/file"))
             let other = try TemporaryDirectory(prefix: "keel-test")
             #expect(other.path != path)

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import KeelTesting
 import Testing
@@ -132,7 +132,8 @@ enum ProcFS {
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         var inodes: Set<UInt64> = []
         for descriptor in descriptors {
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
+            guard
+                let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
                 let open = target.firstIndex(of: "["), target.hasSuffix("]"),
                 let inode = UInt64(target[target.index(after: open)...].dropLast())
             else { continue }

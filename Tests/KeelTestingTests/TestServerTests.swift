@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import KeelTesting
 import Testing
@@ -38,7 +38,10 @@ import Testing
         #expect(requests.map(\.target) == ["/notes?since=3&tag=a%20b", "/notes", "/notes/7"])
         #expect(requests.map(\.sequenceNumber) == [0, 1, 2])
         #expect(requests[0].path == "/notes")
-        #expect(requests[0].queryItems == [URLQueryItem(name: "since", value: "3"), URLQueryItem(name: "tag", value: "a b")])
+        #expect(
+            requests[0].queryItems == [
+                URLQueryItem(name: "since", value: "3"), URLQueryItem(name: "tag", value: "a b"),
+            ])
         #expect(requests[0].headers["x-trace"] == "secret-trace")
         #expect(requests[0].headers["Host"] == "127.0.0.1:\(server.port)")
         #expect(requests[1].bodyText == #"{"title":"hi"}"#)
@@ -82,9 +85,10 @@ import Testing
     }
 
     @Test func answersFromADispatcherThatSeesTheWholeRequest() async throws {
-        let server = try TestServer(dispatcher: TestServer.Dispatcher { request in
-            TestResponse(status: request.method == "PUT" ? 200 : 405, body: "echo:\(request.bodyText)")
-        })
+        let server = try TestServer(
+            dispatcher: TestServer.Dispatcher { request in
+                TestResponse(status: request.method == "PUT" ? 200 : 405, body: "echo:\(request.bodyText)")
+            })
         let session = makeSession()
         var put = URLRequest(url: server.url("/x"))
         put.httpMethod = "PUT"
@@ -154,8 +158,9 @@ import Testing
         // With chunk extensions and trailers, from a raw client.
         server.enqueue(TestResponse(status: 200, body: "ok"))
         let raw = try RawClient(port: server.port)
-        raw.send("POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-            + "3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nX-Checksum: 1\r\n\r\n")
+        raw.send(
+            "POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                + "3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nX-Checksum: 1\r\n\r\n")
         #expect(raw.readUntilClose().hasPrefix("HTTP/1.1 200 OK"))
         let trailed = try await server.takeRequest()
         #expect(trailed.bodyText == "abcde")
@@ -180,7 +185,8 @@ import Testing
         let server = try TestServer()
         server.enqueue(TestResponse(status: 201))
         let raw = try RawClient(port: server.port)
-        raw.send("POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
+        raw.send(
+            "POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
         #expect(raw.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 100 Continue"))
         raw.send("abc")
         #expect(raw.readUntilClose().contains("HTTP/1.1 201 Created"))
@@ -309,7 +315,10 @@ import Testing
         ("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", "HTTP/1.1 501"),
         ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\nabcde", "HTTP/1.1 400"),
         ("GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", "HTTP/1.1 400"),
-        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n7fffffffffffffff\r\n", "HTTP/1.1 400"),
+        (
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n7fffffffffffffff\r\n",
+            "HTTP/1.1 400"
+        ),
         ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n+a\r\n", "HTTP/1.1 400"),
     ])
     func rejectsHostileRequestHeads(request: String, expectedStatusLine: String) throws {

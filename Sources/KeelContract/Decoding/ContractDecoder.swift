@@ -25,7 +25,8 @@ public struct ContractDecoder: Sendable {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
         guard let date = RFC3339.date(from: text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(text.debugDescription) is not an RFC 3339 date-time")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "\(text.debugDescription) is not an RFC 3339 date-time")
         }
         return date
     }
@@ -44,21 +45,25 @@ public struct ContractDecoder: Sendable {
                 do {
                     _ = try JSONValue(parsing: data)
                 } catch {
-                    throw ContractDecodingError(code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil,
-                                                message: "not valid JSON: \(error)")
+                    throw ContractDecodingError(
+                        code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil,
+                        message: "not valid JSON: \(error)")
                 }
                 // Valid JSON that Foundation calls invalid, without a path: on Linux, a number that does not
                 // fit the member's type (`1.5` or `1e300` for an `Int`). Other root-level failures keep their
                 // own message below.
                 if context.underlyingError == nil, context.debugDescription.contains("not valid JSON") {
-                    throw ContractDecodingError(code: .invalidValue, path: "", typeName: String(describing: T.self), value: nil,
-                                                message: "a value does not fit the type of its member, likely a number out of range or with a fraction "
-                                                    + "for an integer (the JSON itself is valid; Foundation does not say where)")
+                    throw ContractDecodingError(
+                        code: .invalidValue, path: "", typeName: String(describing: T.self), value: nil,
+                        message:
+                            "a value does not fit the type of its member, likely a number out of range or with a fraction "
+                            + "for an integer (the JSON itself is valid; Foundation does not say where)")
                 }
             }
             throw ContractDecodingError(error, decoding: String(describing: T.self))
         } catch {
-            throw ContractDecodingError(code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil, message: "\(error)")
+            throw ContractDecodingError(
+                code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil, message: "\(error)")
         }
     }
 }
@@ -96,23 +101,31 @@ public struct ContractDecodingError: KeelError, Equatable, CustomStringConvertib
         switch error {
         case .dataCorrupted(let context):
             if let undeclared = context.underlyingError as? UndeclaredEnumValue {
-                self.init(code: .undeclaredEnumValue, path: Self.path(context.codingPath), typeName: undeclared.typeName,
-                          value: undeclared.value, message: undeclared.description)
+                self.init(
+                    code: .undeclaredEnumValue, path: Self.path(context.codingPath), typeName: undeclared.typeName,
+                    value: undeclared.value, message: undeclared.description)
             } else if context.codingPath.isEmpty, context.underlyingError != nil {
-                self.init(code: .invalidJSON, path: "", typeName: rootType, value: nil, message: "the data is not valid JSON")
+                self.init(
+                    code: .invalidJSON, path: "", typeName: rootType, value: nil, message: "the data is not valid JSON")
             } else {
-                self.init(code: .invalidValue, path: Self.path(context.codingPath), typeName: rootType, value: nil,
-                          message: context.debugDescription)
+                self.init(
+                    code: .invalidValue, path: Self.path(context.codingPath), typeName: rootType, value: nil,
+                    message: context.debugDescription)
             }
         case .typeMismatch(let type, let context):
-            self.init(code: .typeMismatch, path: Self.path(context.codingPath), typeName: String(describing: type), value: nil,
-                      message: "expected \(type)")
+            self.init(
+                code: .typeMismatch, path: Self.path(context.codingPath), typeName: String(describing: type),
+                value: nil,
+                message: "expected \(type)")
         case .valueNotFound(let type, let context):
-            self.init(code: .unexpectedNull, path: Self.path(context.codingPath), typeName: String(describing: type), value: nil,
-                      message: "expected \(type), found null")
+            self.init(
+                code: .unexpectedNull, path: Self.path(context.codingPath), typeName: String(describing: type),
+                value: nil,
+                message: "expected \(type), found null")
         case .keyNotFound(let key, let context):
-            self.init(code: .missingMember, path: Self.path(context.codingPath + [key]), typeName: rootType, value: nil,
-                      message: "required member \(key.stringValue.debugDescription) is missing")
+            self.init(
+                code: .missingMember, path: Self.path(context.codingPath + [key]), typeName: rootType, value: nil,
+                message: "required member \(key.stringValue.debugDescription) is missing")
         @unknown default:
             self.init(code: .invalidValue, path: "", typeName: rootType, value: nil, message: "\(error)")
         }
@@ -152,7 +165,8 @@ enum RFC3339 {
 
     static func date(from text: String) -> Date? {
         // RFC 3339 allows a lowercase `t` and `z`; ISO8601DateFormatter does not.
-        let text = text.utf8.contains(where: { $0 == UInt8(ascii: "t") || $0 == UInt8(ascii: "z") }) ? text.uppercased() : text
+        let text =
+            text.utf8.contains(where: { $0 == UInt8(ascii: "t") || $0 == UInt8(ascii: "z") }) ? text.uppercased() : text
         formatters.lock.lock()
         defer { formatters.lock.unlock() }
         return formatters.withoutFractions.date(from: text) ?? formatters.withFractions.date(from: text)

@@ -20,7 +20,8 @@ extension ClosedEnum {
         guard let value = Self(rawValue: raw) else {
             let problem = UndeclaredEnumValue(typeName: String(describing: Self.self), value: raw)
             throw DecodingError.dataCorrupted(
-                DecodingError.Context(codingPath: decoder.codingPath, debugDescription: problem.description, underlyingError: problem)
+                DecodingError.Context(
+                    codingPath: decoder.codingPath, debugDescription: problem.description, underlyingError: problem)
             )
         }
         self = value

@@ -57,7 +57,10 @@ extension Extensible: Codable {
     public init(from decoder: any Decoder) throws {
         // A closed enum must fail on an undeclared value; wrapping it would silently turn that into
         // `.unknown`. The contract decides which enums are extensible, not the model code.
-        precondition(!(Known.self is any ClosedEnum.Type), "Extensible<\(Known.self)>: \(Known.self) is a ClosedEnum; an undeclared value of a closed enum must fail, not fall back")
+        precondition(
+            !(Known.self is any ClosedEnum.Type),
+            "Extensible<\(Known.self)>: \(Known.self) is a ClosedEnum; an undeclared value of a closed enum must fail, not fall back"
+        )
         self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
     }
 

@@ -20,7 +20,9 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// Parses a JSON number literal (RFC 8259 grammar). Returns nil when `literal` is not one.
     public init?(literal: String) {
         let decomposed = literal.utf8.withContiguousStorageIfAvailable { Self.decompose($0) }
-        guard let parts = decomposed ?? Array(literal.utf8).withUnsafeBufferPointer({ Self.decompose($0) }) else { return nil }
+        guard let parts = decomposed ?? Array(literal.utf8).withUnsafeBufferPointer({ Self.decompose($0) }) else {
+            return nil
+        }
         self.literal = literal
         (isNegative, digits, exponent) = parts
     }

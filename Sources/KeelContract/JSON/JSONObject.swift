@@ -30,7 +30,9 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         static func == (lhs: MemberName, rhs: MemberName) -> Bool { sameName(lhs.name, rhs.name) }
         func hash(into hasher: inout Hasher) {
             // Hash the UTF-8 bytes in one call when they are contiguous (native strings), byte by byte otherwise.
-            let hashed: Void? = name.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            let hashed: Void? = name.utf8.withContiguousStorageIfAvailable {
+                hasher.combine(bytes: UnsafeRawBufferPointer($0))
+            }
             if hashed == nil { for byte in name.utf8 { hasher.combine(byte) } }
             hasher.combine(name.utf8.count)
         }
@@ -67,12 +69,15 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
 
     /// The members `keys[i]: values[i]`, in order, moved out of the buffers (which are left
     /// uninitialized); the caller has checked that the keys are distinct.
-    package init(movingUniqueKeys keys: UnsafeMutableBufferPointer<String>, values: UnsafeMutableBufferPointer<JSONValue>) {
+    package init(
+        movingUniqueKeys keys: UnsafeMutableBufferPointer<String>, values: UnsafeMutableBufferPointer<JSONValue>
+    ) {
         precondition(keys.count == values.count, "one value per key")
         let count = keys.count
         members = [Member](unsafeUninitializedCapacity: count) { buffer, initialized in
             for offset in 0..<count {
-                (buffer.baseAddress! + offset).initialize(to: Member(key: (keys.baseAddress! + offset).move(), value: (values.baseAddress! + offset).move()))
+                (buffer.baseAddress! + offset).initialize(
+                    to: Member(key: (keys.baseAddress! + offset).move(), value: (values.baseAddress! + offset).move()))
             }
             initialized = count
         }
@@ -194,7 +199,9 @@ extension JSONObject {
         for index in members.indices {
             guard !Self.sameName(members[index].key, excluded) else { return false }
             if Self.sameName(members[index].key, other.members[index].key) {
-                guard members[index].value.isEqual(to: other.members[index].value, withoutMember: excluded) else { return false }
+                guard members[index].value.isEqual(to: other.members[index].value, withoutMember: excluded) else {
+                    return false
+                }
             } else {
                 // The same members in another order: plain equality, then a search for the name.
                 return self == other && !JSONValue.object(self).hasMember(named: excluded)
@@ -213,7 +220,8 @@ extension JSONValue {
             return object.isEqual(to: otherObject, withoutMember: excluded)
         case .array(let elements):
             guard case .array(let otherElements) = other, elements.count == otherElements.count else { return false }
-            for index in elements.indices where !elements[index].isEqual(to: otherElements[index], withoutMember: excluded) { return false }
+            for index in elements.indices
+            where !elements[index].isEqual(to: otherElements[index], withoutMember: excluded) { return false }
             return true
         default:
             return self == other
@@ -223,7 +231,8 @@ extension JSONValue {
     /// Whether some object in `self`, at any depth, has a member named `name`.
     package func hasMember(named name: String) -> Bool {
         switch self {
-        case .object(let object): object.contains { JSONObject.sameName($0.key, name) || $0.value.hasMember(named: name) }
+        case .object(let object):
+            object.contains { JSONObject.sameName($0.key, name) || $0.value.hasMember(named: name) }
         case .array(let elements): elements.contains { $0.hasMember(named: name) }
         default: false
         }

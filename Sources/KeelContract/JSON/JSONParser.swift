@@ -41,7 +41,9 @@ extension JSONValue {
     /// optional leading byte-order mark; nothing else.
     ///
     /// - Throws: ``JSONParseError`` with the position of the first problem.
-    public init(parsing data: some Collection<UInt8>, limits: JSONParsingLimits = JSONParsingLimits()) throws(JSONParseError) {
+    public init(parsing data: some Collection<UInt8>, limits: JSONParsingLimits = JSONParsingLimits())
+        throws(JSONParseError)
+    {
         let bytes = Array(data)
         var parser = JSONParser(bytes: bytes, limits: limits)
         self = try parser.parseDocument()
@@ -104,7 +106,8 @@ struct JSONParser {
 
     private mutating func parseLiteral(_ word: StaticString, _ value: JSONValue) throws(JSONParseError) -> JSONValue {
         let expected = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
-        guard bytes.count - index >= expected.count, bytes[index..<index + expected.count].elementsEqual(expected) else {
+        guard bytes.count - index >= expected.count, bytes[index..<index + expected.count].elementsEqual(expected)
+        else {
             let rest = bytes[index...]
             let truncated = rest.count < expected.count && expected.starts(with: rest)
             throw error(truncated ? .unexpectedEnd : .unexpectedCharacter, "expected '\(word)'")
@@ -188,7 +191,8 @@ struct JSONParser {
                 index += 1
                 depth -= 1
                 return .object(object)
-            default: throw error(.unexpectedCharacter, "expected ',' or '}' in object, found \(describeByte(at: index))")
+            default:
+                throw error(.unexpectedCharacter, "expected ',' or '}' in object, found \(describeByte(at: index))")
             }
         }
     }
@@ -209,13 +213,19 @@ struct JSONParser {
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             index += 1
-            guard index < bytes.count, isDigit(bytes[index]) else { throw error(.invalidNumber, "expected a digit after '.'") }
+            guard index < bytes.count, isDigit(bytes[index]) else {
+                throw error(.invalidNumber, "expected a digit after '.'")
+            }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard index < bytes.count, isDigit(bytes[index]) else { throw error(.invalidNumber, "expected a digit in the exponent") }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
+            guard index < bytes.count, isDigit(bytes[index]) else {
+                throw error(.invalidNumber, "expected a digit in the exponent")
+            }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         guard let number = JSONNumber(literalBytes: bytes[start..<index]) else {
@@ -252,7 +262,8 @@ struct JSONParser {
                 continue
             }
             if byte < 0x20 {
-                throw error(.controlCharacterInString, "control character U+\(hex4(UInt32(byte))) must be escaped in a string")
+                throw error(
+                    .controlCharacterInString, "control character U+\(hex4(UInt32(byte))) must be escaped in a string")
             }
             if byte < 0x80 {
                 index += 1
@@ -314,13 +325,16 @@ struct JSONParser {
         case UInt8(ascii: "u"):
             var scalar = try parseHex4()
             if (0xD800...0xDBFF).contains(scalar) {
-                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                else {
                     throw error(.invalidEscape, "unpaired high surrogate \\u\(hex4(scalar))", at: escapeStart)
                 }
                 index += 2
                 let low = try parseHex4()
                 guard (0xDC00...0xDFFF).contains(low) else {
-                    throw error(.invalidEscape, "high surrogate \\u\(hex4(scalar)) not followed by a low surrogate", at: escapeStart)
+                    throw error(
+                        .invalidEscape, "high surrogate \\u\(hex4(scalar)) not followed by a low surrogate",
+                        at: escapeStart)
                 }
                 scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
             } else if (0xDC00...0xDFFF).contains(scalar) {

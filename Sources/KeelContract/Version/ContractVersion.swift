@@ -25,14 +25,19 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
     ///
     /// - Throws: ``ContractVersionError`` naming what is wrong.
     public init(_ text: String, headerName: String = ContractVersion.defaultHeaderName) throws(ContractVersionError) {
-        func fail(_ reason: String) -> ContractVersionError { ContractVersionError(code: .notSemanticVersion, text: text, reason: reason) }
-        guard !headerName.isEmpty, headerName.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") }) else {
-            throw ContractVersionError(code: .invalidHeaderName, text: headerName, reason: "not a valid HTTP header name")
+        func fail(_ reason: String) -> ContractVersionError {
+            ContractVersionError(code: .notSemanticVersion, text: text, reason: reason)
+        }
+        guard !headerName.isEmpty, headerName.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") })
+        else {
+            throw ContractVersionError(
+                code: .invalidHeaderName, text: headerName, reason: "not a valid HTTP header name")
         }
         var rest = Substring(text)
         var build: [String] = []
         if let plus = rest.firstIndex(of: "+") {
-            build = rest[rest.index(after: plus)...].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            build = rest[rest.index(after: plus)...].split(separator: ".", omittingEmptySubsequences: false).map(
+                String.init)
             rest = rest[..<plus]
             guard build.allSatisfy({ !$0.isEmpty && $0.allSatisfy(Self.isIdentifierCharacter) }) else {
                 throw fail("build metadata must be dot-separated [0-9A-Za-z-] identifiers")
@@ -40,7 +45,8 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
         }
         var prerelease: [String] = []
         if let dash = rest.firstIndex(of: "-") {
-            prerelease = rest[rest.index(after: dash)...].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            prerelease = rest[rest.index(after: dash)...].split(separator: ".", omittingEmptySubsequences: false).map(
+                String.init)
             rest = rest[..<dash]
             for identifier in prerelease {
                 guard !identifier.isEmpty, identifier.allSatisfy(Self.isIdentifierCharacter) else {
@@ -55,7 +61,9 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
         guard core.count == 3 else { throw fail("expected MAJOR.MINOR.PATCH") }
         var numbers: [Int] = []
         for part in core {
-            guard !part.isEmpty, part.allSatisfy(\.isASCIIDigit) else { throw fail("\(part.debugDescription) is not a number") }
+            guard !part.isEmpty, part.allSatisfy(\.isASCIIDigit) else {
+                throw fail("\(part.debugDescription) is not a number")
+            }
             guard part.count == 1 || part.first != "0" else { throw fail("\(part) has a leading zero") }
             guard let number = Int(part) else { throw fail("\(part) is too large") }
             numbers.append(number)
@@ -101,7 +109,7 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
         if lhs.prerelease.isEmpty || rhs.prerelease.isEmpty { return !lhs.prerelease.isEmpty && rhs.prerelease.isEmpty }
         for (a, b) in zip(lhs.prerelease, rhs.prerelease) where a != b {
             switch (Int(a), Int(b)) {
-            case let (x?, y?): return x < y
+            case (let x?, let y?): return x < y
             case (.some, nil): return true
             case (nil, .some): return false
             default: return a < b

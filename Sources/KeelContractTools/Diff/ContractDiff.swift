@@ -41,9 +41,13 @@ private struct Collector {
         var status: String?
     }
 
-    mutating func add(_ rule: String, _ severity: ContractChange.Severity, _ place: Place, _ pointer: String?, _ message: String) {
-        changes.append(ContractChange(rule: rule, severity: severity, path: place.path, method: place.method?.uppercased(),
-                                      status: place.status, pointer: pointer, message: message))
+    mutating func add(
+        _ rule: String, _ severity: ContractChange.Severity, _ place: Place, _ pointer: String?, _ message: String
+    ) {
+        changes.append(
+            ContractChange(
+                rule: rule, severity: severity, path: place.path, method: place.method?.uppercased(),
+                status: place.status, pointer: pointer, message: message))
     }
 
     // MARK: - Document, paths, operations
@@ -51,7 +55,8 @@ private struct Collector {
     mutating func compareDocuments() throws(ContractLoadError) {
         let basePaths = objectMembers(base.root["paths"])
         let revisionPaths = objectMembers(revision.root["paths"])
-        let revisionOperations = Dictionary(try revision.operations().map { ($0.path + " " + $0.method, $0) }, uniquingKeysWith: { first, _ in first })
+        let revisionOperations = Dictionary(
+            try revision.operations().map { ($0.path + " " + $0.method, $0) }, uniquingKeysWith: { first, _ in first })
         for operation in try base.operations() {
             let place = Place(path: operation.path, method: operation.method)
             guard revisionPaths[operation.path] != nil else { continue }  // the whole path is reported below
@@ -68,7 +73,11 @@ private struct Collector {
             add("api-path-added", .info, Place(path: path), nil, "a new path")
         }
         compareVersions()
-        changes.sort { ($0.path ?? "", $0.method ?? "", $0.status ?? "", $0.pointer ?? "", $0.rule) < ($1.path ?? "", $1.method ?? "", $1.status ?? "", $1.pointer ?? "", $1.rule) }
+        changes.sort {
+            ($0.path ?? "", $0.method ?? "", $0.status ?? "", $0.pointer ?? "", $0.rule) < (
+                $1.path ?? "", $1.method ?? "", $1.status ?? "", $1.pointer ?? "", $1.rule
+            )
+        }
     }
 
     mutating func compareVersions() {
@@ -77,13 +86,16 @@ private struct Collector {
         let hasBreaking = changes.contains { $0.severity == .breaking }
         // "No other change": no rule reported anything, and every file is the same but for info.version.
         if baseVersion != revisionVersion, changes.isEmpty, sameButForVersion() {
-            add("api-version-changed-without-changes", .info, Place(), nil, "info.version changed from \(baseVersion) to \(revisionVersion) with no other change")
+            add(
+                "api-version-changed-without-changes", .info, Place(), nil,
+                "info.version changed from \(baseVersion) to \(revisionVersion) with no other change")
         }
         if hasBreaking {
             let baseMajor = (try? ContractVersion(baseVersion))?.major
             let revisionMajor = (try? ContractVersion(revisionVersion))?.major
             if baseMajor == nil || revisionMajor == nil || baseMajor == revisionMajor {
-                add("breaking-changes-without-major-version-bump", .warning, Place(), nil,
+                add(
+                    "breaking-changes-without-major-version-bump", .warning, Place(), nil,
                     "breaking changes, but info.version went from \(baseVersion) to \(revisionVersion)")
             }
         }
@@ -91,12 +103,15 @@ private struct Collector {
 
     /// Whether the two descriptions are the same files with the same content, but for `info.version`.
     func sameButForVersion() -> Bool {
-        guard Self.withoutVersion(base.root) == Self.withoutVersion(revision.root), base.documents.count == revision.documents.count else { return false }
+        guard Self.withoutVersion(base.root) == Self.withoutVersion(revision.root),
+            base.documents.count == revision.documents.count
+        else { return false }
         let baseDirectory = base.url.deletingLastPathComponent().path
         let revisionDirectory = revision.url.deletingLastPathComponent().path
         for (file, value) in base.documents where file != base.url {
             let relative = String(file.path.dropFirst(baseDirectory.count))
-            guard let other = revision.documents[URL(fileURLWithPath: revisionDirectory + relative)], other == value else { return false }
+            guard let other = revision.documents[URL(fileURLWithPath: revisionDirectory + relative)], other == value
+            else { return false }
         }
         return true
     }
@@ -109,14 +124,20 @@ private struct Collector {
         return .object(object)
     }
 
-    mutating func compareOperation(_ old: OpenAPIDocument.Operation, _ new: OpenAPIDocument.Operation, _ place: Place) throws(ContractLoadError) {
+    mutating func compareOperation(_ old: OpenAPIDocument.Operation, _ new: OpenAPIDocument.Operation, _ place: Place)
+        throws(ContractLoadError)
+    {
         // Parameters (path-level ones merged with the operation's own by the typed view).
-        func key(_ parameter: OpenAPIDocument.Parameter) -> String { "\(parameter.location.rawValue):\(parameter.name)" }
+        func key(_ parameter: OpenAPIDocument.Parameter) -> String {
+            "\(parameter.location.rawValue):\(parameter.name)"
+        }
         let oldParameters = Dictionary(old.parameters.map { (key($0), $0) }, uniquingKeysWith: { _, last in last })
         for parameter in new.parameters {
             let name = key(parameter)
             guard let previous = oldParameters[name] else {
-                add(parameter.required ? "new-required-request-parameter" : "new-optional-request-parameter", parameter.required ? .breaking : .info,
+                add(
+                    parameter.required ? "new-required-request-parameter" : "new-optional-request-parameter",
+                    parameter.required ? .breaking : .info,
                     place, nil, "\(parameter.required ? "required" : "optional") parameter \(name) added")
                 continue
             }
@@ -125,8 +146,9 @@ private struct Collector {
             }
             if let oldSchema = previous.schema, let newSchema = parameter.schema {
                 var visited: Set<String> = []
-                try compareRequestSchema(oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, "parameter \(name)",
-                                         rulePrefix: "request-parameter", pointer: "", visited: &visited)
+                try compareRequestSchema(
+                    oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, "parameter \(name)",
+                    rulePrefix: "request-parameter", pointer: "", visited: &visited)
             }
         }
 
@@ -134,10 +156,14 @@ private struct Collector {
         if let newBody = new.requestBody {
             if let oldBody = old.requestBody {
                 for newMedia in newBody.content {
-                    guard let oldSchema = oldBody.content.first(where: { $0.name == newMedia.name })?.schema, let newSchema = newMedia.schema else { continue }
+                    guard let oldSchema = oldBody.content.first(where: { $0.name == newMedia.name })?.schema,
+                        let newSchema = newMedia.schema
+                    else { continue }
                     var visited: Set<String> = []
-                    try compareRequestSchema(oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, "request body (\(newMedia.name))",
-                                             rulePrefix: "request-body", pointer: "", visited: &visited)
+                    try compareRequestSchema(
+                        oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place,
+                        "request body (\(newMedia.name))",
+                        rulePrefix: "request-body", pointer: "", visited: &visited)
                 }
                 if newBody.required, !oldBody.required {
                     add("request-body-became-required", .breaking, place, nil, "the request body is now required")
@@ -153,18 +179,24 @@ private struct Collector {
             responsePlace.status = oldResponse.status
             guard let newResponse = new.responses.first(where: { $0.status == oldResponse.status }) else {
                 if oldResponse.isSuccess {
-                    add("response-success-status-removed", .breaking, responsePlace, nil, "success response \(oldResponse.status) is gone")
+                    add(
+                        "response-success-status-removed", .breaking, responsePlace, nil,
+                        "success response \(oldResponse.status) is gone")
                 }
                 continue
             }
             for oldMedia in oldResponse.content {
                 guard let newMedia = newResponse.content.first(where: { $0.name == oldMedia.name }) else {
-                    add("response-media-type-removed", .breaking, responsePlace, nil, "response media type \(oldMedia.name) is gone")
+                    add(
+                        "response-media-type-removed", .breaking, responsePlace, nil,
+                        "response media type \(oldMedia.name) is gone")
                     continue
                 }
                 if let oldSchema = oldMedia.schema, let newSchema = newMedia.schema {
                     var visited: Set<String> = []
-                    try compareResponseSchema(oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, responsePlace, pointer: "", visited: &visited)
+                    try compareResponseSchema(
+                        oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, responsePlace, pointer: "",
+                        visited: &visited)
                 }
             }
         }
@@ -177,9 +209,13 @@ private struct Collector {
         }
         let newAlternatives = alternatives(new.security)
         for sent in alternatives(old.security) where !newAlternatives.contains(where: { $0.isSubset(of: sent) }) {
-            let required = newAlternatives.map { $0.isEmpty ? "anonymous access" : $0.sorted().joined(separator: " + ") }.joined(separator: " or ")
-            add("api-security-added", .breaking, place, nil,
-                "clients that send \(sent.isEmpty ? "no credentials" : sent.sorted().joined(separator: " + ")) are refused: the operation now requires \(required)")
+            let required = newAlternatives.map {
+                $0.isEmpty ? "anonymous access" : $0.sorted().joined(separator: " + ")
+            }.joined(separator: " or ")
+            add(
+                "api-security-added", .breaking, place, nil,
+                "clients that send \(sent.isEmpty ? "no credentials" : sent.sorted().joined(separator: " + ")) are refused: the operation now requires \(required)"
+            )
         }
     }
 
@@ -203,7 +239,11 @@ private struct Collector {
         var nullable = types.contains("null") || (isOpenAPI30 && value["nullable"] == .bool(true))
         if case .array(let list) = value["enum"] ?? .null, list.contains(.null) { nullable = true }
         for keyword in ["oneOf", "anyOf"] {
-            if case .array(let alternatives) = value[keyword] ?? .null, alternatives.contains(where: SchemaReading.isNullOnly) { nullable = true }
+            if case .array(let alternatives) = value[keyword] ?? .null,
+                alternatives.contains(where: SchemaReading.isNullOnly)
+            {
+                nullable = true
+            }
         }
         types.remove("null")
         var enumValues: [JSONValue]?
@@ -225,8 +265,9 @@ private struct Collector {
         }
         var required: Set<String> = []
         if case .array(let list) = value["required"] ?? .null { required = Set(list.compactMap { $0.stringValue }) }
-        return Shape(types: types, nullable: nullable, properties: objectMembers(value["properties"]), required: required,
-                     enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value)
+        return Shape(
+            types: types, nullable: nullable, properties: objectMembers(value["properties"]), required: required,
+            enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value)
     }
 
     /// Whether comparing two schemas can report nothing, decided without building their shapes: they are
@@ -237,8 +278,10 @@ private struct Collector {
     }
 
     /// Responses: the client reads what the server sends.
-    mutating func compareResponseSchema(_ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, pointer: String,
-                                        visited: inout Set<String>) throws(ContractLoadError) {
+    mutating func compareResponseSchema(
+        _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, pointer: String,
+        visited: inout Set<String>
+    ) throws(ContractLoadError) {
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
         if !old.location.isEmpty || !new.location.isEmpty {
@@ -250,27 +293,40 @@ private struct Collector {
         let b = shape(new.value, in: new.file, of: revision)
         let subject = pointer.isEmpty ? "the response body" : "response property \(pointer)"
         if !a.types.isEmpty, !b.types.isEmpty, !b.types.isSubset(of: a.types) {
-            add(pointer.isEmpty ? "response-body-type-changed" : "response-property-type-changed", .breaking, place, pointer.isEmpty ? nil : pointer,
+            add(
+                pointer.isEmpty ? "response-body-type-changed" : "response-property-type-changed", .breaking, place,
+                pointer.isEmpty ? nil : pointer,
                 "\(subject) changed type from \(a.types.sorted()) to \(b.types.sorted())")
         }
         if b.nullable, !a.nullable {
-            add(pointer.isEmpty ? "response-body-became-nullable" : "response-property-became-nullable", .breaking, place, pointer.isEmpty ? nil : pointer, "\(subject) may now be null")
+            add(
+                pointer.isEmpty ? "response-body-became-nullable" : "response-property-became-nullable", .breaking,
+                place, pointer.isEmpty ? nil : pointer, "\(subject) may now be null")
         }
         if let oldValues = a.enumValues, let newValues = b.enumValues {
             for value in newValues where !oldValues.contains(value) {
                 if a.isExtensibleEnum {
-                    add("response-property-extensible-enum-value-added", .info, place, pointer.isEmpty ? nil : pointer, "new value \(value) of an extensible enum")
+                    add(
+                        "response-property-extensible-enum-value-added", .info, place, pointer.isEmpty ? nil : pointer,
+                        "new value \(value) of an extensible enum")
                 } else {
-                    add("response-property-enum-value-added", .breaking, place, pointer.isEmpty ? nil : pointer, "new value \(value) of a closed enum: old clients fail to decode it")
+                    add(
+                        "response-property-enum-value-added", .breaking, place, pointer.isEmpty ? nil : pointer,
+                        "new value \(value) of a closed enum: old clients fail to decode it")
                 }
             }
         }
-        if let oldUnion = variants(of: a.value, in: old.file, document: base), let newUnion = variants(of: b.value, in: new.file, document: revision) {
+        if let oldUnion = variants(of: a.value, in: old.file, document: base),
+            let newUnion = variants(of: b.value, in: new.file, document: revision)
+        {
             let discriminated = b.value["discriminator"] != nil
             for variant in addedVariants(oldUnion.names, newUnion.names, discriminated: discriminated) {
-                let rule = "response-\(pointer.isEmpty ? "body" : "property")-\(newUnion.keyword == "oneOf" ? "one-of" : "any-of")-added"
-                add(rule, .breaking, place, pointer.isEmpty ? nil : pointer,
-                    "\(subject) may now be \(discriminated ? variant : "a new variant (\(variant))"): old clients cannot decode it (a union is closed, like an enum)")
+                let rule =
+                    "response-\(pointer.isEmpty ? "body" : "property")-\(newUnion.keyword == "oneOf" ? "one-of" : "any-of")-added"
+                add(
+                    rule, .breaking, place, pointer.isEmpty ? nil : pointer,
+                    "\(subject) may now be \(discriminated ? variant : "a new variant (\(variant))"): old clients cannot decode it (a union is closed, like an enum)"
+                )
             }
         }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
@@ -280,18 +336,24 @@ private struct Collector {
                 continue
             }
             if a.required.contains(name), !b.required.contains(name) {
-                add("response-property-became-optional", .breaking, place, childPointer, "property \(name) may now be missing")
+                add(
+                    "response-property-became-optional", .breaking, place, childPointer,
+                    "property \(name) may now be missing")
             }
-            try compareResponseSchema(oldProperty, old.file, newProperty, new.file, place, pointer: childPointer, visited: &visited)
+            try compareResponseSchema(
+                oldProperty, old.file, newProperty, new.file, place, pointer: childPointer, visited: &visited)
         }
         if let oldItems = a.items, let newItems = b.items {
-            try compareResponseSchema(oldItems, old.file, newItems, new.file, place, pointer: pointer + "/items", visited: &visited)
+            try compareResponseSchema(
+                oldItems, old.file, newItems, new.file, place, pointer: pointer + "/items", visited: &visited)
         }
     }
 
     /// Requests: the client sends what the server must accept.
-    mutating func compareRequestSchema(_ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, _ subject: String,
-                                       rulePrefix: String, pointer: String, visited: inout Set<String>) throws(ContractLoadError) {
+    mutating func compareRequestSchema(
+        _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, _ subject: String,
+        rulePrefix: String, pointer: String, visited: inout Set<String>
+    ) throws(ContractLoadError) {
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
         if !old.location.isEmpty || !new.location.isEmpty {
@@ -305,7 +367,9 @@ private struct Collector {
         let prefix = pointer.isEmpty ? rulePrefix : "request-property"
         let what = pointer.isEmpty ? subject : "\(subject) property \(pointer)"
         if !a.types.isEmpty, !b.types.isEmpty, !a.types.isSubset(of: b.types) {
-            add("\(prefix)-type-changed", .breaking, place, at, "\(what) changed type from \(a.types.sorted()) to \(b.types.sorted())")
+            add(
+                "\(prefix)-type-changed", .breaking, place, at,
+                "\(what) changed type from \(a.types.sorted()) to \(b.types.sorted())")
         }
         if a.nullable, !b.nullable {
             add("\(prefix)-became-not-nullable", .breaking, place, at, "\(what) may no longer be null")
@@ -316,10 +380,13 @@ private struct Collector {
                 add("\(prefix)-enum-value-removed", .breaking, place, at, "\(what) no longer accepts \(value)")
             }
         }
-        if let oldUnion = variants(of: a.value, in: old.file, document: base), let newUnion = variants(of: b.value, in: new.file, document: revision) {
+        if let oldUnion = variants(of: a.value, in: old.file, document: base),
+            let newUnion = variants(of: b.value, in: new.file, document: revision)
+        {
             let discriminated = a.value["discriminator"] != nil
             for variant in addedVariants(newUnion.names, oldUnion.names, discriminated: discriminated) {
-                add("\(prefix)-\(oldUnion.keyword == "oneOf" ? "one-of" : "any-of")-removed", .breaking, place, at,
+                add(
+                    "\(prefix)-\(oldUnion.keyword == "oneOf" ? "one-of" : "any-of")-removed", .breaking, place, at,
                     "\(what) no longer accepts \(discriminated ? variant : "one of its variants (\(variant))")")
             }
         }
@@ -327,12 +394,19 @@ private struct Collector {
             if case .number(let number) = shape.value[name] ?? .null { return number }
             return nil
         }
-        for (keyword, tighterWhenLower) in [("maxLength", true), ("maxItems", true), ("maximum", true), ("minimum", false), ("minLength", false), ("minItems", false)] {
+        for (keyword, tighterWhenLower) in [
+            ("maxLength", true), ("maxItems", true), ("maximum", true), ("minimum", false), ("minLength", false),
+            ("minItems", false),
+        ] {
             let oldLimit = number(keyword, a)
             let newLimit = number(keyword, b)
             guard let newLimit else { continue }
             let tightened: Bool
-            if let oldLimit { tightened = tighterWhenLower ? newLimit < oldLimit : newLimit > oldLimit } else { tightened = true }
+            if let oldLimit {
+                tightened = tighterWhenLower ? newLimit < oldLimit : newLimit > oldLimit
+            } else {
+                tightened = true
+            }
             if tightened {
                 let change = tighterWhenLower ? "decreased" : "increased"
                 let rule = "\(prefix)-\(Self.kebab(keyword))-\(oldLimit == nil ? "added" : change)"
@@ -340,23 +414,32 @@ private struct Collector {
             }
         }
         if let newPattern = b.value["pattern"]?.stringValue, newPattern != a.value["pattern"]?.stringValue {
-            add("\(prefix)-pattern-\(a.value["pattern"] == nil ? "added" : "changed")", .breaking, place, at, "\(what) must now match \(newPattern.debugDescription)")
+            add(
+                "\(prefix)-pattern-\(a.value["pattern"] == nil ? "added" : "changed")", .breaking, place, at,
+                "\(what) must now match \(newPattern.debugDescription)")
         }
         for name in b.required.subtracting(a.required).sorted() {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
             if a.properties[name] == nil {
-                add("new-required-request-property", .breaking, place, childPointer, "\(subject) needs a new property \(name)")
+                add(
+                    "new-required-request-property", .breaking, place, childPointer,
+                    "\(subject) needs a new property \(name)")
             } else {
-                add("request-property-became-required", .breaking, place, childPointer, "\(subject) property \(name) is now required")
+                add(
+                    "request-property-became-required", .breaking, place, childPointer,
+                    "\(subject) property \(name) is now required")
             }
         }
         for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
             guard let oldProperty = a.properties[name] else { continue }
-            try compareRequestSchema(oldProperty, old.file, newProperty, new.file, place, subject, rulePrefix: rulePrefix,
-                                     pointer: pointer + "/properties/" + JSONPointer.escape(name), visited: &visited)
+            try compareRequestSchema(
+                oldProperty, old.file, newProperty, new.file, place, subject, rulePrefix: rulePrefix,
+                pointer: pointer + "/properties/" + JSONPointer.escape(name), visited: &visited)
         }
         if let oldItems = a.items, let newItems = b.items {
-            try compareRequestSchema(oldItems, old.file, newItems, new.file, place, subject, rulePrefix: rulePrefix, pointer: pointer + "/items", visited: &visited)
+            try compareRequestSchema(
+                oldItems, old.file, newItems, new.file, place, subject, rulePrefix: rulePrefix,
+                pointer: pointer + "/items", visited: &visited)
         }
     }
 
@@ -365,7 +448,8 @@ private struct Collector {
     /// by the kind of JSON value each variant holds (`string`, `integer enum [1, 2]`, `object`), with `$ref`s
     /// followed — so renaming, reordering or annotating variants is no change. `keyword` is `oneOf` or
     /// `anyOf`; nil for a schema that is not a union (or is the open-enum pattern, compared as an enum).
-    func variants(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> (keyword: String, names: [String])? {
+    func variants(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> (keyword: String, names: [String])?
+    {
         let keyword = schema["oneOf"] != nil ? "oneOf" : "anyOf"
         guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
         if keyword == "anyOf", Self.openEnumValues(schema, in: file, of: document) != nil { return nil }
@@ -379,7 +463,8 @@ private struct Collector {
             for (value, target) in mapping {
                 values.append("\(property)=\(value)")
                 if let reference = target.stringValue {
-                    let (targetFile, pointer) = Loader.split(SchemaReading.mappingReference(reference), relativeTo: file)
+                    let (targetFile, pointer) = Loader.split(
+                        SchemaReading.mappingReference(reference), relativeTo: file)
                     mapped.insert(targetFile.path + "#" + pointer)
                 }
             }
@@ -400,7 +485,9 @@ private struct Collector {
         var types = SchemaReading.types(schema).filter { $0 != "null" }.sorted()
         if schema["type"] == nil, schema["properties"] != nil { types = ["object"] }
         var text = types.isEmpty ? "any value" : types.joined(separator: " or ")
-        if case .array(let values) = schema["enum"] ?? .null { text += " enum " + values.map(\.description).sorted().joined(separator: ", ") }
+        if case .array(let values) = schema["enum"] ?? .null {
+            text += " enum " + values.map(\.description).sorted().joined(separator: ", ")
+        }
         if let constant = schema["const"] { text += " const \(constant)" }
         return text
     }

@@ -22,9 +22,12 @@ extension ModelBuilder {
     /// that shape an object (``refWithSiblings(_:file:)``).
     func form(_ schema: JSONValue) -> Form {
         if schema["$ref"] != nil { return .object }
-        if case .array(let values) = schema["x-extensible-enum"] ?? .null { return .extensibleEnum(values, at: "/x-extensible-enum") }
+        if case .array(let values) = schema["x-extensible-enum"] ?? .null {
+            return .extensibleEnum(values, at: "/x-extensible-enum")
+        }
         if case .array(let values) = schema["enum"] ?? .null {
-            return schema["x-extensible-enum"] == .bool(true) ? .extensibleEnum(values, at: "/enum") : .closedEnum(values, at: "/enum")
+            return schema["x-extensible-enum"] == .bool(true)
+                ? .extensibleEnum(values, at: "/enum") : .closedEnum(values, at: "/enum")
         }
         // The open-enum pattern with its values inline (behind a `$ref`: ``referencedOpenEnum(_:file:)``).
         if let (values, known) = SchemaReading.openEnum(schema, resolve: { $0["$ref"] == nil ? $0 : nil }) {
@@ -36,35 +39,50 @@ extension ModelBuilder {
             if (SchemaReading.memberKeywords + ["allOf"]).contains(where: { schema[$0] != nil }),
                 !alternatives.allSatisfy(Self.onlyRequires)
             {
-                return .unsupported("\(keyword) together with properties, required or allOf is not supported yet "
-                    + "(move the shared members into each variant, or into an allOf part of each)", at: "/\(keyword)")
+                return .unsupported(
+                    "\(keyword) together with properties, required or allOf is not supported yet "
+                        + "(move the shared members into each variant, or into an allOf part of each)",
+                    at: "/\(keyword)")
             }
             if schema["discriminator"] != nil { return .union }
             let remaining = alternatives.enumerated().filter { !SchemaReading.isNullOnly($0.element) }
-            if remaining.count == 1 { return .wrapped(remaining[0].element, keyword: "\(keyword)/\(remaining[0].offset)") }
+            if remaining.count == 1 {
+                return .wrapped(remaining[0].element, keyword: "\(keyword)/\(remaining[0].offset)")
+            }
             if schema["properties"] != nil, alternatives.allSatisfy(Self.onlyRequires) { break }
-            return .unsupported("\(keyword) without a discriminator is not supported yet (supported: a discriminator with propertyName, "
-                + "'one schema or null', and the open-enum pattern anyOf [{type: string, enum: [...]}, {type: string}])", at: "")
+            return .unsupported(
+                "\(keyword) without a discriminator is not supported yet (supported: a discriminator with propertyName, "
+                    + "'one schema or null', and the open-enum pattern anyOf [{type: string, enum: [...]}, {type: string}])",
+                at: "")
         }
         if case .array(let parts) = schema["allOf"] ?? .null {
             // Parts that only annotate or constrain (`{description: ...}`, `{nullable: true}`, `{minimum: 1}`) do
             // not shape the value: one other part is then a wrapper, unless the schema itself adds members.
             let shaping = parts.enumerated().filter { !Self.isNeutral($0.element) }
             let addsShape = SchemaReading.memberKeywords.contains { schema[$0] != nil }
-            if shaping.count == 1, !addsShape { return .wrapped(shaping[0].element, keyword: "allOf/\(shaping[0].offset)") }
+            if shaping.count == 1, !addsShape {
+                return .wrapped(shaping[0].element, keyword: "allOf/\(shaping[0].offset)")
+            }
             return .object
         }
         var types = SchemaReading.types(schema)
         types.removeAll { $0 == "null" }
-        if types.isEmpty, schema["type"] != nil { return .unsupported("a schema that only allows null is not supported yet", at: "/type") }
-        if types.count > 1 { return .unsupported("a value of several types (\(types.joined(separator: ", "))) is not supported yet", at: "/type") }
+        if types.isEmpty, schema["type"] != nil {
+            return .unsupported("a schema that only allows null is not supported yet", at: "/type")
+        }
+        if types.count > 1 {
+            return .unsupported(
+                "a value of several types (\(types.joined(separator: ", "))) is not supported yet", at: "/type")
+        }
         // No type but properties: an object, as most descriptions mean it.
         let kind = types.first ?? (SchemaReading.memberKeywords.contains { schema[$0] != nil } ? "object" : nil)
         switch kind {
         case "object":
             if case .object(let properties) = schema["properties"] ?? .null, !properties.isEmpty { return .object }
             // A map: every member kept (`required` names then only constrain which keys appear).
-            if case .object(let extra) = schema["additionalProperties"] ?? .null, !extra.isEmpty { return .dictionary(schema["additionalProperties"]) }
+            if case .object(let extra) = schema["additionalProperties"] ?? .null, !extra.isEmpty {
+                return .dictionary(schema["additionalProperties"])
+            }
             if schema["additionalProperties"] == .bool(false) || schema["required"] != nil { return .object }
             return .dictionary(nil)
         case "array":
@@ -94,7 +112,8 @@ extension ModelBuilder {
     /// Keywords that annotate or only constrain a value: a schema of nothing else does not change its
     /// Swift type.
     static let neutralKeywords: Set<String> = [
-        "description", "title", "nullable", "default", "example", "examples", "readOnly", "writeOnly", "deprecated", "externalDocs",
+        "description", "title", "nullable", "default", "example", "examples", "readOnly", "writeOnly", "deprecated",
+        "externalDocs",
         "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern",
         "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "$comment", "xml",
     ]
@@ -107,7 +126,9 @@ extension ModelBuilder {
     /// The open-enum pattern with the known values behind a reference, `anyOf: [{type: string}, {$ref: ModelIDs}]`
     /// in either order (a closed enum component made open at this use): its values and where they are.
     func referencedOpenEnum(_ schema: JSONValue, file: URL) -> ([JSONValue], at: String)? {
-        let pattern = SchemaReading.openEnum(schema) { $0["$ref"] == nil ? nil : try? document.resolve($0, in: file).value }
+        let pattern = SchemaReading.openEnum(schema) {
+            $0["$ref"] == nil ? nil : try? document.resolve($0, in: file).value
+        }
         return pattern.map { ($0.values, "/anyOf/\($0.known)") }
     }
 
@@ -153,10 +174,18 @@ extension ModelBuilder {
         if case .array(let types) = schema["type"] ?? .null, types.contains("null") { return true }
         if case .array(let values) = schema["enum"] ?? .null, values.contains(.null) { return true }
         for keyword in ["oneOf", "anyOf"] {
-            if case .array(let alternatives) = schema[keyword] ?? .null, alternatives.contains(where: SchemaReading.isNullOnly) { return true }
+            if case .array(let alternatives) = schema[keyword] ?? .null,
+                alternatives.contains(where: SchemaReading.isNullOnly)
+            {
+                return true
+            }
         }
         if case .wrapped(let inner, let keyword) = form(schema), keyword.hasPrefix("allOf") {
-            if document.isOpenAPI30, case .array(let parts) = schema["allOf"] ?? .null, parts.contains(where: { $0["nullable"] == .bool(true) }) { return true }
+            if document.isOpenAPI30, case .array(let parts) = schema["allOf"] ?? .null,
+                parts.contains(where: { $0["nullable"] == .bool(true) })
+            {
+                return true
+            }
             return isNullable(inner, file: file, depth: depth + 1)
         }
         return false
@@ -179,7 +208,9 @@ extension ModelBuilder {
 
     /// `#/components/schemas/X` → `X` (only direct children of `components/schemas`).
     static func componentName(_ pointer: String) -> String? {
-        guard let tokens = JSONPointer.tokens(pointer), tokens.count == 3, tokens[0] == "components", tokens[1] == "schemas" else { return nil }
+        guard let tokens = JSONPointer.tokens(pointer), tokens.count == 3, tokens[0] == "components",
+            tokens[1] == "schemas"
+        else { return nil }
         return tokens[2]
     }
 
@@ -201,32 +232,49 @@ extension ModelBuilder {
     /// `direct` is false where a schema is merged into another (a part of an `allOf` that adds members, a
     /// 3.1 `$ref` with members beside it when `siblingsMerge`) and for a mapping target; a part that is the
     /// whole value (`{allOf: [{$ref: Pet}], description: ...}`) is used as a value.
-    static func forEachSchemaReference(in schema: JSONValue, direct: Bool = true, siblingsMerge: Bool = false,
-                                       _ body: (_ reference: String, _ direct: Bool) -> Void) {
+    static func forEachSchemaReference(
+        in schema: JSONValue, direct: Bool = true, siblingsMerge: Bool = false,
+        _ body: (_ reference: String, _ direct: Bool) -> Void
+    ) {
         guard case .object(let object) = schema else { return }
         let addsShape = SchemaReading.memberKeywords.contains { object[$0] != nil }
-        if case .string(let reference) = object["$ref"] ?? .null { body(reference, direct && !(siblingsMerge && (addsShape || object["allOf"] != nil))) }
+        if case .string(let reference) = object["$ref"] ?? .null {
+            body(reference, direct && !(siblingsMerge && (addsShape || object["allOf"] != nil)))
+        }
         if case .object(let mapping) = object["discriminator"]?["mapping"] ?? .null {
             for (_, target) in mapping {
-                if let reference = target.stringValue, reference.contains("#") || reference.contains("/") { body(reference, false) }
+                if let reference = target.stringValue, reference.contains("#") || reference.contains("/") {
+                    body(reference, false)
+                }
             }
         }
         for (keyword, value) in object {
             switch keyword {
             case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
-                if case .object(let members) = value { for (_, subschema) in members { forEachSchemaReference(in: subschema, siblingsMerge: siblingsMerge, body) } }
+                if case .object(let members) = value {
+                    for (_, subschema) in members {
+                        forEachSchemaReference(in: subschema, siblingsMerge: siblingsMerge, body)
+                    }
+                }
             case "allOf":
                 if case .array(let subschemas) = value {
                     let wrapper = subschemas.filter { !isNeutral($0) }.count == 1 && !addsShape
                     for subschema in subschemas {
-                        forEachSchemaReference(in: subschema, direct: wrapper && direct, siblingsMerge: siblingsMerge, body)
+                        forEachSchemaReference(
+                            in: subschema, direct: wrapper && direct, siblingsMerge: siblingsMerge, body)
                     }
                 }
             case "anyOf", "oneOf", "prefixItems":
-                if case .array(let subschemas) = value { for subschema in subschemas { forEachSchemaReference(in: subschema, siblingsMerge: siblingsMerge, body) } }
+                if case .array(let subschemas) = value {
+                    for subschema in subschemas {
+                        forEachSchemaReference(in: subschema, siblingsMerge: siblingsMerge, body)
+                    }
+                }
             case "items":
                 if case .array(let subschemas) = value {
-                    for subschema in subschemas { forEachSchemaReference(in: subschema, siblingsMerge: siblingsMerge, body) }
+                    for subschema in subschemas {
+                        forEachSchemaReference(in: subschema, siblingsMerge: siblingsMerge, body)
+                    }
                 } else {
                     forEachSchemaReference(in: value, siblingsMerge: siblingsMerge, body)
                 }
@@ -242,22 +290,29 @@ extension ModelBuilder {
     /// `schema` without the keywords that only annotate (to compare two definitions of a member).
     static func withoutAnnotations(_ schema: JSONValue) -> JSONValue {
         guard case .object(let object) = schema else { return schema }
-        let annotations: Set<String> = ["description", "title", "example", "examples", "deprecated", "externalDocs", "$comment"]
-        return .object(JSONObject(object.filter { !annotations.contains($0.key) && !$0.key.hasPrefix("x-") }.map { ($0.key, $0.value) }))
+        let annotations: Set<String> = [
+            "description", "title", "example", "examples", "deprecated", "externalDocs", "$comment",
+        ]
+        return .object(
+            JSONObject(
+                object.filter { !annotations.contains($0.key) && !$0.key.hasPrefix("x-") }.map { ($0.key, $0.value) }))
     }
 
     /// `{type: string}` (and annotations) narrowed to string values listed in `enum`: a subtype pinning
     /// its discriminator (`petType: {type: string, enum: [cat]}`).
     static func narrows(_ narrower: JSONValue, _ wider: JSONValue) -> Bool {
         func values(_ schema: JSONValue) -> [JSONValue]? {
-            guard case .object(let object) = withoutAnnotations(schema), object.allSatisfy({ ["type", "enum", "const", "default"].contains($0.key) }),
+            guard case .object(let object) = withoutAnnotations(schema),
+                object.allSatisfy({ ["type", "enum", "const", "default"].contains($0.key) }),
                 object["type"] == nil || object["type"] == "string"
             else { return nil }
             if case .array(let list) = object["enum"] ?? .null { return list }
             if let constant = object["const"] { return [constant] }
             return object["type"] == "string" ? [] : nil  // [] means any string
         }
-        guard let narrow = values(narrower), !narrow.isEmpty, narrow.allSatisfy({ $0.stringValue != nil }), let wide = values(wider) else { return false }
+        guard let narrow = values(narrower), !narrow.isEmpty, narrow.allSatisfy({ $0.stringValue != nil }),
+            let wide = values(wider)
+        else { return false }
         return wide.isEmpty || narrow.allSatisfy(wide.contains)
     }
 }

@@ -33,8 +33,10 @@ struct ModelBuilder {
 
     /// Names a nested type may not take: it would hide a top-level type or a name generated code uses.
     static let namesGeneratedCodeUses: Set<String> = Set(Builtin.allCases.map(\.rawValue)).union([
-        "CodingKeys", "DiscriminatorKey", "Codable", "Hashable", "Sendable", "CodingKey", "Decoder", "Encoder", "DecodingError",
-        "CaseIterable", "ClosedEnum", "ExtensibleEnum", "Extensible", "Nullable", "UndeclaredEnumValue", "Optional", "Array", "Dictionary",
+        "CodingKeys", "DiscriminatorKey", "Codable", "Hashable", "Sendable", "CodingKey", "Decoder", "Encoder",
+        "DecodingError",
+        "CaseIterable", "ClosedEnum", "ExtensibleEnum", "Extensible", "Nullable", "UndeclaredEnumValue", "Optional",
+        "Array", "Dictionary",
     ]).union(SwiftNames.shadowedTypes)
 
     init(document: OpenAPIDocument) {
@@ -70,12 +72,17 @@ struct ModelBuilder {
             for (name, schema) in schemas {
                 work.append((schema, document.url, false))
                 if case .string(let reference) = schema["$ref"] ?? .null, !refWithSiblings(schema, file: document.url) {
-                    aliases.append((document.url.path + "#/components/schemas/" + JSONPointer.escape(name), canonicalKey(reference, from: document.url)))
+                    aliases.append(
+                        (
+                            document.url.path + "#/components/schemas/" + JSONPointer.escape(name),
+                            canonicalKey(reference, from: document.url)
+                        ))
                 }
             }
         }
         for operation in operations {
-            let sources = operation.parameters.compactMap(\.schema) + (operation.requestBody?.content ?? []).compactMap(\.schema)
+            let sources =
+                operation.parameters.compactMap(\.schema) + (operation.requestBody?.content ?? []).compactMap(\.schema)
                 + operation.responses.flatMap { $0.content.compactMap(\.schema) }
             for source in sources { work.append((source.value, source.file, true)) }
         }
@@ -85,7 +92,8 @@ struct ModelBuilder {
         while next < work.count {
             let (schema, file, topLevelIsUse) = work[next]
             next += 1
-            Self.forEachSchemaReference(in: schema, direct: topLevelIsUse, siblingsMerge: !document.isOpenAPI30) { reference, direct in
+            Self.forEachSchemaReference(in: schema, direct: topLevelIsUse, siblingsMerge: !document.isOpenAPI30) {
+                reference, direct in
                 // A `$ref` is a reference; a mapping value may be a bare name (`Cat`), or a file (`Cat.yaml`).
                 let full = reference.contains(".") ? reference : SchemaReading.mappingReference(reference)
                 let (target, pointer) = Loader.split(full, relativeTo: file)
@@ -102,7 +110,8 @@ struct ModelBuilder {
         var changed = true
         while changed {
             changed = false
-            for (component, target) in aliases where directlyUsed.contains(component) && directlyUsed.insert(target).inserted { changed = true }
+            for (component, target) in aliases
+            where directlyUsed.contains(component) && directlyUsed.insert(target).inserted { changed = true }
         }
         return targets
     }
@@ -119,7 +128,8 @@ struct ModelBuilder {
                     let key = file.path + "#" + targetPointer
                     let isRootComponent = file == document.url && Self.componentName(targetPointer) != nil
                     if !isRootComponent, declaredTargets[key] == nil,
-                        let target = document.documents[file].flatMap({ Loader.walk($0, targetPointer) }), target["$ref"] == nil, needsDeclaration(target, file: file)
+                        let target = document.documents[file].flatMap({ Loader.walk($0, targetPointer) }),
+                        target["$ref"] == nil, needsDeclaration(target, file: file)
                     {
                         let swiftName = SwiftNames.unique(SwiftNames.topLevelTypeName(name), in: &topLevelNames)
                         declaredTargets[document.url.path + "#" + pointer] = swiftName
@@ -133,7 +143,9 @@ struct ModelBuilder {
             }
         }
         for (file, pointer) in targets where file != document.url && declaredTargets[file.path + "#" + pointer] == nil {
-            guard let name = Self.componentName(pointer), let schema = document.documents[file]?["components"]?["schemas"]?[name] else { continue }
+            guard let name = Self.componentName(pointer),
+                let schema = document.documents[file]?["components"]?["schemas"]?[name]
+            else { continue }
             register(SwiftNames.topLevelTypeName(name), schema: schema, file: file, pointer: pointer)
         }
     }
@@ -142,13 +154,19 @@ struct ModelBuilder {
     /// enums, unions): declared once at the top level, named after the file or the last pointer token
     /// that is a name (not `schema`, `items`, a number, a media type).
     private mutating func registerReferenceTargets(_ targets: [(URL, String)]) {
-        for (file, pointer) in targets where Self.componentName(pointer) == nil && declaredTargets[file.path + "#" + pointer] == nil {
-            guard let target = document.documents[file].flatMap({ Loader.walk($0, pointer) }), target["$ref"] == nil || refWithSiblings(target, file: file),
+        for (file, pointer) in targets
+        where Self.componentName(pointer) == nil && declaredTargets[file.path + "#" + pointer] == nil {
+            guard let target = document.documents[file].flatMap({ Loader.walk($0, pointer) }),
+                target["$ref"] == nil || refWithSiblings(target, file: file),
                 needsDeclaration(target, file: file)
             else { continue }
-            let structural: Set<String> = ["schema", "schemas", "items", "properties", "additionalProperties", "allOf", "anyOf", "oneOf",
-                                           "content", "responses", "requestBody", "parameters", "components", "paths", "$defs", "definitions"]
-            let token = JSONPointer.tokens(pointer)?.last { Int($0) == nil && !structural.contains($0) && !$0.contains("/") } ?? ""
+            let structural: Set<String> = [
+                "schema", "schemas", "items", "properties", "additionalProperties", "allOf", "anyOf", "oneOf",
+                "content", "responses", "requestBody", "parameters", "components", "paths", "$defs", "definitions",
+            ]
+            let token =
+                JSONPointer.tokens(pointer)?.last { Int($0) == nil && !structural.contains($0) && !$0.contains("/") }
+                ?? ""
             let base = token.isEmpty ? file.deletingPathExtension().lastPathComponent : token
             register(SwiftNames.topLevelTypeName(base), schema: target, file: file, pointer: pointer)
         }
@@ -183,12 +201,14 @@ struct ModelBuilder {
                 let key = schema.file.path + schema.location
                 var reportable = false
                 if case .unsupported = form(schema.value) { reportable = schema.value["$ref"] == nil }
-                guard declaredTargets[key] == nil, schema.value["$ref"] == nil || refWithSiblings(schema.value, file: schema.file),
+                guard declaredTargets[key] == nil,
+                    schema.value["$ref"] == nil || refWithSiblings(schema.value, file: schema.file),
                     needsDeclaration(schema.value, file: schema.file) || Self.isArray(schema.value) || reportable
                 else { continue }
                 // A shared `components/responses/Paged` is named after itself, not the first operation using it.
                 var name = base + suffix
-                if let tokens = JSONPointer.tokens(String(schema.location.dropFirst())), tokens.count > 2, tokens[0] == "components",
+                if let tokens = JSONPointer.tokens(String(schema.location.dropFirst())), tokens.count > 2,
+                    tokens[0] == "components",
                     ["responses", "requestBodies"].contains(tokens[1])
                 {
                     let kind = tokens[1] == "responses" ? "Response" : "Request"
@@ -224,12 +244,16 @@ struct ModelBuilder {
 
     // MARK: - Declarations
 
-    private mutating func declareTopLevel(_ name: String, schema original: JSONValue, file: URL, pointer originalPointer: String) {
+    private mutating func declareTopLevel(
+        _ name: String, schema original: JSONValue, file: URL, pointer originalPointer: String
+    ) {
         let documentation = Self.documentation(original)
         // `X: {allOf: [{type: object, ...}]}`: the inline schema inside a wrapper is X itself.
         let (schema, wrapperPath) = unwrapped(original)
         let pointer = originalPointer + wrapperPath
-        let discriminated = [original, schema].contains { $0["discriminator"] != nil && $0["oneOf"] == nil && $0["anyOf"] == nil }
+        let discriminated = [original, schema].contains {
+            $0["discriminator"] != nil && $0["oneOf"] == nil && $0["anyOf"] == nil
+        }
         if discriminated, directlyUsed.contains(file.path + (originalPointer.isEmpty ? "#" : originalPointer)) {
             diagnoseInheritance(file, originalPointer)
             return
@@ -237,23 +261,34 @@ struct ModelBuilder {
         let source = (displayName(file), pointer)
         if let (values, at) = referencedOpenEnum(schema, file: file) {
             if let cases = enumCases(values, file: file, pointer: pointer + at) {
-                declarations.append(TypePlan(path: [name], kind: .extensibleEnum(cases), documentation: documentation, file: source.0, location: pointer))
+                declarations.append(
+                    TypePlan(
+                        path: [name], kind: .extensibleEnum(cases), documentation: documentation, file: source.0,
+                        location: pointer))
             }
             return
         }
         if schema["$ref"] == nil || refWithSiblings(schema, file: file) {
             switch form(schema) {
             case .object:
-                if let plan = structure([name], schema: schema, file: file, pointer: pointer) { declarations.append(plan) }
+                if let plan = structure([name], schema: schema, file: file, pointer: pointer) {
+                    declarations.append(plan)
+                }
                 return
             case .closedEnum(let values, let at):
                 if let cases = enumCases(values, file: file, pointer: pointer + at) {
-                    declarations.append(TypePlan(path: [name], kind: .closedEnum(cases), documentation: documentation, file: source.0, location: pointer))
+                    declarations.append(
+                        TypePlan(
+                            path: [name], kind: .closedEnum(cases), documentation: documentation, file: source.0,
+                            location: pointer))
                 }
                 return
             case .extensibleEnum(let values, let at):
                 if let cases = enumCases(values, file: file, pointer: pointer + at) {
-                    declarations.append(TypePlan(path: [name], kind: .extensibleEnum(cases), documentation: documentation, file: source.0, location: pointer))
+                    declarations.append(
+                        TypePlan(
+                            path: [name], kind: .extensibleEnum(cases), documentation: documentation, file: source.0,
+                            location: pointer))
                 }
                 return
             case .union:
@@ -266,8 +301,11 @@ struct ModelBuilder {
         // Arrays, dictionaries, scalars and references: a typealias; types its elements need are declared
         // beside it at the top level (a typealias cannot contain them).
         var scope = Scope(path: [], prefix: name)
-        guard let (type, _) = use(schema, file: file, pointer: pointer, suggested: "", scope: &scope, isDeclaration: true) else { return }
-        declarations.append(TypePlan(path: [name], kind: .alias(type), documentation: documentation, file: source.0, location: pointer))
+        guard
+            let (type, _) = use(schema, file: file, pointer: pointer, suggested: "", scope: &scope, isDeclaration: true)
+        else { return }
+        declarations.append(
+            TypePlan(path: [name], kind: .alias(type), documentation: documentation, file: source.0, location: pointer))
         declarations.append(contentsOf: scope.nested)
     }
 
@@ -306,7 +344,8 @@ struct ModelBuilder {
         var required: Set<String> = []
         var visiting: Set<String> = []
         gatherOrigin = (file, pointer)
-        guard gather(schema, file: file, pointer: pointer, into: &members, required: &required, visiting: &visiting) else { return nil }
+        guard gather(schema, file: file, pointer: pointer, into: &members, required: &required, visiting: &visiting)
+        else { return nil }
         // A required member without a schema in `properties` may hold any value: a `JSONValue`, still required.
         for name in required.sorted() where !members.contains(where: { $0.name == name }) {
             members.append(Member(name: name, schema: [:], file: file, pointer: pointer + "/required"))
@@ -316,8 +355,10 @@ struct ModelBuilder {
         var properties: [PropertyPlan] = []
         var failed = false
         for member in members {
-            guard let (type, nullable) = use(member.schema, file: member.file, pointer: member.pointer,
-                                             suggested: SwiftNames.typeName(member.name), scope: &scope)
+            guard
+                let (type, nullable) = use(
+                    member.schema, file: member.file, pointer: member.pointer,
+                    suggested: SwiftNames.typeName(member.name), scope: &scope)
             else {
                 failed = true
                 continue
@@ -325,13 +366,17 @@ struct ModelBuilder {
             // `required` with readOnly (or writeOnly) holds for responses (or requests) only, and one
             // model serves both directions: such a member may be missing.
             let oneWay = isOneWay(member.schema, file: member.file)
-            properties.append(PropertyPlan(
-                wireName: member.name, swiftName: SwiftNames.unique(SwiftNames.memberName(member.name), in: &memberNames),
-                type: type, required: required.contains(member.name) && !oneWay, nullable: nullable, documentation: Self.documentation(member.schema)))
+            properties.append(
+                PropertyPlan(
+                    wireName: member.name,
+                    swiftName: SwiftNames.unique(SwiftNames.memberName(member.name), in: &memberNames),
+                    type: type, required: required.contains(member.name) && !oneWay, nullable: nullable,
+                    documentation: Self.documentation(member.schema)))
         }
         guard !failed else { return nil }
-        return TypePlan(path: path, kind: .structure(properties), documentation: Self.documentation(schema), nested: scope.nested,
-                        file: displayName(file), location: pointer)
+        return TypePlan(
+            path: path, kind: .structure(properties), documentation: Self.documentation(schema), nested: scope.nested,
+            file: displayName(file), location: pointer)
     }
 
     /// A property gathered from an object schema and its `allOf` parts.
@@ -343,8 +388,10 @@ struct ModelBuilder {
     }
 
     /// Collects the properties of `value` and of every `allOf` part (following `$ref`s), in order.
-    private mutating func gather(_ value: JSONValue, file: URL, pointer: String, into members: inout [Member],
-                                 required: inout Set<String>, visiting: inout Set<String>) -> Bool {
+    private mutating func gather(
+        _ value: JSONValue, file: URL, pointer: String, into members: inout [Member],
+        required: inout Set<String>, visiting: inout Set<String>
+    ) -> Bool {
         guard visiting.count < 256 else {
             let origin = gatherOrigin ?? (file, pointer)
             diagnose(origin.file, origin.pointer, "an allOf chain more than 256 levels deep is not supported yet")
@@ -352,11 +399,16 @@ struct ModelBuilder {
         }
         var succeeded = true
         if value["$ref"] != nil {
-            guard let (target, targetFile, location) = resolved(value, file: file, pointer: pointer) else { return false }
+            guard let (target, targetFile, location) = resolved(value, file: file, pointer: pointer) else {
+                return false
+            }
             if !Self.isNeutral(target), !isObjectSchema(target, file: targetFile) {
-                if case .dictionary = form(target) {} else {
+                if case .dictionary = form(target) {
+                } else {
                     // Reported at the part that brings it in: the target may be used correctly elsewhere.
-                    diagnose(file, pointer, "allOf that combines an object with something that is not an object is not supported yet")
+                    diagnose(
+                        file, pointer,
+                        "allOf that combines an object with something that is not an object is not supported yet")
                     return false
                 }
             }
@@ -364,15 +416,19 @@ struct ModelBuilder {
                 diagnose(targetFile, location, "an allOf that includes itself (a cycle) is not supported")
                 return false
             }
-            succeeded = gather(target, file: targetFile, pointer: location, into: &members, required: &required, visiting: &visiting)
+            succeeded = gather(
+                target, file: targetFile, pointer: location, into: &members, required: &required, visiting: &visiting)
             visiting.remove(targetFile.path + location)
             // In 3.1 the keywords beside a $ref apply too (`required: [title]` next to `$ref: Base`).
             guard refWithSiblings(value, file: file) else { return succeeded }
         } else if !Self.isNeutral(value), !isObjectSchema(value, file: file) {
             // Every part of an object must be an object (or only annotate): `allOf: [{type: string}, {$ref: Base}]`
             // has no Swift type. (A map part is reported below: its extra members would be dropped.)
-            if case .dictionary = form(value) {} else {
-                diagnose(file, pointer, "allOf that combines an object with something that is not an object is not supported yet")
+            if case .dictionary = form(value) {
+            } else {
+                diagnose(
+                    file, pointer,
+                    "allOf that combines an object with something that is not an object is not supported yet")
                 return false
             }
         }
@@ -380,14 +436,19 @@ struct ModelBuilder {
             guard case .array(let alternatives) = value[keyword] ?? .null, !isOpenEnum(value) else { continue }
             // Alternatives that only require members ("at least one of") constrain values, not their shape.
             if alternatives.allSatisfy({ Self.onlyRequires($0) }) { continue }
-            diagnose(file, pointer + "/" + keyword, "\(keyword) combined with properties or inside allOf is not supported yet")
+            diagnose(
+                file, pointer + "/" + keyword,
+                "\(keyword) combined with properties or inside allOf is not supported yet")
             return false
         }
         if case .array(let names) = value["required"] ?? .null {
             required.formUnion(names.compactMap(\.stringValue))
         }
         if case .object(let extra) = value["additionalProperties"] ?? .null, !extra.isEmpty {
-            diagnose(file, pointer + "/additionalProperties", "an additionalProperties schema on an object with declared members is not supported yet (the extra members would be dropped)")
+            diagnose(
+                file, pointer + "/additionalProperties",
+                "an additionalProperties schema on an object with declared members is not supported yet (the extra members would be dropped)"
+            )
             succeeded = false
         }
         if case .object(let properties) = value["properties"] ?? .null {
@@ -395,7 +456,9 @@ struct ModelBuilder {
                 let propertyPointer = pointer + "/properties/" + JSONPointer.escape(name)
                 if let index = members.firstIndex(where: { $0.name == name }) {
                     let existing = members[index]
-                    if Self.withoutAnnotations(existing.schema) == Self.withoutAnnotations(property) || Self.narrows(existing.schema, property) {
+                    if Self.withoutAnnotations(existing.schema) == Self.withoutAnnotations(property)
+                        || Self.narrows(existing.schema, property)
+                    {
                         continue  // the same member (or the first is already the narrower one)
                     }
                     if Self.narrows(property, existing.schema) {
@@ -403,12 +466,17 @@ struct ModelBuilder {
                         continue
                     }
                     // Only annotations or constraints (`{description: ...}`, `{readOnly: true}`): the same member, annotated.
-                    if Self.isNeutral(property), case .object(var merged) = existing.schema, case .object(let added) = property {
+                    if Self.isNeutral(property), case .object(var merged) = existing.schema,
+                        case .object(let added) = property
+                    {
                         for (key, value) in added where merged[key] == nil { merged[key] = value }
                         members[index].schema = .object(merged)
                         continue
                     }
-                    diagnose(file, propertyPointer, "property \(name) defined differently in two allOf parts (first at \(existing.pointer)) is not supported yet")
+                    diagnose(
+                        file, propertyPointer,
+                        "property \(name) defined differently in two allOf parts (first at \(existing.pointer)) is not supported yet"
+                    )
                     succeeded = false
                     continue
                 }
@@ -417,8 +485,10 @@ struct ModelBuilder {
         }
         if case .array(let parts) = value["allOf"] ?? .null {
             for (index, part) in parts.enumerated() {
-                succeeded = gather(part, file: file, pointer: pointer + "/allOf/\(index)", into: &members,
-                                   required: &required, visiting: &visiting) && succeeded
+                succeeded =
+                    gather(
+                        part, file: file, pointer: pointer + "/allOf/\(index)", into: &members,
+                        required: &required, visiting: &visiting) && succeeded
             }
         }
         return succeeded
@@ -453,12 +523,19 @@ struct ModelBuilder {
         for (index, alternative) in alternatives.enumerated() where !SchemaReading.isNullOnly(alternative) {
             let location = pointer + "/\(keyword)/\(index)"
             guard case .string(let reference) = alternative["$ref"] ?? .null else {
-                diagnose(file, location, "a discriminated \(keyword) variant must be a $ref to a schema (inline variants are not supported yet)")
+                diagnose(
+                    file, location,
+                    "a discriminated \(keyword) variant must be a $ref to a schema (inline variants are not supported yet)"
+                )
                 failed = true
                 continue
             }
-            guard case .object(let keywords) = alternative, keywords.allSatisfy({ $0.key == "$ref" || Self.neutralKeywords.contains($0.key) }) else {
-                diagnose(file, location, "keywords beside a variant's $ref are not supported yet (make the variant a schema of its own)")
+            guard case .object(let keywords) = alternative,
+                keywords.allSatisfy({ $0.key == "$ref" || Self.neutralKeywords.contains($0.key) })
+            else {
+                diagnose(
+                    file, location,
+                    "keywords beside a variant's $ref are not supported yet (make the variant a schema of its own)")
                 failed = true
                 continue
             }
@@ -467,7 +544,9 @@ struct ModelBuilder {
             // Mapping values and variants are compared where their references end (`Dog` may be `{$ref: './Dog.yaml'}`).
             let canonical = canonicalKey(reference, from: file)
             guard variantKeys.insert(canonical).inserted else { continue }  // listed twice: one case
-            guard let typeName = declaredTargets[key], let target = document.documents[targetFile].flatMap({ Loader.walk($0, targetPointer) }) else {
+            guard let typeName = declaredTargets[key],
+                let target = document.documents[targetFile].flatMap({ Loader.walk($0, targetPointer) })
+            else {
                 diagnose(file, location, "a discriminated \(keyword) variant must be a $ref to a component schema")
                 failed = true
                 continue
@@ -481,37 +560,55 @@ struct ModelBuilder {
                 failed = true
                 continue
             }
-            guard gather(target, file: targetFile, pointer: "#" + targetPointer, into: &members, required: &required, visiting: &visiting) else {
+            guard
+                gather(
+                    target, file: targetFile, pointer: "#" + targetPointer, into: &members, required: &required,
+                    visiting: &visiting)
+            else {
                 failed = true  // what is wrong with the variant was reported where it is
                 continue
             }
             if !members.contains(where: { $0.name == property }) || !required.contains(property) {
-                diagnose(targetFile, "#" + targetPointer, "variant \(rawName) must declare the discriminator property \(property) as required")
+                diagnose(
+                    targetFile, "#" + targetPointer,
+                    "variant \(rawName) must declare the discriminator property \(property) as required")
                 failed = true
                 continue
             }
             let explicit = mapping.filter { $0.key == canonical }.map(\.value)
             // The implicit value is a component schema's name; anything else has no name on the wire.
             guard !explicit.isEmpty || Self.componentName(targetPointer) != nil else {
-                diagnose(file, location, "variant \(reference) is not a component schema: give it a value in discriminator.mapping")
+                diagnose(
+                    file, location,
+                    "variant \(reference) is not a component schema: give it a value in discriminator.mapping")
                 failed = true
                 continue
             }
             let values = explicit.isEmpty ? (claimed.contains(rawName) ? [] : [rawName]) : explicit
             guard !values.isEmpty else {
-                diagnose(file, pointer + "/discriminator/mapping", "variant \(rawName) cannot be selected: its name is mapped to another variant")
+                diagnose(
+                    file, pointer + "/discriminator/mapping",
+                    "variant \(rawName) cannot be selected: its name is mapped to another variant")
                 failed = true
                 continue
             }
             if let taken = values.first(where: { value in variants.contains { $0.values.contains(value) } }) {
-                diagnose(file, location, "two variants answer to the discriminator value \(taken.debugDescription): give them distinct values in discriminator.mapping")
+                diagnose(
+                    file, location,
+                    "two variants answer to the discriminator value \(taken.debugDescription): give them distinct values in discriminator.mapping"
+                )
                 failed = true
                 continue
             }
-            variants.append(VariantPlan(swiftName: SwiftNames.unique(SwiftNames.memberName(rawName), in: &caseNames), values: values, type: .declared([typeName])))
+            variants.append(
+                VariantPlan(
+                    swiftName: SwiftNames.unique(SwiftNames.memberName(rawName), in: &caseNames), values: values,
+                    type: .declared([typeName])))
         }
         for entry in mapping where !variantKeys.contains(entry.key) {
-            diagnose(file, pointer + "/discriminator/mapping", "mapping value \(entry.value) names a schema that is not one of the \(keyword) variants")
+            diagnose(
+                file, pointer + "/discriminator/mapping",
+                "mapping value \(entry.value) names a schema that is not one of the \(keyword) variants")
             failed = true
         }
         guard !failed else { return nil }
@@ -519,8 +616,10 @@ struct ModelBuilder {
             diagnose(file, pointer, "a discriminated \(keyword) without variants")
             return nil
         }
-        return TypePlan(path: path, kind: .union(discriminator: property, variants: variants), documentation: Self.documentation(schema),
-                        file: displayName(file), location: pointer)
+        return TypePlan(
+            path: path, kind: .union(discriminator: property, variants: variants),
+            documentation: Self.documentation(schema),
+            file: displayName(file), location: pointer)
     }
 
     /// The inline schema inside wrappers (`{allOf: [X], description: ...}`, `{oneOf: [X, {type: null}]}`) and its
@@ -559,10 +658,15 @@ struct ModelBuilder {
                 return nil
             }
             guard raws.insert(raw).inserted else { continue }
-            cases.append(EnumCasePlan(swiftName: SwiftNames.unique(SwiftNames.memberName(raw), in: &names), rawValue: raw))
+            cases.append(
+                EnumCasePlan(swiftName: SwiftNames.unique(SwiftNames.memberName(raw), in: &names), rawValue: raw))
         }
         guard !cases.isEmpty else {
-            diagnose(file, pointer, values.isEmpty ? "an enum without values is not supported yet" : "a schema that only allows null is not supported yet")
+            diagnose(
+                file, pointer,
+                values.isEmpty
+                    ? "an enum without values is not supported yet"
+                    : "a schema that only allows null is not supported yet")
             return nil
         }
         return cases
@@ -574,8 +678,10 @@ struct ModelBuilder {
     /// `scope`, named after `suggested`. Nil after a diagnostic.
     /// `isDeclaration`: `value` is the schema a top-level typealias is being declared for (so its own name
     /// is not a use of it).
-    private mutating func use(_ value: JSONValue, file: URL, pointer: String, suggested: String, scope: inout Scope,
-                              isDeclaration: Bool = false) -> (TypeUse, Bool)? {
+    private mutating func use(
+        _ value: JSONValue, file: URL, pointer: String, suggested: String, scope: inout Scope,
+        isDeclaration: Bool = false
+    ) -> (TypeUse, Bool)? {
         if case .string(let reference) = value["$ref"] ?? .null, !refWithSiblings(value, file: file) {
             let (targetFile, targetPointer) = Loader.split(reference, relativeTo: file)
             let key = targetFile.path + "#" + targetPointer
@@ -585,17 +691,24 @@ struct ModelBuilder {
                 // What was declared under the name (for `Status: {$ref: './Status.yaml'}`, the file's enum).
                 if let (schema, schemaFile) = declaredSchemas[name] {
                     let declared = unwrapped(schema).schema
-                    if declared["$ref"] == nil, case .extensibleEnum = form(declared) { return (.extensible([name]), nullable) }
+                    if declared["$ref"] == nil, case .extensibleEnum = form(declared) {
+                        return (.extensible([name]), nullable)
+                    }
                     if referencedOpenEnum(declared, file: schemaFile) != nil { return (.extensible([name]), nullable) }
                 }
                 return (.declared([name]), nullable)
             }
             // Something without a declaration of its own (a scalar, an array, a chain of references): its
             // type, here. A cycle through such schemas cannot be written down.
-            guard let (target, resolvedFile, location) = resolved(value, file: file, pointer: pointer) else { return nil }
+            guard let (target, resolvedFile, location) = resolved(value, file: file, pointer: pointer) else {
+                return nil
+            }
             let targetKey = resolvedFile.path + location
             guard expanding.insert(targetKey).inserted else {
-                diagnose(resolvedFile, location, "a schema that contains itself through a $ref outside components/schemas is not supported yet (make it a component schema)")
+                diagnose(
+                    resolvedFile, location,
+                    "a schema that contains itself through a $ref outside components/schemas is not supported yet (make it a component schema)"
+                )
                 return nil
             }
             defer { expanding.remove(targetKey) }
@@ -614,19 +727,28 @@ struct ModelBuilder {
         if let (values, at) = referencedOpenEnum(value, file: file) {
             guard let cases = enumCases(values, file: file, pointer: pointer + at) else { return nil }
             let path = nestedPath(suggested, in: &scope)
-            scope.nested.append(TypePlan(path: path, kind: .extensibleEnum(cases), documentation: [], file: displayName(file), location: pointer))
+            scope.nested.append(
+                TypePlan(
+                    path: path, kind: .extensibleEnum(cases), documentation: [], file: displayName(file),
+                    location: pointer))
             return (.extensible(path), nullable)
         }
         switch form(value) {
         case .extensibleEnum(let values, let at):
             guard let cases = enumCases(values, file: file, pointer: pointer + at) else { return nil }
             let path = nestedPath(suggested, in: &scope)
-            scope.nested.append(TypePlan(path: path, kind: .extensibleEnum(cases), documentation: [], file: displayName(file), location: pointer))
+            scope.nested.append(
+                TypePlan(
+                    path: path, kind: .extensibleEnum(cases), documentation: [], file: displayName(file),
+                    location: pointer))
             return (.extensible(path), nullable)
         case .closedEnum(let values, let at):
             guard let cases = enumCases(values, file: file, pointer: pointer + at) else { return nil }
             let path = nestedPath(suggested, in: &scope)
-            scope.nested.append(TypePlan(path: path, kind: .closedEnum(cases), documentation: [], file: displayName(file), location: pointer))
+            scope.nested.append(
+                TypePlan(
+                    path: path, kind: .closedEnum(cases), documentation: [], file: displayName(file), location: pointer)
+            )
             return (.declared(path), nullable)
         case .union:
             let path = nestedPath(suggested, in: &scope)
@@ -644,15 +766,25 @@ struct ModelBuilder {
             scope.nested.append(plan)
             return (.declared(path), nullable)
         case .wrapped(let inner, let keyword):
-            guard let (type, innerNullable) = use(inner, file: file, pointer: pointer + "/" + keyword, suggested: suggested, scope: &scope) else { return nil }
+            guard
+                let (type, innerNullable) = use(
+                    inner, file: file, pointer: pointer + "/" + keyword, suggested: suggested, scope: &scope)
+            else { return nil }
             return (type, nullable || innerNullable)
         case .dictionary(let values):
             guard let values else { return (.dictionary(.builtin(.json)), nullable) }
-            guard let (type, valueNullable) = use(values, file: file, pointer: pointer + "/additionalProperties", suggested: suggested + "Value", scope: &scope) else { return nil }
+            guard
+                let (type, valueNullable) = use(
+                    values, file: file, pointer: pointer + "/additionalProperties", suggested: suggested + "Value",
+                    scope: &scope)
+            else { return nil }
             return (.dictionary(valueNullable ? .optional(type) : type), nullable)
         case .array(let items):
             guard let items else { return (.array(.builtin(.json)), nullable) }
-            guard let (type, itemNullable) = use(items, file: file, pointer: pointer + "/items", suggested: suggested + "Item", scope: &scope) else { return nil }
+            guard
+                let (type, itemNullable) = use(
+                    items, file: file, pointer: pointer + "/items", suggested: suggested + "Item", scope: &scope)
+            else { return nil }
             return (.array(itemNullable ? .optional(type) : type), nullable)
         case .scalar(let builtin):
             return (.builtin(builtin), nullable)
@@ -677,8 +809,11 @@ struct ModelBuilder {
     /// A base schema with a discriminator (the `allOf` inheritance style) used as a value: a subtype received
     /// there would decode as the base and lose its own members.
     private mutating func diagnoseInheritance(_ file: URL, _ pointer: String) {
-        diagnose(file, pointer + "/discriminator", "a discriminator without oneOf, on a schema used as a value (not only as an allOf part), is not "
-            + "supported yet: a subtype received there would lose its own members; where it is used, list the subtypes in oneOf with the discriminator")
+        diagnose(
+            file, pointer + "/discriminator",
+            "a discriminator without oneOf, on a schema used as a value (not only as an allOf part), is not "
+                + "supported yet: a subtype received there would lose its own members; where it is used, list the subtypes in oneOf with the discriminator"
+        )
     }
 
     private mutating func diagnose(_ file: URL, _ location: String, _ message: String) {
@@ -701,17 +836,22 @@ struct ModelBuilder {
             plan.nested.forEach(collect)
         }
         declarations.forEach(collect)
-        let byName = Dictionary(all.map { ($0.path.joined(separator: "."), $0) }, uniquingKeysWith: { first, _ in first })
+        let byName = Dictionary(
+            all.map { ($0.path.joined(separator: "."), $0) }, uniquingKeysWith: { first, _ in first })
         var valueEdges: [String: [String]] = [:]
         var aliasEdges: [String: [String]] = [:]
         for plan in all {
             let node = plan.path.joined(separator: ".")
             switch plan.kind {
             case .structure(let properties):
-                valueEdges[node] = properties.compactMap { if case .declared(let path) = $0.type { path.joined(separator: ".") } else { nil } }
+                valueEdges[node] = properties.compactMap {
+                    if case .declared(let path) = $0.type { path.joined(separator: ".") } else { nil }
+                }
             case .alias(let use):
                 if case .declared(let path) = use { valueEdges[node] = [path.joined(separator: ".")] }
-                aliasEdges[node] = Self.declaredPaths(in: use).filter { if case .alias = byName[$0]?.kind { true } else { false } }
+                aliasEdges[node] = Self.declaredPaths(in: use).filter {
+                    if case .alias = byName[$0]?.kind { true } else { false }
+                }
             default:
                 break
             }
@@ -719,13 +859,22 @@ struct ModelBuilder {
         let order = all.map { $0.path.joined(separator: ".") }
         for cycle in TypeCycles.find(order: order, edges: aliasEdges) {
             let plan = byName[cycle[0]]!
-            diagnostics.append(ContractGenerationDiagnostic(file: plan.file, location: plan.location,
-                message: "\(cycle.joined(separator: " → ")) → \(cycle[0]): a type alias that refers to itself is not supported yet"))
+            diagnostics.append(
+                ContractGenerationDiagnostic(
+                    file: plan.file, location: plan.location,
+                    message:
+                        "\(cycle.joined(separator: " → ")) → \(cycle[0]): a type alias that refers to itself is not supported yet"
+                ))
         }
-        for cycle in TypeCycles.find(order: order, edges: valueEdges) where !cycle.allSatisfy({ aliasEdges[$0] != nil }) {
+        for cycle in TypeCycles.find(order: order, edges: valueEdges) where !cycle.allSatisfy({ aliasEdges[$0] != nil })
+        {
             let plan = byName[cycle[0]]!
-            diagnostics.append(ContractGenerationDiagnostic(file: plan.file, location: plan.location,
-                message: "\(cycle.joined(separator: " → ")) → \(cycle[0]): a struct that contains itself by value is not supported yet (an array of it works)"))
+            diagnostics.append(
+                ContractGenerationDiagnostic(
+                    file: plan.file, location: plan.location,
+                    message:
+                        "\(cycle.joined(separator: " → ")) → \(cycle[0]): a struct that contains itself by value is not supported yet (an array of it works)"
+                ))
         }
     }
 

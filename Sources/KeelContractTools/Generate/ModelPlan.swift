@@ -42,7 +42,8 @@ indirect enum TypeUse: Equatable {
 
 /// The library types generated code uses for schema types.
 enum Builtin: String, CaseIterable {
-    case string = "String", date = "Date", int = "Int", int32 = "Int32", int64 = "Int64", double = "Double", float = "Float"
+    case string = "String", date = "Date", int = "Int", int32 = "Int32", int64 = "Int64", double = "Double", float =
+        "Float"
     case bool = "Bool", json = "JSONValue"
 }
 
@@ -78,7 +79,9 @@ public struct ContractGenerationDiagnostic: Sendable, Equatable, CustomStringCon
     /// One line: control characters in names (a member called "a\nb") are escaped.
     public var description: String {
         func oneLine(_ text: String) -> String {
-            text.unicodeScalars.map { $0.properties.generalCategory == .control ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined()
+            text.unicodeScalars.map {
+                $0.properties.generalCategory == .control ? "\\u{\(String($0.value, radix: 16))}" : String($0)
+            }.joined()
         }
         return "\(oneLine(file)) \(oneLine(location)): \(message)"
     }

@@ -1,7 +1,7 @@
 #if canImport(CryptoKit)
-import CryptoKit
+    import CryptoKit
 #elseif canImport(CCrypto)
-import CCrypto
+    import CCrypto
 #endif
 
 /// SHA-256 through the platform's crypto library: CryptoKit on Apple platforms, OpenSSL libcrypto
@@ -10,17 +10,17 @@ enum SHA256Digest {
     /// The lowercase hex digest of `bytes`, as `shasum -a 256` prints it.
     static func hex(_ bytes: [UInt8]) -> String {
         #if canImport(CryptoKit)
-        let digest = Array(SHA256.hash(data: bytes))
+            let digest = Array(SHA256.hash(data: bytes))
         #elseif canImport(CCrypto)
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let succeeded = bytes.withUnsafeBytes { input in
-            digest.withUnsafeMutableBufferPointer { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha256(), nil)
+            var digest = [UInt8](repeating: 0, count: 32)
+            var length: UInt32 = 0
+            let succeeded = bytes.withUnsafeBytes { input in
+                digest.withUnsafeMutableBufferPointer { output in
+                    EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha256(), nil)
+                }
             }
-        }
-        // EVP_Digest with a built-in algorithm fails only when libcrypto cannot allocate.
-        precondition(succeeded == 1 && length == 32, "libcrypto SHA-256 failed")
+            // EVP_Digest with a built-in algorithm fails only when libcrypto cannot allocate.
+            precondition(succeeded == 1 && length == 32, "libcrypto SHA-256 failed")
         #endif
         let alphabet = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []

@@ -19,7 +19,8 @@ struct SwiftEmitter {
 
     private static let modules: [String: String] = [
         "Date": "Foundation",
-        "JSONValue": "KeelContract", "Extensible": "KeelContract", "ExtensibleEnum": "KeelContract", "ClosedEnum": "KeelContract",
+        "JSONValue": "KeelContract", "Extensible": "KeelContract", "ExtensibleEnum": "KeelContract",
+        "ClosedEnum": "KeelContract",
         "UndeclaredEnumValue": "KeelContract", "Nullable": "KeelContract",
     ]
 
@@ -55,10 +56,12 @@ struct SwiftEmitter {
     mutating func type(_ use: TypeUse, inSignature: Bool = true) -> String {
         switch use {
         case .declared(let path): return path.joined(separator: ".")
-        case .extensible(let path): return "\(library("Extensible", inSignature: inSignature))<\(path.joined(separator: "."))>"
+        case .extensible(let path):
+            return "\(library("Extensible", inSignature: inSignature))<\(path.joined(separator: "."))>"
         case .builtin(let builtin): return library(builtin.rawValue, inSignature: inSignature)
         case .array(let element): return "[\(type(element, inSignature: inSignature))]"
-        case .dictionary(let value): return "[\(library("String", inSignature: inSignature)): \(type(value, inSignature: inSignature))]"
+        case .dictionary(let value):
+            return "[\(library("String", inSignature: inSignature)): \(type(value, inSignature: inSignature))]"
         case .optional(let wrapped): return type(wrapped, inSignature: inSignature) + "?"
         }
     }
@@ -85,11 +88,13 @@ struct SwiftEmitter {
         indented { body in
             for property in properties {
                 body.documentation(property.documentation)
-                body.line("\(body.modifier)var \(SwiftNames.member(property.swiftName)): \(body.declaredType(property))")
+                body.line(
+                    "\(body.modifier)var \(SwiftNames.member(property.swiftName)): \(body.declaredType(property))")
             }
             if !properties.isEmpty { body.line() }
             let parameters = properties.map { property in
-                "\(SwiftNames.member(property.swiftName)): \(body.declaredType(property))" + (property.required ? "" : " = nil")
+                "\(SwiftNames.member(property.swiftName)): \(body.declaredType(property))"
+                    + (property.required ? "" : " = nil")
             }
             body.line("\(body.modifier)init(\(parameters.joined(separator: ", "))) {")
             body.indented { inner in
@@ -111,26 +116,35 @@ struct SwiftEmitter {
                 body.indented { inner in
                     inner.line("var stringValue: \(inner.library("String", inSignature: false))")
                     inner.line("var intValue: \(inner.library("Int", inSignature: false))? { nil }")
-                    inner.line("init?(stringValue: \(inner.library("String", inSignature: false))) { self.stringValue = stringValue }")
+                    inner.line(
+                        "init?(stringValue: \(inner.library("String", inSignature: false))) { self.stringValue = stringValue }"
+                    )
                     inner.line("init?(intValue: \(inner.library("Int", inSignature: false))) { nil }")
                 }
                 body.line("}")
                 body.line()
-                body.line("\(body.modifier)init(from decoder: any \(body.library("Decoder", inSignature: true))) throws {")
+                body.line(
+                    "\(body.modifier)init(from decoder: any \(body.library("Decoder", inSignature: true))) throws {")
                 body.indented { $0.line("_ = try decoder.container(keyedBy: CodingKeys.self)") }
                 body.line("}")
                 body.line()
-                body.line("\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
+                body.line(
+                    "\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {"
+                )
                 body.indented { $0.line("_ = encoder.container(keyedBy: CodingKeys.self)") }
                 body.line("}")
                 return
             }
             body.line()
-            body.line("private enum CodingKeys: \(body.library("String", inSignature: false)), \(body.library("CodingKey", inSignature: false)) {")
+            body.line(
+                "private enum CodingKeys: \(body.library("String", inSignature: false)), \(body.library("CodingKey", inSignature: false)) {"
+            )
             body.indented { inner in
                 for property in properties {
                     let name = SwiftNames.member(property.swiftName)
-                    inner.line(property.swiftName == property.wireName ? "case \(name)" : "case \(name) = \(SwiftNames.literal(property.wireName))")
+                    inner.line(
+                        property.swiftName == property.wireName
+                            ? "case \(name)" : "case \(name) = \(SwiftNames.literal(property.wireName))")
                 }
             }
             body.line("}")
@@ -148,24 +162,32 @@ struct SwiftEmitter {
                         // would fold null into absent. `.some`/`.none`, not a bare nil: JSONValue is
                         // ExpressibleByNilLiteral, so nil would be `.null`.
                         let decoded = isJSON ? type : "\(inner.library("Nullable", inSignature: false))<\(type)>"
-                        inner.line("self.\(name) = container.contains(.\(name)) ? .some(try container.decode(\(decoded).self, forKey: .\(name))) : .none")
+                        inner.line(
+                            "self.\(name) = container.contains(.\(name)) ? .some(try container.decode(\(decoded).self, forKey: .\(name))) : .none"
+                        )
                         continue
                     }
                     // Required and nullable: the member must be present, null allowed.
-                    let call = !property.required ? "decodeIfPresent(\(type).self" : property.nullable && !isJSON ? "decode(\(type)?.self" : "decode(\(type).self"
+                    let call =
+                        !property.required
+                        ? "decodeIfPresent(\(type).self"
+                        : property.nullable && !isJSON ? "decode(\(type)?.self" : "decode(\(type).self"
                     inner.line("self.\(name) = try container.\(call), forKey: .\(name))")
                 }
             }
             body.line("}")
             body.line()
-            body.line("\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
+            body.line(
+                "\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
             body.indented { inner in
                 inner.line("var container = encoder.container(keyedBy: CodingKeys.self)")
                 for property in properties {
                     let name = SwiftNames.member(property.swiftName)
                     // Required and nullable: write null rather than leave the member out. `self.`: a member
                     // may be called `container` or `encoder`.
-                    inner.line("try container.\(property.required ? "encode" : "encodeIfPresent")(self.\(name), forKey: .\(name))")
+                    inner.line(
+                        "try container.\(property.required ? "encode" : "encodeIfPresent")(self.\(name), forKey: .\(name))"
+                    )
                 }
             }
             body.line("}")
@@ -175,18 +197,25 @@ struct SwiftEmitter {
 
     private mutating func declaredType(_ property: PropertyPlan) -> String {
         if property.type == .builtin(.json) { return type(property.type) + (property.required ? "" : "?") }  // JSONValue holds null itself
-        if !property.required, property.nullable { return "\(library("Nullable", inSignature: true))<\(type(property.type))>?" }
+        if !property.required, property.nullable {
+            return "\(library("Nullable", inSignature: true))<\(type(property.type))>?"
+        }
         return type(property.type) + (property.required && !property.nullable ? "" : "?")
     }
 
-    private mutating func enumeration(_ plan: TypePlan, _ cases: [EnumCasePlan], protocolName: String, caseIterable: Bool) {
-        let conformances = [library("String", inSignature: true), library(protocolName, inSignature: true)]
+    private mutating func enumeration(
+        _ plan: TypePlan, _ cases: [EnumCasePlan], protocolName: String, caseIterable: Bool
+    ) {
+        let conformances =
+            [library("String", inSignature: true), library(protocolName, inSignature: true)]
             + (caseIterable ? [library("CaseIterable", inSignature: true)] : [])
         line("\(modifier)enum \(plan.name): \(conformances.joined(separator: ", ")) {")
         indented { body in
             for entry in cases {
                 let name = SwiftNames.member(entry.swiftName)
-                body.line(entry.swiftName == entry.rawValue ? "case \(name)" : "case \(name) = \(SwiftNames.literal(entry.rawValue))")
+                body.line(
+                    entry.swiftName == entry.rawValue
+                        ? "case \(name)" : "case \(name) = \(SwiftNames.literal(entry.rawValue))")
             }
         }
         line("}")
@@ -200,27 +229,39 @@ struct SwiftEmitter {
                 body.line("case \(SwiftNames.member(variant.swiftName))(\(body.type(variant.type)))")
             }
             body.line()
-            body.line("private enum DiscriminatorKey: \(body.library("String", inSignature: false)), \(body.library("CodingKey", inSignature: false)) {")
+            body.line(
+                "private enum DiscriminatorKey: \(body.library("String", inSignature: false)), \(body.library("CodingKey", inSignature: false)) {"
+            )
             body.indented { $0.line("case discriminator = \(SwiftNames.literal(discriminator))") }
             body.line("}")
             body.line()
             body.line("\(body.modifier)init(from decoder: any \(body.library("Decoder", inSignature: true))) throws {")
             body.indented { inner in
                 inner.line("let container = try decoder.container(keyedBy: DiscriminatorKey.self)")
-                inner.line("let value = try container.decode(\(inner.library("String", inSignature: false)).self, forKey: .discriminator)")
+                inner.line(
+                    "let value = try container.decode(\(inner.library("String", inSignature: false)).self, forKey: .discriminator)"
+                )
                 inner.line("switch value {")
                 for variant in variants {
                     let values = variant.values.map(SwiftNames.literal).joined(separator: ", ")
                     inner.line("case \(values):")
-                    inner.indented { $0.line("self = .\(SwiftNames.member(variant.swiftName))(try \($0.type(variant.type, inSignature: false))(from: decoder))") }
+                    inner.indented {
+                        $0.line(
+                            "self = .\(SwiftNames.member(variant.swiftName))(try \($0.type(variant.type, inSignature: false))(from: decoder))"
+                        )
+                    }
                 }
                 inner.line("default:")
                 inner.indented { cases in
                     // Like a closed enum: ContractDecoder reports undeclaredEnumValue at the discriminator's path.
-                    cases.line("let problem = \(cases.library("UndeclaredEnumValue", inSignature: false))(typeName: \(SwiftNames.literal(plan.path.joined(separator: "."))), value: value)")
+                    cases.line(
+                        "let problem = \(cases.library("UndeclaredEnumValue", inSignature: false))(typeName: \(SwiftNames.literal(plan.path.joined(separator: "."))), value: value)"
+                    )
                     cases.line("throw \(cases.library("DecodingError", inSignature: false)).dataCorrupted(")
                     cases.indented {
-                        $0.line(".init(codingPath: container.codingPath + [DiscriminatorKey.discriminator], debugDescription: problem.description, underlyingError: problem)")
+                        $0.line(
+                            ".init(codingPath: container.codingPath + [DiscriminatorKey.discriminator], debugDescription: problem.description, underlyingError: problem)"
+                        )
                     }
                     cases.line(")")
                 }
@@ -228,11 +269,13 @@ struct SwiftEmitter {
             }
             body.line("}")
             body.line()
-            body.line("\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
+            body.line(
+                "\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
             body.indented { inner in
                 inner.line("switch self {")
                 for variant in variants {
-                    inner.line("case .\(SwiftNames.member(variant.swiftName))(let value): try value.encode(to: encoder)")
+                    inner.line(
+                        "case .\(SwiftNames.member(variant.swiftName))(let value): try value.encode(to: encoder)")
                 }
                 inner.line("}")
             }

@@ -15,19 +15,28 @@ enum SwiftNames {
     ]
 
     /// Member names that cannot be used even with backticks (or mean something else after a dot).
-    static let reservedMembers: Set<String> = ["self", "Self", "init", "deinit", "subscript", "Type", "Protocol", "super", "hashValue"]
+    static let reservedMembers: Set<String> = [
+        "self", "Self", "init", "deinit", "subscript", "Type", "Protocol", "super", "hashValue",
+    ]
 
     /// Type names that cannot be declared (or would hide what generated code needs).
-    static let reservedTypes: Set<String> = ["Self", "Type", "Protocol", "Any", "AnyObject", "Swift", "Foundation", "KeelContract"]
+    static let reservedTypes: Set<String> = [
+        "Self", "Type", "Protocol", "Any", "AnyObject", "Swift", "Foundation", "KeelContract",
+    ]
 
     /// Standard library and Foundation types an app's code uses everywhere: a model with one of these names
     /// would hide it in the whole module (`catch let error as Error` would mean the contract's `Error`).
     static let shadowedTypes: Set<String> = [
-        "Error", "Result", "Data", "Date", "URL", "UUID", "String", "Substring", "Character", "Int", "Int32", "Int64", "UInt",
-        "Double", "Float", "Decimal", "Bool", "Array", "Dictionary", "Set", "Optional", "Never", "Void", "Codable", "Encoder",
-        "Decoder", "Encodable", "Decodable", "Hashable", "Equatable", "Sendable", "Identifiable", "Task", "Duration", "Locale",
-        "TimeZone", "Calendar", "Notification", "Operation", "Progress", "Bundle", "Timer", "Thread", "Process", "Range",
-        "JSONValue", "Extensible", "ExtensibleEnum", "ClosedEnum", "Nullable", "CodingKeys", "DiscriminatorKey", "Comparable",
+        "Error", "Result", "Data", "Date", "URL", "UUID", "String", "Substring", "Character", "Int", "Int32", "Int64",
+        "UInt",
+        "Double", "Float", "Decimal", "Bool", "Array", "Dictionary", "Set", "Optional", "Never", "Void", "Codable",
+        "Encoder",
+        "Decoder", "Encodable", "Decodable", "Hashable", "Equatable", "Sendable", "Identifiable", "Task", "Duration",
+        "Locale",
+        "TimeZone", "Calendar", "Notification", "Operation", "Progress", "Bundle", "Timer", "Thread", "Process",
+        "Range",
+        "JSONValue", "Extensible", "ExtensibleEnum", "ClosedEnum", "Nullable", "CodingKeys", "DiscriminatorKey",
+        "Comparable",
         "Collection", "Sequence",
         // SwiftUI types that app code names constantly.
         "View", "Text", "Image", "Color", "Font", "Button", "Label", "Shape",
@@ -130,7 +139,10 @@ enum SwiftNames {
             if character.isNewline {
                 lines.append(current)
                 current = ""
-            } else if character.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format && $0.value != 0x200D }) {
+            } else if character.unicodeScalars.contains(where: {
+                $0.properties.generalCategory == .control
+                    || $0.properties.generalCategory == .format && $0.value != 0x200D
+            }) {
                 current.append(" ")
             } else {
                 current.append(character)
@@ -155,7 +167,8 @@ enum SwiftNames {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F
+            case _
+            where scalar.value < 0x20 || scalar.value == 0x7F
                 || [.format, .lineSeparator, .paragraphSeparator, .control].contains(scalar.properties.generalCategory):
                 // Invisible in source (a right-to-left override, a line separator): written as an escape.
                 result += "\\u{\(String(scalar.value, radix: 16))}"

@@ -47,7 +47,8 @@ enum TypeCycles {
             }
         }
         let position = Dictionary(order.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        return components
+        return
+            components
             .map { $0.sorted { position[$0, default: .max] < position[$1, default: .max] } }
             .sorted { position[$0[0], default: .max] < position[$1[0], default: .max] }
     }

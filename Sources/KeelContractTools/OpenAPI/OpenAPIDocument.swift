@@ -51,7 +51,9 @@ public struct OpenAPIDocument: Sendable {
     }
 
     /// Parses description text (YAML or JSON) that has no file; references to other files are errors.
-    public static func parse(_ text: String, name: String = "description.yaml") throws(ContractLoadError) -> OpenAPIDocument {
+    public static func parse(_ text: String, name: String = "description.yaml") throws(ContractLoadError)
+        -> OpenAPIDocument
+    {
         let directory = URL(fileURLWithPath: "/nonexistent-keel-inline", isDirectory: true)
         let url = directory.appendingPathComponent(name)
         var loader = Loader(rootDirectory: directory)
@@ -60,27 +62,41 @@ public struct OpenAPIDocument: Sendable {
         return try make(root: root, url: url, name: name, loader: &loader)
     }
 
-    private static func make(root: JSONValue, url: URL, name: String, loader: inout Loader) throws(ContractLoadError) -> OpenAPIDocument {
-        guard case .object = root else { throw ContractLoadError(code: .notADescription, file: name, location: "", message: "the description is not a mapping") }
+    private static func make(root: JSONValue, url: URL, name: String, loader: inout Loader) throws(ContractLoadError)
+        -> OpenAPIDocument
+    {
+        guard case .object = root else {
+            throw ContractLoadError(
+                code: .notADescription, file: name, location: "", message: "the description is not a mapping")
+        }
         if case .number(let number) = root["openapi"] ?? .null {
-            throw ContractLoadError(code: .unsupportedVersion, file: name, location: "#/openapi", message: "unsupported OpenAPI version \(number) (3.0.x and 3.1.x are supported, as strings)")
+            throw ContractLoadError(
+                code: .unsupportedVersion, file: name, location: "#/openapi",
+                message: "unsupported OpenAPI version \(number) (3.0.x and 3.1.x are supported, as strings)")
         }
         guard case .string(let openAPI) = root["openapi"] ?? .null else {
-            throw ContractLoadError(code: .notADescription, file: name, location: "#/openapi", message: "no `openapi` field: not an OpenAPI description")
+            throw ContractLoadError(
+                code: .notADescription, file: name, location: "#/openapi",
+                message: "no `openapi` field: not an OpenAPI description")
         }
         guard openAPI.hasPrefix("3.0.") || openAPI.hasPrefix("3.1.") else {
-            throw ContractLoadError(code: .unsupportedVersion, file: name, location: "#/openapi", message: "unsupported OpenAPI version \(openAPI) (3.0.x and 3.1.x are supported)")
+            throw ContractLoadError(
+                code: .unsupportedVersion, file: name, location: "#/openapi",
+                message: "unsupported OpenAPI version \(openAPI) (3.0.x and 3.1.x are supported)")
         }
         try loader.checkReferences(in: root, file: url)
-        return OpenAPIDocument(url: url, root: root, openAPIVersion: openAPI,
-                               contractVersion: root["info"]?["version"]?.stringValue ?? "", documents: loader.documents)
+        return OpenAPIDocument(
+            url: url, root: root, openAPIVersion: openAPI,
+            contractVersion: root["info"]?["version"]?.stringValue ?? "", documents: loader.documents)
     }
 
     // MARK: - References
 
     /// Follows `$ref`s from `value` (found in `file`) until a non-reference, returning it, the file it is in
     /// and its location. Cycles of pure references end with a ``ContractLoadError``.
-    public func resolve(_ value: JSONValue, in file: URL? = nil) throws(ContractLoadError) -> (value: JSONValue, file: URL, location: String) {
+    public func resolve(_ value: JSONValue, in file: URL? = nil) throws(ContractLoadError) -> (
+        value: JSONValue, file: URL, location: String
+    ) {
         var current = value
         var currentFile = file ?? url
         var location = ""
@@ -92,10 +108,14 @@ public struct OpenAPIDocument: Sendable {
             // caught, one hop later), so the common case builds no key.
             hops += 1
             guard hops == 1 || seen.insert(targetFile.path + "#" + pointer).inserted else {
-                throw ContractLoadError(code: .referenceCycle, file: currentFile.path, location: pointer, message: "$ref cycle without content: \(reference)")
+                throw ContractLoadError(
+                    code: .referenceCycle, file: currentFile.path, location: pointer,
+                    message: "$ref cycle without content: \(reference)")
             }
             guard let document = documents[targetFile], let target = Loader.walk(document, pointer) else {
-                throw ContractLoadError(code: .danglingReference, file: currentFile.path, location: location, message: "dangling $ref \(reference)")
+                throw ContractLoadError(
+                    code: .danglingReference, file: currentFile.path, location: location,
+                    message: "dangling $ref \(reference)")
             }
             current = target
             currentFile = targetFile
@@ -132,11 +152,16 @@ struct Loader {
 
     mutating func document(at url: URL, referencedFrom: String?) throws(ContractLoadError) -> JSONValue {
         if let loaded = documents[url] { return loaded }
-        guard url.path.hasPrefix(rootDirectory.path + "/") || url.deletingLastPathComponent().path == rootDirectory.path else {
-            throw ContractLoadError(code: .outsideRoot, file: referencedFrom ?? url.path, location: "", message: "\(url.path) is outside the description's directory tree")
+        guard url.path.hasPrefix(rootDirectory.path + "/") || url.deletingLastPathComponent().path == rootDirectory.path
+        else {
+            throw ContractLoadError(
+                code: .outsideRoot, file: referencedFrom ?? url.path, location: "",
+                message: "\(url.path) is outside the description's directory tree")
         }
         guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw ContractLoadError(code: .unreadableFile, file: referencedFrom ?? url.path, location: "", message: "cannot read \(url.path)")
+            throw ContractLoadError(
+                code: .unreadableFile, file: referencedFrom ?? url.path, location: "",
+                message: "cannot read \(url.path)")
         }
         let bytes = [UInt8](unsafeUninitializedCapacity: data.count) { buffer, initialized in
             initialized = data.copyBytes(to: buffer)
@@ -163,7 +188,9 @@ struct Loader {
     }
 
     static func yamlError(_ error: YAMLError, file: String) -> ContractLoadError {
-        ContractLoadError(code: .invalidYAML, file: file, location: "line \(error.line), column \(error.column)", message: "not valid YAML: \(error.message)")
+        ContractLoadError(
+            code: .invalidYAML, file: file, location: "line \(error.line), column \(error.column)",
+            message: "not valid YAML: \(error.message)")
     }
 
     /// JSON when the text starts with `{`, YAML otherwise (YAML is a superset, but JSON errors are clearer).
@@ -172,7 +199,9 @@ struct Loader {
             do {
                 return try JSONValue(parsing: bytes)
             } catch {
-                throw ContractLoadError(code: .invalidJSON, file: file, location: "line \(error.line), column \(error.column)", message: "not valid JSON: \(error.message)")
+                throw ContractLoadError(
+                    code: .invalidJSON, file: file, location: "line \(error.line), column \(error.column)",
+                    message: "not valid JSON: \(error.message)")
             }
         }
         do {
@@ -211,7 +240,9 @@ struct Loader {
     }
 
     /// Walks the tree keeping the JSON pointer as a token stack (joined only for an error message).
-    private mutating func check(_ value: JSONValue, file: URL, path: inout [String], visited: inout Set<String>) throws(ContractLoadError) {
+    private mutating func check(_ value: JSONValue, file: URL, path: inout [String], visited: inout Set<String>)
+        throws(ContractLoadError)
+    {
         switch value {
         case .object(let object):
             if case .string(let reference) = object["$ref"] ?? .null {
@@ -219,7 +250,9 @@ struct Loader {
                 let document = try self.document(at: targetFile, referencedFrom: file.path)
                 guard Self.walk(document, targetPointer) != nil else {
                     let pointer = path.map { "/" + JSONPointer.escape($0) }.joined()
-                    throw ContractLoadError(code: .danglingReference, file: file.path, location: "#" + pointer + "/$ref", message: "dangling $ref \(reference)")
+                    throw ContractLoadError(
+                        code: .danglingReference, file: file.path, location: "#" + pointer + "/$ref",
+                        message: "dangling $ref \(reference)")
                 }
                 // A referenced file's own references are checked once (cycles between files are fine).
                 if targetFile != file, visited.insert(targetFile.path).inserted {
@@ -256,13 +289,17 @@ struct Loader {
     /// The file and JSON pointer a reference names.
     static func split(_ reference: String, relativeTo file: URL) -> (URL, String) {
         // The usual reference, `#/components/...`, stays in its file.
-        if reference.utf8.first == UInt8(ascii: "#") { return (file, JSONPointer.decodeFragment(String(reference.dropFirst()))) }
+        if reference.utf8.first == UInt8(ascii: "#") {
+            return (file, JSONPointer.decodeFragment(String(reference.dropFirst())))
+        }
         let parts = reference.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
         // A URI reference: `my%20file.yaml` names `my file.yaml`.
         let path = String(parts[0]).removingPercentEncoding ?? String(parts[0])
         let fragment = parts.count > 1 ? String(parts[1]) : ""
         let pointer = JSONPointer.decodeFragment(fragment)
-        let target = path.isEmpty ? file : URL(fileURLWithPath: path, relativeTo: file.deletingLastPathComponent()).standardizedFileURL
+        let target =
+            path.isEmpty
+            ? file : URL(fileURLWithPath: path, relativeTo: file.deletingLastPathComponent()).standardizedFileURL
         return (target, pointer)
     }
 
@@ -277,7 +314,8 @@ struct Loader {
             let token = JSONPointer.unescape(Substring(rest[..<end]))
             switch current {
             case .object(let object): guard let next = object[token] else { return nil }; current = next
-            case .array(let array): guard let index = Int(token), array.indices.contains(index) else { return nil }; current = array[index]
+            case .array(let array):
+                guard let index = Int(token), array.indices.contains(index) else { return nil }; current = array[index]
             default: return nil
             }
             guard end < rest.endIndex else { return current }

@@ -109,14 +109,19 @@ extension OpenAPIDocument {
             let item = try resolve(itemValue)
             // Where the path item is: its own file's location when it is a $ref.
             let pathLocation = item.location.isEmpty ? "#/paths/" + JSONPointer.escape(path) : item.location
-            let shared = try parameters(item.value["parameters"], file: item.file, location: pathLocation + "/parameters")
+            let shared = try parameters(
+                item.value["parameters"], file: item.file, location: pathLocation + "/parameters")
             guard case .object(let members) = item.value else { continue }
             for (method, operationValue) in members where ContractDiff.methods.contains(method) {
                 let location = pathLocation + "/" + method
                 let operation = try resolve(operationValue, in: item.file)
                 var merged = shared
-                for parameter in try parameters(operation.value["parameters"], file: operation.file, location: location + "/parameters") {
-                    if let index = merged.firstIndex(where: { $0.name == parameter.name && $0.location == parameter.location }) {
+                for parameter in try parameters(
+                    operation.value["parameters"], file: operation.file, location: location + "/parameters")
+                {
+                    if let index = merged.firstIndex(where: {
+                        $0.name == parameter.name && $0.location == parameter.location
+                    }) {
                         merged[index] = parameter
                     } else {
                         merged.append(parameter)
@@ -127,22 +132,33 @@ extension OpenAPIDocument {
                     let resolved = try resolve(bodyValue, in: operation.file)
                     // Locations are where the content is: the referenced body's own, when it is a $ref.
                     let bodyLocation = resolved.location.isEmpty ? location + "/requestBody" : resolved.location
-                    body = RequestBody(required: resolved.value["required"] == .bool(true),
-                                       content: mediaTypes(resolved.value["content"], file: resolved.file, location: bodyLocation + "/content"))
+                    body = RequestBody(
+                        required: resolved.value["required"] == .bool(true),
+                        content: mediaTypes(
+                            resolved.value["content"], file: resolved.file, location: bodyLocation + "/content"))
                 }
                 var responses: [Response] = []
                 if case .object(let statuses) = operation.value["responses"] ?? .null {
                     for (status, responseValue) in statuses {
                         let resolved = try resolve(responseValue, in: operation.file)
-                        let responseLocation = resolved.location.isEmpty ? location + "/responses/" + JSONPointer.escape(status) : resolved.location
-                        responses.append(Response(status: status, content: mediaTypes(resolved.value["content"], file: resolved.file, location: responseLocation + "/content")))
+                        let responseLocation =
+                            resolved.location.isEmpty
+                            ? location + "/responses/" + JSONPointer.escape(status) : resolved.location
+                        responses.append(
+                            Response(
+                                status: status,
+                                content: mediaTypes(
+                                    resolved.value["content"], file: resolved.file,
+                                    location: responseLocation + "/content")))
                     }
                 }
-                result.append(Operation(
-                    path: path, method: method, operationID: operation.value["operationId"]?.stringValue,
-                    parameters: merged, requestBody: body, responses: responses,
-                    security: operation.value["security"] == nil ? documentSecurity : Self.securityRequirements(operation.value["security"]),
-                    location: location))
+                result.append(
+                    Operation(
+                        path: path, method: method, operationID: operation.value["operationId"]?.stringValue,
+                        parameters: merged, requestBody: body, responses: responses,
+                        security: operation.value["security"] == nil
+                            ? documentSecurity : Self.securityRequirements(operation.value["security"]),
+                        location: location))
             }
         }
         return result
@@ -159,8 +175,13 @@ extension OpenAPIDocument {
             guard let name = resolved.value["name"]?.stringValue, let raw = resolved.value["in"]?.stringValue,
                 let place = ParameterLocation(rawValue: raw)
             else { continue }
-            let schema = resolved.value["schema"].map { SchemaSource(value: $0, file: resolved.file, location: entryLocation + "/schema") }
-            result.append(Parameter(name: name, location: place, required: place == .path || resolved.value["required"] == .bool(true), schema: schema))
+            let schema = resolved.value["schema"].map {
+                SchemaSource(value: $0, file: resolved.file, location: entryLocation + "/schema")
+            }
+            result.append(
+                Parameter(
+                    name: name, location: place, required: place == .path || resolved.value["required"] == .bool(true),
+                    schema: schema))
         }
         return result
     }
@@ -168,7 +189,9 @@ extension OpenAPIDocument {
     private func mediaTypes(_ value: JSONValue?, file: URL, location: String) -> [MediaType] {
         guard case .object(let content) = value ?? .null else { return [] }
         return content.map { name, media in
-            MediaType(name: name, schema: media["schema"].map { SchemaSource(value: $0, file: file, content: location, mediaType: name) })
+            MediaType(
+                name: name,
+                schema: media["schema"].map { SchemaSource(value: $0, file: file, content: location, mediaType: name) })
         }
     }
 

@@ -22,10 +22,12 @@ enum SchemaReading {
     /// The open-enum pattern, `anyOf: [{type: string, enum: [...]}, {type: string}]` in either order: the known
     /// values and the index of the alternative that holds them. `resolve` reads the known alternative (follow
     /// a `$ref`, or refuse one); nil when it is not the pattern.
-    static func openEnum(_ schema: JSONValue, resolve: (JSONValue) -> JSONValue?) -> (values: [JSONValue], known: Int)? {
+    static func openEnum(_ schema: JSONValue, resolve: (JSONValue) -> JSONValue?) -> (values: [JSONValue], known: Int)?
+    {
         guard case .array(let alternatives) = schema["anyOf"] ?? .null, alternatives.count == 2 else { return nil }
         for (known, open) in [(0, 1), (1, 0)] {
-            guard alternatives[open]["enum"] == nil, alternatives[open]["type"] == "string", alternatives[open]["$ref"] == nil,
+            guard alternatives[open]["enum"] == nil, alternatives[open]["type"] == "string",
+                alternatives[open]["$ref"] == nil,
                 let enumSchema = resolve(alternatives[known]), case .array(let values) = enumSchema["enum"] ?? .null
             else { continue }
             return (values, known)

@@ -16,7 +16,8 @@ public struct ContractSchema: Sendable {
 
     /// Validates `instance`; `formatAssertion` makes `format` an assertion (invalid dates fail).
     public func validate(_ instance: JSONValue, formatAssertion: Bool = false) -> ValidationResult {
-        schema.validate(instance, options: ValidationOptions(formatAssertion: formatAssertion, openAPINullable: openAPINullable))
+        schema.validate(
+            instance, options: ValidationOptions(formatAssertion: formatAssertion, openAPINullable: openAPINullable))
     }
 
     fileprivate init(reference: String, schema: JSONSchema, openAPINullable: Bool) {
@@ -33,31 +34,40 @@ extension OpenAPIDocument {
     ///   points at is not a valid schema.
     public func schema(at reference: String) throws(ContractLoadError) -> ContractSchema {
         guard reference.hasPrefix("#") else {
-            throw ContractLoadError(code: .invalidSchemaReference, file: url.path, location: reference, message: "a schema reference must be a fragment of the description, like #/components/schemas/Note")
+            throw ContractLoadError(
+                code: .invalidSchemaReference, file: url.path, location: reference,
+                message: "a schema reference must be a fragment of the description, like #/components/schemas/Note")
         }
         let pointer = String(reference.dropFirst())
         guard Loader.walk(root, pointer) != nil else {
-            throw ContractLoadError(code: .invalidSchemaReference, file: url.path, location: reference, message: "nothing at \(reference)")
+            throw ContractLoadError(
+                code: .invalidSchemaReference, file: url.path, location: reference, message: "nothing at \(reference)")
         }
         var served: [String: JSONValue] = [:]
         for (file, document) in documents {
             served[file.absoluteString] = isOpenAPI30 ? Self.as2020(document) : document
         }
-        let target = url.absoluteString + "#" + pointer.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed)!
+        let target =
+            url.absoluteString + "#" + pointer.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed)!
         let wrapper: JSONValue = ["$ref": .string(target)]
         let documentsByURI = served
         do {
-            let schema = try JSONSchema(wrapper, baseURI: "urn:keel:contract-schema", resolver: { uri in documentsByURI[uri] })
+            let schema = try JSONSchema(
+                wrapper, baseURI: "urn:keel:contract-schema", resolver: { uri in documentsByURI[uri] })
             return ContractSchema(reference: reference, schema: schema, openAPINullable: isOpenAPI30)
         } catch {
-            throw ContractLoadError(code: .invalidSchemaReference, file: url.path, location: reference, message: "not a usable schema: \(error)")
+            throw ContractLoadError(
+                code: .invalidSchemaReference, file: url.path, location: reference,
+                message: "not a usable schema: \(error)")
         }
     }
 
     /// Members whose values are literal data, never schemas (besides `x-…` extensions).
     private static let literalKeywords: Set<String> = ["example", "examples", "enum", "const", "default"]
     /// Members whose keys are names, not keywords.
-    private static let nameMapKeywords: Set<String> = ["properties", "patternProperties", "dependentSchemas", "$defs", "definitions", "schemas"]
+    private static let nameMapKeywords: Set<String> = [
+        "properties", "patternProperties", "dependentSchemas", "$defs", "definitions", "schemas",
+    ]
 
     /// OpenAPI 3.0's boolean `exclusiveMinimum`/`exclusiveMaximum` (draft 4 style) rewritten as 2020-12's
     /// numbers, everywhere except inside literal values (`example`, `enum`, `const`, `default`, `x-…`).

@@ -40,11 +40,15 @@ public enum YAML {
 
     /// Parses UTF-8 bytes into a JSON value, appending to `references` the string value of every `$ref`
     /// mapping member, in the order they are read (the loader checks them without walking the tree).
-    package static func parse(_ bytes: [UInt8], limits: Limits = Limits(), references: inout [String]) throws(YAMLError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8], limits: Limits = Limits(), references: inout [String]) throws(YAMLError)
+        -> JSONValue
+    {
         var builder = Builder(limits: limits)
         defer { references += builder.references }
         var parser = yaml_parser_t()
-        guard yaml_parser_initialize(&parser) == 1 else { throw YAMLError(code: .parserUnavailable, message: "cannot initialize the YAML parser", line: 0, column: 0) }
+        guard yaml_parser_initialize(&parser) == 1 else {
+            throw YAMLError(code: .parserUnavailable, message: "cannot initialize the YAML parser", line: 0, column: 0)
+        }
         defer { yaml_parser_delete(&parser) }
         return try bytes.withUnsafeBufferPointer { buffer throws(YAMLError) -> JSONValue in
             yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
@@ -52,7 +56,9 @@ public enum YAML {
                 var event = yaml_event_t()
                 guard yaml_parser_parse(&parser, &event) == 1 else {
                     let problem = parser.problem.map { String(cString: $0) } ?? "invalid YAML"
-                    throw YAMLError(code: .syntax, message: problem, line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1)
+                    throw YAMLError(
+                        code: .syntax, message: problem, line: Int(parser.problem_mark.line) + 1,
+                        column: Int(parser.problem_mark.column) + 1)
                 }
                 defer { yaml_event_delete(&event) }
                 if let result = try builder.consume(&event) { return result }
@@ -83,7 +89,9 @@ public enum YAML {
             let name: String
             static func == (lhs: MemberName, rhs: MemberName) -> Bool { JSONObject.sameName(lhs.name, rhs.name) }
             func hash(into hasher: inout Hasher) {
-                let hashed: Void? = name.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+                let hashed: Void? = name.utf8.withContiguousStorageIfAvailable {
+                    hasher.combine(bytes: UnsafeRawBufferPointer($0))
+                }
                 if hashed == nil { for byte in name.utf8 { hasher.combine(byte) } }
                 hasher.combine(name.utf8.count)
             }
@@ -117,7 +125,9 @@ public enum YAML {
                 return nil
             case YAML_DOCUMENT_START_EVENT:
                 documents += 1
-                guard documents == 1 else { throw fail(.multipleDocuments, "more than one YAML document; an API description is one document") }
+                guard documents == 1 else {
+                    throw fail(.multipleDocuments, "more than one YAML document; an API description is one document")
+                }
                 return nil
             case YAML_DOCUMENT_END_EVENT:
                 return nil
@@ -130,7 +140,8 @@ public enum YAML {
                 try count(anchored.nodes, fail)
                 try add(anchored.value, fail)
             case YAML_SCALAR_EVENT:
-                let bytes = UnsafeBufferPointer(start: keel_yaml_event_scalar_value(&event), count: keel_yaml_event_scalar_length(&event))
+                let bytes = UnsafeBufferPointer(
+                    start: keel_yaml_event_scalar_value(&event), count: keel_yaml_event_scalar_length(&event))
                 let plain = keel_yaml_event_scalar_style(&event) == YAML_PLAIN_SCALAR_STYLE
                 let value: JSONValue
                 if let tag = text(keel_yaml_event_tag(&event)) {
@@ -142,24 +153,34 @@ public enum YAML {
                 if let anchor = text(keel_yaml_event_anchor(&event)) { anchors[anchor] = (value, 1) }
                 try add(value, fail)
             case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
-                guard stack.count < limits.maximumDepth else { throw fail(.tooDeep, "nesting deeper than \(limits.maximumDepth) levels") }
+                guard stack.count < limits.maximumDepth else {
+                    throw fail(.tooDeep, "nesting deeper than \(limits.maximumDepth) levels")
+                }
                 try count(1, fail)
-                stack.append(Frame(isMapping: event.type == YAML_MAPPING_START_EVENT, keyStart: keys.count, valueStart: values.count,
-                                   anchor: text(keel_yaml_event_anchor(&event))))
+                stack.append(
+                    Frame(
+                        isMapping: event.type == YAML_MAPPING_START_EVENT, keyStart: keys.count,
+                        valueStart: values.count,
+                        anchor: text(keel_yaml_event_anchor(&event))))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let frame = stack.removeLast()
                 let value: JSONValue
                 if frame.isMapping {
                     guard !frame.hasPendingKey else { throw fail(.syntax, "mapping ends after a key without a value") }
                     value = keys.moveOut(from: frame.keyStart) { keys in
-                        values.moveOut(from: frame.valueStart) { values in .object(JSONObject(movingUniqueKeys: keys, values: values)) }
+                        values.moveOut(from: frame.valueStart) { values in
+                            .object(JSONObject(movingUniqueKeys: keys, values: values))
+                        }
                     }
                 } else {
                     value = values.moveOut(from: frame.valueStart) { values in
-                        .array(Array(unsafeUninitializedCapacity: values.count) { buffer, initialized in
-                            if !values.isEmpty { buffer.baseAddress!.moveInitialize(from: values.baseAddress!, count: values.count) }
-                            initialized = values.count
-                        })
+                        .array(
+                            Array(unsafeUninitializedCapacity: values.count) { buffer, initialized in
+                                if !values.isEmpty {
+                                    buffer.baseAddress!.moveInitialize(from: values.baseAddress!, count: values.count)
+                                }
+                                initialized = values.count
+                            })
                     }
                 }
                 if let anchor = frame.anchor { anchors[anchor] = (value, Self.nodeCount(value)) }
@@ -173,11 +194,14 @@ public enum YAML {
         private mutating func count(_ added: Int, _ fail: (YAMLError.Code, String) -> YAMLError) throws(YAMLError) {
             nodes += added
             guard nodes <= limits.maximumNodes else {
-                throw fail(.tooManyNodes, "the document expands to more than \(limits.maximumNodes) nodes (alias bomb?)")
+                throw fail(
+                    .tooManyNodes, "the document expands to more than \(limits.maximumNodes) nodes (alias bomb?)")
             }
         }
 
-        private mutating func add(_ value: consuming JSONValue, _ fail: (YAMLError.Code, String) -> YAMLError) throws(YAMLError) {
+        private mutating func add(_ value: consuming JSONValue, _ fail: (YAMLError.Code, String) -> YAMLError)
+            throws(YAMLError)
+        {
             let top = stack.count - 1
             guard top >= 0 else {
                 result = value
@@ -189,7 +213,9 @@ public enum YAML {
             }
             if stack[top].hasPendingKey {
                 // The key was checked against the mapping's other keys when it was read.
-                if case .string(let target) = value, JSONObject.sameName(keys[keys.count - 1], "$ref") { references.append(target) }
+                if case .string(let target) = value, JSONObject.sameName(keys[keys.count - 1], "$ref") {
+                    references.append(target)
+                }
                 values.append(value)
                 stack[top].hasPendingKey = false
                 return
@@ -204,7 +230,9 @@ public enum YAML {
             }
             let keyStart = stack[top].keyStart
             if stack[top].names != nil {
-                guard stack[top].names!.insert(MemberName(name: key)).inserted else { throw fail(.duplicateKey, "duplicate key \(key.debugDescription)") }
+                guard stack[top].names!.insert(MemberName(name: key)).inserted else {
+                    throw fail(.duplicateKey, "duplicate key \(key.debugDescription)")
+                }
             } else {
                 for index in keyStart..<keys.count where JSONObject.sameName(keys[index], key) {
                     throw fail(.duplicateKey, "duplicate key \(key.debugDescription)")
@@ -230,7 +258,9 @@ public enum YAML {
 
         /// An untagged scalar straight from libyaml's buffer: the common case (a word or a quoted string)
         /// becomes a string without building any other text; the rest goes through the core schema.
-        private func resolve(_ bytes: UnsafeBufferPointer<UInt8>, plain: Bool, _ fail: (YAMLError.Code, String) -> YAMLError) throws(YAMLError) -> JSONValue {
+        private func resolve(
+            _ bytes: UnsafeBufferPointer<UInt8>, plain: Bool, _ fail: (YAMLError.Code, String) -> YAMLError
+        ) throws(YAMLError) -> JSONValue {
             guard plain else { return .string(String(decoding: bytes, as: UTF8.self)) }
             guard let lead = bytes.first else { return .null }
             switch lead {
@@ -242,7 +272,8 @@ public enum YAML {
                     return .number(JSONNumber(literal: String(decoding: bytes, as: UTF8.self))!)
                 }
                 return try resolve(String(decoding: bytes, as: UTF8.self), plain: true, tag: nil, fail)
-            case UInt8(ascii: "~"), UInt8(ascii: "n"), UInt8(ascii: "N"), UInt8(ascii: "t"), UInt8(ascii: "T"), UInt8(ascii: "f"), UInt8(ascii: "F"):
+            case UInt8(ascii: "~"), UInt8(ascii: "n"), UInt8(ascii: "N"), UInt8(ascii: "t"), UInt8(ascii: "T"),
+                UInt8(ascii: "f"), UInt8(ascii: "F"):
                 // Possibly `null`, `true`, `false` in one of their spellings (at most five bytes): compare
                 // the bytes packed in an integer, without making a string first.
                 if bytes.count <= 5 {
@@ -266,14 +297,18 @@ public enum YAML {
         private static func packed(_ word: String) -> UInt64 { word.utf8.reduce(0) { $0 << 8 | UInt64($1) } }
 
         /// YAML 1.2 core schema for plain scalars; quoted scalars are strings.
-        private func resolve(_ raw: String, plain: Bool, tag: String?, _ fail: (YAMLError.Code, String) -> YAMLError) throws(YAMLError) -> JSONValue {
+        private func resolve(_ raw: String, plain: Bool, tag: String?, _ fail: (YAMLError.Code, String) -> YAMLError)
+            throws(YAMLError) -> JSONValue
+        {
             switch tag {
             case nil, "!": break
             case "tag:yaml.org,2002:str": return .string(raw)
             case "tag:yaml.org,2002:null": return .null
             case "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float":
                 let value = try resolve(raw, plain: true, tag: nil, fail)
-                guard value != .string(raw) else { throw fail(.invalidScalar, "\(raw.debugDescription) is not a \(tag!.split(separator: ":").last!)") }
+                guard value != .string(raw) else {
+                    throw fail(.invalidScalar, "\(raw.debugDescription) is not a \(tag!.split(separator: ":").last!)")
+                }
                 return value
             default:
                 throw fail(.unsupportedTag, "unsupported tag \(tag!)")
@@ -298,8 +333,12 @@ public enum YAML {
                 lead == UInt8(ascii: "-") || lead == UInt8(ascii: "+") || lead == UInt8(ascii: ".")
                     || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(lead)
             else { return nil }
-            if raw.hasPrefix("0o"), raw.count > 2, let value = UInt64(raw.dropFirst(2), radix: 8) { return JSONNumber(literal: String(value)) }
-            if raw.hasPrefix("0x"), raw.count > 2, let value = UInt64(raw.dropFirst(2), radix: 16) { return JSONNumber(literal: String(value)) }
+            if raw.hasPrefix("0o"), raw.count > 2, let value = UInt64(raw.dropFirst(2), radix: 8) {
+                return JSONNumber(literal: String(value))
+            }
+            if raw.hasPrefix("0x"), raw.count > 2, let value = UInt64(raw.dropFirst(2), radix: 16) {
+                return JSONNumber(literal: String(value))
+            }
             var text = Substring(raw)
             var sign = ""
             if text.first == "-" || text.first == "+" {

@@ -112,7 +112,8 @@ public struct AccountID: Sendable, Hashable, Comparable, CustomStringConvertible
         let scalars = Array(raw.unicodeScalars)
         for (index, scalar) in scalars.enumerated() where scalar.properties.generalCategory == .format {
             let isJoiner = scalar.value == 0x200D || scalar.value == 0x200C
-            let isInside = index > 0 && index < scalars.count - 1
+            let isInside =
+                index > 0 && index < scalars.count - 1
                 && scalars[index - 1].properties.generalCategory != .format
                 && scalars[index + 1].properties.generalCategory != .format
             if !(isJoiner && isInside) { return true }
@@ -148,8 +149,10 @@ public struct AccountIDError: KeelError, Equatable, CustomStringConvertible {
         case .whitespaceOnly: return "account id contains only whitespace"
         case .surroundingWhitespace: return "account id \(shown.debugDescription) has leading or trailing whitespace"
         case .controlCharacter: return "account id \(shown.debugDescription) contains a control character"
-        case .invisibleCharacter: return "account id \(shown.debugDescription) contains an invisible formatting character"
-        case .tooLong: return "account id is \(value.utf8.count) bytes long; at most \(AccountID.maximumUTF8Length) allowed"
+        case .invisibleCharacter:
+            return "account id \(shown.debugDescription) contains an invisible formatting character"
+        case .tooLong:
+            return "account id is \(value.utf8.count) bytes long; at most \(AccountID.maximumUTF8Length) allowed"
         default: return "account id \(shown.debugDescription) is a placeholder, not an account"
         }
     }

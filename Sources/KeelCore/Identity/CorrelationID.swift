@@ -32,10 +32,12 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
     public init(validating rawValue: String) throws(CorrelationIDError) {
         let utf8 = rawValue.utf8
         guard utf8.count == 32, utf8.allSatisfy(Self.isLowercaseHexDigit) else {
-            throw CorrelationIDError(code: .malformed, value: rawValue, reason: "expected 32 lowercase hexadecimal digits")
+            throw CorrelationIDError(
+                code: .malformed, value: rawValue, reason: "expected 32 lowercase hexadecimal digits")
         }
         guard utf8.contains(where: { $0 != UInt8(ascii: "0") }) else {
-            throw CorrelationIDError(code: .placeholder, value: rawValue, reason: "an all-zero id is a placeholder, not an id")
+            throw CorrelationIDError(
+                code: .placeholder, value: rawValue, reason: "an all-zero id is a placeholder, not an id")
         }
         self.rawValue = rawValue
     }

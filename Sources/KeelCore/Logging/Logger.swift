@@ -66,7 +66,9 @@ public struct Logger: Sendable {
     ) {
         guard let sink, level >= minimumLevel else { return }
         let merged = extra.isEmpty ? metadata : metadata.merging(extra) { $1 }
-        sink(LogRecord(label: label, level: level, message: message().rendered, metadata: merged, file: file, line: line))
+        sink(
+            LogRecord(label: label, level: level, message: message().rendered, metadata: merged, file: file, line: line)
+        )
     }
 }
 
@@ -132,14 +134,17 @@ public struct LogMessage: ExpressibleByStringInterpolation, Sendable, Equatable,
         public mutating func appendLiteral(_ literal: String) { text += literal }
 
         /// Appends `value` when `privacy` is `.public`, otherwise `<private>`.
-        public mutating func appendInterpolation(_ value: some CustomStringConvertible, privacy: LogPrivacy = .private) {
+        public mutating func appendInterpolation(_ value: some CustomStringConvertible, privacy: LogPrivacy = .private)
+        {
             text += privacy == .public ? value.description : LogPrivacy.privatePlaceholder
         }
 
         /// Appends an integer (public: counts and codes are not personal data).
         public mutating func appendInterpolation(_ value: some BinaryInteger) { text += String(describing: value) }
         /// Appends a floating-point number (public).
-        public mutating func appendInterpolation(_ value: some BinaryFloatingPoint) { text += String(describing: Double(value)) }
+        public mutating func appendInterpolation(_ value: some BinaryFloatingPoint) {
+            text += String(describing: Double(value))
+        }
         /// Appends `true` or `false` (public).
         public mutating func appendInterpolation(_ value: Bool) { text += value ? "true" : "false" }
 

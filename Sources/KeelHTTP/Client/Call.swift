@@ -62,9 +62,12 @@ struct Call {
         var isReplay = false
         while true {
             if Task.isCancelled { throw failure(.cancelled, detail: "cancelled before attempt \(attempts + 1)") }
-            if clock.now.duration(to: deadline) <= .zero { throw failure(.timeout, detail: "deadline of \(policy.deadline) passed") }
+            if clock.now.duration(to: deadline) <= .zero {
+                throw failure(.timeout, detail: "deadline of \(policy.deadline) passed")
+            }
             attempts += 1
-            let context = MiddlewareContext(operation: operation, correlationID: correlationID, attempt: attempts, isReplay: isReplay)
+            let context = MiddlewareContext(
+                operation: operation, correlationID: correlationID, attempt: attempts, isReplay: isReplay)
             isReplay = false
             // Middleware works on a fresh copy each attempt, inside the deadline; nothing is sent yet.
             let prepared = try await prepare(request, context: context, deadline: deadline, clock: clock)
@@ -97,7 +100,8 @@ struct Call {
                     configuration.budget.recordSuccess(refunding: spentOnRetries)
                     return HTTPClient.Reply(
                         status: response.status, headers: response.headers, body: response.body,
-                        requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts
+                        requestID: response.header(configuration.requestIDHeader), correlationID: correlationID,
+                        attempts: attempts
                     )
                 } else {
                     reachedServer = true
@@ -173,14 +177,18 @@ struct Call {
         case .some(.refused(let refusal)):
             throw failure(refusal.kind, detail: "refused by middleware before attempt \(attempts): \(refusal.detail)")
         case .none:
-            if Task.isCancelled { throw failure(.cancelled, detail: "cancelled while middleware prepared attempt \(attempts)") }
+            if Task.isCancelled {
+                throw failure(.cancelled, detail: "cancelled while middleware prepared attempt \(attempts)")
+            }
             throw failure(.timeout, detail: "deadline passed while middleware prepared attempt \(attempts)")
         }
     }
 
     /// Whether any middleware (allowed for the request's origin) asks to send the call once more.
-    private func middlewareAsksForReplay(after response: TransportResponse, request: TransportRequest,
-                                         context: MiddlewareContext) async -> Bool {
+    private func middlewareAsksForReplay(
+        after response: TransportResponse, request: TransportRequest,
+        context: MiddlewareContext
+    ) async -> Bool {
         guard !(200...299).contains(response.status) else { return false }  // a success is final
         for step in configuration.middleware where step.allowedOrigins?.contains(request.url) ?? true {
             if await step.shouldReplay(after: response, context: context) { return true }
@@ -211,9 +219,11 @@ struct Call {
 
     /// Races the transport against the attempt timer on the injected clock; whichever ends first wins
     /// and the other is cancelled (which closes the connection).
-    private func attempt<C: Clock>(_ request: TransportRequest, timeout: Duration, clock: C) async -> AttemptResult where C.Duration == Duration {
+    private func attempt<C: Clock>(_ request: TransportRequest, timeout: Duration, clock: C) async -> AttemptResult
+    where C.Duration == Duration {
         let transport = configuration.transport
-        let result = await Self.race(deadline: clock.now.advanced(by: timeout), clock: clock) { () async -> AttemptResult in
+        let result = await Self.race(deadline: clock.now.advanced(by: timeout), clock: clock) {
+            () async -> AttemptResult in
             do throws(TransportError) {
                 return .response(try await transport.send(request))
             } catch {
@@ -260,8 +270,12 @@ struct Call {
         if !operation.query.isEmpty { components.queryItems = operation.query }
         var headers = operation.headers
         headers.append(name: configuration.correlationIDHeader, value: correlationID.rawValue)
-        if case .keyed(let key) = operation.idempotency { headers.append(name: configuration.idempotencyKeyHeader, value: key.rawValue) }
-        if let version = configuration.contractVersion { headers.append(name: version.headerName, value: version.description) }
+        if case .keyed(let key) = operation.idempotency {
+            headers.append(name: configuration.idempotencyKeyHeader, value: key.rawValue)
+        }
+        if let version = configuration.contractVersion {
+            headers.append(name: version.headerName, value: version.description)
+        }
         if operation.expectsJSON, !headers.contains("Accept") {
             headers.append(name: "Accept", value: "application/json")
         }
@@ -287,7 +301,8 @@ struct Call {
             }
             return nil
         }
-        if (200...299).contains(response.status), operation.expectsJSON, response.status != 204, !response.body.isEmpty {
+        if (200...299).contains(response.status), operation.expectsJSON, response.status != 204, !response.body.isEmpty
+        {
             let type = response.header("Content-Type")?.lowercased() ?? ""
             if type.hasPrefix("text/html") || (type.isEmpty && Self.looksLikeHTML(response.body)) {
                 return portal("HTML where the contract promises JSON")
@@ -312,12 +327,14 @@ struct Call {
     }
 
     static func looksLikeHTML(_ body: Data) -> Bool {
-        let prefix = String(decoding: body.prefix(256), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        let prefix = String(decoding: body.prefix(256), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            .lowercased()
         return prefix.hasPrefix("<!doctype html") || prefix.hasPrefix("<html")
     }
 
     /// `retryAfter` is the response's `Retry-After` delay, measured from the wall-clock reading `now`.
-    private mutating func statusFailure(_ response: TransportResponse, retryAfter: Duration?, now: Date) -> HTTPFailure {
+    private mutating func statusFailure(_ response: TransportResponse, retryAfter: Duration?, now: Date) -> HTTPFailure
+    {
         let details = configuration.errorBody.details(of: response.body)
         let kind: HTTPFailure.Kind
         switch response.status {
@@ -374,7 +391,8 @@ struct Call {
     private func isTransient(_ failure: HTTPFailure, transportCode: TransportError.Code?) -> Bool {
         if let status = failure.status { return policy.transientStatuses.contains(status) }
         if let transportCode {
-            return [.notConnected, .dnsFailed, .cannotConnect, .timedOut, .connectionLost, .malformedResponse].contains(transportCode)
+            return [.notConnected, .dnsFailed, .cannotConnect, .timedOut, .connectionLost, .malformedResponse].contains(
+                transportCode)
         }
         return failure.kind == .timeout
     }
@@ -394,6 +412,9 @@ struct Call {
 
     private func emit(_ event: AttemptEvent) {
         configuration.observer?(event)
-        configuration.logger.log(.debug, "\(operation.method, privacy: .public) call \(correlationID.rawValue, privacy: .public): \(String(describing: event), privacy: .public)")
+        configuration.logger.log(
+            .debug,
+            "\(operation.method, privacy: .public) call \(correlationID.rawValue, privacy: .public): \(String(describing: event), privacy: .public)"
+        )
     }
 }

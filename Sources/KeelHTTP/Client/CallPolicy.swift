@@ -24,9 +24,13 @@ public struct CallPolicy: Sendable {
         maximumResponseBytes: Int = 16 * 1024 * 1024
     ) {
         let day = Duration.seconds(86_400)
-        precondition(attemptTimeout > .zero && attemptTimeout <= day, "CallPolicy.attemptTimeout must be > 0 and ≤ 1 day, not \(attemptTimeout)")
-        precondition(deadline > .zero && deadline <= day, "CallPolicy.deadline must be > 0 and ≤ 1 day, not \(deadline)")
-        precondition((1...20).contains(maximumAttempts), "CallPolicy.maximumAttempts must be 1...20, not \(maximumAttempts)")
+        precondition(
+            attemptTimeout > .zero && attemptTimeout <= day,
+            "CallPolicy.attemptTimeout must be > 0 and ≤ 1 day, not \(attemptTimeout)")
+        precondition(
+            deadline > .zero && deadline <= day, "CallPolicy.deadline must be > 0 and ≤ 1 day, not \(deadline)")
+        precondition(
+            (1...20).contains(maximumAttempts), "CallPolicy.maximumAttempts must be 1...20, not \(maximumAttempts)")
         precondition(maximumResponseBytes > 0, "CallPolicy.maximumResponseBytes must be positive")
         self.attemptTimeout = attemptTimeout
         self.deadline = deadline

@@ -16,8 +16,11 @@ extension HTTPClient {
     /// Probes `path` (a `generate_204`-style endpoint of the API) once and judges the answer: only the
     /// expected status with an empty body counts as reachable; any other answer means something else is
     /// answering for the API.
-    public func probeReachability(path: String = "/generate_204", expectedStatus: Int = 204, timeout: Duration = .seconds(5)) async -> Reachability {
-        let policy = CallPolicy(attemptTimeout: timeout, deadline: timeout, maximumAttempts: 1, maximumResponseBytes: 64 * 1024)
+    public func probeReachability(
+        path: String = "/generate_204", expectedStatus: Int = 204, timeout: Duration = .seconds(5)
+    ) async -> Reachability {
+        let policy = CallPolicy(
+            attemptTimeout: timeout, deadline: timeout, maximumAttempts: 1, maximumResponseBytes: 64 * 1024)
         let probe = HTTPOperation(method: "GET", path: path, expectsJSON: false)
         do {
             let reply = try await send(probe, policy: policy)
@@ -29,7 +32,8 @@ extension HTTPClient {
             case .captivePortal: return .captivePortal
             default:
                 // A 5xx or 429 is the API answering; any other wrong answer is something else answering.
-                return error.status.map { (500...599).contains($0) || $0 == 429 } == true ? .unavailable : .captivePortal
+                return error.status.map { (500...599).contains($0) || $0 == 429 } == true
+                    ? .unavailable : .captivePortal
             }
         }
     }

@@ -57,7 +57,8 @@ extension HTTPMiddleware {
     public var allowedOrigins: OriginAllowlist? { nil }
 
     /// Leaves the request as it is.
-    public func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {}
+    public func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {
+    }
 
     /// Never asks for a replay.
     public func shouldReplay(after response: TransportResponse, context: MiddlewareContext) async -> Bool { false }

@@ -75,7 +75,9 @@ public struct HTTPOperation: Sendable {
             switch upper {
             case _ where Self.readMethods.contains(upper): resolved = .idempotent
             case "POST", "PATCH": resolved = .unsafe
-            default: preconditionFailure("HTTPOperation: \(upper) \(path) must declare its idempotency (.idempotent, .keyed or .unsafe)")
+            default:
+                preconditionFailure(
+                    "HTTPOperation: \(upper) \(path) must declare its idempotency (.idempotent, .keyed or .unsafe)")
             }
         }
         self.method = upper
@@ -94,7 +96,9 @@ public struct HTTPOperation: Sendable {
     public static func get(
         _ path: String, query: [URLQueryItem] = [], headers: HeaderFields = [:], correlationID: CorrelationID? = nil
     ) -> HTTPOperation {
-        HTTPOperation(method: "GET", path: path, query: query, headers: headers, idempotency: .idempotent, correlationID: correlationID)
+        HTTPOperation(
+            method: "GET", path: path, query: query, headers: headers, idempotency: .idempotent,
+            correlationID: correlationID)
     }
 
     /// A POST of `body` to `path`; unsafe unless it carries a key (`.keyed`) or the backend guarantees
@@ -103,8 +107,9 @@ public struct HTTPOperation: Sendable {
         _ path: String, body: Data?, idempotency: Idempotency = .unsafe, query: [URLQueryItem] = [],
         headers: HeaderFields = [:], correlationID: CorrelationID? = nil
     ) -> HTTPOperation {
-        HTTPOperation(method: "POST", path: path, query: query, headers: headers, body: body, idempotency: idempotency,
-                      correlationID: correlationID)
+        HTTPOperation(
+            method: "POST", path: path, query: query, headers: headers, body: body, idempotency: idempotency,
+            correlationID: correlationID)
     }
 
     /// A PUT of `body` to `path`. Its idempotency must be stated: the HTTP spec says idempotent, many
@@ -113,8 +118,9 @@ public struct HTTPOperation: Sendable {
         _ path: String, body: Data?, idempotency: Idempotency, query: [URLQueryItem] = [],
         headers: HeaderFields = [:], correlationID: CorrelationID? = nil
     ) -> HTTPOperation {
-        HTTPOperation(method: "PUT", path: path, query: query, headers: headers, body: body, idempotency: idempotency,
-                      correlationID: correlationID)
+        HTTPOperation(
+            method: "PUT", path: path, query: query, headers: headers, body: body, idempotency: idempotency,
+            correlationID: correlationID)
     }
 
     /// A PATCH of `body` to `path`; unsafe unless stated otherwise.
@@ -122,8 +128,9 @@ public struct HTTPOperation: Sendable {
         _ path: String, body: Data?, idempotency: Idempotency = .unsafe, query: [URLQueryItem] = [],
         headers: HeaderFields = [:], correlationID: CorrelationID? = nil
     ) -> HTTPOperation {
-        HTTPOperation(method: "PATCH", path: path, query: query, headers: headers, body: body, idempotency: idempotency,
-                      correlationID: correlationID)
+        HTTPOperation(
+            method: "PATCH", path: path, query: query, headers: headers, body: body, idempotency: idempotency,
+            correlationID: correlationID)
     }
 
     /// A DELETE of `path`. Its idempotency must be stated (a second DELETE may answer 404, or delete
@@ -132,8 +139,9 @@ public struct HTTPOperation: Sendable {
         _ path: String, idempotency: Idempotency, query: [URLQueryItem] = [], headers: HeaderFields = [:],
         correlationID: CorrelationID? = nil
     ) -> HTTPOperation {
-        HTTPOperation(method: "DELETE", path: path, query: query, headers: headers, idempotency: idempotency,
-                      correlationID: correlationID)
+        HTTPOperation(
+            method: "DELETE", path: path, query: query, headers: headers, idempotency: idempotency,
+            correlationID: correlationID)
     }
 
     // MARK: - Properties
@@ -160,8 +168,9 @@ public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertib
 
     /// A key restored from storage or chosen by the app. Precondition: 1–255 visible ASCII characters.
     public init(_ rawValue: String) {
-        precondition(!rawValue.isEmpty && rawValue.utf8.count <= 255 && rawValue.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F },
-                     "IdempotencyKey must be 1–255 visible ASCII characters")
+        precondition(
+            !rawValue.isEmpty && rawValue.utf8.count <= 255 && rawValue.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F },
+            "IdempotencyKey must be 1–255 visible ASCII characters")
         self.rawValue = rawValue
     }
 

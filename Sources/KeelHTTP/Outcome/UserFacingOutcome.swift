@@ -84,7 +84,11 @@ public struct UserFacingOutcome: Sendable, Equatable {
     /// full of anything else is backend text and is not shown.
     static func safeReference(_ requestID: String) -> String? {
         guard !requestID.isEmpty, requestID.utf8.count <= 64,
-            requestID.utf8.allSatisfy({ $0 < 0x80 && (($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || [0x2E, 0x5F, 0x2D].contains($0)) })
+            requestID.utf8.allSatisfy({
+                $0 < 0x80
+                    && (($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A)
+                        || [0x2E, 0x5F, 0x2D].contains($0))
+            })
         else { return nil }
         return requestID
     }
@@ -130,7 +134,10 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .reviewConflict: next = "Review the changes."
         case .openNetworkLogin: next = "Open the network's sign-in page."
         case .tryLater: next = "Try again later."
-        case .contactSupport(let requestID): next = requestID.map { "If it keeps happening, contact support with reference \($0)." } ?? "If it keeps happening, contact support."
+        case .contactSupport(let requestID):
+            next =
+                requestID.map { "If it keeps happening, contact support with reference \($0)." }
+                ?? "If it keeps happening, contact support."
         case .none: next = ""
         }
         return [what, status, next].filter { !$0.isEmpty }.joined(separator: " ")

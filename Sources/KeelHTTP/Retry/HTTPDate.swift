@@ -92,7 +92,8 @@ public enum HTTPDate {
             let currentYear = HTTPDate.year(of: now)
             var year = currentYear - currentYear % 100 + twoDigits
             // "More than 50 years in the future" compares instants: the candidate against now + 50 years.
-            if let candidate = HTTPDate.date(year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2),
+            if let candidate = HTTPDate.date(
+                year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2),
                 let limit = Self.fiftyYears(after: now), candidate > limit
             {
                 year -= 100
@@ -102,7 +103,9 @@ public enum HTTPDate {
 
         /// `Sun Nov  6 08:49:37 1994`
         mutating func asctime() -> Date? {
-            guard word(in: HTTPDate.shortDays) != nil, literal(" "), let month = month(), literal(" ") else { return nil }
+            guard word(in: HTTPDate.shortDays) != nil, literal(" "), let month = month(), literal(" ") else {
+                return nil
+            }
             let day: Int
             if literal(" ") {
                 guard let single = digits(1) else { return nil }
@@ -173,7 +176,8 @@ public enum HTTPDate {
 
         /// `hh:mm:ss`
         mutating func time() -> (Int, Int, Int)? {
-            guard let hour = digits(2), literal(":"), let minute = digits(2), literal(":"), let second = digits(2) else {
+            guard let hour = digits(2), literal(":"), let minute = digits(2), literal(":"), let second = digits(2)
+            else {
                 return nil
             }
             return (hour, minute, second)

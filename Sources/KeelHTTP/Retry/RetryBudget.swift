@@ -16,7 +16,8 @@ public final class RetryBudget: Sendable {
 
     /// A budget of `capacity` tokens. Defaults: 500, 5 per retry, 1 back per success (AWS standard mode).
     public init(capacity: Int = 500, retryCost: Int = 5, successRefund: Int = 1) {
-        precondition(capacity > 0 && retryCost > 0 && successRefund >= 0, "RetryBudget needs positive capacity and cost")
+        precondition(
+            capacity > 0 && retryCost > 0 && successRefund >= 0, "RetryBudget needs positive capacity and cost")
         self.capacity = capacity
         self.retryCost = retryCost
         self.successRefund = successRefund

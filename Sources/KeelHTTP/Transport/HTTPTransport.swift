@@ -40,9 +40,11 @@ public struct TransportRequest: Sendable {
     public var reusesConnections: Bool
 
     /// A request; the defaults suit a small JSON exchange.
-    public init(method: String, url: URL, headers: HeaderFields = [:], body: Data? = nil,
-                transportTimeout: Duration = .seconds(60), maximumResponseBytes: Int = 16 * 1024 * 1024,
-                reusesConnections: Bool = true) {
+    public init(
+        method: String, url: URL, headers: HeaderFields = [:], body: Data? = nil,
+        transportTimeout: Duration = .seconds(60), maximumResponseBytes: Int = 16 * 1024 * 1024,
+        reusesConnections: Bool = true
+    ) {
         self.method = method
         self.url = url
         self.headers = headers

@@ -1,9 +1,9 @@
 // The URLSession adapter: the only file in KeelHTTP that talks to URLSession.
 #if canImport(FoundationNetworking)
-import Foundation
-public import FoundationNetworking
+    import Foundation
+    public import FoundationNetworking
 #else
-public import Foundation
+    public import Foundation
 #endif
 import KeelCore
 
@@ -52,12 +52,14 @@ public final class URLSessionTransport: HTTPTransport {
         delegate.track(task, exchange)
         do {
             return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TransportResponse, any Error>) in
+                try await withCheckedThrowingContinuation {
+                    (continuation: CheckedContinuation<TransportResponse, any Error>) in
                     // Attach first, resume after: a cancellation that came earlier resumes at once instead.
                     if exchange.attach(continuation) { task.resume() }
                 }
             } onCancel: {
-                exchange.finish(.failure(TransportError(code: .cancelled, requestMayHaveBeenSent: true, detail: "cancelled")))
+                exchange.finish(
+                    .failure(TransportError(code: .cancelled, requestMayHaveBeenSent: true, detail: "cancelled")))
                 task.cancel()
             }
         } catch let error as TransportError {
@@ -81,7 +83,8 @@ public final class URLSessionTransport: HTTPTransport {
             return TransportError(code: .timedOut, requestMayHaveBeenSent: true, detail: detail)
         case .networkConnectionLost:
             return TransportError(code: .connectionLost, requestMayHaveBeenSent: true, detail: detail)
-        case .badServerResponse, .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData, .zeroByteResource, .unknown:
+        case .badServerResponse, .cannotParseResponse, .cannotDecodeRawData, .cannotDecodeContentData,
+            .zeroByteResource, .unknown:
             // FoundationNetworking reports a truncated body as .unknown (-1); `keel faults` shows it.
             return TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: detail)
         case .dataLengthExceedsMaximum:
@@ -128,7 +131,9 @@ private final class Exchange: @unchecked Sendable {
         case .finished(let result):
             phase = .finished(nil)
             lock.unlock()
-            continuation.resume(with: result ?? .failure(TransportError(code: .cancelled, requestMayHaveBeenSent: false, detail: "cancelled")))
+            continuation.resume(
+                with: result
+                    ?? .failure(TransportError(code: .cancelled, requestMayHaveBeenSent: false, detail: "cancelled")))
             return false
         case .attached:
             lock.unlock()
@@ -156,11 +161,17 @@ private final class Exchange: @unchecked Sendable {
     /// already exceeds the limit, so that none of the body is read.
     func received(_ response: HTTPURLResponse?) -> Bool {
         lock.withLock { self.response = response }
-        guard let declared = response?.value(forHTTPHeaderField: "Content-Length").flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }),
+        guard
+            let declared = response?.value(forHTTPHeaderField: "Content-Length").flatMap({
+                Int64($0.trimmingCharacters(in: .whitespaces))
+            }),
             declared > Int64(limit)
         else { return true }
-        finish(.failure(TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true,
-                                       detail: "declared Content-Length \(declared) exceeds \(limit) bytes; the body was not read")))
+        finish(
+            .failure(
+                TransportError(
+                    code: .responseTooLarge, requestMayHaveBeenSent: true,
+                    detail: "declared Content-Length \(declared) exceeds \(limit) bytes; the body was not read")))
         return false
     }
 
@@ -180,25 +191,33 @@ private final class Exchange: @unchecked Sendable {
     func complete(error: (any Error)?) {
         let (response, body, tooLarge) = lock.withLock { (self.response, self.body, self.tooLarge) }
         if tooLarge {
-            finish(.failure(TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true,
-                                           detail: "response body exceeds \(limit) bytes; the rest was not downloaded")))
+            finish(
+                .failure(
+                    TransportError(
+                        code: .responseTooLarge, requestMayHaveBeenSent: true,
+                        detail: "response body exceeds \(limit) bytes; the rest was not downloaded")))
         } else if let error {
-            var mapped = (error as? URLError).map(URLSessionTransport.map)
+            var mapped =
+                (error as? URLError).map(URLSessionTransport.map)
                 ?? TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
             if reusesConnection && !mapped.requestMayHaveBeenSent {
                 // On a pooled connection the stack may have sent the request on a connection that died
                 // and then failed to reconnect: "refused" then proves nothing about the first copy.
-                mapped = TransportError(code: mapped.code, requestMayHaveBeenSent: true, detail: mapped.detail + " (pooled connection)")
+                mapped = TransportError(
+                    code: mapped.code, requestMayHaveBeenSent: true, detail: mapped.detail + " (pooled connection)")
             }
             finish(.failure(mapped))
         } else if let response {
-            let headers = HeaderFields(response.allHeaderFields.compactMap { key, value -> (String, String)? in
-                guard let name = key as? String, let value = value as? String else { return nil }
-                return (name, value)
-            })
+            let headers = HeaderFields(
+                response.allHeaderFields.compactMap { key, value -> (String, String)? in
+                    guard let name = key as? String, let value = value as? String else { return nil }
+                    return (name, value)
+                })
             finish(.success(TransportResponse(status: response.statusCode, headers: headers, body: body)))
         } else {
-            finish(.failure(TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response")))
+            finish(
+                .failure(
+                    TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response")))
         }
     }
 }
@@ -221,8 +240,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         exchanges.withLock { $0[ObjectIdentifier(task)]?.exchange }
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
         let proceed = exchange(for: dataTask)?.received(response as? HTTPURLResponse) ?? true
         completionHandler(proceed ? .allow : .cancel)
         if !proceed { dataTask.cancel() }
@@ -233,8 +254,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         if exchange(for: dataTask)?.append(data) == false { dataTask.cancel() }
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         completionHandler(nil)  // Keel judges redirects (a foreign origin means a captive portal)
     }
 

@@ -147,7 +147,8 @@ struct ECMARegexTranslator {
         var name = ""
         while let scalar = peek(0), scalar != ">" {
             let isStart = scalar.properties.isIDStart || scalar == "$" || scalar == "_"
-            let isContinue = scalar.properties.isIDContinue || scalar == "$" || scalar == "\u{200C}"
+            let isContinue =
+                scalar.properties.isIDContinue || scalar == "$" || scalar == "\u{200C}"
                 || scalar == "\u{200D}"
             guard name.isEmpty ? isStart : isContinue else { return nil }
             name.unicodeScalars.append(scalar)
@@ -208,8 +209,9 @@ struct ECMARegexTranslator {
             guard peek(2) == "{" else { return false }
             var offset = 3
             var body = ""
-            while let scalar = peek(offset), FormatChecker.isAlpha(scalar) || FormatChecker.isDigit(scalar)
-                || scalar == "_" || scalar == "="
+            while let scalar = peek(offset),
+                FormatChecker.isAlpha(scalar) || FormatChecker.isDigit(scalar)
+                    || scalar == "_" || scalar == "="
             {
                 body.unicodeScalars.append(scalar)
                 offset += 1

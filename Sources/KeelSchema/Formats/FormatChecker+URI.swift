@@ -101,8 +101,9 @@ extension FormatChecker {
                 index += 3
                 continue
             }
-            guard isUnreserved(scalar) || isSubDelimiter(scalar) || extra.unicodeScalars.contains(scalar)
-                || (iri && isUCSChar(scalar)) || (privateUse && isPrivateUse(scalar))
+            guard
+                isUnreserved(scalar) || isSubDelimiter(scalar) || extra.unicodeScalars.contains(scalar)
+                    || (iri && isUCSChar(scalar)) || (privateUse && isPrivateUse(scalar))
             else { return false }
             index += 1
         }

@@ -51,11 +51,14 @@ struct Evaluator {
         }
 
         mutating func fail(_ instancePath: String, _ keywordPath: String, _ message: String) {
-            errors.append(ValidationError(instanceLocation: instancePath, keywordLocation: keywordPath, message: message))
+            errors.append(
+                ValidationError(instanceLocation: instancePath, keywordLocation: keywordPath, message: message))
         }
     }
 
-    mutating func evaluate(_ node: SchemaNode, _ instance: JSONValue, instancePath: String, keywordPath: String) -> Outcome {
+    mutating func evaluate(_ node: SchemaNode, _ instance: JSONValue, instancePath: String, keywordPath: String)
+        -> Outcome
+    {
         var outcome = Outcome()
         switch node.value {
         case .bool(true):
@@ -67,7 +70,8 @@ struct Evaluator {
             depth += 1
             defer { depth -= 1 }
             guard depth <= Self.maximumDepth else {
-                outcome.fail(instancePath, keywordPath, "schema evaluation nested deeper than \(Self.maximumDepth) levels")
+                outcome.fail(
+                    instancePath, keywordPath, "schema evaluation nested deeper than \(Self.maximumDepth) levels")
                 return outcome
             }
             let base = node.base
@@ -90,16 +94,20 @@ struct Evaluator {
         _ outcome: inout Outcome
     ) {
         if case .string(let reference) = schema["$ref"] ?? .null {
-            followReference(reference, dynamic: false, base: base, instance, instancePath, keywordPath + "/$ref", &outcome)
+            followReference(
+                reference, dynamic: false, base: base, instance, instancePath, keywordPath + "/$ref", &outcome)
         }
         if case .string(let reference) = schema["$dynamicRef"] ?? .null {
-            followReference(reference, dynamic: true, base: base, instance, instancePath, keywordPath + "/$dynamicRef", &outcome)
+            followReference(
+                reference, dynamic: true, base: base, instance, instancePath, keywordPath + "/$dynamicRef", &outcome)
         }
         if vocabularies.applicator {
             applyInPlaceApplicators(schema, base: base, instance, instancePath, keywordPath, &outcome)
             switch instance {
-            case .object(let object): applyObjectApplicators(schema, base: base, object, instancePath, keywordPath, &outcome)
-            case .array(let array): applyArrayApplicators(schema, base: base, array, instancePath, keywordPath, &outcome)
+            case .object(let object):
+                applyObjectApplicators(schema, base: base, object, instancePath, keywordPath, &outcome)
+            case .array(let array):
+                applyArrayApplicators(schema, base: base, array, instancePath, keywordPath, &outcome)
             default: break
             }
         }
@@ -163,7 +171,8 @@ struct Evaluator {
         if case .array(let subschemas) = schema["allOf"] ?? .null {
             for (index, subschema) in subschemas.enumerated() {
                 let path = keywordPath + "/allOf/\(index)"
-                let result = evaluate(child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
+                let result = evaluate(
+                    child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
                 if result.isValid { outcome.absorbAnnotations(of: result) } else { outcome.errors += result.errors }
             }
         }
@@ -172,7 +181,8 @@ struct Evaluator {
             var branchErrors: [ValidationError] = []
             for (index, subschema) in subschemas.enumerated() {
                 let path = keywordPath + "/anyOf/\(index)"
-                let result = evaluate(child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
+                let result = evaluate(
+                    child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
                 if result.isValid {
                     matched = true
                     outcome.absorbAnnotations(of: result)
@@ -181,7 +191,8 @@ struct Evaluator {
                 }
             }
             if !matched {
-                outcome.fail(instancePath, keywordPath + "/anyOf", "does not match any of the \(subschemas.count) alternatives")
+                outcome.fail(
+                    instancePath, keywordPath + "/anyOf", "does not match any of the \(subschemas.count) alternatives")
                 outcome.errors += branchErrors
             }
         }
@@ -191,7 +202,8 @@ struct Evaluator {
             var annotations = Outcome()
             for (index, subschema) in subschemas.enumerated() {
                 let path = keywordPath + "/oneOf/\(index)"
-                let result = evaluate(child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
+                let result = evaluate(
+                    child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
                 if result.isValid {
                     matches.append(index)
                     annotations.absorbAnnotations(of: result)
@@ -202,26 +214,38 @@ struct Evaluator {
             if matches.count == 1 {
                 outcome.absorbAnnotations(of: annotations)
             } else if matches.isEmpty {
-                outcome.fail(instancePath, keywordPath + "/oneOf", "does not match any of the \(subschemas.count) alternatives")
+                outcome.fail(
+                    instancePath, keywordPath + "/oneOf", "does not match any of the \(subschemas.count) alternatives")
                 outcome.errors += branchErrors
             } else {
-                outcome.fail(instancePath, keywordPath + "/oneOf", "matches alternatives \(matches.map(String.init).joined(separator: " and ")); exactly one must match")
+                outcome.fail(
+                    instancePath, keywordPath + "/oneOf",
+                    "matches alternatives \(matches.map(String.init).joined(separator: " and ")); exactly one must match"
+                )
             }
         }
         if let subschema = schema["not"] {
             let path = keywordPath + "/not"
-            let result = evaluate(child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
+            let result = evaluate(
+                child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
             if result.isValid { outcome.fail(instancePath, path, "must not match the schema under \"not\"") }
         }
         if let condition = schema["if"] {
             let path = keywordPath + "/if"
-            let result = evaluate(child(condition, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
+            let result = evaluate(
+                child(condition, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
             let branchKeyword = result.isValid ? "then" : "else"
             if result.isValid { outcome.absorbAnnotations(of: result) }
             if let branch = schema[branchKeyword] {
                 let branchPath = keywordPath + "/" + branchKeyword
-                let branchResult = evaluate(child(branch, of: base, at: branchPath), instance, instancePath: instancePath, keywordPath: branchPath)
-                if branchResult.isValid { outcome.absorbAnnotations(of: branchResult) } else { outcome.errors += branchResult.errors }
+                let branchResult = evaluate(
+                    child(branch, of: base, at: branchPath), instance, instancePath: instancePath,
+                    keywordPath: branchPath)
+                if branchResult.isValid {
+                    outcome.absorbAnnotations(of: branchResult)
+                } else {
+                    outcome.errors += branchResult.errors
+                }
             }
         }
         if case .object(let object) = instance, case .object(let dependencies) = schema["dependencies"] ?? .null {
@@ -230,10 +254,14 @@ struct Evaluator {
                 let path = keywordPath + "/dependencies/" + JSONPointer.escape(property)
                 if case .array(let names) = dependency {
                     for case .string(let name) in names where object[name] == nil {
-                        outcome.fail(instancePath, path, "property \(name.debugDescription) is required when \(property.debugDescription) is present")
+                        outcome.fail(
+                            instancePath, path,
+                            "property \(name.debugDescription) is required when \(property.debugDescription) is present"
+                        )
                     }
                 } else {
-                    let result = evaluate(child(dependency, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
+                    let result = evaluate(
+                        child(dependency, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
                     if result.isValid { outcome.absorbAnnotations(of: result) } else { outcome.errors += result.errors }
                 }
             }
@@ -241,7 +269,8 @@ struct Evaluator {
         if case .object(let object) = instance, case .object(let dependents) = schema["dependentSchemas"] ?? .null {
             for (property, subschema) in dependents where object[property] != nil {
                 let path = keywordPath + "/dependentSchemas/" + JSONPointer.escape(property)
-                let result = evaluate(child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
+                let result = evaluate(
+                    child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
                 if result.isValid { outcome.absorbAnnotations(of: result) } else { outcome.errors += result.errors }
             }
         }
@@ -257,7 +286,9 @@ struct Evaluator {
                 guard let value = object[name] else { continue }
                 matchedByProperties.insert(name)
                 let path = keywordPath + "/properties/" + JSONPointer.escape(name)
-                let result = evaluate(child(subschema, of: base, at: path), value, instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
+                let result = evaluate(
+                    child(subschema, of: base, at: path), value,
+                    instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
                 if result.isValid { outcome.evaluatedProperties.insert(name) } else { outcome.errors += result.errors }
             }
         }
@@ -267,19 +298,29 @@ struct Evaluator {
                 let path = keywordPath + "/patternProperties/" + JSONPointer.escape(pattern)
                 for (name, value) in object where regex.matches(name) {
                     matchedByProperties.insert(name)
-                    let result = evaluate(child(subschema, of: base, at: path), value, instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                    if result.isValid { outcome.evaluatedProperties.insert(name) } else { outcome.errors += result.errors }
+                    let result = evaluate(
+                        child(subschema, of: base, at: path), value,
+                        instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
+                    if result.isValid {
+                        outcome.evaluatedProperties.insert(name)
+                    } else {
+                        outcome.errors += result.errors
+                    }
                 }
             }
         }
         if let additional = schema["additionalProperties"] {
             let path = keywordPath + "/additionalProperties"
             for (name, value) in object where !matchedByProperties.contains(name) {
-                let result = evaluate(child(additional, of: base, at: path), value, instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
+                let result = evaluate(
+                    child(additional, of: base, at: path), value,
+                    instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
                 if result.isValid {
                     outcome.evaluatedProperties.insert(name)
                 } else if case .bool(false) = additional {
-                    outcome.fail(instancePath + "/" + JSONPointer.escape(name), path, "property \(name.debugDescription) is not allowed")
+                    outcome.fail(
+                        instancePath + "/" + JSONPointer.escape(name), path,
+                        "property \(name.debugDescription) is not allowed")
                 } else {
                     outcome.errors += result.errors
                 }
@@ -288,8 +329,12 @@ struct Evaluator {
         if let names = schema["propertyNames"] {
             let path = keywordPath + "/propertyNames"
             for (name, _) in object {
-                let result = evaluate(child(names, of: base, at: path), .string(name), instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                if !result.isValid { outcome.fail(instancePath, path, "property name \(name.debugDescription) is not allowed") }
+                let result = evaluate(
+                    child(names, of: base, at: path), .string(name),
+                    instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
+                if !result.isValid {
+                    outcome.fail(instancePath, path, "property name \(name.debugDescription) is not allowed")
+                }
             }
         }
     }
@@ -302,7 +347,9 @@ struct Evaluator {
         if case .array(let prefix) = schema["prefixItems"] ?? .null {
             for (index, subschema) in prefix.enumerated() where index < array.count {
                 let path = keywordPath + "/prefixItems/\(index)"
-                let result = evaluate(child(subschema, of: base, at: path), array[index], instancePath: instancePath + "/\(index)", keywordPath: path)
+                let result = evaluate(
+                    child(subschema, of: base, at: path), array[index], instancePath: instancePath + "/\(index)",
+                    keywordPath: path)
                 if result.isValid { outcome.evaluatedItems.insert(index) } else { outcome.errors += result.errors }
             }
             prefixCount = prefix.count
@@ -311,7 +358,9 @@ struct Evaluator {
             let path = keywordPath + "/items"
             var allValid = true
             for index in array.indices where index >= prefixCount {
-                let result = evaluate(child(items, of: base, at: path), array[index], instancePath: instancePath + "/\(index)", keywordPath: path)
+                let result = evaluate(
+                    child(items, of: base, at: path), array[index], instancePath: instancePath + "/\(index)",
+                    keywordPath: path)
                 if !result.isValid {
                     allValid = false
                     if case .bool(false) = items {
@@ -327,17 +376,24 @@ struct Evaluator {
             let path = keywordPath + "/contains"
             var matches: Set<Int> = []
             for index in array.indices {
-                let result = evaluate(child(contains, of: base, at: path), array[index], instancePath: instancePath + "/\(index)", keywordPath: path)
+                let result = evaluate(
+                    child(contains, of: base, at: path), array[index], instancePath: instancePath + "/\(index)",
+                    keywordPath: path)
                 if result.isValid { matches.insert(index) }
             }
             outcome.evaluatedItems.formUnion(matches)
             let minimum = vocabularies.validation ? (schema["minContains"].flatMap(Self.nonNegativeInteger) ?? 1) : 1
             if matches.count < minimum {
-                outcome.fail(instancePath, minimum == 1 && schema["minContains"] == nil ? path : keywordPath + "/minContains",
-                             "must contain at least \(minimum) matching item(s), found \(matches.count)")
+                outcome.fail(
+                    instancePath, minimum == 1 && schema["minContains"] == nil ? path : keywordPath + "/minContains",
+                    "must contain at least \(minimum) matching item(s), found \(matches.count)")
             }
-            if vocabularies.validation, let maximum = schema["maxContains"].flatMap(Self.nonNegativeInteger), matches.count > maximum {
-                outcome.fail(instancePath, keywordPath + "/maxContains", "must contain at most \(maximum) matching item(s), found \(matches.count)")
+            if vocabularies.validation, let maximum = schema["maxContains"].flatMap(Self.nonNegativeInteger),
+                matches.count > maximum
+            {
+                outcome.fail(
+                    instancePath, keywordPath + "/maxContains",
+                    "must contain at most \(maximum) matching item(s), found \(matches.count)")
             }
         }
     }
@@ -350,7 +406,9 @@ struct Evaluator {
             let path = keywordPath + "/unevaluatedItems"
             var allValid = true
             for index in array.indices where !outcome.evaluatedItems.contains(index) {
-                let result = evaluate(child(unevaluated, of: base, at: path), array[index], instancePath: instancePath + "/\(index)", keywordPath: path)
+                let result = evaluate(
+                    child(unevaluated, of: base, at: path), array[index], instancePath: instancePath + "/\(index)",
+                    keywordPath: path)
                 if !result.isValid {
                     allValid = false
                     outcome.fail(instancePath + "/\(index)", path, "item \(index) is not allowed (unevaluated)")
@@ -361,11 +419,15 @@ struct Evaluator {
         if let unevaluated = schema["unevaluatedProperties"], case .object(let object) = instance {
             let path = keywordPath + "/unevaluatedProperties"
             for (name, value) in object where !outcome.evaluatedProperties.contains(name) {
-                let result = evaluate(child(unevaluated, of: base, at: path), value, instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
+                let result = evaluate(
+                    child(unevaluated, of: base, at: path), value,
+                    instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
                 if result.isValid {
                     outcome.evaluatedProperties.insert(name)
                 } else {
-                    outcome.fail(instancePath + "/" + JSONPointer.escape(name), path, "property \(name.debugDescription) is not allowed (unevaluated)")
+                    outcome.fail(
+                        instancePath + "/" + JSONPointer.escape(name), path,
+                        "property \(name.debugDescription) is not allowed (unevaluated)")
                 }
             }
         }
@@ -373,7 +435,10 @@ struct Evaluator {
 
     // MARK: - Assertions (validation vocabulary)
 
-    private func validateAssertions(_ schema: JSONObject, _ instance: JSONValue, _ instancePath: String, _ keywordPath: String, _ outcome: inout Outcome) {
+    private func validateAssertions(
+        _ schema: JSONObject, _ instance: JSONValue, _ instancePath: String, _ keywordPath: String,
+        _ outcome: inout Outcome
+    ) {
         if let type = schema["type"] {
             let allowed: [String]
             switch type {
@@ -383,7 +448,9 @@ struct Evaluator {
             }
             let nullableAllowsNull = options.openAPINullable && instance == .null && schema["nullable"] == .bool(true)
             if !allowed.contains(where: { Self.matches(instance, type: $0) }) && !nullableAllowsNull {
-                outcome.fail(instancePath, keywordPath + "/type", "expected \(allowed.joined(separator: " or ")), found \(Self.typeName(of: instance))")
+                outcome.fail(
+                    instancePath, keywordPath + "/type",
+                    "expected \(allowed.joined(separator: " or ")), found \(Self.typeName(of: instance))")
             }
         }
         if let constant = schema["const"], constant != instance {
@@ -401,8 +468,13 @@ struct Evaluator {
         }
     }
 
-    private func validateNumber(_ number: JSONNumber, _ schema: JSONObject, _ instancePath: String, _ keywordPath: String, _ outcome: inout Outcome) {
-        if case .number(let divisor) = schema["multipleOf"] ?? .null, divisor > JSONNumber(Int64(0)), !number.isMultiple(of: divisor) {
+    private func validateNumber(
+        _ number: JSONNumber, _ schema: JSONObject, _ instancePath: String, _ keywordPath: String,
+        _ outcome: inout Outcome
+    ) {
+        if case .number(let divisor) = schema["multipleOf"] ?? .null, divisor > JSONNumber(Int64(0)),
+            !number.isMultiple(of: divisor)
+        {
             outcome.fail(instancePath, keywordPath + "/multipleOf", "must be a multiple of \(divisor)")
         }
         if case .number(let limit) = schema["maximum"] ?? .null, number > limit {
@@ -419,32 +491,43 @@ struct Evaluator {
         }
     }
 
-    private func validateString(_ string: String, _ schema: JSONObject, _ instancePath: String, _ keywordPath: String, _ outcome: inout Outcome) {
+    private func validateString(
+        _ string: String, _ schema: JSONObject, _ instancePath: String, _ keywordPath: String, _ outcome: inout Outcome
+    ) {
         // Lengths count Unicode code points, as the specification says (not grapheme clusters).
         let length = string.unicodeScalars.count
         if let limit = schema["maxLength"].flatMap(Self.nonNegativeInteger), length > limit {
-            outcome.fail(instancePath, keywordPath + "/maxLength", "must be at most \(limit) characters long, is \(length)")
+            outcome.fail(
+                instancePath, keywordPath + "/maxLength", "must be at most \(limit) characters long, is \(length)")
         }
         if let limit = schema["minLength"].flatMap(Self.nonNegativeInteger), length < limit {
-            outcome.fail(instancePath, keywordPath + "/minLength", "must be at least \(limit) characters long, is \(length)")
+            outcome.fail(
+                instancePath, keywordPath + "/minLength", "must be at least \(limit) characters long, is \(length)")
         }
         if case .string(let pattern) = schema["pattern"] ?? .null, !regex(pattern).matches(string) {
             outcome.fail(instancePath, keywordPath + "/pattern", "must match the pattern \(pattern.debugDescription)")
         }
     }
 
-    private func validateArray(_ array: [JSONValue], _ schema: JSONObject, _ instancePath: String, _ keywordPath: String, _ outcome: inout Outcome) {
+    private func validateArray(
+        _ array: [JSONValue], _ schema: JSONObject, _ instancePath: String, _ keywordPath: String,
+        _ outcome: inout Outcome
+    ) {
         if let limit = schema["maxItems"].flatMap(Self.nonNegativeInteger), array.count > limit {
-            outcome.fail(instancePath, keywordPath + "/maxItems", "must have at most \(limit) items, has \(array.count)")
+            outcome.fail(
+                instancePath, keywordPath + "/maxItems", "must have at most \(limit) items, has \(array.count)")
         }
         if let limit = schema["minItems"].flatMap(Self.nonNegativeInteger), array.count < limit {
-            outcome.fail(instancePath, keywordPath + "/minItems", "must have at least \(limit) items, has \(array.count)")
+            outcome.fail(
+                instancePath, keywordPath + "/minItems", "must have at least \(limit) items, has \(array.count)")
         }
         if schema["uniqueItems"] == .bool(true) {
             var seen: [JSONValue: Int] = [:]
             for (index, element) in array.enumerated() {
                 if let first = seen[element] {
-                    outcome.fail(instancePath, keywordPath + "/uniqueItems", "items \(first) and \(index) are equal; items must be unique")
+                    outcome.fail(
+                        instancePath, keywordPath + "/uniqueItems",
+                        "items \(first) and \(index) are equal; items must be unique")
                     break
                 }
                 seen[element] = index
@@ -452,24 +535,33 @@ struct Evaluator {
         }
     }
 
-    private func validateObject(_ object: JSONObject, _ schema: JSONObject, _ instancePath: String, _ keywordPath: String, _ outcome: inout Outcome) {
+    private func validateObject(
+        _ object: JSONObject, _ schema: JSONObject, _ instancePath: String, _ keywordPath: String,
+        _ outcome: inout Outcome
+    ) {
         if let limit = schema["maxProperties"].flatMap(Self.nonNegativeInteger), object.count > limit {
-            outcome.fail(instancePath, keywordPath + "/maxProperties", "must have at most \(limit) properties, has \(object.count)")
+            outcome.fail(
+                instancePath, keywordPath + "/maxProperties",
+                "must have at most \(limit) properties, has \(object.count)")
         }
         if let limit = schema["minProperties"].flatMap(Self.nonNegativeInteger), object.count < limit {
-            outcome.fail(instancePath, keywordPath + "/minProperties", "must have at least \(limit) properties, has \(object.count)")
+            outcome.fail(
+                instancePath, keywordPath + "/minProperties",
+                "must have at least \(limit) properties, has \(object.count)")
         }
         if case .array(let required) = schema["required"] ?? .null {
             for case .string(let name) in required where object[name] == nil {
-                outcome.fail(instancePath, keywordPath + "/required", "missing required property \(name.debugDescription)")
+                outcome.fail(
+                    instancePath, keywordPath + "/required", "missing required property \(name.debugDescription)")
             }
         }
         if case .object(let dependencies) = schema["dependentRequired"] ?? .null {
             for (property, requirement) in dependencies where object[property] != nil {
                 guard case .array(let names) = requirement else { continue }
                 for case .string(let name) in names where object[name] == nil {
-                    outcome.fail(instancePath, keywordPath + "/dependentRequired/" + JSONPointer.escape(property),
-                                 "property \(name.debugDescription) is required when \(property.debugDescription) is present")
+                    outcome.fail(
+                        instancePath, keywordPath + "/dependentRequired/" + JSONPointer.escape(property),
+                        "property \(name.debugDescription) is required when \(property.debugDescription) is present")
                 }
             }
         }
@@ -481,7 +573,8 @@ struct Evaluator {
 
     private static func matches(_ instance: JSONValue, type: String) -> Bool {
         switch (type, instance) {
-        case ("null", .null), ("boolean", .bool), ("string", .string), ("array", .array), ("object", .object), ("number", .number):
+        case ("null", .null), ("boolean", .bool), ("string", .string), ("array", .array), ("object", .object),
+            ("number", .number):
             return true
         case ("integer", .number(let number)):
             return number.isInteger

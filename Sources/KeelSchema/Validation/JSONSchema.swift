@@ -36,14 +36,18 @@ public struct JSONSchema: Sendable {
     ///     (when it declares no other `$schema`). Default true: `{"type": 5}` is a mistake, not a schema.
     /// - Throws: ``SchemaError`` for a schema that is not a schema (not an object or boolean, or invalid
     ///   against the metaschema), an unresolvable reference, or a resolver failure.
-    public init(_ schema: JSONValue, baseURI: String? = nil, resolver: Resolver? = nil, checksMetaschema: Bool = true) throws(SchemaError) {
+    public init(_ schema: JSONValue, baseURI: String? = nil, resolver: Resolver? = nil, checksMetaschema: Bool = true)
+        throws(SchemaError)
+    {
         let base = URIReference(baseURI ?? "urn:keel:schema:\(UUID().uuidString.lowercased())").withoutFragment
         guard base.isAbsolute else {
             throw SchemaError(code: .invalidSchema, message: "base URI \(base) is not absolute", location: "")
         }
         if checksMetaschema, let problem = Self.metaschemaErrors(of: schema).first {
             let location = problem.instanceLocation.isEmpty ? "#" : "#" + problem.instanceLocation
-            throw SchemaError(code: .invalidSchema, message: "not a valid draft 2020-12 schema: \(problem.message)", location: location)
+            throw SchemaError(
+                code: .invalidSchema, message: "not a valid draft 2020-12 schema: \(problem.message)",
+                location: location)
         }
         let registry = SchemaRegistry(resolver: resolver)
         try registry.load(schema, at: base)
@@ -79,7 +83,9 @@ public struct JSONSchema: Sendable {
     /// Validates JSON text.
     ///
     /// - Throws: ``JSONParseError`` when `data` is not JSON.
-    public func validate(json data: some Collection<UInt8>, options: ValidationOptions = ValidationOptions()) throws(JSONParseError) -> ValidationResult {
+    public func validate(json data: some Collection<UInt8>, options: ValidationOptions = ValidationOptions())
+        throws(JSONParseError) -> ValidationResult
+    {
         validate(try JSONValue(parsing: data), options: options)
     }
 }
@@ -116,7 +122,9 @@ public struct ValidationError: Sendable, Equatable, CustomStringConvertible {
     /// A short explanation (never more than a short excerpt of the instance).
     public let message: String
 
-    public var description: String { "\(instanceLocation.isEmpty ? "/" : instanceLocation)  \(keywordLocation)  \(message)" }
+    public var description: String {
+        "\(instanceLocation.isEmpty ? "/" : instanceLocation)  \(keywordLocation)  \(message)"
+    }
 }
 
 /// A schema that cannot be used.

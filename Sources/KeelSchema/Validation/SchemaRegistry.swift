@@ -47,7 +47,9 @@ final class SchemaRegistry: @unchecked Sendable {
         switch document {
         case .bool, .object: break
         default:
-            throw SchemaError(code: .invalidSchema, message: "a schema must be an object or a boolean, not \(document.kind)", location: key)
+            throw SchemaError(
+                code: .invalidSchema, message: "a schema must be an object or a boolean, not \(document.kind)",
+                location: key)
         }
         let node = SchemaNode(value: document, outerBase: uri.withoutFragment, location: key + "#")
         resources[key] = node
@@ -75,7 +77,8 @@ final class SchemaRegistry: @unchecked Sendable {
         let base = node.base
         let resourceKey = base.description
         if object["$id"] != nil {
-            if case .string = object["$id"]! {} else {
+            if case .string = object["$id"]! {
+            } else {
                 throw SchemaError(code: .invalidSchema, message: "$id must be a string", location: node.location)
             }
             if resources[resourceKey] == nil { resources[resourceKey] = node }
@@ -83,7 +86,8 @@ final class SchemaRegistry: @unchecked Sendable {
         for keyword in ["$anchor", "$dynamicAnchor"] {
             guard let anchor = object[keyword] else { continue }
             guard case .string(let name) = anchor, !name.isEmpty else {
-                throw SchemaError(code: .invalidSchema, message: "\(keyword) must be a non-empty string", location: node.location)
+                throw SchemaError(
+                    code: .invalidSchema, message: "\(keyword) must be a non-empty string", location: node.location)
             }
             anchors["\(resourceKey)#\(name)"] = node
             if keyword == "$dynamicAnchor" { dynamicAnchors.insert("\(resourceKey)#\(name)") }
@@ -101,16 +105,22 @@ final class SchemaRegistry: @unchecked Sendable {
         for (keyword, child) in object {
             let childPointer = pointer + "/" + JSONPointer.escape(keyword)
             if Self.singleSchemaKeywords.contains(keyword) {
-                try index(SchemaNode(value: child, outerBase: base, location: "\(resourceKey)#\(childPointer)"), pointer: childPointer)
+                try index(
+                    SchemaNode(value: child, outerBase: base, location: "\(resourceKey)#\(childPointer)"),
+                    pointer: childPointer)
             } else if Self.schemaMapKeywords.contains(keyword), case .object(let members) = child {
                 for (name, schema) in members {
                     let memberPointer = childPointer + "/" + JSONPointer.escape(name)
-                    try index(SchemaNode(value: schema, outerBase: base, location: "\(resourceKey)#\(memberPointer)"), pointer: memberPointer)
+                    try index(
+                        SchemaNode(value: schema, outerBase: base, location: "\(resourceKey)#\(memberPointer)"),
+                        pointer: memberPointer)
                 }
             } else if Self.schemaArrayKeywords.contains(keyword), case .array(let elements) = child {
                 for (position, schema) in elements.enumerated() {
                     let elementPointer = childPointer + "/\(position)"
-                    try index(SchemaNode(value: schema, outerBase: base, location: "\(resourceKey)#\(elementPointer)"), pointer: elementPointer)
+                    try index(
+                        SchemaNode(value: schema, outerBase: base, location: "\(resourceKey)#\(elementPointer)"),
+                        pointer: elementPointer)
                 }
             }
         }
@@ -119,7 +129,9 @@ final class SchemaRegistry: @unchecked Sendable {
     /// Compiles `pattern` into the regex cache (where validation finds it), refusing an invalid one.
     private func checkPattern(_ pattern: String, at location: String) throws(SchemaError) {
         if regex(for: pattern).regex == nil {
-            throw SchemaError(code: .invalidSchema, message: "invalid regular expression \(pattern.debugDescription)", location: location)
+            throw SchemaError(
+                code: .invalidSchema, message: "invalid regular expression \(pattern.debugDescription)",
+                location: location)
         }
     }
 
@@ -163,11 +175,14 @@ final class SchemaRegistry: @unchecked Sendable {
             do {
                 document = try resolver(uri)
             } catch {
-                throw SchemaError(code: .resolverFailed, message: "fetching \(uri) failed: \(error)", location: location)
+                throw SchemaError(
+                    code: .resolverFailed, message: "fetching \(uri) failed: \(error)", location: location)
             }
         }
         guard let document else {
-            throw SchemaError(code: .unresolvableReference, message: "cannot resolve \(uri): no such schema document", location: location)
+            throw SchemaError(
+                code: .unresolvableReference, message: "cannot resolve \(uri): no such schema document",
+                location: location)
         }
         try load(document, at: URIReference(uri))
         guard let node = resources[uri] else {
@@ -177,7 +192,9 @@ final class SchemaRegistry: @unchecked Sendable {
     }
 
     /// The schema `reference` points to, resolved against `base`.
-    func node(for reference: String, from base: URIReference, referencedFrom location: String = "") throws(SchemaError) -> SchemaNode {
+    func node(for reference: String, from base: URIReference, referencedFrom location: String = "") throws(SchemaError)
+        -> SchemaNode
+    {
         let target = base.resolving(reference)
         let resourceURI = target.withoutFragment.description
         let fragment = JSONPointer.decodeFragment(target.fragment ?? "")
@@ -185,7 +202,9 @@ final class SchemaRegistry: @unchecked Sendable {
         if fragment.isEmpty { return resource }
         if fragment.hasPrefix("/") {
             guard let node = walk(from: resource, pointer: fragment, resourceURI: resourceURI) else {
-                throw SchemaError(code: .unresolvableReference, message: "cannot resolve \(reference): no schema at \(resourceURI)#\(fragment)", location: location)
+                throw SchemaError(
+                    code: .unresolvableReference,
+                    message: "cannot resolve \(reference): no schema at \(resourceURI)#\(fragment)", location: location)
             }
             // A pointer may land where the normal walk never looks (an OpenAPI `components` section,
             // an unknown keyword): index that subtree now, while compiling, so its own references are
@@ -194,7 +213,9 @@ final class SchemaRegistry: @unchecked Sendable {
             return node
         }
         guard let node = anchors["\(resourceURI)#\(fragment)"] else {
-            throw SchemaError(code: .unresolvableReference, message: "cannot resolve \(reference): no anchor \"\(fragment)\" in \(resourceURI)", location: location)
+            throw SchemaError(
+                code: .unresolvableReference,
+                message: "cannot resolve \(reference): no anchor \"\(fragment)\" in \(resourceURI)", location: location)
         }
         return node
     }
@@ -220,9 +241,13 @@ final class SchemaRegistry: @unchecked Sendable {
             guard let child else { return nil }
             switch expectation {
             case .schema:
-                if Self.singleSchemaKeywords.contains(token) { expectation = .schema }
-                else if Self.schemaMapKeywords.contains(token) || Self.schemaArrayKeywords.contains(token) { expectation = .container }
-                else { expectation = .other }
+                if Self.singleSchemaKeywords.contains(token) {
+                    expectation = .schema
+                } else if Self.schemaMapKeywords.contains(token) || Self.schemaArrayKeywords.contains(token) {
+                    expectation = .container
+                } else {
+                    expectation = .other
+                }
             case .container: expectation = .schema
             case .other: expectation = .other
             }

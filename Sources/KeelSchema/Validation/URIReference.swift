@@ -56,16 +56,23 @@ struct URIReference: Hashable, CustomStringConvertible {
     func resolving(_ reference: String) -> URIReference {
         let r = URIReference(reference)
         if r.scheme != nil {
-            return URIReference(scheme: r.scheme, authority: r.authority, path: Self.removeDotSegments(r.path), query: r.query, fragment: r.fragment)
+            return URIReference(
+                scheme: r.scheme, authority: r.authority, path: Self.removeDotSegments(r.path), query: r.query,
+                fragment: r.fragment)
         }
         if r.authority != nil {
-            return URIReference(scheme: scheme, authority: r.authority, path: Self.removeDotSegments(r.path), query: r.query, fragment: r.fragment)
+            return URIReference(
+                scheme: scheme, authority: r.authority, path: Self.removeDotSegments(r.path), query: r.query,
+                fragment: r.fragment)
         }
         if r.path.isEmpty {
-            return URIReference(scheme: scheme, authority: authority, path: path, query: r.query ?? query, fragment: r.fragment)
+            return URIReference(
+                scheme: scheme, authority: authority, path: path, query: r.query ?? query, fragment: r.fragment)
         }
         if r.path.hasPrefix("/") {
-            return URIReference(scheme: scheme, authority: authority, path: Self.removeDotSegments(r.path), query: r.query, fragment: r.fragment)
+            return URIReference(
+                scheme: scheme, authority: authority, path: Self.removeDotSegments(r.path), query: r.query,
+                fragment: r.fragment)
         }
         let merged: String
         if authority != nil && path.isEmpty {
@@ -75,7 +82,9 @@ struct URIReference: Hashable, CustomStringConvertible {
         } else {
             merged = r.path
         }
-        return URIReference(scheme: scheme, authority: authority, path: Self.removeDotSegments(merged), query: r.query, fragment: r.fragment)
+        return URIReference(
+            scheme: scheme, authority: authority, path: Self.removeDotSegments(merged), query: r.query,
+            fragment: r.fragment)
     }
 
     /// RFC 3986 §5.2.4.

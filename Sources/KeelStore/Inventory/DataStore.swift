@@ -13,13 +13,17 @@ public final class DataStore: Sendable {
     }
 
     /// Writes to `dataset` (which must be declared) in a transaction.
-    public func write<T: Sendable>(_ dataset: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    public func write<T: Sendable>(_ dataset: String, _ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
         _ = try inventory.dataset(dataset)
         return try await pool.write(body)
     }
 
     /// Reads `dataset` (which must be declared) in a read transaction.
-    public func read<T: Sendable>(_ dataset: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    public func read<T: Sendable>(_ dataset: String, _ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
         _ = try inventory.dataset(dataset)
         return try await pool.read(body)
     }
@@ -31,12 +35,14 @@ public final class DataStore: Sendable {
     public func resetCache(_ name: String) async throws {
         let dataset = try inventory.dataset(name)
         guard dataset.role.isCache else {
-            throw InventoryError(code: .resetRefused, dataset: name, problems: [],
-                                 message: "\(name) is a source of truth; only caches may be reset")
+            throw InventoryError(
+                code: .resetRefused, dataset: name, problems: [],
+                message: "\(name) is a source of truth; only caches may be reset")
         }
         guard let table = dataset.storage?.table else {
-            throw InventoryError(code: .resetRefused, dataset: name, problems: [],
-                                 message: "\(name) is not stored in a table; the app clears its \(dataset.kind.rawValue) itself")
+            throw InventoryError(
+                code: .resetRefused, dataset: name, problems: [],
+                message: "\(name) is not stored in a table; the app clears its \(dataset.kind.rawValue) itself")
         }
         try await pool.write { db in try db.execute("DELETE FROM \(Self.quoted(table))") }
     }
@@ -65,7 +71,9 @@ public final class DataStore: Sendable {
             try db.execute("PRAGMA secure_delete = ON")
             var counts: [String: Int] = [:]
             for (name, table, column, seconds) in targets {
-                try db.execute("DELETE FROM \(Self.quoted(table)) WHERE \(Self.quoted(column)) < ?", arguments: [now - Double(seconds)])
+                try db.execute(
+                    "DELETE FROM \(Self.quoted(table)) WHERE \(Self.quoted(column)) < ?",
+                    arguments: [now - Double(seconds)])
                 counts[name] = db.changes
             }
             return counts
@@ -73,7 +81,9 @@ public final class DataStore: Sendable {
         // Move the deletions into the main file (overwritten there by secure_delete) and empty the WAL.
         // The checkpoint does not throw when a reader blocks it: its result row says (busy, log, done).
         let scrubbed = try await pool.writeWithoutTransaction { db -> Bool in
-            guard let row = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)").first, row.values.count == 3 else { return false }
+            guard let row = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)").first, row.values.count == 3 else {
+                return false
+            }
             return row.values[0] == .integer(0) && row.values[1] == row.values[2]
         }
         return SweepReport(deleted: deleted, isScrubbed: scrubbed)

@@ -104,24 +104,36 @@ public struct Dataset: Sendable, Hashable, Codable {
             problems.append(InventoryProblem(code: code, dataset: name, field: field, message: message))
         }
         if name.trimmingCharacters(in: .whitespaces).isEmpty { problem(.missingName, "name", "a dataset needs a name") }
-        if purpose.trimmingCharacters(in: .whitespaces).isEmpty { problem(.missingPurpose, "purpose", "a dataset needs a purpose") }
+        if purpose.trimmingCharacters(in: .whitespaces).isEmpty {
+            problem(.missingPurpose, "purpose", "a dataset needs a purpose")
+        }
         if classification >= .sensitive, backup == .include {
-            problem(.sensitiveInBackup, "backup", "\(classification.rawValue) data may not be in transferable backups (backup must be exclude or deviceOnly)")
+            problem(
+                .sensitiveInBackup, "backup",
+                "\(classification.rawValue) data may not be in transferable backups (backup must be exclude or deviceOnly)"
+            )
         }
         if classification >= .personal, retention == nil {
-            problem(.missingRetention, "retention", "\(classification.rawValue) data needs a retention (a duration or until an event)")
+            problem(
+                .missingRetention, "retention",
+                "\(classification.rawValue) data needs a retention (a duration or until an event)")
         }
         if classification >= .personal, isAccountBound, !deletionTriggers.contains(.accountDeletion) {
-            problem(.notDeletedWithAccount, "deletionTriggers", "account-bound \(classification.rawValue) data must be deleted on account deletion")
+            problem(
+                .notDeletedWithAccount, "deletionTriggers",
+                "account-bound \(classification.rawValue) data must be deleted on account deletion")
         }
         if retention == .untilEvent, deletionTriggers.isEmpty {
-            problem(.missingDeletionTrigger, "deletionTriggers", "kept until an event, but no deletion trigger is declared")
+            problem(
+                .missingDeletionTrigger, "deletionTriggers", "kept until an event, but no deletion trigger is declared")
         }
         if case .seconds(let seconds) = retention {
             if seconds <= 0 { problem(.nonPositiveRetention, "retention", "retention must be positive") }
             // Only table records with a timestamp can be swept; anything else would silently never expire.
             if storage?.timestampColumn == nil {
-                problem(.retentionNotSweepable, "storage", "a retention duration needs table storage with a timestamp column to sweep")
+                problem(
+                    .retentionNotSweepable, "storage",
+                    "a retention duration needs table storage with a timestamp column to sweep")
             }
         }
         if case .cache(let source) = role, source.trimmingCharacters(in: .whitespaces).isEmpty {
@@ -136,7 +148,8 @@ extension Dataset.Retention: CustomStringConvertible {
         switch self {
         case .untilEvent: "until event"
         case .seconds(let seconds):
-            seconds % 86_400 == 0 ? "\(seconds / 86_400) days" : seconds % 3600 == 0 ? "\(seconds / 3600) hours" : "\(seconds) s"
+            seconds % 86_400 == 0
+                ? "\(seconds / 86_400) days" : seconds % 3600 == 0 ? "\(seconds / 3600) hours" : "\(seconds) s"
         }
     }
 }
@@ -152,7 +165,8 @@ extension Dataset.Retention {
         } else if try container.decode(String.self) == "untilEvent" {
             self = .untilEvent
         } else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "retention is a number of seconds or \"untilEvent\"")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "retention is a number of seconds or \"untilEvent\"")
         }
     }
 
@@ -172,7 +186,8 @@ extension Dataset.Role {
     public init(from decoder: any Decoder) throws {
         if let single = try? decoder.singleValueContainer(), let text = try? single.decode(String.self) {
             guard text == "sourceOfTruth" else {
-                throw DecodingError.dataCorruptedError(in: single, debugDescription: "role is \"sourceOfTruth\" or {\"cacheRebuiltFrom\": ...}")
+                throw DecodingError.dataCorruptedError(
+                    in: single, debugDescription: "role is \"sourceOfTruth\" or {\"cacheRebuiltFrom\": ...}")
             }
             self = .sourceOfTruth
             return

@@ -14,8 +14,9 @@ public struct Inventory: Sendable {
     public init(_ datasets: [Dataset]) throws(InventoryError) {
         let problems = Self.problems(in: datasets)
         guard problems.isEmpty else {
-            throw InventoryError(code: .refused, dataset: nil, problems: problems,
-                                 message: problems.map(\.description).joined(separator: "; "))
+            throw InventoryError(
+                code: .refused, dataset: nil, problems: problems,
+                message: problems.map(\.description).joined(separator: "; "))
         }
         // No problems: in particular no name is declared twice.
         self.datasets = Dictionary(uniqueKeysWithValues: datasets.map { ($0.name, $0) })
@@ -28,7 +29,9 @@ public struct Inventory: Sendable {
         var problems: [InventoryProblem] = []
         for dataset in datasets {
             if !names.insert(dataset.name).inserted {
-                problems.append(InventoryProblem(code: .declaredTwice, dataset: dataset.name, field: "name", message: "declared twice"))
+                problems.append(
+                    InventoryProblem(
+                        code: .declaredTwice, dataset: dataset.name, field: "name", message: "declared twice"))
             }
             problems += dataset.problems
         }
@@ -40,7 +43,9 @@ public struct Inventory: Sendable {
     /// - Throws: ``InventoryError`` `undeclared` — storing data nobody declared is an error.
     public func dataset(_ name: String) throws(InventoryError) -> Dataset {
         guard let dataset = datasets[name] else {
-            throw InventoryError(code: .undeclared, dataset: name, problems: [], message: "\(name) is not declared in the data inventory")
+            throw InventoryError(
+                code: .undeclared, dataset: name, problems: [], message: "\(name) is not declared in the data inventory"
+            )
         }
         return dataset
     }
@@ -78,10 +83,12 @@ public struct Inventory: Sendable {
             }
             let cells = [
                 dataset.name, dataset.purpose, dataset.kind.rawValue, dataset.classification.rawValue,
-                dataset.isAccountBound ? "yes" : "no", dataset.retention.map(\.description) ?? "—", dataset.backup.rawValue,
+                dataset.isAccountBound ? "yes" : "no", dataset.retention.map(\.description) ?? "—",
+                dataset.backup.rawValue,
                 dataset.deletionTriggers.sorted().map(\.rawValue).joined(separator: ", "), role,
             ]
-            lines.append("| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |")
+            lines.append(
+                "| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -21,7 +21,8 @@ public import KeelCore
 public struct Migrator: Sendable {
     /// One batch of a backfill: process rows after `checkpoint` (nil on the first batch) and return the
     /// new checkpoint, or nil when there is nothing left.
-    public typealias BackfillStep = @Sendable (_ database: Database, _ checkpoint: Int64?, _ batchSize: Int) throws -> Int64?
+    public typealias BackfillStep =
+        @Sendable (_ database: Database, _ checkpoint: Int64?, _ batchSize: Int) throws -> Int64?
 
     enum Work: Sendable {
         case schema(@Sendable (Database) throws -> Void)
@@ -66,26 +67,39 @@ public struct Migrator: Sendable {
 
     func state(in database: Database) throws -> MigrationState {
         // Read-only: checking the state never writes (the bookkeeping tables may not exist yet).
-        let bookkept = try database.scalar(Int.self, "SELECT count(*) FROM sqlite_master WHERE name = 'keel_migration'") == 1
+        let bookkept =
+            try database.scalar(Int.self, "SELECT count(*) FROM sqlite_master WHERE name = 'keel_migration'") == 1
         guard bookkept else { return names.isEmpty ? .upToDate : .pending(names, resumingFrom: nil) }
-        let applied = try database.rows("SELECT name FROM keel_migration ORDER BY position").compactMap { $0.get("name", as: String.self) }
+        let applied = try database.rows("SELECT name FROM keel_migration ORDER BY position").compactMap {
+            $0.get("name", as: String.self)
+        }
         let inProgress = try database.rows("SELECT name, checkpoint FROM keel_migration_progress")
         let known = Set(names)
         // A backfill this app does not know, even part-way, means a newer app changed the schema.
-        let unknown = applied.filter { !known.contains($0) }
+        let unknown =
+            applied.filter { !known.contains($0) }
             + inProgress.compactMap { $0.get("name", as: String.self) }.filter { !known.contains($0) }
         if !unknown.isEmpty { return .superseded(unknown: unknown) }
         guard Array(names.prefix(applied.count)) == applied else {
-            throw MigrationError(code: .inconsistent, migration: nil, message: "applied migrations \(applied) are not a prefix of the registered ones \(names): the list was reordered or a shipped migration was removed")
+            throw MigrationError(
+                code: .inconsistent, migration: nil,
+                message:
+                    "applied migrations \(applied) are not a prefix of the registered ones \(names): the list was reordered or a shipped migration was removed"
+            )
         }
         let pending = Array(names.dropFirst(applied.count))
         if pending.isEmpty { return .upToDate }
         let progress = inProgress.first { $0.get("name", as: String.self) == pending[0] }
-        return .pending(pending, resumingFrom: progress.map { Resume(migration: pending[0], checkpoint: $0.get("checkpoint", as: Int64.self)) })
+        return .pending(
+            pending,
+            resumingFrom: progress.map {
+                Resume(migration: pending[0], checkpoint: $0.get("checkpoint", as: Int64.self))
+            })
     }
 
     private static func createBookkeeping(_ database: Database) throws {
-        try database.executeScript("""
+        try database.executeScript(
+            """
             CREATE TABLE IF NOT EXISTS keel_migration (name TEXT PRIMARY KEY NOT NULL, position INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS keel_migration_progress (name TEXT PRIMARY KEY NOT NULL, checkpoint INTEGER);
             """)
@@ -118,14 +132,19 @@ public struct Migrator: Sendable {
         } catch let error as MigrationError {
             throw error
         } catch {
-            throw MigrationError(code: .failed, migration: nil, message: "cannot read the migration state: \(error)", underlying: error as? DatabaseError)
+            throw MigrationError(
+                code: .failed, migration: nil, message: "cannot read the migration state: \(error)",
+                underlying: error as? DatabaseError)
         }
         // The pending migrations are the registered list minus its applied prefix (checked by `state`).
         let applied: Int
         switch state {
         case .superseded(let unknown):
-            throw MigrationError(code: .superseded, migration: nil,
-                                 message: "the database was written by a newer app (unknown migrations: \(unknown.joined(separator: ", "))); it is left untouched")
+            throw MigrationError(
+                code: .superseded, migration: nil,
+                message:
+                    "the database was written by a newer app (unknown migrations: \(unknown.joined(separator: ", "))); it is left untouched"
+            )
         case .upToDate:
             return report
         case .pending(let pending, _):
@@ -134,7 +153,9 @@ public struct Migrator: Sendable {
         do {
             try Self.createBookkeeping(database)
         } catch {
-            throw MigrationError(code: .failed, migration: nil, message: "cannot create the migration tables: \(error)", underlying: error as? DatabaseError)
+            throw MigrationError(
+                code: .failed, migration: nil, message: "cannot create the migration tables: \(error)",
+                underlying: error as? DatabaseError)
         }
         for (position, migration) in migrations.enumerated() where position >= applied {
             do {
@@ -142,19 +163,23 @@ public struct Migrator: Sendable {
                 case .schema(let body):
                     try runSchemaMigration(migration.name, position: position, body, in: database)
                 case .backfill(let batchSize, let step):
-                    report.batches += try runBackfill(migration.name, position: position, batchSize: batchSize, step, in: database)
+                    report.batches += try runBackfill(
+                        migration.name, position: position, batchSize: batchSize, step, in: database)
                 }
                 report.applied.append(migration.name)
             } catch let error as MigrationError {
                 throw error
             } catch {
-                throw MigrationError(code: .failed, migration: migration.name, message: "\(error)", underlying: error as? DatabaseError)
+                throw MigrationError(
+                    code: .failed, migration: migration.name, message: "\(error)", underlying: error as? DatabaseError)
             }
         }
         return report
     }
 
-    private func runSchemaMigration(_ name: String, position: Int, _ body: (Database) throws -> Void, in database: Database) throws {
+    private func runSchemaMigration(
+        _ name: String, position: Int, _ body: (Database) throws -> Void, in database: Database
+    ) throws {
         // Foreign keys off while the schema changes (table rebuilds need it), checked before commit.
         let foreignKeys = try database.scalar(Int.self, "PRAGMA foreign_keys") == 1
         if foreignKeys { try database.execute("PRAGMA foreign_keys = OFF") }
@@ -164,9 +189,14 @@ public struct Migrator: Sendable {
                 try database.requireOpenTransaction()
                 let violations = try database.rows("PRAGMA foreign_key_check")
                 guard violations.isEmpty else {
-                    throw DatabaseError(code: .constraint, message: "migration \(name) leaves \(violations.count) foreign-key violation(s), first: \(violations[0])")
+                    throw DatabaseError(
+                        code: .constraint,
+                        message:
+                            "migration \(name) leaves \(violations.count) foreign-key violation(s), first: \(violations[0])"
+                    )
                 }
-                try database.execute("INSERT INTO keel_migration (name, position) VALUES (?, ?)", arguments: [name, position])
+                try database.execute(
+                    "INSERT INTO keel_migration (name, position) VALUES (?, ?)", arguments: [name, position])
             }
         }
         if foreignKeys {
@@ -174,32 +204,43 @@ public struct Migrator: Sendable {
             // transaction): a writer left without foreign keys would let bad data in later.
             try? database.execute("PRAGMA foreign_keys = ON")
             guard (try? database.scalar(Int.self, "PRAGMA foreign_keys")) == 1 else {
-                throw DatabaseError(code: .other, message: "could not turn foreign keys back on after migration \(name)")
+                throw DatabaseError(
+                    code: .other, message: "could not turn foreign keys back on after migration \(name)")
             }
         }
         try outcome.get()
     }
 
     /// Runs batches until the step reports completion; each batch and its checkpoint commit together.
-    private func runBackfill(_ name: String, position: Int, batchSize: Int, _ step: BackfillStep, in database: Database) throws -> Int {
+    private func runBackfill(_ name: String, position: Int, batchSize: Int, _ step: BackfillStep, in database: Database)
+        throws -> Int
+    {
         var batches = 0
         while true {
             let finished = try database.inTransaction(.immediate) { () -> Bool in
-                let progress = try database.rows("SELECT checkpoint FROM keel_migration_progress WHERE name = ?", arguments: [name]).first
+                let progress = try database.rows(
+                    "SELECT checkpoint FROM keel_migration_progress WHERE name = ?", arguments: [name]
+                ).first
                 let checkpoint = progress?.get("checkpoint", as: Int64.self)
                 let next = try step(database, checkpoint, batchSize)
                 // The batch's work must still be in this transaction before its checkpoint is recorded.
                 try database.requireOpenTransaction()
                 if let next {
                     if let checkpoint, next <= checkpoint {
-                        throw MigrationError(code: .failed, migration: name,
-                                             message: "the backfill's checkpoint did not advance (\(checkpoint) → \(next)); it would never finish")
+                        throw MigrationError(
+                            code: .failed, migration: name,
+                            message:
+                                "the backfill's checkpoint did not advance (\(checkpoint) → \(next)); it would never finish"
+                        )
                     }
-                    try database.execute("INSERT INTO keel_migration_progress (name, checkpoint) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET checkpoint = excluded.checkpoint", arguments: [name, next])
+                    try database.execute(
+                        "INSERT INTO keel_migration_progress (name, checkpoint) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET checkpoint = excluded.checkpoint",
+                        arguments: [name, next])
                     return false
                 }
                 try database.execute("DELETE FROM keel_migration_progress WHERE name = ?", arguments: [name])
-                try database.execute("INSERT INTO keel_migration (name, position) VALUES (?, ?)", arguments: [name, position])
+                try database.execute(
+                    "INSERT INTO keel_migration (name, position) VALUES (?, ?)", arguments: [name, position])
                 return true
             }
             batches += 1

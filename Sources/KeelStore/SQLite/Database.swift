@@ -27,7 +27,9 @@ public final class Database {
     /// The first column of the first row as `T`, or nil when there is no row (or it is NULL).
     // Inlinable so that the app's call specializes for `T` (keel-bench store.read).
     @inlinable
-    public func scalar<T: DatabaseValueConvertible>(_ type: T.Type = T.self, _ sql: String, arguments: [any DatabaseValueConvertible] = []) throws(DatabaseError) -> T? {
+    public func scalar<T: DatabaseValueConvertible>(
+        _ type: T.Type = T.self, _ sql: String, arguments: [any DatabaseValueConvertible] = []
+    ) throws(DatabaseError) -> T? {
         guard let value = try connection.firstValue(sql, arguments.map(\.databaseValue)) else { return nil }
         if case .null = value { return nil }
         guard let converted = T.fromDatabaseValue(value) else {
@@ -86,7 +88,9 @@ public final class Database {
     /// transaction, so nothing that depends on the work (a migration record, a checkpoint) may follow.
     public func requireOpenTransaction() throws(DatabaseError) {
         guard connection.isInTransaction else {
-            throw DatabaseError(code: .other, message: "the transaction was rolled back by SQLite (after an earlier error); its work is lost")
+            throw DatabaseError(
+                code: .other,
+                message: "the transaction was rolled back by SQLite (after an earlier error); its work is lost")
         }
     }
 }

@@ -19,8 +19,10 @@ public struct DatabaseConfiguration: Sendable {
     /// How many read-only connections serve concurrent reads.
     public var maximumReaders: Int
 
-    public init(journalMode: JournalMode = .wal, synchronous: Synchronous = .normal, foreignKeys: Bool = true,
-                busyTimeout: Duration = .seconds(5), maximumReaders: Int = 4) {
+    public init(
+        journalMode: JournalMode = .wal, synchronous: Synchronous = .normal, foreignKeys: Bool = true,
+        busyTimeout: Duration = .seconds(5), maximumReaders: Int = 4
+    ) {
         precondition(maximumReaders >= 1, "DatabaseConfiguration.maximumReaders must be at least 1")
         precondition(busyTimeout >= .zero, "DatabaseConfiguration.busyTimeout cannot be negative")
         self.journalMode = journalMode

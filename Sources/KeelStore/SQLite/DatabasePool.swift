@@ -40,7 +40,9 @@ public final class DatabasePool: Sendable {
     }
 
     /// Runs `body` on the writer without opening a transaction (migrations manage their own).
-    public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws
+        -> T
+    {
         try await onWriter(body)
     }
 
@@ -80,7 +82,9 @@ public final class DatabasePool: Sendable {
     public func readSync<T>(_ body: (Database) throws -> T) throws -> T {
         readerSlots.wait()
         defer { readerSlots.signal() }
-        let connection = try readers.withLock { $0.popLast() } ?? SQLiteConnection(path: path, readOnly: true, configuration: configuration)
+        let connection =
+            try readers.withLock { $0.popLast() }
+            ?? SQLiteConnection(path: path, readOnly: true, configuration: configuration)
         defer {
             // A reader still inside a transaction (a failed rollback) would pin an old snapshot: drop it.
             if connection.isInTransaction { connection.close() } else { readers.withLock { $0.append(connection) } }

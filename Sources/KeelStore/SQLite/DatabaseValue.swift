@@ -19,7 +19,9 @@ public enum DatabaseValue: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-extension DatabaseValue: ExpressibleByNilLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByStringLiteral {
+extension DatabaseValue: ExpressibleByNilLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByStringLiteral
+{
     public init(nilLiteral: ()) { self = .null }
     public init(integerLiteral value: Int64) { self = .integer(value) }
     public init(floatLiteral value: Double) { self = .real(value) }

@@ -14,7 +14,8 @@ final class SQLiteConnection {
 
     init(path: String, readOnly: Bool, configuration: DatabaseConfiguration) throws(DatabaseError) {
         var db: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
+        let flags =
+            (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)
         guard status == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -36,7 +37,9 @@ final class SQLiteConnection {
                 if configuration.journalMode == .wal {
                     let mode = try query("PRAGMA journal_mode = WAL", []).first?.values.first
                     guard mode == .text("wal") else {
-                        throw DatabaseError(code: .other, message: "cannot switch \(path) to WAL (got \(mode?.description ?? "nothing"))")
+                        throw DatabaseError(
+                            code: .other,
+                            message: "cannot switch \(path) to WAL (got \(mode?.description ?? "nothing"))")
                     }
                 }
                 try execute("PRAGMA synchronous = \(configuration.synchronous.rawValue)", [])
@@ -91,7 +94,8 @@ final class SQLiteConnection {
         guard status == SQLITE_OK, let statement else { throw error(status, sql: sql) }
         guard rest.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             sqlite3_finalize(statement)
-            throw DatabaseError(code: .sqlError, message: "more than one statement; use executeScript for scripts", sql: sql)
+            throw DatabaseError(
+                code: .sqlError, message: "more than one statement; use executeScript for scripts", sql: sql)
         }
         statements[sql] = statement
         lastStatement = (sql, statement)
@@ -100,11 +104,14 @@ final class SQLiteConnection {
 
     /// Binds `arguments`; returns whether any was text or a blob (copied into SQLite's memory).
     @discardableResult
-    private func bind(_ arguments: [DatabaseValue], to statement: OpaquePointer, sql: String) throws(DatabaseError) -> Bool {
+    private func bind(_ arguments: [DatabaseValue], to statement: OpaquePointer, sql: String) throws(DatabaseError)
+        -> Bool
+    {
         var holdsCopies = false
         let expected = Int(sqlite3_bind_parameter_count(statement))
         guard expected == arguments.count else {
-            throw DatabaseError(code: .sqlError, message: "expected \(expected) argument(s), got \(arguments.count)", sql: sql)
+            throw DatabaseError(
+                code: .sqlError, message: "expected \(expected) argument(s), got \(arguments.count)", sql: sql)
         }
         for (offset, argument) in arguments.enumerated() {
             let index = Int32(offset + 1)
@@ -116,11 +123,15 @@ final class SQLiteConnection {
             case .text(let value):
                 holdsCopies = true
                 // Explicit length: text may contain NUL characters, which a C-string length would cut at.
-                status = value.withCString { sqlite3_bind_text(statement, index, $0, Int32(value.utf8.count), keel_sqlite3_transient()) }
+                status = value.withCString {
+                    sqlite3_bind_text(statement, index, $0, Int32(value.utf8.count), keel_sqlite3_transient())
+                }
             case .blob(let value):
                 holdsCopies = true
                 status = value.withUnsafeBytes { bytes in
-                    sqlite3_bind_blob64(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(bytes.count), keel_sqlite3_transient())
+                    sqlite3_bind_blob64(
+                        statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                        sqlite3_uint64(bytes.count), keel_sqlite3_transient())
                 }
             }
             guard status == SQLITE_OK else { throw error(status, sql: sql) }
@@ -201,7 +212,8 @@ final class SQLiteConnection {
         case SQLITE_TEXT:
             let text = sqlite3_column_text(statement, column)
             let length = Int(sqlite3_column_bytes(statement, column))
-            return .text(text.map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? "")
+            return .text(
+                text.map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? "")
         case SQLITE_BLOB:
             let length = Int(sqlite3_column_bytes(statement, column))
             let bytes = sqlite3_column_blob(statement, column)

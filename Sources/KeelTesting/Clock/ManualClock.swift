@@ -108,10 +108,12 @@ public final class ManualClock: Clock, Sendable {
                         return .success(())
                     }
                     // Deadline order; equal deadlines in the order the sleepers started (their numbers).
-                    let index = state.sleepers.firstIndex {
-                        $0.deadline > deadline || ($0.deadline == deadline && $0.number > number)
-                    } ?? state.sleepers.endIndex
-                    state.sleepers.insert(Sleeper(number: number, deadline: deadline, continuation: continuation), at: index)
+                    let index =
+                        state.sleepers.firstIndex {
+                            $0.deadline > deadline || ($0.deadline == deadline && $0.number > number)
+                        } ?? state.sleepers.endIndex
+                    state.sleepers.insert(
+                        Sleeper(number: number, deadline: deadline, continuation: continuation), at: index)
                     return nil
                 }
                 if let resumeNow { continuation.resume(with: resumeNow) }

@@ -1,13 +1,13 @@
 // Thin adapter over the POSIX socket, pipe and thread calls the test kit needs.
 // The platform ladder lives here and nowhere else in KeelTesting.
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #else
-#error("KeelTesting needs POSIX sockets")
+    #error("KeelTesting needs POSIX sockets")
 #endif
 
 /// The POSIX calls used by the test server, the benchmark client and the child-process harness.
@@ -34,9 +34,9 @@ package enum POSIX {
 
     private static var streamType: Int32 {
         #if canImport(Glibc) || canImport(Musl)
-        Int32(SOCK_STREAM.rawValue)
+            Int32(SOCK_STREAM.rawValue)
         #else
-        SOCK_STREAM
+            SOCK_STREAM
         #endif
     }
 
@@ -51,11 +51,13 @@ package enum POSIX {
     private static func makeAddress(host: String, port: UInt16) throws(Failure) -> sockaddr_in {
         var address = sockaddr_in()
         #if canImport(Darwin)
-        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
         #endif
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { throw Failure(call: "inet_pton(\(host))", errno: EINVAL) }
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+            throw Failure(call: "inet_pton(\(host))", errno: EINVAL)
+        }
         return address
     }
 
@@ -69,7 +71,9 @@ package enum POSIX {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = try makeAddress(host: host, port: port)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else {
             let error = errno
@@ -98,7 +102,9 @@ package enum POSIX {
         let fd = try makeStreamSocket()
         var address = try makeAddress(host: host, port: 0)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else {
             let error = errno
@@ -135,11 +141,11 @@ package enum POSIX {
     /// `EINTR`: an interrupted connect goes on in the background, and calling it again does not resume it.
     private static func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
         #if canImport(Darwin)
-        Darwin.connect(fd, address, length)
+            Darwin.connect(fd, address, length)
         #elseif canImport(Glibc)
-        Glibc.connect(fd, address, length)
+            Glibc.connect(fd, address, length)
         #else
-        Musl.connect(fd, address, length)
+            Musl.connect(fd, address, length)
         #endif
     }
 
@@ -157,11 +163,11 @@ package enum POSIX {
     package static func accept(_ fd: Int32) -> Accepted {
         while true {
             #if canImport(Darwin)
-            let client = Darwin.accept(fd, nil, nil)
+                let client = Darwin.accept(fd, nil, nil)
             #elseif canImport(Glibc)
-            let client = Glibc.accept(fd, nil, nil)
+                let client = Glibc.accept(fd, nil, nil)
             #else
-            let client = Musl.accept(fd, nil, nil)
+                let client = Musl.accept(fd, nil, nil)
             #endif
             if client >= 0 {
                 setCloseOnExec(client)
@@ -216,12 +222,12 @@ package enum POSIX {
     /// close behind unread data.
     package static func peerHasHungUp(_ fd: Int32) -> Bool {
         #if canImport(Glibc) || canImport(Musl)
-        let pollReadHangUp: Int16 = 0x2000  // POLLRDHUP; Glibc's module does not export it
-        var entry = pollfd(fd: fd, events: pollReadHangUp, revents: 0)
-        guard poll(&entry, 1, 0) > 0 else { return false }
-        return entry.revents & (pollReadHangUp | Int16(POLLHUP) | Int16(POLLERR)) != 0
+            let pollReadHangUp: Int16 = 0x2000  // POLLRDHUP; Glibc's module does not export it
+            var entry = pollfd(fd: fd, events: pollReadHangUp, revents: 0)
+            guard poll(&entry, 1, 0) > 0 else { return false }
+            return entry.revents & (pollReadHangUp | Int16(POLLHUP) | Int16(POLLERR)) != 0
         #else
-        return peerHasClosed(fd)
+            return peerHasClosed(fd)
         #endif
     }
 
@@ -242,9 +248,9 @@ package enum POSIX {
         var offset = 0
         while offset < bytes.count {
             #if canImport(Darwin)
-            let flags: Int32 = 0
+                let flags: Int32 = 0
             #else
-            let flags = Int32(MSG_NOSIGNAL)
+                let flags = Int32(MSG_NOSIGNAL)
             #endif
             let count = send(fd, bytes.baseAddress! + offset, bytes.count - offset, flags)
             if count > 0 {
@@ -264,11 +270,11 @@ package enum POSIX {
             var offset = 0
             while offset < buffer.count {
                 #if canImport(Darwin)
-                let count = Darwin.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                    let count = Darwin.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 #elseif canImport(Glibc)
-                let count = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                    let count = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 #else
-                let count = Musl.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                    let count = Musl.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 #endif
                 if count > 0 {
                     offset += count
@@ -286,11 +292,11 @@ package enum POSIX {
     package static func readFile(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
         while true {
             #if canImport(Darwin)
-            let count = Darwin.read(fd, buffer.baseAddress, buffer.count)
+                let count = Darwin.read(fd, buffer.baseAddress, buffer.count)
             #elseif canImport(Glibc)
-            let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+                let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
             #else
-            let count = Musl.read(fd, buffer.baseAddress, buffer.count)
+                let count = Musl.read(fd, buffer.baseAddress, buffer.count)
             #endif
             if count >= 0 { return count }
             if errno == EINTR { continue }
@@ -312,11 +318,11 @@ package enum POSIX {
 
     package static func shutdown(_ fd: Int32, _ direction: Shutdown) {
         #if canImport(Darwin)
-        _ = Darwin.shutdown(fd, direction.how)
+            _ = Darwin.shutdown(fd, direction.how)
         #elseif canImport(Glibc)
-        _ = Glibc.shutdown(fd, direction.how)
+            _ = Glibc.shutdown(fd, direction.how)
         #else
-        _ = Musl.shutdown(fd, direction.how)
+            _ = Musl.shutdown(fd, direction.how)
         #endif
     }
 
@@ -328,11 +334,11 @@ package enum POSIX {
 
     package static func close(_ fd: Int32) {
         #if canImport(Darwin)
-        _ = Darwin.close(fd)
+            _ = Darwin.close(fd)
         #elseif canImport(Glibc)
-        _ = Glibc.close(fd)
+            _ = Glibc.close(fd)
         #else
-        _ = Musl.close(fd)
+            _ = Musl.close(fd)
         #endif
     }
 
@@ -369,8 +375,8 @@ package enum POSIX {
     /// `SIGPIPE` (SO_NOSIGPIPE). Elsewhere a no-op: there ``write(_:_:)`` sends with `MSG_NOSIGNAL`.
     private static func setNoSigPipe(_ fd: Int32) {
         #if canImport(Darwin)
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
         #endif
     }
 

@@ -1,13 +1,13 @@
 // A joinable OS thread. Foundation's `Thread` cannot be joined, and the test server must prove it
 // leaves no thread behind, so it owns pthreads directly.
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #else
-#error("KeelTesting needs POSIX threads")
+    #error("KeelTesting needs POSIX threads")
 #endif
 
 package final class POSIXThread: @unchecked Sendable {
@@ -32,21 +32,23 @@ package final class POSIXThread: @unchecked Sendable {
         let thread = POSIXThread()
         let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
         #if canImport(Darwin)
-        var handle: pthread_t?
+            var handle: pthread_t?
         #else
-        var handle = pthread_t()
+            var handle = pthread_t()
         #endif
-        let result = pthread_create(&handle, nil, { argument in
-            #if canImport(Darwin)
-            let start = Unmanaged<Start>.fromOpaque(argument).takeRetainedValue()
-            _ = start.name.withCString { pthread_setname_np($0) }
-            #else
-            let start = Unmanaged<Start>.fromOpaque(argument!).takeRetainedValue()
-            nameCurrentThread(start.name)
-            #endif
-            start.body()
-            return nil
-        }, start)
+        let result = pthread_create(
+            &handle, nil,
+            { argument in
+                #if canImport(Darwin)
+                    let start = Unmanaged<Start>.fromOpaque(argument).takeRetainedValue()
+                    _ = start.name.withCString { pthread_setname_np($0) }
+                #else
+                    let start = Unmanaged<Start>.fromOpaque(argument!).takeRetainedValue()
+                    nameCurrentThread(start.name)
+                #endif
+                start.body()
+                return nil
+            }, start)
         precondition(result == 0, "pthread_create failed: \(POSIX.describe(errno: result))")
         thread.handle = handle
         return thread
@@ -67,11 +69,11 @@ package final class POSIXThread: @unchecked Sendable {
 }
 
 #if canImport(Glibc) || canImport(Musl)
-/// Names the calling thread through procfs: Glibc's module does not export `pthread_setname_np`.
-private func nameCurrentThread(_ name: String) {
-    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-    guard fd >= 0 else { return }
-    _ = POSIX.writeAll(fd, Array(name.utf8.prefix(15)))
-    POSIX.close(fd)
-}
+    /// Names the calling thread through procfs: Glibc's module does not export `pthread_setname_np`.
+    private func nameCurrentThread(_ name: String) {
+        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = POSIX.writeAll(fd, Array(name.utf8.prefix(15)))
+        POSIX.close(fd)
+    }
 #endif

@@ -119,11 +119,13 @@ public final class ChildProcess: Sendable {
         let path = productsDirectory.appendingPathComponent(product).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw ChildProcessError(
-                code: .notBuilt, message: "no executable \(product) at \(path); build the package first (swift build) "
+                code: .notBuilt,
+                message: "no executable \(product) at \(path); build the package first (swift build) "
                     + "or set KEEL_PRODUCTS_DIRECTORY"
             )
         }
-        return try launch(executable: path, arguments: arguments, environment: environment, workingDirectory: workingDirectory)
+        return try launch(
+            executable: path, arguments: arguments, environment: environment, workingDirectory: workingDirectory)
     }
 
     /// Launches the executable at `path`. `environment` is added to (and overrides) this process's environment.
@@ -152,7 +154,8 @@ public final class ChildProcess: Sendable {
             descriptors += [wake.read, wake.write]
             let fullEnvironment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             pid = try Spawn.start(
-                path: path, arguments: arguments, environment: fullEnvironment, workingDirectory: workingDirectory?.path,
+                path: path, arguments: arguments, environment: fullEnvironment,
+                workingDirectory: workingDirectory?.path,
                 stdin: stdin.1, stdout: stdout.write, stderr: stderr.write
             )
             // The child has its copies; keep only the parent's ends.
@@ -206,7 +209,10 @@ public final class ChildProcess: Sendable {
             guard let descriptor else { return false }
             return Array(text.utf8).withUnsafeBytes { POSIX.write(descriptor, $0) }
         }
-        guard ok else { throw ChildProcessError(code: .cannotWrite, message: "cannot write to the standard input of \(executable) (pid \(pid))") }
+        guard ok else {
+            throw ChildProcessError(
+                code: .cannotWrite, message: "cannot write to the standard input of \(executable) (pid \(pid))")
+        }
     }
 
     /// Writes `line` and a newline to the child's standard input.
@@ -225,7 +231,9 @@ public final class ChildProcess: Sendable {
     /// The next line of `stream` not yet returned, without its newline; `nil` once the stream has ended.
     ///
     /// - Throws: ``WaitTimeout`` when no complete line arrives within `timeout` (real time).
-    public func nextLine(from stream: Stream = .standardOutput, timeout: Duration = .seconds(10)) async throws -> String? {
+    public func nextLine(from stream: Stream = .standardOutput, timeout: Duration = .seconds(10)) async throws
+        -> String?
+    {
         try await state.wait(timeout: timeout, for: "a line on \(stream) of \(executable)") { state -> String?? in
             let output = state.streams[stream]!
             if output.consumed < output.lines.count {
@@ -244,7 +252,8 @@ public final class ChildProcess: Sendable {
         timeout: Duration = .seconds(10),
         where predicate: @escaping @Sendable (String) -> Bool
     ) async throws -> String {
-        let found = try await state.wait(timeout: timeout, for: "a matching line on \(stream) of \(executable)") { state -> String?? in
+        let found = try await state.wait(timeout: timeout, for: "a matching line on \(stream) of \(executable)") {
+            state -> String?? in
             var output = state.streams[stream]!
             defer { state.streams[stream] = output }
             while output.consumed < output.lines.count {
@@ -255,7 +264,8 @@ public final class ChildProcess: Sendable {
             return output.isClosed ? .some(nil) : nil
         }
         guard let found else {
-            throw ChildProcessError(code: .streamEnded, message: "\(stream) of \(executable) ended without a matching line")
+            throw ChildProcessError(
+                code: .streamEnded, message: "\(stream) of \(executable) ended without a matching line")
         }
         return found
     }
@@ -293,7 +303,8 @@ public final class ChildProcess: Sendable {
         var chunk = [UInt8](repeating: 0, count: 8192)
         while true {
             let ready = POSIX.waitReadable([descriptor, wake], timeoutMilliseconds: -1)
-            let count = ready.contains(0) ? chunk.withUnsafeMutableBytes { POSIX.readFile(descriptor, into: $0) } ?? 0 : 0
+            let count =
+                ready.contains(0) ? chunk.withUnsafeMutableBytes { POSIX.readFile(descriptor, into: $0) } ?? 0 : 0
             state.withLock { state in
                 var output = state.streams[stream]!
                 defer { state.streams[stream] = output }

@@ -1,12 +1,12 @@
 // Thin adapter over posix_spawn and waitpid for ChildProcess. The platform ladder lives here.
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #else
-#error("KeelTesting needs posix_spawn")
+    #error("KeelTesting needs posix_spawn")
 #endif
 
 @available(iOS, unavailable, message: "iOS apps cannot start processes")
@@ -25,11 +25,11 @@ enum Spawn {
         stderr: Int32
     ) throws(POSIX.Failure) -> pid_t {
         #if canImport(Darwin)
-        var actions: posix_spawn_file_actions_t?
-        var attributes: posix_spawnattr_t?
+            var actions: posix_spawn_file_actions_t?
+            var attributes: posix_spawnattr_t?
         #else
-        var actions = posix_spawn_file_actions_t()
-        var attributes = posix_spawnattr_t()
+            var actions = posix_spawn_file_actions_t()
+            var attributes = posix_spawnattr_t()
         #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -40,15 +40,15 @@ enum Spawn {
         // (before it could be marked close-on-exec) would otherwise keep that test's pipes and sockets
         // alive in this child.
         #if canImport(Glibc) || canImport(Musl)
-        _ = addCloseFrom(&actions, 3)
+            _ = addCloseFrom(&actions, 3)
         #endif
         if let workingDirectory {
             #if canImport(Darwin)
-            if #available(macOS 10.15, *) { posix_spawn_file_actions_addchdir_np(&actions, workingDirectory) }
+                if #available(macOS 10.15, *) { posix_spawn_file_actions_addchdir_np(&actions, workingDirectory) }
             #else
-            guard addChangeDirectory(&actions, workingDirectory) else {
-                throw POSIX.Failure(call: "posix_spawn_file_actions_addchdir_np", errno: ENOSYS)
-            }
+                guard addChangeDirectory(&actions, workingDirectory) else {
+                    throw POSIX.Failure(call: "posix_spawn_file_actions_addchdir_np", errno: ENOSYS)
+                }
             #endif
         }
 
@@ -64,9 +64,14 @@ enum Spawn {
         // Its own process group, so that killing the child kills whatever it started too.
         posix_spawnattr_setpgroup(&attributes, 0)
         #if canImport(Darwin)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_CLOEXEC_DEFAULT))
+            posix_spawnattr_setflags(
+                &attributes,
+                Int16(
+                    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_CLOEXEC_DEFAULT
+                ))
         #else
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setflags(
+                &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
         #endif
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
@@ -115,23 +120,25 @@ enum Spawn {
 }
 
 #if canImport(Glibc) || canImport(Musl)
-/// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34+) is not exported by the Glibc module; look it
-/// up. Returns false on an older C library (the child then relies on close-on-exec alone).
-private func addCloseFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: Int32) -> Bool {
-    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
-        return false
+    /// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34+) is not exported by the Glibc module; look it
+    /// up. Returns false on an older C library (the child then relies on close-on-exec alone).
+    private func addCloseFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: Int32) -> Bool {
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        else {
+            return false
+        }
+        return unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, lowest) == 0
     }
-    return unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, lowest) == 0
-}
 
-/// `posix_spawn_file_actions_addchdir_np` (glibc 2.29+) is not exported by the Glibc module; look it up.
-private func addChangeDirectory(_ actions: inout posix_spawn_file_actions_t, _ path: String) -> Bool {
-    typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else {
-        return false
+    /// `posix_spawn_file_actions_addchdir_np` (glibc 2.29+) is not exported by the Glibc module; look it up.
+    private func addChangeDirectory(_ actions: inout posix_spawn_file_actions_t, _ path: String) -> Bool {
+        typealias AddChdir =
+            @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np") else {
+            return false
+        }
+        let function = unsafeBitCast(symbol, to: AddChdir.self)
+        return path.withCString { function(&actions, $0) } == 0
     }
-    let function = unsafeBitCast(symbol, to: AddChdir.self)
-    return path.withCString { function(&actions, $0) } == 0
-}
 #endif

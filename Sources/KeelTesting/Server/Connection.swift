@@ -223,7 +223,9 @@ final class Connection: @unchecked Sendable {
         while index < buffer.count {
             if buffer[index] == 10 {
                 if index + 1 < buffer.count, buffer[index + 1] == 10 { return (index, index + 2) }
-                if index + 2 < buffer.count, buffer[index + 1] == 13, buffer[index + 2] == 10 { return (index, index + 3) }
+                if index + 2 < buffer.count, buffer[index + 1] == 13, buffer[index + 2] == 10 {
+                    return (index, index + 3)
+                }
             }
             index += 1
         }
@@ -256,7 +258,9 @@ final class Connection: @unchecked Sendable {
                 case .ended: return peerWentAway(body)
                 }
                 let sizeText = line.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
-                guard !sizeText.isEmpty, sizeText.count <= 15, sizeText.allSatisfy(\.isHexDigit), let size = Int(sizeText, radix: 16) else {
+                guard !sizeText.isEmpty, sizeText.count <= 15, sizeText.allSatisfy(\.isHexDigit),
+                    let size = Int(sizeText, radix: 16)
+                else {
                     return .rejected(status: 400, reason: "malformed chunk size \(line.debugDescription)")
                 }
                 if size == 0 {
@@ -270,7 +274,9 @@ final class Connection: @unchecked Sendable {
                         }
                     }
                 }
-                guard size <= maximum - body.bytes.count else { return .rejected(status: 413, reason: "request body too large") }
+                guard size <= maximum - body.bytes.count else {
+                    return .rejected(status: 413, reason: "request body too large")
+                }
                 body.chunkSizes.append(size)
                 switch readExactly(size, into: &body, limit: limit) {
                 case .done: break
@@ -349,7 +355,8 @@ final class Connection: @unchecked Sendable {
     private func reject(status: Int, reason: String) -> Ending {
         server.recordEvent(.rejected(status: status, reason: reason), connection: id, bytesSent: bytesSent)
         let body = Array("TestServer rejected the request: \(reason)\n".utf8)
-        let head = "HTTP/1.1 \(status) \(ReasonPhrase.standard(for: status))\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        let head =
+            "HTTP/1.1 \(status) \(ReasonPhrase.standard(for: status))\r\nContent-Type: text/plain; charset=utf-8\r\n"
             + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         _ = send(Array(head.utf8) + body)
         return .rejected
@@ -373,7 +380,9 @@ final class Connection: @unchecked Sendable {
     /// the client has hung up.
     private func stallWithoutReading() -> Ending {
         while true {
-            if POSIX.waitReadable([server.wakeDescriptors.read], timeoutMilliseconds: 50).contains(0) { return .interrupted }
+            if POSIX.waitReadable([server.wakeDescriptors.read], timeoutMilliseconds: 50).contains(0) {
+                return .interrupted
+            }
             if POSIX.peerHasHungUp(descriptor) { return .peerClosed }
         }
     }
@@ -386,14 +395,16 @@ final class Connection: @unchecked Sendable {
     }
 
     private func write(_ response: TestResponse, for head: RequestHead, closing: Bool) -> WriteResult {
-        precondition((100...999).contains(response.status), "TestResponse status \(response.status) is not a three-digit code")
+        precondition(
+            (100...999).contains(response.status), "TestResponse status \(response.status) is not a three-digit code")
         precondition(response.chunkSize.map { $0 > 0 } ?? true, "TestResponse chunk size must be positive")
         if !sleep(response.headersDelay) { return .ended(.interrupted) }
         if let raw = response.rawBytes {
             return send([UInt8](raw)) ? .completed : .ended(.peerClosed)
         }
 
-        let sendsBody = head.method != "HEAD" && !(100...199).contains(response.status)
+        let sendsBody =
+            head.method != "HEAD" && !(100...199).contains(response.status)
             && response.status != 204 && response.status != 304
         var headers = response.headers
         if response.chunkSize != nil, sendsBody {
@@ -417,7 +428,8 @@ final class Connection: @unchecked Sendable {
         default: break
         }
 
-        let isPlain = response.bodyDelay == .zero && response.throttle == nil && response.chunkSize == nil && cutAfter == nil
+        let isPlain =
+            response.bodyDelay == .zero && response.throttle == nil && response.chunkSize == nil && cutAfter == nil
             && response.generatedBodyCount == nil
         if sendsBody, isPlain {
             // Head and body in one write: one segment, as a real server would send a small response.
@@ -428,7 +440,8 @@ final class Connection: @unchecked Sendable {
 
         if !sleep(response.bodyDelay) { return .ended(.interrupted) }
         if let count = response.generatedBodyCount {
-            return writeGenerated(count: count, chunkSize: response.chunkSize, cutAfter: cutAfter) ? (cutAfter == nil ? .completed : .ended(cutEnding))
+            return writeGenerated(count: count, chunkSize: response.chunkSize, cutAfter: cutAfter)
+                ? (cutAfter == nil ? .completed : .ended(cutEnding))
                 : .ended(.peerClosed)
         }
 
@@ -497,7 +510,9 @@ final class Connection: @unchecked Sendable {
             let remaining = ContinuousClock.now.duration(to: deadline)
             if remaining <= .zero { return true }
             let milliseconds = min(remaining, .seconds(1_000_000)).inMillisecondsRoundedUp  // poll in slices; no overflow
-            if POSIX.waitReadable([server.wakeDescriptors.read], timeoutMilliseconds: Int32(clamping: milliseconds)).contains(0) {
+            if POSIX.waitReadable([server.wakeDescriptors.read], timeoutMilliseconds: Int32(clamping: milliseconds))
+                .contains(0)
+            {
                 return false
             }
         }

@@ -27,7 +27,8 @@ struct RequestHead {
         return version == "HTTP/1.0" && !tokens.contains("keep-alive")
     }
 
-    private static let tokenCharacters = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    private static let tokenCharacters = Set(
+        "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
     /// Parses the bytes before the empty line. Rejects what RFC 9112 says a server must reject.
     static func parse(_ bytes: [UInt8]) -> Result<RequestHead, Failure> {
@@ -45,7 +46,8 @@ struct RequestHead {
         guard let requestLine = lines.first else { return .failure(Failure(status: 400, reason: "empty request")) }
         let parts = requestLine.split(separator: " ", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
-            return .failure(Failure(status: 400, reason: "malformed request line \(String(requestLine).debugDescription)"))
+            return .failure(
+                Failure(status: 400, reason: "malformed request line \(String(requestLine).debugDescription)"))
         }
         let method = String(parts[0])
         let target = String(parts[1])
@@ -53,7 +55,9 @@ struct RequestHead {
         guard !method.isEmpty, method.allSatisfy(tokenCharacters.contains) else {
             return .failure(Failure(status: 400, reason: "malformed method \(method.debugDescription)"))
         }
-        guard !target.isEmpty, !target.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x21 || $0 == 0x7F } ?? false }) else {
+        guard !target.isEmpty,
+            !target.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x21 || $0 == 0x7F } ?? false })
+        else {
             return .failure(Failure(status: 400, reason: "malformed request target"))
         }
         guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
@@ -103,9 +107,10 @@ struct RequestHead {
             }
             contentLength = value
         }
-        return .success(RequestHead(
-            method: method, target: target, version: version, headers: headers,
-            contentLength: contentLength, isChunked: isChunked
-        ))
+        return .success(
+            RequestHead(
+                method: method, target: target, version: version, headers: headers,
+                contentLength: contentLength, isChunked: isChunked
+            ))
     }
 }

@@ -114,7 +114,9 @@ final class ServerCore: Sendable {
                 let id: Int? = state.withLock { state in
                     guard !state.isShutDown else { return nil }
                     defer { state.nextConnectionID += 1 }
-                    state.events.append(ConnectionEvent(connectionID: state.nextConnectionID, kind: .opened, instant: .now, bytesSent: 0))
+                    state.events.append(
+                        ConnectionEvent(
+                            connectionID: state.nextConnectionID, kind: .opened, instant: .now, bytesSent: 0))
                     return state.nextConnectionID
                 }
                 guard let id else { return false }
@@ -157,7 +159,9 @@ final class ServerCore: Sendable {
     /// The next queued response if it acts before the request is read; consumes it.
     func takeStartEffect() -> TestResponse? {
         state.withLock { state in
-            guard state.dispatcher == nil, let next = state.queue.first, next.socketEffect.actsAtStart else { return nil }
+            guard state.dispatcher == nil, let next = state.queue.first, next.socketEffect.actsAtStart else {
+                return nil
+            }
             return state.queue.removeFirst()
         }
     }

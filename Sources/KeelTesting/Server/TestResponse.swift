@@ -74,7 +74,9 @@ public struct TestResponse: Sendable {
     }
 
     /// A response whose body is `text` in UTF-8.
-    public init(status: Int = 200, headers: HeaderFields = [:], body text: String, socketEffect: SocketEffect = .keepOpen) {
+    public init(
+        status: Int = 200, headers: HeaderFields = [:], body text: String, socketEffect: SocketEffect = .keepOpen
+    ) {
         self.init(status: status, headers: headers, body: Data(text.utf8), socketEffect: socketEffect)
     }
 

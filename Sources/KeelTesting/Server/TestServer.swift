@@ -51,7 +51,9 @@ public final class TestServer: Sendable {
             Dispatcher { _ in
                 switch portal {
                 case .loginPage:
-                    var headers: HeaderFields = ["Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"]
+                    var headers: HeaderFields = [
+                        "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store",
+                    ]
                     headers["Connection"] = "close"
                     return TestResponse(status: 200, headers: headers, body: captivePortalLoginPage)
                 case .redirect(let url):
@@ -76,7 +78,8 @@ public final class TestServer: Sendable {
         /// Settings; the defaults suit tests.
         public init(
             port: Int = 0,
-            responseWhenQueueIsEmpty: TestResponse = TestResponse(status: 404, body: "TestServer: no scripted response for this request\n"),
+            responseWhenQueueIsEmpty: TestResponse = TestResponse(
+                status: 404, body: "TestServer: no scripted response for this request\n"),
             maximumHeadBytes: Int = 64 * 1024,
             maximumBodyBytes: Int = 64 * 1024 * 1024
         ) {
@@ -137,16 +140,20 @@ public final class TestServer: Sendable {
     /// `http://127.0.0.1:<port><path>`, with `path` percent-encoded where it must be.
     static func url(port: Int, path: String) -> URL {
         let normalized = path.hasPrefix("/") ? path : "/" + path
-        let (pathPart, query) = normalized.firstIndex(of: "?").map { (normalized[..<$0], normalized[$0...].dropFirst()) }
+        let (pathPart, query) =
+            normalized.firstIndex(of: "?").map { (normalized[..<$0], normalized[$0...].dropFirst()) }
             ?? (normalized[...], nil)
         // `%` itself stays allowed so that existing escapes are not escaped twice.
         var pathCharacters = CharacterSet.urlPathAllowed
         pathCharacters.insert("%")
         var queryCharacters = CharacterSet.urlQueryAllowed
         queryCharacters.insert("%")
-        var text = "http://127.0.0.1:\(port)" + (pathPart.addingPercentEncoding(withAllowedCharacters: pathCharacters) ?? "/")
+        var text =
+            "http://127.0.0.1:\(port)" + (pathPart.addingPercentEncoding(withAllowedCharacters: pathCharacters) ?? "/")
         if let query { text += "?" + (query.addingPercentEncoding(withAllowedCharacters: queryCharacters) ?? "") }
-        guard let url = URL(string: text) else { preconditionFailure("TestServer.url: cannot make a URL of \(path.debugDescription)") }
+        guard let url = URL(string: text) else {
+            preconditionFailure("TestServer.url: cannot make a URL of \(path.debugDescription)")
+        }
         return url
     }
 
@@ -181,9 +188,11 @@ public final class TestServer: Sendable {
     /// - Throws: ``WaitTimeout`` when no request arrives within `timeout` (real time);
     ///   ``TestServerError`` when the server is (or gets) shut down with no request left to take.
     public func takeRequest(timeout: Duration = .seconds(10)) async throws -> RecordedRequest {
-        try await core.state.wait(timeout: timeout, for: "a request to \(baseURL)") { state -> Result<RecordedRequest, TestServerError>? in
+        try await core.state.wait(timeout: timeout, for: "a request to \(baseURL)") {
+            state -> Result<RecordedRequest, TestServerError>? in
             guard state.takenCount < state.requests.count else {
-                return state.isShutDown ? .failure(TestServerError(code: .shutDown, message: "the server was shut down")) : nil
+                return state.isShutDown
+                    ? .failure(TestServerError(code: .shutDown, message: "the server was shut down")) : nil
             }
             state.takenCount += 1
             return .success(state.requests[state.takenCount - 1])

@@ -62,7 +62,9 @@ struct Arguments {
     func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
         guard let text = value(name) else { return defaultValue }
         guard let number = Int(text), range.contains(number) else {
-            throw UsageError("option '--\(name)' needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            throw UsageError(
+                "option '--\(name)' needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
+            )
         }
         return number
     }

@@ -68,17 +68,24 @@ enum ContractCommand {
 
     static func validate(_ raw: [String]) throws -> Int32 {
         let arguments = try Arguments(raw, options: ["schema", "format"], flags: ["format-assertion"])
-        guard let reference = arguments.value("schema") else { throw UsageError("missing --schema '#/components/schemas/NAME'") }
-        guard arguments.positionals.count >= 2 else { throw UsageError("expected the contract and at least one instance file") }
+        guard let reference = arguments.value("schema") else {
+            throw UsageError("missing --schema '#/components/schemas/NAME'")
+        }
+        guard arguments.positionals.count >= 2 else {
+            throw UsageError("expected the contract and at least one instance file")
+        }
         let json = try arguments.choice("format", default: "text", among: ["text", "json"]) == "json"
         let schema: ContractSchema
         do {
-            schema = try OpenAPIDocument.load(from: URL(fileURLWithPath: arguments.positionals[0])).schema(at: reference)
+            schema = try OpenAPIDocument.load(from: URL(fileURLWithPath: arguments.positionals[0])).schema(
+                at: reference)
         } catch {
             return fail("\(error)")
         }
         let formatAssertion = arguments.has("format-assertion")
-        return try SchemaCommand.validateInstances(arguments.positionals.dropFirst(), schema: arguments.positionals[0] + reference, json: json) {
+        return try SchemaCommand.validateInstances(
+            arguments.positionals.dropFirst(), schema: arguments.positionals[0] + reference, json: json
+        ) {
             schema.validate($0, formatAssertion: formatAssertion).errors
         }
     }
@@ -87,7 +94,8 @@ enum ContractCommand {
         let arguments = try Arguments(raw, options: ["output", "access"], flags: ["check"])
         guard arguments.positionals.count == 1 else { throw UsageError("expected one contract file") }
         guard let output = arguments.value("output") else { throw UsageError("missing --output <dir>") }
-        let access = ContractGenerator.AccessLevel(rawValue: try arguments.choice("access", default: "public", among: ["public", "internal"]))!
+        let access = ContractGenerator.AccessLevel(
+            rawValue: try arguments.choice("access", default: "public", among: ["public", "internal"]))!
         let generator = ContractGenerator(contract: URL(fileURLWithPath: arguments.positionals[0]), access: access)
         let text: String
         do {
@@ -96,8 +104,12 @@ enum ContractCommand {
             return fail("\(error)")
         }
         let destination = URL(fileURLWithPath: output, isDirectory: true).appendingPathComponent(generator.fileName)
-        let command = "keel contract generate \(arguments.positionals[0]) --output \(output)" + (access == .public ? "" : " --access \(access.rawValue)")
-        let existing = FileManager.default.contents(atPath: destination.path).map { String(decoding: $0, as: UTF8.self) }
+        let command =
+            "keel contract generate \(arguments.positionals[0]) --output \(output)"
+            + (access == .public ? "" : " --access \(access.rawValue)")
+        let existing = FileManager.default.contents(atPath: destination.path).map {
+            String(decoding: $0, as: UTF8.self)
+        }
         if arguments.has("check") {
             guard let existing else {
                 return fail("\(destination.path) is missing: run \(command)", status: 1)
@@ -114,7 +126,8 @@ enum ContractCommand {
             return 0
         }
         do {
-            try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(text.utf8).write(to: destination, options: .atomic)
         } catch {
             return fail("cannot write \(destination.path): \(error.localizedDescription)")
@@ -128,7 +141,8 @@ enum ContractCommand {
         guard arguments.positionals.count == 2 else { throw UsageError("expected two files: BASE REVISION") }
         let json = try arguments.choice("format", default: "text", among: ["text", "json"]) == "json"
         let threshold: ContractChange.Severity =
-            try arguments.choice("fail-on", default: "breaking", among: ["breaking", "warning"]) == "warning" ? .warning : .breaking
+            try arguments.choice("fail-on", default: "breaking", among: ["breaking", "warning"]) == "warning"
+            ? .warning : .breaking
         let changes: [ContractChange]
         do {
             let documents = try OpenAPIDocument.load(from: arguments.positionals.map { URL(fileURLWithPath: $0) })
@@ -144,12 +158,17 @@ enum ContractCommand {
                 var changes: [ContractChange]
                 var summary: Summary
             }
-            try sayJSON(Report(changes: changes, summary: .init(breaking: counts[.breaking] ?? 0, warning: counts[.warning] ?? 0,
-                                                                info: counts[.info] ?? 0, failed: failing)))
+            try sayJSON(
+                Report(
+                    changes: changes,
+                    summary: .init(
+                        breaking: counts[.breaking] ?? 0, warning: counts[.warning] ?? 0,
+                        info: counts[.info] ?? 0, failed: failing)))
         } else {
             for change in changes { say(change.description) }
-            say("\(counts[.breaking] ?? 0) breaking, \(counts[.warning] ?? 0) warning, \(counts[.info] ?? 0) info"
-                + (failing ? " — fails at --fail-on \(threshold.rawValue)" : ""))
+            say(
+                "\(counts[.breaking] ?? 0) breaking, \(counts[.warning] ?? 0) warning, \(counts[.info] ?? 0) info"
+                    + (failing ? " — fails at --fail-on \(threshold.rawValue)" : ""))
         }
         return failing ? 1 : 0
     }

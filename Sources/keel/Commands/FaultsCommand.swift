@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import KeelCore
 import KeelTesting
@@ -64,7 +64,9 @@ enum FaultsCommand {
             Fault("disconnect-at-end", text.with(.disconnectAtEnd)),
             Fault("disconnect-at-start", text.with(.disconnectAtStart)),
             Fault("disconnect-after-request", text.with(.disconnectAfterRequest)),
-            Fault("disconnect-during-request-body", method: "POST", body: upload, text.with(.disconnectDuringRequestBody(afterBytes: 1024))),
+            Fault(
+                "disconnect-during-request-body", method: "POST", body: upload,
+                text.with(.disconnectDuringRequestBody(afterBytes: 1024))),
             Fault("disconnect-during-response-body", text.with(.disconnectDuringResponseBody(afterBytes: 6))),
             Fault("half-close-after-request", text.with(.halfCloseAfterRequest)),
             Fault("no-response", text.with(.noResponse)),
@@ -78,7 +80,9 @@ enum FaultsCommand {
             Fault("redirect-same-origin", .redirect(to: "/elsewhere", status: 302)),
             Fault("captive-portal-login", dispatcher: .captivePortal(.loginPage)),
             // The portal's login host is a closed loopback port: no DNS lookup, no outside network.
-            Fault("captive-portal-redirect", dispatcher: .captivePortal(.redirect(to: URL(string: "http://127.0.0.1:1/login")!))),
+            Fault(
+                "captive-portal-redirect",
+                dispatcher: .captivePortal(.redirect(to: URL(string: "http://127.0.0.1:1/login")!))),
         ]
     }()
 
@@ -94,7 +98,9 @@ enum FaultsCommand {
 
     static func run(_ raw: [String]) async throws -> Int32 {
         let arguments = try Arguments(raw, options: ["timeout", "only"], flags: ["json"])
-        guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
+        guard arguments.positionals.isEmpty else {
+            throw UsageError("unexpected argument '\(arguments.positionals[0])'")
+        }
         let timeout = Double(try arguments.integer("timeout", default: 1, in: 1...60))
         let only = arguments.values["only"] ?? []
         if let unknown = only.first(where: { name in !faults.contains { $0.name == name } }) {
@@ -113,7 +119,9 @@ enum FaultsCommand {
             if json {
                 say(String(decoding: try encoder.encode(observation), as: UTF8.self))
             } else {
-                say(fault.name.padding(toLength: 34, withPad: " ", startingAt: 0) + observation.observed + "  (\(observation.milliseconds) ms)")
+                say(
+                    fault.name.padding(toLength: 34, withPad: " ", startingAt: 0) + observation.observed
+                        + "  (\(observation.milliseconds) ms)")
             }
         }
         return 0

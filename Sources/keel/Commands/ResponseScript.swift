@@ -41,7 +41,8 @@ struct ResponseScript: Decodable {
             do {
                 responses.append(try Self.response(from: entry))
             } catch let problem as Problem {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "response [\(index)]: \(problem.message)")
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "response [\(index)]: \(problem.message)")
             }
         }
         self.responses = responses
@@ -59,7 +60,9 @@ struct ResponseScript: Decodable {
         let status = entry.status ?? 200
         guard (100...999).contains(status) else { throw Problem(message: "status \(status) is not a three-digit code") }
         var headers = HeaderFields()
-        for (name, value) in (entry.headers ?? [:]).sorted(by: { $0.key < $1.key }) { headers.append(name: name, value: value) }
+        for (name, value) in (entry.headers ?? [:]).sorted(by: { $0.key < $1.key }) {
+            headers.append(name: name, value: value)
+        }
         var response = TestResponse(status: status, headers: headers, body: Data((entry.body ?? "").utf8))
         response.socketEffect = try effect(named: entry.effect ?? "keepOpen", afterBytes: entry.afterBytes)
         if let chunkSize = entry.chunkSize {
@@ -70,7 +73,8 @@ struct ResponseScript: Decodable {
         response.bodyDelay = try milliseconds(entry.bodyDelayMs, "bodyDelayMs")
         if let throttle = entry.throttle {
             guard throttle.bytes > 0 else { throw Problem(message: "throttle.bytes must be positive") }
-            response = response.throttled(bytes: throttle.bytes, per: try milliseconds(throttle.periodMs, "throttle.periodMs"))
+            response = response.throttled(
+                bytes: throttle.bytes, per: try milliseconds(throttle.periodMs, "throttle.periodMs"))
         }
         return response
     }
@@ -83,7 +87,9 @@ struct ResponseScript: Decodable {
 
     private static func effect(named name: String, afterBytes: Int?) throws -> SocketEffect {
         func bytes() throws -> Int {
-            guard let afterBytes, afterBytes >= 0 else { throw Problem(message: "effect \(name) needs \"afterBytes\" ≥ 0") }
+            guard let afterBytes, afterBytes >= 0 else {
+                throw Problem(message: "effect \(name) needs \"afterBytes\" ≥ 0")
+            }
             return afterBytes
         }
         switch name {
@@ -122,7 +128,8 @@ struct ResponseScript: Decodable {
         } catch let DecodingError.typeMismatch(type, context), let DecodingError.valueNotFound(type, context) {
             throw ScriptError(message: "script \(path): at \(pathText(context.codingPath)) expected \(type)")
         } catch let DecodingError.keyNotFound(key, context) {
-            throw ScriptError(message: "script \(path): at \(pathText(context.codingPath)) missing \"\(key.stringValue)\"")
+            throw ScriptError(
+                message: "script \(path): at \(pathText(context.codingPath)) missing \"\(key.stringValue)\"")
         } catch {
             throw ScriptError(message: "script \(path) is not valid: \(error)")
         }

@@ -38,9 +38,11 @@ enum SchemaCommand {
 
     static func run(_ raw: [String]) async throws -> Int32 {
         guard raw.first == "validate" else {
-            throw UsageError(raw.first.map { "unknown schema subcommand '\($0)'" } ?? "missing subcommand: keel schema validate ...")
+            throw UsageError(
+                raw.first.map { "unknown schema subcommand '\($0)'" } ?? "missing subcommand: keel schema validate ...")
         }
-        let arguments = try Arguments(Array(raw.dropFirst()), options: ["schema", "remote", "format"], flags: ["format-assertion"])
+        let arguments = try Arguments(
+            Array(raw.dropFirst()), options: ["schema", "remote", "format"], flags: ["format-assertion"])
         guard let schemaPath = arguments.value("schema") else { throw UsageError("missing --schema <schema.json>") }
         guard !arguments.positionals.isEmpty else { throw UsageError("no instance files given") }
         let json = try arguments.choice("format", default: "text", among: ["text", "json"]) == "json"
@@ -49,7 +51,11 @@ enum SchemaCommand {
             guard let equals = mapping.firstIndex(of: "="), equals != mapping.startIndex else {
                 throw UsageError("--remote needs <url-prefix>=<dir>, not '\(mapping)'")
             }
-            remotes.append((String(mapping[..<equals]), URL(fileURLWithPath: String(mapping[mapping.index(after: equals)...]), isDirectory: true)))
+            remotes.append(
+                (
+                    String(mapping[..<equals]),
+                    URL(fileURLWithPath: String(mapping[mapping.index(after: equals)...]), isDirectory: true)
+                ))
         }
 
         let schemaURL = URL(fileURLWithPath: schemaPath).standardizedFileURL
@@ -69,14 +75,18 @@ enum SchemaCommand {
         }
 
         let options = ValidationOptions(formatAssertion: arguments.has("format-assertion"))
-        return try validateInstances(arguments.positionals, schema: schemaPath, json: json) { schema.validate($0, options: options).errors }
+        return try validateInstances(arguments.positionals, schema: schemaPath, json: json) {
+            schema.validate($0, options: options).errors
+        }
     }
 
     /// Validates each instance file with `validate`, prints the results (text or JSON) and returns the exit
     /// status: 0 all valid, 1 some invalid, 2 (with the message) for a file that is unreadable or not JSON.
     /// Shared with `keel contract validate`, so both behave and speak the same.
-    static func validateInstances(_ paths: some Sequence<String>, schema: String, json: Bool,
-                                  _ validate: (JSONValue) -> [ValidationError]) throws -> Int32 {
+    static func validateInstances(
+        _ paths: some Sequence<String>, schema: String, json: Bool,
+        _ validate: (JSONValue) -> [ValidationError]
+    ) throws -> Int32 {
         var results: [InstanceResult] = []
         for path in paths {
             switch readJSON(path) {
@@ -92,10 +102,17 @@ enum SchemaCommand {
     /// Prints the results (text or JSON) and returns the exit status: 0 all valid, 1 some invalid.
     private static func report(_ results: [InstanceResult], schema: String, json: Bool) throws -> Int32 {
         if json {
-            try sayJSON(Report(valid: results.allSatisfy(\.errors.isEmpty), schema: schema, instances: results.map(Report.Instance.init)))
+            try sayJSON(
+                Report(
+                    valid: results.allSatisfy(\.errors.isEmpty), schema: schema,
+                    instances: results.map(Report.Instance.init)))
         } else {
             for result in results {
-                say(result.errors.isEmpty ? "\(result.file): valid" : "\(result.file): invalid (\(result.errors.count) error\(result.errors.count == 1 ? "" : "s"))")
+                say(
+                    result.errors.isEmpty
+                        ? "\(result.file): valid"
+                        : "\(result.file): invalid (\(result.errors.count) error\(result.errors.count == 1 ? "" : "s"))"
+                )
                 for error in result.errors {
                     say("  #\(error.instanceLocation)  #\(error.keywordLocation)  \(error.message)")
                 }
@@ -124,7 +141,10 @@ enum SchemaCommand {
             init(_ result: InstanceResult) {
                 file = result.file
                 valid = result.errors.isEmpty
-                errors = result.errors.map { Error(instanceLocation: $0.instanceLocation, keywordLocation: $0.keywordLocation, message: $0.message) }
+                errors = result.errors.map {
+                    Error(
+                        instanceLocation: $0.instanceLocation, keywordLocation: $0.keywordLocation, message: $0.message)
+                }
             }
         }
 
@@ -155,7 +175,9 @@ enum SchemaCommand {
         return { uri in
             var file: URL?
             if let remote = remotes.first(where: { uri.hasPrefix($0.prefix) }) {
-                file = remote.directory.appendingPathComponent(String(uri.dropFirst(remote.prefix.count))).standardizedFileURL
+                file =
+                    remote.directory.appendingPathComponent(String(uri.dropFirst(remote.prefix.count)))
+                    .standardizedFileURL
                 guard file!.path.hasPrefix(remote.directory.standardizedFileURL.path) else { return nil }
             } else if let url = URL(string: uri), url.isFileURL, url.standardizedFileURL.path.hasPrefix(root + "/") {
                 file = url.standardizedFileURL

@@ -32,7 +32,9 @@ enum ServeCommand {
 
     static func run(_ raw: [String]) async throws -> Int32 {
         let arguments = try Arguments(raw, options: ["port", "script", "captive-portal"])
-        guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
+        guard arguments.positionals.isEmpty else {
+            throw UsageError("unexpected argument '\(arguments.positionals[0])'")
+        }
         let port = try arguments.integer("port", default: 0, in: 0...65535)
         var dispatcher: TestServer.Dispatcher?
         if let mode = arguments.value("captive-portal") {
@@ -73,7 +75,9 @@ enum ServeCommand {
             while !Task.isCancelled {
                 guard let request = try? await server.takeRequest(timeout: .seconds(3600)) else { continue }
                 let incomplete = request.isComplete ? "" : " incomplete"
-                say("#\(request.sequenceNumber) \(request.method) \(request.target) connection=\(request.connectionID) body=\(request.body.count)B\(incomplete)")
+                say(
+                    "#\(request.sequenceNumber) \(request.method) \(request.target) connection=\(request.connectionID) body=\(request.body.count)B\(incomplete)"
+                )
             }
         }
         for await _ in quitSignal {}

@@ -13,23 +13,27 @@ final class Harness: Sendable {
     let events = Locked<[AttemptEvent]>([])
     let client: HTTPClient
 
-    init(policy: CallPolicy = CallPolicy(), budget: RetryBudget = RetryBudget(), seed: UInt64 = 7,
-         transport: (any HTTPTransport)? = nil, baseURL: URL? = nil, server: TestServer? = nil,
-         random: RandomSource? = nil, middleware: [any HTTPMiddleware] = []) throws {
+    init(
+        policy: CallPolicy = CallPolicy(), budget: RetryBudget = RetryBudget(), seed: UInt64 = 7,
+        transport: (any HTTPTransport)? = nil, baseURL: URL? = nil, server: TestServer? = nil,
+        random: RandomSource? = nil, middleware: [any HTTPMiddleware] = []
+    ) throws {
         self.server = try server ?? TestServer()
         let pump = ClockPump(clock: clock)
         self.pump = pump
         let events = self.events
-        client = HTTPClient(configuration: .init(
-            baseURL: baseURL ?? self.server.baseURL, transport: transport ?? URLSessionTransport(),
-            clock: clock, wallClock: clock.wallClock, random: random ?? .seeded(seed), policy: policy, budget: budget,
-            contractVersion: try ContractVersionFixture.version,
-            observer: { event in
-                events.withLock { $0.append(event) }
-                if case .retryScheduled(_, let delay, _) = event { pump.announce(delay) }
-            },
-            middleware: middleware
-        ))
+        client = HTTPClient(
+            configuration: .init(
+                baseURL: baseURL ?? self.server.baseURL, transport: transport ?? URLSessionTransport(),
+                clock: clock, wallClock: clock.wallClock, random: random ?? .seeded(seed), policy: policy,
+                budget: budget,
+                contractVersion: try ContractVersionFixture.version,
+                observer: { event in
+                    events.withLock { $0.append(event) }
+                    if case .retryScheduled(_, let delay, _) = event { pump.announce(delay) }
+                },
+                middleware: middleware
+            ))
     }
 
     /// Sends `operation`, advancing the manual clock through every scheduled retry delay (and nothing
@@ -45,10 +49,14 @@ final class Harness: Sendable {
     }
 
     /// Waits (in real time, at most `timeout`) until an event matching `predicate` was recorded.
-    func waitForEvent(timeout: Duration = .seconds(30), _ predicate: @escaping @Sendable (AttemptEvent) -> Bool) async throws {
+    func waitForEvent(timeout: Duration = .seconds(30), _ predicate: @escaping @Sendable (AttemptEvent) -> Bool)
+        async throws
+    {
         let deadline = ContinuousClock.now + timeout
         while !events.withLock({ $0.contains(where: predicate) }) {
-            guard ContinuousClock.now < deadline else { throw WaitTimeout(waitingFor: "an attempt event", timeout: timeout) }
+            guard ContinuousClock.now < deadline else {
+                throw WaitTimeout(waitingFor: "an attempt event", timeout: timeout)
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
     }

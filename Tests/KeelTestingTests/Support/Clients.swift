@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import KeelTesting
 import Testing
@@ -10,7 +10,8 @@ func makeSession(timeout: Double = 5, followRedirects: Bool = true) -> URLSessio
     let configuration = URLSessionConfiguration.ephemeral
     configuration.timeoutIntervalForRequest = timeout
     configuration.timeoutIntervalForResource = 60
-    return URLSession(configuration: configuration, delegate: followRedirects ? nil : RedirectRefuser(), delegateQueue: nil)
+    return URLSession(
+        configuration: configuration, delegate: followRedirects ? nil : RedirectRefuser(), delegateQueue: nil)
 }
 
 /// Refuses every redirect, so the test sees the 3xx response itself.
@@ -76,7 +77,8 @@ final class RawClient {
     func readUntilClose(sourceLocation: SourceLocation = #_sourceLocation) -> String {
         let (text, ending) = readToEnd()
         if ending != .endOfStream {
-            Issue.record("expected the server to close the connection, but it \(ending)", sourceLocation: sourceLocation)
+            Issue.record(
+                "expected the server to close the connection, but it \(ending)", sourceLocation: sourceLocation)
         }
         return text
     }
@@ -103,7 +105,9 @@ final class RawClient {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while !String(decoding: received, as: UTF8.self).contains(marker) {
             guard !POSIX.waitReadable([descriptor], timeoutMilliseconds: 5000).isEmpty else { break }
-            guard let count = chunk.withUnsafeMutableBytes({ POSIX.read(descriptor, into: $0) }), count > 0 else { break }
+            guard let count = chunk.withUnsafeMutableBytes({ POSIX.read(descriptor, into: $0) }), count > 0 else {
+                break
+            }
             received += chunk[0..<count]
         }
         return String(decoding: received, as: UTF8.self)
