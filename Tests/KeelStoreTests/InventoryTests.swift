@@ -15,12 +15,13 @@ import Testing
     static let feed = Dataset(
         name: "feed-cache", purpose: "Last page of the public feed, for a fast start", classification: .public,
         isAccountBound: false,
-        retention: .seconds(86_400), backup: .exclude, deletionTriggers: [.retentionExpiry, .appVersionChange],
+        retention: .duration(.seconds(86_400)), backup: .exclude,
+        deletionTriggers: [.retentionExpiry, .appVersionChange],
         role: .cache(rebuiltFrom: "GET /feed"), storage: .init(table: "feed", timestampColumn: "fetched_at")
     )
     static let searches = Dataset(
         name: "recent-searches", purpose: "Suggestions while typing", classification: .personal, isAccountBound: true,
-        retention: .seconds(30 * 86_400), backup: .exclude,
+        retention: .duration(.seconds(30 * 86_400)), backup: .exclude,
         deletionTriggers: [.logout, .accountDeletion, .retentionExpiry],
         role: .sourceOfTruth, storage: .init(table: "search", timestampColumn: "at")
     )

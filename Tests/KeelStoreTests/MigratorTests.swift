@@ -159,7 +159,7 @@ import Testing
             state
                 == .pending(
                     ["v3-title-key-backfill", "v4-tags"],
-                    resumingFrom: Resume(migration: "v3-title-key-backfill", checkpoint: 300)))
+                    resumingFrom: MigrationState.Resume(migration: "v3-title-key-backfill", checkpoint: 300)))
         #expect(try NotesSchema.invariantViolations(database, rows: 1000).isEmpty)
         // The rerun starts at row 301: 7 more batches of 100, plus the one that finds nothing left.
         let report = try NotesSchema.migrator(batchSize: 100).migrate(database)
@@ -236,7 +236,7 @@ import Testing
             let database = try DatabasePool(path: path)
             let problems = try NotesSchema.invariantViolations(database, rows: rows)
             #expect(problems.isEmpty, "after kill \(kill): \(problems)")
-            if case .pending(_, let resume) = try NotesSchema.migrator().state(of: database),
+            if case .pending(_, let resume) = try await NotesSchema.migrator().state(of: database),
                 let checkpoint = resume?.checkpoint
             {
                 checkpoints.append(checkpoint)
@@ -258,7 +258,7 @@ import Testing
             product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50"])
         #expect(try await finish.waitForExit(timeout: .seconds(120)) == .exited(0))
         let database = try DatabasePool(path: path)
-        #expect(try NotesSchema.migrator().state(of: database) == .upToDate)
+        #expect(try await NotesSchema.migrator().state(of: database) == .upToDate)
         #expect(try NotesSchema.invariantViolations(database, rows: rows).isEmpty)
         #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE title_key IS NULL") == 0)
     }

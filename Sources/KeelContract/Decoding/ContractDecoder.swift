@@ -84,6 +84,8 @@ public struct ContractDecodingError: KeelError, Equatable, CustomStringConvertib
     /// A short explanation.
     public let message: String
 
+    /// A developer-facing explanation: the path (or "top level") and the message; may quote the offending value,
+    /// so keep it out of user-facing text.
     public var description: String {
         let location = path.isEmpty ? "top level" : path
         return "\(location): \(message)"

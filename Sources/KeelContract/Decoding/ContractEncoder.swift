@@ -12,6 +12,7 @@ public struct ContractEncoder: Sendable {
     /// (`[.prettyPrinted, .sortedKeys]`): the set replaces the default.
     public var outputFormatting: JSONEncoder.OutputFormatting
 
+    /// An encoder with `outputFormatting`; the default is compact JSON with members sorted by name.
     public init(outputFormatting: JSONEncoder.OutputFormatting = [.sortedKeys]) {
         self.outputFormatting = outputFormatting
     }

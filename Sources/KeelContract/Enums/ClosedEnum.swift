@@ -14,6 +14,10 @@ public import KeelCore
 public protocol ClosedEnum: RawRepresentable, Codable, Sendable where RawValue == String {}
 
 extension ClosedEnum {
+    /// Decodes a string and matches it to a declared case.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` with an ``UndeclaredEnumValue`` as its underlying error when the
+    ///   string is not a declared raw value; a `DecodingError` when the value is not a string.
     @inlinable
     public init(from decoder: any Decoder) throws {
         let raw = try decoder.singleValueContainer().decode(String.self)
@@ -27,6 +31,7 @@ extension ClosedEnum {
         self = value
     }
 
+    /// Encodes the case as its raw string value.
     @inlinable
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
@@ -53,6 +58,7 @@ public struct UndeclaredEnumValue: KeelError, Equatable {
         self.value = value
     }
 
+    /// A developer-facing explanation naming the value and the enum type; not meant for users.
     public var description: String {
         "\(value.debugDescription) is not a declared value of the closed enum \(typeName)"
     }

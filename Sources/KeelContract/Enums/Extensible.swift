@@ -47,12 +47,18 @@ public enum Extensible<Known: ExtensibleEnum>: Sendable, Hashable, CustomStringC
     /// Whether this is a value the app does not know.
     public var isUnknown: Bool { knownValue == nil }
 
+    /// The raw value of a known case, or `unknown(raw)` for a value `Known` does not declare; for logs and debugging.
     public var description: String { isUnknown ? "unknown(\(rawValue))" : rawValue }
 }
 
 extension Extensible: Codable {
     // Inlinable so that decoding specializes for the app's enum instead of going through generics
     // (decode.tolerant in keel-bench).
+    /// Decodes a string: `.known` when `Known` declares it, otherwise `.unknown` with the string kept.
+    ///
+    /// Traps when `Known` is also a ``ClosedEnum``: an undeclared value of a closed enum must fail, not fall back.
+    ///
+    /// - Throws: `DecodingError` when the value is not a string.
     @inlinable
     public init(from decoder: any Decoder) throws {
         // A closed enum must fail on an undeclared value; wrapping it would silently turn that into
@@ -64,6 +70,7 @@ extension Extensible: Codable {
         self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
     }
 
+    /// Encodes the wire value: the known case's raw value, or an unknown value exactly as it was received.
     @inlinable
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()

@@ -28,6 +28,9 @@ extension Nullable: Equatable where Wrapped: Equatable {}
 extension Nullable: Hashable where Wrapped: Hashable {}
 
 extension Nullable: Decodable where Wrapped: Decodable {
+    /// Decodes `null` as ``null`` and anything else as ``value(_:)``.
+    ///
+    /// - Throws: whatever decoding `Wrapped` throws for a value that is not `null`.
     @inlinable
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -36,6 +39,7 @@ extension Nullable: Decodable where Wrapped: Decodable {
 }
 
 extension Nullable: Encodable where Wrapped: Encodable {
+    /// Encodes ``null`` as an explicit JSON `null` and ``value(_:)`` as the wrapped value.
     @inlinable
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()

@@ -49,6 +49,7 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
         (isNegative, digits, exponent) = parts
     }
 
+    /// The number's literal, exactly as written (`1.0` stays `1.0`).
     public var description: String { literal }
 
     /// Whether the value has no fractional part (`1.0` and `1e3` are integers; JSON Schema agrees).
@@ -80,16 +81,19 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// The nearest `Double` (may be ±infinity for literals beyond its range, or lose precision).
     public var double: Double { Double(literal) ?? (isNegative ? -.infinity : .infinity) }
 
+    /// Whether the two numbers have the same mathematical value, whatever their literals (`1`, `1.0`, `10e-1`).
     public static func == (lhs: JSONNumber, rhs: JSONNumber) -> Bool {
         lhs.isNegative == rhs.isNegative && lhs.digits == rhs.digits && lhs.exponent == rhs.exponent
     }
 
+    /// Hashes the exact value, not the literal, consistently with `==`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(isNegative)
         hasher.combine(digits)
         hasher.combine(exponent)
     }
 
+    /// Whether `lhs` is numerically smaller than `rhs`, compared exactly at any size or precision.
     public static func < (lhs: JSONNumber, rhs: JSONNumber) -> Bool {
         if lhs.isNegative != rhs.isNegative { return lhs.isNegative }
         let magnitudeOrder = compareMagnitude(lhs, rhs)

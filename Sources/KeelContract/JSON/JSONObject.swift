@@ -58,6 +58,7 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// An empty object.
     public init() {}
 
+    /// The members in literal order; a repeated key keeps its first position and last value.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         for (key, value) in elements { self[key] = value }
     }
@@ -143,6 +144,7 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// Whether the object has no members.
     public var isEmpty: Bool { members.isEmpty }
 
+    /// The number of members (exact, not an estimate).
     public var underestimatedCount: Int { members.count }
 
     /// Iterates the members in document order.
@@ -152,6 +154,7 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
 
         fileprivate init(members: [Member]) { self.members = members }
 
+        /// The next member as a name and value, in document order; nil after the last one.
         public mutating func next() -> (key: String, value: JSONValue)? {
             guard index < members.count else { return nil }
             defer { index += 1 }
@@ -160,6 +163,7 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         }
     }
 
+    /// An iterator over the members in document order.
     public func makeIterator() -> Iterator { Iterator(members: members) }
 
     /// Order-independent: the same members in any order are equal.

@@ -33,6 +33,7 @@ public struct JSONParseError: KeelError, Equatable, CustomStringConvertible {
     /// A short explanation.
     public let message: String
 
+    /// A developer-facing explanation: the line and column of the problem, then the message.
     public var description: String { "line \(line), column \(column): \(message)" }
 }
 

@@ -67,6 +67,7 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Hashes consistently with `==`: numbers by value, strings by UTF-8 bytes, objects regardless of member order.
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
@@ -84,12 +85,19 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
+    /// The JSON `null` literal.
     public init(nilLiteral: ()) { self = .null }
+    /// A JSON boolean from a `true` or `false` literal.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// A JSON number from an integer literal.
     public init(integerLiteral value: Int64) { self = .number(JSONNumber(value)) }
+    /// A JSON number from a floating-point literal, which must be finite.
     public init(floatLiteral value: Double) { self = .number(JSONNumber(value)) }
+    /// A JSON string from a string literal.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// A JSON array of the literal's elements, in order.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A JSON object of the literal's members, in order; a repeated key keeps its first position and last value.
     public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
 }
 

@@ -74,6 +74,7 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
         self.headerName = headerName
     }
 
+    /// The version as text: `MAJOR.MINOR.PATCH`, then `-prerelease` and `+build` when present.
     public var description: String {
         var text = "\(major).\(minor).\(patch)"
         if !prerelease.isEmpty { text += "-" + prerelease.joined(separator: ".") }
@@ -91,10 +92,13 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
         return major != 0 || minor == other.minor
     }
 
+    /// Whether the two versions have the same precedence: major, minor, patch and prerelease are equal (build
+    /// metadata and the header name are ignored).
     public static func == (lhs: ContractVersion, rhs: ContractVersion) -> Bool {
         (lhs.major, lhs.minor, lhs.patch) == (rhs.major, rhs.minor, rhs.patch) && lhs.prerelease == rhs.prerelease
     }
 
+    /// Hashes what `==` compares: major, minor, patch and prerelease.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(major)
         hasher.combine(minor)
@@ -102,6 +106,9 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
         hasher.combine(prerelease)
     }
 
+    /// SemVer precedence: major, minor and patch numerically; a prerelease before its release; then prerelease
+    /// identifiers in turn (numeric ones numerically and before others, others as text; fewer identifiers first).
+    /// Build metadata is ignored.
     public static func < (lhs: ContractVersion, rhs: ContractVersion) -> Bool {
         if (lhs.major, lhs.minor, lhs.patch) != (rhs.major, rhs.minor, rhs.patch) {
             return (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch)
@@ -118,6 +125,9 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
         return lhs.prerelease.count < rhs.prerelease.count
     }
 
+    /// Decodes a version from its text form, with the default header name (``defaultHeaderName``).
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` when the text is not a semantic version.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
@@ -128,6 +138,7 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
         }
     }
 
+    /// Encodes the version as its text form (``description``); the header name is not encoded.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
@@ -149,6 +160,7 @@ public struct ContractVersionError: KeelError, Equatable {
     public let text: String
     /// What is wrong with it.
     public let reason: String
+    /// A developer-facing explanation quoting the rejected text and saying what is wrong with it.
     public var description: String { "invalid contract version \(text.debugDescription): \(reason)" }
 }
 

@@ -9,6 +9,7 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
         /// An installed client can fail against the revision.
         case breaking
 
+        /// Orders by harm: `info` < `warning` < `breaking`.
         public static func < (lhs: Severity, rhs: Severity) -> Bool {
             allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
         }
@@ -16,6 +17,7 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
 
     /// A stable kebab-case rule id (oasdiff-style names where one exists).
     public let rule: String
+    /// How much the change can hurt an installed client built against the base.
     public let severity: Severity
     /// The path template (`/notes/{id}`), when the change is inside one.
     public let path: String?
@@ -28,6 +30,8 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
     /// One line of explanation.
     public let message: String
 
+    /// One line for reports: the severity in capitals, the rule id, the location (method, path, `→ status`,
+    /// schema pointer, or `(document)` when there is none) and the message.
     public var description: String {
         let location = [method, path, status.map { "→ \($0)" }, pointer].compactMap { $0 }.joined(separator: " ")
         return "\(severity.rawValue.uppercased())  \(rule)  \(location.isEmpty ? "(document)" : location)  \(message)"

@@ -6,9 +6,12 @@ import KeelContract
 /// Every change gets a stable rule id, a severity, a location and a one-line message. `$ref`s are followed
 /// on both sides, so renaming a component without changing its shape is not a change.
 public struct ContractDiff: Sendable {
+    /// The contract installed clients were built against.
     public let base: OpenAPIDocument
+    /// The newer contract the server will implement.
     public let revision: OpenAPIDocument
 
+    /// A comparison of `base` with `revision`; nothing is compared until ``changes()`` is called.
     public init(base: OpenAPIDocument, revision: OpenAPIDocument) {
         self.base = base
         self.revision = revision

@@ -31,8 +31,11 @@ public struct ContractGenerator: Sendable {
 
     /// The description.
     public let url: URL
+    /// The access level of the generated declarations; also written in the output's header.
     public var access: AccessLevel
 
+    /// A generator for the OpenAPI description at `url`, declaring models with `access` (default `public`).
+    /// Nothing is read until ``generate()``.
     public init(contract url: URL, access: AccessLevel = .public) {
         self.url = url
         self.access = access
@@ -133,6 +136,7 @@ public struct ContractGenerationError: KeelError {
         Self(code: .unsupported, loadError: nil, diagnostics: diagnostics)
     }
 
+    /// A developer-facing explanation: the load error, or every diagnostic on a line of its own.
     public var description: String {
         loadError?.description ?? diagnostics.map(\.description).joined(separator: "\n")
     }

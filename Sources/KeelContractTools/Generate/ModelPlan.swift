@@ -75,6 +75,7 @@ public struct ContractGenerationDiagnostic: Sendable, Equatable, CustomStringCon
     public var file: String
     /// A JSON pointer fragment into it: `#/components/schemas/Shape`.
     public var location: String
+    /// What the generator does not support there (for example a struct that contains itself by value).
     public var message: String
     /// One line: control characters in names (a member called "a\nb") are escaped.
     public var description: String {

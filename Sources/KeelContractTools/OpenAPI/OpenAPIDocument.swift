@@ -138,6 +138,7 @@ public struct ContractLoadError: KeelError, Equatable {
     public let location: String
     /// A short explanation.
     public let message: String
+    /// A developer-facing explanation: the file, the location when known, and the message.
     public var description: String { location.isEmpty ? "\(file): \(message)" : "\(file) \(location): \(message)" }
 }
 

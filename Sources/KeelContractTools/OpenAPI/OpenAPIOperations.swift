@@ -36,7 +36,9 @@ extension OpenAPIDocument {
 
     /// One parameter of an operation.
     public struct Parameter: Sendable {
+        /// The parameter's name as the description gives it (`id`, `since`).
         public var name: String
+        /// Where the parameter goes: the description's `in` (path, query, header or cookie).
         public var location: ParameterLocation
         /// Path parameters are always required.
         public var required: Bool
@@ -46,6 +48,7 @@ extension OpenAPIDocument {
 
     /// A request body.
     public struct RequestBody: Sendable {
+        /// Whether the description marks the body `required: true` (false when it says nothing).
         public var required: Bool
         /// Schemas by media type, in declaration order.
         public var content: [MediaType]
@@ -65,12 +68,15 @@ extension OpenAPIDocument {
     public struct MediaType: Sendable {
         /// `application/json`, ...
         public var name: String
+        /// The media type's schema, unresolved (it may be a `$ref`), and the file it is in; nil when none is given.
         public var schema: SchemaSource?
     }
 
     /// A schema as written (possibly a `$ref`), the file it appears in and its location there.
     public struct SchemaSource: Sendable {
+        /// The schema exactly as written; it may be a `$ref`, to resolve in ``file``.
         public var value: JSONValue
+        /// The file the schema appears in, against which its `$ref`s resolve.
         public var file: URL
         /// `#/paths/~1notes/get/responses/200/content/application~1json/schema`.
         public var location: String {

@@ -19,6 +19,7 @@ public enum YAML {
         public var maximumNodes: Int
         /// Deepest nesting accepted.
         public var maximumDepth: Int
+        /// Limits with the given node count and depth; the defaults suit API descriptions.
         public init(maximumNodes: Int = 1_000_000, maximumDepth: Int = 256) {
             self.maximumNodes = maximumNodes
             self.maximumDepth = maximumDepth
@@ -413,7 +414,9 @@ public struct YAMLError: KeelError, Equatable {
     public let message: String
     /// 1-based line and column.
     public let line: Int
+    /// The column of the problem (1-based).
     public let column: Int
+    /// A developer-facing explanation: the line and column of the problem, then the message.
     public var description: String { "line \(line), column \(column): \(message)" }
 }
 

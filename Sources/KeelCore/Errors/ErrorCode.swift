@@ -27,6 +27,7 @@ public struct ErrorCode<Domain>: Sendable, Hashable, CustomStringConvertible {
     /// A code named `name`. Declare each code once, as a static member in a constrained extension.
     public init(_ name: String) { self.name = name }
 
+    /// The code's ``name``.
     public var description: String { name }
 }
 

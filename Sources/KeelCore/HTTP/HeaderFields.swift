@@ -47,14 +47,18 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
         fields = pairs.map { Field(name: $0.0, value: $0.1) }
     }
 
+    /// Fields from the literal's pairs, in order; repeated names are kept as separate fields.
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
     // MARK: - Collection
 
+    /// The position of the first field (fields are indexed in wire order).
     public var startIndex: Int { fields.startIndex }
+    /// The position one past the last field.
     public var endIndex: Int { fields.endIndex }
+    /// The field at `position`, in wire order.
     public subscript(position: Int) -> Field { fields[position] }
 
     // MARK: - Lookup
@@ -104,6 +108,8 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
         fields.removeAll { Self.equalIgnoringCase($0.name, name) }
     }
 
+    /// Every field as `name: value` on its own line, in wire order; values are not redacted, so do not log
+    /// fields that carry credentials.
     public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
 
     /// ASCII case-insensitive comparison of two field names, without allocating.

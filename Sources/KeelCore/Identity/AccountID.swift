@@ -41,20 +41,27 @@ public struct AccountID: Sendable, Hashable, Comparable, CustomStringConvertible
         self.rawValue = rawValue
     }
 
+    /// The id exactly as the backend issued it (``rawValue``); it is not redacted and may be personal data.
     public var description: String { rawValue }
 
+    /// Whether the two ids have the same UTF-8 bytes (canonically equivalent but different strings are not equal).
     public static func == (lhs: AccountID, rhs: AccountID) -> Bool {
         lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
     }
 
+    /// Hashes the UTF-8 bytes of the id, consistently with `==`.
     public func hash(into hasher: inout Hasher) {
         for byte in rawValue.utf8 { hasher.combine(byte) }
     }
 
+    /// Orders ids by their UTF-8 bytes, lexicographically.
     public static func < (lhs: AccountID, rhs: AccountID) -> Bool {
         lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
     }
 
+    /// Decodes an id from a string and validates it like ``init(_:)``.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` describing the broken rule when the string is not a valid id.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let raw = try container.decode(String.self)
@@ -65,6 +72,7 @@ public struct AccountID: Sendable, Hashable, Comparable, CustomStringConvertible
         }
     }
 
+    /// Encodes the id as its ``rawValue`` string.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)
@@ -142,6 +150,8 @@ public struct AccountIDError: KeelError, Equatable, CustomStringConvertible {
     /// The rejected value, for the developer. Do not show it to users; it may be personal data.
     public let value: String
 
+    /// A developer-facing explanation of the broken rule; may quote up to 40 characters of the value, which may be
+    /// personal data: never show it to users.
     public var description: String {
         let shown = value.count > 40 ? String(value.prefix(40)) + "…" : value
         switch code {

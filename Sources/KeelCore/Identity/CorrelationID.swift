@@ -44,8 +44,12 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
 
     private init(uncheckedRawValue: String) { self.rawValue = uncheckedRawValue }
 
+    /// The id's 32 lowercase hexadecimal digits (``rawValue``).
     public var description: String { rawValue }
 
+    /// Decodes an id from a string and validates it like ``init(validating:)``.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` when the string is not 32 lowercase hex digits or is all zeros.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let raw = try container.decode(String.self)
@@ -56,6 +60,7 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
         }
     }
 
+    /// Encodes the id as its ``rawValue`` string.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)
@@ -83,6 +88,7 @@ public struct CorrelationIDError: KeelError, Equatable {
     /// What is wrong with it.
     public let reason: String
 
+    /// A developer-facing explanation quoting the rejected text and saying what is wrong with it.
     public var description: String { "invalid correlation id \(value.debugDescription): \(reason)" }
 }
 

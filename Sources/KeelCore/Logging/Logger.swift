@@ -76,8 +76,10 @@ public struct Logger: Sendable {
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
     case trace, debug, info, notice, warning, error, critical
 
+    /// Orders levels by severity, from `trace` (lowest) to `critical` (highest).
     public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// The level's name in lowercase, e.g. `warning`.
     public var description: String {
         switch self {
         case .trace: "trace"
@@ -117,15 +119,19 @@ public struct LogMessage: ExpressibleByStringInterpolation, Sendable, Equatable,
     /// The message text with private values masked.
     public let rendered: String
 
+    /// A message of literal text only; nothing is masked.
     public init(stringLiteral value: String) { rendered = value }
+    /// A message built from an interpolation, with each interpolated value rendered or masked by its privacy.
     public init(stringInterpolation: StringInterpolation) { rendered = stringInterpolation.text }
 
+    /// The rendered message, with private values already masked.
     public var description: String { rendered }
 
     /// Builds a ``LogMessage``; see the type's documentation for the privacy of each interpolation.
     public struct StringInterpolation: StringInterpolationProtocol {
         fileprivate var text = ""
 
+        /// An empty interpolation with room reserved for the literal text and the interpolated values.
         public init(literalCapacity: Int, interpolationCount: Int) {
             text.reserveCapacity(literalCapacity + interpolationCount * 9)
         }

@@ -24,6 +24,7 @@ public final class RandomSource: Sendable {
     public struct Generator: RandomNumberGenerator {
         fileprivate var seeded: SeededGenerator?
 
+        /// The next 64 random bits, from the seeded generator when there is one, otherwise from the system generator.
         public mutating func next() -> UInt64 {
             if seeded != nil { return seeded!.next() }
             var system = SystemRandomNumberGenerator()

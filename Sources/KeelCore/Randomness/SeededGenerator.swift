@@ -19,6 +19,7 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable, Equatable {
         state = (splitMix(), splitMix(), splitMix(), splitMix())
     }
 
+    /// The next 64 bits of the xoshiro256** sequence; advances the state.
     public mutating func next() -> UInt64 {
         let result = rotateLeft(state.1 &* 5, by: 7) &* 9
         let t = state.1 << 17
@@ -31,6 +32,7 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable, Equatable {
         return result
     }
 
+    /// Whether the two generators are in the same state, and so will produce the same sequence from here on.
     public static func == (lhs: SeededGenerator, rhs: SeededGenerator) -> Bool {
         lhs.state == rhs.state
     }

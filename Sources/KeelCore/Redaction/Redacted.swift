@@ -17,8 +17,11 @@ public struct Redacted<Value>: CustomStringConvertible, CustomDebugStringConvert
     /// The placeholder every rendering shows.
     public static var placeholder: String { "<redacted>" }
 
+    /// Always ``placeholder`` (`<redacted>`), never the wrapped value.
     public var description: String { Self.placeholder }
+    /// Always ``placeholder`` (`<redacted>`), never the wrapped value.
     public var debugDescription: String { Self.placeholder }
+    /// A mirror with no children, so `dump` and reflection never reach the wrapped value.
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 
     /// Applies `transform` to the wrapped value, keeping the result redacted.
@@ -32,10 +35,14 @@ extension Redacted: Equatable where Value: Equatable {}
 extension Redacted: Hashable where Value: Hashable {}
 
 extension Redacted: Codable where Value: Codable {
+    /// Decodes the wrapped value as `Value` would decode itself, with no wrapper in the encoded form.
+    ///
+    /// - Throws: whatever decoding `Value` throws.
     public init(from decoder: any Decoder) throws {
         self.init(try Value(from: decoder))
     }
 
+    /// Encodes the wrapped value itself, unredacted: encoding is for persisting and sending, not for display.
     public func encode(to encoder: any Encoder) throws {
         try unredacted.encode(to: encoder)
     }

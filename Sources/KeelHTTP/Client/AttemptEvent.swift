@@ -31,5 +31,6 @@ public enum DeclineReason: String, Sendable, Equatable, CustomStringConvertible 
     /// The server's `Retry-After` points past the deadline.
     case retryAfterTooLong
 
+    /// The reason's name, e.g. `attemptsExhausted`.
     public var description: String { rawValue }
 }

@@ -14,8 +14,11 @@ public struct ErrorBodyContract: Sendable {
     public var fieldErrorsMember: String
     /// Inside each field error: the member naming the field, and the one with its code.
     public var fieldMember: String
+    /// Inside each field error: the member holding its machine code.
     public var fieldCodeMember: String
 
+    /// Where the contract puts its error details; the defaults match the shape
+    /// `{"code": ..., "errors": [{"field": ..., "code": ...}]}`, with `maintenance` as the maintenance code.
     public init(
         codeMember: String = "code",
         maintenanceCodes: Set<String> = ["maintenance"],

@@ -19,6 +19,7 @@ public struct HTTPFailure: KeelError, CustomStringConvertible {
         /// It may have been applied: sent, but the answer is missing or unreadable.
         case unknown
 
+        /// The case's name, e.g. `notSent`.
         public var description: String {
             switch self {
             case .notSent: "notSent"
@@ -34,6 +35,7 @@ public struct HTTPFailure: KeelError, CustomStringConvertible {
         public let field: String
         /// The contract's machine code for the problem.
         public let code: String
+        /// A field error: `field` as the contract names it, with its machine `code`.
         public init(field: String, code: String) {
             self.field = field
             self.code = code
@@ -89,6 +91,8 @@ public struct HTTPFailure: KeelError, CustomStringConvertible {
         self.detail = detail
     }
 
+    /// A developer-facing summary: kind, outcome, attempts, and the status and request id when known. It never
+    /// includes ``detail`` or server text, but is not meant for users; see ``UserFacingOutcome``.
     public var description: String {
         "\(kind) (\(outcome)) after \(attempts) attempt(s)" + (status.map { ", status \($0)" } ?? "")
             + (requestID.map { ", request \($0)" } ?? "")

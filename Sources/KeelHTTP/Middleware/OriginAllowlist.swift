@@ -37,6 +37,7 @@ public struct OriginAllowlist: Sendable, Hashable {
             self.port = url.port ?? (scheme == "https" ? 443 : 80)
         }
 
+        /// The origin as `scheme://host:port`, with the port always written.
         public var description: String { "\(scheme)://\(host):\(port)" }
     }
 
@@ -78,6 +79,7 @@ public struct OriginAllowlistError: KeelError, Equatable {
     /// The entry as given.
     public let entry: String
 
+    /// A developer-facing explanation quoting the rejected entry.
     public var description: String { "\(entry.debugDescription) is not an http(s) URL with a host" }
 }
 

@@ -179,5 +179,6 @@ public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertib
         IdempotencyKey(CorrelationID.make(using: random).rawValue)
     }
 
+    /// The key text (``rawValue``), the value of the `Idempotency-Key` header.
     public var description: String { rawValue }
 }

@@ -33,7 +33,10 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case none
     }
 
+    /// What became of the user's operation: not done, possibly done (the app checks first), or queued.
     public let state: State
+    /// The one recovery to offer; ``RecoveryAction/none`` for a cancelled call, and for an uncertain mutation
+    /// whose usual action would invite repeating it.
     public let action: RecoveryAction
     /// A stable key for the app's localization (`keel.failure.offline.notDone`).
     public let messageKey: String

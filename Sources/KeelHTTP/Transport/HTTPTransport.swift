@@ -95,6 +95,8 @@ public struct TransportError: KeelError, CustomStringConvertible {
         self.detail = detail
     }
 
+    /// A developer-facing explanation: the code, `(not sent)` when the request provably did not leave, and the
+    /// platform's detail; never shown to users.
     public var description: String { "\(code)\(requestMayHaveBeenSent ? "" : " (not sent)"): \(detail)" }
 }
 

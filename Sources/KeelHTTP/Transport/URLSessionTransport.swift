@@ -38,6 +38,11 @@ public final class URLSessionTransport: HTTPTransport {
         fresh.finishTasksAndInvalidate()
     }
 
+    /// Performs one exchange on a `URLSession` data task: redirects are returned, not followed; a request that
+    /// must not reuse a connection goes out with `Connection: close`; cancelling the calling task cancels the
+    /// data task.
+    ///
+    /// - Throws: ``TransportError`` mapped from the `URLError`, saying whether the request may have been sent.
     public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method

@@ -122,6 +122,7 @@ public struct ValidationError: Sendable, Equatable, CustomStringConvertible {
     /// A short explanation (never more than a short excerpt of the instance).
     public let message: String
 
+    /// One line: the instance location (`/` for the whole instance), the keyword location and the message.
     public var description: String {
         "\(instanceLocation.isEmpty ? "/" : instanceLocation)  \(keywordLocation)  \(message)"
     }
@@ -139,6 +140,7 @@ public struct SchemaError: KeelError, Equatable, CustomStringConvertible {
     /// Where in the schema (absolute URI with JSON pointer fragment).
     public let location: String
 
+    /// A developer-facing explanation: the location in the schema, when known, then the message.
     public var description: String { location.isEmpty ? message : "\(location): \(message)" }
 }
 

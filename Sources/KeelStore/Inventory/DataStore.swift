@@ -13,19 +13,38 @@ public final class DataStore: Sendable {
     }
 
     /// Writes to `dataset` (which must be declared) in a transaction.
+    ///
+    /// Statements in `body` may touch only the dataset's declared table (and SQLite's own); anything else
+    /// (another table, directly or through a trigger; schema changes; pragmas) fails, and the call throws
+    /// ``InventoryError`` `undeclaredTable` even if `body` caught the database error. The transaction is
+    /// then rolled back.
     public func write<T: Sendable>(_ dataset: String, _ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        _ = try inventory.dataset(dataset)
-        return try await pool.write(body)
+        let declaration = try inventory.dataset(dataset)
+        return try await pool.write { db in try Self.scoped(declaration, db, body) }
     }
 
-    /// Reads `dataset` (which must be declared) in a read transaction.
+    /// Reads `dataset` (which must be declared) in a read transaction, limited to its declared table as
+    /// ``write(_:_:)`` is.
     public func read<T: Sendable>(_ dataset: String, _ body: @escaping @Sendable (Database) throws -> T) async throws
         -> T
     {
-        _ = try inventory.dataset(dataset)
-        return try await pool.read(body)
+        let declaration = try inventory.dataset(dataset)
+        return try await pool.read { db in try Self.scoped(declaration, db, body) }
+    }
+
+    /// Runs `body` limited to `dataset`'s tables; a denied access becomes `undeclaredTable`.
+    private static func scoped<T>(_ dataset: Dataset, _ db: Database, _ body: (Database) throws -> T) throws -> T {
+        let (result, denied) = db.restricted(to: dataset.storage.map { [$0.table] } ?? [], scope: dataset.name) {
+            try body(db)
+        }
+        if let first = denied.first {
+            throw InventoryError(
+                code: .undeclaredTable, dataset: dataset.name, problems: [],
+                message: "a statement for \(dataset.name) touched \(first), which \(dataset.name) does not declare")
+        }
+        return try result.get()
     }
 
     /// Deletes every record of a cache dataset kept in a table (readers then find it empty and rebuild it
@@ -61,11 +80,11 @@ public final class DataStore: Sendable {
     @discardableResult
     public func sweepExpired(now wallClock: WallClock) async throws -> SweepReport {
         let now = wallClock.now().timeIntervalSince1970
-        let targets: [(String, String, String, Int64)] = inventory.datasets.values.compactMap { dataset in
-            guard case .seconds(let seconds) = dataset.retention, let storage = dataset.storage,
+        let targets: [(String, String, String, Double)] = inventory.datasets.values.compactMap { dataset in
+            guard case .duration(let retention) = dataset.retention, let storage = dataset.storage,
                 let column = storage.timestampColumn
             else { return nil }
-            return (dataset.name, storage.table, column, seconds)
+            return (dataset.name, storage.table, column, retention.inSeconds)
         }
         let deleted = try await pool.write { db -> [String: Int] in
             try db.execute("PRAGMA secure_delete = ON")
@@ -73,7 +92,7 @@ public final class DataStore: Sendable {
             for (name, table, column, seconds) in targets {
                 try db.execute(
                     "DELETE FROM \(Self.quoted(table)) WHERE \(Self.quoted(column)) < ?",
-                    arguments: [now - Double(seconds)])
+                    arguments: [now - seconds])
                 counts[name] = db.changes
             }
             return counts

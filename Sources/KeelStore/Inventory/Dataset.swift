@@ -36,8 +36,8 @@ public struct Dataset: Sendable, Hashable, Codable {
 
     /// How long it is kept.
     public enum Retention: Sendable, Hashable, Codable {
-        /// Records older than this many seconds are swept.
-        case seconds(Int64)
+        /// Records older than this are swept (whole seconds count; exported as a number of seconds).
+        case duration(Duration)
         /// Kept until one of its deletion triggers happens.
         case untilEvent
     }
@@ -127,8 +127,10 @@ public struct Dataset: Sendable, Hashable, Codable {
             problem(
                 .missingDeletionTrigger, "deletionTriggers", "kept until an event, but no deletion trigger is declared")
         }
-        if case .seconds(let seconds) = retention {
-            if seconds <= 0 { problem(.nonPositiveRetention, "retention", "retention must be positive") }
+        if case .duration(let duration) = retention {
+            if duration.components.seconds <= 0 {
+                problem(.nonPositiveRetention, "retention", "retention must be positive")
+            }
             // Only table records with a timestamp can be swept; anything else would silently never expire.
             if storage?.timestampColumn == nil {
                 problem(
@@ -144,11 +146,13 @@ public struct Dataset: Sendable, Hashable, Codable {
 }
 
 extension Dataset.Retention: CustomStringConvertible {
+    /// The retention for review tables: `30 days`, `12 hours`, `90 s` or `until event`.
     public var description: String {
         switch self {
-        case .untilEvent: "until event"
-        case .seconds(let seconds):
-            seconds % 86_400 == 0
+        case .untilEvent: return "until event"
+        case .duration(let duration):
+            let seconds = duration.components.seconds
+            return seconds % 86_400 == 0
                 ? "\(seconds / 86_400) days" : seconds % 3600 == 0 ? "\(seconds / 3600) hours" : "\(seconds) s"
         }
     }
@@ -161,7 +165,7 @@ extension Dataset.Retention {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let seconds = try? container.decode(Int64.self) {
-            self = .seconds(seconds)
+            self = .duration(.seconds(seconds))
         } else if try container.decode(String.self) == "untilEvent" {
             self = .untilEvent
         } else {
@@ -173,7 +177,7 @@ extension Dataset.Retention {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
-        case .seconds(let seconds): try container.encode(seconds)
+        case .duration(let duration): try container.encode(duration.components.seconds)
         case .untilEvent: try container.encode("untilEvent")
         }
     }

@@ -167,6 +167,8 @@ extension ErrorCode where Domain == InventoryError {
     public static var refused: Self { Self("refused") }
     /// The dataset is not declared.
     public static var undeclared: Self { Self("undeclared") }
+    /// A statement run for a dataset touched a table the dataset does not declare (or changed the schema).
+    public static var undeclaredTable: Self { Self("undeclaredTable") }
     /// A reset was asked for a source of truth.
     public static var resetRefused: Self { Self("resetRefused") }
 }

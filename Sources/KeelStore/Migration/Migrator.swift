@@ -60,9 +60,21 @@ public struct Migrator: Sendable {
 
     // MARK: - State
 
-    /// Where `pool`'s database stands against this migrator.
+    /// Where `pool`'s database stands against this migrator (blocking; use from a background thread or a
+    /// tool).
+    ///
+    /// - Throws: ``MigrationError`` `inconsistent` when the applied migrations are not a prefix of the
+    ///   registered ones; ``DatabaseError`` when the database cannot be read.
     public func state(of pool: DatabasePool) throws -> MigrationState {
         try pool.writeWithoutTransactionSync { try state(in: $0) }
+    }
+
+    /// Where `pool`'s database stands against this migrator, off the cooperative thread pool.
+    ///
+    /// - Throws: as ``state(of:)-(DatabasePool)``.
+    public func state(of pool: DatabasePool) async throws -> MigrationState {
+        let migrator = self
+        return try await pool.writeWithoutTransaction { database in try migrator.state(in: database) }
     }
 
     func state(in database: Database) throws -> MigrationState {
@@ -93,7 +105,7 @@ public struct Migrator: Sendable {
         return .pending(
             pending,
             resumingFrom: progress.map {
-                Resume(migration: pending[0], checkpoint: $0.get("checkpoint", as: Int64.self))
+                MigrationState.Resume(migration: pending[0], checkpoint: $0.get("checkpoint", as: Int64.self))
             })
     }
 
@@ -254,23 +266,24 @@ public enum MigrationState: Sendable, Equatable {
     /// Every registered migration is applied.
     case upToDate
     /// These migrations are pending, in order; a backfill may be part-way (resume point).
-    case pending([String], resumingFrom: Resume?)
+    case pending([String], resumingFrom: MigrationState.Resume?)
     /// The database has applied migrations this app does not know: a newer app wrote it. Keel will not
     /// migrate, reset or otherwise touch it; the app must show an explicit result (update the app, or
     /// restore/export) instead of an empty state.
     case superseded(unknown: [String])
-}
 
-/// A backfill that stopped part-way, and its last committed checkpoint.
-public struct Resume: Sendable, Equatable {
-    /// The backfill in progress.
-    public let migration: String
-    /// Its last committed checkpoint.
-    public let checkpoint: Int64?
+    /// A backfill that stopped part-way, and its last committed checkpoint.
+    public struct Resume: Sendable, Equatable {
+        /// The backfill in progress.
+        public let migration: String
+        /// Its last committed checkpoint (nil when it stopped before its first batch committed).
+        public let checkpoint: Int64?
 
-    public init(migration: String, checkpoint: Int64?) {
-        self.migration = migration
-        self.checkpoint = checkpoint
+        /// The resume point of `migration` after `checkpoint`.
+        public init(migration: String, checkpoint: Int64?) {
+            self.migration = migration
+            self.checkpoint = checkpoint
+        }
     }
 }
 

@@ -67,6 +67,15 @@ public final class Database {
     /// Whether a transaction is open.
     public var isInTransaction: Bool { connection.isInTransaction }
 
+    /// Runs `body` with statements limited to `tables` (see ``DataStore``); returns what was denied.
+    func restricted<T>(to tables: [String], scope: String, _ body: () throws -> T) -> (
+        Result<T, any Error>, denied: [String]
+    ) {
+        let access = TableAccess(scope: scope, tables: tables)
+        let result = connection.withTableAccess(access) { Result { try body() } }
+        return (result, access.denials)
+    }
+
     /// Runs `body` in a transaction of `kind`, committing when it returns and rolling back when it
     /// throws. For use inside ``DatabasePool/writeWithoutTransaction(_:)`` (migrations); ``DatabasePool/write(_:)``
     /// already runs in one.

@@ -48,8 +48,14 @@ extension ErrorCode where Domain == DatabaseError {
     public static var permission: Self { Self("permission") }
     /// The SQL is wrong (syntax, unknown table or column).
     public static var sqlError: Self { Self("sqlError") }
-    /// A value did not fit (too big, wrong type for the Swift side).
+    /// A value did not fit (too big, or a stored value of another type than the Swift side asked for).
     public static var mismatch: Self { Self("mismatch") }
+    /// A row has no column of the name asked for (``Row/decode(_:as:)``).
+    public static var missingColumn: Self { Self("missingColumn") }
+    /// A column is NULL where a non-optional value was asked for (``Row/decode(_:as:)``).
+    public static var unexpectedNull: Self { Self("unexpectedNull") }
+    /// The statement touches something its dataset does not declare (see ``DataStore``).
+    public static var notAuthorized: Self { Self("notAuthorized") }
     /// The operation was interrupted.
     public static var interrupted: Self { Self("interrupted") }
     /// Anything else SQLite reported.
@@ -70,6 +76,7 @@ extension ErrorCode where Domain == DatabaseError {
         case 1: .sqlError  // SQLITE_ERROR
         case 20, 18: .mismatch  // SQLITE_MISMATCH, SQLITE_TOOBIG
         case 9: .interrupted  // SQLITE_INTERRUPT
+        case 23: .notAuthorized  // SQLITE_AUTH
         default: .other
         }
     }

@@ -11,6 +11,9 @@ final class SQLiteConnection {
     private var statements: [String: OpaquePointer] = [:]
     /// The statement used last, checked before the dictionary (loops of point reads and inserts).
     private var lastStatement: (sql: String, statement: OpaquePointer)?
+    /// The tables statements may touch now (set by ``DataStore`` for one dataset's work); nil: any.
+    /// Read by the authorizer SQLite calls while preparing each statement.
+    private(set) var tableAccess: TableAccess?
 
     init(path: String, readOnly: Bool, configuration: DatabaseConfiguration) throws(DatabaseError) {
         var db: OpaquePointer?
@@ -24,6 +27,10 @@ final class SQLiteConnection {
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
+        // Installed once for the connection's life: changing an authorizer expires every prepared
+        // statement, which would cost a re-prepare per dataset access. It allows everything until a
+        // table scope is set.
+        sqlite3_set_authorizer(db, Self.authorize, Unmanaged.passUnretained(self).toOpaque())
         if !readOnly, sqlite3_db_readonly(db, "main") == 1 {
             // SQLite silently falls back to read-only for a file it may not write: say so now.
             sqlite3_close_v2(db)
@@ -59,8 +66,39 @@ final class SQLiteConnection {
         guard !isClosed else { return }
         isClosed = true
         finalizeAll()
+        sqlite3_set_authorizer(handle, nil, nil)
         sqlite3_close_v2(handle)
     }
+
+    // MARK: - Table scope
+
+    /// Runs `body` with statements limited to `access`'s tables. Statements are cached per scope, so a
+    /// statement authorized for one dataset (or for none) is never reused for another without SQLite
+    /// authorizing it again.
+    func withTableAccess<T>(_ access: TableAccess, _ body: () throws -> T) rethrows -> T {
+        let previous = tableAccess
+        tableAccess = access
+        lastStatement = nil
+        defer {
+            tableAccess = previous
+            lastStatement = nil
+        }
+        return try body()
+    }
+
+    /// SQLite's authorizer callback: consults the connection's current table scope.
+    private static let authorize:
+        @convention(c) (
+            UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+            UnsafePointer<CChar>?
+        ) -> Int32 = { context, action, first, second, _, _ in
+            guard let context else { return SQLITE_OK }
+            let connection = Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue()
+            guard let access = connection.tableAccess else { return SQLITE_OK }
+            return access.authorize(
+                action: action, first: first.map { String(cString: $0) }, second: second.map { String(cString: $0) })
+                ? SQLITE_OK : SQLITE_DENY
+        }
 
     /// Finalizes every cached statement and empties the cache.
     private func finalizeAll() {
@@ -75,7 +113,9 @@ final class SQLiteConnection {
     /// cached statement is always reset and unbound when it is handed out again.
     private func prepare(_ sql: String) throws(DatabaseError) -> OpaquePointer {
         if let last = lastStatement, last.sql == sql { return last.statement }
-        if let cached = statements[sql] {
+        // Statements prepared under a table scope are cached under it (see withTableAccess).
+        let key = tableAccess.map { "\u{0}\($0.scope)\u{0}" + sql } ?? sql
+        if let cached = statements[key] {
             lastStatement = (sql, cached)
             return cached
         }
@@ -97,7 +137,7 @@ final class SQLiteConnection {
             throw DatabaseError(
                 code: .sqlError, message: "more than one statement; use executeScript for scripts", sql: sql)
         }
-        statements[sql] = statement
+        statements[key] = statement
         lastStatement = (sql, statement)
         return statement
     }

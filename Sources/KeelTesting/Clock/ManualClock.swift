@@ -38,8 +38,10 @@ public final class ManualClock: Clock, Sendable {
         public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
         /// The time from this instant to `other`.
         public func duration(to other: Instant) -> Duration { other.offset - offset }
+        /// Whether `lhs` comes earlier on the clock's timeline (a smaller offset from the origin).
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
 
+        /// The offset from the clock's origin, e.g. `t+5.0 seconds`.
         public var description: String { "t+\(offset)" }
     }
 

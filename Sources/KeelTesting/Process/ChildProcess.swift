@@ -33,6 +33,7 @@ public final class ChildProcess: Sendable {
     /// One of the child's output streams.
     public enum Stream: Sendable, CustomStringConvertible {
         case standardOutput, standardError
+        /// `stdout` or `stderr`.
         public var description: String { self == .standardOutput ? "stdout" : "stderr" }
     }
 
@@ -45,6 +46,7 @@ public final class ChildProcess: Sendable {
         /// It ended, but its status was taken by someone else (another `waitpid`, or SIGCHLD ignored).
         case unknown
 
+        /// How the child ended, in words (`exited with status 0`, `killed by signal 9`).
         public var description: String {
             switch self {
             case .exited(let status): "exited with status \(status)"
@@ -340,6 +342,7 @@ public struct ChildProcessError: KeelError {
     public let code: Code
     /// A short explanation.
     public let message: String
+    /// A developer-facing explanation, prefixed with `ChildProcess:`.
     public var description: String { "ChildProcess: \(message)" }
 }
 

@@ -25,5 +25,6 @@ public struct ConnectionEvent: Sendable, CustomStringConvertible {
     /// a large response the client took before it hung up.
     public let bytesSent: Int
 
+    /// The connection id and what happened, e.g. `connection 2: closedByClient`.
     public var description: String { "connection \(connectionID): \(kind)" }
 }

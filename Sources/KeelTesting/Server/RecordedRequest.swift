@@ -43,5 +43,6 @@ public struct RecordedRequest: Sendable, CustomStringConvertible {
     /// The body decoded as UTF-8.
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
 
+    /// The sequence number, method, target and connection, e.g. `#0 GET /notes (connection 1)`.
     public var description: String { "#\(sequenceNumber) \(method) \(target) (connection \(connectionID))" }
 }

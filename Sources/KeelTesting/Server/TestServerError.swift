@@ -16,6 +16,7 @@ public struct TestServerError: KeelError {
         self.message = message
     }
 
+    /// A developer-facing explanation, prefixed with `TestServer:`.
     public var description: String { "TestServer: \(message)" }
 }
 

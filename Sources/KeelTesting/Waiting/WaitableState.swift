@@ -117,6 +117,7 @@ public struct WaitTimeout: KeelError {
         self.timeout = timeout
     }
 
+    /// A developer-facing explanation: how long the wait lasted and what was awaited.
     public var description: String { "timed out after \(timeout) waiting for \(waitingFor)" }
 }
 

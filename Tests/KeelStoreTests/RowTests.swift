@@ -1,0 +1,61 @@
+import Foundation
+import KeelStore
+import KeelTesting
+import Testing
+
+/// Row tells a missing column, a NULL and a type mismatch apart; Date columns round-trip.
+@Suite struct RowTests {
+    let directory: TemporaryDirectory
+    let pool: DatabasePool
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        pool = try DatabasePool(path: directory.url("rows.sqlite").path)
+    }
+
+    private func row(_ sql: String) async throws -> Row {
+        try await pool.read { db in try #require(try db.rows(sql).first) }
+    }
+
+    @Test func decodeTellsTheThreeFailuresApart() async throws {
+        let row = try await row("SELECT 'a' AS title, NULL AS body, 7 AS count")
+        #expect(try row.decode("title", as: String.self) == "a")
+        #expect(try row.decode("count", as: Int.self) == 7)
+        #expect(try row.decode("body", as: String?.self) == nil)  // NULL where NULL is allowed
+        #expect(throws: DatabaseError.self) { try row.decode("tittle", as: String.self) }
+        do {
+            _ = try row.decode("tittle", as: String?.self)
+            Issue.record("a missing column must throw even for an optional")
+        } catch { #expect(error.code == .missingColumn) }
+        do {
+            _ = try row.decode("body", as: String.self)
+            Issue.record("NULL for a non-optional must throw")
+        } catch { #expect(error.code == .unexpectedNull) }
+        do {
+            _ = try row.decode("title", as: Int.self)
+            Issue.record("text for an Int must throw")
+        } catch { #expect(error.code == .mismatch) }
+        // The convenience accessor folds all three into nil.
+        #expect(row.get("tittle", as: String.self) == nil && row.get("body", as: String.self) == nil)
+    }
+
+    @Test func datesAreStoredAsSecondsSince1970() async throws {
+        let date = Date(timeIntervalSince1970: 1_796_126_400.25)
+        try await pool.write { db in
+            try db.execute("CREATE TABLE event (at REAL NOT NULL, whole INTEGER NOT NULL)")
+            try db.execute("INSERT INTO event VALUES (?, ?)", arguments: [date, 1_796_126_400])
+        }
+        let row = try await row("SELECT at, whole, typeof(at) AS kind FROM event")
+        #expect(try row.decode("at", as: Date.self) == date)
+        #expect(try row.decode("whole", as: Date.self) == Date(timeIntervalSince1970: 1_796_126_400))
+        #expect(try row.decode("kind", as: String.self) == "real")
+    }
+
+    @Test func migrationStateIsAvailableWithoutBlocking() async throws {
+        var migrator = Migrator()
+        migrator.registerMigration("v1") { db in try db.execute("CREATE TABLE t (x)") }
+        #expect(try await migrator.state(of: pool) == .pending(["v1"], resumingFrom: nil))
+        try await migrator.migrate(pool)
+        #expect(try await migrator.state(of: pool) == .upToDate)
+    }
+}
