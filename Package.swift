@@ -122,3 +122,25 @@ let package = Package(
         .testTarget(name: "KeelCommandTests", dependencies: ["KeelTesting"], swiftSettings: swiftSettings),
     ]
 )
+
+// MARK: - Fuzzing (scripts/fuzz)
+
+// libFuzzer targets, present only when scripts/fuzz builds them (KEEL_FUZZ=1, with --sanitize=fuzzer):
+// libFuzzer supplies `main`, so they cannot link in an ordinary build.
+if Context.environment["KEEL_FUZZ"] == "1" {
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("json", ["KeelContract"]),
+        ("yaml-openapi", ["KeelContractTools"]),
+        ("schema", ["KeelSchema", "KeelContract"]),
+        ("http-date", ["KeelHTTP"]),
+        ("request-head", ["KeelTesting"]),
+    ]
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: "fuzz-\(target.name)", dependencies: target.dependencies, path: "Fuzz/Targets/\(target.name)",
+                swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"])]
+            ))
+        package.products.append(.executable(name: "fuzz-\(target.name)", targets: ["fuzz-\(target.name)"]))
+    }
+}

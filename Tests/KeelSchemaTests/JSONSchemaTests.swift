@@ -59,7 +59,8 @@ import Testing
         #expect(schema.validate("not an email").isValid)
         #expect(!schema.validate("not an email", options: ValidationOptions(formatAssertion: true)).isValid)
         #expect(schema.validate("a@example.com", options: ValidationOptions(formatAssertion: true)).isValid)
-        #expect(schema.validate(42, options: ValidationOptions(formatAssertion: true)).isValid)  // formats apply to strings
+        // formats apply to strings
+        #expect(schema.validate(42, options: ValidationOptions(formatAssertion: true)).isValid)
     }
 
     @Test func openAPINullableIsOptIn() throws {

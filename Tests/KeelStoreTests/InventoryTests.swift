@@ -208,7 +208,8 @@ import Testing
         let text = String(decoding: exported, as: UTF8.self)
         let entries = try #require(try JSONSerialization.jsonObject(with: exported) as? [[String: Any]])
         let token = try #require(entries.first { $0["name"] as? String == "session-token" })
-        #expect(token["deletionTriggers"] as? [String] == ["logout", "accountDeletion", "accessRevocation"])  // sorted, not hash order
+        // sorted, not hash order
+        #expect(token["deletionTriggers"] as? [String] == ["logout", "accountDeletion", "accessRevocation"])
         #expect(text.contains(#""retention" : 86400"#) && text.contains(#""role" : "sourceOfTruth""#))
         #expect(try Inventory.check(exported: exported).isEmpty)
         let table = Inventory.markdown(try JSONDecoder().decode([Dataset].self, from: exported))

@@ -196,7 +196,8 @@ struct SwiftEmitter {
     }
 
     private mutating func declaredType(_ property: PropertyPlan) -> String {
-        if property.type == .builtin(.json) { return type(property.type) + (property.required ? "" : "?") }  // JSONValue holds null itself
+        // JSONValue holds null itself
+        if property.type == .builtin(.json) { return type(property.type) + (property.required ? "" : "?") }
         if !property.required, property.nullable {
             return "\(library("Nullable", inSignature: true))<\(type(property.type))>?"
         }

@@ -133,7 +133,8 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .checkConnection: next = "Check your connection."
         case .signInAgain: next = "Sign in again."
         case .requestAccess: next = "Ask for access."
-        case .fixInput: next = "Correct the highlighted fields."  // field names come from the server; the app maps them to its own labels
+        // field names come from the server; the app maps them to its own labels
+        case .fixInput: next = "Correct the highlighted fields."
         case .reviewConflict: next = "Review the changes."
         case .openNetworkLogin: next = "Open the network's sign-in page."
         case .tryLater: next = "Try again later."

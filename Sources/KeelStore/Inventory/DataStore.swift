@@ -4,9 +4,12 @@ public import KeelCore
 /// A database whose every table access goes through the data inventory: undeclared datasets are
 /// refused, caches can be reset and sources of truth cannot, expired records are swept.
 public final class DataStore: Sendable {
+    /// The database the datasets are stored in.
     public let pool: DatabasePool
+    /// The declarations every read, write, cache reset and retention sweep is checked against.
     public let inventory: Inventory
 
+    /// A store over `pool`'s database that admits only the datasets `inventory` declares.
     public init(pool: DatabasePool, inventory: Inventory) {
         self.pool = pool
         self.inventory = inventory

@@ -5,6 +5,8 @@ public struct Dataset: Sendable, Hashable, Codable {
     public enum Classification: String, Sendable, Codable, CaseIterable, Comparable {
         case `public`, `internal`, personal, sensitive, credential
 
+        /// Orders from least to most sensitive, by declaration order: `public` < `internal` < `personal` <
+        /// `sensitive` < `credential`.
         public static func < (lhs: Classification, rhs: Classification) -> Bool {
             allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
         }
@@ -29,6 +31,8 @@ public struct Dataset: Sendable, Hashable, Codable {
     public enum DeletionTrigger: String, Sendable, Codable, CaseIterable, Comparable {
         case logout, accountDeletion, accessRevocation, retentionExpiry, appVersionChange
 
+        /// Orders by declaration order (`logout` first, `appVersionChange` last), so sorted triggers always
+        /// export and print the same way.
         public static func < (lhs: DeletionTrigger, rhs: DeletionTrigger) -> Bool {
             allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
         }
@@ -58,27 +62,44 @@ public struct Dataset: Sendable, Hashable, Codable {
 
     /// Where a table's records live and which column stamps them, for retention sweeps.
     public struct TableStorage: Sendable, Hashable, Codable {
+        /// The table holding the dataset's records: the only one ``DataStore`` lets its statements touch.
         public var table: String
         /// A column holding the record's time as seconds since 1970 (sweeps compare it with the clock).
         public var timestampColumn: String?
+        /// Records in `table`, stamped by `timestampColumn` when retention sweeps must reach them.
         public init(table: String, timestampColumn: String? = nil) {
             self.table = table
             self.timestampColumn = timestampColumn
         }
     }
 
+    /// The name the store and the inventory know the dataset by; must be non-empty and unique in the
+    /// inventory.
     public var name: String
+    /// Why the app keeps this data, in words for review; must be non-empty.
     public var purpose: String
+    /// What kind of storage holds it (a table by default).
     public var kind: Kind
+    /// How sensitive it is: `personal` and above need a retention; `sensitive` and above may not be in
+    /// transferable backups.
     public var classification: Classification
+    /// Whether it belongs to the signed-in account: account-bound `personal` (or more sensitive) data must
+    /// list `accountDeletion` among its deletion triggers.
     public var isAccountBound: Bool
+    /// How long it is kept; may be nil only below `personal`. A duration needs ``storage`` with a
+    /// timestamp column, or the sweeper could never expire it.
     public var retention: Retention?
+    /// Whether platform backups may carry it (`include` is refused for `sensitive` and `credential` data).
     public var backup: BackupPolicy
+    /// The events that delete it; at least one is needed when retention is `untilEvent`.
     public var deletionTriggers: Set<DeletionTrigger>
+    /// Whether it is the source of truth or a cache that ``DataStore/resetCache(_:)`` may empty.
     public var role: Role
     /// For table datasets: the table (and timestamp column) the store and the sweeper act on.
     public var storage: TableStorage?
 
+    /// Declares a dataset. Nothing is checked here: an ``Inventory`` refuses a declaration with ``problems``
+    /// when it registers it.
     public init(
         name: String, purpose: String, kind: Kind = .table, classification: Classification, isAccountBound: Bool,
         retention: Retention?, backup: BackupPolicy, deletionTriggers: Set<DeletionTrigger>, role: Role,
@@ -162,6 +183,10 @@ extension Dataset.Retention: CustomStringConvertible {
 
 extension Dataset.Retention {
     // `86400` (seconds) or `"untilEvent"`.
+    /// Reads the hand-writable JSON form: a whole number of seconds (`86400`) for a duration, or the string
+    /// `"untilEvent"`.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` for any other string; a `DecodingError` for any other value.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let seconds = try? container.decode(Int64.self) {
@@ -174,6 +199,8 @@ extension Dataset.Retention {
         }
     }
 
+    /// Writes the JSON form ``init(from:)`` reads: a duration as its whole seconds (a number; any fraction of
+    /// a second is dropped), `untilEvent` as the string `"untilEvent"`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
@@ -187,6 +214,11 @@ extension Dataset.Role {
     // `"sourceOfTruth"` or `{"cacheRebuiltFrom": "GET /feed"}`.
     private enum Keys: String, CodingKey { case cacheRebuiltFrom }
 
+    /// Reads the hand-writable JSON form: the string `"sourceOfTruth"`, or `{"cacheRebuiltFrom": source}` for
+    /// a cache rebuilt from `source` (e.g. `"GET /feed"`).
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` for any other string; a `DecodingError` for an object without
+    ///   a string `cacheRebuiltFrom`, or for any other value.
     public init(from decoder: any Decoder) throws {
         if let single = try? decoder.singleValueContainer(), let text = try? single.decode(String.self) {
             guard text == "sourceOfTruth" else {
@@ -200,6 +232,8 @@ extension Dataset.Role {
         self = .cache(rebuiltFrom: try container.decode(String.self, forKey: .cacheRebuiltFrom))
     }
 
+    /// Writes the JSON form ``init(from:)`` reads: `"sourceOfTruth"`, or `{"cacheRebuiltFrom": source}` for a
+    /// cache.
     public func encode(to encoder: any Encoder) throws {
         switch self {
         case .sourceOfTruth:
@@ -218,6 +252,9 @@ extension Dataset {
     }
 
     // Deletion triggers are written sorted: the same inventory always exports the same bytes.
+    /// Writes the dataset as a JSON object with one key per field (`retention` and `storage` left out when
+    /// nil), the enums as their raw values, `retention` and `role` in their hand-writable forms, and
+    /// `deletionTriggers` as an array in declaration order.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(name, forKey: .name)

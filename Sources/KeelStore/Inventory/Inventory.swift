@@ -108,6 +108,8 @@ public struct InventoryError: KeelError, Equatable {
     /// A short explanation for developers.
     public let message: String
 
+    /// A developer-facing explanation: the code and the message, e.g.
+    /// `inventory undeclared: notes is not declared in the data inventory`.
     public var description: String { "inventory \(code): \(message)" }
 }
 
@@ -136,6 +138,8 @@ public struct InventoryProblem: Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
+    /// A developer-facing explanation: the message, prefixed with the dataset's name when it has one
+    /// (`session-token: ...`); ``InventoryError`` joins these into its message.
     public var description: String { dataset.isEmpty ? message : "\(dataset): \(message)" }
 }
 

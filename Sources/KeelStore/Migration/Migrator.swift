@@ -36,6 +36,7 @@ public struct Migrator: Sendable {
 
     private(set) var migrations: [Migration] = []
 
+    /// A migrator with no migrations; register them in the order they ship.
     public init() {}
 
     /// The registered names, in order.
@@ -300,13 +301,17 @@ public struct MigrationError: KeelError, CustomStringConvertible {
     /// The kind of stop.
     public typealias Code = ErrorCode<MigrationError>
 
+    /// Why migrating stopped: `superseded`, `inconsistent` or `failed`.
     public let code: Code
     /// The migration that failed, when one did.
     public let migration: String?
+    /// A developer-facing explanation of the stop (what was unknown, inconsistent or failed).
     public let message: String
     /// The database error behind a `failed` migration (e.g. `full` when the disk filled up).
     public let underlying: DatabaseError?
 
+    /// An error of kind `code`, naming the failed `migration` when there is one and the database error
+    /// behind it when there is one.
     public init(code: Code, migration: String?, message: String, underlying: DatabaseError? = nil) {
         self.code = code
         self.migration = migration
@@ -314,6 +319,8 @@ public struct MigrationError: KeelError, CustomStringConvertible {
         self.underlying = underlying
     }
 
+    /// A developer-facing explanation: the code, the migration when there is one, and the message, e.g.
+    /// `migration failed in v2-notes: ...`.
     public var description: String {
         "migration \(code)" + (migration.map { " in \($0)" } ?? "") + ": \(message)"
     }

@@ -24,8 +24,10 @@ public final class Database {
         try connection.query(sql, arguments.map(\.databaseValue))
     }
 
-    /// The first column of the first row as `T`, or nil when there is no row (or it is NULL).
     // Inlinable so that the app's call specializes for `T` (keel-bench store.read).
+    /// The first column of the first row as `T`, or nil when there is no row (or it is NULL).
+    ///
+    /// - Throws: ``DatabaseError`` — `mismatch` when the value cannot be read as `T`.
     @inlinable
     public func scalar<T: DatabaseValueConvertible>(
         _ type: T.Type = T.self, _ sql: String, arguments: [any DatabaseValueConvertible] = []

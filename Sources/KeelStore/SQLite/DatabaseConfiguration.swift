@@ -10,7 +10,11 @@ public struct DatabaseConfiguration: Sendable {
     /// on every commit: durable across power loss, slower.
     public enum Synchronous: String, Sendable { case normal = "NORMAL", full = "FULL" }
 
+    /// The journal mode: `wal` (the default) switches the file to WAL when the pool opens it, and opening
+    /// fails if SQLite refuses; with `delete` the pool leaves the file's journal mode as it is.
     public var journalMode: JournalMode
+    /// How hard SQLite syncs to disk (`normal` by default), set on the writer connection when the pool
+    /// opens the file.
     public var synchronous: Synchronous
     /// Foreign-key enforcement (on by default).
     public var foreignKeys: Bool
@@ -19,6 +23,10 @@ public struct DatabaseConfiguration: Sendable {
     /// How many read-only connections serve concurrent reads.
     public var maximumReaders: Int
 
+    /// A configuration; the defaults are WAL, `normal` syncs, foreign keys on, a 5-second busy timeout
+    /// and 4 readers.
+    ///
+    /// - Precondition: `maximumReaders` is at least 1 and `busyTimeout` is not negative.
     public init(
         journalMode: JournalMode = .wal, synchronous: Synchronous = .normal, foreignKeys: Bool = true,
         busyTimeout: Duration = .seconds(5), maximumReaders: Int = 4

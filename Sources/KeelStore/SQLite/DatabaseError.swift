@@ -14,12 +14,15 @@ public struct DatabaseError: KeelError, Equatable, CustomStringConvertible {
     /// The statement that failed, when there was one.
     public let sql: String?
 
+    /// An error of kind `code` with SQLite's `message` and the statement that failed, when there was one.
     public init(code: Code, message: String, sql: String? = nil) {
         self.code = code
         self.message = message
         self.sql = sql
     }
 
+    /// A developer-facing explanation: the code, SQLite's message and the statement when there was one,
+    /// e.g. `database constraint: UNIQUE constraint failed: note.id — in: INSERT INTO note ...`.
     public var description: String {
         "database \(code): \(message)" + (sql.map { " — in: \($0)" } ?? "")
     }

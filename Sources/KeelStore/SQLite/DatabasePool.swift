@@ -13,6 +13,7 @@ import KeelCore
 public final class DatabasePool: Sendable {
     /// The file's path.
     public let path: String
+    /// The configuration the pool's connections were opened with.
     public let configuration: DatabaseConfiguration
     private let writer: SQLiteConnection
     private let writerQueue: DispatchQueue

@@ -509,7 +509,8 @@ final class Connection: @unchecked Sendable {
         while true {
             let remaining = ContinuousClock.now.duration(to: deadline)
             if remaining <= .zero { return true }
-            let milliseconds = min(remaining, .seconds(1_000_000)).inMillisecondsRoundedUp  // poll in slices; no overflow
+            // poll in slices; no overflow
+            let milliseconds = min(remaining, .seconds(1_000_000)).inMillisecondsRoundedUp
             if POSIX.waitReadable([server.wakeDescriptors.read], timeoutMilliseconds: Int32(clamping: milliseconds))
                 .contains(0)
             {

@@ -2,26 +2,26 @@ import Foundation
 import KeelCore
 
 /// The parsed request line and header fields of one HTTP/1.x request.
-struct RequestHead {
+package struct RequestHead {
     var method: String
     var target: String
     var version: String
     var headers: HeaderFields
-    var contentLength: Int
+    package var contentLength: Int
     var isChunked: Bool
 
-    struct Failure: Error {
-        var status: Int
-        var reason: String
+    package struct Failure: Error {
+        package var status: Int
+        package var reason: String
     }
 
     /// Whether the client asked for `100 Continue` before sending the body.
-    var expectsContinue: Bool {
+    package var expectsContinue: Bool {
         version == "HTTP/1.1" && headers["Expect"]?.lowercased() == "100-continue" && (isChunked || contentLength > 0)
     }
 
     /// Whether the connection must close after this exchange (`Connection: close`, or HTTP/1.0 without keep-alive).
-    var wantsClose: Bool {
+    package var wantsClose: Bool {
         let tokens = headers.tokens(for: "Connection")
         if tokens.contains("close") { return true }
         return version == "HTTP/1.0" && !tokens.contains("keep-alive")
@@ -31,7 +31,7 @@ struct RequestHead {
         "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
     /// Parses the bytes before the empty line. Rejects what RFC 9112 says a server must reject.
-    static func parse(_ bytes: [UInt8]) -> Result<RequestHead, Failure> {
+    package static func parse(_ bytes: [UInt8]) -> Result<RequestHead, Failure> {
         // Split on LF bytes, not on Characters: in Swift "\r\n" is one Character.
         var lines: [Substring] = []
         for rawLine in bytes.split(separator: 10, omittingEmptySubsequences: false) {
