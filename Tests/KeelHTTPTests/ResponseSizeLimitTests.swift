@@ -23,9 +23,11 @@ struct ResponseSizeLimitTests {
         let server = try TestServer()
         let response = TestResponse(headers: ["Content-Type": "application/json"]).generatedBody(count: Self.bodySize)
         server.enqueue(chunked ? response.chunked(size: 64 * 1024) : response)
-        let client = HTTPClient(configuration: .init(
-            baseURL: server.baseURL, policy: CallPolicy(attemptTimeout: .seconds(60), deadline: .seconds(60), maximumAttempts: 2)
-        ))
+        let client = HTTPClient(
+            configuration: .init(
+                baseURL: server.baseURL,
+                policy: CallPolicy(attemptTimeout: .seconds(60), deadline: .seconds(60), maximumAttempts: 2)
+            ))
         let baseline = try PeakMemory.reset()
         let started = ContinuousClock.now
         do {
@@ -43,7 +45,8 @@ struct ResponseSizeLimitTests {
             #expect(peak - baseline <= Self.limit + 32 << 20, "peak RSS grew by \((peak - baseline) >> 20) MiB")
             #expect(
                 closed.map { $0.bytesSent < Self.bodySize / 4 } == true,
-                "the client hung up after \(closed.map { "\($0.bytesSent >> 20) MiB" } ?? "the whole body (it did not hang up)")")
+                "the client hung up after \(closed.map { "\($0.bytesSent >> 20) MiB" } ?? "the whole body (it did not hang up)")"
+            )
         }
     }
 }
