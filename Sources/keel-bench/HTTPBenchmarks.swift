@@ -18,7 +18,7 @@ enum HTTPBenchmarks {
     static let get = Benchmark(
         name: "http.get",
         unit: "µs per GET",
-        goal: "ratio ≤ 1.05 (Keel's client vs raw URLSession.data(for:), 1 KiB JSON from TestServer)",
+        goal: "ratio ≤ 1.03 (Keel's client vs raw URLSession.data(for:), 1 KiB JSON from TestServer)",
         operations: 2000,  // the 2,000 sequential GETs per measured batch
         prepare: {
             let server = try TestServer(dispatcher: TestServer.Dispatcher { _ in .json(body) })

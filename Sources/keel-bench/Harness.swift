@@ -9,6 +9,12 @@ struct Benchmark: Sendable {
     let unit: String
     /// The goal for candidate/baseline, as stated in the issue that introduced the benchmark.
     let goal: String
+
+    /// The largest ratio the goal allows, when it is one (`ratio ≤ 1.05 (...)`); nil for other goals.
+    var goalRatio: Double? {
+        guard goal.hasPrefix("ratio ≤ ") else { return nil }
+        return Double(goal.dropFirst("ratio ≤ ".count).prefix { $0.isNumber || $0 == "." })
+    }
     /// Operations per measured batch.
     let operations: Int
     /// Bytes one operation processes, when throughput (MB/s) is worth reporting.
@@ -40,6 +46,8 @@ struct Measurement: Encodable {
     let candidate: Double
     let ratio: Double
     let goal: String
+    /// The largest ratio the goal allows, when the goal is a ratio.
+    let goalRatio: Double?
     /// Candidate throughput in MB/s, for benchmarks that process a known number of bytes.
     let candidateMBPerSecond: Double?
 }
@@ -79,7 +87,7 @@ struct Harness {
         let candidateMedian = median(candidate) * scale
         return Measurement(
             name: benchmark.name, unit: benchmark.unit, baseline: baselineMedian, candidate: candidateMedian,
-            ratio: candidateMedian / baselineMedian, goal: benchmark.goal,
+            ratio: candidateMedian / baselineMedian, goal: benchmark.goal, goalRatio: benchmark.goalRatio,
             candidateMBPerSecond: benchmark.bytesPerOperation.map { Double($0) / (candidateMedian / scale) / 1e6 }
         )
     }

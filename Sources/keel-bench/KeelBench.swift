@@ -19,7 +19,7 @@ enum KeelBench {
     ]
 
     static let usage = """
-        USAGE: keel-bench [--filter <name>]... [--rounds <n>] [--json] [--list]
+        USAGE: keel-bench [--filter <name>]... [--rounds <n>] [--json] [--report <file.svg>] [--list]
 
         Measures each benchmark's candidate and baseline in this process, interleaved over several rounds,
         and reports the median time per operation of each and their ratio (candidate / baseline).
@@ -27,7 +27,8 @@ enum KeelBench {
         OPTIONS:
           --filter <name>  Run only benchmarks whose name contains <name> (repeatable).
           --rounds <n>     Rounds per benchmark (default 15, at least 3).
-          --json           One JSON object per benchmark: name, unit, baseline, candidate, ratio, goal.
+          --json           One JSON object per benchmark: name, unit, baseline, candidate, ratio, goal, goalRatio.
+          --report <file>  Also write an SVG chart of every ratio against its goal (misses in red).
           --list           List the benchmarks and exit.
           -h, --help       Show this help.
 
@@ -37,6 +38,7 @@ enum KeelBench {
         var filters: [String] = []
         var rounds = 15
         var json = false
+        var reportPath: String?
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {
             switch argument {
@@ -49,6 +51,9 @@ enum KeelBench {
                 }
                 rounds = number
             case "--json": json = true
+            case "--report":
+                guard let value = arguments.popFirst() else { fail("option '--report' needs a file name") }
+                reportPath = value
             case "--list":
                 benchmarks.forEach { print($0.name) }
                 exit(0)
@@ -72,9 +77,11 @@ enum KeelBench {
         let harness = Harness(rounds: rounds)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
+        var results: [Measurement] = []
         for benchmark in selected {
             do {
                 let result = try await harness.run(benchmark)
+                results.append(result)
                 if json {
                     print(String(decoding: try encoder.encode(result), as: UTF8.self))
                 } else {
@@ -92,6 +99,15 @@ enum KeelBench {
                 }
             } catch {
                 FileHandle.standardError.write(Data("error: \(benchmark.name): \(error)\n".utf8))
+                exit(1)
+            }
+        }
+        if let reportPath {
+            let title = "keel-bench, \(results.count) benchmark(s), \(rounds) rounds"
+            do {
+                try Data(Report.svg(results, title: title).utf8).write(to: URL(fileURLWithPath: reportPath))
+            } catch {
+                FileHandle.standardError.write(Data("error: cannot write \(reportPath): \(error)\n".utf8))
                 exit(1)
             }
         }

@@ -114,7 +114,7 @@ enum StoreBenchmarks {
     static let read = Benchmark(
         name: "store.read",
         unit: "ms per 100k point reads",
-        goal: "ratio ≤ 1.1 (primary-key reads: DatabasePool vs raw sqlite3)",
+        goal: "ratio ≤ 1.05 (primary-key reads: DatabasePool vs raw sqlite3)",
         operations: 1,
         prepare: {
             let (directory, pool, writer) = try makeFiles()
