@@ -45,7 +45,8 @@ enum Report {
             let meets = result.goalRatio.map { result.ratio <= $0 }
             let color = meets.map { $0 ? "#2e9d4f" : "#d23c3c" } ?? "#9a9a9a"
             parts.append(
-                "<text x=\"\(f(labelWidth - 10))\" y=\"\(f(y + 21))\" text-anchor=\"end\">\(escape(result.name))</text>")
+                "<text x=\"\(f(labelWidth - 10))\" y=\"\(f(y + 21))\" text-anchor=\"end\">\(escape(result.name))</text>"
+            )
             parts.append(
                 "<rect x=\"\(f(labelWidth))\" y=\"\(f(y + 7))\" width=\"\(f(max(1, x(result.ratio) - labelWidth)))\" "
                     + "height=\"20\" fill=\"\(color)\" rx=\"2\"/>")
@@ -54,9 +55,10 @@ enum Report {
                     "<line x1=\"\(f(x(goal)))\" y1=\"\(f(y + 2))\" x2=\"\(f(x(goal)))\" y2=\"\(f(y + 32))\" "
                         + "stroke=\"#222222\" stroke-width=\"3\"/>")
             }
-            let verdict = result.goalRatio.map { goal in
-                "(goal ≤ \(trim(goal)))" + (result.ratio <= goal ? "" : " missed")
-            } ?? "(no ratio goal)"
+            let verdict =
+                result.goalRatio.map { goal in
+                    "(goal ≤ \(trim(goal)))" + (result.ratio <= goal ? "" : " missed")
+                } ?? "(no ratio goal)"
             parts.append(
                 "<text x=\"\(f(labelWidth + chartWidth + 12))\" y=\"\(f(y + 21))\" fill=\"\(color)\">"
                     + "<tspan font-weight=\"bold\">\(String(format: "%.2f", result.ratio))</tspan> \(verdict)</text>")
@@ -66,7 +68,9 @@ enum Report {
     }
 
     private static func niceCeiling(_ value: Double) -> Double {
-        for candidate in [1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100] where value <= candidate { return candidate }
+        for candidate in [1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100] where value <= candidate {
+            return candidate
+        }
         return (value / 100).rounded(.up) * 100
     }
 

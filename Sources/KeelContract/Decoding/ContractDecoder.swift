@@ -149,39 +149,37 @@ public struct ContractDecodingError: KeelError, Equatable, CustomStringConvertib
 
 /// RFC 3339 parsing with thread-safe formatters.
 enum RFC3339 {
-    private final class Formatters: @unchecked Sendable {
-        // @unchecked Sendable: every use holds `lock`. ISO8601DateFormatter is documented thread-safe on
-        // Apple platforms, but swift-corelibs-foundation's is not (concurrent use has crashed there).
-        let lock = NSLock()
+    /// ISO8601DateFormatter is documented thread-safe on Apple platforms, but swift-corelibs-foundation's
+    /// is not (concurrent use has crashed there): every use goes through the lock.
+    private struct Formatters: @unchecked Sendable {
+        // @unchecked Sendable: only reachable inside `Locked.withLock`.
         let withFractions: ISO8601DateFormatter
         let withoutFractions: ISO8601DateFormatter
-        init() {
-            withFractions = ISO8601DateFormatter()
-            withFractions.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            withoutFractions = ISO8601DateFormatter()
-            withoutFractions.formatOptions = [.withInternetDateTime]
-        }
     }
 
-    private static let formatters = Formatters()
+    private static let formatters: Locked<Formatters> = {
+        let withFractions = ISO8601DateFormatter()
+        withFractions.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let withoutFractions = ISO8601DateFormatter()
+        withoutFractions.formatOptions = [.withInternetDateTime]
+        return Locked(Formatters(withFractions: withFractions, withoutFractions: withoutFractions))
+    }()
 
     static func date(from text: String) -> Date? {
         // RFC 3339 allows a lowercase `t` and `z`; ISO8601DateFormatter does not.
         let text =
             text.utf8.contains(where: { $0 == UInt8(ascii: "t") || $0 == UInt8(ascii: "z") }) ? text.uppercased() : text
-        formatters.lock.lock()
-        defer { formatters.lock.unlock() }
-        return formatters.withoutFractions.date(from: text) ?? formatters.withFractions.date(from: text)
+        return formatters.withLock { $0.withoutFractions.date(from: text) ?? $0.withFractions.date(from: text) }
     }
 
     /// UTC, with milliseconds when the date, rounded to milliseconds, has a fractional second.
     static func string(from date: Date) -> String {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         let rounded = Date(timeIntervalSince1970: milliseconds / 1000)
-        formatters.lock.lock()
-        defer { formatters.lock.unlock() }
-        return milliseconds.truncatingRemainder(dividingBy: 1000) == 0
-            ? formatters.withoutFractions.string(from: rounded) : formatters.withFractions.string(from: rounded)
+        return formatters.withLock {
+            milliseconds.truncatingRemainder(dividingBy: 1000) == 0
+                ? $0.withoutFractions.string(from: rounded) : $0.withFractions.string(from: rounded)
+        }
     }
 }
 

@@ -64,7 +64,7 @@ extension Extensible: Codable {
         // A closed enum must fail on an undeclared value; wrapping it would silently turn that into
         // `.unknown`. The contract decides which enums are extensible, not the model code.
         precondition(
-            !(Known.self is any ClosedEnum.Type),
+            !Known.isDeclaredClosed,
             "Extensible<\(Known.self)>: \(Known.self) is a ClosedEnum; an undeclared value of a closed enum must fail, not fall back"
         )
         self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
@@ -79,4 +79,19 @@ extension Extensible: Codable {
 }
 
 /// The known cases of an enum the contract declares extensible. Use it through ``Extensible``.
-public protocol ExtensibleEnum: RawRepresentable, CaseIterable, Sendable, Hashable where RawValue == String {}
+public protocol ExtensibleEnum: RawRepresentable, CaseIterable, Sendable, Hashable where RawValue == String {
+    /// Whether the type is also a ``ClosedEnum`` (a contradiction ``Extensible`` refuses). Provided by
+    /// Keel; do not implement it. A requirement rather than a dynamic cast so that the check costs
+    /// nothing per decoded value.
+    static var isDeclaredClosed: Bool { get }
+}
+
+extension ExtensibleEnum {
+    /// False: the type is only extensible.
+    public static var isDeclaredClosed: Bool { false }
+}
+
+extension ExtensibleEnum where Self: ClosedEnum {
+    /// True: the type declares itself closed as well.
+    public static var isDeclaredClosed: Bool { true }
+}

@@ -104,21 +104,24 @@ public final class URLSessionTransport: HTTPTransport {
 
 /// One exchange in flight: its continuation (resumed exactly once, by whichever of completion and
 /// cancellation comes first) and what has arrived so far.
-private final class Exchange: @unchecked Sendable {
-    // @unchecked Sendable: all state is behind `lock`.
+private final class Exchange: Sendable {
     private enum Phase {
         case waiting
         case attached(CheckedContinuation<TransportResponse, any Error>)
         case finished(Result<TransportResponse, any Error>?)
     }
 
+    /// Everything that changes, behind one lock.
+    private struct State {
+        var phase = Phase.waiting
+        var response: HTTPURLResponse?
+        var body = Data()
+        var tooLarge = false
+    }
+
     let limit: Int
     let reusesConnection: Bool
-    private let lock = NSLock()
-    private var phase = Phase.waiting
-    private var response: HTTPURLResponse?
-    private var body = Data()
-    private var tooLarge = false
+    private let state = Locked(State())
 
     init(limit: Int, reusesConnection: Bool) {
         self.limit = limit
@@ -127,45 +130,47 @@ private final class Exchange: @unchecked Sendable {
 
     /// Attaches the continuation; false when the exchange already finished (it was resumed here).
     func attach(_ continuation: CheckedContinuation<TransportResponse, any Error>) -> Bool {
-        lock.lock()
-        switch phase {
-        case .waiting:
-            phase = .attached(continuation)
-            lock.unlock()
-            return true
-        case .finished(let result):
-            phase = .finished(nil)
-            lock.unlock()
-            continuation.resume(
-                with: result
-                    ?? .failure(TransportError(code: .cancelled, requestMayHaveBeenSent: false, detail: "cancelled")))
-            return false
-        case .attached:
-            lock.unlock()
-            preconditionFailure("URLSessionTransport: exchange attached twice")
+        // Decided under the lock, resumed outside it.
+        let earlier: Result<TransportResponse, any Error>?? = state.withLock { state in
+            switch state.phase {
+            case .waiting:
+                state.phase = .attached(continuation)
+                return .none
+            case .finished(let result):
+                state.phase = .finished(nil)
+                return .some(result)
+            case .attached:
+                preconditionFailure("URLSessionTransport: exchange attached twice")
+            }
         }
+        guard case .some(let result) = earlier else { return true }
+        continuation.resume(
+            with: result
+                ?? .failure(TransportError(code: .cancelled, requestMayHaveBeenSent: false, detail: "cancelled")))
+        return false
     }
 
     /// Ends the exchange with `result` (first call wins).
     func finish(_ result: Result<TransportResponse, any Error>) {
-        lock.lock()
-        switch phase {
-        case .waiting:
-            phase = .finished(result)
-            lock.unlock()
-        case .attached(let continuation):
-            phase = .finished(nil)
-            lock.unlock()
-            continuation.resume(with: result)
-        case .finished:
-            lock.unlock()
+        let waiting: CheckedContinuation<TransportResponse, any Error>? = state.withLock { state in
+            switch state.phase {
+            case .waiting:
+                state.phase = .finished(result)
+                return nil
+            case .attached(let continuation):
+                state.phase = .finished(nil)
+                return continuation
+            case .finished:
+                return nil
+            }
         }
+        waiting?.resume(with: result)
     }
 
     /// Records the response head; false (and the exchange failed) when its declared `Content-Length`
     /// already exceeds the limit, so that none of the body is read.
     func received(_ response: HTTPURLResponse?) -> Bool {
-        lock.withLock { self.response = response }
+        state.withLock { $0.response = response }
         guard
             let declared = response?.value(forHTTPHeaderField: "Content-Length").flatMap({
                 Int64($0.trimmingCharacters(in: .whitespaces))
@@ -182,19 +187,19 @@ private final class Exchange: @unchecked Sendable {
 
     /// Appends `data`; false (and the body dropped) when it would exceed the limit.
     func append(_ data: Data) -> Bool {
-        lock.withLock {
-            guard !tooLarge, body.count + data.count <= limit else {
-                tooLarge = true
-                body = Data()
+        state.withLock { state in
+            guard !state.tooLarge, state.body.count + data.count <= limit else {
+                state.tooLarge = true
+                state.body = Data()
                 return false
             }
-            body.append(data)
+            state.body.append(data)
             return true
         }
     }
 
     func complete(error: (any Error)?) {
-        let (response, body, tooLarge) = lock.withLock { (self.response, self.body, self.tooLarge) }
+        let (response, body, tooLarge) = state.withLock { ($0.response, $0.body, $0.tooLarge) }
         if tooLarge {
             finish(
                 .failure(

@@ -11,7 +11,7 @@ public final class Database {
     ///
     /// - Throws: ``DatabaseError``.
     public func execute(_ sql: String, arguments: [any DatabaseValueConvertible] = []) throws(DatabaseError) {
-        try connection.execute(sql, arguments.map(\.databaseValue))
+        try connection.execute(sql, arguments)
     }
 
     /// Runs several statements separated by semicolons (no arguments), e.g. a schema script.
@@ -21,7 +21,7 @@ public final class Database {
 
     /// Every row of a query.
     public func rows(_ sql: String, arguments: [any DatabaseValueConvertible] = []) throws(DatabaseError) -> [Row] {
-        try connection.query(sql, arguments.map(\.databaseValue))
+        try connection.query(sql, arguments)
     }
 
     // Inlinable so that the app's call specializes for `T` (keel-bench store.read).
@@ -32,7 +32,7 @@ public final class Database {
     public func scalar<T: DatabaseValueConvertible>(
         _ type: T.Type = T.self, _ sql: String, arguments: [any DatabaseValueConvertible] = []
     ) throws(DatabaseError) -> T? {
-        guard let value = try connection.firstValue(sql, arguments.map(\.databaseValue)) else { return nil }
+        guard let value = try connection.firstValue(sql, arguments) else { return nil }
         if case .null = value { return nil }
         guard let converted = T.fromDatabaseValue(value) else {
             throw DatabaseError(code: .mismatch, message: "\(value) is not a \(T.self)", sql: sql)

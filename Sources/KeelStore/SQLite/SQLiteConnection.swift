@@ -144,7 +144,8 @@ final class SQLiteConnection {
 
     /// Binds `arguments`; returns whether any was text or a blob (copied into SQLite's memory).
     @discardableResult
-    private func bind(_ arguments: [DatabaseValue], to statement: OpaquePointer, sql: String) throws(DatabaseError)
+    private func bind(_ arguments: [any DatabaseValueConvertible], to statement: OpaquePointer, sql: String)
+        throws(DatabaseError)
         -> Bool
     {
         var holdsCopies = false
@@ -153,10 +154,11 @@ final class SQLiteConnection {
             throw DatabaseError(
                 code: .sqlError, message: "expected \(expected) argument(s), got \(arguments.count)", sql: sql)
         }
-        for (offset, argument) in arguments.enumerated() {
+        // Converted one at a time: no intermediate array per call (point reads in a loop feel it).
+        for (offset, convertible) in arguments.enumerated() {
             let index = Int32(offset + 1)
             let status: Int32
-            switch argument {
+            switch convertible.databaseValue {
             case .null: status = sqlite3_bind_null(statement, index)
             case .integer(let value): status = sqlite3_bind_int64(statement, index, value)
             case .real(let value): status = sqlite3_bind_double(statement, index, value)
@@ -191,7 +193,7 @@ final class SQLiteConnection {
     }
 
     /// Runs one statement with `arguments`.
-    func execute(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) {
+    func execute(_ sql: String, _ arguments: [any DatabaseValueConvertible]) throws(DatabaseError) {
         let statement = try prepare(sql)
         var holdsCopies = false
         defer { finish(statement, clearing: holdsCopies) }
@@ -204,7 +206,7 @@ final class SQLiteConnection {
     }
 
     /// Runs a query and returns every row.
-    func query(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> [Row] {
+    func query(_ sql: String, _ arguments: [any DatabaseValueConvertible]) throws(DatabaseError) -> [Row] {
         let statement = try prepare(sql)
         var holdsCopies = false
         defer { finish(statement, clearing: holdsCopies) }
@@ -227,7 +229,8 @@ final class SQLiteConnection {
 
     /// The first column of the first row (nil when there is no row), without building rows.
     @usableFromInline
-    func firstValue(_ sql: String, _ arguments: [DatabaseValue]) throws(DatabaseError) -> DatabaseValue? {
+    func firstValue(_ sql: String, _ arguments: [any DatabaseValueConvertible]) throws(DatabaseError) -> DatabaseValue?
+    {
         let statement = try prepare(sql)
         var holdsCopies = false
         defer { finish(statement, clearing: holdsCopies) }

@@ -8,11 +8,15 @@ public import KeelCore
 /// event or an output line. Timeouts are real time: they bound waits on real sockets and processes and
 /// are never the behaviour under test.
 package final class WaitableState<State>: @unchecked Sendable {
-    // @unchecked Sendable: `state` and `waiters` are only touched while holding `lock`.
-    private let lock = NSLock()
-    private var state: State
-    private var waiters: [Int: Waiter] = [:]
-    private var nextWaiterID = 0
+    // @unchecked Sendable: everything mutable is inside `locked` (a `Locked`); `State` itself need not be
+    // Sendable because it is only ever touched under that lock.
+    private let locked: Locked<Inner>
+
+    private struct Inner {
+        var state: State
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiterID = 0
+    }
 
     private struct Waiter {
         /// Tries the waiter's predicate; resumes the waiter and returns true when it holds.
@@ -21,19 +25,19 @@ package final class WaitableState<State>: @unchecked Sendable {
         let fail: (any Error) -> Void
     }
 
-    package init(_ state: State) { self.state = state }
+    package init(_ state: State) { locked = Locked(Inner(state: state)) }
 
     /// Reads or changes the state, then wakes every waiter whose condition now holds.
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        let result = try body(&state)
-        if !waiters.isEmpty {
-            for (id, waiter) in waiters where waiter.attempt(&state) {
-                waiters[id] = nil
+        try locked.withLock { inner in
+            let result = try body(&inner.state)
+            if !inner.waiters.isEmpty {
+                for (id, waiter) in inner.waiters where waiter.attempt(&inner.state) {
+                    inner.waiters[id] = nil
+                }
             }
+            return result
         }
-        return result
     }
 
     /// Waits until `condition` returns a value (it may change the state, e.g. to consume an item).
@@ -48,30 +52,32 @@ package final class WaitableState<State>: @unchecked Sendable {
         until condition: @escaping (inout State) -> Value?
     ) async throws -> Value {
         let description = what()
-        let id = lock.withLock {
-            nextWaiterID += 1
-            return nextWaiterID
+        let id = locked.withLock { inner in
+            inner.nextWaiterID += 1
+            return inner.nextWaiterID
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
-                lock.lock()
-                defer { lock.unlock() }
-                if Task.isCancelled {
-                    continuation.resume(throwing: CancellationError())
-                    return
-                }
-                if let value = condition(&state) {
-                    continuation.resume(returning: value)
-                    return
-                }
-                waiters[id] = Waiter(
-                    attempt: { state in
-                        guard let value = condition(&state) else { return false }
+                let registered = locked.withLock { inner -> Bool in
+                    if Task.isCancelled {
+                        continuation.resume(throwing: CancellationError())
+                        return false
+                    }
+                    if let value = condition(&inner.state) {
                         continuation.resume(returning: value)
-                        return true
-                    },
-                    fail: { continuation.resume(throwing: $0) }
-                )
+                        return false
+                    }
+                    inner.waiters[id] = Waiter(
+                        attempt: { state in
+                            guard let value = condition(&state) else { return false }
+                            continuation.resume(returning: value)
+                            return true
+                        },
+                        fail: { continuation.resume(throwing: $0) }
+                    )
+                    return true
+                }
+                guard registered else { return }
                 // Saturate: a timeout beyond a year is as good as forever and must not overflow.
                 let nanoseconds = min(timeout, .seconds(365 * 86_400)).inNanoseconds
                 DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
@@ -85,17 +91,15 @@ package final class WaitableState<State>: @unchecked Sendable {
 
     /// Fails every current waiter with `error` (e.g. the server they wait on has shut down).
     package func failAllWaiters(with error: any Error) {
-        lock.lock()
-        let failing = waiters.values
-        waiters.removeAll()
-        lock.unlock()
+        let failing = locked.withLock { inner in
+            defer { inner.waiters.removeAll() }
+            return Array(inner.waiters.values)
+        }
         for waiter in failing { waiter.fail(error) }
     }
 
     private func fail(_ id: Int, with error: any Error) {
-        lock.lock()
-        defer { lock.unlock() }
-        waiters.removeValue(forKey: id)?.fail(error)
+        locked.withLock { $0.waiters.removeValue(forKey: id) }?.fail(error)
     }
 }
 
