@@ -17,7 +17,11 @@ struct Call {
     /// Budget tokens this call spent on retries (refunded when it succeeds).
     private var spentOnRetries = 0
 
-    init(configuration: HTTPClient.Configuration, operation: HTTPOperation, policy: CallPolicy) {
+    /// The base URL as text without a trailing slash, when it has no query or fragment (see `url()`).
+    let basePrefix: String?
+
+    init(configuration: HTTPClient.Configuration, operation: HTTPOperation, policy: CallPolicy, basePrefix: String?) {
+        self.basePrefix = basePrefix
         self.configuration = configuration
         self.operation = operation
         self.policy = policy
@@ -264,10 +268,6 @@ struct Call {
     }
 
     private func makeRequest() -> TransportRequest {
-        var components = URLComponents(url: configuration.baseURL, resolvingAgainstBaseURL: false)!
-        let basePath = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
-        components.path = basePath + (operation.path.hasPrefix("/") ? operation.path : "/" + operation.path)
-        if !operation.query.isEmpty { components.queryItems = operation.query }
         var headers = operation.headers
         headers.append(name: configuration.correlationIDHeader, value: correlationID.rawValue)
         if case .keyed(let key) = operation.idempotency {
@@ -284,10 +284,37 @@ struct Call {
         }
         // The transport's own timer is only a backstop behind the attempt timer on the injected clock.
         return TransportRequest(
-            method: operation.method, url: components.url!, headers: headers, body: operation.body,
+            method: operation.method, url: url(), headers: headers, body: operation.body,
             transportTimeout: policy.attemptTimeout + .seconds(30), maximumResponseBytes: policy.maximumResponseBytes,
             reusesConnections: operation.allowsRetryAfterSending
         )
+    }
+
+    /// The operation's URL under the base URL. The common case (no query, a path of plain URL characters)
+    /// is one string concatenation; anything else goes through URLComponents, which percent-encodes.
+    private func url() -> URL {
+        let path = operation.path.hasPrefix("/") ? operation.path : "/" + operation.path
+        if operation.query.isEmpty, let prefix = basePrefix, path.utf8.allSatisfy(Self.isPlainPathByte),
+            let url = URL(string: prefix + path)
+        {
+            return url
+        }
+        var components = URLComponents(url: configuration.baseURL, resolvingAgainstBaseURL: false)!
+        let basePath = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
+        components.path = basePath + path
+        if !operation.query.isEmpty { components.queryItems = operation.query }
+        return components.url!
+    }
+
+    /// Bytes a URL path carries as they are: unreserved, sub-delims, `:`, `@`, `/` (no `%`, `?`, `#`).
+    private static func isPlainPathByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "-._~!$&'()*+,;=:@/".utf8.contains(byte)
+        }
     }
 
     // MARK: - Classification

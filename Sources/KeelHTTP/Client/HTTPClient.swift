@@ -128,16 +128,29 @@ public final class HTTPClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: Configuration
 
+    /// The base URL as text without a trailing slash, for building request URLs by concatenation; nil
+    /// when it has a query or fragment (those go through URLComponents).
+    private let basePrefix: String?
+
     /// A client with `configuration`.
     public init(configuration: Configuration) {
         self.configuration = configuration
+        let base = configuration.baseURL
+        if base.query == nil, base.fragment == nil {
+            let text = base.absoluteString
+            basePrefix = text.hasSuffix("/") ? String(text.dropLast()) : text
+        } else {
+            basePrefix = nil
+        }
     }
 
     /// Sends `operation` and returns the successful (2xx) reply.
     ///
     /// - Throws: ``HTTPFailure``.
     public func send(_ operation: HTTPOperation, policy: CallPolicy? = nil) async throws(HTTPFailure) -> Reply {
-        var call = Call(configuration: configuration, operation: operation, policy: policy ?? configuration.policy)
+        var call = Call(
+            configuration: configuration, operation: operation, policy: policy ?? configuration.policy,
+            basePrefix: basePrefix)
         return try await call.run(clock: configuration.clock)
     }
 
