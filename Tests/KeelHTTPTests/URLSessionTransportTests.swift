@@ -1,10 +1,24 @@
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import KeelHTTP
 import KeelTesting
 import Testing
 
 /// The URLSession adapter against real sockets.
 @Suite(.timeLimit(.minutes(1))) struct URLSessionTransportTests {
+    @Test func theCallersConfigurationIsLeftAsItWas() {
+        let configuration = URLSessionConfiguration.ephemeral
+        let cache = URLCache(memoryCapacity: 1024, diskCapacity: 0, diskPath: nil)
+        configuration.httpShouldSetCookies = true
+        configuration.urlCache = cache
+        _ = URLSessionTransport(configuration: configuration)
+        #expect(configuration.httpShouldSetCookies)
+        #expect(configuration.urlCache === cache)
+        #expect(configuration.httpAdditionalHeaders?["Connection"] == nil)
+    }
+
     @Test func aRequestThatMustNotBeResentNeverRidesAPooledConnection() async throws {
         // Measured here: when a pooled keep-alive connection turns out dead, libcurl sometimes re-sends
         // the request on a new connection, even a POST (2 of 4 runs of an earlier version of this test).

@@ -16,6 +16,15 @@ import Testing
         #expect(other.port != server.port)
     }
 
+    @Test func urlsOfPathsThatNeedEncodingAreEncodedNotACrash() throws {
+        let server = try TestServer()
+        let base = "http://127.0.0.1:\(server.port)"
+        #expect(server.url("/notes/a b").absoluteString == base + "/notes/a%20b")
+        #expect(server.url("notes/caf\u{E9}?q=a b").absoluteString == base + "/notes/caf%C3%A9?q=a%20b")
+        #expect(server.url("/already%20encoded").absoluteString == base + "/already%20encoded")
+        #expect(try RefusingPort().url("/x y").absoluteString.hasSuffix("/x%20y"))
+    }
+
     @Test func recordsEveryRequestInOrderWithMethodTargetHeadersAndBody() async throws {
         let server = try TestServer()
         let session = makeSession()
