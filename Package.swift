@@ -41,6 +41,11 @@ let package = Package(
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
         .systemLibrary(
+            name: "CTLS",
+            pkgConfig: "libssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .systemLibrary(
             name: "CYAML",
             pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"]), .brew(["libyaml"])]
@@ -61,7 +66,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "KeelHTTP", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "KeelHTTP",
+            // CTLS for SocketTransport's TLS on Linux; Apple platforms use URLSession's.
+            dependencies: [
+                "KeelContract", "KeelCore", .target(name: "CTLS", condition: .when(platforms: [.linux, .android])),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(name: "KeelStore", dependencies: ["KeelCore", "CSQLite"], swiftSettings: swiftSettings),
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
         .target(name: "KeelStoreFixtures", dependencies: ["KeelStore"], swiftSettings: swiftSettings),

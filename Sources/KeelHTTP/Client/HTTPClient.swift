@@ -33,7 +33,8 @@ public final class HTTPClient: Sendable {
     public struct Configuration: Sendable {
         /// The API's base URL (`https://api.example.com/v1`); operation paths are appended to it.
         public var baseURL: URL
-        /// Sends each attempt (``URLSessionTransport`` by default).
+        /// Sends each attempt (``makeDefaultTransport()`` by default: ``SocketTransport`` on Linux,
+        /// ``URLSessionTransport`` on Apple platforms).
         public var transport: any HTTPTransport
         /// The clock for deadlines, attempt timeouts and retry delays.
         public var clock: any Clock<Duration>
@@ -65,7 +66,7 @@ public final class HTTPClient: Sendable {
         /// A configuration; everything but the base URL has a default suited to production.
         public init(
             baseURL: URL,
-            transport: any HTTPTransport = URLSessionTransport(),
+            transport: any HTTPTransport = HTTPClient.Configuration.makeDefaultTransport(),
             clock: any Clock<Duration> = ContinuousClock(),
             wallClock: WallClock = .system,
             random: RandomSource = .system,

@@ -119,4 +119,7 @@ extension ErrorCode where Domain == TransportError {
     public static var cancelled: Self { Self("cancelled") }
     /// Anything else.
     public static var other: Self { Self("other") }
+    /// The TLS handshake failed: an untrusted or expired certificate, one for another host, no common
+    /// protocol version. Nothing was sent.
+    public static var secureConnectionFailed: Self { Self("secureConnectionFailed") }
 }

@@ -24,7 +24,8 @@ final class Harness: Sendable {
         let events = self.events
         client = HTTPClient(
             configuration: .init(
-                baseURL: baseURL ?? self.server.baseURL, transport: transport ?? URLSessionTransport(),
+                baseURL: baseURL ?? self.server.baseURL,
+                transport: transport ?? HTTPClient.Configuration.makeDefaultTransport(),
                 clock: clock, wallClock: clock.wallClock, random: random ?? .seeded(seed), policy: policy,
                 budget: budget,
                 contractVersion: try ContractVersionFixture.version,

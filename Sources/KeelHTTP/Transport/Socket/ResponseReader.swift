@@ -1,0 +1,219 @@
+import Foundation
+import KeelCore
+
+/// Reads one HTTP/1.1 response from a socket, within a size limit that bounds memory (RFC 9112 framing:
+/// Content-Length, chunked, or until the connection closes).
+struct ResponseReader {
+    enum Failure: Error {
+        case socket(ClientSocket.Failure)
+        case malformed(String)
+        case tooLarge(String)
+        /// The connection ended before any byte of a response.
+        case closedWithoutResponse
+    }
+
+    let socket: ClientSocket
+    let deadline: ContinuousClock.Instant
+    let maximumHeadBytes: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Whether any byte of a response arrived.
+    private var receivedAnything = false
+
+    init(socket: ClientSocket, deadline: ContinuousClock.Instant, maximumHeadBytes: Int) {
+        self.socket = socket
+        self.deadline = deadline
+        self.maximumHeadBytes = maximumHeadBytes
+    }
+
+    /// The response, and whether the connection may carry another request.
+    mutating func read(method: String, limit: Int) throws(Failure) -> (TransportResponse, reusable: Bool) {
+        var head = try readHead()
+        // Interim answers (100 Continue, 103 Early Hints) precede the real one.
+        while (100...199).contains(head.status) && head.status != 101 { head = try readHead() }
+
+        let hasNoBody =
+            method == "HEAD" || (100...199).contains(head.status) || head.status == 204 || head.status == 304
+        var body = Data()
+        var delimitedByClose = false
+        if hasNoBody {
+            // Nothing to read.
+        } else if let codings = head.headers.values(for: "Transfer-Encoding").last, !codings.isEmpty {
+            guard codings.lowercased().split(separator: ",").last?.trimmingSpacesAndTabs() == "chunked" else {
+                throw .malformed("unsupported Transfer-Encoding \(codings.debugDescription)")
+            }
+            body = try readChunked(limit: limit)
+        } else if let length = try contentLength(head.headers) {
+            guard length <= limit else {
+                throw .tooLarge("declared Content-Length \(length) exceeds \(limit) bytes; the body was not read")
+            }
+            body = try readExactly(length)
+        } else {
+            delimitedByClose = true
+            body = try readUntilClose(limit: limit)
+        }
+        let closes =
+            delimitedByClose || head.version != "HTTP/1.1" || head.headers.tokens(for: "Connection").contains("close")
+        let reusable = !closes && start == buffer.count  // nothing unexpected after the body
+        return (TransportResponse(status: head.status, headers: head.headers, body: body), reusable)
+    }
+
+    // MARK: - Head
+
+    private struct Head {
+        var version: String
+        var status: Int
+        var headers: HeaderFields
+    }
+
+    private mutating func readHead() throws(Failure) -> Head {
+        var lines: [String] = []
+        var headBytes = 0
+        while true {
+            let line = try readLine(limit: maximumHeadBytes - headBytes, what: "response head")
+            headBytes += line.count + 2
+            if line.isEmpty {
+                if lines.isEmpty { continue }  // tolerate stray empty lines before a status line
+                break
+            }
+            lines.append(String(decoding: line, as: UTF8.self))
+        }
+        let statusLine = lines[0].split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard statusLine.count >= 2, statusLine[0] == "HTTP/1.1" || statusLine[0] == "HTTP/1.0",
+            statusLine[1].count == 3, let status = Int(statusLine[1]), (100...999).contains(status)
+        else {
+            throw .malformed("not an HTTP/1.x status line: \(lines[0].prefix(80).debugDescription)")
+        }
+        var headers = HeaderFields()
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
+                !line[..<colon].contains(where: { $0 == " " || $0 == "\t" })
+            else {
+                throw .malformed("malformed header field \(line.prefix(80).debugDescription)")
+            }
+            headers.append(
+                name: String(line[..<colon]), value: line[line.index(after: colon)...].trimmingSpacesAndTabs())
+        }
+        return Head(version: String(statusLine[0]), status: status, headers: headers)
+    }
+
+    /// One Content-Length, or several identical ones; anything else is malformed (RFC 9112 §6.3).
+    private func contentLength(_ headers: HeaderFields) throws(Failure) -> Int? {
+        let values = headers.values(for: "Content-Length").flatMap { $0.split(separator: ",") }.map {
+            $0.trimmingSpacesAndTabs()
+        }
+        guard let first = values.first else { return nil }
+        guard values.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+            let length = Int(first.prefix(18))
+        else {
+            throw .malformed("invalid Content-Length \(values.joined(separator: ", ").prefix(80).debugDescription)")
+        }
+        return first.count > 18 ? Int.max : length
+    }
+
+    // MARK: - Bodies
+
+    private mutating func readExactly(_ count: Int) throws(Failure) -> Data {
+        var body = Data()
+        body.reserveCapacity(count)
+        while body.count < count {
+            if start == buffer.count {
+                guard try fill() else { throw .malformed("the body ended after \(body.count) of \(count) bytes") }
+            }
+            let take = min(count - body.count, buffer.count - start)
+            body.append(contentsOf: buffer[start..<start + take])
+            start += take
+        }
+        return body
+    }
+
+    private mutating func readChunked(limit: Int) throws(Failure) -> Data {
+        var body = Data()
+        while true {
+            let line = try readLine(limit: 1024, what: "chunk size")
+            let sizeText = line.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 32 && $0 != 9 }
+            guard !sizeText.isEmpty, sizeText.count <= 15,
+                let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
+            else {
+                throw .malformed("invalid chunk size line")
+            }
+            if size == 0 { break }
+            guard body.count + size <= limit else {
+                throw .tooLarge("chunked body exceeds \(limit) bytes; the rest was not read")
+            }
+            body.append(try readExactly(size))
+            guard try readLine(limit: 2, what: "chunk end").isEmpty else {
+                throw .malformed("chunk not followed by CRLF")
+            }
+        }
+        // Trailer fields, up to the empty line.
+        var trailerBytes = 0
+        while true {
+            let line = try readLine(limit: maximumHeadBytes - trailerBytes, what: "trailer")
+            trailerBytes += line.count + 2
+            if line.isEmpty { return body }
+        }
+    }
+
+    private mutating func readUntilClose(limit: Int) throws(Failure) -> Data {
+        var body = Data()
+        while true {
+            if start < buffer.count {
+                guard body.count + buffer.count - start <= limit else {
+                    throw .tooLarge("body exceeds \(limit) bytes; the rest was not read")
+                }
+                body.append(contentsOf: buffer[start...])
+                start = buffer.count
+            }
+            guard try fill() else { return body }
+        }
+    }
+
+    // MARK: - Bytes
+
+    /// The next line without its CRLF (a bare LF is accepted), at most `limit` bytes.
+    private mutating func readLine(limit: Int, what: String) throws(Failure) -> ArraySlice<UInt8> {
+        var searchFrom = start
+        while true {
+            if let newline = buffer[searchFrom...].firstIndex(of: 10) {
+                var end = newline
+                if end > start && buffer[end - 1] == 13 { end -= 1 }
+                let line = buffer[start..<end]
+                start = newline + 1
+                guard line.count <= limit else { throw .malformed("\(what) longer than \(limit) bytes") }
+                return line
+            }
+            let scanned = buffer.count - start
+            guard scanned <= limit else { throw .malformed("\(what) longer than \(limit) bytes") }
+            guard try fill() else {
+                guard scanned == 0 && what == "response head" && !receivedAnything else {
+                    throw .malformed("the \(what) was cut off")
+                }
+                // Nothing at all came back. On a reused connection the server may have closed it while
+                // idle (the connection broke); on a fresh one it closed without answering.
+                throw .closedWithoutResponse
+            }
+            // `fill` drops consumed bytes: continue the search where it stopped, relative to `start`.
+            searchFrom = start + scanned
+        }
+    }
+
+    /// Reads more bytes into the buffer (dropping what was consumed); false at end of stream.
+    private mutating func fill() throws(Failure) -> Bool {
+        if start > 0 {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        let count: Int
+        do throws(ClientSocket.Failure) {
+            count = try socket.read(into: &scratch, deadline: deadline)
+        } catch {
+            throw .socket(error)
+        }
+        if count == 0 { return false }
+        receivedAnything = true
+        buffer.append(contentsOf: scratch[0..<count])
+        return true
+    }
+}

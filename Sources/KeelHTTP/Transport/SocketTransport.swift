@@ -1,0 +1,298 @@
+import Foundation
+import KeelCore
+
+/// An HTTP/1.1 transport over Keel's own sockets (TLS through OpenSSL on Linux): the one to use where
+/// ``URLSessionTransport`` cannot keep its promises.
+///
+/// It exists because FoundationNetworking on Linux keeps downloading a response after its task is
+/// cancelled: a 1 GiB chunked body over ``TransportRequest/maximumResponseBytes`` still arrived in full and
+/// drove the process to over 1 GB. Here the limit bounds memory: a declared `Content-Length` over it is
+/// refused before any of the body is read, and a chunked or close-delimited body is cut off the moment
+/// it passes the limit; either way the connection is closed at once.
+///
+/// What it does, and deliberately does not do:
+/// - `http` and `https` (TLS 1.2+, chain verified against the system trust store or
+///   ``Configuration/trustedCertificatesFile``, the certificate must name the host; on Apple platforms
+///   use ``URLSessionTransport`` for `https`);
+/// - keep-alive connections per origin for requests that allow reuse; a request that must never be sent
+///   twice (``TransportRequest/reusesConnections`` false) gets a fresh connection and `Connection: close`,
+///   and nothing here ever re-sends a request by itself;
+/// - redirects are returned, never followed (Keel judges them); cookies and caches do not exist;
+/// - cancellation closes the connection at once; ``TransportRequest/transportTimeout`` bounds the whole
+///   exchange; header names and values with line breaks are refused before anything is sent.
+///
+/// ## Topics
+/// - ``Configuration``
+/// - ``init(configuration:)``
+/// - ``send(_:)``
+public final class SocketTransport: HTTPTransport {
+    /// Settings of a ``SocketTransport``.
+    public struct Configuration: Sendable {
+        /// The longest a connection (name resolution, TCP and TLS handshakes) may take.
+        public var connectTimeout: Duration
+        /// Larger response heads (status line and header fields) are a malformed response.
+        public var maximumHeadBytes: Int
+        /// Idle keep-alive connections kept per origin.
+        public var maximumIdleConnectionsPerOrigin: Int
+        /// A PEM file of trusted certificates for `https`; nil for the system's trust store.
+        public var trustedCertificatesFile: String?
+
+        /// Settings; the defaults suit an app talking to its API.
+        public init(
+            connectTimeout: Duration = .seconds(15), maximumHeadBytes: Int = 64 * 1024,
+            maximumIdleConnectionsPerOrigin: Int = 4, trustedCertificatesFile: String? = nil
+        ) {
+            precondition(connectTimeout > .zero, "SocketTransport.connectTimeout must be positive")
+            precondition(maximumHeadBytes >= 1024, "SocketTransport.maximumHeadBytes must be at least 1 KiB")
+            self.connectTimeout = connectTimeout
+            self.maximumHeadBytes = maximumHeadBytes
+            self.maximumIdleConnectionsPerOrigin = maximumIdleConnectionsPerOrigin
+            self.trustedCertificatesFile = trustedCertificatesFile
+        }
+    }
+
+    /// The settings it was made with.
+    public let configuration: Configuration
+    private let idle = Locked<[Endpoint: [ClientSocket]]>([:])
+
+    /// A transport with `configuration`.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+    }
+
+    deinit {
+        for sockets in idle.withLock({ $0.values }) { sockets.forEach { $0.close() } }
+    }
+
+    /// Performs one exchange on a worker thread (socket I/O blocks); cancelling the task closes the
+    /// connection at once.
+    ///
+    /// - Throws: ``TransportError``.
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        let exchange = Exchange()
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation {
+                    (continuation: CheckedContinuation<TransportResponse, any Error>) in
+                    DispatchQueue.global().async {
+                        continuation.resume(
+                            with: Result { () throws(TransportError) -> TransportResponse in
+                                try self.perform(request, exchange)
+                            })
+                    }
+                }
+            } onCancel: {
+                exchange.cancel()
+            }
+        } catch let error as TransportError {
+            throw error
+        } catch {
+            throw TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
+        }
+    }
+
+    // MARK: - One exchange
+
+    /// Where a connection goes: scheme, host and port.
+    struct Endpoint: Hashable, Sendable {
+        let isSecure: Bool
+        let host: String
+        let port: Int
+    }
+
+    /// The socket of an exchange, so that cancellation (from another thread) can close it.
+    final class Exchange: Sendable {
+        private let state = Locked<(socket: ClientSocket?, isCancelled: Bool)>((nil, false))
+
+        /// Attaches `socket`; false (and the socket cancelled) when the exchange was cancelled already.
+        func attach(_ socket: ClientSocket) -> Bool {
+            let cancelled = state.withLock { state -> Bool in
+                state.socket = socket
+                return state.isCancelled
+            }
+            if cancelled { socket.cancel() }
+            return !cancelled
+        }
+
+        func cancel() {
+            state.withLock { state -> ClientSocket? in
+                state.isCancelled = true
+                return state.socket
+            }?.cancel()
+        }
+
+        var isCancelled: Bool { state.withLock { $0.isCancelled } }
+    }
+
+    private func perform(_ request: TransportRequest, _ exchange: Exchange) throws(TransportError) -> TransportResponse
+    {
+        let start = ContinuousClock.now
+        let deadline = start + request.transportTimeout
+        let target = try Self.target(of: request)
+        let head = try Self.head(of: request, target: target)
+
+        // A pooled connection, or a new one. Nothing has been sent before this point.
+        var socket: ClientSocket
+        var isPooled = false
+        if request.reusesConnections, let reused = takeIdle(target.endpoint) {
+            socket = reused
+            isPooled = true
+        } else {
+            socket = try connect(target.endpoint, deadline: min(deadline, start + configuration.connectTimeout))
+        }
+        guard exchange.attach(socket) else {
+            socket.close()
+            throw TransportError(code: .cancelled, requestMayHaveBeenSent: false, detail: "cancelled before sending")
+        }
+        var keepsSocket = false
+        defer { if !keepsSocket { socket.close() } }
+
+        do throws(ClientSocket.Failure) {
+            try socket.write(head + [UInt8](request.body ?? Data()), deadline: deadline)
+        } catch {
+            throw Self.failure(
+                error, sent: true, phase: isPooled ? "writing on a pooled connection" : "writing the request")
+        }
+
+        var reader = ResponseReader(
+            socket: socket, deadline: deadline, maximumHeadBytes: configuration.maximumHeadBytes)
+        let response: TransportResponse
+        let reusable: Bool
+        do throws(ResponseReader.Failure) {
+            (response, reusable) = try reader.read(
+                method: request.method, limit: request.maximumResponseBytes)
+        } catch {
+            switch error {
+            case .socket(let failure): throw Self.failure(failure, sent: true, phase: "reading the response")
+            case .malformed(let reason):
+                throw TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: reason)
+            case .tooLarge(let reason):
+                throw TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true, detail: reason)
+            case .closedWithoutResponse:
+                // A reused connection the server closed while idle broke; a fresh one it accepted and then
+                // closed without a word is a malformed exchange. Either way the request may have arrived.
+                throw isPooled
+                    ? TransportError(
+                        code: .connectionLost, requestMayHaveBeenSent: true,
+                        detail: "a reused connection closed before a response")
+                    : TransportError(
+                        code: .malformedResponse, requestMayHaveBeenSent: true,
+                        detail: "the server closed the connection without answering")
+            }
+        }
+        if reusable && request.reusesConnections && !exchange.isCancelled {
+            keepsSocket = putIdle(socket, target.endpoint)
+        }
+        return response
+    }
+
+    private func connect(_ endpoint: Endpoint, deadline: ContinuousClock.Instant) throws(TransportError) -> ClientSocket
+    {
+        do throws(ClientSocket.Failure) {
+            let tls =
+                endpoint.isSecure ? TLSSettings(trustedCertificatesFile: configuration.trustedCertificatesFile) : nil
+            return try ClientSocket.connect(host: endpoint.host, port: endpoint.port, tls: tls, deadline: deadline)
+        } catch {
+            throw Self.failure(error, sent: false, phase: "connecting to \(endpoint.host):\(endpoint.port)")
+        }
+    }
+
+    private static func failure(_ failure: ClientSocket.Failure, sent: Bool, phase: String) -> TransportError {
+        switch failure {
+        case .dns(let text):
+            return TransportError(code: .dnsFailed, requestMayHaveBeenSent: false, detail: "\(phase): \(text)")
+        case .unreachable(let text):
+            return TransportError(code: .notConnected, requestMayHaveBeenSent: false, detail: "\(phase): \(text)")
+        case .refused(let text):
+            return TransportError(code: .cannotConnect, requestMayHaveBeenSent: false, detail: "\(phase): \(text)")
+        case .connectTimedOut:
+            return TransportError(code: .timedOut, requestMayHaveBeenSent: false, detail: "\(phase): timed out")
+        case .tls(let text):
+            return TransportError(
+                code: .secureConnectionFailed, requestMayHaveBeenSent: false, detail: "\(phase): \(text)")
+        case .timedOut:
+            return TransportError(code: .timedOut, requestMayHaveBeenSent: sent, detail: "\(phase): timed out")
+        case .broken(let text):
+            return TransportError(code: .connectionLost, requestMayHaveBeenSent: sent, detail: "\(phase): \(text)")
+        case .cancelled:
+            return TransportError(code: .cancelled, requestMayHaveBeenSent: sent, detail: "\(phase): cancelled")
+        }
+    }
+
+    // MARK: - Pool
+
+    private func takeIdle(_ endpoint: Endpoint) -> ClientSocket? {
+        while let candidate = idle.withLock({ $0[endpoint]?.popLast() }) {
+            // A server may have closed an idle connection; sending on it would only fail after the fact.
+            if candidate.isReusable { return candidate }
+            candidate.close()
+        }
+        return nil
+    }
+
+    private func putIdle(_ socket: ClientSocket, _ endpoint: Endpoint) -> Bool {
+        idle.withLock { idle in
+            guard idle[endpoint, default: []].count < configuration.maximumIdleConnectionsPerOrigin else {
+                return false
+            }
+            idle[endpoint, default: []].append(socket)
+            return true
+        }
+    }
+
+    // MARK: - Request
+
+    struct Target {
+        let endpoint: Endpoint
+        /// `path?query`, as sent on the request line.
+        let requestTarget: String
+        /// The `Host` field value.
+        let hostField: String
+    }
+
+    static func target(of request: TransportRequest) throws(TransportError) -> Target {
+        guard let components = URLComponents(url: request.url, resolvingAgainstBaseURL: true),
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = components.host, !host.isEmpty
+        else {
+            throw TransportError(
+                code: .other, requestMayHaveBeenSent: false, detail: "\(request.url) is not an http(s) URL with a host")
+        }
+        let isSecure = scheme == "https"
+        let defaultPort = isSecure ? 443 : 80
+        let port = components.port ?? defaultPort
+        var requestTarget = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        if let query = components.percentEncodedQuery { requestTarget += "?" + query }
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        return Target(
+            endpoint: Endpoint(isSecure: isSecure, host: host, port: port), requestTarget: requestTarget,
+            hostField: port == defaultPort ? bracketed : "\(bracketed):\(port)")
+    }
+
+    /// The request line and header fields. Fields the transport owns (`Host`, `Content-Length`,
+    /// `Transfer-Encoding`, `Connection`) are written by it; a name or value with a line break or NUL is
+    /// refused (it would smuggle a second request).
+    static func head(of request: TransportRequest, target: Target) throws(TransportError) -> [UInt8] {
+        func isSafe(_ text: String) -> Bool { !text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 } }
+        guard !request.method.isEmpty, request.method.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw TransportError(code: .other, requestMayHaveBeenSent: false, detail: "invalid method")
+        }
+        var text = "\(request.method) \(target.requestTarget) HTTP/1.1\r\nHost: \(target.hostField)\r\n"
+        let owned: Set<String> = ["host", "content-length", "transfer-encoding", "connection"]
+        for field in request.headers where !owned.contains(field.name.lowercased()) {
+            guard !field.name.isEmpty, isSafe(field.name), !field.name.contains(":"), isSafe(field.value) else {
+                throw TransportError(
+                    code: .other, requestMayHaveBeenSent: false,
+                    detail: "header field \(field.name.debugDescription) has a line break or is not a field name")
+            }
+            text += "\(field.name): \(field.value)\r\n"
+        }
+        if let body = request.body {
+            text += "Content-Length: \(body.count)\r\n"
+        } else if ["POST", "PUT", "PATCH"].contains(request.method) {
+            text += "Content-Length: 0\r\n"
+        }
+        if !request.reusesConnections { text += "Connection: close\r\n" }
+        return Array((text + "\r\n").utf8)
+    }
+}

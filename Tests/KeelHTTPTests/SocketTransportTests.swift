@@ -1,0 +1,186 @@
+import Foundation
+import KeelCore
+import KeelHTTP
+import KeelTesting
+import Testing
+
+/// Keel's own HTTP/1.1 transport against real sockets: framing, connection reuse, failures with an honest
+/// "was it sent", cancellation, and a size limit that bounds memory.
+@Suite(.timeLimit(.minutes(1))) struct SocketTransportTests {
+    let server: TestServer
+    let transport = SocketTransport()
+
+    init() throws { server = try TestServer() }
+
+    private func get(_ path: String, limit: Int = 16 << 20, reuse: Bool = true, timeout: Duration = .seconds(10))
+        async throws(TransportError) -> TransportResponse
+    {
+        try await transport.send(
+            TransportRequest(
+                method: "GET", url: server.url(path), transportTimeout: timeout, maximumResponseBytes: limit,
+                reusesConnections: reuse))
+    }
+
+    @Test func sendsTheRequestAndReadsTheResponse() async throws {
+        server.enqueue(.json(#"{"id": 7}"#, status: 201, headers: ["X-Request-ID": "r-1"]))
+        let response = try await transport.send(
+            TransportRequest(
+                method: "POST", url: server.url("/notes?draft=1"), headers: ["Accept": "application/json", "X-A": "1"],
+                body: Data(#"{"title": "t"}"#.utf8)))
+        #expect(response.status == 201)
+        #expect(response.header("x-request-id") == "r-1")
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"id": 7}"#)
+        let recorded = try #require(server.requests.first)
+        #expect(recorded.method == "POST" && recorded.target == "/notes?draft=1")
+        #expect(recorded.headers["Host"] == "127.0.0.1:\(server.port)")
+        #expect(recorded.headers["Content-Length"] == "14" && recorded.headers["X-A"] == "1")
+        #expect(String(decoding: recorded.body, as: UTF8.self) == #"{"title": "t"}"#)
+    }
+
+    @Test func keepAliveConnectionsAreReusedOnlyWhereAllowed() async throws {
+        for _ in 0..<4 { server.enqueue(.json("{}")) }
+        _ = try await get("/a")
+        _ = try await get("/b")
+        _ = try await get("/c", reuse: false)
+        _ = try await get("/d", reuse: false)
+        let requests = server.requests
+        #expect(requests[0].connectionID == requests[1].connectionID)
+        #expect(Set(requests.map(\.connectionID)).count == 3)
+        #expect(requests[2].headers["Connection"] == "close" && requests[3].headers["Connection"] == "close")
+    }
+
+    @Test func chunkedHeadAndEmptyBodiesAreFramedRight() async throws {
+        server.enqueue(TestResponse(body: String(repeating: "z", count: 10_000)).chunked(size: 333))
+        server.enqueue(TestResponse(status: 204))
+        server.enqueue(TestResponse(headers: ["Content-Length": "5"], body: "hello"))
+        #expect(try await get("/chunked").body.count == 10_000)
+        #expect(try await get("/empty").body.isEmpty)
+        let head = try await transport.send(TransportRequest(method: "HEAD", url: server.url("/head")))
+        #expect(head.status == 200 && head.body.isEmpty && head.header("Content-Length") == "5")
+        // Still one connection: every response was framed exactly.
+        #expect(Set(server.requests.map(\.connectionID)).count == 1)
+    }
+
+    @Test func framingSurvivesBytesArrivingInAwkwardPieces() async throws {
+        let text = String((0..<2_000).map { _ in "abcdefghij".randomElement()! })
+        server.enqueue(
+            TestResponse(headers: ["X-Long": String(repeating: "v", count: 3_000)], body: text)
+                .chunked(size: 7).throttled(bytes: 3, per: .milliseconds(1)))
+        server.enqueue(TestResponse(body: text).throttled(bytes: 5, per: .milliseconds(1)))
+        #expect(String(decoding: try await get("/pieces").body, as: UTF8.self) == text)
+        #expect(String(decoding: try await get("/pieces").body, as: UTF8.self) == text)
+    }
+
+    @Test func aServerThatClosesWithoutAnsweringIsMalformedAndMayHaveReceivedIt() async throws {
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        do {
+            _ = try await get("/drop", reuse: false)
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.code == .malformedResponse && error.requestMayHaveBeenSent)
+        }
+    }
+
+    @Test func aBodyCutShortIsMalformedAndWasSent() async throws {
+        server.enqueue(TestResponse(body: "0123456789", socketEffect: .disconnectDuringResponseBody(afterBytes: 4)))
+        do {
+            _ = try await get("/cut")
+            Issue.record("a truncated body must fail")
+        } catch {
+            #expect(error.code == .malformedResponse && error.requestMayHaveBeenSent)
+        }
+    }
+
+    @Test(arguments: [
+        "HTTP/1.1 2000 OK\r\n\r\n", "garbage\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx",
+    ])
+    func malformedResponsesAreRefused(raw: String) async throws {
+        server.enqueue(.raw(raw))
+        do {
+            _ = try await get("/bad")
+            Issue.record("\(raw.debugDescription) must be refused")
+        } catch {
+            #expect(error.code == .malformedResponse)
+        }
+    }
+
+    @Test func aRefusedConnectionWasNotSent() async throws {
+        let refusing = try RefusingPort()
+        do {
+            _ = try await transport.send(
+                TransportRequest(method: "POST", url: refusing.url("/pay"), body: Data("x".utf8)))
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.code == .cannotConnect && !error.requestMayHaveBeenSent)
+        }
+    }
+
+    @Test func hostileHeaderFieldsAreRefusedBeforeAnythingIsSent() async throws {
+        do {
+            _ = try await transport.send(
+                TransportRequest(method: "GET", url: server.url("/x"), headers: ["X-A": "1\r\nX-Injected: 2"]))
+            Issue.record("a header with a line break must be refused")
+        } catch {
+            #expect(error.code == .other && !error.requestMayHaveBeenSent)
+        }
+        #expect(server.requestCount == 0)
+    }
+
+    @Test func cancellingClosesTheConnectionAtOnce() async throws {
+        server.enqueue(TestResponse(socketEffect: .noResponse))
+        let call = Task { () async -> TransportError? in
+            do throws(TransportError) {
+                _ = try await get("/hang")
+                return nil
+            } catch {
+                return error
+            }
+        }
+        _ = try await server.takeRequest(timeout: .seconds(30))
+        call.cancel()
+        let error = await call.value
+        #expect(error != nil, "a cancelled exchange must fail")
+        #expect(error?.code == .cancelled && error?.requestMayHaveBeenSent == true)
+        _ = try await server.awaitConnectionEvent(timeout: .seconds(10)) { $0.kind == .closedByClient }
+    }
+
+    @Test func theTransportTimeoutBoundsASilentServer() async throws {
+        server.enqueue(TestResponse(socketEffect: .noResponse))
+        do {
+            _ = try await get("/silent", timeout: .milliseconds(300))
+            Issue.record("a silent server must time out")
+        } catch {
+            #expect(error.code == .timedOut && error.requestMayHaveBeenSent)
+        }
+    }
+
+    /// The reason this transport exists: memory stays bounded whatever the server sends.
+    @Test(.enabled(if: PeakMemory.isAvailable), arguments: [false, true])
+    func aGibibyteBodyIsRefusedWithoutBeingDownloaded(chunked: Bool) async throws {
+        let response = TestResponse(headers: ["Content-Type": "application/json"]).generatedBody(count: 1 << 30)
+        server.enqueue(chunked ? response.chunked(size: 64 * 1024) : response)
+        let baseline = try PeakMemory.reset()
+        do {
+            _ = try await get("/huge", limit: 16 << 20, timeout: .seconds(60))
+            Issue.record("a body over the limit must fail")
+        } catch {
+            #expect(error.code == .responseTooLarge)
+        }
+        let peak = try PeakMemory.peak()
+        #expect(peak - baseline <= (16 << 20) + (32 << 20), "peak RSS grew by \((peak - baseline) >> 20) MiB")
+        let closed = try await server.awaitConnectionEvent(timeout: .seconds(30)) { $0.kind == .closedByClient }
+        #expect(closed.bytesSent < 64 << 20, "the server sent \(closed.bytesSent >> 20) MiB before the client hung up")
+    }
+
+    @Test func theHTTPClientRunsOnIt() async throws {
+        let harness = try Harness(policy: CallPolicy(maximumAttempts: 3), transport: SocketTransport(), server: server)
+        server.enqueue(TestResponse(status: 503))
+        server.enqueue(.json(#"{"id": 1}"#))
+        let reply = try #require(await harness.send(.get("/notes/1")).success)
+        #expect(reply.attempts == 2 && reply.status == 200)
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        let failure = try #require(await harness.send(.post("/pay", body: Data("{}".utf8))).failure)
+        #expect(failure.outcome == .unknown)  // sent, no answer: never repeated
+        #expect(server.requests.filter { $0.method == "POST" }.count == 1)
+    }
+}
