@@ -15,6 +15,34 @@ enum HTTPBenchmarks {
         return text + "]"
     }()
 
+    /// The client as apps on this platform get it (its default transport: SocketTransport on Linux).
+    static let getDefaultTransport = Benchmark(
+        name: "http.get.default-transport",
+        unit: "µs per GET",
+        goal: "ratio ≤ 1.03 (Keel's client on its default transport vs raw URLSession.data(for:), 1 KiB JSON)",
+        operations: 2000,
+        prepare: {
+            let server = try TestServer(dispatcher: TestServer.Dispatcher { _ in .json(body) })
+            let session = URLSession(configuration: .ephemeral)
+            let url = server.url("/notes")
+            let client = HTTPClient(configuration: .init(baseURL: server.baseURL))
+            return Benchmark.Sides(
+                baseline: {
+                    let (data, _) = try await session.data(for: URLRequest(url: url))
+                    guard data.count > 1000 else { throw BenchError("short body") }
+                },
+                candidate: {
+                    let reply = try await client.send(.get("/notes"))
+                    guard reply.body.count > 1000 else { throw BenchError("short body") }
+                },
+                teardown: {
+                    session.invalidateAndCancel()
+                    server.shutdown()
+                }
+            )
+        }
+    )
+
     static let get = Benchmark(
         name: "http.get",
         unit: "µs per GET",

@@ -10,6 +10,7 @@ enum KeelBench {
         ContractBenchmarks.decodeTolerant,
         ContractBenchmarks.schemaValidate,
         HTTPBenchmarks.get,
+        HTTPBenchmarks.getDefaultTransport,
         ContractToolsBenchmarks.diff,
         ContractToolsBenchmarks.diffConcurrent,
         StoreBenchmarks.insert,
