@@ -16,57 +16,47 @@ enum HTTPBenchmarks {
     }()
 
     /// The client as apps on this platform get it (its default transport: SocketTransport on Linux).
-    static let getDefaultTransport = Benchmark(
+    static let getDefaultTransport = getBenchmark(
         name: "http.get.default-transport",
-        unit: "µs per GET",
         goal: "ratio ≤ 1.03 (Keel's client on its default transport vs raw URLSession.data(for:), 1 KiB JSON)",
-        operations: 2000,
-        prepare: {
-            let server = try TestServer(dispatcher: TestServer.Dispatcher { _ in .json(body) })
-            let session = URLSession(configuration: .ephemeral)
-            let url = server.url("/notes")
-            let client = HTTPClient(configuration: .init(baseURL: server.baseURL))
-            return Benchmark.Sides(
-                baseline: {
-                    let (data, _) = try await session.data(for: URLRequest(url: url))
-                    guard data.count > 1000 else { throw BenchError("short body") }
-                },
-                candidate: {
-                    let reply = try await client.send(.get("/notes"))
-                    guard reply.body.count > 1000 else { throw BenchError("short body") }
-                },
-                teardown: {
-                    session.invalidateAndCancel()
-                    server.shutdown()
-                }
-            )
-        }
-    )
+        transport: HTTPClient.Configuration.makeDefaultTransport)
 
-    static let get = Benchmark(
+    /// The client's own overhead over the same URLSession stack.
+    static let get = getBenchmark(
         name: "http.get",
-        unit: "µs per GET",
         goal: "ratio ≤ 1.03 (Keel's client vs raw URLSession.data(for:), 1 KiB JSON from TestServer)",
-        operations: 2000,  // the 2,000 sequential GETs per measured batch
-        prepare: {
-            let server = try TestServer(dispatcher: TestServer.Dispatcher { _ in .json(body) })
-            let session = URLSession(configuration: .ephemeral)
-            let url = server.url("/notes")
-            let client = HTTPClient(configuration: .init(baseURL: server.baseURL, transport: URLSessionTransport()))
-            return Benchmark.Sides(
-                baseline: {
-                    let (data, _) = try await session.data(for: URLRequest(url: url))
-                    guard data.count > 1000 else { throw BenchError("short body") }
-                },
-                candidate: {
-                    let reply = try await client.send(.get("/notes"))
-                    guard reply.body.count > 1000 else { throw BenchError("short body") }
-                },
-                teardown: {
-                    session.invalidateAndCancel()
-                    server.shutdown()
-                }
-            )
-        }
-    )
+        transport: { URLSessionTransport() })
+
+    /// 2,000 sequential GETs of 1 KiB of JSON from TestServer: Keel's client on `transport` against raw
+    /// `URLSession.data(for:)`.
+    static func getBenchmark(name: String, goal: String, transport: @escaping @Sendable () -> any HTTPTransport)
+        -> Benchmark
+    {
+        Benchmark(
+            name: name,
+            unit: "µs per GET",
+            goal: goal,
+            operations: 2000,  // the 2,000 sequential GETs per measured batch
+            prepare: {
+                let server = try TestServer(dispatcher: TestServer.Dispatcher { _ in .json(body) })
+                let session = URLSession(configuration: .ephemeral)
+                let url = server.url("/notes")
+                let client = HTTPClient(configuration: .init(baseURL: server.baseURL, transport: transport()))
+                return Benchmark.Sides(
+                    baseline: {
+                        let (data, _) = try await session.data(for: URLRequest(url: url))
+                        guard data.count > 1000 else { throw BenchError("short body") }
+                    },
+                    candidate: {
+                        let reply = try await client.send(.get("/notes"))
+                        guard reply.body.count > 1000 else { throw BenchError("short body") }
+                    },
+                    teardown: {
+                        session.invalidateAndCancel()
+                        server.shutdown()
+                    }
+                )
+            }
+        )
+    }
 }
