@@ -93,6 +93,9 @@ import Testing
 
     @Test(arguments: [
         "HTTP/1.1 2000 OK\r\n\r\n", "garbage\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n",
     ])
     func malformedResponsesAreRefused(raw: String) async throws {
         server.enqueue(.raw(raw))

@@ -133,7 +133,10 @@ struct ResponseReader {
         while true {
             let line = try readLine(limit: 1024, what: "chunk size")
             let sizeText = line.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 32 && $0 != 9 }
-            guard !sizeText.isEmpty, sizeText.count <= 15,
+            let isHexDigit = { (byte: UInt8) in
+                (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
+            }
+            guard !sizeText.isEmpty, sizeText.count <= 15, sizeText.allSatisfy(isHexDigit),
                 let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
             else {
                 throw .malformed("invalid chunk size line")
