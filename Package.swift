@@ -145,6 +145,7 @@ if Context.environment["KEEL_FUZZ"] == "1" {
         ("yaml-openapi", ["KeelContractTools"]),
         ("schema", ["KeelSchema", "KeelContract"]),
         ("http-date", ["KeelHTTP"]),
+        ("http-response", ["KeelHTTP"]),
         ("request-head", ["KeelTesting"]),
     ]
     for target in fuzzTargets {

@@ -11,13 +11,13 @@ import KeelCore
 
 /// One connected TCP socket, optionally wrapped in TLS. Used by one exchange at a time; ``cancel()`` may
 /// come from any thread and makes every blocked or later read and write fail at once.
-final class ClientSocket: @unchecked Sendable {
+package final class ClientSocket: @unchecked Sendable {
     // @unchecked Sendable: `descriptor` and `tls` are set once; `isCancelled` is only read and written
     // through `cancelled`, a Locked; the socket itself is used by one exchange at a time (the pool hands it
     // out exclusively), and `shutdown` is safe to call concurrently with a blocked read.
 
     /// Why a socket operation failed.
-    enum Failure: Error, Sendable {
+    package enum Failure: Error, Sendable {
         /// The name did not resolve.
         case dns(String)
         /// No route or no network.
@@ -144,7 +144,7 @@ final class ClientSocket: @unchecked Sendable {
     }
 
     /// Reads at most `buffer.count` bytes before `deadline`; 0 means the peer closed the connection.
-    func read(into buffer: inout [UInt8], deadline: ContinuousClock.Instant) throws(Failure) -> Int {
+    package func read(into buffer: inout [UInt8], deadline: ContinuousClock.Instant) throws(Failure) -> Int {
         try checkCancelled()
         if let tls { return try tls.read(into: &buffer, socket: self, deadline: deadline) }
         while true {

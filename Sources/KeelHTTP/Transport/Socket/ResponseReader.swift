@@ -1,10 +1,18 @@
 import Foundation
 import KeelCore
 
-/// Reads one HTTP/1.1 response from a socket, within a size limit that bounds memory (RFC 9112 framing:
-/// Content-Length, chunked, or until the connection closes).
-struct ResponseReader {
-    enum Failure: Error {
+/// Where a ``ResponseReader`` gets its bytes: a ``ClientSocket``, or (fuzzing, tests) any byte stream.
+package protocol ResponseByteSource {
+    /// Reads at most `buffer.count` bytes before `deadline`; 0 at end of stream.
+    func read(into buffer: inout [UInt8], deadline: ContinuousClock.Instant) throws(ClientSocket.Failure) -> Int
+}
+
+extension ClientSocket: ResponseByteSource {}
+
+/// Reads one HTTP/1.1 response from a byte source, within a size limit that bounds memory (RFC 9112
+/// framing: Content-Length, chunked, or until the connection closes).
+package struct ResponseReader<Source: ResponseByteSource> {
+    package enum Failure: Error {
         case socket(ClientSocket.Failure)
         case malformed(String)
         case tooLarge(String)
@@ -12,7 +20,7 @@ struct ResponseReader {
         case closedWithoutResponse
     }
 
-    let socket: ClientSocket
+    let socket: Source
     let deadline: ContinuousClock.Instant
     let maximumHeadBytes: Int
     private var buffer: [UInt8] = []
@@ -21,14 +29,14 @@ struct ResponseReader {
     /// Whether any byte of a response arrived.
     private var receivedAnything = false
 
-    init(socket: ClientSocket, deadline: ContinuousClock.Instant, maximumHeadBytes: Int) {
+    package init(socket: Source, deadline: ContinuousClock.Instant, maximumHeadBytes: Int) {
         self.socket = socket
         self.deadline = deadline
         self.maximumHeadBytes = maximumHeadBytes
     }
 
     /// The response, and whether the connection may carry another request.
-    mutating func read(method: String, limit: Int) throws(Failure) -> (TransportResponse, reusable: Bool) {
+    package mutating func read(method: String, limit: Int) throws(Failure) -> (TransportResponse, reusable: Bool) {
         var head = try readHead()
         // Interim answers (100 Continue, 103 Early Hints) precede the real one.
         while (100...199).contains(head.status) && head.status != 101 { head = try readHead() }
