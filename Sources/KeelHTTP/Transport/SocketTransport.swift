@@ -158,7 +158,7 @@ public final class SocketTransport: HTTPTransport {
             socket: socket, deadline: deadline, maximumHeadBytes: configuration.maximumHeadBytes)
         let response: TransportResponse
         let reusable: Bool
-        do throws(ResponseReader<ClientSocket>.Failure) {
+        do throws(ResponseReadFailure) {
             (response, reusable) = try reader.read(
                 method: request.method, limit: request.maximumResponseBytes)
         } catch {

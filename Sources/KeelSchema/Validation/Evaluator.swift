@@ -26,10 +26,15 @@ struct Evaluator {
     private var depth = 0
     private static let maximumDepth = 2000
 
+    /// Whether evaluated properties and items are recorded: only when some schema reads them (an
+    /// `unevaluated*` keyword with its vocabulary on); otherwise the sets would be built for nothing.
+    let collectsAnnotations: Bool
+
     init(registry: SchemaRegistry, options: ValidationOptions, vocabularies: Vocabularies) {
         self.registry = registry
         self.options = options
         self.vocabularies = vocabularies
+        self.collectsAnnotations = vocabularies.unevaluated && registry.usesUnevaluated
     }
 
     /// What evaluating one schema against one instance found.
@@ -79,7 +84,7 @@ struct Evaluator {
             let entersResource = dynamicScope.last != resource
             if entersResource { dynamicScope.append(resource) }
             defer { if entersResource { dynamicScope.removeLast() } }
-            evaluateKeywords(schema, base: base, instance, instancePath, keywordPath, &outcome)
+            evaluateKeywords(schema, node: node, instance, instancePath, keywordPath, &outcome)
             return outcome
         default:
             // Not reachable through a valid schema; treat as "anything goes" rather than crash.
@@ -90,16 +95,19 @@ struct Evaluator {
     // MARK: - Keywords
 
     private mutating func evaluateKeywords(
-        _ schema: JSONObject, base: URIReference, _ instance: JSONValue, _ instancePath: String, _ keywordPath: String,
+        _ schema: JSONObject, node: SchemaNode, _ instance: JSONValue, _ instancePath: String, _ keywordPath: String,
         _ outcome: inout Outcome
     ) {
+        let base = node.base
         if case .string(let reference) = schema["$ref"] ?? .null {
             followReference(
-                reference, dynamic: false, base: base, instance, instancePath, keywordPath + "/$ref", &outcome)
+                reference, dynamic: false, base: base, target: registry.referenceTargets[node.location + "/$ref"],
+                instance, instancePath, keywordPath + "/$ref", &outcome)
         }
         if case .string(let reference) = schema["$dynamicRef"] ?? .null {
             followReference(
-                reference, dynamic: true, base: base, instance, instancePath, keywordPath + "/$dynamicRef", &outcome)
+                reference, dynamic: true, base: base, target: registry.referenceTargets[node.location + "/$dynamicRef"],
+                instance, instancePath, keywordPath + "/$dynamicRef", &outcome)
         }
         if vocabularies.applicator {
             applyInPlaceApplicators(schema, base: base, instance, instancePath, keywordPath, &outcome)
@@ -125,11 +133,13 @@ struct Evaluator {
         }
     }
 
+    /// Evaluates the target of `reference`: `target` when compilation resolved it already (the usual case),
+    /// otherwise resolved now.
     private mutating func followReference(
-        _ reference: String, dynamic: Bool, base: URIReference, _ instance: JSONValue, _ instancePath: String,
-        _ keywordPath: String, _ outcome: inout Outcome
+        _ reference: String, dynamic: Bool, base: URIReference, target resolved: SchemaNode?, _ instance: JSONValue,
+        _ instancePath: String, _ keywordPath: String, _ outcome: inout Outcome
     ) {
-        guard var target = try? registry.node(for: reference, from: base) else {
+        guard var target = resolved ?? (try? registry.node(for: reference, from: base)) else {
             // References were all resolved when the schema was compiled; this cannot happen.
             outcome.fail(instancePath, keywordPath, "unresolvable reference \(reference)")
             return
@@ -289,7 +299,11 @@ struct Evaluator {
                 let result = evaluate(
                     child(subschema, of: base, at: path), value,
                     instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                if result.isValid { outcome.evaluatedProperties.insert(name) } else { outcome.errors += result.errors }
+                if result.isValid {
+                    if collectsAnnotations { outcome.evaluatedProperties.insert(name) }
+                } else {
+                    outcome.errors += result.errors
+                }
             }
         }
         if case .object(let patterns) = schema["patternProperties"] ?? .null {
@@ -302,7 +316,7 @@ struct Evaluator {
                         child(subschema, of: base, at: path), value,
                         instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
                     if result.isValid {
-                        outcome.evaluatedProperties.insert(name)
+                        if collectsAnnotations { outcome.evaluatedProperties.insert(name) }
                     } else {
                         outcome.errors += result.errors
                     }
@@ -316,7 +330,7 @@ struct Evaluator {
                     child(additional, of: base, at: path), value,
                     instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
                 if result.isValid {
-                    outcome.evaluatedProperties.insert(name)
+                    if collectsAnnotations { outcome.evaluatedProperties.insert(name) }
                 } else if case .bool(false) = additional {
                     outcome.fail(
                         instancePath + "/" + JSONPointer.escape(name), path,
@@ -350,7 +364,11 @@ struct Evaluator {
                 let result = evaluate(
                     child(subschema, of: base, at: path), array[index], instancePath: instancePath + "/\(index)",
                     keywordPath: path)
-                if result.isValid { outcome.evaluatedItems.insert(index) } else { outcome.errors += result.errors }
+                if result.isValid {
+                    if collectsAnnotations { outcome.evaluatedItems.insert(index) }
+                } else {
+                    outcome.errors += result.errors
+                }
             }
             prefixCount = prefix.count
         }

@@ -24,6 +24,12 @@ final class SchemaRegistry: @unchecked Sendable {
     private(set) var resources: [String: SchemaNode] = [:]
     private(set) var anchors: [String: SchemaNode] = [:]
     private(set) var dynamicAnchors: Set<String> = []
+    /// Whether any indexed schema uses `unevaluatedProperties` or `unevaluatedItems`: only then does
+    /// evaluation need to collect which properties and items were evaluated (the annotations they read).
+    private(set) var usesUnevaluated = false
+    /// The target of every `$ref` and `$dynamicRef` (its initial target, before dynamic scope), by the
+    /// keyword's location (`<schema location>/$ref`), resolved once while compiling.
+    private(set) var referenceTargets: [String: SchemaNode] = [:]
     private var pendingReferences: [(reference: String, base: URIReference, location: String)] = []
     private var pendingMetaschemas: [(uri: String, location: String)] = []
     private var loadedDocuments: Set<String> = []
@@ -69,6 +75,7 @@ final class SchemaRegistry: @unchecked Sendable {
     private func index(_ node: SchemaNode, pointer: String) throws(SchemaError) {
         guard case .object(let object) = node.value else { return }
         guard indexedLocations.insert(node.location).inserted else { return }
+        if object["unevaluatedProperties"] != nil || object["unevaluatedItems"] != nil { usesUnevaluated = true }
         // Patterns are compiled now: an invalid one is a broken schema, not a silent "nothing matches".
         if case .string(let pattern) = object["pattern"] ?? .null { try checkPattern(pattern, at: node.location) }
         if case .object(let patterns) = object["patternProperties"] ?? .null {
@@ -153,7 +160,7 @@ final class SchemaRegistry: @unchecked Sendable {
             _ = try resource(uri, referencedFrom: location)
         }
         while let (reference, base, location) = pendingReferences.popLast() {
-            _ = try node(for: reference, from: base, referencedFrom: location)
+            referenceTargets[location] = try node(for: reference, from: base, referencedFrom: location)
             while let (uri, metaLocation) = pendingMetaschemas.popLast() {
                 _ = try resource(uri, referencedFrom: metaLocation)
             }

@@ -9,17 +9,19 @@ package protocol ResponseByteSource {
 
 extension ClientSocket: ResponseByteSource {}
 
+/// Why a ``ResponseReader`` could not read a response. (Not nested in the generic reader: typed throws of
+/// a type nested in a generic crash the Swift 6.3 optimizer.)
+package enum ResponseReadFailure: Error {
+    case socket(ClientSocket.Failure)
+    case malformed(String)
+    case tooLarge(String)
+    /// The connection ended before any byte of a response.
+    case closedWithoutResponse
+}
+
 /// Reads one HTTP/1.1 response from a byte source, within a size limit that bounds memory (RFC 9112
 /// framing: Content-Length, chunked, or until the connection closes).
 package struct ResponseReader<Source: ResponseByteSource> {
-    package enum Failure: Error {
-        case socket(ClientSocket.Failure)
-        case malformed(String)
-        case tooLarge(String)
-        /// The connection ended before any byte of a response.
-        case closedWithoutResponse
-    }
-
     let socket: Source
     let deadline: ContinuousClock.Instant
     let maximumHeadBytes: Int
@@ -36,7 +38,9 @@ package struct ResponseReader<Source: ResponseByteSource> {
     }
 
     /// The response, and whether the connection may carry another request.
-    package mutating func read(method: String, limit: Int) throws(Failure) -> (TransportResponse, reusable: Bool) {
+    package mutating func read(method: String, limit: Int) throws(ResponseReadFailure) -> (
+        TransportResponse, reusable: Bool
+    ) {
         var head = try readHead()
         // Interim answers (100 Continue, 103 Early Hints) precede the real one.
         while (100...199).contains(head.status) && head.status != 101 { head = try readHead() }
@@ -75,7 +79,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
         var headers: HeaderFields
     }
 
-    private mutating func readHead() throws(Failure) -> Head {
+    private mutating func readHead() throws(ResponseReadFailure) -> Head {
         var lines: [String] = []
         var headBytes = 0
         while true {
@@ -107,7 +111,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
     }
 
     /// One Content-Length, or several identical ones; anything else is malformed (RFC 9112 §6.3).
-    private func contentLength(_ headers: HeaderFields) throws(Failure) -> Int? {
+    private func contentLength(_ headers: HeaderFields) throws(ResponseReadFailure) -> Int? {
         let values = headers.values(for: "Content-Length").flatMap { $0.split(separator: ",") }.map {
             $0.trimmingSpacesAndTabs()
         }
@@ -122,7 +126,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
 
     // MARK: - Bodies
 
-    private mutating func readExactly(_ count: Int) throws(Failure) -> Data {
+    private mutating func readExactly(_ count: Int) throws(ResponseReadFailure) -> Data {
         var body = Data()
         body.reserveCapacity(count)
         while body.count < count {
@@ -136,7 +140,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
         return body
     }
 
-    private mutating func readChunked(limit: Int) throws(Failure) -> Data {
+    private mutating func readChunked(limit: Int) throws(ResponseReadFailure) -> Data {
         var body = Data()
         while true {
             let line = try readLine(limit: 1024, what: "chunk size")
@@ -167,7 +171,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
         }
     }
 
-    private mutating func readUntilClose(limit: Int) throws(Failure) -> Data {
+    private mutating func readUntilClose(limit: Int) throws(ResponseReadFailure) -> Data {
         var body = Data()
         while true {
             if start < buffer.count {
@@ -184,7 +188,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
     // MARK: - Bytes
 
     /// The next line without its CRLF (a bare LF is accepted), at most `limit` bytes.
-    private mutating func readLine(limit: Int, what: String) throws(Failure) -> ArraySlice<UInt8> {
+    private mutating func readLine(limit: Int, what: String) throws(ResponseReadFailure) -> ArraySlice<UInt8> {
         var searchFrom = start
         while true {
             if let newline = buffer[searchFrom...].firstIndex(of: 10) {
@@ -211,7 +215,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
     }
 
     /// Reads more bytes into the buffer (dropping what was consumed); false at end of stream.
-    private mutating func fill() throws(Failure) -> Bool {
+    private mutating func fill() throws(ResponseReadFailure) -> Bool {
         if start > 0 {
             buffer.removeFirst(start)
             start = 0
