@@ -125,6 +125,20 @@ private struct HangingPreparation: HTTPMiddleware {
         #expect(harness.events.withLock { $0.contains(.replayRefused(afterAttempt: 1, status: 500)) })
     }
 
+    @Test func aReplayedAnswerThatMayHaveBeenAppliedKeepsTheOutcomeUnknown() async throws {
+        // A keyed POST may be replayed after a 500, but the 500 may have come after the commit: if the replay
+        // is then refused, the call's outcome is still unknown, not rejected.
+        let harness = try Harness(policy: CallPolicy(maximumAttempts: 2), middleware: [AlwaysReplay()])
+        harness.server.enqueue(TestResponse(status: 500))
+        harness.server.enqueue(TestResponse(status: 400))
+        let key = IdempotencyKey("key-9")
+        let failure = try #require(
+            await harness.send(.post("/pay", body: Data("{}".utf8), idempotency: .keyed(key))).failure)
+        #expect(failure.kind == .validation)
+        #expect(failure.outcome == .unknown)
+        #expect(harness.server.requestCount == 2)
+    }
+
     @Test func anUnsafeCallRefusedWith401IsReplayedBecauseNothingWasApplied() async throws {
         let auth = BearerAuth()
         let harness = try Harness(middleware: [auth])

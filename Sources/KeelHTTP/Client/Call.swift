@@ -94,6 +94,8 @@ struct Call {
                 {
                     replays += 1
                     reachedServer = true
+                    // The answer being replayed may still say the mutation was applied (a 500 after the commit).
+                    recordWhetherApplied(response)
                     emit(.replayScheduled(nextAttempt: attempts + 1, status: response.status))
                     isReplay = true
                     continue
@@ -374,18 +376,22 @@ struct Call {
         case 503 where details.code.map(configuration.errorBody.maintenanceCodes.contains) == true: kind = .maintenance
         default: kind = .technical
         }
-        // A mutation may have been applied although the answer is an error: a 500 can come after the
-        // commit, a 502/504 from a gateway whose upstream applied it, a same-origin 3xx (303 See Other)
-        // after processing.
-        if operation.mutates, [500, 502, 504].contains(response.status) || (300...399).contains(response.status) {
-            sawUnknown = true
-        }
+        recordWhetherApplied(response)
         return HTTPFailure(
             kind: kind, outcome: outcome, status: response.status, errorCode: details.code,
             requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts,
             retryAt: retryAfter.map { now.addingTimeInterval($0.inSeconds) },
             fieldErrors: kind == .validation ? details.fields : [], detail: Redacted("status \(response.status)")
         )
+    }
+
+    /// A mutation may have been applied although the answer is an error: a 500 can come after the commit,
+    /// a 502/504 from a gateway whose upstream applied it, a same-origin 3xx (303 See Other) after
+    /// processing. Such an answer makes the call's outcome unknown.
+    private mutating func recordWhetherApplied(_ response: TransportResponse) {
+        if operation.mutates, [500, 502, 504].contains(response.status) || (300...399).contains(response.status) {
+            sawUnknown = true
+        }
     }
 
     private mutating func transportFailure(_ error: TransportError) -> HTTPFailure {
