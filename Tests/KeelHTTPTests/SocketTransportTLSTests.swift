@@ -55,6 +55,34 @@ import Testing
         }
     }
 
+    /// Cancelling an HTTPS exchange shuts its socket down; closing must not then write a TLS close to it
+    /// (OpenSSL writes with write(2), and the SIGPIPE would kill the process).
+    @Test
+    func cancellingATLSExchangeEndsItWithoutKillingTheProcess() async throws {
+        let directory = try TemporaryDirectory()
+        let (cert, key) = try await Self.certificate(in: directory, names: "DNS:localhost")
+        // Without -www, s_server answers nothing: the exchange waits for a response until cancelled.
+        let server = try ChildProcess.launch(
+            executable: Self.openssl, arguments: ["s_server", "-accept", "0", "-cert", cert, "-key", key])
+        defer { server.kill() }
+        let line = try await server.waitForLine(timeout: .seconds(20)) { $0.hasPrefix("ACCEPT") }
+        let port = try #require(line.split(separator: ":").last.flatMap { Int($0) })
+        for _ in 0..<3 {
+            let call = Task { () async -> TransportError? in
+                do throws(TransportError) {
+                    _ = try await get("https://localhost:\(port)/", trusting: cert)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            call.cancel()
+            let error = await call.value
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
+        }
+    }
+
     @Test
     func anUntrustedCertificateIsRefusedBeforeAnythingIsSent() async throws {
         let directory = try TemporaryDirectory()

@@ -96,6 +96,8 @@ import Testing
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n\r\n",
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 0\r\n0123456789abcdef\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxx",
     ])
     func malformedResponsesAreRefused(raw: String) async throws {
         server.enqueue(.raw(raw))
@@ -105,6 +107,28 @@ import Testing
         } catch {
             #expect(error.code == .malformedResponse)
         }
+    }
+
+    @Test func transferEncodingBesideContentLengthIsReadChunkedAndTheConnectionRetired() async throws {
+        server.enqueue(
+            .raw(
+                "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+                socketEffect: .keepOpen))
+        server.enqueue(.json("{}"))
+        #expect(String(decoding: try await get("/smuggle").body, as: UTF8.self) == "hello")
+        _ = try await get("/next")
+        #expect(server.requests[0].connectionID != server.requests[1].connectionID)
+    }
+
+    @Test(arguments: [("Bad Name", "x"), ("X-A", "1\r\nX-Injected: 2"), ("X-B:", "y"), ("", "z")])
+    func headerFieldsThatAreNotFieldsAreRefused(name: String, value: String) async throws {
+        do {
+            _ = try await transport.send(TransportRequest(method: "GET", url: server.url("/x"), headers: [name: value]))
+            Issue.record("\(name.debugDescription) must be refused")
+        } catch {
+            #expect(error.code == .other && !error.requestMayHaveBeenSent)
+        }
+        #expect(server.requestCount == 0)
     }
 
     @Test func aRefusedConnectionWasNotSent() async throws {

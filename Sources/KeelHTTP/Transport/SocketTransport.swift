@@ -100,28 +100,36 @@ public final class SocketTransport: HTTPTransport {
         let port: Int
     }
 
-    /// The socket of an exchange, so that cancellation (from another thread) can close it.
+    /// The socket of an exchange, so that cancellation (from another thread) can reach it.
     final class Exchange: Sendable {
         private let state = Locked<(socket: ClientSocket?, isCancelled: Bool)>((nil, false))
 
-        /// Attaches `socket`; false (and the socket cancelled) when the exchange was cancelled already.
+        /// Attaches `socket`; false when the exchange was cancelled already.
         func attach(_ socket: ClientSocket) -> Bool {
-            let cancelled = state.withLock { state -> Bool in
+            state.withLock { state -> Bool in
+                guard !state.isCancelled else { return false }
                 state.socket = socket
+                return true
+            }
+        }
+
+        /// Lets go of the socket before it is pooled or closed, so that a late cancel cannot reach a
+        /// socket another exchange now uses; true when the exchange was cancelled meanwhile.
+        func detach() -> Bool {
+            state.withLock { state -> Bool in
+                state.socket = nil
                 return state.isCancelled
             }
-            if cancelled { socket.cancel() }
-            return !cancelled
         }
 
+        /// Cancels the attached socket (and any later attach). The socket is cancelled under the lock, so
+        /// it cannot have been detached and handed to another exchange in between.
         func cancel() {
-            state.withLock { state -> ClientSocket? in
+            state.withLock { state in
                 state.isCancelled = true
-                return state.socket
-            }?.cancel()
+                state.socket?.cancel()
+            }
         }
-
-        var isCancelled: Bool { state.withLock { $0.isCancelled } }
     }
 
     private func perform(_ request: TransportRequest, _ exchange: Exchange) throws(TransportError) -> TransportResponse
@@ -131,21 +139,27 @@ public final class SocketTransport: HTTPTransport {
         let target = try Self.target(of: request)
         let head = try Self.head(of: request, target: target)
 
-        // A pooled connection, or a new one. Nothing has been sent before this point.
-        var socket: ClientSocket
+        // A pooled connection, or a new one (attached before it connects, so a cancel stops the connect).
+        // Nothing has been sent before this point.
+        let socket: ClientSocket
         var isPooled = false
         if request.reusesConnections, let reused = takeIdle(target.endpoint) {
+            guard exchange.attach(reused) else {
+                reused.close()
+                throw TransportError(
+                    code: .cancelled, requestMayHaveBeenSent: false, detail: "cancelled before sending")
+            }
             socket = reused
             isPooled = true
         } else {
-            socket = try connect(target.endpoint, deadline: min(deadline, start + configuration.connectTimeout))
-        }
-        guard exchange.attach(socket) else {
-            socket.close()
-            throw TransportError(code: .cancelled, requestMayHaveBeenSent: false, detail: "cancelled before sending")
+            socket = try connect(
+                target.endpoint, deadline: min(deadline, start + configuration.connectTimeout), exchange: exchange)
         }
         var keepsSocket = false
-        defer { if !keepsSocket { socket.close() } }
+        defer {
+            let cancelled = exchange.detach()
+            if !keepsSocket || cancelled { socket.close() }
+        }
 
         do throws(ClientSocket.Failure) {
             try socket.write(head + [UInt8](request.body ?? Data()), deadline: deadline)
@@ -180,18 +194,20 @@ public final class SocketTransport: HTTPTransport {
                         detail: "the server closed the connection without answering")
             }
         }
-        if reusable && request.reusesConnections && !exchange.isCancelled {
+        if reusable && request.reusesConnections, !exchange.detach() {
             keepsSocket = putIdle(socket, target.endpoint)
         }
         return response
     }
 
-    private func connect(_ endpoint: Endpoint, deadline: ContinuousClock.Instant) throws(TransportError) -> ClientSocket
+    private func connect(_ endpoint: Endpoint, deadline: ContinuousClock.Instant, exchange: Exchange)
+        throws(TransportError) -> ClientSocket
     {
         do throws(ClientSocket.Failure) {
             let tls =
                 endpoint.isSecure ? TLSSettings(trustedCertificatesFile: configuration.trustedCertificatesFile) : nil
-            return try ClientSocket.connect(host: endpoint.host, port: endpoint.port, tls: tls, deadline: deadline)
+            return try ClientSocket.connect(
+                host: endpoint.host, port: endpoint.port, tls: tls, deadline: deadline, register: exchange.attach)
         } catch {
             throw Self.failure(error, sent: false, phase: "connecting to \(endpoint.host):\(endpoint.port)")
         }
@@ -200,16 +216,16 @@ public final class SocketTransport: HTTPTransport {
     private static func failure(_ failure: ClientSocket.Failure, sent: Bool, phase: String) -> TransportError {
         switch failure {
         case .dns(let text):
-            return TransportError(code: .dnsFailed, requestMayHaveBeenSent: false, detail: "\(phase): \(text)")
+            return TransportError(code: .dnsFailed, requestMayHaveBeenSent: sent, detail: "\(phase): \(text)")
         case .unreachable(let text):
-            return TransportError(code: .notConnected, requestMayHaveBeenSent: false, detail: "\(phase): \(text)")
+            return TransportError(code: .notConnected, requestMayHaveBeenSent: sent, detail: "\(phase): \(text)")
         case .refused(let text):
-            return TransportError(code: .cannotConnect, requestMayHaveBeenSent: false, detail: "\(phase): \(text)")
+            return TransportError(code: .cannotConnect, requestMayHaveBeenSent: sent, detail: "\(phase): \(text)")
         case .connectTimedOut:
-            return TransportError(code: .timedOut, requestMayHaveBeenSent: false, detail: "\(phase): timed out")
+            return TransportError(code: .timedOut, requestMayHaveBeenSent: sent, detail: "\(phase): timed out")
         case .tls(let text):
             return TransportError(
-                code: .secureConnectionFailed, requestMayHaveBeenSent: false, detail: "\(phase): \(text)")
+                code: .secureConnectionFailed, requestMayHaveBeenSent: sent, detail: "\(phase): \(text)")
         case .timedOut:
             return TransportError(code: .timedOut, requestMayHaveBeenSent: sent, detail: "\(phase): timed out")
         case .broken(let text):
@@ -253,7 +269,8 @@ public final class SocketTransport: HTTPTransport {
     static func target(of request: TransportRequest) throws(TransportError) -> Target {
         guard let components = URLComponents(url: request.url, resolvingAgainstBaseURL: true),
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = components.host, !host.isEmpty
+            let host = components.host, !host.isEmpty, let encodedHost = components.percentEncodedHost,
+            host.contains(":") || encodedHost.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "%") })
         else {
             throw TransportError(
                 code: .other, requestMayHaveBeenSent: false, detail: "\(request.url) is not an http(s) URL with a host")
@@ -263,7 +280,9 @@ public final class SocketTransport: HTTPTransport {
         let port = components.port ?? defaultPort
         var requestTarget = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         if let query = components.percentEncodedQuery { requestTarget += "?" + query }
-        let bracketed = host.contains(":") ? "[\(host)]" : host
+        // The Host field is the host as written in the URL (never a decoded form that could carry a line
+        // break; a percent-escaped name is refused above).
+        let bracketed = host.contains(":") ? "[\(host)]" : encodedHost
         return Target(
             endpoint: Endpoint(isSecure: isSecure, host: host, port: port), requestTarget: requestTarget,
             hostField: port == defaultPort ? bracketed : "\(bracketed):\(port)")
@@ -274,13 +293,21 @@ public final class SocketTransport: HTTPTransport {
     /// refused (it would smuggle a second request).
     static func head(of request: TransportRequest, target: Target) throws(TransportError) -> [UInt8] {
         func isSafe(_ text: String) -> Bool { !text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 } }
-        guard !request.method.isEmpty, request.method.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        // RFC 9110 token characters (method and field names).
+        func isToken(_ text: String) -> Bool {
+            !text.isEmpty
+                && text.utf8.allSatisfy { byte in
+                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                        || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                }
+        }
+        guard isToken(request.method) else {
             throw TransportError(code: .other, requestMayHaveBeenSent: false, detail: "invalid method")
         }
         var text = "\(request.method) \(target.requestTarget) HTTP/1.1\r\nHost: \(target.hostField)\r\n"
         let owned: Set<String> = ["host", "content-length", "transfer-encoding", "connection"]
         for field in request.headers where !owned.contains(field.name.lowercased()) {
-            guard !field.name.isEmpty, isSafe(field.name), !field.name.contains(":"), isSafe(field.value) else {
+            guard isToken(field.name), isSafe(field.value) else {
                 throw TransportError(
                     code: .other, requestMayHaveBeenSent: false,
                     detail: "header field \(field.name.debugDescription) has a line break or is not a field name")

@@ -42,8 +42,13 @@ package struct ResponseReader<Source: ResponseByteSource> {
         TransportResponse, reusable: Bool
     ) {
         var head = try readHead()
-        // Interim answers (100 Continue, 103 Early Hints) precede the real one.
-        while (100...199).contains(head.status) && head.status != 101 { head = try readHead() }
+        // Interim answers (100 Continue, 103 Early Hints) precede the real one; a few, not endlessly.
+        var interim = 0
+        while (100...199).contains(head.status) && head.status != 101 {
+            interim += 1
+            guard interim <= 8 else { throw .malformed("more than 8 interim (1xx) responses") }
+            head = try readHead()
+        }
 
         let hasNoBody =
             method == "HEAD" || (100...199).contains(head.status) || head.status == 204 || head.status == 304
@@ -51,9 +56,10 @@ package struct ResponseReader<Source: ResponseByteSource> {
         var delimitedByClose = false
         if hasNoBody {
             // Nothing to read.
-        } else if let codings = head.headers.values(for: "Transfer-Encoding").last, !codings.isEmpty {
-            guard codings.lowercased().split(separator: ",").last?.trimmingSpacesAndTabs() == "chunked" else {
-                throw .malformed("unsupported Transfer-Encoding \(codings.debugDescription)")
+        } else if head.headers.contains("Transfer-Encoding") {
+            let codings = head.headers.tokens(for: "Transfer-Encoding")
+            guard codings.last == "chunked" else {
+                throw .malformed("unsupported Transfer-Encoding \(codings.joined(separator: ", ").debugDescription)")
             }
             body = try readChunked(limit: limit)
         } else if let length = try contentLength(head.headers) {
@@ -65,8 +71,12 @@ package struct ResponseReader<Source: ResponseByteSource> {
             delimitedByClose = true
             body = try readUntilClose(limit: limit)
         }
+        // Transfer-Encoding beside Content-Length may be an attempt to smuggle a response (RFC 9112 §6.3):
+        // the body is read by Transfer-Encoding, and the connection is not used again. Nor after a 101.
         let closes =
-            delimitedByClose || head.version != "HTTP/1.1" || head.headers.tokens(for: "Connection").contains("close")
+            delimitedByClose || head.version != "HTTP/1.1" || head.status == 101
+            || head.headers.tokens(for: "Connection").contains("close")
+            || (head.headers.contains("Transfer-Encoding") && head.headers.contains("Content-Length"))
         let reusable = !closes && start == buffer.count  // nothing unexpected after the body
         return (TransportResponse(status: head.status, headers: head.headers, body: body), reusable)
     }
@@ -128,23 +138,35 @@ package struct ResponseReader<Source: ResponseByteSource> {
 
     private mutating func readExactly(_ count: Int) throws(ResponseReadFailure) -> Data {
         var body = Data()
-        body.reserveCapacity(count)
-        while body.count < count {
+        body.reserveCapacity(min(count, 1 << 20))
+        try append(count, to: &body)
+        return body
+    }
+
+    /// Appends exactly `count` more bytes to `body`, straight from the buffer (no intermediate copy).
+    private mutating func append(_ count: Int, to body: inout Data) throws(ResponseReadFailure) {
+        var remaining = count
+        while remaining > 0 {
             if start == buffer.count {
-                guard try fill() else { throw .malformed("the body ended after \(body.count) of \(count) bytes") }
+                guard try fill() else { throw .malformed("the body ended \(remaining) bytes short") }
             }
-            let take = min(count - body.count, buffer.count - start)
+            let take = min(remaining, buffer.count - start)
             body.append(contentsOf: buffer[start..<start + take])
             start += take
+            remaining -= take
         }
-        return body
     }
 
     private mutating func readChunked(limit: Int) throws(ResponseReadFailure) -> Data {
         var body = Data()
         while true {
             let line = try readLine(limit: 1024, what: "chunk size")
-            let sizeText = line.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 32 && $0 != 9 }
+            // The size, then optional whitespace before a `;extension`; no whitespace inside the size.
+            let beforeExtension = line.prefix { $0 != UInt8(ascii: ";") }
+            let sizeText = beforeExtension.prefix { $0 != 32 && $0 != 9 }
+            guard beforeExtension.dropFirst(sizeText.count).allSatisfy({ $0 == 32 || $0 == 9 }) else {
+                throw .malformed("invalid chunk size line")
+            }
             let isHexDigit = { (byte: UInt8) in
                 (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
             }
@@ -157,7 +179,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
             guard body.count + size <= limit else {
                 throw .tooLarge("chunked body exceeds \(limit) bytes; the rest was not read")
             }
-            body.append(try readExactly(size))
+            try append(size, to: &body)
             guard try readLine(limit: 2, what: "chunk end").isEmpty else {
                 throw .malformed("chunk not followed by CRLF")
             }

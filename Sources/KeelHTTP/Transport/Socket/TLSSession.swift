@@ -17,12 +17,15 @@ struct TLSSettings: Sendable, Hashable {
 }
 
 #if canImport(CTLS)
-    /// One TLS session over a connected socket.
+    /// One TLS session over a connected non-blocking socket; every wait goes through the socket's
+    /// deadline- and cancellation-aware `wait`.
     final class TLSSession {
         private let ssl: OpaquePointer
+        private unowned let socket: ClientSocket
 
-        /// Performs the handshake, verifying the chain and that the certificate names `host`.
-        init(descriptor: Int32, host: String, settings: TLSSettings, deadline: ContinuousClock.Instant)
+        /// Performs the handshake, verifying the chain and that the certificate names `host` (a DNS name,
+        /// or an IPv4/IPv6 address checked against the certificate's IP entries).
+        init(socket: ClientSocket, host: String, settings: TLSSettings, deadline: ContinuousClock.Instant)
             throws(ClientSocket.Failure)
         {
             guard let context = Self.context(for: settings) else {
@@ -31,60 +34,82 @@ struct TLSSettings: Sendable, Hashable {
             }
             guard let ssl = SSL_new(context) else { throw .tls("cannot create a TLS session") }
             self.ssl = ssl
-            SSL_set_fd(ssl, descriptor)
-            let isAddress = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
-            if isAddress {
-                X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
-            } else {
-                _ = keel_ssl_set_server_name(ssl, host)
-                SSL_set1_host(ssl, host)
-            }
-            // The socket is blocking; the deadline bounds the handshake through the receive timeout.
-            Self.setReceiveTimeout(descriptor, until: deadline)
-            ERR_clear_error()
-            guard SSL_connect(ssl) == 1 else {
-                let verify = SSL_get_verify_result(ssl)
-                let reason =
-                    verify != X509_V_OK
-                    ? String(cString: X509_verify_cert_error_string(verify)) : Self.lastError()
+            self.socket = socket
+            do throws(ClientSocket.Failure) {
+                guard SSL_set_fd(ssl, socket.fileDescriptor) == 1 else { throw .tls("cannot attach TLS to the socket") }
+                // An address must match an IP entry, a name a DNS entry; a failure to set either up would
+                // leave the session checking only the chain, so it is refused instead.
+                if Self.isAddress(host) {
+                    guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 else {
+                        throw .tls("cannot verify the address \(host)")
+                    }
+                } else {
+                    guard keel_ssl_set_server_name(ssl, host) == 1, SSL_set1_host(ssl, host) == 1 else {
+                        throw .tls("cannot verify the host name \(host)")
+                    }
+                }
+                while true {
+                    ERR_clear_error()
+                    let result = SSL_connect(ssl)
+                    if result == 1 { break }
+                    switch SSL_get_error(ssl, result) {
+                    case SSL_ERROR_WANT_READ:
+                        try socket.wait(for: Int16(POLLIN), deadline: deadline, timeout: .connectTimedOut)
+                    case SSL_ERROR_WANT_WRITE:
+                        try socket.wait(for: Int16(POLLOUT), deadline: deadline, timeout: .connectTimedOut)
+                    default:
+                        let verify = SSL_get_verify_result(ssl)
+                        throw .tls(
+                            verify != Int(X509_V_OK)
+                                ? String(cString: X509_verify_cert_error_string(verify)) : Self.lastError())
+                    }
+                }
+            } catch {
                 SSL_free(ssl)
-                throw .tls(reason)
+                throw error
             }
         }
 
-        func write(_ bytes: [UInt8], from offset: Int, socket: ClientSocket, deadline: ContinuousClock.Instant)
+        /// Writes from `offset`; returns how many bytes were written.
+        func write(_ bytes: [UInt8], from offset: Int, deadline: ContinuousClock.Instant)
             throws(ClientSocket.Failure) -> Int
         {
-            try socket.wait(for: Int16(POLLOUT), deadline: deadline, timeout: .timedOut)
-            let written = bytes.withUnsafeBytes { buffer in
-                SSL_write(ssl, buffer.baseAddress! + offset, Int32(buffer.count - offset))
-            }
-            guard written > 0 else { throw .broken("TLS write failed: \(Self.lastError())") }
-            return Int(written)
-        }
-
-        func read(into buffer: inout [UInt8], socket: ClientSocket, deadline: ContinuousClock.Instant)
-            throws(ClientSocket.Failure) -> Int
-        {
-            // Decrypted bytes may already wait inside OpenSSL: only poll the socket when none do.
-            if SSL_pending(ssl) == 0 {
-                try socket.wait(for: Int16(POLLIN), deadline: deadline, timeout: .timedOut)
-            }
-            Self.setReceiveTimeout(socket.fileDescriptor, until: deadline)
-            let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
-            if count > 0 { return Int(count) }
-            switch SSL_get_error(ssl, count) {
-            case SSL_ERROR_ZERO_RETURN: return 0
-            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: throw .timedOut
-            default:
-                // A peer that closes without close_notify ends the stream as well; framing decides.
-                if ERR_peek_error() == 0 { return 0 }
-                throw .broken("TLS read failed: \(Self.lastError())")
+            while true {
+                ERR_clear_error()
+                let chunk = Int32(min(bytes.count - offset, 1 << 20))
+                let written = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, chunk) }
+                if written > 0 { return Int(written) }
+                switch SSL_get_error(ssl, written) {
+                case SSL_ERROR_WANT_WRITE: try socket.wait(for: Int16(POLLOUT), deadline: deadline, timeout: .timedOut)
+                case SSL_ERROR_WANT_READ: try socket.wait(for: Int16(POLLIN), deadline: deadline, timeout: .timedOut)
+                default: throw .broken("TLS write failed: \(Self.lastError())")
+                }
             }
         }
 
-        func close() {
-            _ = SSL_shutdown(ssl)
+        /// Reads decrypted bytes; 0 only for a clean end (the peer's close_notify). A stream cut without
+        /// it is broken, never a short but complete body.
+        func read(into buffer: inout [UInt8], deadline: ContinuousClock.Instant) throws(ClientSocket.Failure) -> Int {
+            while true {
+                ERR_clear_error()
+                let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+                if count > 0 { return Int(count) }
+                switch SSL_get_error(ssl, count) {
+                case SSL_ERROR_ZERO_RETURN: return 0
+                case SSL_ERROR_WANT_READ: try socket.wait(for: Int16(POLLIN), deadline: deadline, timeout: .timedOut)
+                case SSL_ERROR_WANT_WRITE: try socket.wait(for: Int16(POLLOUT), deadline: deadline, timeout: .timedOut)
+                default: throw .broken("TLS read failed: \(Self.lastError())")
+                }
+            }
+        }
+
+        /// Ends the session: sends close_notify first when `notifyingPeer` (a healthy connection), then
+        /// frees it. Never waits for the peer's answer.
+        func close(notifyingPeer: Bool) {
+            if notifyingPeer {
+                ERR_clear_error()
+                _ = SSL_shutdown(ssl)
+            }
             SSL_free(ssl)
         }
 
@@ -111,16 +136,16 @@ struct TLSSettings: Sendable, Hashable {
             }
         }
 
-        private static func setReceiveTimeout(_ descriptor: Int32, until deadline: ContinuousClock.Instant) {
-            let remaining = max(ContinuousClock.now.duration(to: deadline), .milliseconds(1))
-            let (seconds, attoseconds) = remaining.components
-            var value = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-            _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        /// Whether `host` is an IPv4 or IPv6 address in the form inet_pton accepts (`127.1` is not: it is
+        /// then checked as a name, which no certificate's IP entry can satisfy).
+        private static func isAddress(_ host: String) -> Bool {
+            var address = in6_addr()
+            return inet_pton(AF_INET, host, &address) == 1 || inet_pton(AF_INET6, host, &address) == 1
         }
 
         private static func lastError() -> String {
             let code = ERR_get_error()
-            guard code != 0 else { return "the peer closed the connection" }
+            guard code != 0 else { return "the connection was cut without a TLS close" }
             var text = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(code, &text, text.count)
             return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -129,20 +154,20 @@ struct TLSSettings: Sendable, Hashable {
 #else
     /// TLS needs OpenSSL, which this platform's build does not link: use ``URLSessionTransport`` here.
     final class TLSSession {
-        init(descriptor: Int32, host: String, settings: TLSSettings, deadline: ContinuousClock.Instant)
+        init(socket: ClientSocket, host: String, settings: TLSSettings, deadline: ContinuousClock.Instant)
             throws(ClientSocket.Failure)
         {
             throw .tls("SocketTransport has no TLS on this platform; use URLSessionTransport")
         }
 
-        func write(_ bytes: [UInt8], from offset: Int, socket: ClientSocket, deadline: ContinuousClock.Instant)
+        func write(_ bytes: [UInt8], from offset: Int, deadline: ContinuousClock.Instant)
             throws(ClientSocket.Failure) -> Int
-        { throw .tls("no TLS") }
+        { throw .broken("no TLS") }
 
-        func read(into buffer: inout [UInt8], socket: ClientSocket, deadline: ContinuousClock.Instant)
-            throws(ClientSocket.Failure) -> Int
-        { throw .tls("no TLS") }
+        func read(into buffer: inout [UInt8], deadline: ContinuousClock.Instant) throws(ClientSocket.Failure) -> Int {
+            throw .broken("no TLS")
+        }
 
-        func close() {}
+        func close(notifyingPeer: Bool) {}
     }
 #endif
