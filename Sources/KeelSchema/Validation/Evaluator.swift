@@ -286,6 +286,16 @@ struct Evaluator {
         }
     }
 
+    /// A property's subschema result: its errors, or (when annotations are collected) the property as
+    /// evaluated.
+    private func record(_ result: Outcome, forProperty name: String, in outcome: inout Outcome) {
+        if result.isValid {
+            if collectsAnnotations { outcome.evaluatedProperties.insert(name) }
+        } else {
+            outcome.errors += result.errors
+        }
+    }
+
     private mutating func applyObjectApplicators(
         _ schema: JSONObject, base: URIReference, _ object: JSONObject, _ instancePath: String, _ keywordPath: String,
         _ outcome: inout Outcome
@@ -299,11 +309,7 @@ struct Evaluator {
                 let result = evaluate(
                     child(subschema, of: base, at: path), value,
                     instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                if result.isValid {
-                    if collectsAnnotations { outcome.evaluatedProperties.insert(name) }
-                } else {
-                    outcome.errors += result.errors
-                }
+                record(result, forProperty: name, in: &outcome)
             }
         }
         if case .object(let patterns) = schema["patternProperties"] ?? .null {
@@ -315,11 +321,7 @@ struct Evaluator {
                     let result = evaluate(
                         child(subschema, of: base, at: path), value,
                         instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                    if result.isValid {
-                        if collectsAnnotations { outcome.evaluatedProperties.insert(name) }
-                    } else {
-                        outcome.errors += result.errors
-                    }
+                    record(result, forProperty: name, in: &outcome)
                 }
             }
         }
