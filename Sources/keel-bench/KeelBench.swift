@@ -1,4 +1,5 @@
 import Foundation
+import KeelTesting
 
 /// `keel-bench`: every Keel benchmark, each measured against its baseline in the same run.
 ///
@@ -96,7 +97,7 @@ enum KeelBench {
                     if let throughput = result.candidateMBPerSecond {
                         print("  candidate  \(format(throughput)) MB/s")
                     }
-                    print("  peak RSS so far  \(format(Double(peakResidentBytes()) / 1_048_576)) MiB")
+                    print("  peak RSS so far  \(format(Double((try? PeakMemory.peak()) ?? 0) / 1_048_576)) MiB")
                 }
             } catch {
                 FileHandle.standardError.write(Data("error: \(benchmark.name): \(error)\n".utf8))
@@ -115,14 +116,6 @@ enum KeelBench {
     }
 
     static func format(_ value: Double) -> String { String(format: "%.3f", value) }
-
-    /// The process's peak resident set size (VmHWM on Linux; 0 where unknown).
-    static func peakResidentBytes() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
-        else { return 0 }
-        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
-    }
 
     static func fail(_ message: String) -> Never {
         FileHandle.standardError.write(Data("error: \(message)\n\n\(usage)".utf8))

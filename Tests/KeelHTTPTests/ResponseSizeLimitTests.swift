@@ -62,25 +62,3 @@ struct ResponseSizeLimitTests {
         return (peak - baseline, closed?.bytesSent)
     }
 }
-
-/// Peak resident memory of this process, from /proc (Linux).
-enum PeakMemory {
-    static var isAvailable: Bool { FileManager.default.isWritableFile(atPath: "/proc/self/clear_refs") }
-
-    /// Resets the peak to the current resident size and returns it, in bytes.
-    static func reset() throws -> Int {
-        try Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
-        return try field("VmHWM")
-    }
-
-    /// The peak since the last reset, in bytes.
-    static func peak() throws -> Int { try field("VmHWM") }
-
-    private static func field(_ name: String) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }),
-            let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-        else { throw CocoaError(.fileReadCorruptFile) }
-        return kilobytes * 1024
-    }
-}

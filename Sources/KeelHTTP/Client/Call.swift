@@ -325,7 +325,7 @@ struct Call {
     private mutating func captivePortalFailure(_ response: TransportResponse) -> HTTPFailure? {
         if (300...399).contains(response.status) {
             let location = response.header("Location").flatMap { URL(string: $0, relativeTo: configuration.baseURL) }
-            if let location, Self.origin(of: location) != Self.origin(of: configuration.baseURL) {
+            if let location, OriginAllowlist.Origin(location) != OriginAllowlist.Origin(configuration.baseURL) {
                 return portal("redirect to another origin")
             }
             return nil
@@ -349,11 +349,6 @@ struct Call {
     }
 
     /// Scheme, lower-cased host and effective port: the parts that make an origin.
-    static func origin(of url: URL) -> String {
-        let scheme = url.scheme?.lowercased() ?? ""
-        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
-    }
 
     static func looksLikeHTML(_ body: Data) -> Bool {
         let prefix = String(decoding: body.prefix(256), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
