@@ -105,8 +105,16 @@ import Testing
         let leakedPipes = wakePipes.intersection(ProcFS.openInodes())
         #expect(leakedPipes.isEmpty, "wake pipes still open: \(leakedPipes)")
         #expect(leakedSockets.isEmpty, "sockets still open on server ports: \(leakedSockets)")
+        // Every thread was joined by shutdown, but the kernel may list a joined thread in /proc/self/task
+        // for a moment after pthread_join returns (glibc wakes the joiner when the thread clears its tid,
+        // before the kernel releases the task). A leaked thread never goes away; a joined one does at once.
         let names = Set(serials.flatMap { ["kts\($0)a", "kts\($0)c"] })
-        let leakedThreads = ProcFS.threadNames().filter(names.contains)
+        var leakedThreads = ProcFS.threadNames().filter(names.contains)
+        let patience = ContinuousClock.now + .seconds(5)
+        while !leakedThreads.isEmpty && ContinuousClock.now < patience {
+            try await Task.sleep(for: .milliseconds(10))
+            leakedThreads = ProcFS.threadNames().filter(names.contains)
+        }
         #expect(leakedThreads.isEmpty, "threads still running: \(leakedThreads)")
     }
 
