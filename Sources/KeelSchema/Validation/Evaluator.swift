@@ -1,553 +1,434 @@
 import Foundation
 import KeelContract
 
-/// A compiled regular expression shared between validations.
-final class NSRegularExpressionBox: @unchecked Sendable {
-    // @unchecked Sendable: NSRegularExpression is immutable after creation and documented thread-safe.
-    let regex: NSRegularExpression?
-    init(_ pattern: String) { regex = try? NSRegularExpression(pattern: pattern) }
-
-    func matches(_ string: String) -> Bool {
-        guard let regex else { return false }
-        return regex.firstMatch(in: string, range: NSRange(string.startIndex..., in: string)) != nil
-    }
-}
-
 /// Walks one instance through a compiled schema (draft 2020-12 evaluation, with annotations for the
-/// unevaluated* keywords).
+/// `unevaluated*` keywords only when some schema reads them).
+///
+/// Errors go to one shared list; a branch whose errors are dropped (`anyOf` with a match, `not`, `if`)
+/// truncates the list back. Locations are kept as stacks of segments and joined into JSON pointers only
+/// when an error is reported, so a valid instance costs no string building at all.
 struct Evaluator {
-    let registry: SchemaRegistry
-    let options: ValidationOptions
-    let vocabularies: Vocabularies
-    /// Resource URIs entered so far, outermost first: the dynamic scope for `$dynamicRef`.
-    private var dynamicScope: [String] = []
-    /// (schema location, instance location) pairs of references being followed, to stop cycles.
-    private var activeReferences: Set<String> = []
+    private let program: CompiledProgram
+    private let options: ValidationOptions
+    private let formatAsserts: Bool
+    private let collectsAnnotations: Bool
+    private(set) var errors: [ValidationError] = []
+    /// The instance location, one step per level.
+    private var instancePath: [InstanceStep] = []
+    /// The keyword location (through references), one segment per edge followed.
+    private var keywordPath: [String] = []
+    /// Resources entered so far, outermost first: the dynamic scope for `$dynamicRef`.
+    private var dynamicScope: [Int] = []
+    /// References being followed, by target and instance depth: along one evaluation path the instance at
+    /// a given depth is always the same, so meeting the same pair again is a cycle that never decides.
+    private var activeReferences: Set<ActiveReference> = []
     private var depth = 0
     private static let maximumDepth = 2000
 
-    /// Whether evaluated properties and items are recorded: only when some schema reads them (an
-    /// `unevaluated*` keyword with its vocabulary on); otherwise the sets would be built for nothing.
-    let collectsAnnotations: Bool
+    private enum InstanceStep {
+        case member(String)
+        case index(Int)
+    }
 
-    init(registry: SchemaRegistry, options: ValidationOptions, vocabularies: Vocabularies) {
-        self.registry = registry
+    private struct ActiveReference: Hashable {
+        let target: ObjectIdentifier
+        let depth: Int
+    }
+
+    /// Which properties and items were evaluated successfully (for `unevaluated*`).
+    struct Annotations {
+        var properties: Set<String> = []
+        var allItems = false
+        var items: Set<Int> = []
+
+        mutating func absorb(_ other: Annotations) {
+            properties.formUnion(other.properties)
+            allItems = allItems || other.allItems
+            items.formUnion(other.items)
+        }
+    }
+
+    init(program: CompiledProgram, options: ValidationOptions, formatAssertion: Bool) {
+        self.program = program
         self.options = options
-        self.vocabularies = vocabularies
-        self.collectsAnnotations = vocabularies.unevaluated && registry.usesUnevaluated
+        self.formatAsserts = options.formatAssertion || formatAssertion
+        self.collectsAnnotations = program.collectsAnnotations
     }
 
-    /// What evaluating one schema against one instance found.
-    struct Outcome {
-        var errors: [ValidationError] = []
-        /// Property names evaluated successfully (for unevaluatedProperties).
-        var evaluatedProperties: Set<String> = []
-        /// Whether every item was evaluated, or which indices were (for unevaluatedItems).
-        var evaluatedAllItems = false
-        var evaluatedItems: Set<Int> = []
+    /// Validates `instance` against the program's root; the errors are in ``errors``.
+    mutating func run(_ instance: JSONValue) {
+        var annotations = Annotations()
+        _ = evaluate(program.root, instance, &annotations)
+    }
 
-        var isValid: Bool { errors.isEmpty }
+    // MARK: - Reporting
 
-        /// Takes `other`'s annotations (only call when `other` is valid).
-        mutating func absorbAnnotations(of other: Outcome) {
-            evaluatedProperties.formUnion(other.evaluatedProperties)
-            evaluatedAllItems = evaluatedAllItems || other.evaluatedAllItems
-            evaluatedItems.formUnion(other.evaluatedItems)
-        }
+    private func joinedInstancePath(appending step: InstanceStep? = nil) -> String {
+        var path = ""
+        for step in instancePath { Self.append(step, to: &path) }
+        if let step { Self.append(step, to: &path) }
+        return path
+    }
 
-        mutating func fail(_ instancePath: String, _ keywordPath: String, _ message: String) {
-            errors.append(
-                ValidationError(instanceLocation: instancePath, keywordLocation: keywordPath, message: message))
+    private static func append(_ step: InstanceStep, to path: inout String) {
+        switch step {
+        case .member(let name): path += "/" + JSONPointer.escape(name)
+        case .index(let index): path += "/\(index)"
         }
     }
 
-    mutating func evaluate(_ node: SchemaNode, _ instance: JSONValue, instancePath: String, keywordPath: String)
-        -> Outcome
+    /// Records an error at the current instance (or one step below it) and keyword location plus `keyword`.
+    private mutating func fail(_ keyword: String, _ message: String, at step: InstanceStep? = nil) {
+        errors.append(
+            ValidationError(
+                instanceLocation: joinedInstancePath(appending: step),
+                keywordLocation: keywordPath.joined() + keyword, message: message))
+    }
+
+    /// Like ``fail(_:_:at:)``, but placed at `position` (before the errors of the branches it sums up).
+    private mutating func fail(inserting position: Int, _ keyword: String, _ message: String) {
+        errors.insert(
+            ValidationError(
+                instanceLocation: joinedInstancePath(), keywordLocation: keywordPath.joined() + keyword,
+                message: message),
+            at: position)
+    }
+
+    private mutating func dropErrors(from position: Int) {
+        if errors.count > position { errors.removeSubrange(position...) }
+    }
+
+    // MARK: - Evaluating
+
+    /// Evaluates `node` against `instance`; true when it holds. Annotations of this schema go to `annotations`.
+    private mutating func evaluate(_ node: CompiledNode, _ instance: JSONValue, _ annotations: inout Annotations)
+        -> Bool
     {
-        var outcome = Outcome()
-        switch node.value {
-        case .bool(true):
-            return outcome
-        case .bool(false):
-            outcome.fail(instancePath, keywordPath, "no value is allowed here (false schema)")
-            return outcome
-        case .object(let schema):
-            depth += 1
-            defer { depth -= 1 }
-            guard depth <= Self.maximumDepth else {
-                outcome.fail(
-                    instancePath, keywordPath, "schema evaluation nested deeper than \(Self.maximumDepth) levels")
-                return outcome
+        switch node.form {
+        case .alwaysValid:
+            return true
+        case .neverValid:
+            fail("", "no value is allowed here (false schema)")
+            return false
+        case .keywords:
+            break
+        }
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maximumDepth else {
+            fail("", "schema evaluation nested deeper than \(Self.maximumDepth) levels")
+            return false
+        }
+        let entersResource = dynamicScope.last != node.resource
+        if entersResource { dynamicScope.append(node.resource) }
+        defer { if entersResource { dynamicScope.removeLast() } }
+
+        let start = errors.count
+        if let reference = node.reference { follow(reference, instance, &annotations) }
+        if let reference = node.dynamicReference { follow(reference, instance, &annotations) }
+        if node.hasInPlaceApplicators { applyInPlace(node, instance, &annotations) }
+        // Applicators, then assertions, then format, then the unevaluated keywords (which read what all
+        // the others evaluated): the order errors are reported in.
+        switch instance {
+        case .object(let object):
+            if node.hasObjectKeywords { applyObject(node, object, &annotations) }
+            if node.typeMask != nil || node.constant != nil || node.enumeration != nil { checkValue(node, instance) }
+            if node.hasObjectKeywords {
+                checkObject(node, object)
+                if let unevaluated = node.unevaluatedProperties {
+                    applyUnevaluated(unevaluated, object, &annotations)
+                }
             }
-            let base = node.base
-            let resource = base.description
-            let entersResource = dynamicScope.last != resource
-            if entersResource { dynamicScope.append(resource) }
-            defer { if entersResource { dynamicScope.removeLast() } }
-            evaluateKeywords(schema, node: node, instance, instancePath, keywordPath, &outcome)
-            return outcome
+        case .array(let array):
+            if node.hasArrayKeywords { applyArray(node, array, &annotations) }
+            if node.typeMask != nil || node.constant != nil || node.enumeration != nil { checkValue(node, instance) }
+            if node.hasArrayKeywords {
+                checkArray(node, array)
+                if let unevaluated = node.unevaluatedItems, !annotations.allItems {
+                    applyUnevaluated(unevaluated, array, &annotations)
+                }
+            }
+        case .number(let number):
+            if node.typeMask != nil || node.constant != nil || node.enumeration != nil { checkValue(node, instance) }
+            if node.hasNumberKeywords { checkNumber(node, number) }
+        case .string(let string):
+            if node.typeMask != nil || node.constant != nil || node.enumeration != nil { checkValue(node, instance) }
+            if node.hasStringKeywords { checkString(node, string) }
         default:
-            // Not reachable through a valid schema; treat as "anything goes" rather than crash.
-            return outcome
+            if node.typeMask != nil || node.constant != nil || node.enumeration != nil { checkValue(node, instance) }
         }
+        return errors.count == start
     }
 
-    // MARK: - Keywords
-
-    private mutating func evaluateKeywords(
-        _ schema: JSONObject, node: SchemaNode, _ instance: JSONValue, _ instancePath: String, _ keywordPath: String,
-        _ outcome: inout Outcome
-    ) {
-        let base = node.base
-        if case .string(let reference) = schema["$ref"] ?? .null {
-            followReference(
-                reference, dynamic: false, base: base, target: registry.referenceTargets[node.location + "/$ref"],
-                instance, instancePath, keywordPath + "/$ref", &outcome)
+    /// Evaluates a subschema; its annotations count only when it holds.
+    @inline(__always)
+    private mutating func apply(_ edge: CompiledNode.Edge, _ instance: JSONValue, _ annotations: inout Annotations)
+        -> Bool
+    {
+        if edge.node.form == .alwaysValid { return true }
+        keywordPath.append(edge.segment)
+        defer { keywordPath.removeLast() }
+        if collectsAnnotations {
+            var own = Annotations()
+            let valid = evaluate(edge.node, instance, &own)
+            if valid { annotations.absorb(own) }
+            return valid
         }
-        if case .string(let reference) = schema["$dynamicRef"] ?? .null {
-            followReference(
-                reference, dynamic: true, base: base, target: registry.referenceTargets[node.location + "/$dynamicRef"],
-                instance, instancePath, keywordPath + "/$dynamicRef", &outcome)
-        }
-        if vocabularies.applicator {
-            applyInPlaceApplicators(schema, base: base, instance, instancePath, keywordPath, &outcome)
-            switch instance {
-            case .object(let object):
-                applyObjectApplicators(schema, base: base, object, instancePath, keywordPath, &outcome)
-            case .array(let array):
-                applyArrayApplicators(schema, base: base, array, instancePath, keywordPath, &outcome)
-            default: break
-            }
-        }
-        if vocabularies.validation {
-            validateAssertions(schema, instance, instancePath, keywordPath, &outcome)
-        }
-        if case .string(let format) = schema["format"] ?? .null, case .string(let value) = instance,
-            options.formatAssertion || vocabularies.formatAssertion,
-            FormatChecker.check(format, value) == false
-        {
-            outcome.fail(instancePath, keywordPath + "/format", "not a valid \(format)")
-        }
-        if vocabularies.unevaluated {
-            applyUnevaluated(schema, base: base, instance, instancePath, keywordPath, &outcome)
-        }
+        return evaluate(edge.node, instance, &annotations)
     }
 
-    /// Evaluates the target of `reference`: `target` when compilation resolved it already (the usual case),
-    /// otherwise resolved now.
-    private mutating func followReference(
-        _ reference: String, dynamic: Bool, base: URIReference, target resolved: SchemaNode?, _ instance: JSONValue,
-        _ instancePath: String, _ keywordPath: String, _ outcome: inout Outcome
+    /// Evaluates a subschema against a member or item of the current instance, discarding its annotations.
+    @inline(__always)
+    private mutating func apply(_ edge: CompiledNode.Edge, _ instance: JSONValue, at step: InstanceStep) -> Bool {
+        if edge.node.form == .alwaysValid { return true }
+        instancePath.append(step)
+        defer { instancePath.removeLast() }
+        var ignored = Annotations()
+        return apply(edge, instance, &ignored)
+    }
+
+    private mutating func follow(
+        _ reference: CompiledNode.Reference, _ instance: JSONValue, _ annotations: inout Annotations
     ) {
-        guard var target = resolved ?? (try? registry.node(for: reference, from: base)) else {
+        guard var target = reference.target else {
             // References were all resolved when the schema was compiled; this cannot happen.
-            outcome.fail(instancePath, keywordPath, "unresolvable reference \(reference)")
+            fail(reference.segment, "unresolvable reference \(reference.text)")
             return
         }
-        if dynamic {
-            let resolved = base.resolving(reference)
-            let fragment = resolved.fragment ?? ""
-            // Only a dynamic anchor "bookended" by a $dynamicAnchor at the initial target goes dynamic.
-            if !fragment.isEmpty, !fragment.hasPrefix("/"),
-                registry.hasDynamicAnchor(resolved.withoutFragment.description, fragment)
-            {
-                for resource in dynamicScope where registry.hasDynamicAnchor(resource, fragment) {
-                    if let dynamicTarget = try? registry.node(for: "#" + fragment, from: URIReference(resource)) {
-                        target = dynamicTarget
-                        break
-                    }
+        if let anchor = reference.dynamicAnchor {
+            for resource in dynamicScope {
+                if let dynamicTarget = program.dynamicTargets[resource]?[anchor] {
+                    target = dynamicTarget
+                    break
                 }
             }
         }
-        let key = target.location + "@" + instancePath
-        guard !activeReferences.contains(key) else {
-            outcome.fail(instancePath, keywordPath, "circular reference \(reference) never reaches a decision")
+        let key = ActiveReference(target: ObjectIdentifier(target), depth: instancePath.count)
+        guard activeReferences.insert(key).inserted else {
+            fail(reference.segment, "circular reference \(reference.text) never reaches a decision")
             return
         }
-        activeReferences.insert(key)
         defer { activeReferences.remove(key) }
-        let result = evaluate(target, instance, instancePath: instancePath, keywordPath: keywordPath)
-        if result.isValid { outcome.absorbAnnotations(of: result) } else { outcome.errors += result.errors }
+        _ = apply(CompiledNode.Edge(node: target, segment: reference.segment), instance, &annotations)
     }
 
-    private func child(_ value: JSONValue, of base: URIReference, at location: String) -> SchemaNode {
-        SchemaNode(value: value, outerBase: base, location: location)
-    }
+    // MARK: - In-place applicators
 
-    private mutating func applyInPlaceApplicators(
-        _ schema: JSONObject, base: URIReference, _ instance: JSONValue, _ instancePath: String, _ keywordPath: String,
-        _ outcome: inout Outcome
-    ) {
-        if case .array(let subschemas) = schema["allOf"] ?? .null {
-            for (index, subschema) in subschemas.enumerated() {
-                let path = keywordPath + "/allOf/\(index)"
-                let result = evaluate(
-                    child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
-                if result.isValid { outcome.absorbAnnotations(of: result) } else { outcome.errors += result.errors }
-            }
-        }
-        if case .array(let subschemas) = schema["anyOf"] ?? .null {
+    private mutating func applyInPlace(_ node: CompiledNode, _ instance: JSONValue, _ annotations: inout Annotations) {
+        for edge in node.allOf { _ = apply(edge, instance, &annotations) }
+        if !node.anyOf.isEmpty {
+            let start = errors.count
             var matched = false
-            var branchErrors: [ValidationError] = []
-            for (index, subschema) in subschemas.enumerated() {
-                let path = keywordPath + "/anyOf/\(index)"
-                let result = evaluate(
-                    child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
-                if result.isValid {
+            for edge in node.anyOf {
+                if apply(edge, instance, &annotations) {
                     matched = true
-                    outcome.absorbAnnotations(of: result)
-                } else {
-                    branchErrors += result.errors
+                    // Every valid branch adds annotations; without them the first match decides.
+                    if !collectsAnnotations { break }
                 }
             }
-            if !matched {
-                outcome.fail(
-                    instancePath, keywordPath + "/anyOf", "does not match any of the \(subschemas.count) alternatives")
-                outcome.errors += branchErrors
+            if matched {
+                dropErrors(from: start)
+            } else {
+                fail(inserting: start, "/anyOf", "does not match any of the \(node.anyOf.count) alternatives")
             }
         }
-        if case .array(let subschemas) = schema["oneOf"] ?? .null {
+        if !node.oneOf.isEmpty {
+            let start = errors.count
             var matches: [Int] = []
-            var branchErrors: [ValidationError] = []
-            var annotations = Outcome()
-            for (index, subschema) in subschemas.enumerated() {
-                let path = keywordPath + "/oneOf/\(index)"
-                let result = evaluate(
-                    child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
-                if result.isValid {
-                    matches.append(index)
-                    annotations.absorbAnnotations(of: result)
-                } else {
-                    branchErrors += result.errors
-                }
+            var matchedAnnotations = Annotations()
+            for (index, edge) in node.oneOf.enumerated() where apply(edge, instance, &matchedAnnotations) {
+                matches.append(index)
             }
             if matches.count == 1 {
-                outcome.absorbAnnotations(of: annotations)
+                dropErrors(from: start)
+                if collectsAnnotations { annotations.absorb(matchedAnnotations) }
             } else if matches.isEmpty {
-                outcome.fail(
-                    instancePath, keywordPath + "/oneOf", "does not match any of the \(subschemas.count) alternatives")
-                outcome.errors += branchErrors
+                fail(inserting: start, "/oneOf", "does not match any of the \(node.oneOf.count) alternatives")
             } else {
-                outcome.fail(
-                    instancePath, keywordPath + "/oneOf",
-                    "matches alternatives \(matches.map(String.init).joined(separator: " and ")); exactly one must match"
-                )
+                dropErrors(from: start)
+                fail(
+                    "/oneOf",
+                    "matches alternatives \(matches.map(String.init).joined(separator: " and ")); exactly one must match")
             }
         }
-        if let subschema = schema["not"] {
-            let path = keywordPath + "/not"
-            let result = evaluate(
-                child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
-            if result.isValid { outcome.fail(instancePath, path, "must not match the schema under \"not\"") }
+        if let not = node.not {
+            let start = errors.count
+            var ignored = Annotations()
+            let holds = apply(not, instance, &ignored)
+            dropErrors(from: start)
+            if holds { fail("/not", "must not match the schema under \"not\"") }
         }
-        if let condition = schema["if"] {
-            let path = keywordPath + "/if"
-            let result = evaluate(
-                child(condition, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
-            let branchKeyword = result.isValid ? "then" : "else"
-            if result.isValid { outcome.absorbAnnotations(of: result) }
-            if let branch = schema[branchKeyword] {
-                let branchPath = keywordPath + "/" + branchKeyword
-                let branchResult = evaluate(
-                    child(branch, of: base, at: branchPath), instance, instancePath: instancePath,
-                    keywordPath: branchPath)
-                if branchResult.isValid {
-                    outcome.absorbAnnotations(of: branchResult)
-                } else {
-                    outcome.errors += branchResult.errors
-                }
-            }
+        if let condition = node.condition {
+            let start = errors.count
+            let holds = apply(condition, instance, &annotations)
+            dropErrors(from: start)
+            if let branch = holds ? node.then : node.otherwise { _ = apply(branch, instance, &annotations) }
         }
-        if case .object(let object) = instance, case .object(let dependencies) = schema["dependencies"] ?? .null {
-            // Draft 7 `dependencies` (array → dependentRequired, schema → dependentSchemas), kept for old documents.
-            for (property, dependency) in dependencies where object[property] != nil {
-                let path = keywordPath + "/dependencies/" + JSONPointer.escape(property)
-                if case .array(let names) = dependency {
-                    for case .string(let name) in names where object[name] == nil {
-                        outcome.fail(
-                            instancePath, path,
+        if case .object(let object) = instance {
+            for (property, dependency, segment) in node.dependencies where object.contains(key: property) {
+                switch dependency {
+                case .names(let names):
+                    for name in names where !object.contains(key: name) {
+                        fail(
+                            segment,
                             "property \(name.debugDescription) is required when \(property.debugDescription) is present"
                         )
                     }
-                } else {
-                    let result = evaluate(
-                        child(dependency, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
-                    if result.isValid { outcome.absorbAnnotations(of: result) } else { outcome.errors += result.errors }
+                case .schema(let edge):
+                    _ = apply(edge, instance, &annotations)
                 }
             }
-        }
-        if case .object(let object) = instance, case .object(let dependents) = schema["dependentSchemas"] ?? .null {
-            for (property, subschema) in dependents where object[property] != nil {
-                let path = keywordPath + "/dependentSchemas/" + JSONPointer.escape(property)
-                let result = evaluate(
-                    child(subschema, of: base, at: path), instance, instancePath: instancePath, keywordPath: path)
-                if result.isValid { outcome.absorbAnnotations(of: result) } else { outcome.errors += result.errors }
+            for (property, edge) in node.dependentSchemas where object.contains(key: property) {
+                _ = apply(edge, instance, &annotations)
             }
         }
     }
 
-    /// A property's subschema result: its errors, or (when annotations are collected) the property as
-    /// evaluated.
-    private func record(_ result: Outcome, forProperty name: String, in outcome: inout Outcome) {
-        if result.isValid {
-            if collectsAnnotations { outcome.evaluatedProperties.insert(name) }
-        } else {
-            outcome.errors += result.errors
-        }
-    }
+    // MARK: - Objects
 
-    private mutating func applyObjectApplicators(
-        _ schema: JSONObject, base: URIReference, _ object: JSONObject, _ instancePath: String, _ keywordPath: String,
-        _ outcome: inout Outcome
-    ) {
+    private mutating func applyObject(_ node: CompiledNode, _ object: JSONObject, _ annotations: inout Annotations) {
+        let needsMatchedNames = node.additionalProperties != nil
         var matchedByProperties: Set<String> = []
-        if case .object(let properties) = schema["properties"] ?? .null {
-            for (name, subschema) in properties {
-                guard let value = object[name] else { continue }
-                matchedByProperties.insert(name)
-                let path = keywordPath + "/properties/" + JSONPointer.escape(name)
-                let result = evaluate(
-                    child(subschema, of: base, at: path), value,
-                    instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                record(result, forProperty: name, in: &outcome)
+        for property in node.properties {
+            guard let value = object[property.name] else { continue }
+            if needsMatchedNames { matchedByProperties.insert(property.name) }
+            let valid = apply(property.edge, value, at: .member(property.name))
+            if valid && collectsAnnotations { annotations.properties.insert(property.name) }
+        }
+        for pattern in node.patternProperties {
+            for (name, value) in object where pattern.regex.matches(name) {
+                if needsMatchedNames { matchedByProperties.insert(name) }
+                let valid = apply(pattern.edge, value, at: .member(name))
+                if valid && collectsAnnotations { annotations.properties.insert(name) }
             }
         }
-        if case .object(let patterns) = schema["patternProperties"] ?? .null {
-            for (pattern, subschema) in patterns {
-                let regex = self.regex(pattern)
-                let path = keywordPath + "/patternProperties/" + JSONPointer.escape(pattern)
-                for (name, value) in object where regex.matches(name) {
-                    matchedByProperties.insert(name)
-                    let result = evaluate(
-                        child(subschema, of: base, at: path), value,
-                        instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                    record(result, forProperty: name, in: &outcome)
-                }
-            }
-        }
-        if let additional = schema["additionalProperties"] {
-            let path = keywordPath + "/additionalProperties"
+        if let additional = node.additionalProperties {
             for (name, value) in object where !matchedByProperties.contains(name) {
-                let result = evaluate(
-                    child(additional, of: base, at: path), value,
-                    instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                if result.isValid {
-                    if collectsAnnotations { outcome.evaluatedProperties.insert(name) }
-                } else if case .bool(false) = additional {
-                    outcome.fail(
-                        instancePath + "/" + JSONPointer.escape(name), path,
-                        "property \(name.debugDescription) is not allowed")
-                } else {
-                    outcome.errors += result.errors
+                let start = errors.count
+                if apply(additional, value, at: .member(name)) {
+                    if collectsAnnotations { annotations.properties.insert(name) }
+                } else if node.additionalPropertiesIsFalse {
+                    dropErrors(from: start)
+                    fail("/additionalProperties", "property \(name.debugDescription) is not allowed", at: .member(name))
                 }
             }
         }
-        if let names = schema["propertyNames"] {
-            let path = keywordPath + "/propertyNames"
+        if let names = node.propertyNames {
             for (name, _) in object {
-                let result = evaluate(
-                    child(names, of: base, at: path), .string(name),
-                    instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                if !result.isValid {
-                    outcome.fail(instancePath, path, "property name \(name.debugDescription) is not allowed")
+                let start = errors.count
+                if !apply(names, .string(name), at: .member(name)) {
+                    dropErrors(from: start)
+                    fail("/propertyNames", "property name \(name.debugDescription) is not allowed")
                 }
-            }
-        }
-    }
-
-    private mutating func applyArrayApplicators(
-        _ schema: JSONObject, base: URIReference, _ array: [JSONValue], _ instancePath: String, _ keywordPath: String,
-        _ outcome: inout Outcome
-    ) {
-        var prefixCount = 0
-        if case .array(let prefix) = schema["prefixItems"] ?? .null {
-            for (index, subschema) in prefix.enumerated() where index < array.count {
-                let path = keywordPath + "/prefixItems/\(index)"
-                let result = evaluate(
-                    child(subschema, of: base, at: path), array[index], instancePath: instancePath + "/\(index)",
-                    keywordPath: path)
-                if result.isValid {
-                    if collectsAnnotations { outcome.evaluatedItems.insert(index) }
-                } else {
-                    outcome.errors += result.errors
-                }
-            }
-            prefixCount = prefix.count
-        }
-        if let items = schema["items"] {
-            let path = keywordPath + "/items"
-            var allValid = true
-            for index in array.indices where index >= prefixCount {
-                let result = evaluate(
-                    child(items, of: base, at: path), array[index], instancePath: instancePath + "/\(index)",
-                    keywordPath: path)
-                if !result.isValid {
-                    allValid = false
-                    if case .bool(false) = items {
-                        outcome.fail(instancePath + "/\(index)", path, "no item is allowed at index \(index)")
-                    } else {
-                        outcome.errors += result.errors
-                    }
-                }
-            }
-            if allValid { outcome.evaluatedAllItems = true }
-        }
-        if let contains = schema["contains"] {
-            let path = keywordPath + "/contains"
-            var matches: Set<Int> = []
-            for index in array.indices {
-                let result = evaluate(
-                    child(contains, of: base, at: path), array[index], instancePath: instancePath + "/\(index)",
-                    keywordPath: path)
-                if result.isValid { matches.insert(index) }
-            }
-            outcome.evaluatedItems.formUnion(matches)
-            let minimum = vocabularies.validation ? (schema["minContains"].flatMap(Self.nonNegativeInteger) ?? 1) : 1
-            if matches.count < minimum {
-                outcome.fail(
-                    instancePath, minimum == 1 && schema["minContains"] == nil ? path : keywordPath + "/minContains",
-                    "must contain at least \(minimum) matching item(s), found \(matches.count)")
-            }
-            if vocabularies.validation, let maximum = schema["maxContains"].flatMap(Self.nonNegativeInteger),
-                matches.count > maximum
-            {
-                outcome.fail(
-                    instancePath, keywordPath + "/maxContains",
-                    "must contain at most \(maximum) matching item(s), found \(matches.count)")
             }
         }
     }
 
     private mutating func applyUnevaluated(
-        _ schema: JSONObject, base: URIReference, _ instance: JSONValue, _ instancePath: String, _ keywordPath: String,
-        _ outcome: inout Outcome
+        _ unevaluated: CompiledNode.Edge, _ object: JSONObject, _ annotations: inout Annotations
     ) {
-        if let unevaluated = schema["unevaluatedItems"], case .array(let array) = instance, !outcome.evaluatedAllItems {
-            let path = keywordPath + "/unevaluatedItems"
+        for (name, value) in object where !annotations.properties.contains(name) {
+            let start = errors.count
+            if apply(unevaluated, value, at: .member(name)) {
+                annotations.properties.insert(name)
+            } else {
+                dropErrors(from: start)
+                fail(
+                    "/unevaluatedProperties", "property \(name.debugDescription) is not allowed (unevaluated)",
+                    at: .member(name))
+            }
+        }
+    }
+
+    private mutating func checkObject(_ node: CompiledNode, _ object: JSONObject) {
+        if let limit = node.maxProperties, object.count > limit {
+            fail("/maxProperties", "must have at most \(limit) properties, has \(object.count)")
+        }
+        if let limit = node.minProperties, object.count < limit {
+            fail("/minProperties", "must have at least \(limit) properties, has \(object.count)")
+        }
+        for name in node.required where !object.contains(key: name) {
+            fail("/required", "missing required property \(name.debugDescription)")
+        }
+        for (property, names) in node.dependentRequired where object.contains(key: property) {
+            for name in names where !object.contains(key: name) {
+                fail(
+                    "/dependentRequired/" + JSONPointer.escape(property),
+                    "property \(name.debugDescription) is required when \(property.debugDescription) is present")
+            }
+        }
+    }
+
+    // MARK: - Arrays
+
+    private mutating func applyArray(_ node: CompiledNode, _ array: [JSONValue], _ annotations: inout Annotations) {
+        for (index, edge) in node.prefixItems.enumerated() where index < array.count {
+            if apply(edge, array[index], at: .index(index)) {
+                if collectsAnnotations { annotations.items.insert(index) }
+            }
+        }
+        if let items = node.items {
             var allValid = true
-            for index in array.indices where !outcome.evaluatedItems.contains(index) {
-                let result = evaluate(
-                    child(unevaluated, of: base, at: path), array[index], instancePath: instancePath + "/\(index)",
-                    keywordPath: path)
-                if !result.isValid {
+            for index in array.indices where index >= node.prefixItems.count {
+                let start = errors.count
+                if !apply(items, array[index], at: .index(index)) {
                     allValid = false
-                    outcome.fail(instancePath + "/\(index)", path, "item \(index) is not allowed (unevaluated)")
+                    if node.itemsIsFalse {
+                        dropErrors(from: start)
+                        fail("/items", "no item is allowed at index \(index)", at: .index(index))
+                    }
                 }
             }
-            if allValid { outcome.evaluatedAllItems = true }
+            if allValid { annotations.allItems = true }
         }
-        if let unevaluated = schema["unevaluatedProperties"], case .object(let object) = instance {
-            let path = keywordPath + "/unevaluatedProperties"
-            for (name, value) in object where !outcome.evaluatedProperties.contains(name) {
-                let result = evaluate(
-                    child(unevaluated, of: base, at: path), value,
-                    instancePath: instancePath + "/" + JSONPointer.escape(name), keywordPath: path)
-                if result.isValid {
-                    outcome.evaluatedProperties.insert(name)
-                } else {
-                    outcome.fail(
-                        instancePath + "/" + JSONPointer.escape(name), path,
-                        "property \(name.debugDescription) is not allowed (unevaluated)")
+        if let contains = node.contains {
+            var matchCount = 0
+            for index in array.indices {
+                let start = errors.count
+                if apply(contains, array[index], at: .index(index)) {
+                    matchCount += 1
+                    if collectsAnnotations { annotations.items.insert(index) }
                 }
+                dropErrors(from: start)
+            }
+            if matchCount < node.minContains {
+                fail(
+                    node.minContainsSegment,
+                    "must contain at least \(node.minContains) matching item(s), found \(matchCount)")
+            }
+            if let maximum = node.maxContains, matchCount > maximum {
+                fail("/maxContains", "must contain at most \(maximum) matching item(s), found \(matchCount)")
             }
         }
     }
 
-    // MARK: - Assertions (validation vocabulary)
-
-    private func validateAssertions(
-        _ schema: JSONObject, _ instance: JSONValue, _ instancePath: String, _ keywordPath: String,
-        _ outcome: inout Outcome
+    private mutating func applyUnevaluated(
+        _ unevaluated: CompiledNode.Edge, _ array: [JSONValue], _ annotations: inout Annotations
     ) {
-        if let type = schema["type"] {
-            let allowed: [String]
-            switch type {
-            case .string(let name): allowed = [name]
-            case .array(let names): allowed = names.compactMap(\.stringValue)
-            default: allowed = []
-            }
-            let nullableAllowsNull = options.openAPINullable && instance == .null && schema["nullable"] == .bool(true)
-            if !allowed.contains(where: { Self.matches(instance, type: $0) }) && !nullableAllowsNull {
-                outcome.fail(
-                    instancePath, keywordPath + "/type",
-                    "expected \(allowed.joined(separator: " or ")), found \(Self.typeName(of: instance))")
+        var allValid = true
+        for index in array.indices where !annotations.items.contains(index) {
+            let start = errors.count
+            if !apply(unevaluated, array[index], at: .index(index)) {
+                allValid = false
+                dropErrors(from: start)
+                fail("/unevaluatedItems", "item \(index) is not allowed (unevaluated)", at: .index(index))
             }
         }
-        if let constant = schema["const"], constant != instance {
-            outcome.fail(instancePath, keywordPath + "/const", "must equal \(Self.excerpt(constant))")
-        }
-        if case .array(let values) = schema["enum"] ?? .null, !values.contains(instance) {
-            outcome.fail(instancePath, keywordPath + "/enum", "must be one of \(Self.excerpt(.array(values)))")
-        }
-        switch instance {
-        case .number(let number): validateNumber(number, schema, instancePath, keywordPath, &outcome)
-        case .string(let string): validateString(string, schema, instancePath, keywordPath, &outcome)
-        case .array(let array): validateArray(array, schema, instancePath, keywordPath, &outcome)
-        case .object(let object): validateObject(object, schema, instancePath, keywordPath, &outcome)
-        default: break
-        }
+        if allValid { annotations.allItems = true }
     }
 
-    private func validateNumber(
-        _ number: JSONNumber, _ schema: JSONObject, _ instancePath: String, _ keywordPath: String,
-        _ outcome: inout Outcome
-    ) {
-        if case .number(let divisor) = schema["multipleOf"] ?? .null, divisor > JSONNumber(Int64(0)),
-            !number.isMultiple(of: divisor)
-        {
-            outcome.fail(instancePath, keywordPath + "/multipleOf", "must be a multiple of \(divisor)")
+    private mutating func checkArray(_ node: CompiledNode, _ array: [JSONValue]) {
+        if let limit = node.maxItems, array.count > limit {
+            fail("/maxItems", "must have at most \(limit) items, has \(array.count)")
         }
-        if case .number(let limit) = schema["maximum"] ?? .null, number > limit {
-            outcome.fail(instancePath, keywordPath + "/maximum", "must be at most \(limit)")
+        if let limit = node.minItems, array.count < limit {
+            fail("/minItems", "must have at least \(limit) items, has \(array.count)")
         }
-        if case .number(let limit) = schema["exclusiveMaximum"] ?? .null, number >= limit {
-            outcome.fail(instancePath, keywordPath + "/exclusiveMaximum", "must be less than \(limit)")
-        }
-        if case .number(let limit) = schema["minimum"] ?? .null, number < limit {
-            outcome.fail(instancePath, keywordPath + "/minimum", "must be at least \(limit)")
-        }
-        if case .number(let limit) = schema["exclusiveMinimum"] ?? .null, number <= limit {
-            outcome.fail(instancePath, keywordPath + "/exclusiveMinimum", "must be greater than \(limit)")
-        }
-    }
-
-    private func validateString(
-        _ string: String, _ schema: JSONObject, _ instancePath: String, _ keywordPath: String, _ outcome: inout Outcome
-    ) {
-        // Lengths count Unicode code points, as the specification says (not grapheme clusters).
-        let length = string.unicodeScalars.count
-        if let limit = schema["maxLength"].flatMap(Self.nonNegativeInteger), length > limit {
-            outcome.fail(
-                instancePath, keywordPath + "/maxLength", "must be at most \(limit) characters long, is \(length)")
-        }
-        if let limit = schema["minLength"].flatMap(Self.nonNegativeInteger), length < limit {
-            outcome.fail(
-                instancePath, keywordPath + "/minLength", "must be at least \(limit) characters long, is \(length)")
-        }
-        if case .string(let pattern) = schema["pattern"] ?? .null, !regex(pattern).matches(string) {
-            outcome.fail(instancePath, keywordPath + "/pattern", "must match the pattern \(pattern.debugDescription)")
-        }
-    }
-
-    private func validateArray(
-        _ array: [JSONValue], _ schema: JSONObject, _ instancePath: String, _ keywordPath: String,
-        _ outcome: inout Outcome
-    ) {
-        if let limit = schema["maxItems"].flatMap(Self.nonNegativeInteger), array.count > limit {
-            outcome.fail(
-                instancePath, keywordPath + "/maxItems", "must have at most \(limit) items, has \(array.count)")
-        }
-        if let limit = schema["minItems"].flatMap(Self.nonNegativeInteger), array.count < limit {
-            outcome.fail(
-                instancePath, keywordPath + "/minItems", "must have at least \(limit) items, has \(array.count)")
-        }
-        if schema["uniqueItems"] == .bool(true) {
+        if node.uniqueItems {
             var seen: [JSONValue: Int] = [:]
             for (index, element) in array.enumerated() {
                 if let first = seen[element] {
-                    outcome.fail(
-                        instancePath, keywordPath + "/uniqueItems",
-                        "items \(first) and \(index) are equal; items must be unique")
+                    fail("/uniqueItems", "items \(first) and \(index) are equal; items must be unique")
                     break
                 }
                 seen[element] = index
@@ -555,51 +436,72 @@ struct Evaluator {
         }
     }
 
-    private func validateObject(
-        _ object: JSONObject, _ schema: JSONObject, _ instancePath: String, _ keywordPath: String,
-        _ outcome: inout Outcome
-    ) {
-        if let limit = schema["maxProperties"].flatMap(Self.nonNegativeInteger), object.count > limit {
-            outcome.fail(
-                instancePath, keywordPath + "/maxProperties",
-                "must have at most \(limit) properties, has \(object.count)")
-        }
-        if let limit = schema["minProperties"].flatMap(Self.nonNegativeInteger), object.count < limit {
-            outcome.fail(
-                instancePath, keywordPath + "/minProperties",
-                "must have at least \(limit) properties, has \(object.count)")
-        }
-        if case .array(let required) = schema["required"] ?? .null {
-            for case .string(let name) in required where object[name] == nil {
-                outcome.fail(
-                    instancePath, keywordPath + "/required", "missing required property \(name.debugDescription)")
+    // MARK: - Assertions
+
+    private mutating func checkValue(_ node: CompiledNode, _ instance: JSONValue) {
+        if let mask = node.typeMask, !Self.matches(instance, mask) {
+            let nullableAllowsNull = options.openAPINullable && node.nullable && instance == .null
+            if !nullableAllowsNull {
+                fail(
+                    "/type",
+                    "expected \(node.typeNames.joined(separator: " or ")), found \(Self.typeName(of: instance))")
             }
         }
-        if case .object(let dependencies) = schema["dependentRequired"] ?? .null {
-            for (property, requirement) in dependencies where object[property] != nil {
-                guard case .array(let names) = requirement else { continue }
-                for case .string(let name) in names where object[name] == nil {
-                    outcome.fail(
-                        instancePath, keywordPath + "/dependentRequired/" + JSONPointer.escape(property),
-                        "property \(name.debugDescription) is required when \(property.debugDescription) is present")
-                }
+        if let constant = node.constant, constant != instance {
+            fail("/const", "must equal \(Self.excerpt(constant))")
+        }
+        if let values = node.enumeration, !values.contains(instance) {
+            fail("/enum", "must be one of \(Self.excerpt(.array(values)))")
+        }
+    }
+
+    private mutating func checkNumber(_ node: CompiledNode, _ number: JSONNumber) {
+        if let divisor = node.multipleOf, !number.isMultiple(of: divisor) {
+            fail("/multipleOf", "must be a multiple of \(divisor)")
+        }
+        if let limit = node.maximum, number > limit { fail("/maximum", "must be at most \(limit)") }
+        if let limit = node.exclusiveMaximum, number >= limit { fail("/exclusiveMaximum", "must be less than \(limit)") }
+        if let limit = node.minimum, number < limit { fail("/minimum", "must be at least \(limit)") }
+        if let limit = node.exclusiveMinimum, number <= limit {
+            fail("/exclusiveMinimum", "must be greater than \(limit)")
+        }
+    }
+
+    private mutating func checkString(_ node: CompiledNode, _ string: String) {
+        // Lengths count Unicode code points, as the specification says (not grapheme clusters). A string
+        // has at most as many code points as UTF-8 bytes and at least a quarter as many: most lengths are
+        // decided without counting.
+        if node.maxLength != nil || node.minLength != nil {
+            let bytes = string.utf8.count
+            if let limit = node.maxLength, bytes > limit {
+                let length = string.unicodeScalars.count
+                if length > limit { fail("/maxLength", "must be at most \(limit) characters long, is \(length)") }
             }
+            if let limit = node.minLength, bytes < limit * 4 {
+                let length = string.unicodeScalars.count
+                if length < limit { fail("/minLength", "must be at least \(limit) characters long, is \(length)") }
+            }
+        }
+        if let pattern = node.pattern, !pattern.regex.matches(string) {
+            fail("/pattern", "must match the pattern \(pattern.text.debugDescription)")
+        }
+        if let format = node.format, formatAsserts, FormatChecker.check(format, string) == false {
+            fail("/format", "not a valid \(format)")
         }
     }
 
     // MARK: - Helpers
 
-    private func regex(_ pattern: String) -> NSRegularExpressionBox { registry.regex(for: pattern) }
-
-    private static func matches(_ instance: JSONValue, type: String) -> Bool {
-        switch (type, instance) {
-        case ("null", .null), ("boolean", .bool), ("string", .string), ("array", .array), ("object", .object),
-            ("number", .number):
-            return true
-        case ("integer", .number(let number)):
-            return number.isInteger
-        default:
-            return false
+    private static func matches(_ instance: JSONValue, _ mask: UInt8) -> Bool {
+        switch instance {
+        case .null: return mask & CompiledNode.TypeBit.null != 0
+        case .bool: return mask & CompiledNode.TypeBit.boolean != 0
+        case .string: return mask & CompiledNode.TypeBit.string != 0
+        case .array: return mask & CompiledNode.TypeBit.array != 0
+        case .object: return mask & CompiledNode.TypeBit.object != 0
+        case .number(let number):
+            if mask & CompiledNode.TypeBit.number != 0 { return true }
+            return mask & CompiledNode.TypeBit.integer != 0 && number.isInteger
         }
     }
 
@@ -608,45 +510,9 @@ struct Evaluator {
         return instance.kind
     }
 
-    private static func nonNegativeInteger(_ value: JSONValue) -> Int? {
-        guard case .number(let number) = value, let integer = number.int64, integer >= 0 else { return nil }
-        return Int(clamping: integer)
-    }
-
     /// At most 60 characters of a value's JSON, for messages.
     static func excerpt(_ value: JSONValue) -> String {
         let text = value.description
         return text.count > 60 ? String(text.prefix(57)) + "..." : text
-    }
-}
-
-/// Rewrites the ECMA-262 constructs whose meaning differs in ICU (the engine behind NSRegularExpression).
-enum ECMAScriptPattern {
-    /// ECMA-262 WhiteSpace and LineTerminator code points (ICU's \\s lacks U+FEFF).
-    private static let whitespace = "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{FEFF}\\p{Zs}\\x{2028}\\x{2029}"
-
-    static func translate(_ pattern: String) -> String {
-        // ECMA-262 \d, \w and \s are ASCII/explicit classes; ICU's are Unicode-wide.
-        var result = ""
-        var iterator = pattern.makeIterator()
-        var inClass = false
-        while let character = iterator.next() {
-            if character == "\\", let next = iterator.next() {
-                switch next {
-                case "s": result += inClass ? whitespace : "[" + whitespace + "]"
-                case "S": result += inClass ? "\\S" : "[^" + whitespace + "]"
-                case "d": result += inClass ? "0-9" : "[0-9]"
-                case "D": result += inClass ? "\\D" : "[^0-9]"
-                case "w": result += inClass ? "a-zA-Z0-9_" : "[a-zA-Z0-9_]"
-                case "W": result += inClass ? "\\W" : "[^a-zA-Z0-9_]"
-                default: result += "\\" + String(next)
-                }
-                continue
-            }
-            if character == "[" { inClass = true }
-            if character == "]" { inClass = false }
-            result.append(character)
-        }
-        return result
     }
 }

@@ -21,10 +21,10 @@ public struct JSONSchema: Sendable {
     /// Looks up a schema document by absolute URI (without fragment). Return nil when unknown.
     public typealias Resolver = @Sendable (_ uri: String) throws -> JSONValue?
 
-    let registry: SchemaRegistry
-    let root: SchemaNode
-    /// The vocabularies in force for `root` (fixed once the registry is sealed).
-    let vocabularies: Vocabularies
+    /// The schema compiled into checks, with every reference resolved.
+    let program: CompiledProgram
+    /// Whether the root's metaschema turns the format-assertion vocabulary on.
+    let formatAssertion: Bool
 
     /// Compiles `schema`.
     ///
@@ -51,10 +51,11 @@ public struct JSONSchema: Sendable {
         }
         let registry = SchemaRegistry(resolver: resolver)
         try registry.load(schema, at: base)
-        root = try registry.node(for: base.description, from: base)
+        let root = try registry.node(for: base.description, from: base)
         try registry.resolveAllReferences()
-        vocabularies = registry.vocabularies(of: root)
-        self.registry = registry
+        let vocabularies = registry.vocabularies(of: root)
+        program = CompiledProgram(registry: registry, root: root, vocabularies: vocabularies)
+        formatAssertion = vocabularies.formatAssertion
     }
 
     /// The draft 2020-12 metaschema, compiled once.
@@ -75,9 +76,9 @@ public struct JSONSchema: Sendable {
 
     /// Validates `instance`, collecting every error.
     public func validate(_ instance: JSONValue, options: ValidationOptions = ValidationOptions()) -> ValidationResult {
-        var evaluator = Evaluator(registry: registry, options: options, vocabularies: vocabularies)
-        let outcome = evaluator.evaluate(root, instance, instancePath: "", keywordPath: "")
-        return ValidationResult(errors: outcome.errors)
+        var evaluator = Evaluator(program: program, options: options, formatAssertion: formatAssertion)
+        evaluator.run(instance)
+        return ValidationResult(errors: evaluator.errors)
     }
 
     /// Validates JSON text.
