@@ -81,6 +81,9 @@ struct Harness {
                 baseline.append(try await batch(sides.baseline))
             }
         }
+        if ProcessInfo.processInfo.environment["KEEL_BENCH_TRACE"] != nil {
+            print(zip(candidate, baseline).map { String(format: "%.3f", $0 / $1) }.joined(separator: " "))
+        }
         // Medians in seconds per operation, reported in the benchmark's unit (ms or µs).
         let scale = benchmark.unit.hasPrefix("ms") ? 1e3 : 1e6
         let baselineMedian = median(baseline) * scale
