@@ -9,21 +9,38 @@ public import KeelSchema
 /// OpenAPI 3.0 semantics are honoured: `nullable: true` lets `null` through, and the boolean
 /// `exclusiveMinimum`/`exclusiveMaximum` of 3.0 are read as the numeric forms of JSON Schema 2020-12.
 public struct ContractSchema: Sendable {
+    /// The schema and how to apply it, behind one reference.
+    ///
+    /// One reference on purpose: Swift 6.3.1's debug build returned a garbage schema from
+    /// `schema(at:)` (a `throws(ContractLoadError)` function in another module) while the struct was
+    /// three to four machine words, small enough to come back in registers (`ContractSchemaTests`
+    /// crashed on a null pointer). A single reference comes back in one register, and works.
+    private final class Storage: Sendable {
+        let reference: String
+        let schema: JSONSchema
+        let openAPINullable: Bool
+
+        init(reference: String, schema: JSONSchema, openAPINullable: Bool) {
+            self.reference = reference
+            self.schema = schema
+            self.openAPINullable = openAPINullable
+        }
+    }
+
+    private let storage: Storage
+
     /// The location inside the contract, as given (`#/components/schemas/Note`).
-    public let reference: String
-    private let schema: JSONSchema
-    private let openAPINullable: Bool
+    public var reference: String { storage.reference }
 
     /// Validates `instance`; `formatAssertion` makes `format` an assertion (invalid dates fail).
     public func validate(_ instance: JSONValue, formatAssertion: Bool = false) -> ValidationResult {
-        schema.validate(
-            instance, options: ValidationOptions(formatAssertion: formatAssertion, openAPINullable: openAPINullable))
+        storage.schema.validate(
+            instance,
+            options: ValidationOptions(formatAssertion: formatAssertion, openAPINullable: storage.openAPINullable))
     }
 
     fileprivate init(reference: String, schema: JSONSchema, openAPINullable: Bool) {
-        self.reference = reference
-        self.schema = schema
-        self.openAPINullable = openAPINullable
+        storage = Storage(reference: reference, schema: schema, openAPINullable: openAPINullable)
     }
 }
 
@@ -51,15 +68,16 @@ extension OpenAPIDocument {
             url.absoluteString + "#" + pointer.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed)!
         let wrapper: JSONValue = ["$ref": .string(target)]
         let documentsByURI = served
+        let schema: JSONSchema
         do {
-            let schema = try JSONSchema(
+            schema = try JSONSchema(
                 wrapper, baseURI: "urn:keel:contract-schema", resolver: { uri in documentsByURI[uri] })
-            return ContractSchema(reference: reference, schema: schema, openAPINullable: isOpenAPI30)
         } catch {
             throw ContractLoadError(
                 code: .invalidSchemaReference, file: url.path, location: reference,
                 message: "not a usable schema: \(error)")
         }
+        return ContractSchema(reference: reference, schema: schema, openAPINullable: isOpenAPI30)
     }
 
     /// Members whose values are literal data, never schemas (besides `x-…` extensions).

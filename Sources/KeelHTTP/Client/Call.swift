@@ -348,8 +348,6 @@ struct Call {
         return failure(.captivePortal, detail: detail)
     }
 
-    /// Scheme, lower-cased host and effective port: the parts that make an origin.
-
     static func looksLikeHTML(_ body: Data) -> Bool {
         let prefix = String(decoding: body.prefix(256), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             .lowercased()

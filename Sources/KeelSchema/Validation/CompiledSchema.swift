@@ -141,6 +141,8 @@ final class CompiledProgram: @unchecked Sendable {
     /// Whether evaluated properties and items must be recorded (some schema has an `unevaluated*` keyword
     /// and the vocabulary is on); otherwise the sets would be built for nothing.
     let collectsAnnotations: Bool
+    /// Whether the root's metaschema turns the format-assertion vocabulary on.
+    let formatAssertion: Bool
 
     private let registry: SchemaRegistry
     private let vocabularies: Vocabularies
@@ -151,6 +153,7 @@ final class CompiledProgram: @unchecked Sendable {
         self.registry = registry
         self.vocabularies = vocabularies
         self.collectsAnnotations = vocabularies.unevaluated && registry.usesUnevaluated
+        self.formatAssertion = vocabularies.formatAssertion
         self.root = target(root)
         var byResource: [String: [String: CompiledNode]] = [:]
         for key in registry.dynamicAnchors.sorted() {
@@ -198,7 +201,9 @@ final class CompiledProgram: @unchecked Sendable {
         case .bool(false): compiled = Self.invalidNode
         case .object:
             compiled = CompiledNode(form: .keywords)
-            fill(compiled, from: SchemaNode(value: value, outerBase: base, location: "\(base.description)#\(pointer)\(segment)"))
+            fill(
+                compiled,
+                from: SchemaNode(value: value, outerBase: base, location: "\(base.description)#\(pointer)\(segment)"))
         default: compiled = Self.validNode  // true (or not a schema: "anything goes")
         }
         return CompiledNode.Edge(node: compiled, segment: segment)
@@ -217,7 +222,8 @@ final class CompiledProgram: @unchecked Sendable {
         guard case .object(let schema) = node.value else { return }
         let base = node.base
         compiled.resource = resourceIndex(base.description)
-        let pointer = node.location.firstIndex(of: "#").map { String(node.location[node.location.index(after: $0)...]) }
+        let pointer =
+            node.location.firstIndex(of: "#").map { String(node.location[node.location.index(after: $0)...]) }
             ?? ""
         func edge(_ keyword: String, _ member: String?, _ value: JSONValue) -> CompiledNode.Edge {
             child(value, base: base, pointer: pointer, keyword, member)

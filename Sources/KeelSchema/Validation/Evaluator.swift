@@ -48,10 +48,10 @@ struct Evaluator {
         }
     }
 
-    init(program: CompiledProgram, options: ValidationOptions, formatAssertion: Bool) {
+    init(program: CompiledProgram, options: ValidationOptions) {
         self.program = program
         self.options = options
-        self.formatAsserts = options.formatAssertion || formatAssertion
+        self.formatAsserts = options.formatAssertion || program.formatAssertion
         self.collectsAnnotations = program.collectsAnnotations
     }
 
@@ -248,7 +248,8 @@ struct Evaluator {
                 dropErrors(from: start)
                 fail(
                     "/oneOf",
-                    "matches alternatives \(matches.map(String.init).joined(separator: " and ")); exactly one must match")
+                    "matches alternatives \(matches.map(String.init).joined(separator: " and ")); exactly one must match"
+                )
             }
         }
         if let not = node.not {
@@ -460,7 +461,9 @@ struct Evaluator {
             fail("/multipleOf", "must be a multiple of \(divisor)")
         }
         if let limit = node.maximum, number > limit { fail("/maximum", "must be at most \(limit)") }
-        if let limit = node.exclusiveMaximum, number >= limit { fail("/exclusiveMaximum", "must be less than \(limit)") }
+        if let limit = node.exclusiveMaximum, number >= limit {
+            fail("/exclusiveMaximum", "must be less than \(limit)")
+        }
         if let limit = node.minimum, number < limit { fail("/minimum", "must be at least \(limit)") }
         if let limit = node.exclusiveMinimum, number <= limit {
             fail("/exclusiveMinimum", "must be greater than \(limit)")

@@ -21,10 +21,9 @@ public struct JSONSchema: Sendable {
     /// Looks up a schema document by absolute URI (without fragment). Return nil when unknown.
     public typealias Resolver = @Sendable (_ uri: String) throws -> JSONValue?
 
-    /// The schema compiled into checks, with every reference resolved.
+    /// The schema compiled into checks, with every reference resolved (one reference: see
+    /// `ContractSchema.Storage` for why small multi-word results of typed-throwing functions are avoided).
     let program: CompiledProgram
-    /// Whether the root's metaschema turns the format-assertion vocabulary on.
-    let formatAssertion: Bool
 
     /// Compiles `schema`.
     ///
@@ -55,7 +54,6 @@ public struct JSONSchema: Sendable {
         try registry.resolveAllReferences()
         let vocabularies = registry.vocabularies(of: root)
         program = CompiledProgram(registry: registry, root: root, vocabularies: vocabularies)
-        formatAssertion = vocabularies.formatAssertion
     }
 
     /// The draft 2020-12 metaschema, compiled once.
@@ -76,7 +74,7 @@ public struct JSONSchema: Sendable {
 
     /// Validates `instance`, collecting every error.
     public func validate(_ instance: JSONValue, options: ValidationOptions = ValidationOptions()) -> ValidationResult {
-        var evaluator = Evaluator(program: program, options: options, formatAssertion: formatAssertion)
+        var evaluator = Evaluator(program: program, options: options)
         evaluator.run(instance)
         return ValidationResult(errors: evaluator.errors)
     }
