@@ -82,7 +82,9 @@ let package = Package(
         // MARK: - Executables
         .executableTarget(
             name: "keel",
-            dependencies: ["KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelStore", "KeelTesting"],
+            dependencies: [
+                "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelStore", "KeelTesting",
+            ],
             swiftSettings: swiftSettings
         ),
         // Runs storage workloads in a child process for kill -9 tests (KeelStoreTests); not a product.
@@ -117,7 +119,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelContractToolsTests",
-            dependencies: ["KeelContractTools", "KeelContract", "KeelTesting"],
+            dependencies: ["KeelContractTools", "KeelContract", "KeelCore", "KeelTesting"],
             // Contracts the generator tests read from disk (they reference each other by file name).
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings

@@ -59,4 +59,31 @@ enum HTTPBenchmarks {
             }
         )
     }
+
+    /// The cost of trace context (issue #11): the same GETs with and without `TraceContextMiddleware`, both
+    /// on the default transport (the fastest, so the middleware's share is the largest it can be).
+    /// Version headers join when the version policy does.
+    static let traceOverhead = Benchmark(
+        name: "trace.overhead",
+        unit: "µs per GET",
+        goal: "ratio ≤ 1.02 (http.get with trace context on vs off, same client and server)",
+        operations: 2000,
+        prepare: {
+            let server = try TestServer(dispatcher: TestServer.Dispatcher { _ in .json(body) })
+            let plain = HTTPClient(configuration: .init(baseURL: server.baseURL))
+            let tracing = TraceContextMiddleware(allowlist: OriginAllowlist([server.baseURL]))
+            let traced = HTTPClient(configuration: .init(baseURL: server.baseURL, middleware: [tracing]))
+            return Benchmark.Sides(
+                baseline: {
+                    let reply = try await plain.send(.get("/notes"))
+                    guard reply.body.count > 1000 else { throw BenchError("short body") }
+                },
+                candidate: {
+                    let reply = try await traced.send(.get("/notes"))
+                    guard reply.body.count > 1000 else { throw BenchError("short body") }
+                },
+                teardown: { server.shutdown() }
+            )
+        }
+    )
 }

@@ -12,6 +12,7 @@ enum KeelBench {
         ContractBenchmarks.schemaValidate,
         HTTPBenchmarks.get,
         HTTPBenchmarks.getDefaultTransport,
+        HTTPBenchmarks.traceOverhead,
         ContractToolsBenchmarks.diff,
         ContractToolsBenchmarks.diffConcurrent,
         StoreBenchmarks.insert,

@@ -13,8 +13,11 @@ enum Keel {
 
     static let commands: [Command] = [
         ServeCommand.command, FaultsCommand.command, SchemaCommand.command, ContractCommand.command,
-        InventoryCommand.command,
+        InventoryCommand.command, TraceCommand.command, ReleaseGateCommand.command,
     ]
+
+    /// The width of the subcommand column in the usage text (the longest name and two spaces).
+    private static let nameWidth = (commands.map(\.name.count).max() ?? 0) + 2
 
     static let usage = """
         USAGE: keel <subcommand> [options]
@@ -23,7 +26,7 @@ enum Keel {
         This tool runs the parts of it that work from a terminal.
 
         SUBCOMMANDS:
-        \(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+        \(commands.map { "  " + $0.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
         OPTIONS:
           -h, --help  Show help for keel or for a subcommand (keel <subcommand> --help).

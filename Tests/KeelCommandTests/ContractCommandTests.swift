@@ -113,6 +113,21 @@ import Testing
         #expect(output.contains("0 breaking, 0 warning"))
     }
 
+    @Test func version1Point2IsCompatibleWithVersion1Point1() async throws {
+        // The version policy revision: new optional request headers, a response header, 426/503 answers
+        // and an optional error member — nothing an installed 1.1 client could trip over.
+        let child = try ChildProcess.launch(
+            product: "keel",
+            arguments: [
+                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path,
+                Self.contracts.appendingPathComponent("notes-api.v1.2.yaml").path, "--fail-on", "warning",
+            ])
+        #expect(
+            try await child.waitForExit() == .exited(0),
+            "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
+        #expect(child.output(of: .standardOutput).contains("0 breaking, 0 warning"))
+    }
+
     @Test func theCommittedModelsOfTheSampleContractAreCurrent() async throws {
         let child = try ChildProcess.launch(
             product: "keel",

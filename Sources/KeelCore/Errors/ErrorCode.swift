@@ -31,6 +31,19 @@ public struct ErrorCode<Domain>: Sendable, Hashable, CustomStringConvertible {
     public var description: String { name }
 }
 
+extension ErrorCode: Codable {
+    /// Encodes the ``name`` as a string (what journals and command-line JSON store).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(name)
+    }
+
+    /// Decodes a ``name``; a name this release does not declare is kept as it is (the set is extensible).
+    public init(from decoder: any Decoder) throws {
+        self.init(try decoder.singleValueContainer().decode(String.self))
+    }
+}
+
 /// An error with a machine code from an extensible set, plus context (MOB-API-003: match codes, not text).
 ///
 /// Conformers are structs whose ``code`` names what happened and whose other properties carry the

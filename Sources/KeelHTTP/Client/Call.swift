@@ -7,6 +7,10 @@ struct Call {
     let operation: HTTPOperation
     let policy: CallPolicy
     let correlationID: CorrelationID
+    /// The trace every attempt belongs to (one trace id per operation). Minted only when some middleware
+    /// will see the request — trace headers are ``TraceContextMiddleware``'s business — so a call without
+    /// middleware draws nothing more from the random source.
+    let trace: TraceContext?
 
     /// Whether any attempt may have reached the server without a readable answer. (For a read this
     /// harms nothing, but it is still what happened; the user-facing projection weighs `mutates`.)
@@ -20,12 +24,21 @@ struct Call {
     /// The base URL as text without a trailing slash, when it has no query or fragment (see `url()`).
     let basePrefix: String?
 
-    init(configuration: HTTPClient.Configuration, operation: HTTPOperation, policy: CallPolicy, basePrefix: String?) {
+    /// Where version answers go (shared by the client's calls).
+    let versionPolicy: VersionPolicyState
+
+    init(
+        configuration: HTTPClient.Configuration, operation: HTTPOperation, policy: CallPolicy, basePrefix: String?,
+        versionPolicy: VersionPolicyState
+    ) {
         self.basePrefix = basePrefix
+        self.versionPolicy = versionPolicy
         self.configuration = configuration
         self.operation = operation
         self.policy = policy
         self.correlationID = operation.correlationID ?? CorrelationID.make(using: configuration.random)
+        self.trace =
+            operation.trace ?? (configuration.middleware.isEmpty ? nil : .start(using: configuration.random))
     }
 
     /// The outcome across all attempts so far: unknown wins (an earlier attempt may have been applied).
@@ -70,8 +83,11 @@ struct Call {
                 throw failure(.timeout, detail: "deadline of \(policy.deadline) passed")
             }
             attempts += 1
-            let context = MiddlewareContext(
-                operation: operation, correlationID: correlationID, attempt: attempts, isReplay: isReplay)
+            let context = trace.map {
+                MiddlewareContext(
+                    operation: operation, correlationID: correlationID, trace: $0, attempt: attempts,
+                    isReplay: isReplay)
+            }
             isReplay = false
             // Middleware works on a fresh copy each attempt, inside the deadline; nothing is sent yet.
             let prepared = try await prepare(request, context: context, deadline: deadline, clock: clock)
@@ -104,6 +120,10 @@ struct Call {
                     failure = portal
                 } else if (200...299).contains(response.status) {
                     configuration.budget.recordSuccess(refunding: spentOnRetries)
+                    // The backend accepted this version just now; it may announce a newer one.
+                    if let policy = configuration.versionPolicy?.policy(afterSuccess: response) {
+                        versionPolicy.set(policy)
+                    }
                     return HTTPClient.Reply(
                         status: response.status, headers: response.headers, body: response.body,
                         requestID: response.header(configuration.requestIDHeader), correlationID: correlationID,
@@ -165,8 +185,9 @@ struct Call {
     /// Runs every middleware whose allowlist admits the request's origin, in order, raced against the
     /// call's deadline. A refusal ends the call with its kind; nothing was sent on this attempt.
     private func prepare<C: Clock>(
-        _ request: TransportRequest, context: MiddlewareContext, deadline: C.Instant, clock: C
+        _ request: TransportRequest, context: MiddlewareContext?, deadline: C.Instant, clock: C
     ) async throws(HTTPFailure) -> TransportRequest where C.Duration == Duration {
+        guard let context else { return request }  // no middleware
         let steps = configuration.middleware.filter { $0.allowedOrigins?.contains(request.url) ?? true }
         guard !steps.isEmpty else { return request }
         let outcome = await Self.race(deadline: deadline, clock: clock) { () async -> Prepared in
@@ -193,9 +214,9 @@ struct Call {
     /// Whether any middleware (allowed for the request's origin) asks to send the call once more.
     private func middlewareAsksForReplay(
         after response: TransportResponse, request: TransportRequest,
-        context: MiddlewareContext
+        context: MiddlewareContext?
     ) async -> Bool {
-        guard !(200...299).contains(response.status) else { return false }  // a success is final
+        guard let context, !(200...299).contains(response.status) else { return false }  // a success is final
         for step in configuration.middleware where step.allowedOrigins?.contains(request.url) ?? true {
             if await step.shouldReplay(after: response, context: context) { return true }
         }
@@ -271,12 +292,22 @@ struct Call {
 
     private func makeRequest() -> TransportRequest {
         var headers = operation.headers
+        // Trace context reaches only allowlisted origins, through TraceContextMiddleware; a traceparent
+        // the app put on the operation by hand could go anywhere, so it never leaves.
+        headers.removeAll(named: TraceContextMiddleware.traceparentHeader)
+        headers.removeAll(named: TraceContextMiddleware.tracestateHeader)
         headers.append(name: configuration.correlationIDHeader, value: correlationID.rawValue)
         if case .keyed(let key) = operation.idempotency {
             headers.append(name: configuration.idempotencyKeyHeader, value: key.rawValue)
         }
         if let version = configuration.contractVersion {
             headers.append(name: version.headerName, value: version.description)
+        }
+        if let identity = configuration.versionPolicy {
+            headers.removeAll(named: identity.appVersionHeader)
+            headers.removeAll(named: identity.platformHeader)
+            headers.append(name: identity.appVersionHeader, value: identity.appVersion.description)
+            headers.append(name: identity.platformHeader, value: identity.platform)
         }
         if operation.expectsJSON, !headers.contains("Accept") {
             headers.append(name: "Accept", value: "application/json")
@@ -358,7 +389,8 @@ struct Call {
     private mutating func statusFailure(_ response: TransportResponse, retryAfter: Duration?, now: Date) -> HTTPFailure
     {
         let details = configuration.errorBody.details(of: response.body)
-        let kind: HTTPFailure.Kind
+        var kind: HTTPFailure.Kind
+        var detail = "status \(response.status)"
         switch response.status {
         case 401: kind = .authentication
         case 403: kind = .authorization
@@ -369,12 +401,28 @@ struct Call {
         case 503 where details.code.map(configuration.errorBody.maintenanceCodes.contains) == true: kind = .maintenance
         default: kind = .technical
         }
+        let retryAt = retryAfter.map { now.addingTimeInterval($0.inSeconds) }
+        if let contract = configuration.versionPolicy {
+            switch contract.verdict(status: response.status, code: details.code, body: response.body) {
+            case .unrelated:
+                if kind == .maintenance { versionPolicy.set(.maintenance(retryAt: retryAt)) }
+            case .updateRequired(let minimum):
+                kind = .updateRequired
+                versionPolicy.set(.updateRequired(minimum: minimum))
+            case .blocked(let minimum):
+                kind = .versionBlocked
+                versionPolicy.set(.blocked(minimum: minimum))
+            case .malformed(let why):
+                // Never "update now" on an answer that does not say so properly: technical, no change.
+                kind = .technical
+                detail += ": \(why)"
+            }
+        }
         recordWhetherApplied(response)
         return HTTPFailure(
             kind: kind, outcome: outcome, status: response.status, errorCode: details.code,
             requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts,
-            retryAt: retryAfter.map { now.addingTimeInterval($0.inSeconds) },
-            fieldErrors: kind == .validation ? details.fields : [], detail: Redacted("status \(response.status)")
+            retryAt: retryAt, fieldErrors: kind == .validation ? details.fields : [], detail: Redacted(detail)
         )
     }
 

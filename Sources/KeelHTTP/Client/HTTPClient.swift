@@ -62,6 +62,11 @@ public final class HTTPClient: Sendable {
         public var logger: Logger
         /// Steps every attempt goes through, in order (authentication, tracing); see ``HTTPMiddleware``.
         public var middleware: [any HTTPMiddleware]
+        /// This app's version and platform, sent on every call, and how the contract answers about them;
+        /// nil: no version headers, and version answers are ordinary failures. See ``HTTPClient/versionPolicy``.
+        public var versionPolicy: VersionPolicyContract?
+        /// Called (synchronously, keep it cheap) whenever ``HTTPClient/versionPolicy`` changes.
+        public var onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)?
 
         /// A configuration; everything but the base URL has a default suited to production.
         public init(
@@ -79,7 +84,9 @@ public final class HTTPClient: Sendable {
             idempotencyKeyHeader: String = "Idempotency-Key",
             observer: (@Sendable (AttemptEvent) -> Void)? = nil,
             logger: Logger = .disabled,
-            middleware: [any HTTPMiddleware] = []
+            middleware: [any HTTPMiddleware] = [],
+            versionPolicy: VersionPolicyContract? = nil,
+            onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)? = nil
         ) {
             self.baseURL = baseURL
             self.transport = transport
@@ -96,6 +103,8 @@ public final class HTTPClient: Sendable {
             self.observer = observer
             self.logger = logger
             self.middleware = middleware
+            self.versionPolicy = versionPolicy
+            self.onVersionPolicyChange = onVersionPolicyChange
         }
     }
 
@@ -133,9 +142,18 @@ public final class HTTPClient: Sendable {
     /// when it has a query or fragment (those go through URLComponents).
     private let basePrefix: String?
 
+    /// The version policy as the backend last stated it (MOB-API-005): `.supported` until an answer says
+    /// otherwise. Set only by answers the ``Configuration/versionPolicy`` contract defines: a successful
+    /// response (with or without an update announcement), a required update, a security block, or
+    /// maintenance. Anything malformed leaves it unchanged and fails as `technical`.
+    public var versionPolicy: VersionPolicy { policyState.current }
+
+    private let policyState: VersionPolicyState
+
     /// A client with `configuration`.
     public init(configuration: Configuration) {
         self.configuration = configuration
+        policyState = VersionPolicyState(onChange: configuration.onVersionPolicyChange)
         let base = configuration.baseURL
         if base.query == nil, base.fragment == nil {
             let text = base.absoluteString
@@ -151,7 +169,7 @@ public final class HTTPClient: Sendable {
     public func send(_ operation: HTTPOperation, policy: CallPolicy? = nil) async throws(HTTPFailure) -> Reply {
         var call = Call(
             configuration: configuration, operation: operation, policy: policy ?? configuration.policy,
-            basePrefix: basePrefix)
+            basePrefix: basePrefix, versionPolicy: policyState)
         return try await call.run(clock: configuration.clock)
     }
 

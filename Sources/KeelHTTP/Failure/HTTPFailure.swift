@@ -118,6 +118,11 @@ extension ErrorCode where Domain == HTTPFailure {
     public static var rateLimited: Self { Self("rateLimited") }
     /// 503 with the contract's maintenance code.
     public static var maintenance: Self { Self("maintenance") }
+    /// This app version is no longer supported on this platform (HTTP 426 with the contract's
+    /// `update_required` code and a minimum version for this platform); see ``HTTPClient/versionPolicy``.
+    public static var updateRequired: Self { Self("updateRequired") }
+    /// This app version is blocked for security reasons (the contract's `version_blocked` code).
+    public static var versionBlocked: Self { Self("versionBlocked") }
     /// A successful reply broke the contract: it does not decode as the contract's model (a value of a
     /// closed enum the contract does not declare, a missing required member, a wrong type).
     /// MOB-API-001 wants this loud: ``HTTPFailure/contractViolation`` carries the typed decoding error.
@@ -128,12 +133,12 @@ extension ErrorCode where Domain == HTTPFailure {
     /// The caller cancelled the call.
     public static var cancelled: Self { Self("cancelled") }
 
-    /// Every kind this release of ``HTTPClient`` can produce. (Version-policy kinds such as "update
-    /// required" arrive with the version policy; the set is extensible, so switch with a `default`.)
+    /// Every kind this release of ``HTTPClient`` can produce (`updateRequired` and `versionBlocked` only
+    /// with a ``HTTPClient/Configuration/versionPolicy``). The set is extensible: switch with a `default`.
     public static var allKnown: [Self] {
         [
             .offline, .timeout, .captivePortal, .authentication, .authorization, .validation, .conflict,
-            .rateLimited, .maintenance, .contractViolation, .technical, .cancelled,
+            .rateLimited, .maintenance, .updateRequired, .versionBlocked, .contractViolation, .technical, .cancelled,
         ]
     }
 }

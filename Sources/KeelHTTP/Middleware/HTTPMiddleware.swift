@@ -70,6 +70,9 @@ public struct MiddlewareContext: Sendable {
     public let operation: HTTPOperation
     /// The user operation's correlation id (the same on every attempt).
     public let correlationID: CorrelationID
+    /// The operation's trace: ``HTTPOperation/trace`` when it continues one, otherwise a new trace id
+    /// minted for this call (the same on every attempt).
+    public let trace: TraceContext
     /// The attempt about to be sent (``HTTPMiddleware/prepare(_:context:)``) or that got the response
     /// (``HTTPMiddleware/shouldReplay(after:context:)``), from 1.
     public let attempt: Int

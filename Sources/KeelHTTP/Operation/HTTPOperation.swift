@@ -54,6 +54,11 @@ public struct HTTPOperation: Sendable {
     public var expectsJSON: Bool
     /// The user operation this call belongs to; minted once by the client when nil.
     public var correlationID: CorrelationID?
+    /// The trace this operation continues (from a push payload or a deep link; see
+    /// ``TraceContext/continuing(traceparent:tracestate:)``), or a new trace with a sampling decision.
+    /// Nil: the client starts a new trace for the call. Sent only by ``TraceContextMiddleware``, and only
+    /// to its allowlisted origins.
+    public var trace: TraceContext?
 
     /// An operation. `idempotency` may be omitted for GET/HEAD/OPTIONS (idempotent) and POST/PATCH
     /// (unsafe); for PUT, DELETE and other methods omitting it is a programming error.

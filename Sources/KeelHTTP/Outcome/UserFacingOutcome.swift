@@ -28,6 +28,8 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case reviewConflict
         case openNetworkLogin
         case tryLater
+        /// Install the update from the store (a required update or a security block; local data stays).
+        case updateApp
         case contactSupport(requestID: String?)
         /// Nothing to do (the user cancelled).
         case none
@@ -66,6 +68,7 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .conflict: action = .reviewConflict
         case .rateLimited, .maintenance: action = failure.retryAt.map(RecoveryAction.retryAt) ?? .tryLater
         case .cancelled: action = .none
+        case .updateRequired, .versionBlocked: action = .updateApp
         default:
             let reference = failure.requestID.flatMap(Self.safeReference)
             action = reference != nil ? .contactSupport(requestID: reference) : .tryLater
@@ -117,6 +120,8 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .rateLimited: what = "Too many requests were made in a short time."
         case .maintenance: what = "The service is down for planned maintenance."
         case .contractViolation: what = "This version of the app could not read the service's answer."
+        case .updateRequired: what = "This version of the app is no longer supported."
+        case .versionBlocked: what = "This version of the app has been blocked to protect your account."
         case .cancelled: what = "The action was cancelled."
         default: what = "Something went wrong on our side."
         }
@@ -138,6 +143,7 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .reviewConflict: next = "Review the changes."
         case .openNetworkLogin: next = "Open the network's sign-in page."
         case .tryLater: next = "Try again later."
+        case .updateApp: next = "Update the app; everything on this device is kept."
         case .contactSupport(let requestID):
             next =
                 requestID.map { "If it keeps happening, contact support with reference \($0)." }

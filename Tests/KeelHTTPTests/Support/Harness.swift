@@ -16,7 +16,8 @@ final class Harness: Sendable {
     init(
         policy: CallPolicy = CallPolicy(), budget: RetryBudget = RetryBudget(), seed: UInt64 = 7,
         transport: (any HTTPTransport)? = nil, baseURL: URL? = nil, server: TestServer? = nil,
-        random: RandomSource? = nil, middleware: [any HTTPMiddleware] = []
+        random: RandomSource? = nil, middleware: [any HTTPMiddleware] = [],
+        versionPolicy: VersionPolicyContract? = nil, onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)? = nil
     ) throws {
         self.server = try server ?? TestServer()
         let pump = ClockPump(clock: clock)
@@ -33,7 +34,7 @@ final class Harness: Sendable {
                     events.withLock { $0.append(event) }
                     if case .retryScheduled(_, let delay, _) = event { pump.announce(delay) }
                 },
-                middleware: middleware
+                middleware: middleware, versionPolicy: versionPolicy, onVersionPolicyChange: onVersionPolicyChange
             ))
     }
 

@@ -1,0 +1,75 @@
+public import Foundation
+public import KeelCore
+
+/// One mutating operation as the journal keeps it: enough to tell, after the app was suspended or
+/// killed, whether the server applied it (MOB-API-004).
+public struct JournalEntry: Sendable, Equatable, Codable {
+    /// Where the operation stands.
+    public enum State: Sendable, Equatable, Codable {
+        /// Recorded before the first byte left; no answer yet (after a relaunch: it may have been applied).
+        case sending
+        /// The server confirmed it.
+        case succeeded
+        /// It ended with a failure of this kind whose outcome says it was not applied.
+        case failed(HTTPFailure.Kind)
+        /// It may or may not have been applied; reconcile finds out.
+        case unknown
+    }
+
+    /// The operation's id (the journal's key).
+    public let operationID: String
+    /// The idempotency key, for keyed operations (re-sending with it is safe).
+    public let idempotencyKey: IdempotencyKey?
+    /// The user operation's correlation id, reused by every attempt and by reconcile after a relaunch.
+    public let correlationID: CorrelationID
+    /// The method.
+    public let method: String
+    /// The path relative to the client's base URL.
+    public let path: String
+    /// SHA-256 of the body (lowercase hex), so a rebuilt operation can be checked against what was sent;
+    /// nil without a body. The body itself is not kept here (the app's outbox owns it).
+    public let bodyDigest: String?
+    /// When it was recorded (the client's wall clock).
+    public let createdAt: Date
+    /// Where it stands.
+    public var state: State
+    /// The server's request id of the answer that decided it, when the server sent one (never invented).
+    public var requestID: String?
+    /// The trace the operation belonged to, so a reconcile continues it.
+    public var trace: TraceContext?
+
+    /// An entry.
+    public init(
+        operationID: String, idempotencyKey: IdempotencyKey?, correlationID: CorrelationID, method: String,
+        path: String, bodyDigest: String?, createdAt: Date, state: State, requestID: String? = nil,
+        trace: TraceContext? = nil
+    ) {
+        self.operationID = operationID
+        self.idempotencyKey = idempotencyKey
+        self.correlationID = correlationID
+        self.method = method
+        self.path = path
+        self.bodyDigest = bodyDigest
+        self.createdAt = createdAt
+        self.state = state
+        self.requestID = requestID
+        self.trace = trace
+    }
+}
+
+/// Durable memory of mutating operations in flight (MOB-API-004): the client records each one **before**
+/// its first byte leaves and records how it ended, so that after a suspension or a kill the app can find
+/// out what happened instead of guessing.
+///
+/// KeelHTTP declares the protocol; `SQLiteOperationJournal` in KeelSync keeps it in a real SQLite file.
+/// A journal that cannot record (a full disk) stops the operation before anything is sent.
+public protocol OperationJournal: Sendable {
+    /// Records a new entry (state ``JournalEntry/State/sending``). Must be durable when it returns.
+    func record(_ entry: JournalEntry) async throws
+    /// Moves entry `operationID` to `state` (with the request id of the deciding answer, when present).
+    func complete(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws
+    /// Every entry still `sending` or `unknown`, oldest first.
+    func unresolved() async throws -> [JournalEntry]
+    /// The entry for `operationID`, if any.
+    func entry(_ operationID: String) async throws -> JournalEntry?
+}

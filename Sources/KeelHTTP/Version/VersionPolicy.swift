@@ -1,0 +1,152 @@
+public import Foundation
+import KeelContract
+public import KeelCore
+
+/// What the backend says about the installed app version (MOB-API-005), as the app should act on it.
+///
+/// Derived only from answers the contract defines; anything else — an unknown code, a malformed body, a
+/// minimum version for another platform only, a version that does not parse — is a technical failure and
+/// leaves the policy as it was. Never "update now" by default, and nothing in Keel deletes anything
+/// because of it: the update and block screens are screens, not purges.
+public enum VersionPolicy: Sendable, Equatable {
+    /// Nothing to show.
+    case supported
+    /// A newer version exists; this one keeps working (a header on normal responses, never a failure).
+    case updateAvailable(latest: AppVersion)
+    /// This version is no longer supported on this platform; `minimum` is the oldest one that is.
+    case updateRequired(minimum: AppVersion)
+    /// The backend is down for planned maintenance, until `retryAt` when it said so.
+    case maintenance(retryAt: Date?)
+    /// This version is blocked for security reasons (the incident exception: possibly before an update is
+    /// available everywhere). A distinct, safe screen; local data stays.
+    case blocked(minimum: AppVersion?)
+}
+
+/// How the contract carries the version policy, and who this app is.
+///
+/// Every call sends ``appVersion`` and ``platform`` in ``appVersionHeader`` and ``platformHeader``. The
+/// defaults match Keel's sample contract (`contracts/notes-api.v1.2.yaml`):
+/// - optional update: `X-Update-Available: 5.3.0` on any successful response;
+/// - required update: HTTP 426 with `{"code": "update_required", "minimumVersions": {"ios": "5.2.0"}}`;
+/// - maintenance: HTTP 503 with `{"code": "maintenance"}` and an optional `Retry-After`;
+/// - security block: `{"code": "version_blocked", "minimumVersions": {...}}` (any 4xx).
+public struct VersionPolicyContract: Sendable, Equatable {
+    /// This app's version.
+    public var appVersion: AppVersion
+    /// This app's platform as the contract names it (`ios`, `android`).
+    public var platform: String
+    /// The request header carrying ``appVersion``.
+    public var appVersionHeader: String
+    /// The request header carrying ``platform``.
+    public var platformHeader: String
+    /// The response header announcing the latest version (an optional update).
+    public var updateAvailableHeader: String
+    /// Statuses that carry a required update (with ``updateRequiredCode``).
+    public var updateRequiredStatuses: Set<Int>
+    /// The machine code of a required update.
+    public var updateRequiredCode: String
+    /// The machine code of a security block.
+    public var blockedCode: String
+    /// The error-body member mapping platforms to their minimum supported version.
+    public var minimumVersionsMember: String
+
+    /// The sample contract's names; only the app's version and platform are required.
+    public init(
+        appVersion: AppVersion,
+        platform: String,
+        appVersionHeader: String = "X-App-Version",
+        platformHeader: String = "X-App-Platform",
+        updateAvailableHeader: String = "X-Update-Available",
+        updateRequiredStatuses: Set<Int> = [426],
+        updateRequiredCode: String = "update_required",
+        blockedCode: String = "version_blocked",
+        minimumVersionsMember: String = "minimumVersions"
+    ) {
+        self.appVersion = appVersion
+        self.platform = platform
+        self.appVersionHeader = appVersionHeader
+        self.platformHeader = platformHeader
+        self.updateAvailableHeader = updateAvailableHeader
+        self.updateRequiredStatuses = updateRequiredStatuses
+        self.updateRequiredCode = updateRequiredCode
+        self.blockedCode = blockedCode
+        self.minimumVersionsMember = minimumVersionsMember
+    }
+
+    /// What a failed answer means for the version policy.
+    enum Verdict: Equatable {
+        /// Not about versions.
+        case unrelated
+        /// A required update, with this platform's minimum.
+        case updateRequired(AppVersion)
+        /// A security block (with this platform's minimum when the body gives one).
+        case blocked(AppVersion?)
+        /// A version answer that does not make sense: a technical failure, no change of policy.
+        case malformed(String)
+    }
+
+    /// Reads a non-2xx answer whose machine code is `code`.
+    func verdict(status: Int, code: String?, body: Data) -> Verdict {
+        let claimsUpdate = updateRequiredStatuses.contains(status)
+        switch code {
+        case updateRequiredCode?:
+            guard let minimum = minimumVersion(in: body) else {
+                return .malformed("a required update without a valid minimum version for \(platform)")
+            }
+            guard let minimum else {
+                return .malformed("a required update without a minimum version for \(platform)")
+            }
+            guard appVersion < minimum else {
+                return .malformed("a required update to \(minimum), but this app is \(appVersion) already")
+            }
+            return .updateRequired(minimum)
+        case blockedCode?:
+            guard let minimum = minimumVersion(in: body) else {
+                return .malformed("a version block with an invalid minimum version")
+            }
+            return .blocked(minimum)
+        default:
+            // A required-update status with an unknown (or no) code is not a policy the app can act on.
+            return claimsUpdate ? .malformed("status \(status) without a known version code") : .unrelated
+        }
+    }
+
+    /// This platform's minimum version in an error body: `.some(nil)` when the body names none for this
+    /// platform (or none at all), nil when the member or the version is malformed.
+    private func minimumVersion(in body: Data) -> AppVersion?? {
+        guard let value = try? JSONValue(parsing: body), case .object(let object) = value else { return nil }
+        guard let member = object[minimumVersionsMember] else { return .some(nil) }
+        guard case .object(let versions) = member else { return nil }
+        guard let entry = versions[platform] else { return .some(nil) }
+        guard case .string(let text) = entry, let version = AppVersion(text) else { return nil }
+        return .some(version)
+    }
+
+    /// The policy a successful response states: an update when it announces a version newer than this
+    /// app, `.supported` when it announces none (or one not newer); nil — no change — when the announcement
+    /// does not parse.
+    func policy(afterSuccess response: TransportResponse) -> VersionPolicy? {
+        guard let text = response.header(updateAvailableHeader) else { return .supported }
+        guard let latest = AppVersion(text.trimmingSpacesAndTabs()) else { return nil }
+        return appVersion < latest ? .updateAvailable(latest: latest) : .supported
+    }
+}
+
+/// The client's current ``VersionPolicy``, shared by its calls.
+final class VersionPolicyState: Sendable {
+    private let state = Locked(VersionPolicy.supported)
+    private let onChange: (@Sendable (VersionPolicy) -> Void)?
+
+    init(onChange: (@Sendable (VersionPolicy) -> Void)?) { self.onChange = onChange }
+
+    var current: VersionPolicy { state.withLock { $0 } }
+
+    /// Sets the policy; tells the observer when it changed.
+    func set(_ policy: VersionPolicy) {
+        let changed = state.withLock { current -> Bool in
+            defer { current = policy }
+            return current != policy
+        }
+        if changed { onChange?(policy) }
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import KeelContract
+import KeelTesting
+import Testing
+
+/// `keel trace parse` and `keel release-gate`, run as the built binary against their exact contracts.
+@Suite(.timeLimit(.minutes(3))) struct TraceAndReleaseGateCommandTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-gate-cli") }
+
+    static let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+    private func object(_ output: String) throws -> JSONObject {
+        let lines = output.split(separator: "\n")
+        #expect(lines.count == 1)  // one object, one line
+        guard case .object(let object) = try JSONValue(parsing: Array(output.utf8)) else {
+            throw CommandTestError("not a JSON object: \(output)")
+        }
+        return object
+    }
+
+    @Test func aValidTraceparentPrintsItsFieldsAndExitsZero() async throws {
+        let (status, output, _) = try await runKeel(
+            [
+                "trace", "parse", Self.traceparent, "--tracestate", "rojo=00f067aa0ba902b7, ,congo=t61rcWkgMzE",
+                "--format", "json",
+            ])
+        #expect(status == .exited(0))
+        let json = try object(output)
+        #expect(json.keys == ["valid", "version", "traceId", "parentId", "flags", "sampled", "tracestate", "reason"])
+        #expect(json["valid"] == .bool(true))
+        #expect(json["version"] == .string("00"))
+        #expect(json["traceId"] == .string("4bf92f3577b34da6a3ce929d0e0e4736"))
+        #expect(json["parentId"] == .string("00f067aa0ba902b7"))
+        #expect(json["flags"] == .string("01"))
+        #expect(json["sampled"] == .bool(true))
+        #expect(json["tracestate"] == .array([.string("rojo=00f067aa0ba902b7"), .string("congo=t61rcWkgMzE")]))
+        #expect(json["reason"] == .null)
+        let (textStatus, text, _) = try await runKeel(["trace", "parse", Self.traceparent])
+        #expect(textStatus == .exited(0))
+        #expect(text.contains("trace-id:    4bf92f3577b34da6a3ce929d0e0e4736"))
+        #expect(text.contains("tracestate:  none"))
+    }
+
+    @Test func anInvalidTraceparentExitsOneWithTheReasonAndNulls() async throws {
+        let (status, output, _) = try await runKeel(
+            [
+                "trace", "parse", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "--tracestate", "a=1",
+                "--format", "json",
+            ])
+        #expect(status == .exited(1))
+        let json = try object(output)
+        #expect(json["valid"] == .bool(false))
+        for key in ["version", "traceId", "parentId", "flags", "sampled", "tracestate"] { #expect(json[key] == .null) }
+        #expect(json["reason"]?.stringValue?.contains("all zeros") == true)
+        let (textStatus, text, _) = try await runKeel(["trace", "parse", "ff" + Self.traceparent.dropFirst(2)])
+        #expect(textStatus == .exited(1))
+        #expect(text.contains("a new trace would be started"))
+    }
+
+    @Test func aDroppedTracestateIsNullBesideAValidTraceparent() async throws {
+        let (status, output, _) = try await runKeel(
+            ["trace", "parse", Self.traceparent, "--tracestate", "a=1,a=2", "--format", "json"])
+        #expect(status == .exited(0))
+        #expect(try object(output)["tracestate"] == .null)
+    }
+
+    @Test(arguments: [
+        ["trace"], ["trace", "parse"], ["trace", "parse", "a", "b"], ["trace", "format", "x"],
+        ["trace", "parse", traceparent, "--format", "yaml"], ["trace", "parse", traceparent, "--bogus"],
+    ])
+    func traceUsageErrorsExitTwo(arguments: [String]) async throws {
+        #expect(try await runKeel(arguments).0 == .exited(2))
+    }
+
+    private func writeStores(_ json: String) throws -> String {
+        let url = directory.url("stores.json")
+        try Data(json.utf8).write(to: url)
+        return url.path
+    }
+
+    @Test func allowedExitsZeroAndRefusedExitsOneListingEveryReason() async throws {
+        let path = try writeStores(ReleaseGateExamples.example)
+        let (allowed, allowedOutput, _) = try await runKeel(
+            ["release-gate", "--stores", path, "--platform", "ios", "--min-version", "5.2.0", "--format", "json"])
+        #expect(allowed == .exited(0))
+        #expect(try object(allowedOutput)["allowed"] == .bool(true))
+        let (refused, output, _) = try await runKeel(
+            ["release-gate", "--stores", path, "--platform", "android", "--min-version", "5.2"])
+        #expect(refused == .exited(1))
+        #expect(output.contains("refused"))
+        #expect(output.contains("google-play  5.2.0  staged rollout at 20%"))
+        let (_, json, _) = try await runKeel(
+            ["release-gate", "--stores", path, "--platform", "android", "--min-version", "5.2", "--format", "json"])
+        let reasons = try object(json)["reasons"]
+        #expect(
+            reasons
+                == .array([
+                    .object(["store": "google-play", "release": "5.2.0", "why": reasons?[0]?["why"] ?? .null])
+                ]))
+    }
+
+    @Test func anIncidentExitsZeroAndSaysWhatTheBlockScreenKeeps() async throws {
+        let path = try writeStores(ReleaseGateExamples.example)
+        let (status, output, _) = try await runKeel(
+            ["release-gate", "--stores", path, "--platform", "android", "--min-version", "5.2", "--incident"])
+        #expect(status == .exited(0))
+        #expect(output.contains("must keep all local data"))
+        #expect(output.contains("Stores that cannot serve the update yet: google-play"))
+        let (_, json, _) = try await runKeel(
+            [
+                "release-gate", "--stores", path, "--platform", "android", "--min-version", "5.2", "--incident",
+                "--format", "json",
+            ])
+        let object = try object(json)
+        #expect(object["allowed"] == .bool(false))
+        #expect(object["decision"] == .string("incident"))
+        #expect(object["storesThatCannotServe"] == .array([.string("google-play")]))
+    }
+
+    @Test func badInputExitsTwoNamingTheFieldAsAJSONPointer() async throws {
+        let path = try writeStores(
+            ReleaseGateExamples.example.replacingOccurrences(of: #""percent": 20"#, with: #""percnt": 20"#))
+        let (status, output, error) = try await runKeel(
+            ["release-gate", "--stores", path, "--platform", "android", "--min-version", "5.2", "--format", "json"])
+        #expect(status == .exited(2))
+        #expect(error.contains("/stores/1/releases/0/percnt"))
+        #expect(try object(output)["error"]?["pointer"] == .string("/stores/1/releases/0/percnt"))
+    }
+
+    @Test(arguments: [
+        ["release-gate", "--platform", "ios", "--min-version", "5"],
+        ["release-gate", "--stores", "stores.json", "--platform", "web", "--min-version", "5"],
+        ["release-gate", "--stores", "stores.json", "--platform", "ios", "--min-version", "5.x"],
+        ["release-gate", "--stores", "stores.json", "--platform", "ios"],
+        ["release-gate", "--stores", "missing.json", "--platform", "ios", "--min-version", "5"],
+    ])
+    func gateUsageAndInputErrorsExitTwo(arguments: [String]) async throws {
+        _ = try writeStores(ReleaseGateExamples.example)
+        #expect(try await runKeel(arguments, in: directory.url).0 == .exited(2))
+    }
+
+    @Test func theHelpListsBothCommands() async throws {
+        let (_, output, _) = try await runKeel(["--help"])
+        #expect(output.contains("  trace "))
+        #expect(output.contains("  release-gate "))
+    }
+}
+
+enum ReleaseGateExamples {
+    static let example = """
+        {"stores": [
+          {"id": "app-store", "platform": "ios", "production": true,
+           "releases": [{"version": "5.1.0", "rollout": "available"},
+                        {"version": "5.2.0", "rollout": "phased", "percent": 5, "manualUpdate": true}]},
+          {"id": "google-play", "platform": "android", "production": true,
+           "releases": [{"version": "5.2.0", "rollout": "staged", "percent": 20}]}
+        ]}
+        """
+}
+
+struct CommandTestError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

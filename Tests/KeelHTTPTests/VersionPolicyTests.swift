@@ -1,0 +1,121 @@
+import Foundation
+import KeelCore
+import KeelHTTP
+import KeelTesting
+import Testing
+
+/// MOB-API-005, client side: the version policy the backend states, read only from answers the contract
+/// defines; anything else is a technical failure that changes nothing.
+@Suite(.timeLimit(.minutes(1))) struct VersionPolicyTests {
+    static let app = VersionPolicyContract(appVersion: AppVersion("5.1.0")!, platform: "ios")
+    static let once = CallPolicy(maximumAttempts: 1)
+
+    static func error(_ status: Int, _ body: String, headers: HeaderFields = [:]) -> TestResponse {
+        var all = headers
+        all["Content-Type"] = "application/json"
+        return TestResponse(status: status, headers: all, body: body)
+    }
+
+    @Test func everyCallSendsTheAppVersionAndPlatformAndNothingElseCanOverrideThem() async throws {
+        let harness = try Harness(versionPolicy: Self.app)
+        harness.server.enqueue(.json("{}"))
+        var operation = HTTPOperation.get("/notes")
+        operation.headers["X-App-Version"] = "99.0"
+        _ = try #require(await harness.send(operation).success)
+        let request = try #require(harness.server.requests.first)
+        #expect(request.headers.values(for: "X-App-Version") == ["5.1.0"])
+        #expect(request.headers.values(for: "X-App-Platform") == ["ios"])
+    }
+
+    @Test func anOptionalUpdateIsAHeaderOnASuccessNeverAFailure() async throws {
+        let changes = Locked<[VersionPolicy]>([])
+        let harness = try Harness(
+            versionPolicy: Self.app, onVersionPolicyChange: { p in changes.withLock { $0.append(p) } })
+        harness.server.enqueue(TestResponse(status: 200, headers: ["X-Update-Available": "5.3.0"], body: "{}"))
+        harness.server.enqueue(TestResponse(status: 200, headers: ["X-Update-Available": "5.3.0"], body: "{}"))
+        harness.server.enqueue(TestResponse(status: 200, headers: ["X-Update-Available": "5.1"], body: "{}"))
+        _ = try #require(await harness.send(.get("/a")).success)
+        #expect(harness.client.versionPolicy == .updateAvailable(latest: AppVersion("5.3.0")!))
+        _ = try #require(await harness.send(.get("/b")).success)
+        _ = try #require(await harness.send(.get("/c")).success)  // announces this very version: nothing to do
+        #expect(harness.client.versionPolicy == .supported)
+        #expect(changes.withLock { $0 } == [.updateAvailable(latest: AppVersion("5.3.0")!), .supported])  // once each
+    }
+
+    @Test func aRequiredUpdateIsItsOwnKindWithThePlatformsMinimum() async throws {
+        let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
+        harness.server.enqueue(
+            Self.error(426, #"{"code": "update_required", "minimumVersions": {"ios": "5.2.0", "android": "5.0"}}"#))
+        let failure = try #require(await harness.send(.post("/mutations", body: Data("{}".utf8))).failure)
+        #expect(failure.kind == .updateRequired)
+        #expect(failure.outcome == .rejected)  // the server refused it: nothing was applied
+        #expect(harness.client.versionPolicy == .updateRequired(minimum: AppVersion("5.2.0")!))
+        let shown = UserFacingOutcome(failure: failure, mutates: true)
+        #expect(shown.action == .updateApp)
+        #expect(shown.message.contains("no longer supported"))
+        #expect(shown.message.contains("kept"))
+    }
+
+    @Test func maintenanceCarriesItsRetryTime() async throws {
+        let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
+        harness.server.enqueue(Self.error(503, #"{"code": "maintenance"}"#, headers: ["Retry-After": "120"]))
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        #expect(failure.kind == .maintenance)
+        let retryAt = try #require(failure.retryAt)
+        #expect(harness.client.versionPolicy == .maintenance(retryAt: retryAt))
+        // The next successful answer ends it.
+        harness.server.enqueue(.json("{}"))
+        _ = try #require(await harness.send(.get("/notes")).success)
+        #expect(harness.client.versionPolicy == .supported)
+    }
+
+    @Test func aSecurityBlockIsDistinctFromARequiredUpdate() async throws {
+        let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
+        harness.server.enqueue(Self.error(403, #"{"code": "version_blocked", "minimumVersions": {"ios": "5.1.1"}}"#))
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        #expect(failure.kind == .versionBlocked)
+        #expect(harness.client.versionPolicy == .blocked(minimum: AppVersion("5.1.1")!))
+        #expect(UserFacingOutcome(failure: failure, mutates: false).message.contains("blocked"))
+    }
+
+    @Test(arguments: [
+        (426, #"{"code": "please_update"}"#),  // an unknown code
+        (426, #"{"code": "update_required""#),  // a malformed body
+        (426, "<html>upgrade</html>"),
+        (426, #"{"code": "update_required", "minimumVersions": {"android": "5.2.0"}}"#),  // another platform only
+        (426, #"{"code": "update_required"}"#),  // no minimum at all
+        (426, #"{"code": "update_required", "minimumVersions": {"ios": "5.x"}}"#),  // does not parse
+        (426, #"{"code": "update_required", "minimumVersions": {"ios": 6}}"#),
+        (426, #"{"code": "update_required", "minimumVersions": "6.0"}"#),
+        (426, #"{"code": "update_required", "minimumVersions": {"ios": "5.0.9"}}"#),  // older than this app
+        (403, #"{"code": "version_blocked", "minimumVersions": {"ios": "five"}}"#),
+    ])
+    func anAnswerThatDoesNotSayItProperlyIsTechnicalAndChangesNothing(status: Int, body: String) async throws {
+        let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
+        harness.server.enqueue(TestResponse(status: 200, headers: ["X-Update-Available": "5.2.0"], body: "{}"))
+        _ = try #require(await harness.send(.get("/a")).success)
+        let before = harness.client.versionPolicy
+        #expect(before == .updateAvailable(latest: AppVersion("5.2.0")!))
+        harness.server.enqueue(Self.error(status, body))
+        let failure = try #require(await harness.send(.get("/b")).failure)
+        #expect(failure.kind == .technical)
+        #expect(harness.client.versionPolicy == before)
+    }
+
+    @Test func aMalformedAnnouncementOnASuccessChangesNothing() async throws {
+        let harness = try Harness(versionPolicy: Self.app)
+        harness.server.enqueue(TestResponse(status: 200, headers: ["X-Update-Available": "5.3.0"], body: "{}"))
+        harness.server.enqueue(TestResponse(status: 200, headers: ["X-Update-Available": "latest!"], body: "{}"))
+        _ = try #require(await harness.send(.get("/a")).success)
+        _ = try #require(await harness.send(.get("/b")).success)
+        #expect(harness.client.versionPolicy == .updateAvailable(latest: AppVersion("5.3.0")!))
+    }
+
+    @Test func withoutAVersionContractA426IsAnOrdinaryTechnicalFailure() async throws {
+        let harness = try Harness(policy: Self.once)
+        harness.server.enqueue(Self.error(426, #"{"code": "update_required", "minimumVersions": {"ios": "9"}}"#))
+        #expect(try #require(await harness.send(.get("/a")).failure).kind == .technical)
+        #expect(harness.client.versionPolicy == .supported)
+        #expect(harness.server.requests.first?.headers.contains("X-App-Version") == false)
+    }
+}
