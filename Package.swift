@@ -2,9 +2,9 @@
 //
 // Keel: the layer between a mobile app's screens and its backend.
 // Module map and dependency direction: docs/ARCHITECTURE.md.
-// Present: KeelCore, KeelContract, KeelSchema, KeelContractTools, KeelHTTP, KeelStore, KeelTesting, the
-// `keel` tool and `keel-bench`. KeelSync, KeelLifecycle, KeelReference and keel-notes arrive with the issues
-// that give them content, keeping the direction fixed here: KeelCore at the bottom, KeelTesting beside the
+// Present: KeelCore, KeelContract, KeelSchema, KeelContractTools, KeelHTTP, KeelStore, KeelSync (so far the
+// durable operation journal), KeelTesting, the `keel` tool and `keel-bench`. KeelLifecycle, KeelReference and
+// keel-notes arrive with the issues that give them content, keeping the direction fixed here: KeelCore at the bottom, KeelTesting beside the
 // app-facing modules, C shims imported only by the module that wraps them.
 import PackageDescription
 
@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "KeelContractTools", targets: ["KeelContractTools"]),
         .library(name: "KeelHTTP", targets: ["KeelHTTP"]),
         .library(name: "KeelStore", targets: ["KeelStore"]),
+        .library(name: "KeelSync", targets: ["KeelSync"]),
         .library(name: "KeelTesting", targets: ["KeelTesting"]),
         .executable(name: "keel", targets: ["keel"]),
         .executable(name: "keel-bench", targets: ["keel-bench"]),
@@ -53,17 +54,18 @@ let package = Package(
 
         // MARK: - Libraries
         .target(name: "KeelCore", swiftSettings: swiftSettings),
-        .target(name: "KeelContract", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "KeelContract",
+            // CCrypto for SHA-256 (generated-file stamps, journaled request bodies); Apple platforms use CryptoKit.
+            dependencies: ["KeelCore", .target(name: "CCrypto", condition: .when(platforms: [.linux, .android]))],
+            swiftSettings: swiftSettings
+        ),
         // JSON Schema 2020-12 validation: used by the contract tools and by apps that opt in. Apart from
         // KeelContract so that an app that only links the HTTP client carries no validator.
         .target(name: "KeelSchema", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
         .target(
             name: "KeelContractTools",
-            // CCrypto for SHA-256 of generator inputs; Apple platforms use CryptoKit.
-            dependencies: [
-                "KeelContract", "KeelSchema", "KeelCore", "CYAML",
-                .target(name: "CCrypto", condition: .when(platforms: [.linux, .android])),
-            ],
+            dependencies: ["KeelContract", "KeelSchema", "KeelCore", "CYAML"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -75,6 +77,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "KeelStore", dependencies: ["KeelCore", "CSQLite"], swiftSettings: swiftSettings),
+        // Where the client meets the store: the durable operation journal (outbox and sync to come).
+        .target(name: "KeelSync", dependencies: ["KeelHTTP", "KeelStore", "KeelCore"], swiftSettings: swiftSettings),
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
         .target(name: "KeelStoreFixtures", dependencies: ["KeelStore"], swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
@@ -128,12 +132,16 @@ let package = Package(
             name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "KeelSyncTests", dependencies: ["KeelSync", "KeelHTTP", "KeelStore", "KeelCore", "KeelTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"],
             swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
         // Runs the built `keel` binary as a child process (swift build --build-tests builds it too).
-        .testTarget(name: "KeelCommandTests", dependencies: ["KeelTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "KeelCommandTests", dependencies: ["KeelTesting", "KeelContract"], swiftSettings: swiftSettings),
     ]
 )
 

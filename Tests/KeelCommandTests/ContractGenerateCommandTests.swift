@@ -292,6 +292,12 @@ import Testing
             }
         }
         let executable = directory.url("program").path
+        #if os(Linux)
+            // KeelContract hashes with OpenSSL's libcrypto on Linux (SHA256Digest): its module map and library.
+            let crypto = ["-I", Self.repository.appendingPathComponent("Sources/CCrypto").path, "-lcrypto"]
+        #else
+            let crypto: [String] = []
+        #endif
         let compiler = try ChildProcess.launch(
             executable: try Self.swiftc(),
             arguments: [
@@ -299,7 +305,7 @@ import Testing
                 "InternalImportsByDefault",
                 "-warnings-as-errors", "-I", products.appendingPathComponent("Modules").path,
                 main.path, generated.path,
-            ] + objects.sorted() + ["-o", executable])
+            ] + crypto + objects.sorted() + ["-o", executable])
         compiler.closeInput()
         let compiled = try await compiler.waitForExit(timeout: .seconds(300))
         try #require(compiled == .exited(0), "\(compiler.output(of: .standardError))")

@@ -1,4 +1,5 @@
 import Foundation
+import KeelContract
 @testable import KeelContractTools
 import KeelTesting
 import Testing

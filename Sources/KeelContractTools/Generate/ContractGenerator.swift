@@ -1,5 +1,6 @@
 public import Foundation
 public import KeelCore
+import KeelContract
 
 /// Generates Swift `Codable` models from an OpenAPI description (MOB-API-001: models generated from the
 /// contract).

@@ -67,6 +67,9 @@ public final class HTTPClient: Sendable {
         public var versionPolicy: VersionPolicyContract?
         /// Called (synchronously, keep it cheap) whenever ``HTTPClient/versionPolicy`` changes.
         public var onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)?
+        /// Where mutating operations are recorded before they are sent and settled after (MOB-API-004);
+        /// nil: not journaled. See ``HTTPClient/reconcile(rebuild:status:)``.
+        public var journal: (any OperationJournal)?
 
         /// A configuration; everything but the base URL has a default suited to production.
         public init(
@@ -86,7 +89,8 @@ public final class HTTPClient: Sendable {
             logger: Logger = .disabled,
             middleware: [any HTTPMiddleware] = [],
             versionPolicy: VersionPolicyContract? = nil,
-            onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)? = nil
+            onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)? = nil,
+            journal: (any OperationJournal)? = nil
         ) {
             self.baseURL = baseURL
             self.transport = transport
@@ -105,6 +109,7 @@ public final class HTTPClient: Sendable {
             self.middleware = middleware
             self.versionPolicy = versionPolicy
             self.onVersionPolicyChange = onVersionPolicyChange
+            self.journal = journal
         }
     }
 
@@ -170,7 +175,47 @@ public final class HTTPClient: Sendable {
         var call = Call(
             configuration: configuration, operation: operation, policy: policy ?? configuration.policy,
             basePrefix: basePrefix, versionPolicy: policyState)
-        return try await call.run(clock: configuration.clock)
+        guard let journal = configuration.journal, operation.mutates else {
+            return try await call.run(clock: configuration.clock)
+        }
+        // Journaled: durably recorded before the first byte leaves, settled when the call ends.
+        let operationID = operation.operationID ?? call.correlationID.rawValue
+        var key: IdempotencyKey?
+        if case .keyed(let value) = operation.idempotency { key = value }
+        let entry = JournalEntry(
+            operationID: operationID, idempotencyKey: key, correlationID: call.correlationID, method: operation.method,
+            path: operation.path, bodyDigest: operation.body.map { SHA256Digest.hex([UInt8]($0)) },
+            createdAt: configuration.wallClock.now(), state: .sending, trace: call.trace)
+        do {
+            try await journal.record(entry)
+        } catch {
+            throw HTTPFailure(
+                kind: .technical, outcome: .notSent, correlationID: call.correlationID, attempts: 0,
+                detail: Redacted("the operation journal could not record the operation, so it was not sent: \(error)"))
+        }
+        do {
+            let reply = try await call.run(clock: configuration.clock)
+            await settle(journal, operationID, .succeeded, requestID: reply.requestID)
+            return reply
+        } catch {
+            await settle(
+                journal, operationID, error.outcome == .unknown ? .unknown : .failed(error.kind),
+                requestID: error.requestID)
+            throw error
+        }
+    }
+
+    /// Records how a journaled operation ended. If even that fails (a full disk), the entry stays
+    /// `sending`, which reconcile treats as unknown: nothing is lost, the answer is only looked up again.
+    private func settle(
+        _ journal: any OperationJournal, _ operationID: String, _ state: JournalEntry.State, requestID: String?
+    ) async {
+        do {
+            try await journal.complete(operationID, state: state, requestID: requestID)
+        } catch {
+            configuration.logger.log(
+                .error, "journal entry \(operationID, privacy: .public) stays unsettled: \(String(describing: error))")
+        }
     }
 
     /// Sends `operation` and decodes its JSON reply as `T` with ``ContractDecoder``.

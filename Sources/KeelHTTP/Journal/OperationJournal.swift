@@ -12,8 +12,18 @@ public struct JournalEntry: Sendable, Equatable, Codable {
         case succeeded
         /// It ended with a failure of this kind whose outcome says it was not applied.
         case failed(HTTPFailure.Kind)
+        /// The server said, when asked after a relaunch, that it never applied it.
+        case notApplied
         /// It may or may not have been applied; reconcile finds out.
         case unknown
+    }
+
+    /// Whether the operation is settled (``State/succeeded``, ``State/failed(_:)`` or ``State/notApplied``).
+    public var isResolved: Bool {
+        switch state {
+        case .succeeded, .failed, .notApplied: true
+        case .sending, .unknown: false
+        }
     }
 
     /// The operation's id (the journal's key).
@@ -64,7 +74,8 @@ public struct JournalEntry: Sendable, Equatable, Codable {
 /// KeelHTTP declares the protocol; `SQLiteOperationJournal` in KeelSync keeps it in a real SQLite file.
 /// A journal that cannot record (a full disk) stops the operation before anything is sent.
 public protocol OperationJournal: Sendable {
-    /// Records a new entry (state ``JournalEntry/State/sending``). Must be durable when it returns.
+    /// Records `entry` (state ``JournalEntry/State/sending``), replacing an entry with the same operation id
+    /// (a re-send after a relaunch keeps one entry per operation). Must be durable when it returns.
     func record(_ entry: JournalEntry) async throws
     /// Moves entry `operationID` to `state` (with the request id of the deciding answer, when present).
     func complete(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws

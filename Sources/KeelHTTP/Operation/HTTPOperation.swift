@@ -54,6 +54,9 @@ public struct HTTPOperation: Sendable {
     public var expectsJSON: Bool
     /// The user operation this call belongs to; minted once by the client when nil.
     public var correlationID: CorrelationID?
+    /// The operation's id in the ``OperationJournal`` (the app's own id for it, e.g. its outbox entry);
+    /// nil: the correlation id.
+    public var operationID: String?
     /// The trace this operation continues (from a push payload or a deep link; see
     /// ``TraceContext/continuing(traceparent:tracestate:)``), or a new trace with a sampling decision.
     /// Nil: the client starts a new trace for the call. Sent only by ``TraceContextMiddleware``, and only

@@ -5,10 +5,11 @@
 #endif
 
 /// SHA-256 through the platform's crypto library: CryptoKit on Apple platforms, OpenSSL libcrypto
-/// elsewhere. Used to record which contract a generated file came from.
-enum SHA256Digest {
+/// elsewhere. Used to record which contract a generated file came from, and the body of each operation
+/// the HTTP client journals.
+package enum SHA256Digest {
     /// The lowercase hex digest of `bytes`, as `shasum -a 256` prints it.
-    static func hex(_ bytes: [UInt8]) -> String {
+    package static func hex(_ bytes: [UInt8]) -> String {
         #if canImport(CryptoKit)
             let digest = Array(SHA256.hash(data: bytes))
         #elseif canImport(CCrypto)

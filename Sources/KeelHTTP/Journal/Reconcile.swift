@@ -1,0 +1,100 @@
+import Foundation
+public import KeelCore
+import KeelContract
+
+/// How the backend answers "did you apply the operation with this correlation id?" (MOB-API-004).
+///
+/// The default matches Keel's sample contract (`GET /operations/{correlationID}` answering
+/// `{"status": "applied" | "notApplied" | "inProgress"}`; 404 means it never arrived).
+public struct OperationStatusQuery: Sendable {
+    /// The path to ask, for an entry.
+    public var path: @Sendable (JournalEntry) -> String
+    /// The member of the JSON answer that holds the status.
+    public var statusMember: String
+    /// The value meaning "applied".
+    public var applied: String
+    /// The value meaning "never applied" (so the app may offer to do it again).
+    public var notApplied: String
+    /// Whether a 404 means "never arrived" (as in the sample contract).
+    public var notFoundMeansNotApplied: Bool
+
+    /// A query; the defaults are the sample contract's.
+    public init(
+        path: @escaping @Sendable (JournalEntry) -> String = { "/operations/\($0.correlationID.rawValue)" },
+        statusMember: String = "status", applied: String = "applied", notApplied: String = "notApplied",
+        notFoundMeansNotApplied: Bool = true
+    ) {
+        self.path = path
+        self.statusMember = statusMember
+        self.applied = applied
+        self.notApplied = notApplied
+        self.notFoundMeansNotApplied = notFoundMeansNotApplied
+    }
+}
+
+extension HTTPClient {
+    /// Resolves every journal entry a suspension or a kill left `sending` or `unknown` (call it after a
+    /// relaunch, before the app shows what it believes the server has), and returns the entries as they
+    /// now stand.
+    ///
+    /// - A **keyed** operation is sent again with its idempotency key and correlation id (the backend
+    ///   applies a key at most once), when `rebuild` gives the operation back from the app's own records
+    ///   and its body is the one journaled (a different body under the same key is never sent).
+    /// - Anything else is looked up with `status`, never re-sent blindly: `applied` settles it as
+    ///   succeeded, `notApplied` as not applied.
+    /// - An entry that cannot be resolved (no answer, no status endpoint, a malformed answer) stays
+    ///   `unknown`, and visible to the app.
+    ///
+    /// - Throws: the journal's error when it cannot be read.
+    public func reconcile(
+        rebuild: @Sendable (JournalEntry) async -> HTTPOperation? = { _ in nil },
+        status: OperationStatusQuery? = OperationStatusQuery()
+    ) async throws -> [JournalEntry] {
+        guard let journal = configuration.journal else { return [] }
+        var results: [JournalEntry] = []
+        for entry in try await journal.unresolved() {
+            results.append(try await reconcile(entry, journal: journal, rebuild: rebuild, status: status))
+        }
+        return results
+    }
+
+    private func reconcile(
+        _ entry: JournalEntry, journal: any OperationJournal, rebuild: @Sendable (JournalEntry) async -> HTTPOperation?,
+        status: OperationStatusQuery?
+    ) async throws -> JournalEntry {
+        if let key = entry.idempotencyKey, var operation = await rebuild(entry), operation.idempotency == .keyed(key),
+            operation.body.map({ SHA256Digest.hex([UInt8]($0)) }) == entry.bodyDigest
+        {
+            operation.correlationID = entry.correlationID
+            operation.operationID = entry.operationID
+            operation.trace = entry.trace
+            // The journal records the re-send and settles it like any call.
+            _ = try? await send(operation)
+            return try await journal.entry(entry.operationID) ?? entry
+        }
+        var settled: JournalEntry.State = .unknown
+        var requestID: String?
+        if let status {
+            var query = HTTPOperation.get(status.path(entry))
+            query.correlationID = entry.correlationID
+            query.trace = entry.trace
+            do {
+                let reply = try await send(query)
+                requestID = reply.requestID
+                let answer = (try? JSONValue(parsing: reply.body))?[status.statusMember]?.stringValue
+                if answer == status.applied {
+                    settled = .succeeded
+                } else if answer == status.notApplied {
+                    settled = .notApplied
+                }
+            } catch {
+                if error.status == 404, status.notFoundMeansNotApplied {
+                    settled = .notApplied
+                    requestID = error.requestID
+                }
+            }
+        }
+        try await journal.complete(entry.operationID, state: settled, requestID: requestID ?? entry.requestID)
+        return try await journal.entry(entry.operationID) ?? entry
+    }
+}

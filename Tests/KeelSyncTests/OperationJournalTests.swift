@@ -1,0 +1,190 @@
+import Foundation
+import KeelCore
+import KeelHTTP
+import KeelStore
+import KeelSync
+import KeelTesting
+import Testing
+
+/// A journal that cannot write (a full disk): the client must not send what it could not record.
+private struct RefusingJournal: OperationJournal {
+    struct DiskFull: Error {}
+    func record(_ entry: JournalEntry) async throws { throw DiskFull() }
+    func complete(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws {}
+    func unresolved() async throws -> [JournalEntry] { [] }
+    func entry(_ operationID: String) async throws -> JournalEntry? { nil }
+}
+
+/// A backend that applies each Idempotency-Key at most once and answers the operation-status endpoint,
+/// as the sample contract (1.2) says.
+private final class IdempotentBackend: Sendable {
+    let applied = Locked<[String: Int]>([:])  // key or correlation id → times applied
+    let statuses = Locked<[String: String]>([:])  // correlation id → status answer
+
+    func respond(_ request: RecordedRequest) -> TestResponse {
+        if request.method == "GET", request.path.hasPrefix("/operations/") {
+            let id = String(request.path.dropFirst("/operations/".count))
+            guard let status = statuses.withLock({ $0[id] }) else {
+                return TestResponse(status: 404, headers: ["X-Request-ID": "r-404"], body: #"{"code": "notFound"}"#)
+            }
+            return TestResponse(status: 200, headers: ["X-Request-ID": "r-status"], body: #"{"status": "\#(status)"}"#)
+        }
+        let id = request.headers["Idempotency-Key"] ?? request.headers["X-Correlation-ID"] ?? "?"
+        applied.withLock { $0[id, default: 0] += 1 }
+        return TestResponse(status: 200, headers: ["X-Request-ID": "r-applied"], body: "{}")
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct OperationJournalTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-journal") }
+
+    var path: String { directory.url("journal.sqlite").path }
+
+    func makeClient(_ server: TestServer, journal: any OperationJournal) -> HTTPClient {
+        HTTPClient(
+            configuration: .init(
+                baseURL: server.baseURL, random: .seeded(3), policy: CallPolicy(maximumAttempts: 1), journal: journal))
+    }
+
+    static let body = Data(#"{"mutations": [{"id": "m1"}]}"#.utf8)
+
+    @Test func anEntryIsDurableBeforeTheFirstByteLeavesAndSettledAfter() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let observer = try SQLiteOperationJournal(path: path)  // another connection, like another process
+        let seen = Locked<[JournalEntry.State?]>([])
+        server.setDispatcher(
+            TestServer.Dispatcher { _ in
+                // While the server holds the request, the entry is already on disk as `sending`.
+                let semaphore = DispatchSemaphore(value: 0)
+                Task {
+                    let entry = try? await observer.unresolved().first
+                    seen.withLock { $0.append(entry?.state) }
+                    semaphore.signal()
+                }
+                semaphore.wait()
+                return TestResponse(status: 201, headers: ["X-Request-ID": "req-1"], body: "{}")
+            })
+        var operation = HTTPOperation.post("/mutations", body: Self.body)
+        operation.operationID = "outbox-1"
+        _ = try await makeClient(server, journal: journal).send(operation)
+        #expect(seen.withLock { $0 } == [.sending])
+        let entry = try #require(try await journal.entry("outbox-1"))
+        #expect(entry.state == .succeeded)
+        #expect(entry.requestID == "req-1")
+        #expect(entry.method == "POST" && entry.path == "/mutations")
+        #expect(entry.bodyDigest?.count == 64)
+        #expect(try await journal.unresolved().isEmpty)
+    }
+
+    @Test func failuresSettleAsFailedOrUnknownByTheirOutcome() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        server.enqueue(TestResponse(status: 422, body: #"{"code": "validation"}"#))
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        var refused = HTTPOperation.post("/mutations", body: Self.body)
+        refused.operationID = "refused"
+        var lost = HTTPOperation.post("/mutations", body: Self.body)
+        lost.operationID = "lost"
+        await #expect(throws: HTTPFailure.self) { try await client.send(refused) }
+        await #expect(throws: HTTPFailure.self) { try await client.send(lost) }
+        #expect(try await journal.entry("refused")?.state == .failed(.validation))
+        let unknown = try #require(try await journal.entry("lost"))
+        #expect(unknown.state == .unknown)
+        #expect(unknown.requestID == nil)  // no answer, no request id: never a placeholder
+        #expect(try await journal.unresolved().map(\.operationID) == ["lost"])
+        // Reads are not journaled.
+        server.enqueue(.json("{}"))
+        _ = try await client.send(.get("/notes"))
+        #expect(try await journal.all().count == 2)
+    }
+
+    @Test func anOperationThatCannotBeJournaledIsNotSent() async throws {
+        let server = try TestServer()
+        let failure = await #expect(throws: HTTPFailure.self) {
+            try await makeClient(server, journal: RefusingJournal()).send(.post("/mutations", body: Self.body))
+        }
+        #expect(failure?.outcome == .notSent)
+        #expect(server.requestCount == 0)
+    }
+
+    @Test func afterARelaunchAKeyedOperationIsResentWithItsKeyAndAppliedOnce() async throws {
+        let server = try TestServer()
+        let backend = IdempotentBackend()
+        let key = IdempotencyKey.make(using: .seeded(11))
+        var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(key))
+        operation.operationID = "outbox-7"
+        do {
+            // First launch: the request reaches the server, which applies it, but the answer is lost.
+            server.setDispatcher(
+                TestServer.Dispatcher { request in
+                    _ = backend.respond(request)
+                    return TestResponse(socketEffect: .disconnectAfterRequest)
+                })
+            let journal = try SQLiteOperationJournal(path: path)
+            await #expect(throws: HTTPFailure.self) { try await makeClient(server, journal: journal).send(operation) }
+            #expect(try await journal.entry("outbox-7")?.state == .unknown)
+        }
+        // Relaunch: a new journal and client on the same file.
+        server.setDispatcher(TestServer.Dispatcher(backend.respond))
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        let original = operation
+        let settled = try await client.reconcile(rebuild: { entry in entry.operationID == "outbox-7" ? original : nil })
+        #expect(settled.map(\.state) == [.succeeded])
+        #expect(settled.first?.requestID == "r-applied")
+        let posts = server.requests.filter { $0.method == "POST" }
+        #expect(posts.count == 2)
+        #expect(Set(posts.map { $0.headers["Idempotency-Key"] }) == [key.rawValue])  // the same key
+        #expect(Set(posts.map { $0.headers["X-Correlation-ID"] }).count == 1)  // and the same operation
+        #expect(backend.applied.withLock { $0[key.rawValue] } == 2)  // the backend dedupes the second
+        #expect(try await journal.unresolved().isEmpty)
+    }
+
+    @Test func anUnkeyedOperationIsLookedUpNeverResent() async throws {
+        let server = try TestServer()
+        let backend = IdempotentBackend()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        for id in ["applied", "never-arrived", "said-not-applied", "no-answer"] {
+            server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+            var operation = HTTPOperation.post("/payments", body: Self.body)
+            operation.operationID = id
+            await #expect(throws: HTTPFailure.self) { try await client.send(operation) }
+        }
+        let entries = try await journal.all()
+        func correlation(_ id: String) -> String { entries.first { $0.operationID == id }!.correlationID.rawValue }
+        backend.statuses.withLock {
+            $0[correlation("applied")] = "applied"
+            $0[correlation("said-not-applied")] = "notApplied"
+            $0[correlation("no-answer")] = "inProgress"
+        }
+        server.setDispatcher(TestServer.Dispatcher(backend.respond))
+        let settled = try await client.reconcile(rebuild: { _ in HTTPOperation.post("/payments", body: Self.body) })
+        #expect(
+            settled.map { "\($0.operationID)=\($0.state)" } == [
+                "applied=succeeded", "never-arrived=notApplied", "said-not-applied=notApplied", "no-answer=unknown",
+            ])
+        #expect(server.requests.filter { $0.method == "POST" }.count == 4)  // only the first sends: none re-sent
+        #expect(try await journal.unresolved().map(\.operationID) == ["no-answer"])  // still visible
+    }
+
+    @Test func aRebuiltOperationWithAnotherBodyIsNotSentUnderTheSameKey() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        let key = IdempotencyKey.make(using: .seeded(12))
+        var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(key))
+        operation.operationID = "k"
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        await #expect(throws: HTTPFailure.self) { try await client.send(operation) }
+        server.setDispatcher(TestServer.Dispatcher { _ in TestResponse(status: 500) })  // status lookup fails too
+        let settled = try await client.reconcile(rebuild: { _ in
+            HTTPOperation.post("/mutations", body: Data(#"{"other": true}"#.utf8), idempotency: .keyed(key))
+        })
+        #expect(settled.map(\.state) == [.unknown])
+        #expect(server.requests.filter { $0.method == "POST" }.count == 1)
+    }
+}
