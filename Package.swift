@@ -91,9 +91,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Runs storage workloads in a child process for kill -9 tests (KeelStoreTests); not a product.
+        // Runs storage and journal workloads in a child process for kill -9 tests (KeelStoreTests,
+        // KeelSyncTests); not a product.
         .executableTarget(
-            name: "keel-fixtures", dependencies: ["KeelStore", "KeelStoreFixtures"], swiftSettings: swiftSettings),
+            name: "keel-fixtures", dependencies: ["KeelCore", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelSync"],
+            swiftSettings: swiftSettings),
         .executableTarget(
             name: "keel-bench",
             // CSQLite and CYAML directly: baselines are raw sqlite3 calls and libyaml parsing alone.

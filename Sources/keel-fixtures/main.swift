@@ -10,9 +10,18 @@
 //     inserts a row into table `t` inside a write transaction, prints "holding", and keeps the
 //     transaction (and SQLite's write lock) open until a line arrives on stdin, then commits and
 //     prints "released" — so tests can contend with a lock held by another process, or kill it
+//   keel-fixtures journal-send      --journal PATH --server URL --key KEY
+//     sends a keyed POST /mutations (operation id "outbox-1") through a client with an SQLite operation
+//     journal, printing "sending" once the entry is on disk; the test kills it while the server stalls
+//   keel-fixtures journal-reconcile --journal PATH --server URL --key KEY
+//     a relaunch: reconciles the journal (rebuilding the same operation) and prints
+//     "<operation id> <state> <request id or ->" per entry, then "reconciled"
 import Foundation
+import KeelCore
+import KeelHTTP
 import KeelStore
 import KeelStoreFixtures
+import KeelSync
 
 func value(_ name: String) -> String? {
     guard let index = CommandLine.arguments.firstIndex(of: "--" + name), index + 1 < CommandLine.arguments.count else {
@@ -24,6 +33,53 @@ func value(_ name: String) -> String? {
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("keel-fixtures: \(message)\n".utf8))
     exit(2)
+}
+
+/// The operation both journal commands use: the same key and body, so a relaunch can rebuild it.
+func journaledOperation(key: String) -> HTTPOperation {
+    var operation = HTTPOperation.post(
+        "/mutations", body: Data(#"{"mutations": [{"id": "m1"}]}"#.utf8), idempotency: .keyed(IdempotencyKey(key)))
+    operation.operationID = "outbox-1"
+    return operation
+}
+
+/// A journal that says so (on stdout) once an entry is durable, so the parent knows when to kill.
+struct AnnouncingJournal: OperationJournal {
+    let journal: SQLiteOperationJournal
+    func record(_ entry: JournalEntry) async throws {
+        try await journal.record(entry)
+        FileHandle.standardOutput.write(Data("sending\n".utf8))
+    }
+    func complete(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws {
+        try await journal.complete(operationID, state: state, requestID: requestID)
+    }
+    func unresolved() async throws -> [JournalEntry] { try await journal.unresolved() }
+    func entry(_ operationID: String) async throws -> JournalEntry? { try await journal.entry(operationID) }
+}
+
+if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("journal-") {
+    guard let path = value("journal"), let server = value("server").flatMap(URL.init(string:)), let key = value("key")
+    else { fail("usage: keel-fixtures journal-send|journal-reconcile --journal PATH --server URL --key KEY") }
+    do {
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = HTTPClient(
+            configuration: .init(
+                baseURL: server, policy: CallPolicy(attemptTimeout: .seconds(600), maximumAttempts: 1),
+                journal: AnnouncingJournal(journal: journal)))
+        if CommandLine.arguments[1] == "journal-send" {
+            _ = try? await client.send(journaledOperation(key: key))
+            print("answered")  // not reached in the kill test: the server never answers
+        } else {
+            let operation = journaledOperation(key: key)
+            for entry in try await client.reconcile(rebuild: { $0.operationID == "outbox-1" ? operation : nil }) {
+                print("\(entry.operationID) \(SQLiteOperationJournal.text(entry.state)) \(entry.requestID ?? "-")")
+            }
+            print("reconciled")
+        }
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
 }
 
 guard CommandLine.arguments.count > 1, let path = value("db") else {

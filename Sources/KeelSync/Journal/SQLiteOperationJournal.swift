@@ -107,7 +107,8 @@ public final class SQLiteOperationJournal: OperationJournal {
 
     // MARK: - Encoding
 
-    static func text(_ state: JournalEntry.State) -> String {
+    /// How a state is stored (`sending`, `succeeded`, `failed:<kind>`, `notApplied`, `unknown`).
+    public static func text(_ state: JournalEntry.State) -> String {
         switch state {
         case .sending: "sending"
         case .succeeded: "succeeded"
