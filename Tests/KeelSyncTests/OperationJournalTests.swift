@@ -101,6 +101,24 @@ private final class IdempotentBackend: Sendable {
         #expect(try await journal.all().count == 2)
     }
 
+    @Test func aCallCutByTheBackgroundBudgetIsJournaledAsItStands() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(socketEffect: .noResponse))
+        let journal = try SQLiteOperationJournal(path: path)
+        let budget = ManualBackgroundBudget(remaining: .seconds(30))
+        let client = HTTPClient(
+            configuration: .init(
+                baseURL: server.baseURL, random: .seeded(3), policy: CallPolicy(maximumAttempts: 1), journal: journal,
+                backgroundBudget: budget))
+        var operation = HTTPOperation.post("/mutations", body: Self.body)
+        operation.operationID = "background"
+        let call = Task { try await client.send(operation) }
+        _ = try await server.takeRequest()
+        budget.expire()  // the OS takes the time away while the server holds the request
+        await #expect(throws: HTTPFailure.self) { try await call.value }
+        #expect(try await journal.entry("background")?.state == .unknown)  // kept for reconcile, not lost
+    }
+
     @Test func anOperationThatCannotBeJournaledIsNotSent() async throws {
         let server = try TestServer()
         let failure = await #expect(throws: HTTPFailure.self) {

@@ -73,14 +73,16 @@ struct Call {
 
     mutating func run<C: Clock>(clock: C) async throws(HTTPFailure) -> HTTPClient.Reply where C.Duration == Duration {
         let start = clock.now
-        let deadline = start.advanced(by: policy.deadline)
+        // In the background, the OS's budget may end the call sooner than its own deadline.
+        let allowed = configuration.backgroundBudget?.remaining().map { min($0, policy.deadline) } ?? policy.deadline
+        let deadline = start.advanced(by: allowed)
         let request = makeRequest()
         var replays = 0
         var isReplay = false
         while true {
             if Task.isCancelled { throw failure(.cancelled, detail: "cancelled before attempt \(attempts + 1)") }
             if clock.now.duration(to: deadline) <= .zero {
-                throw failure(.timeout, detail: "deadline of \(policy.deadline) passed")
+                throw failure(.timeout, detail: "deadline of \(allowed) passed")
             }
             attempts += 1
             let context = trace.map {
@@ -92,7 +94,7 @@ struct Call {
             // Middleware works on a fresh copy each attempt, inside the deadline; nothing is sent yet.
             let prepared = try await prepare(request, context: context, deadline: deadline, clock: clock)
             let remaining = clock.now.duration(to: deadline)
-            if remaining <= .zero { throw failure(.timeout, detail: "deadline of \(policy.deadline) passed") }
+            if remaining <= .zero { throw failure(.timeout, detail: "deadline of \(allowed) passed") }
             emit(.attemptStarted(number: attempts))
             let result = await attempt(prepared, timeout: min(policy.attemptTimeout, remaining), clock: clock)
 

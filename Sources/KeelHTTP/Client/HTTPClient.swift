@@ -67,6 +67,9 @@ public final class HTTPClient: Sendable {
         public var versionPolicy: VersionPolicyContract?
         /// Called (synchronously, keep it cheap) whenever ``HTTPClient/versionPolicy`` changes.
         public var onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)?
+        /// The background time the OS grants (MOB-API-004): clamps each call's deadline, and cancels calls
+        /// still running when it expires; nil: no limit.
+        public var backgroundBudget: (any BackgroundBudget)?
         /// Where mutating operations are recorded before they are sent and settled after (MOB-API-004);
         /// nil: not journaled. See ``HTTPClient/reconcile(rebuild:status:)``.
         public var journal: (any OperationJournal)?
@@ -90,7 +93,8 @@ public final class HTTPClient: Sendable {
             middleware: [any HTTPMiddleware] = [],
             versionPolicy: VersionPolicyContract? = nil,
             onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)? = nil,
-            journal: (any OperationJournal)? = nil
+            journal: (any OperationJournal)? = nil,
+            backgroundBudget: (any BackgroundBudget)? = nil
         ) {
             self.baseURL = baseURL
             self.transport = transport
@@ -110,6 +114,7 @@ public final class HTTPClient: Sendable {
             self.versionPolicy = versionPolicy
             self.onVersionPolicyChange = onVersionPolicyChange
             self.journal = journal
+            self.backgroundBudget = backgroundBudget
         }
     }
 
@@ -172,11 +177,11 @@ public final class HTTPClient: Sendable {
     ///
     /// - Throws: ``HTTPFailure``.
     public func send(_ operation: HTTPOperation, policy: CallPolicy? = nil) async throws(HTTPFailure) -> Reply {
-        var call = Call(
+        let call = Call(
             configuration: configuration, operation: operation, policy: policy ?? configuration.policy,
             basePrefix: basePrefix, versionPolicy: policyState)
         guard let journal = configuration.journal, operation.mutates else {
-            return try await call.run(clock: configuration.clock)
+            return try await run(call)
         }
         // Journaled: durably recorded before the first byte leaves, settled when the call ends.
         let operationID = operation.operationID ?? call.correlationID.rawValue
@@ -194,7 +199,7 @@ public final class HTTPClient: Sendable {
                 detail: Redacted("the operation journal could not record the operation, so it was not sent: \(error)"))
         }
         do {
-            let reply = try await call.run(clock: configuration.clock)
+            let reply = try await run(call)
             await settle(journal, operationID, .succeeded, requestID: reply.requestID)
             return reply
         } catch {
@@ -203,6 +208,48 @@ public final class HTTPClient: Sendable {
                 requestID: error.requestID)
             throw error
         }
+    }
+
+    /// Runs `call`; with a background budget, raced against its expiry: an expired budget cancels the call,
+    /// which then ends with its outcome as it stands.
+    private func run(_ call: Call) async throws(HTTPFailure) -> Reply {
+        guard let budget = configuration.backgroundBudget else {
+            var call = call
+            return try await call.run(clock: configuration.clock)
+        }
+        let clock = configuration.clock
+        let result = await withTaskGroup(of: Result<Reply, HTTPFailure>?.self) { group in
+            group.addTask {
+                var call = call
+                do throws(HTTPFailure) {
+                    return .success(try await call.run(clock: clock))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                await budget.expired()
+                return nil
+            }
+            var expired = false
+            var ended: Result<Reply, HTTPFailure>?
+            while let next = await group.next() {
+                guard let next else {
+                    if !Task.isCancelled { expired = true }
+                    group.cancelAll()  // the budget ran out: stop the call where it stands
+                    continue
+                }
+                ended = next
+                group.cancelAll()  // the call ended: stop waiting for the budget
+            }
+            guard expired, case .failure(let failure) = ended, failure.kind == .cancelled else { return ended! }
+            return .failure(
+                HTTPFailure(
+                    kind: .cancelled, outcome: failure.outcome, status: failure.status, errorCode: failure.errorCode,
+                    requestID: failure.requestID, correlationID: failure.correlationID, attempts: failure.attempts,
+                    detail: Redacted("the background time budget expired: \(failure.detail.unredacted)")))
+        }
+        return try result.get()
     }
 
     /// Records how a journaled operation ended. If even that fails (a full disk), the entry stays

@@ -17,7 +17,8 @@ final class Harness: Sendable {
         policy: CallPolicy = CallPolicy(), budget: RetryBudget = RetryBudget(), seed: UInt64 = 7,
         transport: (any HTTPTransport)? = nil, baseURL: URL? = nil, server: TestServer? = nil,
         random: RandomSource? = nil, middleware: [any HTTPMiddleware] = [],
-        versionPolicy: VersionPolicyContract? = nil, onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)? = nil
+        versionPolicy: VersionPolicyContract? = nil, onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)? = nil,
+        backgroundBudget: (any BackgroundBudget)? = nil
     ) throws {
         self.server = try server ?? TestServer()
         let pump = ClockPump(clock: clock)
@@ -34,7 +35,8 @@ final class Harness: Sendable {
                     events.withLock { $0.append(event) }
                     if case .retryScheduled(_, let delay, _) = event { pump.announce(delay) }
                 },
-                middleware: middleware, versionPolicy: versionPolicy, onVersionPolicyChange: onVersionPolicyChange
+                middleware: middleware, versionPolicy: versionPolicy, onVersionPolicyChange: onVersionPolicyChange,
+                backgroundBudget: backgroundBudget
             ))
     }
 

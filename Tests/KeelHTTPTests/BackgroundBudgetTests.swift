@@ -1,0 +1,58 @@
+import Foundation
+import KeelCore
+import KeelHTTP
+import KeelTesting
+import Testing
+
+/// MOB-API-004: a request in the background respects the time the OS grants, and when that time is taken
+/// away it ends with its outcome as it stands — never lost, never guessed.
+@Suite(.timeLimit(.minutes(1))) struct BackgroundBudgetTests {
+    @Test func theBudgetClampsTheDeadlineAndEachAttempt() async throws {
+        let budget = ManualBackgroundBudget(remaining: .seconds(4))
+        let harness = try Harness(
+            policy: CallPolicy(attemptTimeout: .seconds(30), deadline: .seconds(60), maximumAttempts: 3),
+            backgroundBudget: budget)
+        harness.server.enqueue(TestResponse(socketEffect: .noResponse))
+        let call = Task { await harness.send(.get("/notes")) }
+        _ = try await harness.server.takeRequest()
+        try await harness.clock.waitForSleepers(count: 1)
+        // The attempt's timer is set by the 4 s the OS granted, not by the 30 s attempt timeout.
+        #expect(harness.clock.nextDeadline! <= ManualClock.Instant(offset: .seconds(4)))
+        harness.clock.advance(by: .seconds(4))
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .timeout)
+        #expect(failure.attempts == 1)  // no time left for another
+    }
+
+    @Test func anExpiredBudgetCancelsAMutationInFlightAndItsOutcomeIsUnknown() async throws {
+        let budget = ManualBackgroundBudget(remaining: .seconds(30))
+        let harness = try Harness(backgroundBudget: budget)
+        harness.server.enqueue(TestResponse(socketEffect: .noResponse))
+        let call = Task { await harness.send(.post("/payments", body: Data("{}".utf8))) }
+        _ = try await harness.server.takeRequest()  // it reached the server
+        budget.expire()
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .cancelled)
+        #expect(failure.outcome == .unknown)  // it may have been applied: reconcile will ask
+        #expect(failure.detail.unredacted.contains("background time budget expired"))
+        _ = try await harness.server.awaitConnectionEvent { $0.kind == .closedByClient }
+    }
+
+    @Test func anExpiredBudgetBeforeAnythingLeftEndsNotSent() async throws {
+        let budget = ManualBackgroundBudget(remaining: .seconds(30))
+        budget.expire()
+        let harness = try Harness(backgroundBudget: budget)
+        harness.server.enqueue(.json("{}"))
+        let failure = try #require(await harness.send(.post("/payments", body: Data("{}".utf8))).failure)
+        #expect(failure.outcome == .notSent)
+        #expect(harness.server.requestCount == 0)
+    }
+
+    @Test func withoutALimitNothingChanges() async throws {
+        let budget = ManualBackgroundBudget(remaining: nil)
+        let harness = try Harness(backgroundBudget: budget)
+        harness.server.enqueue(.json("{}"))
+        _ = try #require(await harness.send(.get("/notes")).success)
+        #expect(!budget.isExpired)
+    }
+}
