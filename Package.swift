@@ -101,7 +101,7 @@ let package = Package(
             // CSQLite and CYAML directly: baselines are raw sqlite3 calls and libyaml parsing alone.
             dependencies: [
                 "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelStore",
-                "KeelStoreFixtures", "KeelTesting",
+                "KeelStoreFixtures", "KeelSync", "KeelTesting",
                 "CSQLite", "CYAML",
             ],
             swiftSettings: swiftSettings

@@ -19,6 +19,7 @@ enum KeelBench {
         StoreBenchmarks.read,
         StoreBenchmarks.transactions,
         StoreBenchmarks.backfill,
+        JournalBenchmarks.write,
     ]
 
     static let usage = """

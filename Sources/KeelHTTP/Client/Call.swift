@@ -77,6 +77,13 @@ struct Call {
         let allowed = configuration.backgroundBudget?.remaining().map { min($0, policy.deadline) } ?? policy.deadline
         let deadline = start.advanced(by: allowed)
         let request = makeRequest()
+        // The middleware that may see this call's requests, decided once: the URL's origin does not change
+        // between attempts, and reading it from a URL is not free.
+        let origin = OriginAllowlist.Origin(request.url)
+        let steps = configuration.middleware.filter { step in
+            guard let allowed = step.allowedOrigins else { return true }
+            return origin.map(allowed.origins.contains) ?? false
+        }
         var replays = 0
         var isReplay = false
         while true {
@@ -92,7 +99,7 @@ struct Call {
             }
             isReplay = false
             // Middleware works on a fresh copy each attempt, inside the deadline; nothing is sent yet.
-            let prepared = try await prepare(request, context: context, deadline: deadline, clock: clock)
+            let prepared = try await prepare(request, steps: steps, context: context, deadline: deadline, clock: clock)
             let remaining = clock.now.duration(to: deadline)
             if remaining <= .zero { throw failure(.timeout, detail: "deadline of \(allowed) passed") }
             emit(.attemptStarted(number: attempts))
@@ -107,7 +114,7 @@ struct Call {
                 // A portal's answer is not the server's: it does not count as reaching it.
                 let portal = captivePortalFailure(response)
                 if portal == nil, replays < Self.maximumReplays,
-                    await middlewareAsksForReplay(after: response, request: prepared, context: context),
+                    await middlewareAsksForReplay(after: response, steps: steps, context: context),
                     mayReplay(after: response, deadline: deadline, clock: clock)
                 {
                     replays += 1
@@ -187,11 +194,20 @@ struct Call {
     /// Runs every middleware whose allowlist admits the request's origin, in order, raced against the
     /// call's deadline. A refusal ends the call with its kind; nothing was sent on this attempt.
     private func prepare<C: Clock>(
-        _ request: TransportRequest, context: MiddlewareContext?, deadline: C.Instant, clock: C
+        _ request: TransportRequest, steps: [any HTTPMiddleware], context: MiddlewareContext?, deadline: C.Instant,
+        clock: C
     ) async throws(HTTPFailure) -> TransportRequest where C.Duration == Duration {
-        guard let context else { return request }  // no middleware
-        let steps = configuration.middleware.filter { $0.allowedOrigins?.contains(request.url) ?? true }
-        guard !steps.isEmpty else { return request }
+        guard let context, !steps.isEmpty else { return request }  // no middleware for this origin
+        if !steps.contains(where: \.mayWait) {
+            // Header-only middleware cannot hang: no timer task needed (keel-bench trace.overhead).
+            var copy = request
+            do throws(MiddlewareRefusal) {
+                for step in steps { try await step.prepare(&copy, context: context) }
+                return copy
+            } catch {
+                throw failure(error.kind, detail: "refused by middleware before attempt \(attempts): \(error.detail)")
+            }
+        }
         let outcome = await Self.race(deadline: deadline, clock: clock) { () async -> Prepared in
             var copy = request
             do throws(MiddlewareRefusal) {
@@ -215,11 +231,10 @@ struct Call {
 
     /// Whether any middleware (allowed for the request's origin) asks to send the call once more.
     private func middlewareAsksForReplay(
-        after response: TransportResponse, request: TransportRequest,
-        context: MiddlewareContext?
+        after response: TransportResponse, steps: [any HTTPMiddleware], context: MiddlewareContext?
     ) async -> Bool {
         guard let context, !(200...299).contains(response.status) else { return false }  // a success is final
-        for step in configuration.middleware where step.allowedOrigins?.contains(request.url) ?? true {
+        for step in steps {
             if await step.shouldReplay(after: response, context: context) { return true }
         }
         return false

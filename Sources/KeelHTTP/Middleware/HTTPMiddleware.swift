@@ -43,6 +43,11 @@ public protocol HTTPMiddleware: Sendable {
     /// The origins whose requests this middleware sees; nil (the default) for every origin.
     var allowedOrigins: OriginAllowlist? { get }
 
+    /// Whether ``prepare(_:context:)`` may wait (a token refresh over the network). The client then races it
+    /// against the call's deadline, which costs a timer task per attempt. A middleware that only adds
+    /// headers from memory says false (as ``TraceContextMiddleware`` does) and runs inline. Default true.
+    var mayWait: Bool { get }
+
     /// Adjusts `request` before it is sent (adds headers). Throwing ends the call with the refusal's kind
     /// and nothing sent for this attempt. Runs inside the call's deadline and is cancelled with it.
     func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal)
@@ -55,6 +60,9 @@ public protocol HTTPMiddleware: Sendable {
 extension HTTPMiddleware {
     /// Every origin.
     public var allowedOrigins: OriginAllowlist? { nil }
+
+    /// True: preparation may wait, so the client bounds it by the deadline.
+    public var mayWait: Bool { true }
 
     /// Leaves the request as it is.
     public func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {

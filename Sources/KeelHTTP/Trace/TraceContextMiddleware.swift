@@ -36,6 +36,9 @@ public struct TraceContextMiddleware: HTTPMiddleware {
     /// ``allowlist``.
     public var allowedOrigins: OriginAllowlist? { allowlist }
 
+    /// False: it only adds headers, from memory.
+    public var mayWait: Bool { false }
+
     /// Sets `traceparent` (version 00, the operation's trace id, a new parent id) and `tracestate`.
     public func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {
         let trace = context.trace

@@ -36,8 +36,7 @@ public final class SQLiteOperationJournal: OperationJournal {
                     created_at REAL NOT NULL,
                     state TEXT NOT NULL,
                     request_id TEXT,
-                    trace TEXT,
-                    sequence INTEGER NOT NULL
+                    trace TEXT
                 )
                 """)
         }
@@ -47,18 +46,18 @@ public final class SQLiteOperationJournal: OperationJournal {
     public func record(_ entry: JournalEntry) async throws {
         let trace = try entry.trace.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         try await pool.write { db in
-            let next = try db.scalar(Int.self, "SELECT coalesce(max(sequence), 0) + 1 FROM keel_operation_journal") ?? 1
+            // REPLACE gives the row a new rowid: entries list in the order they were (last) recorded.
             try db.execute(
                 """
                 INSERT OR REPLACE INTO keel_operation_journal
                 (operation_id, idempotency_key, correlation_id, method, path, body_digest, created_at, state,
-                 request_id, trace, sequence)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 request_id, trace)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 arguments: [
                     entry.operationID, entry.idempotencyKey?.rawValue, entry.correlationID.rawValue, entry.method,
                     entry.path, entry.bodyDigest, entry.createdAt.timeIntervalSince1970, Self.text(entry.state),
-                    entry.requestID, trace, next,
+                    entry.requestID, trace,
                 ])
         }
     }
@@ -76,7 +75,7 @@ public final class SQLiteOperationJournal: OperationJournal {
     public func unresolved() async throws -> [JournalEntry] {
         try await pool.read { db in
             try db.rows(
-                "SELECT * FROM keel_operation_journal WHERE state IN ('sending', 'unknown') ORDER BY sequence"
+                "SELECT * FROM keel_operation_journal WHERE state IN ('sending', 'unknown') ORDER BY rowid"
             ).map(Self.entry)
         }
     }
@@ -92,7 +91,7 @@ public final class SQLiteOperationJournal: OperationJournal {
     /// Every entry, oldest first (for diagnostics and for the app's "what happened" screen).
     public func all() async throws -> [JournalEntry] {
         try await pool.read { db in
-            try db.rows("SELECT * FROM keel_operation_journal ORDER BY sequence").map(Self.entry)
+            try db.rows("SELECT * FROM keel_operation_journal ORDER BY rowid").map(Self.entry)
         }
     }
 
