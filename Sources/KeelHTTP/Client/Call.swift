@@ -77,13 +77,7 @@ struct Call {
         let allowed = configuration.backgroundBudget?.remaining().map { min($0, policy.deadline) } ?? policy.deadline
         let deadline = start.advanced(by: allowed)
         let request = makeRequest()
-        // The middleware that may see this call's requests, decided once: the URL's origin does not change
-        // between attempts, and reading it from a URL is not free.
-        let origin = OriginAllowlist.Origin(request.url)
-        let steps = configuration.middleware.filter { step in
-            guard let allowed = step.allowedOrigins else { return true }
-            return origin.map(allowed.origins.contains) ?? false
-        }
+        let steps = middlewareSteps(for: request)
         var replays = 0
         var isReplay = false
         while true {
@@ -190,6 +184,31 @@ struct Call {
     }
 
     // MARK: - Middleware
+
+    /// The middleware that may see this call's requests, decided once: the URL's origin does not change
+    /// between attempts, and reading it from a URL is not free.
+    private func middlewareSteps(for request: TransportRequest) -> [any HTTPMiddleware] {
+        let origin = OriginAllowlist.Origin(request.url)
+        return configuration.middleware.filter { step in
+            guard let allowed = step.allowedOrigins else { return true }
+            return origin.map(allowed.origins.contains) ?? false
+        }
+    }
+
+    /// The request of a one-attempt exchange (a stream), prepared by the middleware within `timeout`.
+    mutating func preparedRequest<C: Clock>(clock: C, within timeout: Duration) async throws(HTTPFailure)
+        -> TransportRequest where C.Duration == Duration
+    {
+        let request = makeRequest()
+        attempts = 1
+        let context = trace.map {
+            MiddlewareContext(
+                operation: operation, correlationID: correlationID, trace: $0, attempt: 1, isReplay: false)
+        }
+        return try await prepare(
+            request, steps: middlewareSteps(for: request), context: context,
+            deadline: clock.now.advanced(by: timeout), clock: clock)
+    }
 
     /// Runs every middleware whose allowlist admits the request's origin, in order, raced against the
     /// call's deadline. A refusal ends the call with its kind; nothing was sent on this attempt.

@@ -200,7 +200,7 @@ public final class SocketTransport: HTTPTransport {
         return response
     }
 
-    private func connect(_ endpoint: Endpoint, deadline: ContinuousClock.Instant, exchange: Exchange)
+    func connect(_ endpoint: Endpoint, deadline: ContinuousClock.Instant, exchange: Exchange)
         throws(TransportError) -> ClientSocket
     {
         do throws(ClientSocket.Failure) {
@@ -213,7 +213,7 @@ public final class SocketTransport: HTTPTransport {
         }
     }
 
-    private static func failure(_ failure: ClientSocket.Failure, sent: Bool, phase: String) -> TransportError {
+    static func failure(_ failure: ClientSocket.Failure, sent: Bool, phase: String) -> TransportError {
         switch failure {
         case .dns(let text):
             return TransportError(code: .dnsFailed, requestMayHaveBeenSent: sent, detail: "\(phase): \(text)")

@@ -1,5 +1,5 @@
 import Foundation
-import KeelCore
+package import KeelCore
 
 /// Where a ``ResponseReader`` gets its bytes: a ``ClientSocket``, or (fuzzing, tests) any byte stream.
 package protocol ResponseByteSource {
@@ -25,6 +25,9 @@ package struct ResponseReader<Source: ResponseByteSource> {
     let socket: Source
     let deadline: ContinuousClock.Instant
     let maximumHeadBytes: Int
+    /// For long-lived streams: each read may wait this long for the next byte (a no-progress timeout)
+    /// instead of everything sharing ``deadline``.
+    package var progressTimeout: Duration?
     private var buffer: [UInt8] = []
     private var start = 0
     private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
@@ -79,6 +82,127 @@ package struct ResponseReader<Source: ResponseByteSource> {
             || (head.headers.contains("Transfer-Encoding") && head.headers.contains("Content-Length"))
         let reusable = !closes && start == buffer.count  // nothing unexpected after the body
         return (TransportResponse(status: head.status, headers: head.headers, body: body), reusable)
+    }
+
+    // MARK: - Streaming
+
+    /// How the body of a streamed response is delimited, and how far reading it has come.
+    package enum StreamFraming {
+        case none
+        case length(remaining: Int)
+        case chunked(remainingInChunk: Int)
+        case untilClose
+        case finished
+    }
+
+    /// The head of a response whose body will be read piece by piece (``nextBodyBytes(_:)``).
+    package mutating func readStreamHead(method: String) throws(ResponseReadFailure) -> (
+        status: Int, headers: HeaderFields, framing: StreamFraming
+    ) {
+        var head = try readHead()
+        var interim = 0
+        while (100...199).contains(head.status) && head.status != 101 {
+            interim += 1
+            guard interim <= 8 else { throw .malformed("more than 8 interim (1xx) responses") }
+            head = try readHead()
+        }
+        let framing: StreamFraming
+        if method == "HEAD" || (100...199).contains(head.status) || head.status == 204 || head.status == 304 {
+            framing = .none
+        } else if head.headers.contains("Transfer-Encoding") {
+            guard head.headers.tokens(for: "Transfer-Encoding").last == "chunked" else {
+                throw .malformed("unsupported Transfer-Encoding")
+            }
+            framing = .chunked(remainingInChunk: 0)
+        } else if let length = try contentLength(head.headers) {
+            framing = .length(remaining: length)
+        } else {
+            framing = .untilClose
+        }
+        return (head.status, head.headers, framing)
+    }
+
+    /// The next bytes of the body as they arrive (at most `limit` at once), or nil at its clean end (the
+    /// last chunk, the declared length, or the server closing a close-delimited body).
+    package mutating func nextBodyBytes(_ framing: inout StreamFraming, limit: Int = 64 * 1024)
+        throws(ResponseReadFailure) -> [UInt8]?
+    {
+        while true {
+            switch framing {
+            case .none, .finished:
+                framing = .finished
+                return nil
+            case .length(let remaining):
+                if remaining == 0 {
+                    framing = .finished
+                    return nil
+                }
+                if start == buffer.count {
+                    guard try fill() else { throw .malformed("the body ended \(remaining) bytes short") }
+                }
+                let take = min(remaining, buffer.count - start, limit)
+                defer { start += take }
+                framing = .length(remaining: remaining - take)
+                return Array(buffer[start..<start + take])
+            case .untilClose:
+                if start == buffer.count {
+                    guard try fill() else {
+                        framing = .finished
+                        return nil
+                    }
+                }
+                let take = min(buffer.count - start, limit)
+                defer { start += take }
+                return Array(buffer[start..<start + take])
+            case .chunked(let remainingInChunk):
+                if remainingInChunk > 0 {
+                    if start == buffer.count {
+                        guard try fill() else { throw .malformed("the stream ended inside a chunk") }
+                    }
+                    let take = min(remainingInChunk, buffer.count - start, limit)
+                    let bytes = Array(buffer[start..<start + take])
+                    start += take
+                    if take == remainingInChunk {
+                        guard try readLine(limit: 2, what: "chunk end").isEmpty else {
+                            throw .malformed("chunk not followed by CRLF")
+                        }
+                    }
+                    framing = .chunked(remainingInChunk: remainingInChunk - take)
+                    return bytes
+                }
+                let size = try chunkSize()
+                if size == 0 {
+                    var trailerBytes = 0
+                    while true {
+                        let line = try readLine(limit: maximumHeadBytes - trailerBytes, what: "trailer")
+                        trailerBytes += line.count + 2
+                        if line.isEmpty { break }
+                    }
+                    framing = .finished
+                    return nil
+                }
+                framing = .chunked(remainingInChunk: size)
+            }
+        }
+    }
+
+    /// Reads a chunk-size line.
+    private mutating func chunkSize() throws(ResponseReadFailure) -> Int {
+        let line = try readLine(limit: 1024, what: "chunk size")
+        let beforeExtension = line.prefix { $0 != UInt8(ascii: ";") }
+        let sizeText = beforeExtension.prefix { $0 != 32 && $0 != 9 }
+        guard beforeExtension.dropFirst(sizeText.count).allSatisfy({ $0 == 32 || $0 == 9 }) else {
+            throw .malformed("invalid chunk size line")
+        }
+        let isHexDigit = { (byte: UInt8) in
+            (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
+        }
+        guard !sizeText.isEmpty, sizeText.count <= 15, sizeText.allSatisfy(isHexDigit),
+            let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
+        else {
+            throw .malformed("invalid chunk size line")
+        }
+        return size
     }
 
     // MARK: - Head
@@ -160,21 +284,8 @@ package struct ResponseReader<Source: ResponseByteSource> {
     private mutating func readChunked(limit: Int) throws(ResponseReadFailure) -> Data {
         var body = Data()
         while true {
-            let line = try readLine(limit: 1024, what: "chunk size")
             // The size, then optional whitespace before a `;extension`; no whitespace inside the size.
-            let beforeExtension = line.prefix { $0 != UInt8(ascii: ";") }
-            let sizeText = beforeExtension.prefix { $0 != 32 && $0 != 9 }
-            guard beforeExtension.dropFirst(sizeText.count).allSatisfy({ $0 == 32 || $0 == 9 }) else {
-                throw .malformed("invalid chunk size line")
-            }
-            let isHexDigit = { (byte: UInt8) in
-                (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
-            }
-            guard !sizeText.isEmpty, sizeText.count <= 15, sizeText.allSatisfy(isHexDigit),
-                let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
-            else {
-                throw .malformed("invalid chunk size line")
-            }
+            let size = try chunkSize()
             if size == 0 { break }
             guard body.count + size <= limit else {
                 throw .tooLarge("chunked body exceeds \(limit) bytes; the rest was not read")
@@ -244,7 +355,8 @@ package struct ResponseReader<Source: ResponseByteSource> {
         }
         let count: Int
         do throws(ClientSocket.Failure) {
-            count = try socket.read(into: &scratch, deadline: deadline)
+            count = try socket.read(
+                into: &scratch, deadline: progressTimeout.map { ContinuousClock.now + $0 } ?? deadline)
         } catch {
             throw .socket(error)
         }

@@ -1,0 +1,244 @@
+import Foundation
+import KeelCore
+
+/// One event of a long-lived stream.
+public struct StreamEvent: Sendable, Equatable {
+    /// The event's data: one line of newline-delimited JSON, or the `data:` lines of a server-sent event
+    /// joined with line feeds.
+    public let data: String
+    /// The server-sent event's type (`event:`); nil for newline-delimited JSON and for unnamed events.
+    public let type: String?
+    /// The server-sent event's id (`id:`), when it has one.
+    public let id: String?
+
+    /// An event.
+    public init(data: String, type: String? = nil, id: String? = nil) {
+        self.data = data
+        self.type = type
+        self.id = id
+    }
+}
+
+/// How a stream's body is split into events.
+public enum StreamFormat: Sendable, Equatable {
+    /// Newline-delimited JSON: one event per non-empty line.
+    case newlineDelimitedJSON
+    /// Server-sent events (`text/event-stream`): `data:`, `event:` and `id:` fields, a blank line ends an
+    /// event, `:` lines are comments.
+    case serverSentEvents
+}
+
+/// The limits of a long-lived stream (the exception of MOB-API-002): finite connect and no-progress
+/// timeouts and a completion condition, but no overall timeout.
+public struct StreamPolicy: Sendable {
+    /// The longest connecting (and the middleware preparing the request) may take.
+    public var connectTimeout: Duration
+    /// The longest the stream may go without a byte (the response head included); then it ends with
+    /// kind `timeout`.
+    public var noProgressTimeout: Duration
+    /// Longer events are a malformed stream (the memory one event may take).
+    public var maximumEventBytes: Int
+    /// The completion condition: after an event for which this is true the stream ends (and the connection
+    /// closes). The server closing cleanly at an event boundary ends it too.
+    public var isTerminal: @Sendable (StreamEvent) -> Bool
+
+    /// Limits; by default a 15 s connect timeout, 60 s without progress, events up to 1 MiB, and no
+    /// terminal event.
+    public init(
+        connectTimeout: Duration = .seconds(15), noProgressTimeout: Duration = .seconds(60),
+        maximumEventBytes: Int = 1 << 20, isTerminal: @escaping @Sendable (StreamEvent) -> Bool = { _ in false }
+    ) {
+        precondition(connectTimeout > .zero && noProgressTimeout > .zero, "StreamPolicy timeouts must be positive")
+        self.connectTimeout = connectTimeout
+        self.noProgressTimeout = noProgressTimeout
+        self.maximumEventBytes = maximumEventBytes
+        self.isTerminal = isTerminal
+    }
+}
+
+extension HTTPClient {
+    /// Opens a long-lived stream (server-sent events or newline-delimited JSON over one response) and
+    /// delivers its events as they arrive.
+    ///
+    /// The sequence ends when an event satisfies ``StreamPolicy/isTerminal`` or the server closes cleanly
+    /// at an event boundary. It throws ``HTTPFailure``: `timeout` when connecting or any wait for the next
+    /// byte takes longer than the policy allows, `technical` when the server closes mid-event or sends
+    /// something malformed, and the kind of a non-2xx answer. Stopping the iteration (or cancelling the
+    /// task) closes the connection. Middleware (authentication, trace context) prepares the request as for
+    /// any call; nothing is retried. Needs a ``StreamingHTTPTransport`` (the default on Linux).
+    public func events(
+        _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy = StreamPolicy()
+    ) -> AsyncThrowingStream<StreamEvent, any Error> {
+        let (events, continuation) = AsyncThrowingStream<StreamEvent, any Error>.makeStream()
+        let task = Task {
+            do throws(HTTPFailure) {
+                try await self.runStream(operation, format: format, policy: policy, into: continuation)
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return events
+    }
+
+    private func runStream(
+        _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy,
+        into continuation: AsyncThrowingStream<StreamEvent, any Error>.Continuation
+    ) async throws(HTTPFailure) {
+        var call = Call(
+            configuration: configuration, operation: operation, policy: configuration.policy, basePrefix: nil,
+            versionPolicy: VersionPolicyState(onChange: nil))
+        let correlationID = call.correlationID
+        func failure(
+            _ kind: HTTPFailure.Kind, _ outcome: HTTPFailure.Outcome, _ detail: String, status: Int? = nil,
+            requestID: String? = nil
+        ) -> HTTPFailure {
+            HTTPFailure(
+                kind: kind, outcome: outcome, status: status, requestID: requestID, correlationID: correlationID,
+                detail: Redacted(detail))
+        }
+        guard let transport = configuration.transport as? any StreamingHTTPTransport else {
+            throw failure(.technical, .notSent, "the transport cannot stream (use SocketTransport)")
+        }
+        let request = try await call.preparedRequest(clock: configuration.clock, within: policy.connectTimeout)
+        let opened: TransportStream
+        do {
+            opened = try await transport.openStream(
+                request, connectTimeout: policy.connectTimeout, noProgressTimeout: policy.noProgressTimeout)
+        } catch {
+            throw failure(
+                Self.kind(of: error), error.requestMayHaveBeenSent ? .rejected : .notSent, error.description)
+        }
+        // However the stream ends (a terminal event, a failure, cancellation), the connection closes now,
+        // not when the server next sends something or the no-progress timer fires.
+        defer { opened.close() }
+        let requestID = opened.headers[configuration.requestIDHeader]
+        guard (200...299).contains(opened.status) else {
+            let kind: HTTPFailure.Kind
+            switch opened.status {
+            case 401: kind = .authentication
+            case 403: kind = .authorization
+            case 429: kind = .rateLimited
+            case 408: kind = .timeout
+            default: kind = .technical
+            }
+            throw failure(kind, .rejected, "status \(opened.status)", status: opened.status, requestID: requestID)
+        }
+        var parser = EventParser(format: format, maximumEventBytes: policy.maximumEventBytes)
+        do {
+            for try await bytes in opened.body {
+                for event in try parser.feed(bytes) {
+                    continuation.yield(event)
+                    if policy.isTerminal(event) {
+                        continuation.finish()
+                        return
+                    }
+                }
+            }
+            if Task.isCancelled {
+                continuation.finish()
+                return
+            }
+            try parser.finish()
+            continuation.finish()
+        } catch let error as TransportError {
+            throw failure(Self.kind(of: error), .rejected, error.description, requestID: requestID)
+        } catch let error as EventParser.Malformed {
+            throw failure(.technical, .rejected, error.reason, requestID: requestID)
+        } catch {
+            throw failure(.technical, .rejected, "\(error)", requestID: requestID)
+        }
+    }
+
+    private static func kind(of error: TransportError) -> HTTPFailure.Kind {
+        switch error.code {
+        case .timedOut: .timeout
+        case .notConnected, .dnsFailed, .cannotConnect, .connectionLost: .offline
+        case .cancelled: .cancelled
+        default: .technical
+        }
+    }
+}
+
+/// Splits a stream's bytes into events, keeping a partial line or event across reads.
+struct EventParser {
+    struct Malformed: Error { let reason: String }
+
+    let format: StreamFormat
+    let maximumEventBytes: Int
+    private var line: [UInt8] = []
+    private var data: [String] = []
+    private var type: String?
+    private var id: String?
+    private var eventBytes = 0
+    /// Whether a server-sent event has fields not yet dispatched.
+    private var pending = false
+
+    init(format: StreamFormat, maximumEventBytes: Int) {
+        self.format = format
+        self.maximumEventBytes = maximumEventBytes
+    }
+
+    mutating func feed(_ bytes: [UInt8]) throws(Malformed) -> [StreamEvent] {
+        var events: [StreamEvent] = []
+        for byte in bytes {
+            guard byte == 10 else {
+                line.append(byte)
+                guard line.count + eventBytes <= maximumEventBytes else {
+                    throw Malformed(reason: "an event longer than \(maximumEventBytes) bytes")
+                }
+                continue
+            }
+            if line.last == 13 { line.removeLast() }
+            let text = String(decoding: line, as: UTF8.self)
+            eventBytes += line.count + 1
+            line.removeAll(keepingCapacity: true)
+            if let event = take(text) { events.append(event) }
+        }
+        return events
+    }
+
+    /// The end of the body: clean only at an event boundary.
+    func finish() throws(Malformed) {
+        if !line.isEmpty || pending { throw Malformed(reason: "the stream closed in the middle of an event") }
+    }
+
+    private mutating func take(_ text: String) -> StreamEvent? {
+        switch format {
+        case .newlineDelimitedJSON:
+            eventBytes = 0
+            return text.isEmpty ? nil : StreamEvent(data: text)
+        case .serverSentEvents:
+            if text.isEmpty {
+                defer {
+                    data = []
+                    type = nil
+                    pending = false
+                    eventBytes = 0
+                }
+                // Only an event with data is dispatched; the id is kept as the spec's last event id.
+                guard !data.isEmpty else { return nil }
+                return StreamEvent(data: data.joined(separator: "\n"), type: type, id: id)
+            }
+            if text.hasPrefix(":") { return nil }  // a comment (often a keep-alive)
+            pending = true
+            let field: Substring
+            var value: Substring
+            if let colon = text.firstIndex(of: ":") {
+                field = text[..<colon]
+                value = text[text.index(after: colon)...]
+                if value.hasPrefix(" ") { value = value.dropFirst() }
+            } else {
+                field = Substring(text)
+                value = ""
+            }
+            switch field {
+            case "data": data.append(String(value))
+            case "event": type = String(value)
+            case "id" where !value.contains("\u{0}"): id = String(value)
+            default: break  // `retry` and unknown fields are ignored
+            }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+public import KeelCore
+
+/// A transport that can deliver a response body as it arrives (long-lived streams: server-sent events,
+/// newline-delimited JSON). ``SocketTransport`` is one.
+public protocol StreamingHTTPTransport: HTTPTransport {
+    /// Sends `request` on a fresh connection and returns the response head; the body follows in
+    /// ``TransportStream/body`` as it arrives. Connecting may take at most `connectTimeout`; after that,
+    /// every wait for the next byte (the head's included) at most `noProgressTimeout`; there is no overall
+    /// limit. Ending the iteration of the body (or cancelling the task) closes the connection.
+    ///
+    /// - Throws: ``TransportError`` when no response head arrived.
+    func openStream(_ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration)
+        async throws(TransportError) -> TransportStream
+}
+
+/// A response whose body is still arriving.
+public struct TransportStream: Sendable {
+    /// The status code.
+    public let status: Int
+    /// The response's header fields.
+    public let headers: HeaderFields
+    /// The body's bytes as they arrive; the sequence ends at the body's clean end (the last chunk, the
+    /// declared length, or the server closing a close-delimited body) and throws ``TransportError``
+    /// otherwise (`timedOut` after the no-progress timeout, `connectionLost`, `malformedResponse`).
+    public let body: AsyncThrowingStream<[UInt8], any Error>
+    /// Closes the connection now (the reader stops; ``body`` ends). Call it when done with the stream
+    /// before its end, e.g. after a terminal event.
+    public let close: @Sendable () -> Void
+
+    /// A stream (transports make these).
+    public init(
+        status: Int, headers: HeaderFields, body: AsyncThrowingStream<[UInt8], any Error>,
+        close: @escaping @Sendable () -> Void
+    ) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.close = close
+    }
+}
+
+extension SocketTransport: StreamingHTTPTransport {
+    /// Opens a long-lived exchange on its own connection (never pooled), read on a worker thread.
+    public func openStream(_ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration)
+        async throws(TransportError) -> TransportStream
+    {
+        let exchange = Exchange()
+        let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        continuation.onTermination = { _ in exchange.cancel() }
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation {
+                    (opened: CheckedContinuation<TransportStream, any Error>) in
+                    DispatchQueue.global().async {
+                        self.runStream(
+                            request, connectTimeout: connectTimeout, noProgressTimeout: noProgressTimeout,
+                            exchange: exchange, opened: opened, body: body, continuation: continuation)
+                    }
+                }
+            } onCancel: {
+                exchange.cancel()
+            }
+        } catch let error as TransportError {
+            throw error
+        } catch {
+            throw TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
+        }
+    }
+
+    /// The worker: connect, send, read the head (then hand the stream over), then read the body into it.
+    private func runStream(
+        _ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration, exchange: Exchange,
+        opened: CheckedContinuation<TransportStream, any Error>, body: AsyncThrowingStream<[UInt8], any Error>,
+        continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+    ) {
+        var stream = request
+        stream.reusesConnections = false
+        let socket: ClientSocket
+        var reader: ResponseReader<ClientSocket>
+        var framing: ResponseReader<ClientSocket>.StreamFraming
+        do throws(TransportError) {
+            let target = try Self.target(of: stream)
+            let head = try Self.head(of: stream, target: target)
+            socket = try connect(target.endpoint, deadline: .now + connectTimeout, exchange: exchange)
+            do throws(ClientSocket.Failure) {
+                try socket.write(head + [UInt8](stream.body ?? Data()), deadline: .now + noProgressTimeout)
+            } catch {
+                socket.close()
+                throw Self.failure(error, sent: true, phase: "writing the request")
+            }
+            reader = ResponseReader(socket: socket, deadline: .now, maximumHeadBytes: configuration.maximumHeadBytes)
+            reader.progressTimeout = noProgressTimeout
+            do throws(ResponseReadFailure) {
+                let head = try reader.readStreamHead(method: stream.method)
+                framing = head.framing
+                opened.resume(
+                    returning: TransportStream(
+                        status: head.status, headers: head.headers, body: body, close: { exchange.cancel() }))
+            } catch {
+                socket.close()
+                throw Self.streamFailure(error, phase: "reading the response head")
+            }
+        } catch {
+            continuation.finish(throwing: error)
+            opened.resume(throwing: error)
+            return
+        }
+        defer {
+            _ = exchange.detach()
+            socket.close()
+        }
+        while true {
+            do throws(ResponseReadFailure) {
+                guard let bytes = try reader.nextBodyBytes(&framing) else {
+                    continuation.finish()
+                    return
+                }
+                if case .terminated = continuation.yield(bytes) { return }
+            } catch {
+                continuation.finish(throwing: Self.streamFailure(error, phase: "reading the stream"))
+                return
+            }
+        }
+    }
+
+    static func streamFailure(_ readFailure: ResponseReadFailure, phase: String) -> TransportError {
+        switch readFailure {
+        case .socket(let socketFailure): return failure(socketFailure, sent: true, phase: phase)
+        case .malformed(let reason):
+            return TransportError(code: .malformedResponse, requestMayHaveBeenSent: true, detail: "\(phase): \(reason)")
+        case .tooLarge(let reason):
+            return TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true, detail: "\(phase): \(reason)")
+        case .closedWithoutResponse:
+            return TransportError(
+                code: .malformedResponse, requestMayHaveBeenSent: true,
+                detail: "\(phase): the server closed the connection without answering")
+        }
+    }
+}

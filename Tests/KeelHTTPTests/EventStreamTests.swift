@@ -1,0 +1,192 @@
+import Foundation
+import KeelCore
+import KeelHTTP
+import KeelTesting
+import Testing
+
+/// Long-lived streams (the exception of MOB-API-002): finite connect and no-progress timeouts, a completion
+/// condition, cancellation, and no overall timeout; against a real TestServer that throttles, stalls and
+/// closes mid-event. Timeouts here are real (they bound socket waits), and short.
+@Suite(.timeLimit(.minutes(1))) struct EventStreamTests {
+    static let sse = """
+        : a comment, as keep-alives are\r
+        id: 1\r
+        event: note\r
+        data: {"id": 1,\r
+        data:  "title": "first"}\r
+        \r
+        data: second\r
+        \r
+        event: done\r
+        data: bye\r
+        \r
+
+        """
+
+    func client(_ server: TestServer) -> HTTPClient {
+        HTTPClient(configuration: .init(baseURL: server.baseURL, transport: SocketTransport()))
+    }
+
+    func collect(_ stream: AsyncThrowingStream<StreamEvent, any Error>) async -> ([StreamEvent], HTTPFailure?) {
+        var events: [StreamEvent] = []
+        do {
+            for try await event in stream { events.append(event) }
+            return (events, nil)
+        } catch {
+            return (events, error as? HTTPFailure)
+        }
+    }
+
+    @Test func serverSentEventsArriveThrottledAndTheTerminalEventEndsTheStream() async throws {
+        let server = try TestServer()
+        let sse = Self.sse + "data: after a long pause\n\n"
+        var response = TestResponse(headers: ["Content-Type": "text/event-stream"], body: sse)
+        // Throttled, then a 30 s pause right after the terminal event: only the completion condition can end
+        // the stream in time.
+        response.throttle = .init(bytes: Self.sse.utf8.count, period: .seconds(30))
+        server.enqueue(response)
+        let policy = StreamPolicy(noProgressTimeout: .seconds(60), isTerminal: { $0.type == "done" })
+        let start = ContinuousClock.now
+        let (events, failure) = await collect(
+            client(server).events(.get("/events"), format: .serverSentEvents, policy: policy))
+        #expect(failure == nil)
+        #expect(
+            events == [
+                StreamEvent(data: "{\"id\": 1,\n \"title\": \"first\"}", type: "note", id: "1"),
+                StreamEvent(data: "second", id: "1"),  // the last event id carries over
+                StreamEvent(data: "bye", type: "done", id: "1"),
+            ])
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    @Test func theTerminalEventClosesTheConnectionAtOnce() async throws {
+        let server = try TestServer()
+        // After the terminal event the server keeps writing keep-alive comments, 8 bytes every 20 ms: it
+        // finds the connection closed on one of its next writes, long before its own end (~5 s).
+        let body = "data: x\n\nevent: done\ndata: bye\n\n" + String(repeating: ": keep-alive\n", count: 200)
+        var response = TestResponse(headers: ["Content-Type": "text/event-stream"], body: body)
+        response.throttle = .init(bytes: 8, period: .milliseconds(20))
+        server.enqueue(response)
+        let (events, failure) = await collect(
+            client(server).events(
+                .get("/events"), format: .serverSentEvents, policy: StreamPolicy(isTerminal: { $0.type == "done" })))
+        #expect(failure == nil)
+        #expect(events.map(\.data) == ["x", "bye"])
+        _ = try await server.awaitConnectionEvent(timeout: .seconds(4)) { $0.kind == .closedByClient }
+    }
+
+    @Test func throttledChunkedEventsArriveWhole() async throws {
+        let server = try TestServer()
+        var response = TestResponse(headers: ["Content-Type": "text/event-stream"], body: Self.sse).chunked(size: 16)
+        response.throttle = .init(bytes: 9, period: .milliseconds(2))
+        server.enqueue(response)
+        let (events, failure) = await collect(client(server).events(.get("/events"), format: .serverSentEvents))
+        #expect(failure == nil)
+        #expect(events.map(\.data) == ["{\"id\": 1,\n \"title\": \"first\"}", "second", "bye"])
+    }
+
+    @Test func newlineDelimitedJSONEndsCleanlyWhenTheServerCloses() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "{\"n\":1}\n\n{\"n\":2}\r\n", socketEffect: .disconnectAtEnd))
+        let (events, failure) = await collect(
+            client(server).events(.get("/feed"), format: .newlineDelimitedJSON))
+        #expect(failure == nil)
+        #expect(events.map(\.data) == [#"{"n":1}"#, #"{"n":2}"#])
+    }
+
+    @Test func aStallMidStreamEndsWithTimeoutAfterTheNoProgressLimit() async throws {
+        let server = try TestServer()
+        let first = "{\"n\":1}\n"
+        var response = TestResponse(body: first + "{\"n\":2}\n")
+        response.throttle = .init(bytes: first.utf8.count, period: .seconds(30))  // then silence
+        server.enqueue(response)
+        let start = ContinuousClock.now
+        let (events, failure) = await collect(
+            client(server).events(
+                .get("/feed"), format: .newlineDelimitedJSON,
+                policy: StreamPolicy(noProgressTimeout: .milliseconds(300))))
+        #expect(events.map(\.data) == [#"{"n":1}"#])  // what arrived was delivered
+        #expect(failure?.kind == .timeout)
+        #expect(ContinuousClock.now - start < .seconds(10))  // the no-progress limit, not the server's pause
+    }
+
+    @Test func noOverallTimeoutASlowButSteadyStreamRunsPastTheNoProgressLimit() async throws {
+        let server = try TestServer()
+        let lines = (1...6).map { "{\"n\":\($0)}\n" }.joined()
+        var response = TestResponse(body: lines).chunked(size: 8)
+        response.throttle = .init(bytes: 8, period: .milliseconds(120))  // ~0.8 s in all, never 300 ms silent
+        server.enqueue(response)
+        let (events, failure) = await collect(
+            client(server).events(
+                .get("/feed"), format: .newlineDelimitedJSON,
+                policy: StreamPolicy(noProgressTimeout: .milliseconds(300))))
+        #expect(failure == nil)
+        #expect(events.count == 6)
+    }
+
+    @Test func aServerThatNeverAnswersTimesOutOnTheHead() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "x\n").delayingHeaders(by: .seconds(30)))
+        let (_, failure) = await collect(
+            client(server).events(
+                .get("/feed"), format: .newlineDelimitedJSON,
+                policy: StreamPolicy(noProgressTimeout: .milliseconds(300))))
+        #expect(failure?.kind == .timeout)
+    }
+
+    @Test(arguments: [StreamFormat.serverSentEvents, .newlineDelimitedJSON])
+    func closingMidEventIsAFailureNotACleanEnd(format: StreamFormat) async throws {
+        let server = try TestServer()
+        let complete = format == .serverSentEvents ? "data: one\n\n" : "{\"n\":1}\n"
+        let body = complete + (format == .serverSentEvents ? "data: tw" : "{\"n\":")
+        // Close-delimited (no length, not chunked): the close itself is the only end, so it must land
+        // between events to be clean.
+        server.enqueue(.raw("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + body, socketEffect: .disconnectAtEnd))
+        let (events, failure) = await collect(client(server).events(.get("/feed"), format: format))
+        #expect(events.count == 1)
+        #expect(failure?.kind == .technical)
+        #expect(failure?.detail.unredacted.contains("middle of an event") == true)
+    }
+
+    @Test func aChunkedStreamCutInsideAChunkIsAFailure() async throws {
+        let server = try TestServer()
+        server.enqueue(
+            .raw(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n{\"n\":1}\n\r\n8\r\n{\"n\"",
+                socketEffect: .disconnectAtEnd))
+        let (events, failure) = await collect(client(server).events(.get("/feed"), format: .newlineDelimitedJSON))
+        #expect(events.count == 1)
+        #expect(failure?.kind == .technical)
+    }
+
+    @Test func stoppingTheIterationClosesTheConnection() async throws {
+        let server = try TestServer()
+        var response = TestResponse(body: (1...100).map { "{\"n\":\($0)}\n" }.joined()).chunked(size: 8)
+        response.throttle = .init(bytes: 8, period: .milliseconds(20))
+        server.enqueue(response)
+        for try await event in client(server).events(.get("/feed"), format: .newlineDelimitedJSON) {
+            #expect(event.data == #"{"n":1}"#)
+            break
+        }
+        // The stream went away with the loop: the connection closed, and the server's next write found out.
+        _ = try await server.awaitConnectionEvent(timeout: .seconds(10)) { $0.kind == .closedByClient }
+    }
+
+    @Test func aRefusedStreamFailsWithTheStatusKind() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(status: 401, headers: ["X-Request-ID": "r-1"], body: "{}"))
+        let (events, failure) = await collect(client(server).events(.get("/feed"), format: .serverSentEvents))
+        #expect(events.isEmpty)
+        #expect(failure?.kind == .authentication)
+        #expect(failure?.requestID == "r-1")
+    }
+
+    @Test func anOverlongEventIsRefused() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: String(repeating: "x", count: 5000) + "\n", socketEffect: .disconnectAtEnd))
+        let (_, failure) = await collect(
+            client(server).events(
+                .get("/feed"), format: .newlineDelimitedJSON, policy: StreamPolicy(maximumEventBytes: 1024)))
+        #expect(failure?.kind == .technical)
+    }
+}
