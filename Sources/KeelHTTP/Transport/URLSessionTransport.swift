@@ -16,8 +16,8 @@ import KeelCore
 /// that could be silently reused and re-sent on.
 public final class URLSessionTransport: HTTPTransport {
     private let pooled: URLSession
-    private let fresh: URLSession
-    private let delegate: SessionDelegate
+    fileprivate let fresh: URLSession
+    fileprivate let delegate: SessionDelegate
 
     /// A transport over new sessions with a copy of `configuration`'s settings (cookies and caching
     /// turned off in the copy; the caller's configuration is left as it was).
@@ -98,6 +98,142 @@ public final class URLSessionTransport: HTTPTransport {
             return TransportError(code: .cancelled, requestMayHaveBeenSent: true, detail: detail)
         default:
             return TransportError(code: .other, requestMayHaveBeenSent: true, detail: detail)
+        }
+    }
+}
+
+/// What receives a data task's delegate callbacks: a whole-response ``Exchange`` or a ``StreamExchange``.
+private protocol TaskReceiver: Sendable {
+    /// The response head; false to cancel the task.
+    func received(_ response: HTTPURLResponse?) -> Bool
+    /// A piece of the body; false to cancel the task.
+    func append(_ data: Data) -> Bool
+    /// The task ended (with `error`, or cleanly).
+    func complete(error: (any Error)?)
+}
+
+extension Exchange: TaskReceiver {}
+
+/// A long-lived exchange: the head resumes ``opened``; body pieces go to ``continuation`` as they arrive.
+private final class StreamExchange: TaskReceiver {
+    private let opened = Locked<CheckedContinuation<TransportStream, any Error>?>(nil)
+    private let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+    private let body: AsyncThrowingStream<[UInt8], any Error>
+    private let close: @Sendable () -> Void
+
+    init(
+        body: AsyncThrowingStream<[UInt8], any Error>,
+        continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation, close: @escaping @Sendable () -> Void
+    ) {
+        self.body = body
+        self.continuation = continuation
+        self.close = close
+    }
+
+    func attach(_ continuation: CheckedContinuation<TransportStream, any Error>) {
+        opened.withLock { $0 = continuation }
+    }
+
+    /// Fails the opening with a timeout when the head has not arrived; true when it had not.
+    func expireHead(after limit: Duration) -> Bool {
+        guard
+            let waiting = opened.withLock({ state -> CheckedContinuation<TransportStream, any Error>? in
+                defer { state = nil }
+                return state
+            })
+        else { return false }
+        waiting.resume(
+            throwing: TransportError(
+                code: .timedOut, requestMayHaveBeenSent: true, detail: "no response head within \(limit)"))
+        continuation.finish()
+        return true
+    }
+
+    func received(_ response: HTTPURLResponse?) -> Bool {
+        guard
+            let waiting = opened.withLock({ state -> CheckedContinuation<TransportStream, any Error>? in
+                defer { state = nil }
+                return state
+            })
+        else { return false }
+        guard let response else {
+            waiting.resume(
+                throwing: TransportError(
+                    code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response"))
+            return false
+        }
+        let headers = HeaderFields(
+            response.allHeaderFields.compactMap { key, value -> (String, String)? in
+                guard let name = key as? String, let value = value as? String else { return nil }
+                return (name, value)
+            })
+        waiting.resume(
+            returning: TransportStream(status: response.statusCode, headers: headers, body: body, close: close))
+        return true
+    }
+
+    func append(_ data: Data) -> Bool {
+        if case .terminated = continuation.yield([UInt8](data)) { return false }
+        return true
+    }
+
+    func complete(error: (any Error)?) {
+        let mapped = error.map {
+            ($0 as? URLError).map(URLSessionTransport.map)
+                ?? TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\($0)")
+        }
+        if let waiting = opened.withLock({ state -> CheckedContinuation<TransportStream, any Error>? in
+            defer { state = nil }
+            return state
+        }) {
+            waiting.resume(
+                throwing: mapped
+                    ?? TransportError(
+                        code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response"))
+        }
+        if let mapped { continuation.finish(throwing: mapped) } else { continuation.finish() }
+    }
+}
+
+extension URLSessionTransport: StreamingHTTPTransport {
+    /// Opens a long-lived exchange as a data task on the no-reuse session. URLSession's request timeout
+    /// is an idle timeout, so it is the no-progress limit (whole seconds on Linux); connecting is bounded by
+    /// the smaller of the two limits.
+    public func openStream(_ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration)
+        async throws(TransportError) -> TransportStream
+    {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
+        urlRequest.httpBody = request.body
+        urlRequest.setValue("close", forHTTPHeaderField: "Connection")
+        // URLSession's request timeout is an idle limit between packets: the no-progress limit.
+        urlRequest.timeoutInterval = TimeInterval(noProgressTimeout.inWholeSecondsRoundedUp(minimum: 1))
+        let task = fresh.dataTask(with: urlRequest)
+        let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        continuation.onTermination = { _ in task.cancel() }
+        let exchange = StreamExchange(body: body, continuation: continuation, close: { task.cancel() })
+        delegate.track(task, exchange)
+        // Connecting (up to the response head) has its own, usually shorter, limit.
+        let connectTimer = Task {
+            try? await Task.sleep(for: connectTimeout)
+            if !Task.isCancelled, exchange.expireHead(after: connectTimeout) { task.cancel() }
+        }
+        defer { connectTimer.cancel() }
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation {
+                    (opened: CheckedContinuation<TransportStream, any Error>) in
+                    exchange.attach(opened)
+                    task.resume()
+                }
+            } onCancel: {
+                task.cancel()
+            }
+        } catch let error as TransportError {
+            throw error
+        } catch {
+            throw TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
         }
     }
 }
@@ -237,16 +373,16 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
     // @unchecked Sendable: `exchanges` is only touched under its lock. Keys are the task objects'
     // identities; each entry holds its task, so an identity cannot be reused while the entry exists
     // (task identifiers alone repeat across the transport's two sessions).
-    private let exchanges = Locked<[ObjectIdentifier: (task: URLSessionTask, exchange: Exchange)]>([:])
+    private let exchanges = Locked<[ObjectIdentifier: (task: URLSessionTask, exchange: any TaskReceiver)]>([:])
 
-    func track(_ task: URLSessionTask, _ exchange: Exchange) {
+    func track(_ task: URLSessionTask, _ exchange: any TaskReceiver) {
         exchanges.withLock { entries in
             precondition(entries[ObjectIdentifier(task)] == nil, "URLSessionTransport: task tracked twice")
             entries[ObjectIdentifier(task)] = (task, exchange)
         }
     }
 
-    private func exchange(for task: URLSessionTask) -> Exchange? {
+    private func exchange(for task: URLSessionTask) -> (any TaskReceiver)? {
         exchanges.withLock { $0[ObjectIdentifier(task)]?.exchange }
     }
 
