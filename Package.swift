@@ -94,7 +94,8 @@ let package = Package(
         // Runs storage and journal workloads in a child process for kill -9 tests (KeelStoreTests,
         // KeelSyncTests); not a product.
         .executableTarget(
-            name: "keel-fixtures", dependencies: ["KeelCore", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelSync"],
+            name: "keel-fixtures",
+            dependencies: ["KeelCore", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelSync"],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "keel-bench",
