@@ -119,6 +119,24 @@ private final class IdempotentBackend: Sendable {
         #expect(try await journal.entry("background")?.state == .unknown)  // kept for reconcile, not lost
     }
 
+    @Test func retentionRemovesSettledEntriesButNeverAnUnresolvedOne() async throws {
+        let journal = try SQLiteOperationJournal(path: path)
+        let old = Date(timeIntervalSince1970: 1_000)
+        let entries: [(String, JournalEntry.State)] = [
+            ("done", .succeeded), ("refused", .failed(.validation)), ("open", .unknown),
+        ]
+        for (index, (id, state)) in entries.enumerated() {
+            try await journal.record(
+                JournalEntry(
+                    operationID: id, idempotencyKey: nil,
+                    correlationID: CorrelationID.make(using: .seeded(UInt64(index))),
+                    method: "POST", path: "/m", bodyDigest: nil, createdAt: old, state: .sending))
+            try await journal.complete(id, state: state, requestID: nil)
+        }
+        try await journal.removeSettled(before: Date(timeIntervalSince1970: 2_000))
+        #expect(try await journal.all().map(\.operationID) == ["open"])
+    }
+
     @Test func anOperationThatCannotBeJournaledIsNotSent() async throws {
         let server = try TestServer()
         let failure = await #expect(throws: HTTPFailure.self) {

@@ -150,7 +150,7 @@ public final class HTTPClient: Sendable {
 
     /// The base URL as text without a trailing slash, for building request URLs by concatenation; nil
     /// when it has a query or fragment (those go through URLComponents).
-    private let basePrefix: String?
+    let basePrefix: String?
 
     /// The version policy as the backend last stated it (MOB-API-005): `.supported` until an answer says
     /// otherwise. Set only by answers the ``Configuration/versionPolicy`` contract defines: a successful
@@ -158,7 +158,7 @@ public final class HTTPClient: Sendable {
     /// maintenance. Anything malformed leaves it unchanged and fails as `technical`.
     public var versionPolicy: VersionPolicy { policyState.current }
 
-    private let policyState: VersionPolicyState
+    let policyState: VersionPolicyState
 
     /// A client with `configuration`.
     public init(configuration: Configuration) {

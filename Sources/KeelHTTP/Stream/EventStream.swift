@@ -86,8 +86,8 @@ extension HTTPClient {
         into continuation: AsyncThrowingStream<StreamEvent, any Error>.Continuation
     ) async throws(HTTPFailure) {
         var call = Call(
-            configuration: configuration, operation: operation, policy: configuration.policy, basePrefix: nil,
-            versionPolicy: VersionPolicyState(onChange: nil))
+            configuration: configuration, operation: operation, policy: configuration.policy, basePrefix: basePrefix,
+            versionPolicy: policyState)
         let correlationID = call.correlationID
         func failure(
             _ kind: HTTPFailure.Kind, _ outcome: HTTPFailure.Outcome, _ detail: String, status: Int? = nil,
