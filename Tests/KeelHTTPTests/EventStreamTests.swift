@@ -27,16 +27,6 @@ import Testing
         HTTPClient(configuration: .init(baseURL: server.baseURL, transport: SocketTransport()))
     }
 
-    func collect(_ stream: AsyncThrowingStream<StreamEvent, any Error>) async -> ([StreamEvent], HTTPFailure?) {
-        var events: [StreamEvent] = []
-        do {
-            for try await event in stream { events.append(event) }
-            return (events, nil)
-        } catch {
-            return (events, error as? HTTPFailure)
-        }
-    }
-
     @Test func serverSentEventsArriveThrottledAndTheTerminalEventEndsTheStream() async throws {
         let server = try TestServer()
         let sse = Self.sse + "data: after a long pause\n\n"

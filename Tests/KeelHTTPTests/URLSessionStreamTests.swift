@@ -11,16 +11,6 @@ import Testing
         HTTPClient(configuration: .init(baseURL: server.baseURL, transport: URLSessionTransport()))
     }
 
-    func collect(_ stream: AsyncThrowingStream<StreamEvent, any Error>) async -> ([StreamEvent], HTTPFailure?) {
-        var events: [StreamEvent] = []
-        do {
-            for try await event in stream { events.append(event) }
-            return (events, nil)
-        } catch {
-            return (events, error as? HTTPFailure)
-        }
-    }
-
     @Test func eventsArriveAsTheyComeAndTheTerminalEventEndsTheStream() async throws {
         let server = try TestServer()
         let head = "data: one\n\nevent: done\ndata: two\n\n"

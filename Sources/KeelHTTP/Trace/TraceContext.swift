@@ -1,7 +1,7 @@
 public import KeelCore
 
 /// A W3C Trace Context trace id: 16 bytes, never all zero, written as 32 lowercase hex digits.
-public struct TraceID: Sendable, Hashable, Codable, CustomStringConvertible {
+public struct TraceID: Sendable, Hashable, HexIdentifier {
     /// The high and low 8 bytes.
     public let high: UInt64
     /// The low 8 bytes.
@@ -32,24 +32,10 @@ public struct TraceID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// 32 lowercase hex digits.
     public var description: String { TraceHex.text(high) + TraceHex.text(low) }
 
-    /// Encodes as the hex string.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-
-    /// Decodes the hex string.
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let id = TraceID(hex: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a trace id"))
-        }
-        self = id
-    }
 }
 
 /// A W3C Trace Context parent id (span id): 8 bytes, never all zero, written as 16 lowercase hex digits.
-public struct SpanID: Sendable, Hashable, Codable, CustomStringConvertible {
+public struct SpanID: Sendable, Hashable, HexIdentifier {
     /// The 8 bytes.
     public let value: UInt64
 
@@ -75,20 +61,6 @@ public struct SpanID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// 16 lowercase hex digits.
     public var description: String { TraceHex.text(value) }
 
-    /// Encodes as the hex string.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-
-    /// Decodes the hex string.
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let id = SpanID(hex: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a span id"))
-        }
-        self = id
-    }
 }
 
 /// The `traceparent` header: version, trace id, parent id and flags.
@@ -377,6 +349,30 @@ extension ErrorCode where Domain == TraceContextError {
     public static var duplicateKey: Self { Self("duplicateKey") }
     /// More than 32 tracestate members.
     public static var tooManyMembers: Self { Self("tooManyMembers") }
+}
+
+/// An id written as lowercase hex (``TraceID``, ``SpanID``); encoded as that string.
+public protocol HexIdentifier: Codable, CustomStringConvertible {
+    /// The id written as lowercase hex; nil for anything else.
+    init?(hex: some StringProtocol)
+}
+
+extension HexIdentifier {
+    /// Encodes the hex string.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+
+    /// Decodes the hex string.
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let id = Self(hex: text) else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "not a lowercase hex \(Self.self)"))
+        }
+        self = id
+    }
 }
 
 /// Lowercase hex reading and writing for trace ids.

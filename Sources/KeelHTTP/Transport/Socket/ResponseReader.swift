@@ -44,15 +44,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
     package mutating func read(method: String, limit: Int) throws(ResponseReadFailure) -> (
         TransportResponse, reusable: Bool
     ) {
-        var head = try readHead()
-        // Interim answers (100 Continue, 103 Early Hints) precede the real one; a few, not endlessly.
-        var interim = 0
-        while (100...199).contains(head.status) && head.status != 101 {
-            interim += 1
-            guard interim <= 8 else { throw .malformed("more than 8 interim (1xx) responses") }
-            head = try readHead()
-        }
-
+        let head = try readFinalHead()
         let hasNoBody =
             method == "HEAD" || (100...199).contains(head.status) || head.status == 204 || head.status == 304
         var body = Data()
@@ -99,13 +91,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
     package mutating func readStreamHead(method: String) throws(ResponseReadFailure) -> (
         status: Int, headers: HeaderFields, framing: StreamFraming
     ) {
-        var head = try readHead()
-        var interim = 0
-        while (100...199).contains(head.status) && head.status != 101 {
-            interim += 1
-            guard interim <= 8 else { throw .malformed("more than 8 interim (1xx) responses") }
-            head = try readHead()
-        }
+        let head = try readFinalHead()
         let framing: StreamFraming
         if method == "HEAD" || (100...199).contains(head.status) || head.status == 204 || head.status == 304 {
             framing = .none
@@ -211,6 +197,19 @@ package struct ResponseReader<Source: ResponseByteSource> {
         var version: String
         var status: Int
         var headers: HeaderFields
+    }
+
+    /// The head of the real response: interim answers (100 Continue, 103 Early Hints) precede it; a few,
+    /// not endlessly.
+    private mutating func readFinalHead() throws(ResponseReadFailure) -> Head {
+        var head = try readHead()
+        var interim = 0
+        while (100...199).contains(head.status) && head.status != 101 {
+            interim += 1
+            guard interim <= 8 else { throw .malformed("more than 8 interim (1xx) responses") }
+            head = try readHead()
+        }
+        return head
     }
 
     private mutating func readHead() throws(ResponseReadFailure) -> Head {
