@@ -473,13 +473,16 @@ struct Call {
 
     private mutating func transportFailure(_ error: TransportError) -> HTTPFailure {
         if error.requestMayHaveBeenSent { sawUnknown = true }
-        let kind: HTTPFailure.Kind
+        return failure(Self.kind(of: error), detail: error.description)
+    }
+
+    /// The failure kind of a transport error: no route is `offline`, a timer is `timeout`, the rest `technical`.
+    static func kind(of error: TransportError) -> HTTPFailure.Kind {
         switch error.code {
-        case .notConnected, .dnsFailed, .cannotConnect, .connectionLost: kind = .offline
-        case .timedOut: kind = .timeout
-        default: kind = .technical
+        case .notConnected, .dnsFailed, .cannotConnect, .connectionLost: .offline
+        case .timedOut: .timeout
+        default: .technical
         }
-        return failure(kind, detail: error.description)
     }
 
     /// A failure without a response; `outcome` overrides the one accumulated across attempts.

@@ -189,7 +189,7 @@ public final class HTTPClient: Sendable {
         if case .keyed(let value) = operation.idempotency { key = value }
         let entry = JournalEntry(
             operationID: operationID, idempotencyKey: key, correlationID: call.correlationID, method: operation.method,
-            path: operation.path, bodyDigest: operation.body.map { SHA256Digest.hex([UInt8]($0)) },
+            path: operation.path, bodyDigest: operation.bodyDigest,
             createdAt: configuration.wallClock.now(), state: .sending, trace: call.trace)
         do {
             try await journal.record(entry)

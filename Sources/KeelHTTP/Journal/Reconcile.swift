@@ -63,7 +63,7 @@ extension HTTPClient {
         status: OperationStatusQuery?
     ) async throws -> JournalEntry {
         if let key = entry.idempotencyKey, var operation = await rebuild(entry), operation.idempotency == .keyed(key),
-            operation.body.map({ SHA256Digest.hex([UInt8]($0)) }) == entry.bodyDigest
+            operation.bodyDigest == entry.bodyDigest
         {
             operation.correlationID = entry.correlationID
             operation.operationID = entry.operationID

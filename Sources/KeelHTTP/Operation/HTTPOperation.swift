@@ -1,5 +1,6 @@
 public import Foundation
 public import KeelCore
+import KeelContract
 
 /// One call the app makes: what to send, and whether it may be repeated (MOB-API-002).
 ///
@@ -57,6 +58,9 @@ public struct HTTPOperation: Sendable {
     /// The operation's id in the ``OperationJournal`` (the app's own id for it, e.g. its outbox entry);
     /// nil: the correlation id.
     public var operationID: String?
+    /// SHA-256 of the body (lowercase hex), as the ``OperationJournal`` keeps it; nil without a body.
+    var bodyDigest: String? { body.map { SHA256Digest.hex([UInt8]($0)) } }
+
     /// The trace this operation continues (from a push payload or a deep link; see
     /// ``TraceContext/continuing(traceparent:tracestate:)``), or a new trace with a sampling decision.
     /// Nil: the client starts a new trace for the call. Sent only by ``TraceContextMiddleware``, and only

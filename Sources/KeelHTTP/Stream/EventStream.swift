@@ -151,12 +151,7 @@ extension HTTPClient {
     }
 
     private static func kind(of error: TransportError) -> HTTPFailure.Kind {
-        switch error.code {
-        case .timedOut: .timeout
-        case .notConnected, .dnsFailed, .cannotConnect, .connectionLost: .offline
-        case .cancelled: .cancelled
-        default: .technical
-        }
+        error.code == .cancelled ? .cancelled : Call.kind(of: error)
     }
 }
 

@@ -70,16 +70,21 @@ public final class SocketTransport: HTTPTransport {
     /// - Throws: ``TransportError``.
     public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         let exchange = Exchange()
+        return try await onWorker(exchange) { continuation in
+            continuation.resume(
+                with: Result { () throws(TransportError) -> TransportResponse in try self.perform(request, exchange) })
+        }
+    }
+
+    /// Runs `work` on a worker thread (socket I/O blocks) and waits for it to resume the continuation;
+    /// cancelling the calling task cancels `exchange`, which closes its connection at once.
+    func onWorker<Value: Sendable>(
+        _ exchange: Exchange, _ work: @escaping @Sendable (CheckedContinuation<Value, any Error>) -> Void
+    ) async throws(TransportError) -> Value {
         do {
             return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation {
-                    (continuation: CheckedContinuation<TransportResponse, any Error>) in
-                    DispatchQueue.global().async {
-                        continuation.resume(
-                            with: Result { () throws(TransportError) -> TransportResponse in
-                                try self.perform(request, exchange)
-                            })
-                    }
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+                    DispatchQueue.global().async { work(continuation) }
                 }
             } onCancel: {
                 exchange.cancel()

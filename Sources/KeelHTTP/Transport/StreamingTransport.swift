@@ -48,23 +48,10 @@ extension SocketTransport: StreamingHTTPTransport {
         let exchange = Exchange()
         let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         continuation.onTermination = { _ in exchange.cancel() }
-        do {
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation {
-                    (opened: CheckedContinuation<TransportStream, any Error>) in
-                    DispatchQueue.global().async {
-                        self.runStream(
-                            request, connectTimeout: connectTimeout, noProgressTimeout: noProgressTimeout,
-                            exchange: exchange, opened: opened, body: body, continuation: continuation)
-                    }
-                }
-            } onCancel: {
-                exchange.cancel()
-            }
-        } catch let error as TransportError {
-            throw error
-        } catch {
-            throw TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
+        return try await onWorker(exchange) { opened in
+            self.runStream(
+                request, connectTimeout: connectTimeout, noProgressTimeout: noProgressTimeout, exchange: exchange,
+                opened: opened, body: body, continuation: continuation)
         }
     }
 

@@ -74,6 +74,15 @@ public final class URLSessionTransport: HTTPTransport {
         }
     }
 
+    /// A response's header fields as Keel keeps them.
+    static func headers(of response: HTTPURLResponse) -> HeaderFields {
+        HeaderFields(
+            response.allHeaderFields.compactMap { key, value -> (String, String)? in
+                guard let name = key as? String, let value = value as? String else { return nil }
+                return (name, value)
+            })
+    }
+
     /// What each URLError means for "did the request leave the device?".
     static func map(_ error: URLError) -> TransportError {
         let detail = "URLError \(error.code.rawValue)"
@@ -134,13 +143,18 @@ private final class StreamExchange: TaskReceiver {
         opened.withLock { $0 = continuation }
     }
 
+    /// The opening continuation, once: whoever takes it (head, failure, connect timer) resumes it.
+    private func takeOpened() -> CheckedContinuation<TransportStream, any Error>? {
+        opened.withLock { state in
+            defer { state = nil }
+            return state
+        }
+    }
+
     /// Fails the opening with a timeout when the head has not arrived; true when it had not.
     func expireHead(after limit: Duration) -> Bool {
         guard
-            let waiting = opened.withLock({ state -> CheckedContinuation<TransportStream, any Error>? in
-                defer { state = nil }
-                return state
-            })
+            let waiting = takeOpened()
         else { return false }
         waiting.resume(
             throwing: TransportError(
@@ -151,10 +165,7 @@ private final class StreamExchange: TaskReceiver {
 
     func received(_ response: HTTPURLResponse?) -> Bool {
         guard
-            let waiting = opened.withLock({ state -> CheckedContinuation<TransportStream, any Error>? in
-                defer { state = nil }
-                return state
-            })
+            let waiting = takeOpened()
         else { return false }
         guard let response else {
             waiting.resume(
@@ -162,13 +173,10 @@ private final class StreamExchange: TaskReceiver {
                     code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response"))
             return false
         }
-        let headers = HeaderFields(
-            response.allHeaderFields.compactMap { key, value -> (String, String)? in
-                guard let name = key as? String, let value = value as? String else { return nil }
-                return (name, value)
-            })
         waiting.resume(
-            returning: TransportStream(status: response.statusCode, headers: headers, body: body, close: close))
+            returning: TransportStream(
+                status: response.statusCode, headers: URLSessionTransport.headers(of: response), body: body,
+                close: close))
         return true
     }
 
@@ -182,10 +190,7 @@ private final class StreamExchange: TaskReceiver {
             ($0 as? URLError).map(URLSessionTransport.map)
                 ?? TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\($0)")
         }
-        if let waiting = opened.withLock({ state -> CheckedContinuation<TransportStream, any Error>? in
-            defer { state = nil }
-            return state
-        }) {
+        if let waiting = takeOpened() {
             waiting.resume(
                 throwing: mapped
                     ?? TransportError(
@@ -354,12 +359,10 @@ private final class Exchange: Sendable {
             }
             finish(.failure(mapped))
         } else if let response {
-            let headers = HeaderFields(
-                response.allHeaderFields.compactMap { key, value -> (String, String)? in
-                    guard let name = key as? String, let value = value as? String else { return nil }
-                    return (name, value)
-                })
-            finish(.success(TransportResponse(status: response.statusCode, headers: headers, body: body)))
+            finish(
+                .success(
+                    TransportResponse(
+                        status: response.statusCode, headers: URLSessionTransport.headers(of: response), body: body)))
         } else {
             finish(
                 .failure(
