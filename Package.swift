@@ -54,29 +54,33 @@ let package = Package(
 
         // MARK: - Libraries
         .target(name: "KeelCore", swiftSettings: swiftSettings),
+        // The platform's crypto behind one small package-internal surface: SHA-256 (generated-file stamps,
+        // journaled request bodies), AES-256-GCM and the secure random generator (KeelStore's sealing).
+        // OpenSSL libcrypto on Linux, CryptoKit on Apple platforms. Not a product: apps never import it.
         .target(
-            name: "KeelContract",
-            // CCrypto for SHA-256 (generated-file stamps, journaled request bodies); Apple platforms use CryptoKit.
+            name: "KeelCrypto",
             dependencies: ["KeelCore", .target(name: "CCrypto", condition: .when(platforms: [.linux, .android]))],
             swiftSettings: swiftSettings
         ),
+        .target(name: "KeelContract", dependencies: ["KeelCore", "KeelCrypto"], swiftSettings: swiftSettings),
         // JSON Schema 2020-12 validation: used by the contract tools and by apps that opt in. Apart from
         // KeelContract so that an app that only links the HTTP client carries no validator.
         .target(name: "KeelSchema", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),
         .target(
             name: "KeelContractTools",
-            dependencies: ["KeelContract", "KeelSchema", "KeelCore", "CYAML"],
+            dependencies: ["KeelContract", "KeelSchema", "KeelCore", "KeelCrypto", "CYAML"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "KeelHTTP",
             // CTLS for SocketTransport's TLS on Linux; Apple platforms use URLSession's.
             dependencies: [
-                "KeelContract", "KeelCore", .target(name: "CTLS", condition: .when(platforms: [.linux, .android])),
+                "KeelContract", "KeelCore", "KeelCrypto",
+                .target(name: "CTLS", condition: .when(platforms: [.linux, .android])),
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "KeelStore", dependencies: ["KeelCore", "CSQLite"], swiftSettings: swiftSettings),
+        .target(name: "KeelStore", dependencies: ["KeelCore", "KeelCrypto", "CSQLite"], swiftSettings: swiftSettings),
         // Where the client meets the store: the durable operation journal (outbox and sync to come).
         .target(name: "KeelSync", dependencies: ["KeelHTTP", "KeelStore", "KeelCore"], swiftSettings: swiftSettings),
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
@@ -126,7 +130,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelContractToolsTests",
-            dependencies: ["KeelContractTools", "KeelContract", "KeelCore", "KeelTesting"],
+            dependencies: ["KeelContractTools", "KeelContract", "KeelCore", "KeelCrypto", "KeelTesting"],
             // Contracts the generator tests read from disk (they reference each other by file name).
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -140,6 +144,7 @@ let package = Package(
         .testTarget(
             name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"],
             swiftSettings: swiftSettings),
+        .testTarget(name: "KeelCryptoTests", dependencies: ["KeelCrypto"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
         // Runs the built `keel` binary as a child process (swift build --build-tests builds it too).

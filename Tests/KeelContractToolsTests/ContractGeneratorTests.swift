@@ -1,6 +1,7 @@
 import Foundation
 import KeelContract
 @testable import KeelContractTools
+import KeelCrypto
 import KeelTesting
 import Testing
 

@@ -1,6 +1,7 @@
 public import Foundation
 public import KeelCore
 import KeelContract
+import KeelCrypto
 
 /// Generates Swift `Codable` models from an OpenAPI description (MOB-API-001: models generated from the
 /// contract).

@@ -1,6 +1,7 @@
 public import Foundation
 public import KeelCore
 import KeelContract
+import KeelCrypto
 
 /// One call the app makes: what to send, and whether it may be repeated (MOB-API-002).
 ///

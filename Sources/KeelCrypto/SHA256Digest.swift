@@ -5,13 +5,13 @@
 #endif
 
 /// SHA-256 through the platform's crypto library: CryptoKit on Apple platforms, OpenSSL libcrypto
-/// elsewhere. Used to record which contract a generated file came from, and the body of each operation
-/// the HTTP client journals.
+/// elsewhere. Used to record which contract a generated file came from, the body of each operation the
+/// HTTP client journals, and to checksum key files.
 package enum SHA256Digest {
-    /// The lowercase hex digest of `bytes`, as `shasum -a 256` prints it.
-    package static func hex(_ bytes: [UInt8]) -> String {
+    /// The 32-byte digest of `bytes`.
+    package static func bytes(_ bytes: [UInt8]) -> [UInt8] {
         #if canImport(CryptoKit)
-            let digest = Array(SHA256.hash(data: bytes))
+            return Array(SHA256.hash(data: bytes))
         #elseif canImport(CCrypto)
             var digest = [UInt8](repeating: 0, count: 32)
             var length: UInt32 = 0
@@ -22,11 +22,16 @@ package enum SHA256Digest {
             }
             // EVP_Digest with a built-in algorithm fails only when libcrypto cannot allocate.
             precondition(succeeded == 1 && length == 32, "libcrypto SHA-256 failed")
+            return digest
         #endif
+    }
+
+    /// The lowercase hex digest of `bytes`, as `shasum -a 256` prints it.
+    package static func hex(_ bytes: [UInt8]) -> String {
         let alphabet = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(64)
-        for byte in digest {
+        for byte in Self.bytes(bytes) {
             text.append(alphabet[Int(byte >> 4)])
             text.append(alphabet[Int(byte & 0x0F)])
         }
