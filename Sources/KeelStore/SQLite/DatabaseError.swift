@@ -61,6 +61,8 @@ extension ErrorCode where Domain == DatabaseError {
     public static var notAuthorized: Self { Self("notAuthorized") }
     /// The operation was interrupted.
     public static var interrupted: Self { Self("interrupted") }
+    /// The pool was closed (``DatabasePool/close()``): nothing more runs on it.
+    public static var closed: Self { Self("closed") }
     /// Anything else SQLite reported.
     public static var other: Self { Self("other") }
 

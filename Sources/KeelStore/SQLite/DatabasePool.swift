@@ -19,6 +19,7 @@ public final class DatabasePool: Sendable {
     private let writerQueue: DispatchQueue
     private let readers: Locked<[SQLiteConnection]>
     private let readerSlots: DispatchSemaphore
+    private let closed = Locked(false)
 
     /// Opens (creating if needed) the database at `path` and applies the configuration.
     ///
@@ -55,14 +56,64 @@ public final class DatabasePool: Sendable {
 
     /// The blocking form of ``writeWithoutTransaction(_:)``.
     public func writeWithoutTransactionSync<T>(_ body: (Database) throws -> T) throws -> T {
-        try writerQueue.sync { try body(Database(connection: writer)) }
+        try writerQueue.sync {
+            try requireOpen()
+            return try body(Database(connection: writer))
+        }
     }
 
     private func onWriter<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let writer = self.writer
         return try await withCheckedThrowingContinuation { continuation in
-            writerQueue.async {
-                continuation.resume(with: Result { try body(Database(connection: writer)) })
+            writerQueue.async { [self] in
+                continuation.resume(
+                    with: Result {
+                        try requireOpen()
+                        return try body(Database(connection: writer))
+                    })
+            }
+        }
+    }
+
+    private func requireOpen() throws(DatabaseError) {
+        guard !closed.withLock({ $0 }) else {
+            throw DatabaseError(code: .closed, message: "the database at \(path) was closed")
+        }
+    }
+
+    // MARK: - Closing
+
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool { closed.withLock { $0 } }
+
+    /// Closes the pool: a write that is running is interrupted (its transaction rolls back, and it throws
+    /// `interrupted`), work that has not started throws `closed`, running reads finish, and then every
+    /// connection is closed. Every later call throws ``DatabaseError`` `closed`. Returns when no
+    /// connection is left open.
+    public func close() async {
+        guard
+            closed.withLock({ closed in
+                defer { closed = true }; return !closed
+            })
+        else { return }
+        // Safe from this thread: the writer connection is closed only below, on its queue.
+        writer.interrupt()
+        let writer = self.writer
+        let slots = configuration.maximumReaders
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            writerQueue.async { [self] in
+                writer.close()
+                // Wait until no read runs (every slot is free), close the idle readers, then free the slots
+                // again: later reads find the pool closed instead of blocking.
+                DispatchQueue.global().async { [self] in
+                    for _ in 0..<slots { readerSlots.wait() }
+                    readers.withLock { idle in
+                        for connection in idle { connection.close() }
+                        idle.removeAll()
+                    }
+                    for _ in 0..<slots { readerSlots.signal() }
+                    continuation.resume()
+                }
             }
         }
     }
@@ -83,6 +134,7 @@ public final class DatabasePool: Sendable {
     public func readSync<T>(_ body: (Database) throws -> T) throws -> T {
         readerSlots.wait()
         defer { readerSlots.signal() }
+        try requireOpen()
         let connection =
             try readers.withLock { $0.popLast() }
             ?? SQLiteConnection(path: path, readOnly: true, configuration: configuration)

@@ -66,6 +66,10 @@ final class SQLiteConnection {
 
     private var isClosed = false
 
+    /// Makes the statement running on this connection (from another thread) stop with `interrupted`; its
+    /// transaction rolls back. A no-op when nothing runs. Only while the connection is open.
+    func interrupt() { sqlite3_interrupt(handle) }
+
     func close() {
         guard !isClosed else { return }
         isClosed = true

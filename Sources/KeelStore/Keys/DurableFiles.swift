@@ -1,0 +1,199 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The few POSIX file operations key files and vault manifests need: atomic, durable replacement and
+/// bounded reads that never follow a symlink. Failures carry `errno`.
+enum DurableFiles {
+    struct Failure: Error {
+        let operation: String
+        let path: String
+        let errno: Int32
+
+        var isNotFound: Bool { errno == ENOENT }
+        var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
+    }
+
+    /// Writes `bytes` to a new temporary file beside `path` with `mode`, syncs it, then moves it to `path`
+    /// and syncs the directory: after a crash `path` holds either its old content or all of `bytes`.
+    /// With `exclusive`, an existing `path` is never replaced (`EEXIST`).
+    static func write(_ bytes: [UInt8], to path: String, mode: mode_t, exclusive: Bool) throws(Failure) {
+        let directory = parent(of: path)
+        let temporary = directory + "/.tmp-" + Hex.encode(randomTag()) + ".part"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+        guard descriptor >= 0 else { throw Failure(operation: "create", path: temporary, errno: errno) }
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { buffer in
+                posixWrite(descriptor, buffer.baseAddress! + written, buffer.count - written)
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                let failure = Failure(operation: "write", path: temporary, errno: errno)
+                close(descriptor)
+                unlink(temporary)
+                throw failure
+            }
+            written += result
+        }
+        // fchmod as well: the process umask may have narrowed `mode` at creation, never widened it.
+        guard fchmod(descriptor, mode) == 0, fsync(descriptor) == 0 else {
+            let failure = Failure(operation: "sync", path: temporary, errno: errno)
+            close(descriptor)
+            unlink(temporary)
+            throw failure
+        }
+        close(descriptor)
+        if exclusive {
+            // link() refuses an existing target, where rename() would replace it.
+            guard link(temporary, path) == 0 else {
+                let failure = Failure(operation: "link", path: path, errno: errno)
+                unlink(temporary)
+                throw failure
+            }
+            unlink(temporary)
+        } else {
+            guard rename(temporary, path) == 0 else {
+                let failure = Failure(operation: "rename", path: path, errno: errno)
+                unlink(temporary)
+                throw failure
+            }
+        }
+        try syncDirectory(directory)
+    }
+
+    /// Syncs a directory, so that a create, rename or unlink in it survives a crash.
+    static func syncDirectory(_ path: String) throws(Failure) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Failure(operation: "open directory", path: path, errno: errno) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw Failure(operation: "sync directory", path: path, errno: errno) }
+    }
+
+    /// The content of the regular file at `path`, at most `limit` bytes (`EFBIG` beyond). A symlink is
+    /// refused (`ELOOP`), a directory too (`EISDIR`).
+    static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw Failure(operation: "stat", path: path, errno: errno) }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw Failure(operation: "read", path: path, errno: status.st_mode & S_IFMT == S_IFDIR ? EISDIR : EINVAL)
+        }
+        guard Int(status.st_size) <= limit else { throw Failure(operation: "read", path: path, errno: EFBIG) }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
+        var total = 0
+        while true {
+            let result = bytes.withUnsafeMutableBytes { buffer in
+                posixRead(descriptor, buffer.baseAddress! + total, buffer.count - total)
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw Failure(operation: "read", path: path, errno: errno)
+            }
+            if result == 0 { break }
+            total += result
+            if total > limit { throw Failure(operation: "read", path: path, errno: EFBIG) }
+            if total == bytes.count { bytes.append(contentsOf: repeatElement(0, count: 4096)) }
+        }
+        return Array(bytes[..<total])
+    }
+
+    /// Removes the file at `path`; true when it was there.
+    @discardableResult
+    static func remove(_ path: String) throws(Failure) -> Bool {
+        if unlink(path) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw Failure(operation: "remove", path: path, errno: errno)
+    }
+
+    /// What is at `path` (not following a final symlink), or nil when nothing is.
+    static func kind(_ path: String) -> FileKind? {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return nil }
+        switch status.st_mode & S_IFMT {
+        case S_IFDIR: return .directory
+        case S_IFREG: return .file
+        case S_IFLNK: return .symlink
+        default: return .other
+        }
+    }
+
+    enum FileKind { case directory, file, symlink, other }
+
+    /// The permission bits of `path`.
+    static func mode(_ path: String) -> mode_t? {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return nil }
+        return status.st_mode & 0o7777
+    }
+
+    /// Creates the directory `path` with `mode` (its parent must exist); nothing when it is a directory
+    /// already, which then gets `mode`.
+    static func makeDirectory(_ path: String, mode: mode_t) throws(Failure) {
+        if mkdir(path, mode) != 0 {
+            guard errno == EEXIST else { throw Failure(operation: "create directory", path: path, errno: errno) }
+            guard kind(path) == .directory else {
+                throw Failure(operation: "create directory", path: path, errno: ENOTDIR)
+            }
+        }
+        guard chmod(path, mode) == 0 else { throw Failure(operation: "chmod", path: path, errno: errno) }
+    }
+
+    /// `path` with every symlink resolved. Components that do not exist yet are appended to the resolved
+    /// nearest existing ancestor, so a directory about to be created can be compared with others.
+    static func resolved(_ path: String) -> String {
+        var absolute = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
+        while absolute.count > 1, absolute.hasSuffix("/") { absolute.removeLast() }
+        var missing: [Substring] = []
+        var existing = absolute
+        while true {
+            if let real = realpath(existing, nil) {
+                defer { free(real) }
+                let base = String(cString: real)
+                let joined = ([base == "/" ? "" : base] + missing.reversed().map(String.init)).joined(separator: "/")
+                return joined.isEmpty ? "/" : joined
+            }
+            guard let slash = existing.lastIndex(of: "/"), existing != "/" else { return absolute }
+            missing.append(existing[existing.index(after: slash)...])
+            existing = slash == existing.startIndex ? "/" : String(existing[..<slash])
+        }
+    }
+
+    /// Whether `inner` is `outer` or below it (both resolved first).
+    static func isSameOrInside(_ inner: String, _ outer: String) -> Bool {
+        let inner = resolved(inner)
+        let outer = resolved(outer)
+        return inner == outer || outer == "/" || inner.hasPrefix(outer + "/")
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    private static func currentDirectory() -> String {
+        guard let cwd = getcwd(nil, 0) else { return "/" }
+        defer { free(cwd) }
+        return String(cString: cwd)
+    }
+
+    private static func randomTag() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+}
+
+// `write` and `read` are shadowed by the methods above inside the enum.
+private func posixWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, buffer, count)
+}
+
+private func posixRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}

@@ -1,0 +1,563 @@
+public import Foundation
+public import KeelCore
+import KeelCrypto
+
+/// Everything of one account on this device: its records and files (sealed where the inventory's
+/// classification asks), in a directory named by its ``VaultNamespace``, with keys in a ``KeyStore``
+/// outside the data directory (MOB-DATA-002, MOB-DATA-006).
+///
+/// Get one from ``Vaults/open(_:)``. One vault is open at a time; once it is closed (an account switch,
+/// logout), every call on it — and any write or read that was still running — fails with
+/// ``VaultError`` `vaultClosed`, and nothing it does can reach the next account's vault, which lives in
+/// other files under other keys.
+///
+/// Datasets must be declared in the inventory and account-bound. `personal`, `sensitive` and
+/// `credential` datasets are sealed with AES-256-GCM under a key of their own for this account, created on
+/// first use; `public` and `internal` ones are kept plain. Each record's associated data binds the account,
+/// the dataset and the record id, so ciphertext moved to another record, dataset or account does not open.
+public final class Vault: Sendable {
+    /// The account whose data this is.
+    public let account: AccountID
+    /// The directory name of the vault.
+    public let namespace: VaultNamespace
+    /// Increases with every vault opened by the same ``Vaults``: work tagged with an older epoch belongs to
+    /// an account that is no longer active.
+    public let epoch: UInt64
+    /// The vault's directory.
+    public let directory: URL
+
+    let path: String
+    let inventory: Inventory
+    let keyStore: any KeyStore
+    let clock: WallClock
+    private let state: Locked<State>
+    /// Serializes file work and manifest updates; closing drains it.
+    private let fileQueue = DispatchQueue(label: "keel.vault.files")
+
+    struct State {
+        var isOpen = true
+        var manifest: VaultManifest
+        var sealers: [KeyID: RecordSealer] = [:]
+        var pools: [Dataset.BackupPolicy: DatabasePool] = [:]
+        var tables: Set<String> = []
+    }
+
+    init(
+        account: AccountID, epoch: UInt64, directory: URL, manifest: VaultManifest, inventory: Inventory,
+        keyStore: any KeyStore, clock: WallClock
+    ) {
+        self.account = account
+        namespace = VaultNamespace(account)
+        self.epoch = epoch
+        self.directory = directory
+        path = directory.path
+        self.inventory = inventory
+        self.keyStore = keyStore
+        self.clock = clock
+        state = Locked(State(manifest: manifest))
+    }
+
+    /// Whether the vault is still the open one.
+    public var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    // MARK: - Records
+
+    /// Writes records of `dataset` in one transaction: committed when `body` returns, rolled back when it
+    /// throws.
+    ///
+    /// - Throws: ``VaultError`` — `vaultClosed` (also when the vault closes while `body` runs: the
+    ///   transaction is interrupted and rolled back), `misplaced`, `locked`, `keyUnavailable`; the
+    ///   inventory's `undeclared`; whatever `body` throws.
+    public func write<T: Sendable>(_ dataset: String, _ body: @escaping @Sendable (VaultRecords) throws -> T)
+        async throws -> T
+    {
+        let access = try prepare(dataset, writing: true)
+        return try await run(access) {
+            try await access.pool.write { db in
+                try self.requireOpen()
+                try self.ensureTable(access, db)
+                return try body(VaultRecords(database: db, access: access, vault: self))
+            }
+        }
+    }
+
+    /// Reads records of `dataset` in one read transaction (a consistent snapshot).
+    ///
+    /// - Throws: as ``write(_:_:)``; a read still running when the vault closes throws `vaultClosed`
+    ///   instead of returning.
+    public func read<T: Sendable>(_ dataset: String, _ body: @escaping @Sendable (VaultRecords) throws -> T)
+        async throws -> T
+    {
+        let access = try prepare(dataset, writing: false)
+        return try await run(access) {
+            let result = try await access.pool.read { db in
+                try self.requireOpen()
+                return try body(
+                    VaultRecords(database: db, access: access, vault: self, exists: self.tableExists(access, db)))
+            }
+            try self.requireOpen()
+            return result
+        }
+    }
+
+    /// Stores `value` as record `id` of `dataset` (replacing it), in a transaction of its own.
+    public func put(_ dataset: String, id: String, _ value: Data) async throws {
+        try await write(dataset) { try $0.put(id, value) }
+    }
+
+    /// Record `id` of `dataset`, or nil when there is none.
+    public func get(_ dataset: String, id: String) async throws -> Data? {
+        try await read(dataset) { try $0.get(id) }
+    }
+
+    // MARK: - Files
+
+    /// Stores a file of `dataset` (drafts, media, exports), sealed when the dataset is, atomically and
+    /// durably; re-applies the platform's exclusion from backup after each write when the dataset's backup
+    /// policy asks for it.
+    ///
+    /// - Throws: ``VaultError`` `misplaced` unless `name` is 1…128 characters of `A-Z a-z 0-9 . _ -` not
+    ///   starting with a dot; otherwise as ``write(_:_:)``.
+    public func writeFile(_ dataset: String, named name: String, contents: Data) async throws {
+        let access = try prepare(dataset, writing: true, file: name)
+        try await onFileQueue {
+            try self.requireOpen()
+            let directory = try self.filesDirectory(access, create: true)
+            let bytes = contents.withUnsafeBytes { raw -> Data in
+                access.sealer.map { $0.seal(raw, recordID: Self.fileRecordID(name)) } ?? Data(raw)
+            }
+            do throws(DurableFiles.Failure) {
+                try DurableFiles.write([UInt8](bytes), to: directory + "/" + name, mode: 0o600, exclusive: false)
+            } catch {
+                throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description)
+            }
+            try BackupExclusion.apply(to: directory + "/" + name, policy: access.declaration.backup)
+            try self.markWritten(access, files: true)
+        }
+    }
+
+    /// The file `name` of `dataset`, opened when sealed, or nil when there is none.
+    public func readFile(_ dataset: String, named name: String) async throws -> Data? {
+        let access = try prepare(dataset, writing: false, file: name)
+        return try await onFileQueue {
+            try self.requireOpen()
+            let file = self.path + "/" + VaultFiles.filesDirectory + "/" + dataset + "/" + name
+            let bytes: [UInt8]
+            do throws(DurableFiles.Failure) { bytes = try DurableFiles.read(file, limit: Int(Int32.max)) } catch {
+                if error.isNotFound { return nil }
+                throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description)
+            }
+            guard access.declaration.classification >= .personal else { return Data(bytes) }
+            return try bytes.withUnsafeBytes { raw throws(VaultError) -> Data in
+                try self.sealer(for: raw, access).open(raw, recordID: Self.fileRecordID(name), dataset: dataset)
+            }
+        }
+    }
+
+    /// Deletes the file `name` of `dataset` (nothing when it is absent).
+    public func removeFile(_ dataset: String, named name: String) async throws {
+        let access = try prepare(dataset, writing: false, file: name)
+        try await onFileQueue {
+            try self.requireOpen()
+            _ = access
+            do throws(DurableFiles.Failure) {
+                try DurableFiles.remove(self.path + "/" + VaultFiles.filesDirectory + "/" + dataset + "/" + name)
+            } catch { throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description) }
+        }
+    }
+
+    /// The names of `dataset`'s files, sorted.
+    public func fileNames(_ dataset: String) async throws -> [String] {
+        let access = try prepare(dataset, writing: false)
+        return try await onFileQueue {
+            try self.requireOpen()
+            let directory = try self.filesDirectory(access, create: false)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            return names.filter(VaultFiles.isSafeComponent).sorted()
+        }
+    }
+
+    // MARK: - Permissions bound to this device
+
+    /// Records that a permission or enrollment (`notifications`, `biometricUnlock`, `camera`, ...) was
+    /// granted for this account on this device. After a restore onto another device, the restore
+    /// inspector reports these as `permissionsToRequest`.
+    public func recordGrantedPermission(_ name: String) async throws {
+        guard let identity = try deviceIdentity(create: true) else { return }
+        try await onFileQueue {
+            try self.requireOpen()
+            try self.updateManifest { manifest in
+                var permissions = manifest.permissions ?? .init(deviceIdentity: identity, granted: [])
+                if permissions.deviceIdentity != identity { permissions = .init(deviceIdentity: identity, granted: []) }
+                if !permissions.granted.contains(name) { permissions.granted.append(name) }
+                manifest.permissions = permissions
+            }
+        }
+    }
+
+    /// Permissions and enrollments granted for this account on another device (the vault was restored or
+    /// transferred): ask for them again. Empty when they were granted here, or never.
+    public func permissionsToRequest() throws -> [String] {
+        guard let permissions = state.withLock({ $0.manifest.permissions }) else { return [] }
+        return try permissions.deviceIdentity == deviceIdentity(create: false) ? [] : permissions.granted
+    }
+
+    private func deviceIdentity(create: Bool) throws(VaultError) -> String? {
+        do { return try keyStore.deviceIdentity(create: create) } catch {
+            throw VaultError(
+                code: .keyStoreFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
+        }
+    }
+
+    // MARK: - Keys
+
+    /// Gives `dataset` a new key when its key is unavailable (a restore without keys): records sealed with
+    /// the old key are kept untouched — they keep failing with `keyUnavailable` and can be deleted — while
+    /// new records (re-downloaded from the server) are sealed with the new key. The explicit recovery path
+    /// for synced data; never done automatically.
+    public func replaceUnavailableKey(_ dataset: String) async throws {
+        let declaration = try declaration(of: dataset)
+        try await onFileQueue {
+            try self.requireOpen()
+            guard let entry = self.state.withLock({ $0.manifest.datasets[dataset] }), let old = entry.keyID else {
+                return
+            }
+            if try self.readKey(old) != nil {
+                throw VaultError(
+                    code: .misplaced, namespace: self.namespace.rawValue, dataset: dataset,
+                    message: "the key of \(dataset) is available; it is not replaced")
+            }
+            let key = try self.createKey()
+            try self.updateManifest { manifest in
+                manifest.datasets[dataset]?.retiredKeyIDs.append(old)
+                manifest.datasets[dataset]?.keyID = key.id
+                manifest.datasets[dataset]?.declaration = declaration
+            }
+        }
+    }
+
+    // MARK: - Access to one dataset
+
+    /// What a call needs for one dataset: its declaration, its database and, when sealed, its current sealer.
+    struct Access: Sendable {
+        let dataset: String
+        let declaration: Dataset
+        let pool: DatabasePool
+        let sealer: RecordSealer?
+        let table: String
+    }
+
+    private func declaration(of dataset: String) throws -> Dataset {
+        let declaration = try inventory.dataset(dataset)
+        guard declaration.isAccountBound else {
+            throw VaultError(
+                code: .misplaced, namespace: namespace.rawValue, dataset: dataset,
+                message: "\(dataset) is not account-bound: it belongs in the shared store, not in an account's vault")
+        }
+        guard VaultFiles.isSafeComponent(dataset) else {
+            throw VaultError(
+                code: .misplaced, dataset: dataset,
+                message: "a vault dataset name is 1…128 characters of A-Z a-z 0-9 . _ -")
+        }
+        return declaration
+    }
+
+    private func prepare(_ dataset: String, writing: Bool, file: String? = nil) throws -> Access {
+        try requireOpen()
+        let declaration = try declaration(of: dataset)
+        if let file, !VaultFiles.isSafeComponent(file) {
+            throw VaultError(
+                code: .misplaced, dataset: dataset, recordID: file,
+                message: "a vault file name is 1…128 characters of A-Z a-z 0-9 . _ - and does not start with a dot")
+        }
+        let sealed = declaration.classification >= .personal
+        var sealer: RecordSealer?
+        if sealed {
+            if let keyID = state.withLock({ $0.manifest.datasets[dataset]?.keyID }) {
+                sealer = try self.sealer(keyID, dataset: dataset)
+            } else if writing {
+                sealer = try fileQueue.sync { () throws -> RecordSealer in
+                    if let keyID = state.withLock({ $0.manifest.datasets[dataset]?.keyID }) {
+                        return try self.sealer(keyID, dataset: dataset)
+                    }
+                    // The key is stored durably and recorded in the manifest before anything is sealed with it.
+                    let key = try createKey()
+                    try updateManifest { manifest in
+                        manifest.datasets[dataset] = VaultManifest.Entry(
+                            declaration: declaration, sealed: true, keyID: key.id, retiredKeyIDs: [], hasRecords: false,
+                            hasFiles: false)
+                    }
+                    return try self.sealer(key.id, dataset: dataset)
+                }
+            }
+        }
+        return Access(
+            dataset: dataset, declaration: declaration, pool: try pool(for: declaration.backup), sealer: sealer,
+            table: VaultFiles.table(dataset))
+    }
+
+    private func createKey() throws(VaultError) -> StoredKey {
+        let marker = state.withLock { Hex.decode($0.manifest.entanglement) ?? [] }
+        let key = StoredKey(
+            id: .random(), namespace: namespace.rawValue, entanglement: marker, material: .random())
+        do { try keyStore.add(key) } catch {
+            throw keyFailure(error, dataset: nil)
+        }
+        return key
+    }
+
+    /// The sealer of key `keyID` for `dataset` (cached while the vault is open).
+    func sealer(_ keyID: KeyID, dataset: String) throws(VaultError) -> RecordSealer {
+        if let cached = state.withLock({ $0.sealers[keyID] }) { return cached }
+        guard let key = try readKey(keyID) else {
+            throw VaultError(
+                code: .keyUnavailable, namespace: namespace.rawValue, dataset: dataset,
+                message:
+                    "the key of \(dataset) (\(keyID)) is not in the key store: its data stays sealed (restored onto another device, or shredded)"
+            )
+        }
+        let sealer = RecordSealer(key: key, account: account, dataset: dataset)
+        state.withLock { $0.sealers[keyID] = sealer }
+        return sealer
+    }
+
+    /// The sealer that opens `envelope` (the current key or a retired one).
+    func sealer(for envelope: UnsafeRawBufferPointer, _ access: Access) throws(VaultError) -> RecordSealer {
+        if let current = access.sealer, let id = RecordSealer.keyID(of: envelope), id == current.keyID {
+            return current
+        }
+        guard let id = RecordSealer.keyID(of: envelope),
+            state.withLock({ $0.manifest.datasets[access.dataset]?.allKeyIDs.contains(id) ?? false })
+        else {
+            // Not an envelope of one of this dataset's keys: let the current sealer refuse it with the reason.
+            if let current = access.sealer { return current }
+            throw VaultError(
+                code: .cannotOpen, namespace: namespace.rawValue, dataset: access.dataset,
+                message: "not sealed with a key of this dataset")
+        }
+        return try sealer(id, dataset: access.dataset)
+    }
+
+    /// The key `id`, or nil when it is absent or belongs to another installation's vault.
+    private func readKey(_ id: KeyID) throws(VaultError) -> StoredKey? {
+        let key: StoredKey?
+        do { key = try keyStore.key(id) } catch { throw keyFailure(error, dataset: nil) }
+        guard let key else { return nil }
+        let marker = state.withLock { $0.manifest.entanglement }
+        // A key whose marker differs was made for another installation's vault: it never opens this data.
+        return Hex.encode(key.entanglement) == marker && key.namespace == namespace.rawValue ? key : nil
+    }
+
+    private func keyFailure(_ error: KeyStoreError, dataset: String?) -> VaultError {
+        VaultError(
+            code: error.code == .locked ? .locked : .keyStoreFailed, namespace: namespace.rawValue, dataset: dataset,
+            message: error.description, underlying: error)
+    }
+
+    private func pool(for policy: Dataset.BackupPolicy) throws -> DatabasePool {
+        try state.withLock { state throws -> DatabasePool in
+            if let pool = state.pools[policy] { return pool }
+            let file = path + "/" + VaultFiles.database(policy)
+            let pool: DatabasePool
+            do throws(DatabaseError) { pool = try DatabasePool(path: file) } catch {
+                throw VaultError(
+                    code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
+                    namespace: namespace.rawValue, message: "\(file): \(error.description)", underlying: error)
+            }
+            for companion in VaultFiles.databaseCompanions where DurableFiles.kind(file + companion) == .file {
+                try BackupExclusion.apply(to: file + companion, policy: policy)
+            }
+            state.pools[policy] = pool
+            return pool
+        }
+    }
+
+    private func tableExists(_ access: Access, _ db: Database) throws -> Bool {
+        let key = access.table + "@" + access.declaration.backup.rawValue
+        if state.withLock({ $0.tables.contains(key) }) { return true }
+        let exists =
+            try db.scalar(
+                Int.self, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [access.table])
+            != nil
+        if exists { state.withLock { _ = $0.tables.insert(key) } }
+        return exists
+    }
+
+    private func ensureTable(_ access: Access, _ db: Database) throws {
+        let key = access.table + "@" + access.declaration.backup.rawValue
+        guard !state.withLock({ $0.tables.contains(key) }) else { return }
+        try db.execute(
+            "CREATE TABLE IF NOT EXISTS \(DataStore.quoted(access.table)) (id TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, updated_at REAL NOT NULL)"
+        )
+        if state.withLock({ $0.manifest.datasets[access.dataset]?.hasRecords }) != true {
+            try fileQueue.sync { try markWritten(access, files: false) }
+        }
+        state.withLock { _ = $0.tables.insert(key) }
+    }
+
+    private func markWritten(_ access: Access, files: Bool) throws(VaultError) {
+        try updateManifest { manifest in
+            var entry =
+                manifest.datasets[access.dataset]
+                ?? VaultManifest.Entry(
+                    declaration: access.declaration, sealed: access.sealer != nil, keyID: access.sealer?.keyID,
+                    retiredKeyIDs: [], hasRecords: false, hasFiles: false)
+            if files { entry.hasFiles = true } else { entry.hasRecords = true }
+            entry.declaration = access.declaration
+            manifest.datasets[access.dataset] = entry
+        }
+    }
+
+    /// Applies `change` to the manifest and writes it durably (on the file queue, or during open/close).
+    func updateManifest(_ change: (inout VaultManifest) -> Void) throws(VaultError) {
+        var manifest = state.withLock { $0.manifest }
+        let before = manifest
+        change(&manifest)
+        guard manifest != before else { return }
+        try manifest.write(directory: path)
+        state.withLock { $0.manifest = manifest }
+    }
+
+    var manifest: VaultManifest { state.withLock { $0.manifest } }
+
+    private func filesDirectory(_ access: Access, create: Bool) throws(VaultError) -> String {
+        let files = path + "/" + VaultFiles.filesDirectory
+        let directory = files + "/" + access.dataset
+        if create {
+            do {
+                try DurableFiles.makeDirectory(files, mode: 0o700)
+                try DurableFiles.makeDirectory(directory, mode: 0o700)
+            } catch {
+                throw VaultError(
+                    code: error.errno == 20 ? .damaged : .ioError, dataset: access.dataset, message: error.description)
+            }
+        }
+        return directory
+    }
+
+    static func fileRecordID(_ name: String) -> String { "file:" + name }
+
+    // MARK: - Open and closed
+
+    func requireOpen() throws(VaultError) {
+        guard isOpen else {
+            throw VaultError(
+                code: .vaultClosed, namespace: namespace.rawValue,
+                message: "this vault was closed (account switch or sign-out); nothing more runs on it")
+        }
+    }
+
+    /// Runs `work`, turning the database's `closed`/`interrupted` into `vaultClosed` once the vault is closed.
+    private func run<T>(_ access: Access, _ work: () async throws -> T) async throws -> T {
+        do { return try await work() } catch let error as DatabaseError {
+            if !isOpen, error.code == .closed || error.code == .interrupted { try requireOpen() }
+            throw VaultError(
+                code: .databaseFailed, namespace: namespace.rawValue, dataset: access.dataset,
+                message: error.description,
+                underlying: error)
+        }
+    }
+
+    private func onFileQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            fileQueue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    /// Closes the vault: later calls and running work fail with `vaultClosed`, running writes roll back,
+    /// the databases close, cached keys are released (and wiped). Returns when nothing runs on it any more.
+    func close() async {
+        let pools = state.withLock { state -> [DatabasePool] in
+            state.isOpen = false
+            return Array(state.pools.values)
+        }
+        for pool in pools { await pool.close() }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            fileQueue.async { continuation.resume() }
+        }
+        state.withLock { state in
+            state.sealers.removeAll()
+            state.pools.removeAll()
+        }
+    }
+}
+
+/// The records of one dataset inside ``Vault/write(_:_:)`` or ``Vault/read(_:_:)``: opened and sealed as
+/// the dataset's classification asks. Valid only inside the closure.
+public final class VaultRecords {
+    private let database: Database
+    private let access: Vault.Access
+    private let vault: Vault
+    private let exists: Bool
+
+    init(database: Database, access: Vault.Access, vault: Vault, exists: Bool = true) {
+        self.database = database
+        self.access = access
+        self.vault = vault
+        self.exists = exists
+    }
+
+    private var table: String { DataStore.quoted(access.table) }
+
+    /// Stores `value` as record `id`, replacing any record with that id.
+    public func put(_ id: String, _ value: Data) throws {
+        try vault.requireOpen()
+        let stored = value.withUnsafeBytes { raw in access.sealer.map { $0.seal(raw, recordID: id) } ?? Data(raw) }
+        try database.execute(
+            "INSERT OR REPLACE INTO \(table) (id, value, updated_at) VALUES (?, ?, ?)",
+            arguments: [id, stored, vault.clock.now().timeIntervalSince1970])
+    }
+
+    /// Record `id`, opened, or nil when there is none.
+    ///
+    /// - Throws: ``VaultError`` `cannotOpen` when the stored bytes are not a record sealed for this account,
+    ///   dataset and id; `keyUnavailable` when its key is gone.
+    public func get(_ id: String) throws -> Data? {
+        guard exists,
+            let stored = try database.scalar(Data.self, "SELECT value FROM \(table) WHERE id = ?", arguments: [id])
+        else { return nil }
+        guard access.declaration.classification >= .personal else { return stored }
+        return try stored.withUnsafeBytes { raw throws(VaultError) -> Data in
+            try vault.sealer(for: raw, access).open(raw, recordID: id, dataset: access.dataset)
+        }
+    }
+
+    /// Deletes record `id` (nothing when there is none).
+    public func delete(_ id: String) throws {
+        guard exists else { return }
+        try vault.requireOpen()
+        try database.execute("DELETE FROM \(table) WHERE id = ?", arguments: [id])
+    }
+
+    /// Every record id, sorted.
+    public func ids() throws -> [String] {
+        guard exists else { return [] }
+        return try database.rows("SELECT id FROM \(table) ORDER BY id").compactMap { row in
+            if case .text(let id) = row.values.first { return id }
+            return nil
+        }
+    }
+
+    /// How many records there are.
+    public func count() throws -> Int {
+        guard exists else { return 0 }
+        return try database.scalar(Int.self, "SELECT count(*) FROM \(table)") ?? 0
+    }
+}
+
+/// Keeps files out of platform backups when their dataset's policy says so. On Apple platforms it sets
+/// `isExcludedFromBackup`, which a file replacement resets — hence applied after every write. Elsewhere
+/// the backup plan (``BackupPlan``) is the record a backup tool follows.
+enum BackupExclusion {
+    static func apply(to path: String, policy: Dataset.BackupPolicy) throws(VaultError) {
+        #if canImport(Darwin)
+            guard policy != .include else { return }
+            var url = URL(fileURLWithPath: path)
+            var values = URLResourceValues()
+            values.isExcludedFromBackup = true
+            do { try url.setResourceValues(values) } catch {
+                throw VaultError(code: .ioError, message: "\(path) cannot be excluded from backup: \(error)")
+            }
+        #endif
+    }
+}

@@ -1,0 +1,69 @@
+public import KeelCore
+
+/// Why a vault operation failed.
+public struct VaultError: KeelError {
+    /// Codes of ``VaultError``.
+    public typealias Code = ErrorCode<VaultError>
+
+    /// What went wrong.
+    public let code: Code
+    /// The vault's namespace, when one is concerned.
+    public let namespace: String?
+    /// The dataset concerned, when there is one.
+    public let dataset: String?
+    /// The record or file concerned, when there is one.
+    public let recordID: String?
+    /// A short explanation for developers (never key bytes or plaintext).
+    public let message: String
+    /// The key store's or the database's error behind this one, when there is one.
+    public let underlying: (any Error & Sendable)?
+
+    /// An error of kind `code`.
+    public init(
+        code: Code, namespace: String? = nil, dataset: String? = nil, recordID: String? = nil, message: String,
+        underlying: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.namespace = namespace
+        self.dataset = dataset
+        self.recordID = recordID
+        self.message = message
+        self.underlying = underlying
+    }
+
+    /// A developer-facing explanation: `vault cannotOpen: notes/n1: ...`.
+    public var description: String {
+        let subject = [dataset, recordID].compactMap { $0 }.joined(separator: "/")
+        return "vault \(code): " + (subject.isEmpty ? "" : subject + ": ") + message
+    }
+}
+
+extension ErrorCode where Domain == VaultError {
+    /// A sealed record or file cannot be opened: wrong key, moved to another record, dataset or account,
+    /// truncated, altered, or an unknown envelope version. Never garbage plaintext.
+    public static var cannotOpen: Self { Self("cannotOpen") }
+    /// The vault was closed (an account switch, logout): the handle, and anything still running on it, is
+    /// dead. Nothing it does reaches another account's vault.
+    public static var vaultClosed: Self { Self("vaultClosed") }
+    /// Another account's vault is open: close it first (one active vault at a time).
+    public static var anotherVaultOpen: Self { Self("anotherVaultOpen") }
+    /// The key of data that exists is not in the key store (a restore onto a new device, a shredded key).
+    /// The ciphertext is kept untouched; nothing is created over it.
+    public static var keyUnavailable: Self { Self("keyUnavailable") }
+    /// The key store is locked (a locked device): keys exist but cannot be read now.
+    public static var locked: Self { Self("locked") }
+    /// The key store failed (gone, damaged key file): see ``VaultError/underlying``.
+    public static var keyStoreFailed: Self { Self("keyStoreFailed") }
+    /// The vault's files are damaged or incomplete (a manifest that cannot be read, data without a
+    /// manifest, a file where a directory must be). Nothing was deleted; the restore inspector reports it.
+    public static var damaged: Self { Self("damaged") }
+    /// The vault was written by a newer version of Keel's vault format than this app knows.
+    public static var formatTooNew: Self { Self("formatTooNew") }
+    /// The dataset cannot be kept here: an account-bound dataset in the shared store, a dataset that is
+    /// not account-bound in a vault, a name or file name that is not a safe path component.
+    public static var misplaced: Self { Self("misplaced") }
+    /// The database under the vault failed: see ``VaultError/underlying``.
+    public static var databaseFailed: Self { Self("databaseFailed") }
+    /// Reading or writing a vault file failed.
+    public static var ioError: Self { Self("ioError") }
+}

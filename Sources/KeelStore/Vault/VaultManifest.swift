@@ -1,0 +1,111 @@
+import Foundation
+import KeelCore
+
+/// `vault.json`: what a vault holds, written atomically whenever that changes. It travels with the
+/// vault's backed-up files, so a restore inspector on another device (or `keel vault inspect`, which has
+/// no app code) knows which datasets existed, how they were declared, which keys sealed them and which
+/// permissions were granted on which device. It holds no secret and no raw account id.
+struct VaultManifest: Codable, Equatable {
+    static let currentFormat = 1
+    static let fileName = "vault.json"
+
+    /// The vault format version (``currentFormat`` when this app wrote it).
+    var format: Int
+    /// The namespace, repeated so that a directory renamed or copied elsewhere is noticed.
+    var namespace: String
+    /// The random marker shared with this vault's keys (hex); see ``StoredKey/entanglement``.
+    var entanglement: String
+    /// Every dataset the vault has held data of, by name.
+    var datasets: [String: Entry]
+    /// Permissions and enrollments granted for this account, on the device that granted them.
+    var permissions: Permissions?
+    /// A deletion that started and has not finished (a crash or an unavailable key store interrupted it):
+    /// finished before the vault is used again.
+    var pendingPurge: PendingPurge?
+
+    struct Entry: Codable, Equatable {
+        /// The declaration when the dataset was last opened (for tools and for the restore inspector).
+        var declaration: Dataset
+        /// Whether its records and files are sealed.
+        var sealed: Bool
+        /// The key new records are sealed with (nil for plain datasets, or before the first write).
+        var keyID: KeyID?
+        /// Earlier keys whose ciphertext may remain (a key that was unavailable and replaced).
+        var retiredKeyIDs: [KeyID]
+        /// Whether records were ever written (a records table exists in its database).
+        var hasRecords: Bool
+        /// Whether files were ever written.
+        var hasFiles: Bool
+
+        var allKeyIDs: [KeyID] { (keyID.map { [$0] } ?? []) + retiredKeyIDs }
+    }
+
+    struct Permissions: Codable, Equatable {
+        /// The key store's device identity when these were granted.
+        var deviceIdentity: String
+        /// The permissions and enrollments granted (`notifications`, `biometricUnlock`, ...).
+        var granted: [String]
+    }
+
+    struct PendingPurge: Codable, Equatable {
+        var trigger: Dataset.DeletionTrigger
+        var datasets: [String]
+    }
+
+    static func read(directory: String) throws(VaultError) -> VaultManifest? {
+        let path = directory + "/" + fileName
+        let bytes: [UInt8]
+        do { bytes = try DurableFiles.read(path, limit: 16 << 20) } catch {
+            if error.isNotFound { return nil }
+            throw VaultError(code: .damaged, message: "vault manifest \(path) cannot be read: \(error.description)")
+        }
+        struct Version: Decodable { let format: Int }
+        guard let version = try? JSONDecoder().decode(Version.self, from: Data(bytes)) else {
+            throw VaultError(code: .damaged, message: "vault manifest \(path) is not a vault manifest")
+        }
+        guard version.format <= currentFormat else {
+            throw VaultError(
+                code: .formatTooNew,
+                message: "vault manifest \(path) has format \(version.format); this app knows up to \(currentFormat)")
+        }
+        do { return try JSONDecoder().decode(VaultManifest.self, from: Data(bytes)) } catch {
+            throw VaultError(code: .damaged, message: "vault manifest \(path) is damaged: \(error)")
+        }
+    }
+
+    func write(directory: String) throws(VaultError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data: Data
+        do { data = try encoder.encode(self) } catch {
+            throw VaultError(code: .ioError, message: "vault manifest cannot be encoded: \(error)")
+        }
+        do {
+            try DurableFiles.write([UInt8](data), to: directory + "/" + Self.fileName, mode: 0o600, exclusive: false)
+        } catch {
+            throw VaultError(code: .ioError, namespace: namespace, message: error.description, underlying: nil)
+        }
+    }
+}
+
+/// The database file of each backup policy inside a vault: datasets that share a policy share a file
+/// (and can share a transaction); a platform backup copies whole files, so policies never mix in one.
+enum VaultFiles {
+    static func database(_ policy: Dataset.BackupPolicy) -> String { "\(policy.rawValue).sqlite" }
+    static let filesDirectory = "files"
+    /// The suffixes SQLite adds beside a database file.
+    static let databaseCompanions = ["", "-wal", "-shm", "-journal"]
+
+    /// The records table of `dataset`.
+    static func table(_ dataset: String) -> String { "records." + dataset }
+
+    /// Whether `name` may be used as a path component: 1…128 characters of `A-Z a-z 0-9 . _ -`, not
+    /// starting with a dot.
+    static func isSafeComponent(_ name: String) -> Bool {
+        guard (1...128).contains(name.utf8.count), name.utf8.first != 0x2E else { return false }
+        return name.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == 0x2E || byte == 0x5F || byte == 0x2D
+        }
+    }
+}

@@ -1,0 +1,357 @@
+public import Foundation
+public import KeelCore
+import KeelCrypto
+
+/// The accounts' vaults under one data directory, and the one that is open (MOB-DATA-006).
+///
+/// ```swift
+/// let vaults = try Vaults(dataDirectory: appSupport, keyStore: KeychainKeyStore(), inventory: inventory)
+/// let vault = try await vaults.open(account)          // fails while another account's vault is open
+/// try await vault.put("notes", id: note.id, body)
+/// try await vaults.logout()                           // closes it, runs the `logout` deletion triggers
+/// ```
+///
+/// - One vault is open at a time: ``open(_:)`` refuses while another is open; ``switchAccount(to:)``
+///   closes the current one (interrupting anything still running on it) before opening the next.
+/// - ``logout()``, ``deleteAccount(_:)`` and ``revokeAccess(_:)`` run the inventory's deletion triggers:
+///   the keys of every dataset the trigger deletes are shredded first (so what a crash leaves behind is
+///   unreadable), then the data. A dataset the trigger does not delete (drafts kept across logout) keeps
+///   its data and its key. Account deletion erases the whole namespace and every key of it.
+/// - A deletion interrupted by a crash or an unavailable key store is recorded in the vault and finished
+///   before the vault is used again.
+public actor Vaults {
+    /// The data directory: vaults live under `vaults/`, one directory per ``VaultNamespace``.
+    public nonisolated let dataDirectory: URL
+    /// Where keys live (never inside the data directory).
+    public nonisolated let keyStore: any KeyStore
+    /// The declarations every dataset is checked against.
+    public nonisolated let inventory: Inventory
+    private nonisolated let clock: WallClock
+    private nonisolated let root: String
+
+    /// The open vault, if any.
+    public private(set) var active: Vault?
+    private var epoch: UInt64 = 0
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// The vaults under `dataDirectory` (created with `0700` when missing).
+    ///
+    /// - Throws: ``VaultError`` `damaged` when `dataDirectory` or its `vaults` directory is a file;
+    ///   ``KeyStoreError`` `insideDataDirectory` when `keyStore` is a ``FileKeyStore`` whose directory
+    ///   overlaps the data directory.
+    public init(dataDirectory: URL, keyStore: any KeyStore, inventory: Inventory, clock: WallClock = .system) throws {
+        self.dataDirectory = dataDirectory
+        self.keyStore = keyStore
+        self.inventory = inventory
+        self.clock = clock
+        root = dataDirectory.path + "/vaults"
+        if let files = keyStore as? FileKeyStore,
+            DurableFiles.isSameOrInside(files.directory.path, dataDirectory.path)
+                || DurableFiles.isSameOrInside(dataDirectory.path, files.directory.path)
+        {
+            throw KeyStoreError(
+                code: .insideDataDirectory, keyID: nil,
+                message: "key directory \(files.directory.path) and data directory \(dataDirectory.path) overlap")
+        }
+        for directory in [dataDirectory.path, root] {
+            do { try DurableFiles.makeDirectory(directory, mode: 0o700) } catch {
+                throw VaultError(
+                    code: error.errno == 20 ? .damaged : .ioError,
+                    message: "\(directory) cannot be used as a data directory: \(error.description)")
+            }
+        }
+    }
+
+    /// The namespaces of the vaults on disk (account ids are never stored, only their namespaces).
+    public nonisolated func namespaces() -> [VaultNamespace] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(VaultNamespace.init(rawValue:))
+            .sorted()
+    }
+
+    // MARK: - Opening and closing
+
+    /// Opens `account`'s vault, creating it on first use, and makes it the active one.
+    ///
+    /// A vault directory that does not exist yet is new: any key left in the key store under its namespace
+    /// (a Keychain item that outlived an uninstall) belongs to data that is gone and is deleted. A deletion
+    /// that was interrupted is finished first.
+    ///
+    /// - Throws: ``VaultError`` `anotherVaultOpen` while another account's vault is open (close it, or use
+    ///   ``switchAccount(to:)``); `damaged` when the vault's files are inconsistent (nothing is deleted);
+    ///   `formatTooNew`.
+    public func open(_ account: AccountID) async throws -> Vault {
+        await acquire()
+        defer { release() }
+        if let active {
+            if active.account == account { return active }
+            throw VaultError(
+                code: .anotherVaultOpen, namespace: active.namespace.rawValue,
+                message: "another account's vault is open; close it before opening another (one active vault at a time)"
+            )
+        }
+        return try await openLocked(account)
+    }
+
+    /// Closes the active vault (if any), then opens `account`'s.
+    public func switchAccount(to account: AccountID) async throws -> Vault {
+        await acquire()
+        defer { release() }
+        if let active {
+            if active.account == account { return active }
+            await active.close()
+            self.active = nil
+        }
+        return try await openLocked(account)
+    }
+
+    /// Closes the active vault: anything still running on it is interrupted and fails with `vaultClosed`.
+    public func close() async {
+        await acquire()
+        defer { release() }
+        await active?.close()
+        active = nil
+    }
+
+    private func openLocked(_ account: AccountID) async throws -> Vault {
+        let namespace = VaultNamespace(account)
+        let directory = root + "/" + namespace.rawValue
+        var manifest = try prepareDirectory(directory, namespace: namespace)
+        if manifest.pendingPurge != nil {
+            _ = try await purge(namespace: namespace, trigger: manifest.pendingPurge!.trigger, resuming: true)
+            guard let finished = try VaultManifest.read(directory: directory) else {
+                return try await openLocked(account)
+            }
+            manifest = finished
+        }
+        epoch += 1
+        let vault = Vault(
+            account: account, epoch: epoch, directory: URL(fileURLWithPath: directory), manifest: manifest,
+            inventory: inventory, keyStore: keyStore, clock: clock)
+        active = vault
+        return vault
+    }
+
+    /// Reads the vault's manifest, or creates the vault when its directory holds nothing.
+    private func prepareDirectory(_ directory: String, namespace: VaultNamespace) throws -> VaultManifest {
+        switch DurableFiles.kind(directory) {
+        case .directory: break
+        case nil: break
+        default:
+            throw VaultError(
+                code: .damaged, namespace: namespace.rawValue,
+                message: "\(directory) is not a directory; nothing was changed")
+        }
+        if let manifest = try VaultManifest.read(directory: directory) {
+            guard manifest.namespace == namespace.rawValue else {
+                throw VaultError(
+                    code: .damaged, namespace: namespace.rawValue,
+                    message: "\(directory) holds the vault of namespace \(manifest.namespace); nothing was changed")
+            }
+            return manifest
+        }
+        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        if leftovers.contains(where: { !$0.hasPrefix(".tmp-") }) {
+            throw VaultError(
+                code: .damaged, namespace: namespace.rawValue,
+                message:
+                    "\(directory) holds data but no vault manifest; nothing was changed (see the restore inspector)")
+        }
+        // A new vault. Keys under this namespace belong to an earlier installation whose data is gone.
+        do {
+            for listing in try keyStore.listKeys() where listing.namespace == namespace.rawValue {
+                try keyStore.delete(listing.id)
+            }
+        } catch {
+            throw VaultError(
+                code: .keyStoreFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
+        }
+        do { try DurableFiles.makeDirectory(directory, mode: 0o700) } catch {
+            throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
+        }
+        let manifest = VaultManifest(
+            format: VaultManifest.currentFormat, namespace: namespace.rawValue,
+            entanglement: Hex.encode(AESGCM.randomBytes(16)), datasets: [:], permissions: nil, pendingPurge: nil)
+        try manifest.write(directory: directory)
+        do { try DurableFiles.syncDirectory(root) } catch {
+            throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
+        }
+        return manifest
+    }
+
+    // MARK: - Deletion triggers
+
+    /// Signs the active account out: closes its vault, then deletes every dataset whose deletion triggers
+    /// include `logout` (credentials, protected data, derived caches) and shreds their keys. Datasets the
+    /// inventory keeps across logout keep their data and keys. Nothing to do without an active vault.
+    @discardableResult
+    public func logout() async throws -> PurgeReport {
+        await acquire()
+        defer { release() }
+        guard let vault = active else { return PurgeReport(trigger: .logout, namespace: nil) }
+        await vault.close()
+        active = nil
+        return try await purge(namespace: vault.namespace, trigger: .logout, resuming: false)
+    }
+
+    /// Deletes everything of `account` on this device: every dataset, file and key of its namespace
+    /// (closing its vault first when it is the active one).
+    @discardableResult
+    public func deleteAccount(_ account: AccountID) async throws -> PurgeReport {
+        try await runTrigger(.accountDeletion, account)
+    }
+
+    /// Runs the `accessRevocation` deletion triggers for `account` (the server revoked its access): its
+    /// vault is closed when active, and datasets with that trigger are deleted and their keys shredded.
+    @discardableResult
+    public func revokeAccess(_ account: AccountID) async throws -> PurgeReport {
+        try await runTrigger(.accessRevocation, account)
+    }
+
+    private func runTrigger(_ trigger: Dataset.DeletionTrigger, _ account: AccountID) async throws -> PurgeReport {
+        await acquire()
+        defer { release() }
+        if let vault = active, vault.account == account {
+            await vault.close()
+            active = nil
+        }
+        return try await purge(namespace: VaultNamespace(account), trigger: trigger, resuming: false)
+    }
+
+    private func purge(namespace: VaultNamespace, trigger: Dataset.DeletionTrigger, resuming: Bool) async throws
+        -> PurgeReport
+    {
+        let directory = root + "/" + namespace.rawValue
+        var report = PurgeReport(trigger: trigger, namespace: namespace)
+        guard DurableFiles.kind(directory) == .directory, var manifest = try VaultManifest.read(directory: directory)
+        else {
+            if trigger == .accountDeletion {
+                // No vault, but keys may be left (an earlier installation): shred them.
+                report.shreddedKeys = try shredAllKeys(of: namespace)
+            }
+            return report
+        }
+        let affected: [String]
+        if let pending = manifest.pendingPurge, resuming || pending.trigger == trigger {
+            affected = pending.datasets
+        } else {
+            affected = manifest.datasets.keys.filter { name in
+                trigger == .accountDeletion
+                    || (inventory.datasets[name] ?? manifest.datasets[name]!.declaration).deletionTriggers.contains(
+                        trigger)
+            }.sorted()
+            manifest.pendingPurge = .init(trigger: trigger, datasets: affected)
+            try manifest.write(directory: directory)
+        }
+        // 1. Shred: without its key, whatever a crash leaves of the data below is unreadable.
+        for name in affected {
+            for id in manifest.datasets[name]?.allKeyIDs ?? [] {
+                do { try keyStore.delete(id) } catch {
+                    throw VaultError(
+                        code: .keyStoreFailed, namespace: namespace.rawValue, dataset: name, message: error.description,
+                        underlying: error)
+                }
+                report.shreddedKeys.append(id)
+            }
+        }
+        if trigger == .accountDeletion {
+            report.shreddedKeys += try shredAllKeys(of: namespace)
+            report.deletedDatasets = affected
+            try removeTree(directory)
+            do { try DurableFiles.syncDirectory(root) } catch {
+                throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
+            }
+            return report
+        }
+        // 2. Delete the data: records tables (secure delete, WAL emptied) and files.
+        let byPolicy = Dictionary(grouping: affected.filter { manifest.datasets[$0]?.hasRecords == true }) {
+            manifest.datasets[$0]!.declaration.backup
+        }
+        for (policy, names) in byPolicy {
+            let file = directory + "/" + VaultFiles.database(policy)
+            guard DurableFiles.kind(file) == .file else { continue }
+            let remaining = manifest.datasets.filter {
+                !affected.contains($0.key) && $0.value.declaration.backup == policy && $0.value.hasRecords
+            }
+            if remaining.isEmpty {
+                for companion in VaultFiles.databaseCompanions { try removeTree(file + companion) }
+                continue
+            }
+            let pool: DatabasePool
+            do { pool = try DatabasePool(path: file) } catch {
+                throw VaultError(
+                    code: .databaseFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
+            }
+            try await pool.writeWithoutTransaction { db in
+                try db.execute("PRAGMA secure_delete = ON")
+                try db.inTransaction {
+                    for name in names {
+                        try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(VaultFiles.table(name)))")
+                    }
+                }
+                _ = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            await pool.close()
+        }
+        for name in affected {
+            try removeTree(directory + "/" + VaultFiles.filesDirectory + "/" + name)
+        }
+        for name in affected { manifest.datasets.removeValue(forKey: name) }
+        manifest.pendingPurge = nil
+        try manifest.write(directory: directory)
+        report.deletedDatasets = affected
+        report.keptDatasets = manifest.datasets.keys.sorted()
+        return report
+    }
+
+    private func shredAllKeys(of namespace: VaultNamespace) throws -> [KeyID] {
+        do {
+            let ids = try keyStore.listKeys().filter { $0.namespace == namespace.rawValue }.map(\.id)
+            for id in ids { try keyStore.delete(id) }
+            return ids
+        } catch {
+            throw VaultError(
+                code: .keyStoreFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
+        }
+    }
+
+    private func removeTree(_ path: String) throws {
+        guard DurableFiles.kind(path) != nil else { return }
+        do { try FileManager.default.removeItem(atPath: path) } catch {
+            throw VaultError(code: .ioError, message: "\(path) cannot be deleted: \(error)")
+        }
+    }
+
+    // MARK: - One transition at a time
+
+    private func acquire() async {
+        if !busy {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func release() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+}
+
+/// What a deletion trigger did.
+public struct PurgeReport: Sendable, Equatable {
+    /// The trigger that ran.
+    public let trigger: Dataset.DeletionTrigger
+    /// The vault concerned (nil when there was no active vault to sign out of).
+    public let namespace: VaultNamespace?
+    /// The keys deleted: their ciphertext is unreadable from now on.
+    public internal(set) var shreddedKeys: [KeyID] = []
+    /// The datasets deleted.
+    public internal(set) var deletedDatasets: [String] = []
+    /// The datasets kept (their deletion triggers do not include this one).
+    public internal(set) var keptDatasets: [String] = []
+
+    init(trigger: Dataset.DeletionTrigger, namespace: VaultNamespace?) {
+        self.trigger = trigger
+        self.namespace = namespace
+    }
+}
