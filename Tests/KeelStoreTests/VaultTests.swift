@@ -1,0 +1,339 @@
+import Foundation
+import KeelCore
+import KeelStore
+import KeelTesting
+import Testing
+
+/// A data directory and a key directory beside it (never inside), and the inventory the vault tests use.
+struct VaultFixture {
+    let root: TemporaryDirectory
+    let keyStore: FileKeyStore
+    let vaults: Vaults
+
+    var data: URL { root.url("data") }
+    var keys: URL { root.url("keys") }
+
+    static let inventory: Inventory = {
+        let everything: Set<Dataset.DeletionTrigger> = [.logout, .accountDeletion, .accessRevocation]
+        return try! Inventory([
+            Dataset(
+                name: "notes", purpose: "The user's notes", kind: .keyValue, classification: .personal,
+                isAccountBound: true, retention: .untilEvent, backup: .include,
+                deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth),
+            Dataset(
+                name: "drafts", purpose: "Unsynced drafts the user keeps across sign-out", kind: .draft,
+                classification: .personal, isAccountBound: true, retention: .untilEvent, backup: .include,
+                deletionTriggers: [.accountDeletion], role: .sourceOfTruth),
+            Dataset(
+                name: "session-token", purpose: "Signs API calls", kind: .keyValue, classification: .credential,
+                isAccountBound: true, retention: .untilEvent, backup: .deviceOnly, deletionTriggers: everything,
+                role: .sourceOfTruth),
+            Dataset(
+                name: "media", purpose: "Photos attached to notes", kind: .mediaDirectory, classification: .sensitive,
+                isAccountBound: true, retention: .untilEvent, backup: .exclude, deletionTriggers: everything,
+                role: .cache(rebuiltFrom: "GET /media")),
+            Dataset(
+                name: "feed-cache", purpose: "The account's feed, for offline reading", kind: .cache,
+                classification: .internal, isAccountBound: true, retention: .untilEvent, backup: .exclude,
+                deletionTriggers: everything, role: .cache(rebuiltFrom: "GET /feed")),
+            Dataset(
+                name: "catalog", purpose: "Public product catalog", kind: .cache, classification: .public,
+                isAccountBound: false, retention: nil, backup: .exclude, deletionTriggers: [.appVersionChange],
+                role: .cache(rebuiltFrom: "GET /catalog")),
+        ])
+    }()
+
+    init(_ prefix: String = "keel-vault") throws {
+        root = try TemporaryDirectory(prefix: prefix)
+        keyStore = try FileKeyStore(directory: root.url("keys"), dataDirectories: [root.url("data")])
+        vaults = try Vaults(dataDirectory: root.url("data"), keyStore: keyStore, inventory: Self.inventory)
+    }
+
+    /// Every regular file under `directory`, with its bytes.
+    static func files(under directory: URL) -> [(path: String, bytes: Data)] {
+        guard let enumerator = FileManager.default.enumerator(atPath: directory.path) else { return [] }
+        var result: [(String, Data)] = []
+        for case let relative as String in enumerator {
+            let path = directory.path + "/" + relative
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+                let bytes = FileManager.default.contents(atPath: path)
+            else { continue }
+            result.append((relative, bytes))
+        }
+        return result.sorted { $0.0 < $1.0 }
+    }
+
+    /// The files under `directory` that contain `needle` anywhere.
+    static func files(under directory: URL, containing needle: Data) -> [String] {
+        files(under: directory).filter { $0.bytes.range(of: needle) != nil }.map(\.path)
+    }
+}
+
+let alice = try! AccountID("alice@example.com")
+let bob = try! AccountID("bob@example.com")
+
+@Suite(.timeLimit(.minutes(1))) struct VaultTests {
+    let fixture: VaultFixture
+    init() throws { fixture = try VaultFixture() }
+
+    // MARK: - Sealing at rest
+
+    @Test func sealedDatasetsLeaveNoPlaintextOnDiskAndPlainOnesStayPlain() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        let secret = Data("meet at the old mill at dawn".utf8)
+        let cached = Data("public feed entry 4711".utf8)
+        try await vault.put("notes", id: "n1", secret)
+        try await vault.put("feed-cache", id: "f1", cached)
+        try await vault.writeFile("media", named: "photo.jpg", contents: secret)
+        #expect(try await vault.get("notes", id: "n1") == secret)
+        #expect(try await vault.readFile("media", named: "photo.jpg") == secret)
+        await fixture.vaults.close()
+        // Checkpointed and closed: nothing of the sealed plaintext anywhere in the data directory.
+        #expect(VaultFixture.files(under: fixture.data, containing: secret).isEmpty)
+        #expect(!VaultFixture.files(under: fixture.data, containing: cached).isEmpty)
+        // No raw account id in any path or file.
+        #expect(VaultFixture.files(under: fixture.data, containing: Data("alice@example.com".utf8)).isEmpty)
+        #expect(!VaultFixture.files(under: fixture.data).contains { $0.path.contains("alice") })
+    }
+
+    @Test func eachSealedDatasetHasItsOwnKeyOutsideTheDataDirectory() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("notes", id: "n1", Data("a".utf8))
+        try await vault.put("session-token", id: "t", Data("b".utf8))
+        try await vault.put("feed-cache", id: "f", Data("c".utf8))
+        let keys = try fixture.keyStore.listKeys()
+        #expect(keys.count == 2)  // notes and session-token; the plain cache has none
+        #expect(Set(keys.map(\.namespace)) == [vault.namespace.rawValue])
+        #expect(vault.namespace == VaultNamespace(alice))
+        #expect(vault.namespace != VaultNamespace(try AccountID("Alice@example.com")))
+    }
+
+    // MARK: - One active vault
+
+    @Test func aSecondAccountCannotOpenWhileTheFirstIsOpen() async throws {
+        let first = try await fixture.vaults.open(alice)
+        await #expect(throws: VaultError.self) { _ = try await fixture.vaults.open(bob) }
+        do { _ = try await fixture.vaults.open(bob) } catch let error as VaultError {
+            #expect(error.code == .anotherVaultOpen)
+        }
+        #expect(try await fixture.vaults.open(alice) === first)
+        let second = try await fixture.vaults.switchAccount(to: bob)
+        #expect(second.epoch > first.epoch)
+        #expect(!first.isOpen)
+        #expect(await fixture.vaults.active === second)
+    }
+
+    @Test func aStaleHandleFailsWithVaultClosedAndNeverWritesIntoTheNextVault() async throws {
+        let a = try await fixture.vaults.open(alice)
+        try await a.put("notes", id: "n1", Data("alice's".utf8))
+        let b = try await fixture.vaults.switchAccount(to: bob)
+        for late in [
+            { try await a.put("notes", id: "late", Data("late write".utf8)) },
+            { _ = try await a.get("notes", id: "n1") },
+            { try await a.writeFile("media", named: "late.jpg", contents: Data("late".utf8)) },
+            { _ = try await a.readFile("media", named: "late.jpg") },
+            { _ = try await a.fileNames("media") },
+        ] as [@Sendable () async throws -> Void] {
+            do {
+                try await late()
+                Issue.record("a closed vault answered")
+            } catch let error as VaultError { #expect(error.code == .vaultClosed) }
+        }
+        #expect(try await b.read("notes") { try $0.ids() } == [])
+        #expect(try await b.fileNames("media") == [])
+        let a2 = try await fixture.vaults.switchAccount(to: alice)
+        #expect(try await a2.read("notes") { try $0.ids() } == ["n1"])
+    }
+
+    @Test func aWriteInFlightWhenTheVaultClosesIsRolledBackAndReportsVaultClosed() async throws {
+        let a = try await fixture.vaults.open(alice)
+        let started = AsyncGate()
+        let write = Task {
+            try await a.write("notes") { records in
+                try records.put("first", Data("1".utf8))
+                started.open()
+                // Keep the transaction busy until the close interrupts it.
+                for index in 0..<5_000_000 {
+                    try records.put("row-\(index % 100)", Data(count: 64))
+                }
+            }
+        }
+        await started.wait()
+        _ = try await fixture.vaults.switchAccount(to: bob)
+        do {
+            try await write.value
+            Issue.record("the interrupted write reported success")
+        } catch let error as VaultError { #expect(error.code == .vaultClosed) }
+        let a2 = try await fixture.vaults.switchAccount(to: alice)
+        #expect(try await a2.get("notes", id: "first") == nil)
+    }
+
+    // MARK: - Records that moved do not open
+
+    @Test func ciphertextMovedToAnotherRecordDatasetOrAccountFailsToOpen() async throws {
+        let a = try await fixture.vaults.open(alice)
+        try await a.put("notes", id: "n1", Data("one".utf8))
+        try await a.put("notes", id: "n2", Data("two".utf8))
+        try await a.put("drafts", id: "n1", Data("draft".utf8))
+        let notes = fixture.data.appendingPathComponent("vaults/\(a.namespace)/include.sqlite")
+        await fixture.vaults.close()
+        // Swap n1's envelope into n2, and into drafts' n1, with raw SQL.
+        let raw = try DatabasePool(path: notes.path)
+        let envelope = try await raw.closedEnvelope(notes, id: "n1")
+        try await raw.write { db in
+            try db.execute(
+                #"UPDATE "records.notes" SET value = (SELECT value FROM "records.notes" WHERE id = 'n1') WHERE id = 'n2'"#
+            )
+            try db.execute(
+                #"UPDATE "records.drafts" SET value = (SELECT value FROM "records.notes" WHERE id = 'n1') WHERE id = 'n1'"#
+            )
+        }
+        await raw.close()
+        let a2 = try await fixture.vaults.open(alice)
+        #expect(try await a2.get("notes", id: "n1") == Data("one".utf8))
+        for (dataset, id) in [("notes", "n2"), ("drafts", "n1")] {
+            do {
+                _ = try await a2.get(dataset, id: id)
+                Issue.record("moved ciphertext opened in \(dataset)/\(id)")
+            } catch let error as VaultError { #expect(error.code == .cannotOpen) }
+        }
+        // Another account: alice's envelope stored as bob's record of the same dataset and id.
+        _ = try await fixture.vaults.switchAccount(to: bob)
+        let b = try #require(await fixture.vaults.active)
+        try await b.put("notes", id: "n1", Data("bob's".utf8))
+        let bobNotes = fixture.data.appendingPathComponent("vaults/\(b.namespace)/include.sqlite")
+        await fixture.vaults.close()
+        let bobRaw = try DatabasePool(path: bobNotes.path)
+        try await bobRaw.write { db in
+            try db.execute(#"UPDATE "records.notes" SET value = ? WHERE id = 'n1'"#, arguments: [envelope])
+        }
+        await bobRaw.close()
+        let b2 = try await fixture.vaults.open(bob)
+        do {
+            _ = try await b2.get("notes", id: "n1")
+            Issue.record("alice's ciphertext opened in bob's vault")
+        } catch let error as VaultError { #expect(error.code == .cannotOpen) }
+    }
+
+    @Test func damagedEnvelopesAreTypedErrorsNeverGarbage() async throws {
+        let a = try await fixture.vaults.open(alice)
+        try await a.put("notes", id: "n1", Data(repeating: 0x41, count: 100))
+        let file = fixture.data.appendingPathComponent("vaults/\(a.namespace)/include.sqlite")
+        await fixture.vaults.close()
+        let raw = try DatabasePool(path: file.path)
+        let envelope = try await raw.closedEnvelope(file, id: "n1")
+        var variants: [(String, Data)] = [
+            ("truncated", envelope.prefix(20)), ("empty", Data()), ("tag cut", envelope.dropLast(1)),
+        ]
+        var version = envelope
+        version[0] = 2
+        variants.append(("unknown version", version))
+        for index in [0, 1, 17, 29, 60, envelope.count - 1] {
+            var flipped = envelope
+            flipped[index] ^= 0x04
+            variants.append(("bit flipped at \(index)", flipped))
+        }
+        for (name, bytes) in variants {
+            try await raw.write { db in
+                try db.execute(#"UPDATE "records.notes" SET value = ? WHERE id = 'n1'"#, arguments: [bytes])
+            }
+            await fixture.vaults.close()
+            let vault = try await fixture.vaults.open(alice)
+            do {
+                let opened = try await vault.get("notes", id: "n1")
+                Issue.record("\(name): opened as \(String(describing: opened))")
+            } catch let error as VaultError { #expect(error.code == .cannotOpen, "\(name)") }
+        }
+        await raw.close()
+    }
+
+    @Test func aRecordSealedUnderAnotherKeyOfTheSameAccountFailsToOpen() async throws {
+        // The wrong key: seal under one key, then replace the dataset's key id with another key's.
+        let a = try await fixture.vaults.open(alice)
+        try await a.put("notes", id: "n1", Data("x".utf8))
+        try await a.put("drafts", id: "d1", Data("y".utf8))
+        let file = fixture.data.appendingPathComponent("vaults/\(a.namespace)/include.sqlite")
+        await fixture.vaults.close()
+        let raw = try DatabasePool(path: file.path)
+        let draft = try await raw.closedEnvelope(file, id: "d1", table: "records.drafts")
+        try await raw.write { db in
+            try db.execute(#"UPDATE "records.notes" SET value = ? WHERE id = 'n1'"#, arguments: [draft])
+        }
+        await raw.close()
+        let a2 = try await fixture.vaults.open(alice)
+        do {
+            _ = try await a2.get("notes", id: "n1")
+            Issue.record("a record sealed under the drafts key opened as a note")
+        } catch let error as VaultError { #expect(error.code == .cannotOpen) }
+    }
+
+    // MARK: - Misplaced data
+
+    @Test func datasetsThatAreNotAccountBoundOrUndeclaredAreRefused() async throws {
+        let a = try await fixture.vaults.open(alice)
+        do {
+            try await a.put("catalog", id: "x", Data())
+            Issue.record("a public, shared dataset was stored in an account's vault")
+        } catch let error as VaultError { #expect(error.code == .misplaced) }
+        do {
+            try await a.put("undeclared", id: "x", Data())
+            Issue.record("an undeclared dataset was stored")
+        } catch let error as InventoryError { #expect(error.code == .undeclared) }
+        for name in ["../escape", ".hidden", "a/b", ""] {
+            do {
+                try await a.writeFile("media", named: name, contents: Data())
+                Issue.record("file name \(name) accepted")
+            } catch let error as VaultError { #expect(error.code == .misplaced) }
+        }
+    }
+
+    @Test func placeholderAccountIdsCannotNameAVault() {
+        for placeholder in ["", " ", "null", "anonymous", "00000000-0000-0000-0000-000000000000"] {
+            #expect(throws: AccountIDError.self) { try AccountID(placeholder) }
+        }
+    }
+}
+
+/// A one-shot signal between a task and the test.
+final class AsyncGate: @unchecked Sendable {
+    // @unchecked Sendable: `state` is only touched under `lock`.
+    private let lock = NSLock()
+    private var storage: (open: Bool, waiters: [CheckedContinuation<Void, Never>]) = (false, [])
+    private var state: AsyncGate { self }
+
+    private func withLock<R>(_ body: (inout (open: Bool, waiters: [CheckedContinuation<Void, Never>])) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&storage)
+    }
+
+    func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}
+
+extension DatabasePool {
+    /// The stored envelope of record `id` (read with SQL, bypassing the vault).
+    func closedEnvelope(_ file: URL, id: String, table: String = "records.notes") async throws -> Data {
+        try await read { db in
+            try #require(try db.scalar(Data.self, "SELECT value FROM \"\(table)\" WHERE id = ?", arguments: [id]))
+        }
+    }
+}
