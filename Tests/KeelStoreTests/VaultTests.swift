@@ -15,32 +15,36 @@ struct VaultFixture {
 
     static let inventory: Inventory = {
         let everything: Set<Dataset.DeletionTrigger> = [.logout, .accountDeletion, .accessRevocation]
-        return try! Inventory([
-            Dataset(
-                name: "notes", purpose: "The user's notes", kind: .keyValue, classification: .personal,
-                isAccountBound: true, retention: .untilEvent, backup: .include,
-                deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth),
-            Dataset(
-                name: "drafts", purpose: "Unsynced drafts the user keeps across sign-out", kind: .draft,
-                classification: .personal, isAccountBound: true, retention: .untilEvent, backup: .include,
-                deletionTriggers: [.accountDeletion], role: .sourceOfTruth),
-            Dataset(
-                name: "session-token", purpose: "Signs API calls", kind: .keyValue, classification: .credential,
-                isAccountBound: true, retention: .untilEvent, backup: .deviceOnly, deletionTriggers: everything,
-                role: .sourceOfTruth),
-            Dataset(
-                name: "media", purpose: "Photos attached to notes", kind: .mediaDirectory, classification: .sensitive,
-                isAccountBound: true, retention: .untilEvent, backup: .exclude, deletionTriggers: everything,
-                role: .cache(rebuiltFrom: "GET /media")),
-            Dataset(
-                name: "feed-cache", purpose: "The account's feed, for offline reading", kind: .cache,
-                classification: .internal, isAccountBound: true, retention: .untilEvent, backup: .exclude,
-                deletionTriggers: everything, role: .cache(rebuiltFrom: "GET /feed")),
-            Dataset(
-                name: "catalog", purpose: "Public product catalog", kind: .cache, classification: .public,
-                isAccountBound: false, retention: nil, backup: .exclude, deletionTriggers: [.appVersionChange],
-                role: .cache(rebuiltFrom: "GET /catalog")),
-        ])
+        // A fixed, valid declaration list: a refusal here is a bug in the fixture itself.
+        do {
+            return try Inventory([
+                Dataset(
+                    name: "notes", purpose: "The user's notes", kind: .keyValue, classification: .personal,
+                    isAccountBound: true, retention: .untilEvent, backup: .include,
+                    deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth),
+                Dataset(
+                    name: "drafts", purpose: "Unsynced drafts the user keeps across sign-out", kind: .draft,
+                    classification: .personal, isAccountBound: true, retention: .untilEvent, backup: .include,
+                    deletionTriggers: [.accountDeletion], role: .sourceOfTruth),
+                Dataset(
+                    name: "session-token", purpose: "Signs API calls", kind: .keyValue, classification: .credential,
+                    isAccountBound: true, retention: .untilEvent, backup: .deviceOnly, deletionTriggers: everything,
+                    role: .sourceOfTruth),
+                Dataset(
+                    name: "media", purpose: "Photos attached to notes", kind: .mediaDirectory,
+                    classification: .sensitive,
+                    isAccountBound: true, retention: .untilEvent, backup: .exclude, deletionTriggers: everything,
+                    role: .cache(rebuiltFrom: "GET /media")),
+                Dataset(
+                    name: "feed-cache", purpose: "The account's feed, for offline reading", kind: .cache,
+                    classification: .internal, isAccountBound: true, retention: .untilEvent, backup: .exclude,
+                    deletionTriggers: everything, role: .cache(rebuiltFrom: "GET /feed")),
+                Dataset(
+                    name: "catalog", purpose: "Public product catalog", kind: .cache, classification: .public,
+                    isAccountBound: false, retention: nil, backup: .exclude, deletionTriggers: [.appVersionChange],
+                    role: .cache(rebuiltFrom: "GET /catalog")),
+            ])
+        } catch { preconditionFailure("the vault test inventory is refused: \(error)") }
     }()
 
     init(_ prefix: String = "keel-vault") throws {
@@ -70,8 +74,12 @@ struct VaultFixture {
     }
 }
 
-let alice = try! AccountID("alice@example.com")
-let bob = try! AccountID("bob@example.com")
+let alice = account("alice@example.com")
+let bob = account("bob@example.com")
+
+func account(_ raw: String) -> AccountID {
+    do { return try AccountID(raw) } catch { preconditionFailure("\(raw) is a valid account id: \(error)") }
+}
 
 @Suite(.timeLimit(.minutes(1))) struct VaultTests {
     let fixture: VaultFixture

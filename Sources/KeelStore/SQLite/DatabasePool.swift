@@ -101,19 +101,22 @@ public final class DatabasePool: Sendable {
         let writer = self.writer
         let slots = configuration.maximumReaders
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // After the running write: wait until no read runs either (every slot free), close the idle
+            // readers, then the writer, last. The slots are freed again so that later reads find the pool
+            // closed instead of blocking.
             writerQueue.async { [self] in
-                writer.close()
-                // Wait until no read runs (every slot is free), close the idle readers, then free the slots
-                // again: later reads find the pool closed instead of blocking.
-                DispatchQueue.global().async { [self] in
-                    for _ in 0..<slots { readerSlots.wait() }
-                    readers.withLock { idle in
-                        for connection in idle { connection.close() }
-                        idle.removeAll()
-                    }
-                    for _ in 0..<slots { readerSlots.signal() }
-                    continuation.resume()
+                for _ in 0..<slots { readerSlots.wait() }
+                readers.withLock { idle in
+                    for connection in idle { connection.close() }
+                    idle.removeAll()
                 }
+                for _ in 0..<slots { readerSlots.signal() }
+                // Everything into the main file and an empty WAL: a closed pool leaves no committed
+                // content in a side file (SQLite does not always remove the WAL on close). Best effort: a
+                // checkpoint that cannot run leaves the WAL as valid as it was.
+                _ = try? writer.query("PRAGMA wal_checkpoint(TRUNCATE)", [])
+                writer.close()
+                continuation.resume()
             }
         }
     }

@@ -123,9 +123,7 @@ public final class Vault: Sendable {
         try await onFileQueue {
             try self.requireOpen()
             let directory = try self.filesDirectory(access, create: true)
-            let bytes = contents.withUnsafeBytes { raw -> Data in
-                access.sealer.map { $0.seal(raw, recordID: Self.fileRecordID(name)) } ?? Data(raw)
-            }
+            let bytes = try access.stored(contents, recordID: Self.fileRecordID(name))
             do throws(DurableFiles.Failure) {
                 try DurableFiles.write([UInt8](bytes), to: directory + "/" + name, mode: 0o600, exclusive: false)
             } catch {
@@ -147,7 +145,7 @@ public final class Vault: Sendable {
                 if error.isNotFound { return nil }
                 throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description)
             }
-            guard access.declaration.classification >= .personal else { return Data(bytes) }
+            guard access.sealed else { return Data(bytes) }
             return try bytes.withUnsafeBytes { raw throws(VaultError) -> Data in
                 try self.sealer(for: raw, access).open(raw, recordID: Self.fileRecordID(name), dataset: dataset)
             }
@@ -243,8 +241,21 @@ public final class Vault: Sendable {
         let dataset: String
         let declaration: Dataset
         let pool: DatabasePool
+        /// Whether the dataset's classification asks for sealing.
+        let sealed: Bool
+        /// The current key's sealer: always present for a write to a sealed dataset.
         let sealer: RecordSealer?
         let table: String
+
+        /// `plaintext` as it is stored: sealed when the dataset is (never plain by accident).
+        func stored(_ plaintext: Data, recordID: String) throws(VaultError) -> Data {
+            guard sealed else { return plaintext }
+            guard let sealer else {
+                throw VaultError(
+                    code: .keyUnavailable, dataset: dataset, recordID: recordID, message: "no key to seal with")
+            }
+            return plaintext.withUnsafeBytes { sealer.seal($0, recordID: recordID) }
+        }
     }
 
     private func declaration(of dataset: String) throws -> Dataset {
@@ -274,7 +285,11 @@ public final class Vault: Sendable {
         var sealer: RecordSealer?
         if sealed {
             if let keyID = state.withLock({ $0.manifest.datasets[dataset]?.keyID }) {
-                sealer = try self.sealer(keyID, dataset: dataset)
+                do { sealer = try self.sealer(keyID, dataset: dataset) } catch {
+                    // A read needs the key only for the records it opens: listing and counting still work,
+                    // and each open reports the missing or locked key itself.
+                    guard !writing, error.code == .keyUnavailable || error.code == .locked else { throw error }
+                }
             } else if writing {
                 sealer = try fileQueue.sync { () throws -> RecordSealer in
                     if let keyID = state.withLock({ $0.manifest.datasets[dataset]?.keyID }) {
@@ -292,8 +307,8 @@ public final class Vault: Sendable {
             }
         }
         return Access(
-            dataset: dataset, declaration: declaration, pool: try pool(for: declaration.backup), sealer: sealer,
-            table: VaultFiles.table(dataset))
+            dataset: dataset, declaration: declaration, pool: try pool(for: declaration.backup), sealed: sealed,
+            sealer: sealer, table: VaultFiles.table(dataset))
     }
 
     private func createKey() throws(VaultError) -> StoredKey {
@@ -400,7 +415,7 @@ public final class Vault: Sendable {
             var entry =
                 manifest.datasets[access.dataset]
                 ?? VaultManifest.Entry(
-                    declaration: access.declaration, sealed: access.sealer != nil, keyID: access.sealer?.keyID,
+                    declaration: access.declaration, sealed: access.sealed, keyID: access.sealer?.keyID,
                     retiredKeyIDs: [], hasRecords: false, hasFiles: false)
             if files { entry.hasFiles = true } else { entry.hasRecords = true }
             entry.declaration = access.declaration
@@ -452,7 +467,8 @@ public final class Vault: Sendable {
         do { return try await work() } catch let error as DatabaseError {
             if !isOpen, error.code == .closed || error.code == .interrupted { try requireOpen() }
             throw VaultError(
-                code: .databaseFailed, namespace: namespace.rawValue, dataset: access.dataset,
+                code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
+                namespace: namespace.rawValue, dataset: access.dataset,
                 message: error.description,
                 underlying: error)
         }
@@ -502,7 +518,7 @@ public final class VaultRecords {
     /// Stores `value` as record `id`, replacing any record with that id.
     public func put(_ id: String, _ value: Data) throws {
         try vault.requireOpen()
-        let stored = value.withUnsafeBytes { raw in access.sealer.map { $0.seal(raw, recordID: id) } ?? Data(raw) }
+        let stored = try access.stored(value, recordID: id)
         try database.execute(
             "INSERT OR REPLACE INTO \(table) (id, value, updated_at) VALUES (?, ?, ?)",
             arguments: [id, stored, vault.clock.now().timeIntervalSince1970])
@@ -516,7 +532,7 @@ public final class VaultRecords {
         guard exists,
             let stored = try database.scalar(Data.self, "SELECT value FROM \(table) WHERE id = ?", arguments: [id])
         else { return nil }
-        guard access.declaration.classification >= .personal else { return stored }
+        guard access.sealed else { return stored }
         return try stored.withUnsafeBytes { raw throws(VaultError) -> Data in
             try vault.sealer(for: raw, access).open(raw, recordID: id, dataset: access.dataset)
         }

@@ -1,0 +1,302 @@
+import Foundation
+import KeelCore
+import KeelStore
+import KeelTesting
+import Testing
+
+/// Logout, account deletion, access revocation, and the extraction tests of MOB-DATA-002 and MOB-DATA-006.
+@Suite(.timeLimit(.minutes(1))) struct VaultDeletionTests {
+    let fixture: VaultFixture
+    init() throws { fixture = try VaultFixture() }
+
+    static let note = Data("the note only alice may read".utf8)
+    static let draft = Data("alice's unsynced draft".utf8)
+    static let token = Data("alice-session-token-9f8e7d".utf8)
+    static let photo = Data("alice's photo bytes".utf8)
+
+    /// Alice's vault with a note, a draft, a session token, a photo and a cached feed entry.
+    func fillAlice() async throws -> Vault {
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("notes", id: "n1", Self.note)
+        try await vault.put("drafts", id: "d1", Self.draft)
+        try await vault.put("session-token", id: "token", Self.token)
+        try await vault.writeFile("media", named: "p1.jpg", contents: Self.photo)
+        try await vault.put("feed-cache", id: "f1", Data("feed".utf8))
+        return vault
+    }
+
+    func keyIDs(_ namespace: VaultNamespace) throws -> Set<KeyID> {
+        Set(try fixture.keyStore.listKeys().filter { $0.namespace == namespace.rawValue }.map(\.id))
+    }
+
+    static func code(_ work: () async throws -> Void) async -> String? {
+        do {
+            try await work()
+            return nil
+        } catch let error as VaultError { return error.code.name } catch { return "\(error)" }
+    }
+
+    /// Copies the data directory (what an attacker or a backup takes) to `name`.
+    func copyData(to name: String) throws -> URL {
+        let copy = fixture.root.url(name)
+        try FileManager.default.copyItem(at: fixture.data, to: copy)
+        return copy
+    }
+
+    // MARK: - DATA-002.2
+
+    @Test func logoutDeletesCredentialsProtectedDataAndCachesAndKeepsWhatTheInventoryKeeps() async throws {
+        let vault = try await fillAlice()
+        let before = try keyIDs(vault.namespace)
+        #expect(before.count == 4)  // notes, drafts, session-token, media
+        let report = try await fixture.vaults.logout()
+        #expect(report.deletedDatasets == ["feed-cache", "media", "notes", "session-token"])
+        #expect(report.keptDatasets == ["drafts"])
+        #expect(report.shreddedKeys.count == 3)
+        #expect(try keyIDs(vault.namespace).count == 1)
+        #expect(!vault.isOpen)
+        #expect(await fixture.vaults.active == nil)
+        // What is gone is gone from disk too, not only from the API.
+        for secret in [Self.note, Self.token, Self.photo] {
+            #expect(VaultFixture.files(under: fixture.data, containing: secret).isEmpty)
+        }
+        let again = try await fixture.vaults.open(alice)
+        #expect(try await again.get("notes", id: "n1") == nil)
+        #expect(try await again.get("session-token", id: "token") == nil)
+        #expect(try await again.fileNames("media") == [])
+        #expect(try await again.get("feed-cache", id: "f1") == nil)
+        #expect(try await again.get("drafts", id: "d1") == Self.draft)  // kept, with its key
+    }
+
+    @Test func accountDeletionErasesTheNamespaceAndEveryKeyOfIt() async throws {
+        let vault = try await fillAlice()
+        _ = try await fixture.vaults.switchAccount(to: bob)
+        try await fixture.vaults.active!.put("notes", id: "b1", Data("bob".utf8))
+        let report = try await fixture.vaults.deleteAccount(alice)
+        #expect(Set(report.deletedDatasets) == ["drafts", "feed-cache", "media", "notes", "session-token"])
+        #expect(try keyIDs(vault.namespace).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: vault.directory.path))
+        #expect(fixture.vaults.namespaces() == [VaultNamespace(bob)])
+        // Bob is untouched.
+        #expect(try await fixture.vaults.active!.get("notes", id: "b1") == Data("bob".utf8))
+        // Deleting the active account closes its vault first.
+        let bobVault = try #require(await fixture.vaults.active)
+        try await fixture.vaults.deleteAccount(bob)
+        #expect(!bobVault.isOpen)
+        #expect(fixture.vaults.namespaces() == [])
+        #expect(try fixture.keyStore.listKeys().isEmpty)
+    }
+
+    @Test func accessRevocationDeletesWhatItsTriggerNames() async throws {
+        _ = try await fillAlice()
+        let report = try await fixture.vaults.revokeAccess(alice)
+        #expect(report.deletedDatasets == ["feed-cache", "media", "session-token"])
+        #expect(report.keptDatasets == ["drafts", "notes"])
+        let again = try await fixture.vaults.open(alice)
+        #expect(try await again.get("session-token", id: "token") == nil)
+        #expect(try await again.get("notes", id: "n1") == Self.note)
+    }
+
+    // MARK: - DATA-002.1 extraction of a locked device and of a backup
+
+    @Test func filesCopiedBeforeLogoutAreUnreadableAfterIt() async throws {
+        _ = try await fillAlice()
+        await fixture.vaults.close()
+        let copy = try copyData(to: "stolen-before-logout")
+        _ = try await fixture.vaults.open(alice)
+        try await fixture.vaults.logout()
+        // Everything left on the device: the same key store. The copied files: the whole data directory.
+        let attacker = try Vaults(dataDirectory: copy, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
+        let vault = try await attacker.open(alice)
+        for dataset in ["notes", "session-token"] {
+            let code = await Self.code { _ = try await vault.get(dataset, id: dataset == "notes" ? "n1" : "token") }
+            #expect(code == "keyUnavailable", "\(dataset)")
+        }
+        #expect(await Self.code { _ = try await vault.readFile("media", named: "p1.jpg") } == "keyUnavailable")
+        for secret in [Self.note, Self.token, Self.photo, Self.draft] {
+            #expect(VaultFixture.files(under: copy, containing: secret).isEmpty)
+        }
+    }
+
+    @Test func filesCopiedFromALockedDeviceAreUnreadable() async throws {
+        _ = try await fillAlice()
+        await fixture.vaults.close()
+        fixture.keyStore.lock()
+        let copy = try copyData(to: "stolen-while-locked")
+        let attacker = try Vaults(dataDirectory: copy, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
+        let vault = try await attacker.open(alice)
+        #expect(await Self.code { _ = try await vault.get("notes", id: "n1") } == "locked")
+        #expect(await Self.code { _ = try await vault.readFile("media", named: "p1.jpg") } == "locked")
+        // A write while locked creates no key and no data.
+        #expect(await Self.code { try await vault.put("notes", id: "n2", Data("x".utf8)) } == "locked")
+        for secret in [Self.note, Self.token, Self.photo, Self.draft] {
+            #expect(VaultFixture.files(under: copy, containing: secret).isEmpty)
+        }
+        fixture.keyStore.unlock()
+        #expect(try await vault.get("notes", id: "n1") == Self.note)  // the same files, once unlocked
+    }
+
+    @Test func aBackupOnAnotherDeviceIsUnreadableWithoutTheKeys() async throws {
+        _ = try await fillAlice()
+        await fixture.vaults.close()
+        let copy = try copyData(to: "backup")
+        let otherDevice = try FileKeyStore(directory: fixture.root.url("other-keys"), dataDirectories: [copy])
+        let restored = try Vaults(dataDirectory: copy, keyStore: otherDevice, inventory: VaultFixture.inventory)
+        let vault = try await restored.open(alice)
+        #expect(await Self.code { _ = try await vault.get("notes", id: "n1") } == "keyUnavailable")
+        // No new key is created over data whose key is missing.
+        #expect(await Self.code { try await vault.put("notes", id: "n9", Data("x".utf8)) } == "keyUnavailable")
+        #expect(try otherDevice.listKeys().isEmpty)
+    }
+
+    // MARK: - DATA-002.3 the key is never stored next to the data
+
+    @Test func noKeyMaterialAnywhereUnderTheDataDirectory() async throws {
+        _ = try await fillAlice()
+        _ = try await fixture.vaults.switchAccount(to: bob)
+        try await fixture.vaults.active!.put("notes", id: "b1", Data("bob".utf8))
+        await fixture.vaults.close()
+        let listings = try fixture.keyStore.listKeys()
+        #expect(listings.count == 5)
+        let files = VaultFixture.files(under: fixture.data)
+        #expect(!files.isEmpty)
+        for listing in listings {
+            let key = try #require(try fixture.keyStore.key(listing.id))
+            let bytes = key.withKeyBytes { Data($0) }
+            // Every 16-byte window of the key would do for an attacker; look for both halves.
+            for half in [bytes.prefix(16), bytes.suffix(16)] {
+                #expect(!files.contains { $0.bytes.range(of: half) != nil }, "key \(listing.id) found in the data")
+            }
+        }
+        // And the store refuses to be put there in the first place.
+        #expect(throws: KeyStoreError.self) {
+            try FileKeyStore(directory: fixture.data.appendingPathComponent("keys"), dataDirectories: [fixture.data])
+        }
+        #expect(throws: KeyStoreError.self) {
+            let inside = try FileKeyStore(directory: fixture.root.url("data-keys"), dataDirectories: [])
+            _ = try Vaults(
+                dataDirectory: fixture.root.url("data-keys/app"), keyStore: inside, inventory: VaultFixture.inventory)
+        }
+    }
+
+    // MARK: - DATA-006.3 extraction of two accounts' namespaces and keys
+
+    @Test func twoAccountsOnOneDeviceShareNoKeyAndNoPlaintext() async throws {
+        let a = try await fillAlice()
+        let bobNote = Data("bob's note, not for alice".utf8)
+        let b = try await fixture.vaults.switchAccount(to: bob)
+        try await b.put("notes", id: "n1", bobNote)
+        try await b.put("session-token", id: "token", Data("bob-token".utf8))
+        await fixture.vaults.close()
+        #expect(try keyIDs(a.namespace).isDisjoint(with: try keyIDs(b.namespace)))
+        // No file of alice's namespace holds bob's plaintext, and the reverse.
+        #expect(VaultFixture.files(under: a.directory, containing: bobNote).isEmpty)
+        #expect(VaultFixture.files(under: b.directory, containing: Self.note).isEmpty)
+        // Bob's keys open none of alice's records: alice's envelopes stored as bob's records.
+        let aliceDB = try DatabasePool(path: a.directory.appendingPathComponent("include.sqlite").path)
+        let aliceRows = try await aliceDB.read { db in
+            try db.rows(#"SELECT id, value FROM "records.notes""#).map {
+                ($0.get("id", as: String.self)!, $0.get("value", as: Data.self)!)
+            }
+        }
+        await aliceDB.close()
+        let bobDB = try DatabasePool(path: b.directory.appendingPathComponent("include.sqlite").path)
+        try await bobDB.write { db in
+            for (id, value) in aliceRows {
+                try db.execute(
+                    #"INSERT OR REPLACE INTO "records.notes" (id, value, updated_at) VALUES (?, ?, 0)"#,
+                    arguments: [id, value])
+            }
+        }
+        await bobDB.close()
+        let b2 = try await fixture.vaults.open(bob)
+        for (id, _) in aliceRows {
+            #expect(await Self.code { _ = try await b2.get("notes", id: id) } == "cannotOpen")
+        }
+    }
+
+    // MARK: - Keys that outlive the data, keys that go missing
+
+    @Test func keysLeftByAnEarlierInstallationAreTreatedAsAbsentAndDeleted() async throws {
+        let vault = try await fillAlice()
+        await fixture.vaults.close()
+        let stale = try keyIDs(vault.namespace)
+        #expect(!stale.isEmpty)
+        // Uninstall: the data directory goes, the key store (a Keychain) stays.
+        try FileManager.default.removeItem(at: fixture.data)
+        let reinstalled = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
+        let fresh = try await reinstalled.open(alice)
+        #expect(try keyIDs(fresh.namespace).isEmpty)
+        #expect(try await fresh.get("notes", id: "n1") == nil)
+        try await fresh.put("notes", id: "n1", Data("new".utf8))
+        #expect(try keyIDs(fresh.namespace).isDisjoint(with: stale))
+    }
+
+    @Test func aMissingKeyKeepsTheCiphertextAndReplacingItIsExplicit() async throws {
+        let vault = try await fillAlice()
+        await fixture.vaults.close()
+        for id in try keyIDs(vault.namespace) { try fixture.keyStore.delete(id) }
+        let reopened = try await fixture.vaults.open(alice)
+        #expect(await Self.code { _ = try await reopened.get("notes", id: "n1") } == "keyUnavailable")
+        #expect(await Self.code { try await reopened.put("notes", id: "n2", Data()) } == "keyUnavailable")
+        #expect(try await reopened.read("notes") { try $0.ids() } == ["n1"])  // the ciphertext is still there
+        try await reopened.replaceUnavailableKey("notes")
+        try await reopened.put("notes", id: "n2", Data("re-downloaded".utf8))
+        #expect(try await reopened.get("notes", id: "n2") == Data("re-downloaded".utf8))
+        #expect(await Self.code { _ = try await reopened.get("notes", id: "n1") } == "keyUnavailable")
+        #expect(try await reopened.read("notes") { try $0.ids() } == ["n1", "n2"])
+        // An available key is never replaced.
+        #expect(await Self.code { try await reopened.replaceUnavailableKey("notes") } == "misplaced")
+    }
+
+    @Test func aLogoutInterruptedByAnUnavailableKeyStoreIsFinishedBeforeTheVaultIsUsedAgain() async throws {
+        _ = try await fillAlice()
+        let moved = fixture.root.url("keys-away")
+        try FileManager.default.moveItem(at: fixture.keys, to: moved)
+        #expect(await Self.code { try await fixture.vaults.logout() } == "keyStoreFailed")
+        try FileManager.default.moveItem(at: moved, to: fixture.keys)
+        let vault = try await fixture.vaults.open(alice)
+        #expect(try await vault.get("notes", id: "n1") == nil)
+        #expect(try await vault.get("session-token", id: "token") == nil)
+        #expect(try await vault.get("drafts", id: "d1") == Self.draft)
+        #expect(VaultFixture.files(under: fixture.data, containing: Self.token).isEmpty)
+    }
+
+    // MARK: - Bad input
+
+    @Test func damagedVaultsAreTypedErrorsAndNothingIsDeleted() async throws {
+        let vault = try await fillAlice()
+        await fixture.vaults.close()
+        let manifest = vault.directory.appendingPathComponent("vault.json")
+        let original = try Data(contentsOf: manifest)
+        try Data("{ not json".utf8).write(to: manifest)
+        #expect(await Self.code { _ = try await fixture.vaults.open(alice) } == "damaged")
+        try FileManager.default.removeItem(at: manifest)
+        #expect(await Self.code { _ = try await fixture.vaults.open(alice) } == "damaged")
+        #expect(try fixture.keyStore.listKeys().count == 4)  // data without a manifest never passes for new
+        try original.write(to: manifest)
+        // A database file that is not SQLite.
+        let database = vault.directory.appendingPathComponent("include.sqlite")
+        let saved = try Data(contentsOf: database)
+        try Data(repeating: 0x5A, count: 8192).write(to: database)
+        let reopened = try await fixture.vaults.open(alice)
+        let damagedCode = await Self.code { _ = try await reopened.get("notes", id: "n1") }
+        #expect(damagedCode == "damaged")
+        #expect(try Data(contentsOf: database) == Data(repeating: 0x5A, count: 8192))
+        await fixture.vaults.close()
+        try saved.write(to: database)
+        // The vault directory replaced by a file.
+        let aside = fixture.root.url("aside")
+        try FileManager.default.moveItem(at: vault.directory, to: aside)
+        try Data("x".utf8).write(to: vault.directory)
+        #expect(await Self.code { _ = try await fixture.vaults.open(alice) } == "damaged")
+        #expect(try Data(contentsOf: vault.directory) == Data("x".utf8))
+        // A data directory that is a file.
+        let file = fixture.root.url("a-file")
+        try Data().write(to: file)
+        #expect(throws: VaultError.self) {
+            try Vaults(dataDirectory: file, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
+        }
+    }
+}
