@@ -53,7 +53,10 @@
             let context = take(openers, encrypting: false)
             defer { openers.withLock { $0.append(context) } }
             var written: Int32 = 0
-            var tag = [UInt8](UnsafeRawBufferPointer(rebasing: sealed[ciphertextLength...]))
+            // OpenSSL copies the expected tag; it never writes through this pointer.
+            let tag =
+                UnsafeMutablePointer(mutating: sealed.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                + ciphertextLength
             let base = output.baseAddress?.assumingMemoryBound(to: UInt8.self)
             let opened =
                 EVP_DecryptInit_ex(context, nil, nil, nil, nonce.baseAddress!.assumingMemoryBound(to: UInt8.self))
@@ -66,7 +69,7 @@
                     || EVP_DecryptUpdate(
                         context, base, &written, sealed.baseAddress!.assumingMemoryBound(to: UInt8.self),
                         Int32(ciphertextLength)) == 1)
-                && keel_evp_gcm_set_tag(context, &tag, Int32(AESGCM.tagLength)) == 1
+                && keel_evp_gcm_set_tag(context, tag, Int32(AESGCM.tagLength)) == 1
                 && EVP_DecryptFinal_ex(context, base.map { $0 + ciphertextLength } ?? nil, &written) == 1
             if !opened {
                 // The plaintext written before the tag was checked is unauthenticated: never hand it out.

@@ -19,6 +19,8 @@ enum KeelBench {
         StoreBenchmarks.read,
         StoreBenchmarks.transactions,
         StoreBenchmarks.backfill,
+        VaultBenchmarks.insert,
+        VaultBenchmarks.read,
         JournalBenchmarks.write,
     ]
 

@@ -86,6 +86,12 @@ final class RecordSealer: Sendable {
         return plaintext
     }
 
+    /// Whether `envelope` names this sealer's key (a version-1 envelope), without allocating.
+    func sealed(_ envelope: UnsafeRawBufferPointer) -> Bool {
+        envelope.count >= Self.overhead && envelope[0] == Self.version
+            && UnsafeRawBufferPointer(rebasing: envelope[1..<17]).elementsEqual(keyIDBytes)
+    }
+
     /// The key id an envelope names, or nil when it is not a version-1 envelope.
     static func keyID(of envelope: UnsafeRawBufferPointer) -> KeyID? {
         guard envelope.count >= overhead, envelope[0] == version else { return nil }

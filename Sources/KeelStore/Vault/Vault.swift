@@ -246,6 +246,27 @@ public final class Vault: Sendable {
         /// The current key's sealer: always present for a write to a sealed dataset.
         let sealer: RecordSealer?
         let table: String
+        /// The records statements, built once per access (quoting and interpolation per call would cost
+        /// more than the seal).
+        let insertSQL: String
+        let selectSQL: String
+        let deleteSQL: String
+
+        init(
+            dataset: String, declaration: Dataset, pool: DatabasePool, sealed: Bool, sealer: RecordSealer?,
+            table: String
+        ) {
+            self.dataset = dataset
+            self.declaration = declaration
+            self.pool = pool
+            self.sealed = sealed
+            self.sealer = sealer
+            self.table = table
+            let quoted = DataStore.quoted(table)
+            insertSQL = "INSERT OR REPLACE INTO \(quoted) (id, value, updated_at) VALUES (?, ?, ?)"
+            selectSQL = "SELECT value FROM \(quoted) WHERE id = ?"
+            deleteSQL = "DELETE FROM \(quoted) WHERE id = ?"
+        }
 
         /// `plaintext` as it is stored: sealed when the dataset is (never plain by accident).
         func stored(_ plaintext: Data, recordID: String) throws(VaultError) -> Data {
@@ -338,9 +359,7 @@ public final class Vault: Sendable {
 
     /// The sealer that opens `envelope` (the current key or a retired one).
     func sealer(for envelope: UnsafeRawBufferPointer, _ access: Access) throws(VaultError) -> RecordSealer {
-        if let current = access.sealer, let id = RecordSealer.keyID(of: envelope), id == current.keyID {
-            return current
-        }
+        if let current = access.sealer, current.sealed(envelope) { return current }
         guard let id = RecordSealer.keyID(of: envelope),
             state.withLock({ $0.manifest.datasets[access.dataset]?.allKeyIDs.contains(id) ?? false })
         else {
@@ -519,9 +538,7 @@ public final class VaultRecords {
     public func put(_ id: String, _ value: Data) throws {
         try vault.requireOpen()
         let stored = try access.stored(value, recordID: id)
-        try database.execute(
-            "INSERT OR REPLACE INTO \(table) (id, value, updated_at) VALUES (?, ?, ?)",
-            arguments: [id, stored, vault.clock.now().timeIntervalSince1970])
+        try database.execute(access.insertSQL, arguments: [id, stored, vault.clock.now().timeIntervalSince1970])
     }
 
     /// Record `id`, opened, or nil when there is none.
@@ -529,9 +546,7 @@ public final class VaultRecords {
     /// - Throws: ``VaultError`` `cannotOpen` when the stored bytes are not a record sealed for this account,
     ///   dataset and id; `keyUnavailable` when its key is gone.
     public func get(_ id: String) throws -> Data? {
-        guard exists,
-            let stored = try database.scalar(Data.self, "SELECT value FROM \(table) WHERE id = ?", arguments: [id])
-        else { return nil }
+        guard exists, let stored = try database.scalar(Data.self, access.selectSQL, arguments: [id]) else { return nil }
         guard access.sealed else { return stored }
         return try stored.withUnsafeBytes { raw throws(VaultError) -> Data in
             try vault.sealer(for: raw, access).open(raw, recordID: id, dataset: access.dataset)
@@ -542,7 +557,7 @@ public final class VaultRecords {
     public func delete(_ id: String) throws {
         guard exists else { return }
         try vault.requireOpen()
-        try database.execute("DELETE FROM \(table) WHERE id = ?", arguments: [id])
+        try database.execute(access.deleteSQL, arguments: [id])
     }
 
     /// Every record id, sorted.
