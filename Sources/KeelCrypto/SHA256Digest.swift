@@ -27,14 +27,5 @@ package enum SHA256Digest {
     }
 
     /// The lowercase hex digest of `bytes`, as `shasum -a 256` prints it.
-    package static func hex(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(64)
-        for byte in Self.bytes(bytes) {
-            text.append(alphabet[Int(byte >> 4)])
-            text.append(alphabet[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    package static func hex(_ bytes: [UInt8]) -> String { Hex.encode(Self.bytes(bytes)) }
 }

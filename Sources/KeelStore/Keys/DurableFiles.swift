@@ -1,3 +1,5 @@
+import KeelCrypto
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
