@@ -68,7 +68,7 @@ import Testing
         #expect(refused(keys, [root.url("innocent")]) == false)
         // Beside it is fine.
         #expect(!refused(keys, [data]))
-        #expect(DurableFilesProbe.exists(keys))
+        #expect(FileManager.default.fileExists(atPath: keys.path))
     }
 
     @Test func aDamagedKeyFileIsReportedAndLeftAlone() throws {
@@ -153,8 +153,4 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: keys.path))
     }
-}
-
-enum DurableFilesProbe {
-    static func exists(_ url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
 }

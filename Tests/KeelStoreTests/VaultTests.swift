@@ -305,10 +305,9 @@ func account(_ raw: String) -> AccountID {
 
 /// A one-shot signal between a task and the test.
 final class AsyncGate: @unchecked Sendable {
-    // @unchecked Sendable: `state` is only touched under `lock`.
+    // @unchecked Sendable: `storage` is only touched under `lock`.
     private let lock = NSLock()
     private var storage: (open: Bool, waiters: [CheckedContinuation<Void, Never>]) = (false, [])
-    private var state: AsyncGate { self }
 
     private func withLock<R>(_ body: (inout (open: Bool, waiters: [CheckedContinuation<Void, Never>])) -> R) -> R {
         lock.lock()
@@ -317,7 +316,7 @@ final class AsyncGate: @unchecked Sendable {
     }
 
     func open() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = withLock { state -> [CheckedContinuation<Void, Never>] in
             state.open = true
             defer { state.waiters = [] }
             return state.waiters
@@ -327,7 +326,7 @@ final class AsyncGate: @unchecked Sendable {
 
     func wait() async {
         await withCheckedContinuation { continuation in
-            let resumeNow = state.withLock { state -> Bool in
+            let resumeNow = withLock { state -> Bool in
                 if state.open { return true }
                 state.waiters.append(continuation)
                 return false

@@ -139,7 +139,7 @@ public final class Vault: Sendable {
         let access = try prepare(dataset, writing: false, file: name)
         return try await onFileQueue {
             try self.requireOpen()
-            let file = self.path + "/" + VaultFiles.filesDirectory + "/" + dataset + "/" + name
+            let file = self.filePath(dataset, name)
             let bytes: [UInt8]
             do throws(DurableFiles.Failure) { bytes = try DurableFiles.read(file, limit: Int(Int32.max)) } catch {
                 if error.isNotFound { return nil }
@@ -154,12 +154,11 @@ public final class Vault: Sendable {
 
     /// Deletes the file `name` of `dataset` (nothing when it is absent).
     public func removeFile(_ dataset: String, named name: String) async throws {
-        let access = try prepare(dataset, writing: false, file: name)
+        _ = try prepare(dataset, writing: false, file: name)  // declared, account-bound, a safe name
         try await onFileQueue {
             try self.requireOpen()
-            _ = access
             do throws(DurableFiles.Failure) {
-                try DurableFiles.remove(self.path + "/" + VaultFiles.filesDirectory + "/" + dataset + "/" + name)
+                try DurableFiles.remove(self.filePath(dataset, name))
             } catch { throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description) }
         }
     }
@@ -251,6 +250,8 @@ public final class Vault: Sendable {
         let insertSQL: String
         let selectSQL: String
         let deleteSQL: String
+        let idsSQL: String
+        let countSQL: String
 
         init(
             dataset: String, declaration: Dataset, pool: DatabasePool, sealed: Bool, sealer: RecordSealer?,
@@ -266,6 +267,8 @@ public final class Vault: Sendable {
             insertSQL = "INSERT OR REPLACE INTO \(quoted) (id, value, updated_at) VALUES (?, ?, ?)"
             selectSQL = "SELECT value FROM \(quoted) WHERE id = ?"
             deleteSQL = "DELETE FROM \(quoted) WHERE id = ?"
+            idsSQL = "SELECT id FROM \(quoted) ORDER BY id"
+            countSQL = "SELECT count(*) FROM \(quoted)"
         }
 
         /// `plaintext` as it is stored: sealed when the dataset is (never plain by accident).
@@ -471,6 +474,11 @@ public final class Vault: Sendable {
 
     static func fileRecordID(_ name: String) -> String { "file:" + name }
 
+    /// Where file `name` of `dataset` lives.
+    private func filePath(_ dataset: String, _ name: String) -> String {
+        path + "/" + VaultFiles.filesDirectory + "/" + dataset + "/" + name
+    }
+
     // MARK: - Open and closed
 
     func requireOpen() throws(VaultError) {
@@ -532,8 +540,6 @@ public final class VaultRecords {
         self.exists = exists
     }
 
-    private var table: String { DataStore.quoted(access.table) }
-
     /// Stores `value` as record `id`, replacing any record with that id.
     public func put(_ id: String, _ value: Data) throws {
         try vault.requireOpen()
@@ -563,7 +569,7 @@ public final class VaultRecords {
     /// Every record id, sorted.
     public func ids() throws -> [String] {
         guard exists else { return [] }
-        return try database.rows("SELECT id FROM \(table) ORDER BY id").compactMap { row in
+        return try database.rows(access.idsSQL).compactMap { row in
             if case .text(let id) = row.values.first { return id }
             return nil
         }
@@ -572,7 +578,7 @@ public final class VaultRecords {
     /// How many records there are.
     public func count() throws -> Int {
         guard exists else { return 0 }
-        return try database.scalar(Int.self, "SELECT count(*) FROM \(table)") ?? 0
+        return try database.scalar(Int.self, access.countSQL) ?? 0
     }
 }
 
