@@ -149,7 +149,8 @@ let package = Package(
         .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
         // Runs the built `keel` binary as a child process (swift build --build-tests builds it too).
         .testTarget(
-            name: "KeelCommandTests", dependencies: ["KeelTesting", "KeelContract"], swiftSettings: swiftSettings),
+            name: "KeelCommandTests", dependencies: ["KeelTesting", "KeelContract", "KeelStore"],
+            swiftSettings: swiftSettings),
     ]
 )
 

@@ -13,7 +13,7 @@ enum Keel {
 
     static let commands: [Command] = [
         ServeCommand.command, FaultsCommand.command, SchemaCommand.command, ContractCommand.command,
-        InventoryCommand.command, TraceCommand.command, ReleaseGateCommand.command,
+        InventoryCommand.command, VaultCommand.command, TraceCommand.command, ReleaseGateCommand.command,
     ]
 
     /// The width of the subcommand column in the usage text (the longest name and two spaces).

@@ -106,6 +106,27 @@ enum DurableFiles {
         return Array(bytes[..<total])
     }
 
+    /// The first `count` bytes of the regular file at `path` (fewer when it is shorter); a symlink is refused.
+    static func head(_ path: String, count: Int) throws(Failure) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var total = 0
+        while total < count {
+            let result = bytes.withUnsafeMutableBytes { buffer in
+                posixRead(descriptor, buffer.baseAddress! + total, count - total)
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw Failure(operation: "read", path: path, errno: errno)
+            }
+            if result == 0 { break }
+            total += result
+        }
+        return Array(bytes[..<total])
+    }
+
     /// Removes the file at `path`; true when it was there.
     @discardableResult
     static func remove(_ path: String) throws(Failure) -> Bool {

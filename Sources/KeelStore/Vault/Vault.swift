@@ -206,6 +206,18 @@ public final class Vault: Sendable {
         }
     }
 
+    /// Records that the schema migration `name` completed (during ``Vaults/open(_:)``).
+    func recordMigration(_ name: String) async throws {
+        try await onFileQueue {
+            try self.requireOpen()
+            try self.updateManifest { manifest in
+                if manifest.migrations?.contains(name) != true {
+                    manifest.migrations = (manifest.migrations ?? []) + [name]
+                }
+            }
+        }
+    }
+
     // MARK: - Keys
 
     /// Gives `dataset` a new key when its key is unavailable (a restore without keys): records sealed with

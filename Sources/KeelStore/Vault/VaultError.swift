@@ -59,6 +59,15 @@ extension ErrorCode where Domain == VaultError {
     public static var damaged: Self { Self("damaged") }
     /// The vault was written by a newer version of Keel's vault format than this app knows.
     public static var formatTooNew: Self { Self("formatTooNew") }
+    /// The vault applied ``VaultSchema`` migrations this app does not know (a newer app wrote it): it is
+    /// neither migrated nor reset. Update the app.
+    public static var schemaTooNew: Self { Self("schemaTooNew") }
+    /// The vault misses migrations this app no longer carries (``VaultSchema/retired``): it is older than
+    /// this app can migrate. Nothing was changed.
+    public static var schemaTooOld: Self { Self("schemaTooOld") }
+    /// A ``VaultSchema`` migration threw (see ``VaultError/underlying``): the vault stays closed, what the
+    /// migration committed stays, and the migration runs again at the next open.
+    public static var migrationFailed: Self { Self("migrationFailed") }
     /// The dataset cannot be kept here: an account-bound dataset in the shared store, a dataset that is
     /// not account-bound in a vault, a name or file name that is not a safe path component.
     public static var misplaced: Self { Self("misplaced") }

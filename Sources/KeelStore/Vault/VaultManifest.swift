@@ -22,6 +22,8 @@ struct VaultManifest: Codable, Equatable {
     /// A deletion that started and has not finished (a crash or an unavailable key store interrupted it):
     /// finished before the vault is used again.
     var pendingPurge: PendingPurge?
+    /// The ``VaultSchema`` migrations applied, in the order they ran (nil in a vault that never had one).
+    var migrations: [String]?
 
     struct Entry: Codable, Equatable {
         /// The declaration when the dataset was last opened (for tools and for the restore inspector).

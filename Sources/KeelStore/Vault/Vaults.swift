@@ -26,6 +26,8 @@ public actor Vaults {
     public nonisolated let keyStore: any KeyStore
     /// The declarations every dataset is checked against.
     public nonisolated let inventory: Inventory
+    /// The migrations every vault is brought up to when it opens.
+    public nonisolated let schema: VaultSchema
     private nonisolated let clock: WallClock
     private nonisolated let root: String
 
@@ -40,10 +42,14 @@ public actor Vaults {
     /// - Throws: ``VaultError`` `damaged` when `dataDirectory` or its `vaults` directory is a file;
     ///   ``KeyStoreError`` `insideDataDirectory` when `keyStore` is a ``FileKeyStore`` whose directory
     ///   overlaps the data directory.
-    public init(dataDirectory: URL, keyStore: any KeyStore, inventory: Inventory, clock: WallClock = .system) throws {
+    public init(
+        dataDirectory: URL, keyStore: any KeyStore, inventory: Inventory, schema: VaultSchema = VaultSchema(),
+        clock: WallClock = .system
+    ) throws {
         self.dataDirectory = dataDirectory
         self.keyStore = keyStore
         self.inventory = inventory
+        self.schema = schema
         self.clock = clock
         root = dataDirectory.path + "/vaults"
         if let files = keyStore as? FileKeyStore,
@@ -69,6 +75,20 @@ public actor Vaults {
             .sorted()
     }
 
+    /// Inspects every vault under the data directory against this app's inventory and schema (see
+    /// ``RestoreInspector``): run it at launch, before anything reads user data. Reads only.
+    public nonisolated func inspect() throws(VaultError) -> RestoreReport {
+        try RestoreInspector(
+            dataDirectory: dataDirectory, keyStore: keyStore, inventory: inventory, schema: schema.summary
+        )
+        .inspect()
+    }
+
+    /// What a backup of the data directory carries now (see ``BackupPlan``).
+    public nonisolated func backupPlan() throws(VaultError) -> BackupPlan {
+        try BackupPlan.compute(dataDirectory: dataDirectory, inventory: inventory, keyStore: keyStore)
+    }
+
     // MARK: - Opening and closing
 
     /// Opens `account`'s vault, creating it on first use, and makes it the active one.
@@ -79,7 +99,8 @@ public actor Vaults {
     ///
     /// - Throws: ``VaultError`` `anotherVaultOpen` while another account's vault is open (close it, or use
     ///   ``switchAccount(to:)``); `damaged` when the vault's files are inconsistent (nothing is deleted);
-    ///   `formatTooNew`.
+    ///   `formatTooNew`; `schemaTooNew` or `schemaTooOld` against ``schema`` (nothing is changed);
+    ///   `migrationFailed` when a pending migration throws (the vault stays closed).
     public func open(_ account: AccountID) async throws -> Vault {
         await acquire()
         defer { release() }
@@ -124,10 +145,38 @@ public actor Vaults {
             }
             manifest = finished
         }
+        let pending: [String]
+        switch schema.summary.state(ofApplied: manifest.migrations ?? []) {
+        case .upToDate: pending = []
+        case .pending(let names): pending = names
+        case .tooNew(let unknown):
+            throw VaultError(
+                code: .schemaTooNew, namespace: namespace.rawValue,
+                message:
+                    "the vault applied migrations this app does not know (\(unknown.joined(separator: ", "))): a newer app wrote it; nothing was changed"
+            )
+        case .tooOld(let missing):
+            throw VaultError(
+                code: .schemaTooOld, namespace: namespace.rawValue,
+                message:
+                    "the vault misses migrations this app no longer carries (\(missing.joined(separator: ", "))); nothing was changed"
+            )
+        }
         epoch += 1
         let vault = Vault(
             account: account, epoch: epoch, directory: URL(fileURLWithPath: directory), manifest: manifest,
             inventory: inventory, keyStore: keyStore, clock: clock)
+        for step in schema.steps where pending.contains(step.name) {
+            do {
+                try await step.body(vault)
+                try await vault.recordMigration(step.name)
+            } catch {
+                await vault.close()
+                throw VaultError(
+                    code: .migrationFailed, namespace: namespace.rawValue,
+                    message: "the vault migration \(step.name) failed: \(error)", underlying: error)
+            }
+        }
         active = vault
         return vault
     }
@@ -171,7 +220,8 @@ public actor Vaults {
         }
         let manifest = VaultManifest(
             format: VaultManifest.currentFormat, namespace: namespace.rawValue,
-            entanglement: Hex.encode(AESGCM.randomBytes(16)), datasets: [:], permissions: nil, pendingPurge: nil)
+            entanglement: Hex.encode(AESGCM.randomBytes(16)), datasets: [:], permissions: nil, pendingPurge: nil,
+            migrations: schema.summary.everything)
         try manifest.write(directory: directory)
         do { try DurableFiles.syncDirectory(root) } catch {
             throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)

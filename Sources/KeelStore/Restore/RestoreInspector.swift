@@ -1,0 +1,243 @@
+public import Foundation
+import KeelCrypto
+
+/// Reports, per vault, whether its data can be read on this device, before anything reads it
+/// (MOB-DATA-007): ciphertext whose key did not come along, a schema this app cannot read, credentials and
+/// permissions bound to another device, missing or damaged files. It never reports "empty and fine" when
+/// user data exists but cannot be read.
+///
+/// ```swift
+/// let report = try RestoreInspector(dataDirectory: dir, keyStore: keys, inventory: inventory,
+///                                   schema: schema.summary).inspect()
+/// for vault in report.vaults where vault.state != .normal { showRecovery(vault.recovery) }
+/// ```
+///
+/// It only reads: no file, key or database is created, changed or deleted (not even SQLite's `-shm`), so
+/// it is safe on a support copy of a device's data and in `keel vault inspect`. It reads manifests, key
+/// store entries and the first bytes of database files; it does not decrypt records.
+public struct RestoreInspector: Sendable {
+    /// The data directory (`vaults/` below it).
+    public let dataDirectory: URL
+    /// The key store of this device.
+    public let keyStore: any KeyStore
+    /// The app's inventory, when known; otherwise each vault's recorded declarations are used.
+    public let inventory: Inventory?
+    /// The app's vault migrations, when known; otherwise schemas are not compared.
+    public let schema: VaultSchema.Summary?
+
+    /// An inspector of `dataDirectory` with `keyStore`.
+    public init(
+        dataDirectory: URL, keyStore: any KeyStore, inventory: Inventory? = nil, schema: VaultSchema.Summary? = nil
+    ) {
+        self.dataDirectory = dataDirectory
+        self.keyStore = keyStore
+        self.inventory = inventory
+        self.schema = schema
+    }
+
+    /// Inspects every vault.
+    ///
+    /// - Throws: ``VaultError`` `damaged` when the data directory or its `vaults` directory is not a
+    ///   directory. A missing data directory is a fresh install.
+    public func inspect() throws(VaultError) -> RestoreReport {
+        let root = dataDirectory.path + "/vaults"
+        for directory in [dataDirectory.path, root] {
+            switch DurableFiles.kind(directory) {
+            case nil, .directory: continue
+            default:
+                throw VaultError(code: .damaged, message: "\(directory) is not a directory; nothing was changed")
+            }
+        }
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(
+            VaultNamespace.init(rawValue:)
+        ).sorted()
+        var keys: [String: Set<KeyID>] = [:]
+        if let listing = try? keyStore.listKeys() {
+            for key in listing { keys[key.namespace, default: []].insert(key.id) }
+        }
+        let identity = Result { () throws(KeyStoreError) in try keyStore.deviceIdentity(create: false) }
+        var vaults = names.map { inspect(root + "/" + $0.rawValue, namespace: $0.rawValue, identity: identity) }
+        // Keys without data: an earlier installation's (a Keychain item that outlived an uninstall).
+        for namespace in keys.keys.sorted() where !names.contains(where: { $0.rawValue == namespace }) {
+            vaults.append(VaultInspection(namespace: namespace, state: .freshInstall))
+        }
+        return RestoreReport(vaults: vaults.sorted { $0.namespace < $1.namespace })
+    }
+
+    // MARK: - One vault
+
+    private func inspect(_ directory: String, namespace: String, identity: Result<String?, KeyStoreError>)
+        -> VaultInspection
+    {
+        func whole(_ state: RestoreState, _ problem: String, _ recovery: [RecoveryPath]) -> VaultInspection {
+            VaultInspection(
+                namespace: namespace, state: state, conditions: [state], recovery: recovery, problem: problem)
+        }
+        guard DurableFiles.kind(directory) == .directory else {
+            return whole(.damaged, "\(directory) is not a directory", [.keepData, .restoreFromBackup])
+        }
+        let manifest: VaultManifest
+        do {
+            guard let read = try VaultManifest.read(directory: directory) else {
+                let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+                if entries.allSatisfy({ $0.hasPrefix(".tmp-") }) {
+                    return VaultInspection(namespace: namespace, state: .freshInstall)
+                }
+                return whole(.damaged, "data without a vault manifest", [.keepData, .restoreFromBackup])
+            }
+            manifest = read
+        } catch {
+            if error.code == .formatTooNew { return whole(.schemaTooNew, error.message, [.updateApp, .keepData]) }
+            return whole(.damaged, error.message, [.keepData, .restoreFromBackup])
+        }
+        guard manifest.namespace == namespace else {
+            return whole(
+                .damaged, "the directory holds the vault of namespace \(manifest.namespace)",
+                [.keepData, .restoreFromBackup])
+        }
+
+        var conditions: Set<RestoreState> = []
+        var pendingMigrations: [String] = []
+        if let schema {
+            switch schema.state(ofApplied: manifest.migrations ?? []) {
+            case .upToDate: break
+            case .pending(let names): pendingMigrations = names
+            case .tooNew: conditions.insert(.schemaTooNew)
+            case .tooOld: conditions.insert(.schemaTooOld)
+            }
+        }
+
+        let deleting = Set(manifest.pendingPurge?.datasets ?? [])
+        var datasets: [DatasetInspection] = []
+        for name in manifest.datasets.keys.sorted() {
+            let entry = manifest.datasets[name]!
+            let declaration = inventory?.datasets[name] ?? entry.declaration
+            var inspection = DatasetInspection(
+                name: name, readable: true, reason: nil, isCache: declaration.role.isCache,
+                isDraft: declaration.kind == .draft, isCredential: declaration.classification == .credential)
+            if deleting.contains(name) {
+                inspection.readable = false
+                inspection.reason = .pendingDeletion
+            } else if let reason = problem(of: entry, name: name, directory: directory, manifest: manifest) {
+                inspection.readable = false
+                inspection.reason = reason
+                switch reason {
+                case .damaged, .keyDamaged: conditions.insert(.damaged)
+                case .keyStoreLocked: conditions.insert(.locked)
+                case .keyUnavailable:
+                    conditions.insert(inspection.isCredential ? .credentialsMissing : .restoredWithoutKeys)
+                case .missing:
+                    if inspection.isCredential {
+                        conditions.insert(.credentialsMissing)
+                    } else if !inspection.isCache {
+                        conditions.insert(.partial)
+                    }
+                case .pendingDeletion: break
+                }
+            }
+            datasets.append(inspection)
+        }
+
+        var permissionsToRequest: [String] = []
+        if let permissions = manifest.permissions, !permissions.granted.isEmpty {
+            switch identity {
+            case .success(let current) where current == permissions.deviceIdentity: break
+            case .success: permissionsToRequest = permissions.granted
+            case .failure(let error):
+                if error.code == .locked {
+                    conditions.insert(.locked)
+                } else {
+                    permissionsToRequest = permissions.granted
+                }
+            }
+            if !permissionsToRequest.isEmpty { conditions.insert(.permissionsToRequest) }
+        }
+
+        let ordered = RestoreState.precedence.filter(conditions.contains)
+        return VaultInspection(
+            namespace: namespace, state: ordered.first ?? .normal, conditions: ordered, datasets: datasets,
+            recovery: Self.recovery(for: Set(ordered), datasets: datasets),
+            permissionsToRequest: permissionsToRequest, pendingMigrations: pendingMigrations)
+    }
+
+    /// Why `entry`'s data cannot be read, or nil when it can.
+    private func problem(of entry: VaultManifest.Entry, name: String, directory: String, manifest: VaultManifest)
+        -> DatasetInspection.Reason?
+    {
+        if entry.hasRecords {
+            let file = directory + "/" + VaultFiles.database(entry.declaration.backup)
+            switch DurableFiles.kind(file) {
+            case nil: return .missing
+            case .file:
+                guard let head = try? DurableFiles.head(file, count: 16) else { return .damaged }
+                // An empty file is a database SQLite never wrote to: the records are not there.
+                if head.isEmpty { return .missing }
+                if head != Self.sqliteHeader { return .damaged }
+            default: return .damaged
+            }
+        }
+        if entry.hasFiles {
+            switch DurableFiles.kind(directory + "/" + VaultFiles.filesDirectory + "/" + name) {
+            case nil: return .missing
+            case .directory: break
+            default: return .damaged
+            }
+        }
+        guard entry.sealed, entry.hasRecords || entry.hasFiles, let keyID = entry.keyID else { return nil }
+        do {
+            guard let key = try keyStore.key(keyID), key.namespace == manifest.namespace,
+                Hex.encode(key.entanglement) == manifest.entanglement
+            else { return .keyUnavailable }
+            return nil
+        } catch {
+            switch error.code {
+            case .locked: return .keyStoreLocked
+            case .corrupt, .wrongKeyLength: return .keyDamaged
+            default: return .keyUnavailable
+            }
+        }
+    }
+
+    /// "SQLite format 3" and a NUL: the first 16 bytes of every SQLite database.
+    private static let sqliteHeader: [UInt8] = Array("SQLite format 3\0".utf8)
+
+    /// The recovery paths of `conditions`, in the order an app should offer them.
+    static func recovery(for conditions: Set<RestoreState>, datasets: [DatasetInspection]) -> [RecoveryPath] {
+        var paths: [RecoveryPath] = []
+        func add(_ path: RecoveryPath) { if !paths.contains(path) { paths.append(path) } }
+        let unreadable = datasets.filter { !$0.readable && $0.reason != .pendingDeletion }
+        if conditions.contains(.locked) { add(.unlockDevice) }
+        if conditions.contains(.damaged) {
+            add(.keepData)
+            add(.restoreFromBackup)
+        }
+        if conditions.contains(.schemaTooNew) {
+            add(.updateApp)
+            add(.keepData)
+        }
+        if conditions.contains(.schemaTooOld) {
+            add(.keepData)
+            add(.redownloadSyncedData)
+        }
+        if conditions.contains(.restoredWithoutKeys) {
+            add(.keepCiphertext)
+            if unreadable.contains(where: { !$0.isCache && !$0.isDraft && !$0.isCredential }) {
+                add(.redownloadSyncedData)
+            }
+            if unreadable.contains(where: \.isCache) { add(.rebuildCaches) }
+            if datasets.contains(where: { $0.isDraft && $0.readable }) { add(.exportUnsyncedDrafts) }
+            add(.signInAgain)
+        }
+        if conditions.contains(.partial) {
+            add(.redownloadSyncedData)
+            if datasets.contains(where: { $0.isDraft && $0.readable }) { add(.exportUnsyncedDrafts) }
+            add(.restoreFromBackup)
+        }
+        if conditions.contains(.credentialsMissing) { add(.signInAgain) }
+        if conditions.contains(.permissionsToRequest) { add(.requestPermissions) }
+        // Caches that did not come along (or cannot be opened) are rebuilt from their sources, whatever the
+        // state: the only data that may be reset.
+        if unreadable.contains(where: \.isCache) { add(.rebuildCaches) }
+        return paths
+    }
+}

@@ -1,0 +1,401 @@
+import Foundation
+import KeelCore
+import KeelStore
+import KeelTesting
+import Testing
+
+/// Backup plans, restores onto the same and onto a new device identity, schemas and permissions after a
+/// restore, and the restore inspector (MOB-DATA-007).
+@Suite(.timeLimit(.minutes(1))) struct RestoreTests {
+    let fixture: VaultFixture
+    init() throws { fixture = try VaultFixture("keel-restore") }
+
+    static let note = Data("alice's synced note".utf8)
+    static let draft = Data("alice's unsynced draft".utf8)
+    static let token = Data("alice-session-token".utf8)
+
+    /// Alice's vault with a note, a draft, a session token, a photo, a cached feed entry and a permission
+    /// granted on this device; closed afterwards (as at the moment of a backup).
+    func fillAlice(_ vaults: Vaults? = nil) async throws {
+        let vaults = vaults ?? fixture.vaults
+        let vault = try await vaults.open(alice)
+        try await vault.put("notes", id: "n1", Self.note)
+        try await vault.put("drafts", id: "d1", Self.draft)
+        try await vault.put("session-token", id: "token", Self.token)
+        try await vault.writeFile("media", named: "p1.jpg", contents: Data("photo".utf8))
+        try await vault.put("feed-cache", id: "f1", Data("feed".utf8))
+        try await vault.recordGrantedPermission("notifications")
+        await vaults.close()
+    }
+
+    /// A new device: the files a backup carries under a fresh root, and a fresh key store (a new device
+    /// identity).
+    func newDevice(_ name: String, copying: (URL) throws -> Void) throws -> (data: URL, keys: FileKeyStore) {
+        let data = fixture.root.url(name + "-data")
+        try copying(data)
+        let keys = try FileKeyStore(directory: fixture.root.url(name + "-keys"), dataDirectories: [data])
+        return (data, keys)
+    }
+
+    func inspect(_ data: URL, _ keys: any KeyStore, schema: VaultSchema.Summary? = nil) throws -> VaultInspection {
+        let report = try RestoreInspector(
+            dataDirectory: data, keyStore: keys, inventory: VaultFixture.inventory, schema: schema
+        ).inspect()
+        try #require(report.vaults.count == 1)
+        return report.vaults[0]
+    }
+
+    static func dataset(_ vault: VaultInspection, _ name: String) -> DatasetInspection? {
+        vault.datasets.first { $0.name == name }
+    }
+
+    static func code(_ work: () async throws -> Void) async -> String? {
+        do {
+            try await work()
+            return nil
+        } catch let error as VaultError { return error.code.name } catch { return "\(error)" }
+    }
+
+    static func snapshot(_ directories: URL...) -> [String] {
+        directories.flatMap { directory in
+            VaultFixture.files(under: directory).map { "\($0.path):\($0.bytes.base64EncodedString())" }
+        }
+    }
+
+    // MARK: - The backup plan
+
+    @Test func theBackupPlanTransfersWhatTheInventoryAllowsAndNeverKeysOrDeviceOnlyData() async throws {
+        try await fillAlice()
+        try Data("the app's own file".utf8).write(to: fixture.data.appendingPathComponent("settings.plist"))
+        let plan = try fixture.vaults.backupPlan()
+        let prefix = "vaults/" + VaultNamespace(alice).rawValue + "/"
+        func item(_ path: String) -> BackupPlan.Item? { plan.items.first { $0.path == prefix + path } }
+
+        #expect(item("vault.json")?.disposition == .transferred)
+        #expect(item("include.sqlite")?.disposition == .transferred)
+        #expect(item("include.sqlite")?.datasets == ["drafts", "notes"])
+        // Transferred, but sealed with a key that stays on this device.
+        #expect(item("include.sqlite")?.sealed == true)
+        #expect(item("include.sqlite")?.opensOnAnotherDevice == false)
+        #expect(item("deviceOnly.sqlite")?.disposition == .excluded)  // the session token
+        #expect(item("exclude.sqlite")?.disposition == .recreated)  // only caches
+        #expect(item("files/media/p1.jpg")?.disposition == .recreated)
+        #expect(plan.items.first { $0.path == "settings.plist" }?.disposition == .unclassified)
+        #expect(plan.keys.contains(fixture.keys.path))
+        // Nothing of the key store is ever in the plan, and the plan holds no plaintext.
+        #expect(!plan.items.contains { $0.path.hasSuffix(".key") || $0.path.contains("device-identity") })
+
+        try plan.apply()
+        let written = try JSONDecoder().decode(
+            BackupPlan.self, from: Data(contentsOf: fixture.data.appendingPathComponent(BackupPlan.fileName)))
+        #expect(written == plan)
+        let manifest = try String(contentsOf: fixture.data.appendingPathComponent(BackupPlan.fileName), encoding: .utf8)
+        #expect(!manifest.contains("alice"))
+    }
+
+    // MARK: - DATA-007.1 platform restore and device-to-device onto a new device identity
+
+    @Test func aPlatformRestoreOntoANewDeviceIsRestoredWithoutKeysAndKeepsTheCiphertext() async throws {
+        try await fillAlice()
+        let plan = try fixture.vaults.backupPlan()
+        let device = try newDevice("restore") { try plan.copyIncluded(into: $0) }
+        // Only what the plan includes arrived: no device-only or excluded database, no cache files.
+        let arrived = VaultFixture.files(under: device.data).map(\.path)
+        #expect(arrived.allSatisfy { !$0.contains("deviceOnly.sqlite") && !$0.contains("exclude.sqlite") })
+        #expect(!arrived.contains { $0.contains("p1.jpg") })
+
+        let before = Self.snapshot(device.data)
+        let state = try inspect(device.data, device.keys)
+        #expect(Self.snapshot(device.data) == before)
+        #expect(state.state == .restoredWithoutKeys)
+        #expect(state.conditions == [.restoredWithoutKeys, .credentialsMissing, .permissionsToRequest])
+        #expect(
+            Self.dataset(state, "notes") == DatasetInspection(name: "notes", readable: false, reason: .keyUnavailable))
+        #expect(Self.dataset(state, "drafts")?.reason == .keyUnavailable)
+        #expect(Self.dataset(state, "session-token")?.reason == .missing)
+        #expect(Self.dataset(state, "feed-cache")?.reason == .missing)  // a cache: rebuilt, not recovered
+        #expect(state.permissionsToRequest == ["notifications"])
+        #expect(
+            state.recovery == [
+                .keepCiphertext, .redownloadSyncedData, .rebuildCaches, .signInAgain, .requestPermissions,
+            ])
+        #expect(try device.keys.listKeys().isEmpty)  // the inspector created nothing
+
+        // The app follows the recovery paths: the ciphertext stays; reads fail with a type, never as empty.
+        let restored = try Vaults(dataDirectory: device.data, keyStore: device.keys, inventory: VaultFixture.inventory)
+        let vault = try await restored.open(alice)
+        #expect(await Self.code { _ = try await vault.get("notes", id: "n1") } == "keyUnavailable")
+        #expect(try await vault.read("notes") { try $0.ids() } == ["n1"])
+        #expect(try vault.permissionsToRequest() == ["notifications"])
+        try await vault.replaceUnavailableKey("notes")
+        try await vault.put("notes", id: "n1-downloaded", Self.note)
+        #expect(try await vault.get("notes", id: "n1-downloaded") == Self.note)
+        #expect(await Self.code { _ = try await vault.get("notes", id: "n1") } == "keyUnavailable")
+    }
+
+    @Test func aDeviceToDeviceTransferOfEveryFileWithoutTheDeviceOnlyKeysIsReportedPerDataset() async throws {
+        try await fillAlice()
+        // A transfer that carries every file (as an Android device transfer does without rules), but no key.
+        let device = try newDevice("transfer") { try FileManager.default.copyItem(at: fixture.data, to: $0) }
+        let state = try inspect(device.data, device.keys)
+        #expect(state.state == .restoredWithoutKeys)
+        #expect(Self.dataset(state, "session-token")?.reason == .keyUnavailable)
+        #expect(state.conditions.contains(.credentialsMissing))
+        #expect(Self.dataset(state, "feed-cache")?.readable == true)  // plain, and it came along
+        #expect(Self.dataset(state, "media")?.reason == .keyUnavailable)  // sealed cache
+        #expect(state.recovery.contains(.rebuildCaches))
+        #expect(state.recovery.contains(.signInAgain))
+
+        let restored = try Vaults(dataDirectory: device.data, keyStore: device.keys, inventory: VaultFixture.inventory)
+        let vault = try await restored.open(alice)
+        #expect(await Self.code { _ = try await vault.get("session-token", id: "token") } == "keyUnavailable")
+        #expect(await Self.code { _ = try await vault.readFile("media", named: "p1.jpg") } == "keyUnavailable")
+        #expect(try await vault.get("feed-cache", id: "f1") == Data("feed".utf8))
+    }
+
+    @Test func aRestoreOntoTheSameDeviceOpensTheDataAndAsksOnlyForTheDeviceOnlyCredentials() async throws {
+        try await fillAlice()
+        let plan = try fixture.vaults.backupPlan()
+        let data = fixture.root.url("same-device-data")
+        try plan.copyIncluded(into: data)
+        // The same key store: the same device, its keys still in its Keychain.
+        let keys = try FileKeyStore(directory: fixture.keys, dataDirectories: [data])
+        let state = try inspect(data, keys)
+        #expect(state.state == .credentialsMissing)
+        #expect(state.recovery == [.signInAgain, .rebuildCaches])  // the feed and photos are downloaded again
+        #expect(state.permissionsToRequest.isEmpty)
+        let restored = try Vaults(dataDirectory: data, keyStore: keys, inventory: VaultFixture.inventory)
+        let vault = try await restored.open(alice)
+        #expect(try await vault.get("notes", id: "n1") == Self.note)
+        #expect(try await vault.get("drafts", id: "d1") == Self.draft)
+    }
+
+    // MARK: - DATA-007.2 missing key, old schema, re-requested permissions
+
+    @Test func aMissingKeyIsReportedAndNeverReadAsEmpty() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("notes", id: "n1", Self.note)
+        let notesKey = try #require(try fixture.keyStore.listKeys().first?.id)  // the only key so far
+        try await vault.put("drafts", id: "d1", Self.draft)
+        await fixture.vaults.close()
+        try fixture.keyStore.delete(notesKey)  // lost: a Keychain reset, a key store restored from elsewhere
+
+        let state = try inspect(fixture.data, fixture.keyStore)
+        #expect(state.state == .restoredWithoutKeys)
+        #expect(Self.dataset(state, "notes")?.reason == .keyUnavailable)
+        #expect(Self.dataset(state, "drafts")?.readable == true)
+        // The drafts still open: export them before anything else.
+        #expect(state.recovery == [.keepCiphertext, .redownloadSyncedData, .exportUnsyncedDrafts, .signInAgain])
+
+        let reopened = try await fixture.vaults.open(alice)
+        #expect(await Self.code { _ = try await reopened.get("notes", id: "n1") } == "keyUnavailable")
+        #expect(try await reopened.read("notes") { try $0.count() } == 1)  // the ciphertext is kept
+        #expect(try await reopened.get("drafts", id: "d1") == Self.draft)
+    }
+
+    @Test func anOldSchemaBackupIsMigratedWhenANewerAppOpensIt() async throws {
+        var v1 = VaultSchema()
+        v1.registerMigration("v1-notes") { _ in }
+        let old = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory, schema: v1)
+        let vault = try await old.open(alice)
+        try await vault.put("notes", id: "n1", Data("lower case title".utf8))
+        try await vault.put("notes", id: "n2", Data("another".utf8))
+        await old.close()
+        let data = fixture.root.url("restored-data")
+        try old.backupPlan().copyIncluded(into: data)
+
+        let runs = Locked(0)
+        var v2 = v1
+        v2.registerMigration("v2-uppercase-titles") { vault in
+            runs.withLock { $0 += 1 }
+            try await vault.write("notes") { records in
+                for id in try records.ids() {
+                    let value = try #require(try records.get(id))
+                    try records.put(id, Data(String(decoding: value, as: UTF8.self).uppercased().utf8))
+                }
+            }
+        }
+        let state = try inspect(data, fixture.keyStore, schema: v2.summary)
+        #expect(state.state == .normal)
+        #expect(state.pendingMigrations == ["v2-uppercase-titles"])
+        #expect(state.recovery.isEmpty)
+
+        let newer = try Vaults(
+            dataDirectory: data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory, schema: v2)
+        let migrated = try await newer.open(alice)
+        #expect(try await migrated.get("notes", id: "n1") == Data("LOWER CASE TITLE".utf8))
+        #expect(try await migrated.get("notes", id: "n2") == Data("ANOTHER".utf8))
+        await newer.close()
+        _ = try await newer.open(alice)
+        #expect(runs.withLock { $0 } == 1)  // recorded: never run twice
+        #expect(try inspect(data, fixture.keyStore, schema: v2.summary).pendingMigrations.isEmpty)
+    }
+
+    @Test func aNewerSchemaBackupIntoAnOlderAppIsSchemaTooNewAndUntouched() async throws {
+        var v2 = VaultSchema()
+        v2.registerMigration("v1-notes") { _ in }
+        v2.registerMigration("v2-notes-split") { _ in }
+        let newer = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory, schema: v2)
+        try await fillAlice(newer)
+        var v1 = VaultSchema()
+        v1.registerMigration("v1-notes") { _ in }
+
+        let before = Self.snapshot(fixture.data, fixture.keys)
+        let state = try inspect(fixture.data, fixture.keyStore, schema: v1.summary)
+        #expect(state.state == .schemaTooNew)
+        #expect(state.recovery == [.updateApp, .keepData])
+        let older = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory, schema: v1)
+        #expect(await Self.code { _ = try await older.open(alice) } == "schemaTooNew")
+        #expect(Self.snapshot(fixture.data, fixture.keys) == before)
+    }
+
+    @Test func aVaultOlderThanTheRetiredMigrationsIsSchemaTooOld() async throws {
+        try await fillAlice()  // no schema: no migrations applied
+        var current = VaultSchema(retired: ["v1-notes"])
+        current.registerMigration("v2-notes-split") { _ in }
+        let state = try inspect(fixture.data, fixture.keyStore, schema: current.summary)
+        #expect(state.state == .schemaTooOld)
+        #expect(state.recovery == [.keepData, .redownloadSyncedData])
+        let app = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory,
+            schema: current)
+        #expect(await Self.code { _ = try await app.open(alice) } == "schemaTooOld")
+        // A new account starts at the current schema.
+        let vault = try await app.open(bob)
+        #expect(vault.isOpen)
+    }
+
+    @Test func aFailingMigrationLeavesTheVaultClosedAndRunsAgainAtTheNextOpen() async throws {
+        try await fillAlice()
+        struct Refused: Error {}
+        let fail = Locked(true)
+        var schema = VaultSchema()
+        schema.registerMigration("v1-flaky") { vault in
+            try await vault.put("notes", id: "migrated", Data("yes".utf8))
+            if fail.withLock({ $0 }) { throw Refused() }
+        }
+        let app = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory, schema: schema)
+        #expect(await Self.code { _ = try await app.open(alice) } == "migrationFailed")
+        #expect(await app.active == nil)
+        fail.withLock { $0 = false }
+        let vault = try await app.open(alice)
+        #expect(try await vault.get("notes", id: "migrated") == Data("yes".utf8))
+        #expect(try await vault.get("notes", id: "n1") == Self.note)
+    }
+
+    @Test func permissionsGrantedOnTheOldDeviceAreRequestedAgainOnTheNewOne() async throws {
+        try await fillAlice()
+        #expect(try inspect(fixture.data, fixture.keyStore).state == .normal)  // granted here
+        let device = try newDevice("permissions") { try FileManager.default.copyItem(at: fixture.data, to: $0) }
+        let restored = try Vaults(dataDirectory: device.data, keyStore: device.keys, inventory: VaultFixture.inventory)
+        let vault = try await restored.open(alice)
+        #expect(try vault.permissionsToRequest() == ["notifications"])
+        #expect(try inspect(device.data, device.keys).permissionsToRequest == ["notifications"])
+        try await vault.recordGrantedPermission("notifications")
+        #expect(try vault.permissionsToRequest().isEmpty)
+        #expect(try inspect(device.data, device.keys).permissionsToRequest.isEmpty)
+    }
+
+    // MARK: - DATA-007.3 offline drafts kept or given an explicit result
+
+    @Test func unsyncedDraftsAreKeptOrGivenAnExplicitResult() async throws {
+        try await fillAlice()
+        let plan = try fixture.vaults.backupPlan()
+        #expect(plan.included.contains { $0.hasSuffix("include.sqlite") })  // drafts are in the backup
+
+        // Kept: restored onto the same device, the draft opens byte for byte.
+        let same = fixture.root.url("drafts-same-device")
+        try plan.copyIncluded(into: same)
+        let sameKeys = try FileKeyStore(directory: fixture.keys, dataDirectories: [same])
+        let kept = try Vaults(dataDirectory: same, keyStore: sameKeys, inventory: VaultFixture.inventory)
+        #expect(try await kept.open(alice).get("drafts", id: "d1") == Self.draft)
+
+        // An explicit result: on a new device the draft is listed as unreadable with its reason, its
+        // ciphertext is kept, and reading it fails with a type — never an empty list of drafts.
+        let device = try newDevice("drafts-new-device") { try plan.copyIncluded(into: $0) }
+        let state = try inspect(device.data, device.keys)
+        let drafts = try #require(Self.dataset(state, "drafts"))
+        #expect(drafts == DatasetInspection(name: "drafts", readable: false, reason: .keyUnavailable, isDraft: true))
+        #expect(state.recovery.first == .keepCiphertext)
+        #expect(!state.recovery.contains(.exportUnsyncedDrafts))  // they cannot be read here
+        let restored = try Vaults(dataDirectory: device.data, keyStore: device.keys, inventory: VaultFixture.inventory)
+        let vault = try await restored.open(alice)
+        #expect(await Self.code { _ = try await vault.get("drafts", id: "d1") } == "keyUnavailable")
+        #expect(try await vault.read("drafts") { try $0.ids() } == ["d1"])
+        // Logout keeps them too (their deletion triggers do not include logout), sealed.
+        try await restored.logout()
+        #expect(try inspect(device.data, device.keys).datasets.map(\.name).contains("drafts"))
+    }
+
+    // MARK: - Fresh installs and bad input
+
+    @Test func anEmptyOrMissingDataDirectoryIsAFreshInstallAndKeysWithoutDataAreLeftovers() async throws {
+        let missing = RestoreInspector(dataDirectory: fixture.root.url("nothing"), keyStore: fixture.keyStore)
+        #expect(try missing.inspect().isFreshInstall)
+        #expect(try missing.inspect().vaults.isEmpty)
+
+        try await fillAlice()
+        // The data is gone (an uninstall) but the keys outlived it (a Keychain).
+        try FileManager.default.removeItem(at: fixture.data)
+        let report = try RestoreInspector(dataDirectory: fixture.data, keyStore: fixture.keyStore).inspect()
+        #expect(report.vaults.map(\.state) == [.freshInstall])
+        #expect(report.isFreshInstall && !report.needsRecovery)
+    }
+
+    @Test func damagedAndMissingFilesAreReportedAndNothingIsChanged() async throws {
+        try await fillAlice()
+        let vaultDirectory = fixture.data.appendingPathComponent("vaults/" + VaultNamespace(alice).rawValue)
+        // A draft dataset whose files were lost: partial (source of truth) with its recovery paths.
+        let partialCopy = try newDevice("partial") { try FileManager.default.copyItem(at: fixture.data, to: $0) }
+        let partialVault = partialCopy.data.appendingPathComponent("vaults/" + VaultNamespace(alice).rawValue)
+        try FileManager.default.removeItem(at: partialVault.appendingPathComponent("include.sqlite"))
+        let partial = try inspect(partialCopy.data, fixture.keyStore)
+        #expect(partial.conditions.contains(.partial))
+        #expect(Self.dataset(partial, "notes")?.reason == .missing)
+
+        // A database that is not SQLite, then a damaged key file, then a vault directory that is a file.
+        let notSQLite = vaultDirectory.appendingPathComponent("deviceOnly.sqlite")
+        try Data("this is not a database at all".utf8).write(to: notSQLite)
+        var before = Self.snapshot(fixture.data, fixture.keys)
+        var state = try inspect(fixture.data, fixture.keyStore)
+        #expect(state.state == .damaged)
+        #expect(Self.dataset(state, "session-token")?.reason == .damaged)
+        #expect(state.recovery.prefix(2) == [.keepData, .restoreFromBackup])
+        #expect(Self.snapshot(fixture.data, fixture.keys) == before)
+
+        let keyFile = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: fixture.keys.path).first { $0.hasSuffix(".key") })
+        var bytes = try Data(contentsOf: fixture.keys.appendingPathComponent(keyFile))
+        bytes[bytes.count - 1] ^= 0xFF
+        try bytes.write(to: fixture.keys.appendingPathComponent(keyFile))
+        before = Self.snapshot(fixture.data, fixture.keys)
+        state = try inspect(fixture.data, fixture.keyStore)
+        #expect(state.datasets.contains { $0.reason == .keyDamaged })
+        #expect(Self.snapshot(fixture.data, fixture.keys) == before)
+
+        try FileManager.default.removeItem(at: vaultDirectory)
+        try Data("a file where the vault was".utf8).write(to: vaultDirectory)
+        state = try inspect(fixture.data, fixture.keyStore)
+        #expect(state.state == .damaged)
+        #expect(state.problem?.contains("not a directory") == true)
+        #expect(FileManager.default.fileExists(atPath: vaultDirectory.path))
+
+        // A locked key store is its own state: inspect again after unlock.
+        fixture.keyStore.lock()
+        let locked = try inspect(partialCopy.data, fixture.keyStore)
+        #expect(locked.conditions.contains(.locked))
+        #expect(locked.recovery.first == .unlockDevice)
+        fixture.keyStore.unlock()
+
+        // A data directory that is a file is bad input, not a fresh install.
+        let file = fixture.root.url("a-file")
+        try Data("x".utf8).write(to: file)
+        #expect(throws: VaultError.self) {
+            try RestoreInspector(dataDirectory: file, keyStore: fixture.keyStore).inspect()
+        }
+    }
+}
