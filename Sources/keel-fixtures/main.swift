@@ -10,6 +10,9 @@
 //     inserts a row into table `t` inside a write transaction, prints "holding", and keeps the
 //     transaction (and SQLite's write lock) open until a line arrives on stdin, then commits and
 //     prints "released" — so tests can contend with a lock held by another process, or kill it
+//   keel-fixtures vault-logout --data DIR --keys DIR
+//     opens alice@example.com's vault (VaultInventory) and logs out, printing "shredded <key id>" after
+//     each key it deletes and waiting for a line on stdin before going on; then "logged out <datasets>"
 //   keel-fixtures journal-send      --journal PATH --server URL --key KEY
 //     sends a keyed POST /mutations (operation id "outbox-1") through a client with an SQLite operation
 //     journal, printing "sending" once the entry is on disk; the test kills it while the server stalls
@@ -55,6 +58,41 @@ struct AnnouncingJournal: OperationJournal {
     }
     func unresolved() async throws -> [JournalEntry] { try await journal.unresolved() }
     func entry(_ operationID: String) async throws -> JournalEntry? { try await journal.entry(operationID) }
+}
+
+/// A key store that stops after each key it deletes until a line arrives on stdin, having said which
+/// (so a test can kill the process in the middle of a logout, between two shreds).
+final class PausingKeyStore: KeyStore {
+    let base: FileKeyStore
+    init(_ base: FileKeyStore) { self.base = base }
+    var isLocked: Bool { base.isLocked }
+    func key(_ id: KeyID) throws(KeyStoreError) -> StoredKey? { try base.key(id) }
+    func add(_ key: StoredKey) throws(KeyStoreError) { try base.add(key) }
+    func listKeys() throws(KeyStoreError) -> [KeyListing] { try base.listKeys() }
+    func deviceIdentity(create: Bool) throws(KeyStoreError) -> String? { try base.deviceIdentity(create: create) }
+    func delete(_ id: KeyID) throws(KeyStoreError) {
+        try base.delete(id)
+        FileHandle.standardOutput.write(Data("shredded \(id)\n".utf8))
+        _ = readLine()
+    }
+}
+
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "vault-logout" {
+    guard let data = value("data"), let keys = value("keys") else {
+        fail("usage: keel-fixtures vault-logout --data DIR --keys DIR")
+    }
+    do {
+        let dataURL = URL(fileURLWithPath: data)
+        let store = PausingKeyStore(
+            try FileKeyStore(directory: URL(fileURLWithPath: keys), dataDirectories: [dataURL], create: false))
+        let vaults = try Vaults(dataDirectory: dataURL, keyStore: store, inventory: VaultInventory.inventory)
+        _ = try await vaults.open(try AccountID("alice@example.com"))
+        let report = try await vaults.logout()
+        print("logged out \(report.deletedDatasets.joined(separator: ","))")
+    } catch {
+        fail("\(error)")
+    }
+    exit(0)
 }
 
 if CommandLine.arguments.count > 1, CommandLine.arguments[1].hasPrefix("journal-") {

@@ -263,6 +263,55 @@ import Testing
         #expect(VaultFixture.files(under: fixture.data, containing: Self.token).isEmpty)
     }
 
+    /// A real process logging out is killed with SIGKILL after its first, second and third shredded key,
+    /// and once while it drops the tables: every time, the next open finishes the logout before the vault
+    /// is used, and the kept draft survives.
+    @Test(.timeLimit(.minutes(2))) func aLogoutKilledWithSIGKILLIsFinishedAtTheNextOpen() async throws {
+        for moment in 1...4 {
+            let fixture = try VaultFixture("keel-vault-kill")
+            let vault = try await fixture.vaults.open(alice)
+            try await vault.put("notes", id: "n1", Self.note)
+            try await vault.put("drafts", id: "d1", Self.draft)
+            try await vault.put("session-token", id: "token", Self.token)
+            try await vault.writeFile("media", named: "p1.jpg", contents: Self.photo)
+            try await vault.put("feed-cache", id: "f1", Data("feed".utf8))
+            await fixture.vaults.close()
+            let keysBefore = try fixture.keyStore.listKeys().count
+
+            let child = try ChildProcess.launch(
+                product: "keel-fixtures",
+                arguments: ["vault-logout", "--data", fixture.data.path, "--keys", fixture.keys.path])
+            var shredded = 0
+            while shredded < min(moment, 3) {
+                guard let line = try await child.nextLine(timeout: .seconds(60)) else { break }
+                guard line.hasPrefix("shredded ") else { continue }
+                shredded += 1
+                if shredded < min(moment, 3) { try child.writeLine("go") }
+            }
+            if moment == 4 {
+                // Past the last shred: the kill lands in the table drops, the checkpoint or the manifest.
+                try child.writeLine("go")
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            child.kill()
+            let ended = try await child.waitForExit()
+            #expect(
+                ended == .signaled(ChildProcess.Signal.kill) || (moment == 4 && ended == .exited(0)),
+                "moment \(moment): \(ended); \(child.output(of: .standardError))")
+            #expect(shredded == min(moment, 3), "moment \(moment): \(child.output(of: .standardOutput))")
+
+            let reopened = try await fixture.vaults.open(alice)
+            #expect(try await reopened.get("notes", id: "n1") == nil, "moment \(moment)")
+            #expect(try await reopened.get("session-token", id: "token") == nil, "moment \(moment)")
+            #expect(try await reopened.get("feed-cache", id: "f1") == nil, "moment \(moment)")
+            #expect(try await reopened.fileNames("media").isEmpty, "moment \(moment)")
+            #expect(try await reopened.get("drafts", id: "d1") == Self.draft, "moment \(moment)")
+            // Only the draft's key is left.
+            #expect(keysBefore == 4)
+            #expect(try fixture.keyStore.listKeys().count == 1, "moment \(moment)")
+        }
+    }
+
     // MARK: - Bad input
 
     @Test func damagedVaultsAreTypedErrorsAndNothingIsDeleted() async throws {

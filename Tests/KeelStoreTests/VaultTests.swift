@@ -1,6 +1,7 @@
 import Foundation
 import KeelCore
 import KeelStore
+import KeelStoreFixtures
 import KeelTesting
 import Testing
 
@@ -13,39 +14,7 @@ struct VaultFixture {
     var data: URL { root.url("data") }
     var keys: URL { root.url("keys") }
 
-    static let inventory: Inventory = {
-        let everything: Set<Dataset.DeletionTrigger> = [.logout, .accountDeletion, .accessRevocation]
-        // A fixed, valid declaration list: a refusal here is a bug in the fixture itself.
-        do {
-            return try Inventory([
-                Dataset(
-                    name: "notes", purpose: "The user's notes", kind: .keyValue, classification: .personal,
-                    isAccountBound: true, retention: .untilEvent, backup: .include,
-                    deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth),
-                Dataset(
-                    name: "drafts", purpose: "Unsynced drafts the user keeps across sign-out", kind: .draft,
-                    classification: .personal, isAccountBound: true, retention: .untilEvent, backup: .include,
-                    deletionTriggers: [.accountDeletion], role: .sourceOfTruth),
-                Dataset(
-                    name: "session-token", purpose: "Signs API calls", kind: .keyValue, classification: .credential,
-                    isAccountBound: true, retention: .untilEvent, backup: .deviceOnly, deletionTriggers: everything,
-                    role: .sourceOfTruth),
-                Dataset(
-                    name: "media", purpose: "Photos attached to notes", kind: .mediaDirectory,
-                    classification: .sensitive,
-                    isAccountBound: true, retention: .untilEvent, backup: .exclude, deletionTriggers: everything,
-                    role: .cache(rebuiltFrom: "GET /media")),
-                Dataset(
-                    name: "feed-cache", purpose: "The account's feed, for offline reading", kind: .cache,
-                    classification: .internal, isAccountBound: true, retention: .untilEvent, backup: .exclude,
-                    deletionTriggers: everything, role: .cache(rebuiltFrom: "GET /feed")),
-                Dataset(
-                    name: "catalog", purpose: "Public product catalog", kind: .cache, classification: .public,
-                    isAccountBound: false, retention: nil, backup: .exclude, deletionTriggers: [.appVersionChange],
-                    role: .cache(rebuiltFrom: "GET /catalog")),
-            ])
-        } catch { preconditionFailure("the vault test inventory is refused: \(error)") }
-    }()
+    static let inventory = VaultInventory.inventory
 
     init(_ prefix: String = "keel-vault") throws {
         root = try TemporaryDirectory(prefix: prefix)
@@ -294,6 +263,33 @@ func account(_ raw: String) -> AccountID {
                 Issue.record("file name \(name) accepted")
             } catch let error as VaultError { #expect(error.code == .misplaced) }
         }
+    }
+
+    @Test func onlyPublicDataOfNoAccountIsKeptOutsideAVault() async throws {
+        let shared = fixture.vaults.shared
+        try await shared.put("catalog", id: "p1", Data("public product".utf8))
+        #expect(try await shared.get("catalog", id: "p1") == Data("public product".utf8))
+        // Every account-bound dataset, even an `internal` cache, is refused: there is no "no account" namespace.
+        for dataset in ["notes", "drafts", "session-token", "media", "feed-cache"] {
+            do {
+                try await shared.put(dataset, id: "x", Data("leak".utf8))
+                Issue.record("\(dataset) was stored outside the account's vault")
+            } catch let error as VaultError { #expect(error.code == .misplaced) }
+        }
+        // The shared cache survives account switches and is the same for every account; a reset empties it.
+        let a = try await fixture.vaults.open(alice)
+        try await a.put("notes", id: "n1", Data("alice".utf8))
+        _ = try await fixture.vaults.switchAccount(to: bob)
+        #expect(try await shared.get("catalog", id: "p1") != nil)
+        try await shared.reset("catalog")
+        #expect(try await shared.get("catalog", id: "p1") == nil)
+        // No account's bytes are in the shared files.
+        await shared.close()
+        #expect(
+            VaultFixture.files(under: fixture.data.appendingPathComponent("shared"), containing: Data("alice".utf8))
+                .isEmpty)
+        let plan = try fixture.vaults.backupPlan()
+        #expect(plan.items.first { $0.path == "shared/exclude.sqlite" }?.disposition == .recreated)
     }
 
     @Test func placeholderAccountIdsCannotNameAVault() {

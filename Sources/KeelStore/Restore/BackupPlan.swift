@@ -121,6 +121,24 @@ public struct BackupPlan: Sendable, Equatable, Codable {
                 }
             }
         }
+        // The shared cache: public data of no account, in one database per backup policy.
+        for policy in Dataset.BackupPolicy.allCases {
+            let declared = (inventory?.datasets.values.map { $0 } ?? []).filter {
+                $0.classification == .public && !$0.isAccountBound && $0.backup == policy
+            }
+            let disposition: Disposition =
+                policy == .include ? .transferred : declared.allSatisfy(\.role.isCache) ? .recreated : .excluded
+            for companion in VaultFiles.databaseCompanions {
+                let relative = SharedCache.directoryName + "/" + VaultFiles.database(policy) + companion
+                guard DurableFiles.kind(base + "/" + relative) == .file else { continue }
+                owned.insert(relative)
+                items.append(
+                    Item(
+                        path: relative, disposition: disposition, namespace: nil,
+                        datasets: declared.map(\.name).sorted(),
+                        sealed: false, opensOnAnotherDevice: disposition == .transferred))
+            }
+        }
         // Everything else under the data directory is the app's own.
         if let enumerator = FileManager.default.enumerator(atPath: base) {
             for case let relative as String in enumerator

@@ -28,6 +28,8 @@ public actor Vaults {
     public nonisolated let inventory: Inventory
     /// The migrations every vault is brought up to when it opens.
     public nonisolated let schema: VaultSchema
+    /// The store of public data that belongs to no account (the only one outside the vaults).
+    public nonisolated let shared: SharedCache
     private nonisolated let clock: WallClock
     private nonisolated let root: String
 
@@ -50,6 +52,7 @@ public actor Vaults {
         self.keyStore = keyStore
         self.inventory = inventory
         self.schema = schema
+        shared = SharedCache(dataDirectory: dataDirectory, inventory: inventory, clock: clock)
         self.clock = clock
         root = dataDirectory.path + "/vaults"
         if let files = keyStore as? FileKeyStore,

@@ -1,0 +1,110 @@
+public import Foundation
+import KeelCore
+
+/// The only storage outside the accounts' vaults: caches of data that belongs to no account (a public
+/// catalog, app configuration), kept plain under `shared/` in the data directory (MOB-DATA-006).
+///
+/// There is no namespace for "no account": a dataset is admitted here only when the inventory classifies
+/// it `public` and not account-bound, so a signed-out user's data can never land in a store the next
+/// account reads (the "anonymous namespace" failure). Everything else belongs in a ``Vault``.
+///
+/// ```swift
+/// try await vaults.shared.put("catalog", id: "p1", productJSON)
+/// ```
+public final class SharedCache: Sendable {
+    /// The directory of the shared databases (`<data>/shared`).
+    public let directory: URL
+    /// The declarations every dataset is checked against.
+    public let inventory: Inventory
+    private let clock: WallClock
+    private let pools = Locked<[Dataset.BackupPolicy: DatabasePool]>([:])
+
+    /// The name of the shared directory inside a data directory.
+    static let directoryName = "shared"
+
+    init(dataDirectory: URL, inventory: Inventory, clock: WallClock) {
+        directory = dataDirectory.appendingPathComponent(Self.directoryName)
+        self.inventory = inventory
+        self.clock = clock
+    }
+
+    /// Stores `value` as record `id` of `dataset` (replacing it).
+    ///
+    /// - Throws: ``VaultError`` `misplaced` unless `dataset` is declared `public` and not account-bound;
+    ///   the inventory's `undeclared`; `databaseFailed`.
+    public func put(_ dataset: String, id: String, _ value: Data) async throws {
+        let (pool, table) = try prepare(dataset)
+        let now = clock.now().timeIntervalSince1970
+        try await pool.write { db in
+            try db.execute(
+                "CREATE TABLE IF NOT EXISTS \(table) (id TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, updated_at REAL NOT NULL)"
+            )
+            try db.execute(
+                "INSERT OR REPLACE INTO \(table) (id, value, updated_at) VALUES (?, ?, ?)", arguments: [id, value, now])
+        }
+    }
+
+    /// Record `id` of `dataset`, or nil when there is none.
+    public func get(_ dataset: String, id: String) async throws -> Data? {
+        let (pool, table) = try prepare(dataset)
+        return try await pool.read { db in
+            guard try Self.exists(dataset, db) else { return nil }
+            return try db.scalar(Data.self, "SELECT value FROM \(table) WHERE id = ?", arguments: [id])
+        }
+    }
+
+    /// Deletes every record of `dataset` (a cache: its source rebuilds it).
+    public func reset(_ dataset: String) async throws {
+        let (pool, table) = try prepare(dataset)
+        try await pool.write { db in try db.execute("DROP TABLE IF EXISTS \(table)") }
+    }
+
+    private static func exists(_ dataset: String, _ db: Database) throws -> Bool {
+        try db.scalar(
+            Int.self, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+            arguments: [VaultFiles.table(dataset)]) != nil
+    }
+
+    private func prepare(_ dataset: String) throws -> (DatabasePool, String) {
+        let declaration = try inventory.dataset(dataset)
+        guard VaultFiles.isSafeComponent(dataset) else {
+            throw VaultError(
+                code: .misplaced, dataset: dataset, message: "a dataset name is 1…128 characters of A-Z a-z 0-9 . _ -")
+        }
+        guard declaration.classification == .public, !declaration.isAccountBound else {
+            throw VaultError(
+                code: .misplaced, dataset: dataset,
+                message:
+                    "only public data that belongs to no account is kept outside a vault; \(dataset) is \(declaration.classification.rawValue)\(declaration.isAccountBound ? " and account-bound" : "")"
+            )
+        }
+        let pool = try pools.withLock { pools throws(VaultError) -> DatabasePool in
+            if let pool = pools[declaration.backup] { return pool }
+            do throws(DurableFiles.Failure) { try DurableFiles.makeDirectory(directory.path, mode: 0o700) } catch {
+                throw VaultError(code: .ioError, dataset: dataset, message: error.description)
+            }
+            let file = directory.path + "/" + VaultFiles.database(declaration.backup)
+            let pool: DatabasePool
+            do throws(DatabaseError) { pool = try DatabasePool(path: file) } catch {
+                throw VaultError(
+                    code: .databaseFailed, dataset: dataset, message: "\(file): \(error.description)", underlying: error
+                )
+            }
+            for companion in VaultFiles.databaseCompanions where DurableFiles.kind(file + companion) == .file {
+                try BackupExclusion.apply(to: file + companion, policy: declaration.backup)
+            }
+            pools[declaration.backup] = pool
+            return pool
+        }
+        return (pool, DataStore.quoted(VaultFiles.table(dataset)))
+    }
+
+    /// Closes the shared databases (a later call reopens them).
+    public func close() async {
+        let open = pools.withLock { pools in
+            defer { pools.removeAll() }
+            return Array(pools.values)
+        }
+        for pool in open { await pool.close() }
+    }
+}
