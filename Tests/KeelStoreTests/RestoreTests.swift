@@ -391,6 +391,14 @@ import Testing
         #expect(locked.recovery.first == .unlockDevice)
         fixture.keyStore.unlock()
 
+        // A key store whose directory was deleted while running is not an empty one.
+        let vanishing = try FileKeyStore(directory: fixture.root.url("vanishing-keys"), dataDirectories: [fixture.data])
+        try FileManager.default.removeItem(at: fixture.root.url("vanishing-keys"))
+        let gone = try inspect(partialCopy.data, vanishing)
+        #expect(gone.state == .damaged)
+        #expect(gone.datasets.contains { $0.reason == .keyStoreUnavailable })
+        #expect(!gone.datasets.contains { $0.reason == .keyUnavailable })
+
         // A data directory that is a file is bad input, not a fresh install.
         let file = fixture.root.url("a-file")
         try Data("x".utf8).write(to: file)

@@ -122,7 +122,7 @@ public struct RestoreInspector: Sendable {
                 inspection.readable = false
                 inspection.reason = reason
                 switch reason {
-                case .damaged, .keyDamaged: conditions.insert(.damaged)
+                case .damaged, .keyDamaged, .keyStoreUnavailable: conditions.insert(.damaged)
                 case .keyStoreLocked: conditions.insert(.locked)
                 case .keyUnavailable:
                     conditions.insert(inspection.isCredential ? .credentialsMissing : .restoredWithoutKeys)
@@ -193,6 +193,7 @@ public struct RestoreInspector: Sendable {
             switch error.code {
             case .locked: return .keyStoreLocked
             case .corrupt, .wrongKeyLength: return .keyDamaged
+            case .unavailable: return .keyStoreUnavailable
             default: return .keyUnavailable
             }
         }

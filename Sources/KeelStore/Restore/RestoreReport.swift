@@ -135,6 +135,9 @@ public struct DatasetInspection: Sendable, Equatable, Codable {
         case keyStoreLocked
         /// Its key is in the key store but damaged (checksum, length).
         case keyDamaged
+        /// The key store itself is gone or unusable (its directory deleted or replaced): never read as
+        /// "no keys".
+        case keyStoreUnavailable
         /// Its database or files are not on disk (not in the backup, or lost).
         case missing
         /// Its database file is not an SQLite database, or a file is where its directory must be.
