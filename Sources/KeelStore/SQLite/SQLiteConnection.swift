@@ -249,6 +249,30 @@ final class SQLiteConnection {
         return sqlite3_column_count(statement) == 0 ? nil : value(statement, 0)
     }
 
+    /// Runs `sql` with one text argument and hands `body` the first column of the first row as SQLite's
+    /// own bytes (valid only inside `body`; a NULL or empty value is an empty buffer): a point read that
+    /// copies nothing before the caller transforms the bytes (the vault opens them straight into the
+    /// plaintext). Nil when there is no row.
+    func withFirstColumnBytes<R>(
+        _ sql: String, text argument: String, _ body: (UnsafeRawBufferPointer) throws(VaultError) -> R
+    ) throws -> R? {
+        let statement = try prepare(sql)
+        defer { finish(statement, clearing: true) }
+        guard sqlite3_bind_parameter_count(statement) == 1 else {
+            throw DatabaseError(code: .sqlError, message: "expected exactly one argument", sql: sql)
+        }
+        let bound = argument.withCString {
+            sqlite3_bind_text(statement, 1, $0, Int32(argument.utf8.count), keel_sqlite3_transient())
+        }
+        guard bound == SQLITE_OK else { throw error(bound, sql: sql) }
+        let status = sqlite3_step(statement)
+        if status == SQLITE_DONE { return nil }
+        guard status == SQLITE_ROW else { throw error(status, sql: sql) }
+        let bytes = sqlite3_column_blob(statement, 0)
+        let length = Int(sqlite3_column_bytes(statement, 0))
+        return try body(UnsafeRawBufferPointer(start: length > 0 ? bytes : nil, count: length))
+    }
+
     /// Resets a statement after use; when text or blobs were bound, drops them too, so no bound value
     /// (possibly sensitive, possibly large) stays in memory with the cached statement.
     private func finish(_ statement: OpaquePointer, clearing: Bool) {

@@ -69,7 +69,7 @@ final class RecordSealer: Sendable {
         }
         guard envelope.count >= Self.overhead else { throw refuse("envelope truncated (\(envelope.count) bytes)") }
         guard envelope[0] == Self.version else { throw refuse("unknown envelope version \(envelope[0])") }
-        guard UnsafeRawBufferPointer(rebasing: envelope[1..<17]).elementsEqual(keyIDBytes) else {
+        guard namesKey(envelope) else {
             throw refuse("sealed with key \(Hex.encode(envelope[1..<17])), not \(keyID)")
         }
         var plaintext = Data(count: envelope.count - Self.overhead)
@@ -88,8 +88,13 @@ final class RecordSealer: Sendable {
 
     /// Whether `envelope` names this sealer's key (a version-1 envelope), without allocating.
     func sealed(_ envelope: UnsafeRawBufferPointer) -> Bool {
-        envelope.count >= Self.overhead && envelope[0] == Self.version
-            && UnsafeRawBufferPointer(rebasing: envelope[1..<17]).elementsEqual(keyIDBytes)
+        envelope.count >= Self.overhead && envelope[0] == Self.version && namesKey(envelope)
+    }
+
+    /// Whether bytes 1…16 of `envelope` (at least 17 bytes long) are this sealer's key id: one `memcmp`,
+    /// as every read checks it.
+    private func namesKey(_ envelope: UnsafeRawBufferPointer) -> Bool {
+        keyIDBytes.withUnsafeBytes { memcmp(envelope.baseAddress! + 1, $0.baseAddress!, 16) == 0 }
     }
 
     /// The key id an envelope names, or nil when it is not a version-1 envelope.

@@ -564,9 +564,11 @@ public final class VaultRecords {
     /// - Throws: ``VaultError`` `cannotOpen` when the stored bytes are not a record sealed for this account,
     ///   dataset and id; `keyUnavailable` when its key is gone.
     public func get(_ id: String) throws -> Data? {
-        guard exists, let stored = try database.scalar(Data.self, access.selectSQL, arguments: [id]) else { return nil }
-        guard access.sealed else { return stored }
-        return try stored.withUnsafeBytes { raw throws(VaultError) -> Data in
+        guard exists else { return nil }
+        guard access.sealed else { return try database.scalar(Data.self, access.selectSQL, arguments: [id]) }
+        // Opened straight from SQLite's buffer into the plaintext: the envelope is never copied.
+        return try database.connection.withFirstColumnBytes(access.selectSQL, text: id) {
+            raw throws(VaultError) -> Data in
             try vault.sealer(for: raw, access).open(raw, recordID: id, dataset: access.dataset)
         }
     }
