@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "KeelHTTP", targets: ["KeelHTTP"]),
         .library(name: "KeelStore", targets: ["KeelStore"]),
         .library(name: "KeelSync", targets: ["KeelSync"]),
+        .library(name: "KeelLifecycle", targets: ["KeelLifecycle"]),
         .library(name: "KeelTesting", targets: ["KeelTesting"]),
         .executable(name: "keel", targets: ["keel"]),
         .executable(name: "keel-bench", targets: ["keel-bench"]),
@@ -83,6 +84,10 @@ let package = Package(
         .target(name: "KeelStore", dependencies: ["KeelCore", "KeelCrypto", "CSQLite"], swiftSettings: swiftSettings),
         // Where the client meets the store: the durable operation journal (outbox and sync to come).
         .target(name: "KeelSync", dependencies: ["KeelHTTP", "KeelStore", "KeelCore"], swiftSettings: swiftSettings),
+        // Navigation contract, back decision, deep links, restoration, effect ledger: a pure state machine the
+        // app's UI layer drives (MOB-PLAT-005, 008). Depends on KeelCore only; drafts and the ledger are
+        // persisted by the app through protocols.
+        .target(name: "KeelLifecycle", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
         .target(name: "KeelStoreFixtures", dependencies: ["KeelStore"], swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
@@ -91,7 +96,8 @@ let package = Package(
         .executableTarget(
             name: "keel",
             dependencies: [
-                "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelStore", "KeelTesting",
+                "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelStore", "KeelLifecycle",
+                "KeelTesting",
             ],
             swiftSettings: swiftSettings
         ),
@@ -137,6 +143,9 @@ let package = Package(
         ),
         .testTarget(
             name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "KeelLifecycleTests", dependencies: ["KeelLifecycle", "KeelCore", "KeelTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelSyncTests", dependencies: ["KeelSync", "KeelHTTP", "KeelStore", "KeelCore", "KeelTesting"],

@@ -13,7 +13,8 @@ enum Keel {
 
     static let commands: [Command] = [
         ServeCommand.command, FaultsCommand.command, SchemaCommand.command, ContractCommand.command,
-        InventoryCommand.command, VaultCommand.command, TraceCommand.command, ReleaseGateCommand.command,
+        InventoryCommand.command, VaultCommand.command, NavigationCommand.command, TraceCommand.command,
+        ReleaseGateCommand.command,
     ]
 
     /// The width of the subcommand column in the usage text (the longest name and two spaces).

@@ -1,0 +1,97 @@
+import Foundation
+
+/// A deep-link pattern such as `keel-notes://note/{noteID}`: a scheme, then `/`-separated segments (the
+/// first is the host), each either literal or a `{parameter}` placeholder standing for a whole segment.
+/// Scheme and host match case-insensitively, path segments exactly; a query (`?a=b`) may supply
+/// parameters the path does not.
+public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
+    enum Segment: Sendable, Hashable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    let scheme: String
+    let segments: [Segment]
+
+    /// The pattern as written.
+    public let description: String
+
+    /// Parses `pattern`; nil when it has no `scheme://`, an empty segment, or a malformed placeholder.
+    public init?(_ pattern: String) {
+        guard let separator = pattern.range(of: "://") else { return nil }
+        let scheme = pattern[..<separator.lowerBound]
+        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) else {
+            return nil
+        }
+        var segments: [Segment] = []
+        for raw in pattern[separator.upperBound...].split(separator: "/", omittingEmptySubsequences: false) {
+            if raw.hasPrefix("{") || raw.hasSuffix("}") || raw.contains("{") || raw.contains("}") {
+                guard raw.hasPrefix("{"), raw.hasSuffix("}"), raw.count > 2 else { return nil }
+                let name = raw.dropFirst().dropLast()
+                guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { return nil }
+                segments.append(.parameter(String(name)))
+            } else {
+                guard !raw.isEmpty else { return nil }
+                segments.append(.literal(String(raw)))
+            }
+        }
+        guard case .literal = segments.first else { return nil }  // a host, never a placeholder
+        self.scheme = scheme.lowercased()
+        self.segments = segments
+        description = pattern
+    }
+
+    /// The placeholders' names, in order.
+    public var parameterNames: [String] {
+        segments.compactMap {
+            if case .parameter(let name) = $0 { return name }
+            return nil
+        }
+    }
+
+    /// The shape two patterns collide on: scheme and host lowercased, placeholders unnamed.
+    var shape: String {
+        scheme + "://"
+            + segments.enumerated().map { index, segment in
+                switch segment {
+                case .literal(let text): return index == 0 ? text.lowercased() : text
+                case .parameter: return "{}"
+                }
+            }.joined(separator: "/")
+    }
+
+    /// The parameters `url` carries when it matches, or nil when it does not match.
+    public func match(_ url: String) -> [String: String]? {
+        guard let separator = url.range(of: "://"), url[..<separator.lowerBound].lowercased() == scheme else {
+            return nil
+        }
+        var rest = Substring(url[separator.upperBound...])
+        if let fragment = rest.firstIndex(of: "#") { rest = rest[..<fragment] }
+        var query: Substring = ""
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == segments.count else { return nil }
+        var values: [String: String] = [:]
+        for (index, (part, segment)) in zip(parts, segments).enumerated() {
+            switch segment {
+            case .literal(let text):
+                guard index == 0 ? part.lowercased() == text.lowercased() : part == text else { return nil }
+            case .parameter(let name):
+                guard !part.isEmpty, let value = String(part).removingPercentEncoding else { return nil }
+                values[name] = value
+            }
+        }
+        for pair in query.split(separator: "&") {
+            let item = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard item.count == 2, let name = String(item[0]).removingPercentEncoding,
+                let value = String(item[1]).removingPercentEncoding, values[name] == nil
+            else { continue }
+            values[name] = value
+        }
+        return values
+    }
+}

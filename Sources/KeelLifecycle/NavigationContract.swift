@@ -1,0 +1,251 @@
+import Foundation
+public import KeelCore
+
+/// The app's routes, validated as a whole (MOB-PLAT-008): every route reachable back to the root through
+/// declared parents, deep links that can only land where the user could also go back through, unsaved
+/// input with one declared lifecycle, sensitive one-time routes never deep-linked.
+///
+/// ```swift
+/// let contract = try NavigationContract([
+///     Route("home", access: .public, isRoot: true),
+///     Route("notes", parent: "home", access: .signedIn),
+///     Route("note", parent: "notes", access: .account, parameters: ["noteID"],
+///           deepLink: "keel-notes://note/{noteID}"),
+///     Route("edit", parent: "note", access: .account, parameters: ["noteID"],
+///           input: .init(policy: .confirmDiscard, onDeath: .save)),
+/// ])
+/// try contract.export().write(to: url)      // for `keel navigation check` in CI
+/// ```
+public struct NavigationContract: Sendable, Equatable {
+    /// The routes, in declaration order.
+    public let routes: [Route]
+    /// The routes by id.
+    public let byID: [String: Route]
+    /// The root route.
+    public let root: Route
+
+    /// A contract of `routes`.
+    ///
+    /// - Throws: ``NavigationContractError`` `refused` with every ``NavigationProblem`` when the
+    ///   declaration is unsound.
+    public init(_ routes: [Route]) throws(NavigationContractError) {
+        let problems = Self.problems(in: routes)
+        guard problems.isEmpty else {
+            throw NavigationContractError(
+                code: .refused, problems: problems,
+                message: "the navigation contract is refused: "
+                    + problems.map(\.description).joined(separator: "; "))
+        }
+        self.routes = routes
+        byID = Dictionary(uniqueKeysWithValues: routes.map { ($0.id, $0) })
+        root = routes.first(where: \.isRoot)!
+    }
+
+    /// The route `id`.
+    public func route(_ id: String) -> Route? { byID[id] }
+
+    /// `id`'s ancestors from the root down to its parent (empty for the root and parentless modals).
+    public func ancestors(of id: String) -> [Route] {
+        var chain: [Route] = []
+        var current = byID[id]?.parent
+        while let parent = current, let route = byID[parent] {
+            chain.insert(route, at: 0)
+            current = route.parent
+        }
+        return chain
+    }
+
+    // MARK: - Validation
+
+    /// Every rule `routes` break (empty when they make a sound contract).
+    public static func problems(in routes: [Route]) -> [NavigationProblem] {
+        var problems: [NavigationProblem] = []
+        func problem(_ code: NavigationProblem.Code, _ route: String, _ message: String) {
+            problems.append(NavigationProblem(code: code, route: route, message: message))
+        }
+        var byID: [String: Route] = [:]
+        for route in routes {
+            if route.id.isEmpty || route.id.contains(where: { $0.isWhitespace }) {
+                problem(.invalidID, route.id, "a route id is a non-empty word without spaces")
+            }
+            if byID[route.id] != nil {
+                problem(.declaredTwice, route.id, "route \(route.id) is declared twice")
+            } else {
+                byID[route.id] = route
+            }
+        }
+        let roots = routes.filter(\.isRoot)
+        if roots.isEmpty, !routes.isEmpty { problem(.noRoot, "", "no route is the root") }
+        if routes.isEmpty { problem(.noRoot, "", "the contract declares no route") }
+        if roots.count > 1 {
+            for extra in roots.dropFirst() {
+                problem(.twoRoots, extra.id, "\(extra.id) is a second root (\(roots[0].id) is the first)")
+            }
+        }
+        var patterns: [String: String] = [:]
+        for route in routes {
+            if let parent = route.parent {
+                if route.isRoot { problem(.rootWithParent, route.id, "the root has no parent") }
+                if byID[parent] == nil {
+                    problem(.unknownParent, route.id, "parent \(parent) is not a declared route")
+                }
+            } else if !route.isRoot && !route.isModal {
+                problem(
+                    .missingParent, route.id,
+                    "\(route.id) has no parent and is neither the root nor modal: back would have nowhere to go")
+            }
+            if case .custom(let name) = route.access, name.isEmpty {
+                problem(.invalidAccess, route.id, "a custom access check needs a name")
+            }
+            if Set(route.parameters).count != route.parameters.count {
+                problem(.invalidParameters, route.id, "a parameter is listed twice")
+            }
+            if route.input?.policy == .confirmDiscard, route.input?.onDeath == nil {
+                problem(
+                    .missingDeathBehaviour, route.id,
+                    "confirmDiscard cannot ask when the process dies: declare onDeath (save or drop)")
+            }
+            if let link = route.deepLink {
+                if route.isSensitive {
+                    problem(.sensitiveDeepLink, route.id, "a sensitive one-time route cannot be opened by a deep link")
+                }
+                if let pattern = DeepLinkPattern(link) {
+                    for name in pattern.parameterNames where !route.parameters.contains(name) {
+                        problem(.invalidDeepLink, route.id, "deep link placeholder {\(name)} is not a parameter")
+                    }
+                    if let other = patterns[pattern.shape] {
+                        problem(
+                            .duplicateDeepLink, route.id, "deep link \(link) matches the same URLs as \(other)'s")
+                    } else {
+                        patterns[pattern.shape] = route.id
+                    }
+                } else {
+                    problem(
+                        .invalidDeepLink, route.id,
+                        "deep link \(link) is not scheme://host/segment with {parameter} placeholders")
+                }
+            }
+        }
+        // Parent chains: no cycles; deep-linkable routes never need less access than their ancestors, and
+        // their ancestors' parameters come from their own.
+        for route in routes {
+            var seen: Set<String> = [route.id]
+            var current = route.parent
+            var ancestors: [Route] = []
+            while let parent = current, let ancestor = byID[parent] {
+                if seen.contains(parent) {
+                    problem(.cyclicParents, route.id, "the parents of \(route.id) form a cycle through \(parent)")
+                    ancestors = []
+                    break
+                }
+                seen.insert(parent)
+                ancestors.append(ancestor)
+                current = ancestor.parent
+            }
+            guard route.deepLink != nil else { continue }
+            for ancestor in ancestors where !route.access.covers(ancestor.access) {
+                problem(
+                    .ancestorNeedsMoreAccess, route.id,
+                    "ancestor \(ancestor.id) needs \(ancestor.access) but \(route.id) only \(route.access): a deep link could land where back cannot go"
+                )
+            }
+            for ancestor in ancestors {
+                for name in ancestor.parameters where !route.parameters.contains(name) {
+                    problem(
+                        .ancestorParameterMissing, route.id,
+                        "ancestor \(ancestor.id) needs parameter \(name), which a deep link to \(route.id) does not carry"
+                    )
+                }
+            }
+        }
+        return problems
+    }
+}
+
+/// Why a navigation contract was refused.
+public struct NavigationContractError: KeelError, Equatable {
+    /// Codes of ``NavigationContractError``.
+    public typealias Code = ErrorCode<NavigationContractError>
+
+    /// What went wrong.
+    public let code: Code
+    /// For `refused`: every rule broken.
+    public let problems: [NavigationProblem]
+    /// A short explanation for developers.
+    public let message: String
+
+    /// An error of kind `code`.
+    public init(code: Code, problems: [NavigationProblem] = [], message: String) {
+        self.code = code
+        self.problems = problems
+        self.message = message
+    }
+
+    /// `navigation refused: ...`.
+    public var description: String { "navigation \(code): \(message)" }
+}
+
+extension ErrorCode where Domain == NavigationContractError {
+    /// The declaration breaks rules: see ``NavigationContractError/problems``.
+    public static var refused: Self { Self("refused") }
+    /// A contract file is not valid JSON of the contract's shape (an unknown member, a wrong type).
+    public static var malformed: Self { Self("malformed") }
+}
+
+/// One rule a route declaration breaks. Tools and tests match ``code`` and ``route``, never the message.
+public struct NavigationProblem: Sendable, Hashable, CustomStringConvertible {
+    /// Codes of ``NavigationProblem``.
+    public typealias Code = ErrorCode<NavigationProblem>
+
+    /// The rule broken.
+    public let code: Code
+    /// The route at fault (empty for the contract as a whole).
+    public let route: String
+    /// A short explanation for review.
+    public let message: String
+
+    /// A problem of `route`.
+    public init(code: Code, route: String, message: String) {
+        self.code = code
+        self.route = route
+        self.message = message
+    }
+
+    /// `route: message`.
+    public var description: String { route.isEmpty ? message : "\(route): \(message)" }
+}
+
+extension ErrorCode where Domain == NavigationProblem {
+    /// An empty id or one with spaces.
+    public static var invalidID: Self { Self("invalidID") }
+    /// Two routes share an id.
+    public static var declaredTwice: Self { Self("declaredTwice") }
+    /// No route is the root (or no route at all).
+    public static var noRoot: Self { Self("noRoot") }
+    /// More than one route is the root.
+    public static var twoRoots: Self { Self("twoRoots") }
+    /// The root declares a parent.
+    public static var rootWithParent: Self { Self("rootWithParent") }
+    /// A parent that is not a declared route.
+    public static var unknownParent: Self { Self("unknownParent") }
+    /// Parents that form a cycle.
+    public static var cyclicParents: Self { Self("cyclicParents") }
+    /// A route without a parent that is neither the root nor modal.
+    public static var missingParent: Self { Self("missingParent") }
+    /// A malformed access (an unnamed custom check).
+    public static var invalidAccess: Self { Self("invalidAccess") }
+    /// A parameter listed twice.
+    public static var invalidParameters: Self { Self("invalidParameters") }
+    /// `confirmDiscard` without a declared process-death behaviour.
+    public static var missingDeathBehaviour: Self { Self("missingDeathBehaviour") }
+    /// A sensitive one-time route with a deep link.
+    public static var sensitiveDeepLink: Self { Self("sensitiveDeepLink") }
+    /// A malformed deep-link pattern, or a placeholder that is not a parameter.
+    public static var invalidDeepLink: Self { Self("invalidDeepLink") }
+    /// Two deep-link patterns that match the same URLs.
+    public static var duplicateDeepLink: Self { Self("duplicateDeepLink") }
+    /// A deep-linkable route whose ancestor needs access the route does not.
+    public static var ancestorNeedsMoreAccess: Self { Self("ancestorNeedsMoreAccess") }
+    /// A deep-linkable route whose ancestor needs a parameter the route does not carry.
+    public static var ancestorParameterMissing: Self { Self("ancestorParameterMissing") }
+}

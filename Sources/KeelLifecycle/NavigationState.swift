@@ -1,0 +1,152 @@
+/// One screen on the stack: a route with its parameters, the account it was opened under, and the input
+/// typed into it that is not saved yet.
+public struct NavigationEntry: Sendable, Hashable, Codable {
+    /// Unique within a navigator's life (`e1`, `e2`, ...).
+    public var id: String
+    /// The route's id.
+    public var route: String
+    /// Its parameters (`noteID` → `42`).
+    public var parameters: [String: String]
+    /// The account signed in when it was opened (nil when none was).
+    public var account: String?
+    /// Unsaved input typed into it (nil when none).
+    public var input: String?
+
+    /// An entry.
+    public init(
+        id: String, route: String, parameters: [String: String] = [:], account: String? = nil, input: String? = nil
+    ) {
+        self.id = id
+        self.route = route
+        self.parameters = parameters
+        self.account = account
+        self.input = input
+    }
+
+    /// `note noteID=42` (parameters sorted): how effects and tools name an entry.
+    public var label: String {
+        ([route] + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
+    }
+}
+
+/// Where a draft is kept: per account, route and parameters.
+public struct DraftKey: Sendable, Hashable, Codable, Comparable {
+    /// The account whose draft it is.
+    public var account: String
+    /// The route it was typed in.
+    public var route: String
+    /// The route's parameters.
+    public var parameters: [String: String]
+
+    /// A key.
+    public init(account: String, route: String, parameters: [String: String]) {
+        self.account = account
+        self.route = route
+        self.parameters = parameters
+    }
+
+    var text: String {
+        ([account, route] + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(
+            separator: " ")
+    }
+
+    /// Orders by account, route and parameters.
+    public static func < (lhs: DraftKey, rhs: DraftKey) -> Bool { lhs.text < rhs.text }
+}
+
+/// A question the user must answer before navigation goes on.
+public struct NavigationPrompt: Sendable, Hashable, Codable {
+    /// Which question.
+    public enum Kind: String, Sendable, Hashable, Codable {
+        /// "Discard your changes?" (`confirmDiscard`).
+        case confirmDiscard
+        /// "Your changes will be lost" (`warnBeforeLoss`).
+        case warnBeforeLoss
+    }
+
+    /// Which question.
+    public var kind: Kind
+    /// The entry whose input is at stake.
+    public var entry: String
+    /// What happens on `confirm`.
+    public var pending: PendingAction
+}
+
+/// What a prompt holds back until the user confirms.
+public enum PendingAction: Sendable, Hashable, Codable {
+    /// Back (pop the top entry or dismiss the modal).
+    case back
+    /// Replace the whole navigation with this stack (a deep link or notification into a stack with input).
+    case replace(stack: [NavigationEntry], modal: NavigationEntry?)
+}
+
+/// The navigator's whole state: `Codable`, so a snapshot is this value (without drafts, which live in the
+/// account's drafts store).
+public struct NavigationState: Sendable, Hashable, Codable {
+    /// The signed-in account (nil when signed out).
+    public var account: String?
+    /// Whether the session is valid (false after it expired, until the user signs in again).
+    public var sessionValid: Bool
+    /// The stack, root first.
+    public var stack: [NavigationEntry]
+    /// The modal presented over the stack, if any.
+    public var modal: NavigationEntry?
+    /// A question waiting for `confirm` or `cancel`.
+    public var prompt: NavigationPrompt?
+    /// Where the user was going when sign-in interrupted (opened after sign-in, access re-checked).
+    public var pendingTarget: NavigationEntry?
+    /// Ids of deep links and notifications already handled: a redelivery (an Android recreation, a
+    /// restore) never replays them. The last 64 are kept.
+    public var consumed: [String]
+    /// Drafts by key (mirrors the drafts store; not part of a snapshot).
+    public var drafts: [DraftKey: String]
+    /// The next entry number.
+    public var nextEntry: Int
+
+    /// The state of a fresh launch: the root alone, nobody signed in.
+    public init(root: String) {
+        account = nil
+        sessionValid = false
+        stack = [NavigationEntry(id: "e1", route: root)]
+        modal = nil
+        prompt = nil
+        pendingTarget = nil
+        consumed = []
+        drafts = [:]
+        nextEntry = 2
+    }
+
+    /// The entry the user sees: the modal, else the top of the stack.
+    public var top: NavigationEntry? { modal ?? stack.last }
+
+    private enum CodingKeys: String, CodingKey {
+        case account, sessionValid, stack, modal, prompt, pendingTarget, consumed, nextEntry
+    }
+
+    /// Decodes a snapshot (drafts come from the drafts store, not from the snapshot).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        account = try container.decodeIfPresent(String.self, forKey: .account)
+        sessionValid = try container.decode(Bool.self, forKey: .sessionValid)
+        stack = try container.decode([NavigationEntry].self, forKey: .stack)
+        modal = try container.decodeIfPresent(NavigationEntry.self, forKey: .modal)
+        prompt = try container.decodeIfPresent(NavigationPrompt.self, forKey: .prompt)
+        pendingTarget = try container.decodeIfPresent(NavigationEntry.self, forKey: .pendingTarget)
+        consumed = try container.decode([String].self, forKey: .consumed)
+        nextEntry = try container.decode(Int.self, forKey: .nextEntry)
+        drafts = [:]
+    }
+
+    /// Encodes everything but the drafts.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(account, forKey: .account)
+        try container.encode(sessionValid, forKey: .sessionValid)
+        try container.encode(stack, forKey: .stack)
+        try container.encodeIfPresent(modal, forKey: .modal)
+        try container.encodeIfPresent(prompt, forKey: .prompt)
+        try container.encodeIfPresent(pendingTarget, forKey: .pendingTarget)
+        try container.encode(consumed, forKey: .consumed)
+        try container.encode(nextEntry, forKey: .nextEntry)
+    }
+}

@@ -1,0 +1,464 @@
+/// The navigation state machine (MOB-PLAT-008): one pure function from a state and an event to a new
+/// state and effects. It performs no I/O, so every rule below is a unit test away.
+///
+/// - **Back.** One decision for system Back, the gesture, the in-app button and modal dismissal: a
+///   waiting prompt is cancelled; else the modal (or the top entry) is left under its input policy —
+///   `saveDraft` saves and leaves, `confirmDiscard` and `warnBeforeLoss` ask first; at the root the app is
+///   left. The trigger never changes the result.
+/// - **Deep links and notifications** build the target and its declared ancestors only, each checked for
+///   access at that moment: the stack is cut above the first entry that fails, or sign-in is shown with
+///   the target remembered. A stack of another account is never kept.
+/// - **Sign-out and account switch** remove every protected entry, and every entry holding input, in one
+///   step: back can never reach them.
+/// - **Unsaved input** has one lifecycle per route over leave, background and process death (see
+///   ``Route/Input``).
+public struct Navigator: Sendable {
+    /// The routes.
+    public let contract: NavigationContract
+    /// The app's own access checks.
+    public let access: any AccessChecker
+    /// The modal shown when sign-in is needed (by default the route `signIn`, when the contract has one).
+    public let signInRoute: String?
+
+    /// A navigator over `contract`.
+    public init(contract: NavigationContract, access: any AccessChecker = AllowAllAccess(), signInRoute: String? = nil)
+    {
+        self.contract = contract
+        self.access = access
+        self.signInRoute = signInRoute ?? (contract.route("signIn") != nil ? "signIn" : nil)
+    }
+
+    /// The state of a fresh launch.
+    public var initialState: NavigationState { NavigationState(root: contract.root.id) }
+
+    // MARK: - Events
+
+    /// The state after `event`, and what the app must do.
+    public func reduce(_ state: NavigationState, _ event: NavigationEvent) -> NavigationResult {
+        var run = Run(navigator: self, state: state)
+        switch event {
+        case .back: run.back()
+        case .open(let route, let parameters): run.open(route, parameters)
+        case .deepLink(let url, let mode, let id): run.deepLink(url, mode: mode, id: id)
+        case .notification(let route, let parameters, let mode, let id):
+            run.enter(route, parameters, mode: mode, id: id)
+        case .signIn(let account): run.signIn(account)
+        case .signOut: run.signOut()
+        case .switchAccount(let account): run.switchAccount(account)
+        case .type(let text): run.type(text)
+        case .confirm: run.answer(confirmed: true)
+        case .cancel: run.answer(confirmed: false)
+        case .background: run.background()
+        case .sessionExpired: run.expire()
+        case .accessRevoked(let route, let parameters): run.revoke(route, parameters)
+        case .accessGranted: break
+        }
+        if run.error != nil { return NavigationResult(state: state, effects: [], error: run.error) }
+        return NavigationResult(state: run.state, effects: run.effects)
+    }
+
+    // MARK: - Access
+
+    enum Verdict: Equatable { case allowed, needsSignIn, denied }
+
+    /// Whether `entry` may be shown in `state` now.
+    func verdict(_ entry: NavigationEntry, in state: NavigationState) -> Verdict {
+        guard let route = contract.route(entry.route) else { return .denied }
+        if case .public = route.access { return .allowed }
+        guard let account = state.account, state.sessionValid else { return .needsSignIn }
+        if route.access.isAccountScoped, let owner = entry.account, owner != account { return .denied }
+        return access.allows(route, parameters: entry.parameters, account: account) ? .allowed : .denied
+    }
+}
+
+/// One event being applied: the state so far, the effects so far, and a refusal.
+struct Run {
+    let navigator: Navigator
+    var state: NavigationState
+    var effects: [NavigationEffect] = []
+    var error: String?
+
+    var contract: NavigationContract { navigator.contract }
+
+    init(navigator: Navigator, state: NavigationState) {
+        self.navigator = navigator
+        self.state = state
+    }
+
+    // MARK: Entries
+
+    mutating func makeEntry(_ route: String, _ parameters: [String: String]) -> NavigationEntry? {
+        guard let declared = contract.route(route) else {
+            error = "unknown route \(route)"
+            return nil
+        }
+        for name in declared.parameters where parameters[name] == nil {
+            error = "missing parameter \(name) for route \(route)"
+            return nil
+        }
+        let own = parameters.filter { declared.parameters.contains($0.key) }
+        defer { state.nextEntry += 1 }
+        return NavigationEntry(id: "e\(state.nextEntry)", route: route, parameters: own, account: state.account)
+    }
+
+    func draftKey(_ entry: NavigationEntry) -> DraftKey? {
+        guard let account = entry.account ?? state.account else { return nil }
+        return DraftKey(account: account, route: entry.route, parameters: entry.parameters)
+    }
+
+    /// Puts a saved draft back into `entry` when its route keeps drafts.
+    mutating func restoringDraft(_ entry: NavigationEntry) -> NavigationEntry {
+        var entry = entry
+        guard let input = contract.route(entry.route)?.input, Self.keepsDrafts(input), let key = draftKey(entry),
+            let text = state.drafts[key]
+        else { return entry }
+        entry.input = text
+        effects.append(.restoreDraft(key))
+        return entry
+    }
+
+    static func keepsDrafts(_ input: Route.Input) -> Bool {
+        input.policy == .saveDraft || (input.policy == .confirmDiscard && input.onDeath == .save)
+    }
+
+    /// The target and its declared ancestors, each with the parameters it declares.
+    mutating func syntheticStack(for target: NavigationEntry) -> (stack: [NavigationEntry], modal: NavigationEntry?) {
+        var stack: [NavigationEntry] = []
+        for ancestor in contract.ancestors(of: target.route) {
+            guard let entry = makeEntry(ancestor.id, target.parameters) else { return ([], nil) }
+            stack.append(entry)
+        }
+        if stack.first?.route != contract.root.id, let root = makeEntry(contract.root.id, [:]) {
+            stack.insert(root, at: 0)
+        }
+        if contract.route(target.route)?.isModal == true { return (stack, target) }
+        return (stack + [target], nil)
+    }
+
+    /// `stack` (and `modal`) cut above the first entry that cannot be shown; sign-in is presented when the
+    /// reason is sign-in, with `target` remembered.
+    mutating func checked(_ stack: [NavigationEntry], modal: NavigationEntry?, target: NavigationEntry)
+        -> (stack: [NavigationEntry], modal: NavigationEntry?)
+    {
+        var kept: [NavigationEntry] = []
+        for entry in stack + (modal.map { [$0] } ?? []) {
+            switch navigator.verdict(entry, in: state) {
+            case .allowed:
+                if entry == modal { return (kept, restoringDraft(entry)) }
+                kept.append(restoringDraft(entry))
+            case .needsSignIn:
+                effects.append(.signInRequired(target.label))
+                state.pendingTarget = target
+                return (kept, signInEntry())
+            case .denied:
+                effects.append(.accessDenied(entry.label))
+                return (kept, nil)
+            }
+        }
+        return (kept, nil)
+    }
+
+    mutating func signInEntry() -> NavigationEntry? {
+        guard let route = navigator.signInRoute else { return nil }
+        defer { state.nextEntry += 1 }
+        return NavigationEntry(id: "e\(state.nextEntry)", route: route, account: nil)
+    }
+
+    // MARK: Back
+
+    mutating func back() {
+        if state.prompt != nil {
+            state.prompt = nil  // back answers a prompt with "cancel"
+            return
+        }
+        guard let top = state.top else { return }
+        if let input = contract.route(top.route)?.input, let text = top.input, !text.isEmpty {
+            switch input.policy {
+            case .saveDraft:
+                save(top, text)
+            case .confirmDiscard:
+                state.prompt = NavigationPrompt(kind: .confirmDiscard, entry: top.id, pending: .back)
+                return
+            case .warnBeforeLoss:
+                state.prompt = NavigationPrompt(kind: .warnBeforeLoss, entry: top.id, pending: .back)
+                return
+            }
+        }
+        leaveTop()
+    }
+
+    /// Pops the top entry or dismisses the modal; at the root, leaves the app.
+    mutating func leaveTop() {
+        if let modal = state.modal {
+            if modal.route == navigator.signInRoute { state.pendingTarget = nil }
+            state.modal = nil
+        } else if state.stack.count > 1 {
+            state.stack.removeLast()
+        } else {
+            effects.append(.leaveApp)
+            return
+        }
+        effects.append(.saveSnapshot)
+    }
+
+    mutating func save(_ entry: NavigationEntry, _ text: String) {
+        guard let key = draftKey(entry) else { return }
+        state.drafts[key] = text
+        effects.append(.saveDraft(key, text))
+    }
+
+    // MARK: Prompts
+
+    mutating func answer(confirmed: Bool) {
+        guard let prompt = state.prompt else {
+            error = "no prompt is waiting"
+            return
+        }
+        state.prompt = nil
+        guard confirmed else { return }
+        let all = state.stack + (state.modal.map { [$0] } ?? [])
+        if let entry = all.first(where: { $0.id == prompt.entry }) { discard(entry, kind: prompt.kind) }
+        switch prompt.pending {
+        case .back:
+            if var top = state.top, top.id == prompt.entry {
+                top.input = nil
+                if state.modal != nil { state.modal = top } else { state.stack[state.stack.count - 1] = top }
+            }
+            leaveTop()
+        case .replace(let stack, let modal):
+            replace(with: stack, modal: modal, discardingAll: true)
+        }
+    }
+
+    /// The user agreed to lose `entry`'s input.
+    mutating func discard(_ entry: NavigationEntry, kind: NavigationPrompt.Kind) {
+        if let key = draftKey(entry), state.drafts[key] != nil || kind == .confirmDiscard {
+            state.drafts[key] = nil
+            effects.append(.deleteDraft(key))
+        } else {
+            effects.append(.inputLost(entry.label))
+        }
+    }
+
+    // MARK: Opening
+
+    mutating func open(_ route: String, _ parameters: [String: String]) {
+        guard state.prompt == nil else {
+            error = "a prompt is waiting: confirm or cancel first"
+            return
+        }
+        guard let entry = makeEntry(route, parameters) else { return }
+        let isModal = contract.route(route)?.isModal == true
+        if state.modal != nil, state.modal?.route != navigator.signInRoute || route != navigator.signInRoute {
+            error = "a modal is presented: dismiss it first"
+            return
+        }
+        switch navigator.verdict(entry, in: state) {
+        case .needsSignIn:
+            state.pendingTarget = entry
+            effects.append(.signInRequired(entry.label))
+            state.modal = signInEntry()
+        case .denied:
+            effects.append(.accessDenied(entry.label))
+        case .allowed:
+            let shown = restoringDraft(entry)
+            if isModal { state.modal = shown } else { state.stack.append(shown) }
+            effects.append(.saveSnapshot)
+        }
+    }
+
+    mutating func deepLink(_ url: String, mode: EntryMode, id: String?) {
+        for route in contract.routes {
+            guard let link = route.deepLink, let pattern = DeepLinkPattern(link), let values = pattern.match(url)
+            else { continue }
+            enter(route.id, values, mode: mode, id: id)
+            return
+        }
+        error = "no route's deep link matches \(url)"
+    }
+
+    /// A deep link or notification into `route`: the target and its declared ancestors, access-checked.
+    mutating func enter(_ route: String, _ parameters: [String: String], mode: EntryMode, id: String?) {
+        if let id, state.consumed.contains(id) {
+            effects.append(.alreadyConsumed(id))
+            return
+        }
+        guard state.prompt == nil else {
+            error = "a prompt is waiting: confirm or cancel first"
+            return
+        }
+        guard let target = makeEntry(route, parameters) else { return }
+        if let id {
+            state.consumed.append(id)
+            if state.consumed.count > 64 { state.consumed.removeFirst(state.consumed.count - 64) }
+        }
+        let (stack, modal) = syntheticStack(for: target)
+        guard error == nil else { return }
+        // Input in the stack being replaced (a warm entry) is left under its route's lifecycle.
+        if mode == .warm,
+            let asking = inputEntries().last(where: { contract.route($0.route)?.input?.policy != .saveDraft })
+        {
+            let kind: NavigationPrompt.Kind =
+                contract.route(asking.route)?.input?.policy == .warnBeforeLoss ? .warnBeforeLoss : .confirmDiscard
+            state.prompt = NavigationPrompt(kind: kind, entry: asking.id, pending: .replace(stack: stack, modal: modal))
+            return
+        }
+        replace(with: stack, modal: modal, discardingAll: false, target: target)
+    }
+
+    /// Entries (stack, then modal) holding unsaved input.
+    func inputEntries() -> [NavigationEntry] {
+        (state.stack + (state.modal.map { [$0] } ?? [])).filter { !($0.input ?? "").isEmpty }
+    }
+
+    mutating func replace(
+        with stack: [NavigationEntry], modal: NavigationEntry?, discardingAll: Bool, target: NavigationEntry? = nil
+    ) {
+        for entry in inputEntries() {
+            guard let input = contract.route(entry.route)?.input else { continue }
+            if input.policy == .saveDraft {
+                save(entry, entry.input!)
+            } else if discardingAll {
+                continue  // already discarded when the prompt was confirmed
+            }
+        }
+        state.pendingTarget = nil
+        let target = target ?? modal ?? stack.last!
+        let checked = checked(stack, modal: modal, target: target)
+        state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
+        state.modal = checked.modal
+        effects.append(.saveSnapshot)
+    }
+
+    mutating func rootEntry() -> NavigationEntry {
+        defer { state.nextEntry += 1 }
+        return NavigationEntry(id: "e\(state.nextEntry)", route: contract.root.id, account: state.account)
+    }
+
+    // MARK: Accounts
+
+    mutating func signIn(_ account: String) {
+        if let current = state.account, current != account { removeProtected(purging: nil) }
+        state.account = account
+        state.sessionValid = true
+        if state.modal?.route == navigator.signInRoute { state.modal = nil }
+        if var target = state.pendingTarget {
+            state.pendingTarget = nil
+            if let owner = target.account, owner != account { return }
+            target.account = account
+            let (stack, modal) = syntheticStack(for: target)
+            guard error == nil else { return }
+            let checked = checked(stack, modal: modal, target: target)
+            state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
+            state.modal = checked.modal
+        }
+        effects.append(.saveSnapshot)
+    }
+
+    mutating func signOut() {
+        guard let account = state.account else {
+            error = "nobody is signed in"
+            return
+        }
+        removeProtected(purging: account)
+        state.account = nil
+        state.sessionValid = false
+        effects.append(.saveSnapshot)
+    }
+
+    mutating func switchAccount(_ account: String) {
+        guard state.account != account else { return }
+        removeProtected(purging: nil)
+        state.account = account
+        state.sessionValid = true
+        effects.append(.saveSnapshot)
+    }
+
+    /// Removes, in one step, every entry that is not public or that holds input (saved as a draft first
+    /// when its lifecycle keeps drafts), the prompt and any remembered target.
+    mutating func removeProtected(purging account: String?) {
+        for entry in inputEntries() {
+            guard let input = contract.route(entry.route)?.input else { continue }
+            if Self.keepsDrafts(input) { save(entry, entry.input!) } else { effects.append(.inputLost(entry.label)) }
+        }
+        func isPublic(_ entry: NavigationEntry) -> Bool {
+            guard case .public = contract.route(entry.route)?.access else { return false }
+            return (entry.input ?? "").isEmpty
+        }
+        state.stack = state.stack.filter(isPublic)
+        if state.stack.first?.route != contract.root.id { state.stack.insert(rootEntry(), at: 0) }
+        if let modal = state.modal, !isPublic(modal) || modal.route == navigator.signInRoute { state.modal = nil }
+        state.prompt = nil
+        state.pendingTarget = nil
+        if let account { effects.append(.purgeAccount(account)) }
+    }
+
+    // MARK: Input, background, session, access
+
+    mutating func type(_ text: String) {
+        guard state.prompt == nil else {
+            error = "a prompt is waiting: confirm or cancel first"
+            return
+        }
+        guard var top = state.top, contract.route(top.route)?.input != nil else {
+            error = "the screen on top holds no input"
+            return
+        }
+        top.input = text
+        if state.modal != nil { state.modal = top } else { state.stack[state.stack.count - 1] = top }
+    }
+
+    mutating func background() {
+        for entry in inputEntries() {
+            guard let input = contract.route(entry.route)?.input, Self.keepsDrafts(input) else { continue }
+            save(entry, entry.input!)
+        }
+        effects.append(.saveSnapshot)
+    }
+
+    mutating func expire() {
+        guard state.account != nil else { return }
+        let target = state.top.flatMap { contract.route($0.route)?.isSensitive == true ? nil : $0 }
+        for entry in inputEntries() {
+            guard let input = contract.route(entry.route)?.input, Self.keepsDrafts(input) else { continue }
+            save(entry, entry.input!)
+        }
+        state.sessionValid = false
+        state.prompt = nil
+        state.stack = state.stack.filter {
+            if case .public = contract.route($0.route)?.access { return true }
+            return false
+        }
+        if state.stack.isEmpty { state.stack = [rootEntry()] }
+        state.modal = nil
+        if let target, navigator.verdict(target, in: state) == .needsSignIn {
+            state.pendingTarget = target
+            effects.append(.signInRequired(target.label))
+        }
+        state.modal = signInEntry()
+        effects.append(.saveSnapshot)
+    }
+
+    mutating func revoke(_ route: String, _ parameters: [String: String]) {
+        func matches(_ entry: NavigationEntry) -> Bool {
+            entry.route == route && parameters.allSatisfy { entry.parameters[$0.key] == $0.value }
+        }
+        if let modal = state.modal, matches(modal) {
+            effects.append(.accessDenied(modal.label))
+            if let text = modal.input, !text.isEmpty { effects.append(.inputLost(modal.label)) }
+            state.modal = nil
+        }
+        if let index = state.stack.firstIndex(where: matches) {
+            effects.append(.accessDenied(state.stack[index].label))
+            for entry in state.stack[index...] where !(entry.input ?? "").isEmpty {
+                effects.append(.inputLost(entry.label))
+            }
+            state.stack.removeSubrange(index...)
+            if state.stack.isEmpty { state.stack = [rootEntry()] }
+            state.modal = state.modal.flatMap { navigator.verdict($0, in: state) == .allowed ? $0 : nil }
+            state.prompt = nil
+        }
+        if let target = state.pendingTarget, matches(target) { state.pendingTarget = nil }
+        effects.append(.saveSnapshot)
+    }
+}

@@ -1,0 +1,152 @@
+public import Foundation
+
+/// A minimal, versioned snapshot of navigation (MOB-PLAT-005): the stack and modal (route, parameters,
+/// owning account), the remembered target and consumed links — never view models, never unsaved input
+/// (what must survive process death is saved as a draft, under the route's declared lifecycle), never
+/// secrets, never a pending prompt.
+public struct NavigationSnapshot: Sendable, Hashable, Codable {
+    /// The format this version of Keel writes.
+    public static let currentVersion = 1
+
+    /// The format version.
+    public var version: Int
+    /// The state, without input, prompt or drafts.
+    public var state: NavigationState
+    /// Operations started from navigation and not yet settled (ids in the app's effect ledger), reattached
+    /// after restore instead of being started again.
+    public var inFlight: [String]
+
+    /// A snapshot of `state`: unsaved input and the prompt are left out.
+    public init(_ state: NavigationState, inFlight: [String] = []) {
+        version = Self.currentVersion
+        var state = state
+        state.stack = state.stack.map { entry in
+            var entry = entry
+            entry.input = nil
+            return entry
+        }
+        state.modal?.input = nil
+        state.prompt = nil
+        state.drafts = [:]
+        self.state = state
+        self.inFlight = inFlight
+    }
+
+    /// The snapshot as bytes.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(self)
+    }
+}
+
+/// Whether the session is still valid when a snapshot is restored: the app asks its token store (or the
+/// server) before anything protected is shown again.
+public enum SessionCheck: Sendable, Hashable {
+    /// Signed in as this account, with a valid session.
+    case valid(account: String)
+    /// The session of the snapshot's account expired (or its credentials are gone).
+    case expired
+    /// Nobody is signed in.
+    case signedOut
+}
+
+extension Navigator {
+    /// Restores a snapshot, in this order: decode → version check (and migration of older formats) →
+    /// re-check the session (expired → sign-in, the target and drafts kept) → re-check access of every
+    /// entry (revoked → cut above it) → drop sensitive one-time entries → put drafts back into their
+    /// entries. An unusable snapshot gives a fresh start with an explicit `snapshotDiscarded` effect;
+    /// drafts are never touched.
+    ///
+    /// - Parameters:
+    ///   - data: the snapshot bytes (nil on a first launch).
+    ///   - drafts: every draft in the drafts store.
+    ///   - session: the session as the app knows it now.
+    ///   - migrations: upgrades of older snapshot formats, by the version they upgrade from.
+    public func restore(
+        _ data: Data?, drafts: [DraftKey: String], session: SessionCheck,
+        migrations: [Int: @Sendable (Data) throws -> Data] = [:]
+    ) -> (result: NavigationResult, inFlight: [String]) {
+        var fresh = initialState
+        fresh.drafts = drafts
+        if case .valid(let account) = session {
+            fresh.account = account
+            fresh.sessionValid = true
+        }
+        guard let data else { return (NavigationResult(state: fresh), []) }
+        struct Version: Decodable { let version: Int }
+        guard var version = try? JSONDecoder().decode(Version.self, from: data).version else {
+            return (NavigationResult(state: fresh, effects: [.snapshotDiscarded("unreadable snapshot")]), [])
+        }
+        guard version <= NavigationSnapshot.currentVersion else {
+            return (
+                NavigationResult(
+                    state: fresh,
+                    effects: [
+                        .snapshotDiscarded(
+                            "snapshot version \(version) is newer than \(NavigationSnapshot.currentVersion)")
+                    ]), []
+            )
+        }
+        var bytes = data
+        while version < NavigationSnapshot.currentVersion {
+            guard let migrate = migrations[version], let upgraded = try? migrate(bytes) else {
+                return (
+                    NavigationResult(
+                        state: fresh, effects: [.snapshotDiscarded("no migration from snapshot version \(version)")]),
+                    []
+                )
+            }
+            bytes = upgraded
+            version += 1
+        }
+        guard let snapshot = try? JSONDecoder().decode(NavigationSnapshot.self, from: bytes),
+            !snapshot.state.stack.isEmpty,
+            (snapshot.state.stack + [snapshot.state.modal].compactMap { $0 }).allSatisfy({
+                contract.route($0.route) != nil
+            })
+        else {
+            return (NavigationResult(state: fresh, effects: [.snapshotDiscarded("damaged snapshot")]), [])
+        }
+
+        var run = Run(navigator: self, state: snapshot.state)
+        run.state.drafts = drafts
+        run.state.prompt = nil
+        // The session, as it is now.
+        let previous = snapshot.state.account
+        switch session {
+        case .valid(let account):
+            run.state.account = account
+            run.state.sessionValid = true
+        case .expired:
+            run.state.sessionValid = false
+        case .signedOut:
+            run.state.account = nil
+            run.state.sessionValid = false
+        }
+        let target = run.state.top
+        var entries = run.state.stack + [run.state.modal].compactMap { $0 }
+        // Another account's entries never come back (a switch while the app was dead).
+        if case .valid(let account) = session, let previous, previous != account {
+            entries = entries.filter { entry in
+                guard let route = contract.route(entry.route) else { return false }
+                if case .public = route.access { return true }
+                return false
+            }
+        }
+        // Sensitive one-time entries are never restored.
+        let sensitive = entries.filter { contract.route($0.route)?.isSensitive == true }
+        for entry in sensitive { run.effects.append(.droppedSensitive(entry.label)) }
+        entries.removeAll { contract.route($0.route)?.isSensitive == true }
+        if entries.first?.route != contract.root.id { entries.insert(run.rootEntry(), at: 0) }
+        let modalEntry = entries.last.flatMap { contract.route($0.route)?.isModal == true ? $0 : nil }
+        let stack = modalEntry == nil ? entries : Array(entries.dropLast())
+        let remembered =
+            target.flatMap { contract.route($0.route)?.isSensitive == true ? nil : $0 } ?? stack.last!
+        run.state.pendingTarget = nil
+        let checked = run.checked(stack, modal: modalEntry, target: run.state.pendingTarget ?? remembered)
+        run.state.stack = checked.stack.isEmpty ? [run.rootEntry()] : checked.stack
+        run.state.modal = checked.modal
+        return (NavigationResult(state: run.state, effects: run.effects), snapshot.inFlight)
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import KeelLifecycle
+
+/// `keel navigation check`: prints an app's navigation contract for review and checks it in CI
+/// (MOB-PLAT-008).
+enum NavigationCommand {
+    static let command = Keel.Command(
+        name: "navigation",
+        summary: "Check a navigation contract (NavigationContract.export()), or run the navigator on events.",
+        usage: """
+            USAGE: keel navigation check <contract.json> [--format text|json]
+
+            Reads the contract the app exports with `try contract.export()` and prints one row per route:
+            its parent chain, access, modal, unsaved-input policy and process-death behaviour, sensitive,
+            deep link. Checks the same rules as the app does at launch (a root and only one, known and
+            acyclic parents, deep links that land only where back can go, confirmDiscard with onDeath,
+            no sensitive deep link, no two deep links for the same URLs).
+
+            OPTIONS:
+              --format text|json  Output style (default text). json prints {"sound": Bool, "routes":
+                                  [{"id", "parents", "access", "modal", "sensitive", "input", "onDeath",
+                                  "deepLink"}], "problems": [{"code", "route", "message"}]}.
+              -h, --help          Show this help.
+
+            EXIT STATUS: 0 sound, 1 declaration problems (each listed with its route), 2 unreadable or
+            malformed input.
+
+            """,
+        run: run
+    )
+
+    static func run(_ raw: [String]) async throws -> Int32 {
+        guard let verb = raw.first else { throw UsageError("expected 'check'") }
+        switch verb {
+        case "check": return try check(Array(raw.dropFirst()))
+        default: throw UsageError("unknown navigation command '\(verb)'")
+        }
+    }
+
+    struct RouteRow: Encodable {
+        let id: String
+        let parents: [String]
+        let access: String
+        let modal: Bool
+        let sensitive: Bool
+        let input: String?
+        let onDeath: String?
+        let deepLink: String?
+    }
+
+    struct ProblemRow: Encodable {
+        let code: String
+        let route: String
+        let message: String
+    }
+
+    struct Report: Encodable {
+        let sound: Bool
+        let routes: [RouteRow]
+        let problems: [ProblemRow]
+    }
+
+    static func check(_ raw: [String]) throws -> Int32 {
+        let arguments = try Arguments(raw, options: ["format"])
+        guard arguments.positionals.count == 1 else { throw UsageError("expected one contract file") }
+        let path = arguments.positionals[0]
+        let format = try arguments.choice("format", default: "text", among: ["text", "json"])
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return fail("\(path): cannot read the file")
+        }
+        let routes: [Route]
+        var problems: [NavigationProblem] = []
+        do {
+            routes = try NavigationContract.routes(json: data)
+        } catch {
+            return fail("\(path): \(error.message)")
+        }
+        problems = NavigationContract.problems(in: routes)
+        let byID = Dictionary(routes.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let rows = routes.map { route in
+            RouteRow(
+                id: route.id, parents: chain(of: route, in: byID), access: route.access.description,
+                modal: route.isModal, sensitive: route.isSensitive, input: route.input?.policy.rawValue,
+                onDeath: route.input?.onDeath?.rawValue, deepLink: route.deepLink)
+        }
+        if format == "json" {
+            try sayJSON(
+                Report(
+                    sound: problems.isEmpty, routes: rows,
+                    problems: problems.map { ProblemRow(code: $0.code.name, route: $0.route, message: $0.message) }))
+        } else {
+            say(table(rows), terminator: "")
+            for problem in problems { say("problem: \(problem.code.name): \(problem)") }
+            if problems.isEmpty { say("\(path): \(routes.count) route(s), no problems") }
+        }
+        return problems.isEmpty ? 0 : 1
+    }
+
+    /// The parent chain from the root down to the route's parent (stops at an unknown parent or a cycle).
+    static func chain(of route: Route, in byID: [String: Route]) -> [String] {
+        var chain: [String] = []
+        var seen: Set<String> = [route.id]
+        var current = route.parent
+        while let parent = current, !seen.contains(parent) {
+            chain.insert(parent, at: 0)
+            seen.insert(parent)
+            current = byID[parent]?.parent
+        }
+        return chain
+    }
+
+    static func table(_ rows: [RouteRow]) -> String {
+        var text = "| route | parents | access | modal | input | on death | sensitive | deep link |\n"
+        text += "|---|---|---|---|---|---|---|---|\n"
+        for row in rows {
+            let cells = [
+                row.id, row.parents.isEmpty ? "—" : row.parents.joined(separator: " › "), row.access,
+                row.modal ? "yes" : "no", row.input ?? "—", row.onDeath ?? "—", row.sensitive ? "yes" : "no",
+                row.deepLink ?? "—",
+            ]
+            text += "| " + cells.joined(separator: " | ") + " |\n"
+        }
+        return text
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import KeelLifecycle
+import Testing
+
+/// The example contract of the issue and the guide (`contracts/navigation.example.json`), as routes.
+let exampleRoutes: [Route] = [
+    Route("home", access: .public, isRoot: true),
+    Route("notes", parent: "home", access: .signedIn),
+    Route("note", parent: "notes", access: .account, parameters: ["noteID"], deepLink: "keel-notes://note/{noteID}"),
+    Route(
+        "edit", parent: "note", access: .account, parameters: ["noteID"],
+        input: .init(policy: .confirmDiscard, onDeath: .save)),
+    Route("otp", parent: "home", access: .signedIn, isModal: true, isSensitive: true),
+    Route("signIn", access: .public, isModal: true),
+]
+
+@Suite struct NavigationContractTests {
+    static func codes(_ routes: [Route]) -> [String] {
+        NavigationContract.problems(in: routes).map { "\($0.route):\($0.code.name)" }
+    }
+
+    @Test func theExampleContractIsSoundAndItsFileReadsBackToTheSameRoutes() throws {
+        let contract = try NavigationContract(exampleRoutes)
+        #expect(contract.root.id == "home")
+        #expect(contract.ancestors(of: "edit").map(\.id) == ["home", "notes", "note"])
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("contracts/navigation.example.json")
+        let fromFile = try NavigationContract(json: Data(contentsOf: file))
+        #expect(fromFile == contract)
+        #expect(try NavigationContract(json: contract.export()) == contract)
+        // Defaults are left out of the export: the file stays as small as the hand-written one.
+        let exported = String(decoding: try contract.export(), as: UTF8.self)
+        #expect(!exported.contains("false"))
+        #expect(exported.contains(#""deepLink" : "keel-notes://note/{noteID}""#))
+    }
+
+    @Test func everyUnsoundDeclarationIsRefusedWithItsRoute() {
+        #expect(Self.codes([]) == [":noRoot"])
+        #expect(Self.codes([Route("a", access: .public)]) == [":noRoot", "a:missingParent"])
+        #expect(
+            Self.codes([Route("a", access: .public, isRoot: true), Route("b", access: .public, isRoot: true)])
+                == ["b:twoRoots"])
+        #expect(
+            Self.codes([
+                Route("a", access: .public, isRoot: true), Route("b", parent: "a", access: .public),
+                Route("b", parent: "a", access: .signedIn),
+            ]) == ["b:declaredTwice"])
+        #expect(
+            Self.codes([Route("a", access: .public, isRoot: true), Route("b", parent: "zzz", access: .public)])
+                == ["b:unknownParent"])
+        let cycle = Self.codes([
+            Route("root", access: .public, isRoot: true), Route("b", parent: "c", access: .public),
+            Route("c", parent: "b", access: .public),
+        ])
+        #expect(cycle.contains("b:cyclicParents") && cycle.contains("c:cyclicParents"))
+        #expect(
+            Self.codes([
+                Route("root", access: .public, isRoot: true),
+                Route("edit", parent: "root", access: .account, input: .init(policy: .confirmDiscard)),
+            ]) == ["edit:missingDeathBehaviour"])
+        #expect(
+            Self.codes([
+                Route("root", access: .public, isRoot: true),
+                Route(
+                    "otp", parent: "root", access: .signedIn, isModal: true, isSensitive: true, deepLink: "app://otp"),
+            ]) == ["otp:sensitiveDeepLink"])
+        #expect(
+            Self.codes([
+                Route("root", access: .public, isRoot: true),
+                Route("a", parent: "root", access: .public, parameters: ["id"], deepLink: "app://item/{id}"),
+                Route("b", parent: "root", access: .public, parameters: ["key"], deepLink: "APP://Item/{key}"),
+            ]) == ["b:duplicateDeepLink"])
+        // A public deep link whose ancestor needs an account: back would lead where the user cannot go.
+        #expect(
+            Self.codes([
+                Route("root", access: .public, isRoot: true), Route("inbox", parent: "root", access: .account),
+                Route("promo", parent: "inbox", access: .public, deepLink: "app://promo"),
+            ]) == ["promo:ancestorNeedsMoreAccess"])
+        #expect(
+            Self.codes([
+                Route("root", access: .public, isRoot: true),
+                Route("premium", parent: "root", access: .custom("premium")),
+                Route("item", parent: "premium", access: .account, parameters: ["id"], deepLink: "app://item/{id}"),
+            ]) == ["item:ancestorNeedsMoreAccess"])
+        #expect(
+            Self.codes([
+                Route("root", access: .public, isRoot: true),
+                Route("folder", parent: "root", access: .public, parameters: ["folderID"]),
+                Route("item", parent: "folder", access: .public, parameters: ["id"], deepLink: "app://item/{id}"),
+            ]) == ["item:ancestorParameterMissing"])
+        #expect(
+            Self.codes([
+                Route("root", access: .public, isRoot: true),
+                Route("item", parent: "root", access: .public, parameters: ["id"], deepLink: "app://item/{other}"),
+            ]) == ["item:invalidDeepLink"])
+        #expect(
+            Self.codes([
+                Route("root", access: .public, isRoot: true),
+                Route("item", parent: "root", access: .public, deepLink: "not a url"),
+            ]) == ["item:invalidDeepLink"])
+    }
+
+    @Test func aRefusedContractThrowsEveryProblemAndMalformedFilesAreTyped() throws {
+        do {
+            _ = try NavigationContract([
+                Route("a", access: .public), Route("b", access: .public, isRoot: true, deepLink: "x"),
+            ])
+            Issue.record("an unsound contract was accepted")
+        } catch { #expect(error.code == .refused && error.problems.count == 2) }
+        for json in [
+            #"{"routes": [{"id": "home", "root": true, "access": "public", "color": "red"}]}"#,
+            #"{"routes": [], "extra": 1}"#,
+            #"{"routes": [{"id": "home", "root": 1, "access": "public"}]}"#,
+            #"{"routes": [{"id": "home", "root": true, "access": "admin"}]}"#,
+            #"{"routes": [{"id": "e", "root": true, "access": "public", "input": {"policy": "autosave"}}]}"#,
+            #"{"routes": [{"id": "e", "root": true, "access": "public", "input": {"policy": "saveDraft", "x": 1}}]}"#,
+            "not json",
+        ] {
+            do {
+                _ = try NavigationContract(json: Data(json.utf8))
+                Issue.record("accepted: \(json)")
+            } catch { #expect(error.code == .malformed, "\(json): \(error)") }
+        }
+    }
+
+    @Test func deepLinkPatternsMatchWholeSegmentsAndQueries() throws {
+        let pattern = try #require(DeepLinkPattern("keel-notes://note/{noteID}"))
+        #expect(pattern.match("keel-notes://note/42") == ["noteID": "42"])
+        #expect(pattern.match("KEEL-NOTES://NOTE/42") == ["noteID": "42"])
+        #expect(pattern.match("keel-notes://note/a%20b/") == ["noteID": "a b"])
+        #expect(pattern.match("keel-notes://note/42?ref=mail#top") == ["noteID": "42", "ref": "mail"])
+        #expect(pattern.match("keel-notes://note/") == nil)
+        #expect(pattern.match("keel-notes://note/42/edit") == nil)
+        #expect(pattern.match("other://note/42") == nil)
+        #expect(pattern.match("keel-notes://notes/42") == nil)
+        #expect(DeepLinkPattern("app://{host}/x") == nil)
+        #expect(DeepLinkPattern("app://a/{b") == nil)
+        #expect(DeepLinkPattern("app://a//b") == nil)
+    }
+}

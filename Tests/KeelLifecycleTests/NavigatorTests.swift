@@ -1,0 +1,294 @@
+import Foundation
+import KeelCore
+import KeelLifecycle
+import Testing
+
+/// A navigator over the example contract, with revocations the tests control.
+struct Harness {
+    final class Revocations: AccessChecker, @unchecked Sendable {
+        private let lock = NSLock()
+        private var revoked: Set<String> = []
+        func revoke(_ label: String) { lock.withLock { _ = revoked.insert(label) } }
+        func allows(_ route: Route, parameters: [String: String], account: String) -> Bool {
+            let label = ([route.id] + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
+                .joined(separator: " ")
+            return lock.withLock { !revoked.contains(label) }
+        }
+    }
+
+    let revocations = Revocations()
+    let navigator: Navigator
+    var state: NavigationState
+    var last = NavigationResult(state: NavigationState(root: "home"))
+
+    init(routes: [Route] = exampleRoutes) throws {
+        navigator = Navigator(contract: try NavigationContract(routes), access: revocations)
+        state = navigator.initialState
+    }
+
+    @discardableResult
+    mutating func send(_ event: NavigationEvent) -> NavigationResult {
+        last = navigator.reduce(state, event)
+        state = last.state
+        return last
+    }
+
+    var stack: [String] { state.stack.map(\.route) }
+    var effects: [String] { last.effects.map(\.description) }
+
+    /// Signed in as alice on home › notes › note 1 › edit 1.
+    mutating func deepStack(_ account: String = "alice") {
+        send(.signIn(account: account))
+        send(.open(route: "notes"))
+        send(.open(route: "note", parameters: ["noteID": "1"]))
+        send(.open(route: "edit", parameters: ["noteID": "1"]))
+    }
+}
+
+@Suite struct NavigatorTests {
+    // MARK: - PLAT-008.1 one decision for every back trigger
+
+    /// Many states reached by seeded random event sequences; in each, every back trigger gives the same
+    /// state and the same effects.
+    @Test func everyBackTriggerGivesTheSameResultInEveryGeneratedState() throws {
+        let routes =
+            exampleRoutes + [
+                Route("compose", parent: "notes", access: .account, input: .init(policy: .saveDraft)),
+                Route("feedback", parent: "home", access: .public, input: .init(policy: .warnBeforeLoss)),
+                Route("share", access: .signedIn, isModal: true, input: .init(policy: .saveDraft)),
+            ]
+        var generator = SeededGenerator(seed: 0x5EED)
+        let events: [NavigationEvent] = [
+            .open(route: "notes"), .open(route: "note", parameters: ["noteID": "1"]),
+            .open(route: "edit", parameters: ["noteID": "1"]), .open(route: "compose"), .open(route: "feedback"),
+            .open(route: "share"), .open(route: "otp"), .type("text"), .signIn(account: "alice"),
+            .switchAccount("bob"), .signOut, .background, .sessionExpired, .confirm, .cancel, .back(.systemBack),
+            .deepLink(url: "keel-notes://note/7", mode: .warm),
+            .notification(route: "edit", parameters: ["noteID": "2"], mode: .warm),
+        ]
+        var checked = 0
+        for _ in 0..<300 {
+            var harness = try Harness(routes: routes)
+            for _ in 0..<Int.random(in: 0...14, using: &generator) {
+                harness.send(events.randomElement(using: &generator)!)
+            }
+            let results = BackTrigger.allCases.map { harness.navigator.reduce(harness.state, .back($0)) }
+            #expect(results.allSatisfy { $0 == results[0] }, "state \(harness.state)")
+            checked += 1
+        }
+        #expect(checked == 300)
+    }
+
+    @Test func backPopsDismissesAndLeavesTheAppAtTheRoot() throws {
+        var h = try Harness()
+        h.deepStack()
+        h.send(.open(route: "otp"))
+        #expect(h.state.modal?.route == "otp")
+        h.send(.back(.modalDismiss))
+        #expect(h.state.modal == nil && h.stack == ["home", "notes", "note", "edit"])
+        for expected in [["home", "notes", "note"], ["home", "notes"], ["home"]] {
+            h.send(.back(.gesture))
+            #expect(h.stack == expected)
+        }
+        h.send(.back(.systemBack))
+        #expect(h.effects == ["leaveApp"] && h.stack == ["home"])
+    }
+
+    // MARK: - PLAT-008.4 unsaved input: leave, background, process death
+
+    @Test func confirmDiscardAsksOnLeaveAndBackAnswersThePromptWithCancel() throws {
+        var h = try Harness()
+        h.deepStack()
+        h.send(.type("half a thought"))
+        h.send(.back(.appButton))
+        #expect(h.state.prompt?.kind == .confirmDiscard && h.stack.last == "edit")
+        h.send(.back(.systemBack))  // back while asked = cancel
+        #expect(h.state.prompt == nil && h.state.top?.input == "half a thought")
+        h.send(.back(.gesture))
+        h.send(.confirm)
+        #expect(h.stack == ["home", "notes", "note"])
+        #expect(h.effects.contains("deleteDraft edit noteID=1"))
+        // Coming back, nothing of the discarded input returns.
+        h.send(.open(route: "edit", parameters: ["noteID": "1"]))
+        #expect(h.state.top?.input == nil)
+    }
+
+    @Test func saveDraftSavesOnLeaveAndBackgroundAndRestoresOnReturn() throws {
+        var h = try Harness(
+            routes: exampleRoutes + [
+                Route("compose", parent: "notes", access: .account, input: .init(policy: .saveDraft))
+            ])
+        h.send(.signIn(account: "alice"))
+        h.send(.open(route: "notes"))
+        h.send(.open(route: "compose"))
+        h.send(.type("draft one"))
+        h.send(.background)
+        #expect(h.effects == ["saveDraft compose", "saveSnapshot"])
+        h.send(.type("draft two"))
+        h.send(.back(.systemBack))
+        #expect(h.effects.first == "saveDraft compose" && h.stack == ["home", "notes"])
+        h.send(.open(route: "compose"))
+        #expect(h.state.top?.input == "draft two" && h.effects.contains("restoreDraft compose"))
+    }
+
+    @Test func warnBeforeLossWarnsOnLeaveAndKeepsNothingAcrossDeath() throws {
+        var h = try Harness(
+            routes: exampleRoutes + [
+                Route("feedback", parent: "home", access: .public, input: .init(policy: .warnBeforeLoss))
+            ])
+        h.send(.open(route: "feedback"))
+        h.send(.type("meh"))
+        h.send(.background)
+        #expect(h.effects == ["saveSnapshot"])  // declared: not saved
+        h.send(.back(.systemBack))
+        #expect(h.state.prompt?.kind == .warnBeforeLoss)
+        h.send(.confirm)
+        #expect(h.effects.first == "inputLost feedback" && h.stack == ["home"])
+    }
+
+    @Test func processDeathKeepsOrDropsInputAsEachRouteDeclares() throws {
+        let routes = [
+            Route("home", access: .public, isRoot: true),
+            Route("keep", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .save)),
+            Route("drop", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .drop)),
+            Route("draft", parent: "home", access: .signedIn, input: .init(policy: .saveDraft)),
+            Route("warn", parent: "home", access: .signedIn, input: .init(policy: .warnBeforeLoss)),
+            Route("signIn", access: .public, isModal: true),
+        ]
+        for (route, survives) in [("keep", true), ("drop", false), ("draft", true), ("warn", false)] {
+            var h = try Harness(routes: routes)
+            h.send(.signIn(account: "alice"))
+            h.send(.open(route: route))
+            h.send(.type("typed in \(route)"))
+            h.send(.background)
+            // The process dies: only the snapshot and the drafts store survive.
+            let snapshot = try NavigationSnapshot(h.state).encoded()
+            #expect(!String(decoding: snapshot, as: UTF8.self).contains("typed in"))
+            let restored = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: "alice"))
+            #expect(restored.result.state.stack.map(\.route) == ["home", route])
+            #expect(
+                restored.result.state.top?.input == (survives ? "typed in \(route)" : nil), "\(route)")
+        }
+    }
+
+    // MARK: - PLAT-008.2 deep links and notifications, cold and warm, then back
+
+    @Test func aColdDeepLinkBuildsTheDeclaredParentsAndBackWalksThem() throws {
+        var h = try Harness()
+        h.send(.signIn(account: "alice"))
+        h.send(.deepLink(url: "keel-notes://note/42", mode: .cold, id: "link-1"))
+        #expect(h.stack == ["home", "notes", "note"])
+        #expect(h.state.top?.parameters == ["noteID": "42"])
+        h.send(.back(.systemBack))
+        #expect(h.stack == ["home", "notes"])
+        h.send(.back(.systemBack))
+        h.send(.back(.systemBack))
+        #expect(h.effects == ["leaveApp"])
+        // Delivered again (a recreation): not replayed.
+        h.send(.deepLink(url: "keel-notes://note/42", mode: .cold, id: "link-1"))
+        #expect(h.effects == ["alreadyConsumed link-1"] && h.stack == ["home"])
+    }
+
+    @Test func aDeepLinkWhileSignedOutShowsSignInAndOpensTheTargetAfterIt() throws {
+        var h = try Harness()
+        h.send(.deepLink(url: "keel-notes://note/42", mode: .cold))
+        #expect(h.stack == ["home"] && h.state.modal?.route == "signIn")
+        #expect(h.effects.contains("signInRequired note noteID=42"))
+        h.send(.signIn(account: "alice"))
+        #expect(h.stack == ["home", "notes", "note"] && h.state.modal == nil)
+    }
+
+    @Test func aWarmNotificationIntoAStackOfAnotherAccountKeepsNoneOfIt() throws {
+        var h = try Harness()
+        h.deepStack("alice")
+        h.send(.switchAccount("bob"))
+        h.send(.notification(route: "note", parameters: ["noteID": "9"], mode: .warm, id: "push-1"))
+        #expect(h.stack == ["home", "notes", "note"])
+        #expect(h.state.stack.allSatisfy { $0.account == nil || $0.account == "bob" })
+        while h.effects != ["leaveApp"] { h.send(.back(.systemBack)) }
+    }
+
+    @Test func aWarmEntryOverUnsavedInputAsksFirstAndARevokedTargetIsCut() throws {
+        var h = try Harness()
+        h.deepStack()
+        h.send(.type("unsaved"))
+        h.send(.deepLink(url: "keel-notes://note/5", mode: .warm))
+        #expect(h.state.prompt?.kind == .confirmDiscard && h.stack.last == "edit")
+        h.send(.confirm)
+        #expect(h.stack == ["home", "notes", "note"] && h.state.top?.parameters == ["noteID": "5"])
+
+        h.revocations.revoke("note noteID=6")
+        h.send(.deepLink(url: "keel-notes://note/6", mode: .warm))
+        #expect(h.stack == ["home", "notes"])
+        #expect(h.effects.contains("accessDenied note noteID=6"))
+    }
+
+    // MARK: - PLAT-008.3 logout and account switch with a back stack
+
+    @Test func afterAnAccountSwitchBackNeverReachesThePreviousAccountsScreens() throws {
+        var h = try Harness()
+        h.deepStack("alice")
+        h.send(.open(route: "otp"))
+        h.send(.switchAccount("bob"))
+        var seen: [NavigationEntry] = h.state.stack + [h.state.modal].compactMap { $0 }
+        while h.effects != ["leaveApp"] {
+            h.send(.back(.systemBack))
+            seen += h.state.stack + [h.state.modal].compactMap { $0 }
+        }
+        #expect(seen.allSatisfy { $0.account != "alice" })
+        #expect(seen.allSatisfy { $0.route == "home" })
+    }
+
+    @Test func signOutRemovesEveryProtectedEntryInOneStepAndAsksForThePurge() throws {
+        var h = try Harness()
+        h.deepStack("alice")
+        h.send(.type("kept as a draft"))
+        h.send(.signOut)
+        #expect(h.stack == ["home"] && h.state.modal == nil && h.state.account == nil)
+        #expect(h.effects == ["saveDraft edit noteID=1", "purgeAccount alice", "saveSnapshot"])
+        h.send(.back(.systemBack))
+        #expect(h.effects == ["leaveApp"])
+        // The draft is alice's: bob never gets it, alice does.
+        h.send(.signIn(account: "bob"))
+        h.send(.open(route: "notes"))
+        h.send(.open(route: "note", parameters: ["noteID": "1"]))
+        h.send(.open(route: "edit", parameters: ["noteID": "1"]))
+        #expect(h.state.top?.input == nil)
+    }
+
+    // MARK: - Session and access while running
+
+    @Test func anExpiredSessionShowsSignInKeepsTheTargetAndDrafts() throws {
+        var h = try Harness()
+        h.deepStack()
+        h.send(.type("keep me"))
+        h.send(.sessionExpired)
+        #expect(h.stack == ["home"] && h.state.modal?.route == "signIn")
+        #expect(h.effects.contains("saveDraft edit noteID=1"))
+        h.send(.signIn(account: "alice"))
+        #expect(h.stack == ["home", "notes", "note", "edit"] && h.state.top?.input == "keep me")
+    }
+
+    @Test func revokedAccessCutsTheStackAboveTheEntry() throws {
+        var h = try Harness()
+        h.deepStack()
+        h.revocations.revoke("note noteID=1")
+        h.send(.accessRevoked(route: "note", parameters: ["noteID": "1"]))
+        #expect(h.stack == ["home", "notes"])
+        h.send(.open(route: "note", parameters: ["noteID": "1"]))
+        #expect(h.stack == ["home", "notes"] && h.effects == ["accessDenied note noteID=1"])
+    }
+
+    @Test func eventsThatCannotApplyAreRefusedWithTheStateUnchanged() throws {
+        var h = try Harness()
+        let before = h.state
+        for event: NavigationEvent in [
+            .open(route: "nowhere"), .open(route: "note"), .confirm, .type("x"), .signOut,
+            .deepLink(url: "https://example.com/x", mode: .cold),
+        ] {
+            let result = h.send(event)
+            #expect(result.error != nil, "\(event)")
+            #expect(h.state == before)
+        }
+    }
+}

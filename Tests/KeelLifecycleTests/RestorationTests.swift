@@ -1,0 +1,103 @@
+import Foundation
+import KeelLifecycle
+import Testing
+
+@Suite struct RestorationTests {
+    /// PLAT-005.2: tearing the UI-facing state down and rebuilding it from its snapshot in the same process
+    /// (Android's recreation on a configuration change) gives an equal state and starts no effect.
+    @Test func aConfigurationChangeRebuildsAnEqualStateAndStartsNothing() throws {
+        var h = try Harness()
+        h.deepStack()
+        h.send(.background)
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        let rebuilt = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: "alice"))
+        #expect(rebuilt.result.state == h.state)
+        #expect(rebuilt.result.effects.isEmpty)
+        // And again: recreation is idempotent.
+        let again = h.navigator.restore(
+            try NavigationSnapshot(rebuilt.result.state).encoded(), drafts: h.state.drafts,
+            session: .valid(account: "alice"))
+        #expect(again.result.state == h.state && again.result.effects.isEmpty)
+    }
+
+    /// PLAT-005.3: the session expired while the app was dead: sign-in comes first, nothing protected is
+    /// shown, the target and the drafts are kept, and signing in again brings the target back.
+    @Test func anExpiredSessionAtRestoreShowsSignInAndKeepsTheTargetAndDrafts() throws {
+        var h = try Harness()
+        h.deepStack()
+        h.send(.type("draft before death"))
+        h.send(.background)
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        let restored = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .expired)
+        var state = restored.result.state
+        #expect(state.stack.map(\.route) == ["home"])
+        #expect(state.modal?.route == "signIn")
+        #expect(state.pendingTarget?.route == "edit")
+        #expect(restored.result.effects.map(\.description) == ["signInRequired edit noteID=1"])
+        state = h.navigator.reduce(state, .signIn(account: "alice")).state
+        #expect(state.stack.map(\.route) == ["home", "notes", "note", "edit"])
+        #expect(state.top?.input == "draft before death")
+        // Another account signing in does not get alice's target.
+        let other = h.navigator.reduce(restored.result.state, .signIn(account: "bob")).state
+        #expect(other.stack.map(\.route) == ["home"])
+    }
+
+    @Test func restoreReChecksAccessDropsSensitiveEntriesAndNeverCarriesInputOrPrompts() throws {
+        var h = try Harness()
+        h.deepStack()
+        h.send(.back(.systemBack))
+        h.send(.open(route: "otp"))
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        h.revocations.revoke("note noteID=1")
+        let restored = h.navigator.restore(snapshot, drafts: [:], session: .valid(account: "alice"))
+        #expect(restored.result.state.stack.map(\.route) == ["home", "notes"])
+        #expect(restored.result.state.modal == nil)
+        #expect(
+            restored.result.effects.map(\.description) == ["droppedSensitive otp", "accessDenied note noteID=1"])
+    }
+
+    @Test func aSnapshotOfAnotherAccountRestoresOnlyPublicEntries() throws {
+        var h = try Harness()
+        h.deepStack("alice")
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        let restored = h.navigator.restore(snapshot, drafts: [:], session: .valid(account: "bob"))
+        #expect(restored.result.state.stack.map(\.route) == ["home"])
+        #expect(restored.result.state.account == "bob")
+    }
+
+    @Test func newerDamagedOrUnmigratableSnapshotsAreDiscardedWithAReasonAndDraftsKept() throws {
+        let h = try Harness()
+        let drafts = [DraftKey(account: "alice", route: "edit", parameters: ["noteID": "1"]): "kept"]
+        for (bytes, reason) in [
+            (#"{"version": 2, "state": {}}"#, "snapshot version 2 is newer than 1"),
+            (#"{"version": 0, "state": {}}"#, "no migration from snapshot version 0"),
+            (#"{"version": 1, "state": {"stack": []}}"#, "damaged snapshot"),
+            ("garbage", "unreadable snapshot"),
+        ] {
+            let restored = h.navigator.restore(Data(bytes.utf8), drafts: drafts, session: .valid(account: "alice"))
+            #expect(restored.result.effects.map(\.description) == ["snapshotDiscarded " + reason])
+            #expect(restored.result.state.stack.map(\.route) == ["home"])
+            #expect(restored.result.state.drafts == drafts)
+        }
+        // An older format is migrated before use.
+        var source = try Harness()
+        source.deepStack()
+        let current = try NavigationSnapshot(source.state).encoded()
+        var object = try #require(JSONSerialization.jsonObject(with: current) as? [String: Any])
+        object["version"] = 0
+        object["legacy"] = true
+        let old = try JSONSerialization.data(withJSONObject: object)
+        let migrated = h.navigator.restore(
+            old, drafts: [:], session: .valid(account: "alice"),
+            migrations: [
+                0: { data in
+                    var object = try JSONSerialization.jsonObject(with: data) as! [String: Any]
+                    object["version"] = 1
+                    object["legacy"] = nil
+                    return try JSONSerialization.data(withJSONObject: object)
+                }
+            ])
+        #expect(migrated.result.state.stack.map(\.route) == ["home", "notes", "note", "edit"])
+        #expect(migrated.result.effects.isEmpty)
+    }
+}
