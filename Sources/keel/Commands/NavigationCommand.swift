@@ -9,6 +9,7 @@ enum NavigationCommand {
         summary: "Check a navigation contract (NavigationContract.export()), or run the navigator on events.",
         usage: """
             USAGE: keel navigation check <contract.json> [--format text|json]
+                   keel navigation simulate <contract.json> [--script <events.txt>]
 
             Reads the contract the app exports with `try contract.export()` and prints one row per route:
             its parent chain, access, modal, unsaved-input policy and process-death behaviour, sensitive,
@@ -25,6 +26,21 @@ enum NavigationCommand {
             EXIT STATUS: 0 sound, 1 declaration problems (each listed with its route), 2 unreadable or
             malformed input.
 
+            simulate runs the real navigator on events, one per line (from --script, or stdin), and prints
+            one JSON object per event:
+              {"event": "<the line>", "account": "alice"|null, "stack": ["home", ...], "modal": "otp"|null,
+               "prompt": null|"confirmDiscard"|"warnBeforeLoss", "effects": ["..."]}
+            with "error" added when the event cannot apply (a missing parameter, an unknown route). Events:
+              signin ACCOUNT | signout | switch ACCOUNT | open ROUTE [key=value]... |
+              back systemBack|gesture|appButton|modalDismiss | link URL cold|warm |
+              notify ROUTE [key=value]... cold|warm | type TEXT | confirm | cancel | background |
+              kill (process death) | launch (cold start, restoring the snapshot) | expire (session expired) |
+              revoke ROUTE [key=value]... | grant ROUTE [key=value]...
+            Blank lines and lines starting with # are skipped. The snapshot, drafts and session live in a
+            temporary directory for the run, so kill/launch is a real round trip through files.
+            EXIT STATUS: 0 ran every event, 2 unreadable contract or a malformed event line (named by its
+            number; nothing after it runs).
+
             """,
         run: run
     )
@@ -33,6 +49,7 @@ enum NavigationCommand {
         guard let verb = raw.first else { throw UsageError("expected 'check'") }
         switch verb {
         case "check": return try check(Array(raw.dropFirst()))
+        case "simulate": return try simulate(Array(raw.dropFirst()))
         default: throw UsageError("unknown navigation command '\(verb)'")
         }
     }
@@ -94,6 +111,45 @@ enum NavigationCommand {
             if problems.isEmpty { say("\(path): \(routes.count) route(s), no problems") }
         }
         return problems.isEmpty ? 0 : 1
+    }
+
+    static func simulate(_ raw: [String]) throws -> Int32 {
+        let arguments = try Arguments(raw, options: ["script"])
+        guard arguments.positionals.count == 1 else { throw UsageError("expected one contract file") }
+        let path = arguments.positionals[0]
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return fail("\(path): cannot read the file")
+        }
+        let contract: NavigationContract
+        do { contract = try NavigationContract(json: data) } catch { return fail("\(path): \(error.message)") }
+        var lines: [String] = []
+        if let script = arguments.value("script") {
+            guard let text = FileManager.default.contents(atPath: script) else {
+                return fail("\(script): cannot read the file")
+            }
+            lines = String(decoding: text, as: UTF8.self).components(separatedBy: "\n")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "keel-navigation-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let simulator = try NavigationSimulator(contract: contract, directory: directory)
+        var number = 0
+        func next() -> String? {
+            if arguments.value("script") != nil { return number < lines.count ? lines[number] : nil }
+            return readLine(strippingNewline: true)
+        }
+        while var line = next() {
+            number += 1
+            if line.hasSuffix("\r") { line.removeLast() }
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            let command: NavigationSimulator.Command
+            do { command = try NavigationSimulator.parse(trimmed) } catch {
+                return fail("line \(number): \(error.description): \(trimmed)")
+            }
+            say(simulator.run(command, line: trimmed).json)
+        }
+        return 0
     }
 
     /// The parent chain from the root down to the route's parent (stops at an unknown parent or a cycle).

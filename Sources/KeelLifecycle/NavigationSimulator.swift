@@ -1,0 +1,313 @@
+public import Foundation
+
+/// Runs the real ``Navigator`` on the event language of `keel navigation simulate`, with the app's
+/// persistence played by files in a directory: the snapshot (written on every `saveSnapshot` effect), the
+/// drafts store (every `saveDraft`/`deleteDraft`), and the session (the token store). `kill` throws the
+/// in-memory state away; `launch` restores from those files through ``Navigator/restore(_:drafts:session:migrations:)``.
+///
+/// Event lines: `signin ACCOUNT` · `signout` · `switch ACCOUNT` · `open ROUTE [key=value]...` ·
+/// `back systemBack|gesture|appButton|modalDismiss` · `link URL cold|warm` ·
+/// `notify ROUTE [key=value]... cold|warm` · `type TEXT` · `confirm` · `cancel` · `background` · `kill` ·
+/// `launch` · `expire` · `revoke ROUTE [key=value]...` · `grant ROUTE [key=value]...`.
+public final class NavigationSimulator {
+    /// One parsed event line.
+    public enum Command: Sendable, Hashable {
+        /// A navigator event.
+        case event(NavigationEvent)
+        /// Process death.
+        case kill
+        /// A cold start (restoring the snapshot, if any).
+        case launch
+        /// Access revoked by the server (the checker refuses it from now on), then the event.
+        case revoke(route: String, parameters: [String: String])
+        /// Access granted again.
+        case grant(route: String, parameters: [String: String])
+        /// The session expired on the server.
+        case expire
+    }
+
+    /// A line that is not an event.
+    public struct ScriptError: Error, CustomStringConvertible {
+        /// Why.
+        public let description: String
+    }
+
+    /// What one event did: the fields `simulate` prints.
+    public struct Step: Sendable, Equatable {
+        /// The line.
+        public var event: String
+        /// The signed-in account with a valid session (nil otherwise).
+        public var account: String?
+        /// The stack's routes, root first (empty while the process is dead).
+        public var stack: [String]
+        /// The modal's route.
+        public var modal: String?
+        /// The waiting prompt.
+        public var prompt: String?
+        /// The effects, in their text form.
+        public var effects: [String]
+        /// Why the event was refused, when it was.
+        public var error: String?
+
+        /// One JSON object on one line, members in this order: event, account, stack, modal, prompt,
+        /// effects (and error when there is one).
+        public var json: String {
+            func quote(_ text: String?) -> String {
+                guard let text else { return "null" }
+                let data = (try? JSONEncoder().encode([text])) ?? Data("[\"\"]".utf8)
+                return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast())
+                    .replacingOccurrences(of: "\\/", with: "/")
+            }
+            var members = [
+                "\"event\": \(quote(event))", "\"account\": \(quote(account))",
+                "\"stack\": [\(stack.map { quote($0) }.joined(separator: ", "))]", "\"modal\": \(quote(modal))",
+                "\"prompt\": \(quote(prompt))", "\"effects\": [\(effects.map { quote($0) }.joined(separator: ", "))]",
+            ]
+            if let error { members.append("\"error\": \(quote(error))") }
+            return "{" + members.joined(separator: ", ") + "}"
+        }
+    }
+
+    final class ServerAccess: AccessChecker, @unchecked Sendable {
+        private let lock = NSLock()
+        private var revoked: Set<String> = []
+        func set(_ label: String, revoked isRevoked: Bool) {
+            lock.withLock {
+                if isRevoked { revoked.insert(label) } else { revoked.remove(label) }
+            }
+        }
+        func allows(_ route: Route, parameters: [String: String], account: String) -> Bool {
+            let label = NavigationEntry(id: "", route: route.id, parameters: parameters).label
+            return lock.withLock { !revoked.contains(label) && !revoked.contains(route.id) }
+        }
+    }
+
+    /// The navigator.
+    public let navigator: Navigator
+    private let directory: URL
+    private let server: ServerAccess
+    private var state: NavigationState?
+
+    /// A simulator over `contract`, persisting into `directory` (created when missing).
+    public init(contract: NavigationContract, directory: URL) throws {
+        server = ServerAccess()
+        navigator = Navigator(contract: contract, access: server)
+        self.directory = directory
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        state = navigator.initialState
+    }
+
+    // MARK: - Parsing
+
+    /// Parses one event line.
+    ///
+    /// - Throws: ``ScriptError`` naming what is wrong.
+    public static func parse(_ line: String) throws(ScriptError) -> Command {
+        let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard let verb = words.first else { throw ScriptError(description: "empty event") }
+        let rest = Array(words.dropFirst())
+        func pairs(_ items: [String]) throws(ScriptError) -> [String: String] {
+            var values: [String: String] = [:]
+            for item in items {
+                guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
+                    throw ScriptError(description: "expected key=value, got '\(item)'")
+                }
+                values[String(item[..<equals])] = String(item[item.index(after: equals)...])
+            }
+            return values
+        }
+        func mode(_ text: String?) throws(ScriptError) -> EntryMode {
+            guard let text, let mode = EntryMode(rawValue: text) else {
+                throw ScriptError(description: "expected cold or warm at the end of '\(line)'")
+            }
+            return mode
+        }
+        func exactly(_ count: Int) throws(ScriptError) {
+            guard rest.count == count else {
+                throw ScriptError(description: "'\(verb)' takes \(count) argument(s), got \(rest.count)")
+            }
+        }
+        switch verb {
+        case "signin":
+            try exactly(1)
+            return .event(.signIn(account: rest[0]))
+        case "signout":
+            try exactly(0)
+            return .event(.signOut)
+        case "switch":
+            try exactly(1)
+            return .event(.switchAccount(rest[0]))
+        case "open":
+            guard let route = rest.first else { throw ScriptError(description: "'open' needs a route") }
+            return .event(.open(route: route, parameters: try pairs(Array(rest.dropFirst()))))
+        case "back":
+            try exactly(1)
+            guard let trigger = BackTrigger(rawValue: rest[0]) else {
+                throw ScriptError(description: "back takes systemBack, gesture, appButton or modalDismiss")
+            }
+            return .event(.back(trigger))
+        case "link":
+            try exactly(2)
+            return .event(.deepLink(url: rest[0], mode: try mode(rest[1])))
+        case "notify":
+            guard rest.count >= 2 else { throw ScriptError(description: "'notify' needs a route and cold|warm") }
+            return .event(
+                .notification(
+                    route: rest[0], parameters: try pairs(Array(rest.dropFirst().dropLast())), mode: try mode(rest.last)
+                ))
+        case "type":
+            guard let start = line.range(of: "type ") else { throw ScriptError(description: "'type' needs text") }
+            return .event(.type(String(line[start.upperBound...])))
+        case "confirm":
+            try exactly(0)
+            return .event(.confirm)
+        case "cancel":
+            try exactly(0)
+            return .event(.cancel)
+        case "background":
+            try exactly(0)
+            return .event(.background)
+        case "kill":
+            try exactly(0)
+            return .kill
+        case "launch":
+            try exactly(0)
+            return .launch
+        case "expire":
+            try exactly(0)
+            return .expire
+        case "revoke", "grant":
+            guard let route = rest.first else { throw ScriptError(description: "'\(verb)' needs a route") }
+            let parameters = try pairs(Array(rest.dropFirst()))
+            return verb == "revoke"
+                ? .revoke(route: route, parameters: parameters) : .grant(route: route, parameters: parameters)
+        default:
+            throw ScriptError(description: "unknown event '\(verb)'")
+        }
+    }
+
+    // MARK: - Running
+
+    /// Runs one parsed line.
+    public func run(_ command: Command, line: String) -> Step {
+        var effects: [NavigationEffect] = []
+        var error: String?
+        switch command {
+        case .kill:
+            guard state != nil else { return step(line, error: "the app is not running") }
+            state = nil
+            return step(line)
+        case .launch:
+            guard state == nil else { return step(line, error: "the app is running; kill it first") }
+            let snapshot = try? Data(contentsOf: file("snapshot.json"))
+            let restored = navigator.restore(snapshot, drafts: loadDrafts(), session: loadSession())
+            state = restored.result.state
+            effects = restored.result.effects
+        case .event(let event):
+            guard let current = state else { return step(line, error: "the app is not running (launch it)") }
+            let result = navigator.reduce(current, event)
+            state = result.state
+            effects = result.effects
+            error = result.error
+            if error == nil { persistSession(after: event) }
+        case .expire:
+            guard let current = state else { return step(line, error: "the app is not running (launch it)") }
+            saveSession(account: current.account, valid: false)
+            let result = navigator.reduce(current, .sessionExpired)
+            state = result.state
+            effects = result.effects
+        case .revoke(let route, let parameters), .grant(let route, let parameters):
+            let isRevoke: Bool
+            if case .revoke = command { isRevoke = true } else { isRevoke = false }
+            guard navigator.contract.route(route) != nil else { return step(line, error: "unknown route \(route)") }
+            server.set(
+                NavigationEntry(id: "", route: route, parameters: parameters).label, revoked: isRevoke)
+            if let current = state {
+                let result = navigator.reduce(
+                    current,
+                    isRevoke
+                        ? .accessRevoked(route: route, parameters: parameters)
+                        : .accessGranted(route: route, parameters: parameters))
+                state = result.state
+                effects = result.effects
+            }
+        }
+        apply(effects)
+        return step(line, effects: effects.map(\.description), error: error)
+    }
+
+    private func step(_ line: String, effects: [String] = [], error: String? = nil) -> Step {
+        guard let state else {
+            return Step(event: line, account: nil, stack: [], modal: nil, prompt: nil, effects: effects, error: error)
+        }
+        return Step(
+            event: line, account: state.sessionValid ? state.account : nil, stack: state.stack.map(\.route),
+            modal: state.modal?.route, prompt: state.prompt?.kind.rawValue, effects: effects, error: error)
+    }
+
+    // MARK: - The app's persistence, played by files
+
+    private func file(_ name: String) -> URL { directory.appendingPathComponent(name) }
+
+    private func apply(_ effects: [NavigationEffect]) {
+        var drafts = loadDrafts()
+        var draftsChanged = false
+        for effect in effects {
+            switch effect {
+            case .saveSnapshot:
+                if let state, let data = try? NavigationSnapshot(state).encoded() {
+                    try? data.write(to: file("snapshot.json"), options: .atomic)
+                }
+            case .saveDraft(let key, let text):
+                drafts[key] = text
+                draftsChanged = true
+            case .deleteDraft(let key):
+                drafts[key] = nil
+                draftsChanged = true
+            default: break
+            }
+        }
+        if draftsChanged {
+            let list = drafts.sorted { $0.key < $1.key }.map { Draft(key: $0.key, text: $0.value) }
+            if let data = try? JSONEncoder().encode(list) { try? data.write(to: file("drafts.json"), options: .atomic) }
+        }
+    }
+
+    private struct Draft: Codable {
+        var key: DraftKey
+        var text: String
+    }
+
+    private struct Session: Codable {
+        var account: String?
+        var valid: Bool
+    }
+
+    private func loadDrafts() -> [DraftKey: String] {
+        guard let data = try? Data(contentsOf: file("drafts.json")),
+            let list = try? JSONDecoder().decode([Draft].self, from: data)
+        else { return [:] }
+        return Dictionary(list.map { ($0.key, $0.text) }, uniquingKeysWith: { _, last in last })
+    }
+
+    private func loadSession() -> SessionCheck {
+        guard let data = try? Data(contentsOf: file("session.json")),
+            let session = try? JSONDecoder().decode(Session.self, from: data), let account = session.account
+        else { return .signedOut }
+        return session.valid ? .valid(account: account) : .expired
+    }
+
+    private func saveSession(account: String?, valid: Bool) {
+        if let data = try? JSONEncoder().encode(Session(account: account, valid: valid)) {
+            try? data.write(to: file("session.json"), options: .atomic)
+        }
+    }
+
+    private func persistSession(after event: NavigationEvent) {
+        switch event {
+        case .signIn(let account), .switchAccount(let account): saveSession(account: account, valid: true)
+        case .signOut: saveSession(account: nil, valid: false)
+        default: break
+        }
+    }
+}

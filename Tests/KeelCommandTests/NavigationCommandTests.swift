@@ -1,0 +1,126 @@
+import Foundation
+import KeelTesting
+import Testing
+
+/// `keel navigation check` and `simulate`, run as the built binary.
+@Suite(.timeLimit(.minutes(3))) struct NavigationCommandTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-navigation-cli") }
+
+    static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("contracts/navigation.example.json").path
+
+    struct Step: Decodable, Equatable {
+        let event: String
+        let account: String?
+        let stack: [String]
+        let modal: String?
+        let prompt: String?
+        let effects: [String]
+        let error: String?
+    }
+
+    func simulate(_ script: String) async throws -> (ChildProcess.Termination, [Step], String) {
+        try Data(script.utf8).write(to: directory.url("events.txt"))
+        let (status, output, errors) = try await runKeel(
+            ["navigation", "simulate", Self.example, "--script", directory.url("events.txt").path])
+        let steps = try output.split(separator: "\n").map {
+            try JSONDecoder().decode(Step.self, from: Data($0.utf8))
+        }
+        return (status, steps, errors)
+    }
+
+    @Test func checkPrintsTheRouteTableAndExitsZeroForTheExample() async throws {
+        let (status, output, _) = try await runKeel(["navigation", "check", Self.example])
+        #expect(status == .exited(0))
+        #expect(output.contains("| edit | home › notes › note | account | no | confirmDiscard | save | no | — |"))
+        #expect(output.contains("| note | home › notes | account | no | — | — | no | keel-notes://note/{noteID} |"))
+        let (jsonStatus, json, _) = try await runKeel(["navigation", "check", Self.example, "--format", "json"])
+        #expect(jsonStatus == .exited(0))
+        #expect(json.contains("\"sound\" : true"))
+    }
+
+    @Test func checkListsEveryProblemWithItsRouteAndExitsOne() async throws {
+        let broken = #"""
+            {"routes": [{"id": "home", "root": true, "access": "public"},
+                        {"id": "edit", "parent": "ghost", "access": "account", "input": {"policy": "confirmDiscard"}},
+                        {"id": "otp", "parent": "home", "access": "signedIn", "modal": true, "sensitive": true, "deepLink": "app://otp"}]}
+            """#
+        try Data(broken.utf8).write(to: directory.url("broken.json"))
+        let (status, output, _) = try await runKeel(["navigation", "check", directory.url("broken.json").path])
+        #expect(status == .exited(1))
+        #expect(output.contains("problem: unknownParent: edit:"))
+        #expect(output.contains("problem: missingDeathBehaviour: edit:"))
+        #expect(output.contains("problem: sensitiveDeepLink: otp:"))
+    }
+
+    @Test func unreadableOrMalformedContractsExitTwo() async throws {
+        try Data(#"{"routes": [{"id": "home", "root": true, "access": "public", "colour": 1}]}"#.utf8).write(
+            to: directory.url("unknown.json"))
+        for arguments in [
+            ["navigation", "check", directory.url("missing.json").path],
+            ["navigation", "check", directory.url("unknown.json").path],
+            ["navigation", "simulate", directory.url("unknown.json").path, "--script", "/dev/null"],
+            ["navigation", "frobnicate"],
+        ] {
+            let (status, _, errors) = try await runKeel(arguments)
+            #expect(status == .exited(2), "\(arguments)")
+            #expect(!errors.isEmpty)
+        }
+    }
+
+    @Test func simulateRunsTheNavigatorThroughAProcessDeathRoundTrip() async throws {
+        let (status, steps, errors) = try await simulate(
+            """
+            signin alice
+            open notes
+            open note noteID=1
+            open edit noteID=1
+            type half a sentence
+            back gesture
+            cancel
+            background
+            kill
+            launch
+            back systemBack
+            confirm
+            open note
+            expire
+            """)
+        #expect(status == .exited(0), "\(errors)")
+        #expect(steps.count == 14)
+        #expect(steps[4].event == "type half a sentence")
+        #expect(steps[5].prompt == "confirmDiscard" && steps[5].stack.last == "edit")
+        #expect(steps[7].effects == ["saveDraft edit noteID=1", "saveSnapshot"])
+        #expect(
+            steps[8] == Step(event: "kill", account: nil, stack: [], modal: nil, prompt: nil, effects: [], error: nil))
+        #expect(steps[9].stack == ["home", "notes", "note", "edit"] && steps[9].account == "alice")
+        #expect(steps[9].effects == ["restoreDraft edit noteID=1"])
+        #expect(steps[11].effects == ["deleteDraft edit noteID=1", "saveSnapshot"])
+        #expect(steps[12].error == "missing parameter noteID for route note")
+        #expect(steps[13].account == nil && steps[13].modal == "signIn")
+    }
+
+    @Test func simulateNeverShowsThePreviousAccountAfterASwitch() async throws {
+        let (_, steps, _) = try await simulate(
+            """
+            signin alice
+            link keel-notes://note/42 cold
+            open otp
+            switch bob
+            back systemBack
+            back modalDismiss
+            """)
+        #expect(steps[1].stack == ["home", "notes", "note"])
+        #expect(steps[3].stack == ["home"] && steps[3].modal == nil && steps[3].account == "bob")
+        #expect(steps[4].effects == ["leaveApp"])
+        #expect(steps[5].effects == ["leaveApp"])
+    }
+
+    @Test func aMalformedLineExitsTwoNamingItAndNothingAfterItRuns() async throws {
+        let (status, steps, errors) = try await simulate("signin alice\n\n# a comment\nback sideways\nopen notes\n")
+        #expect(status == .exited(2))
+        #expect(errors.contains("line 4"))
+        #expect(steps.map(\.event) == ["signin alice"])
+    }
+}
