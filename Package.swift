@@ -105,7 +105,7 @@ let package = Package(
         // KeelSyncTests); not a product.
         .executableTarget(
             name: "keel-fixtures",
-            dependencies: ["KeelCore", "KeelHTTP", "KeelStore", "KeelStoreFixtures", "KeelSync"],
+            dependencies: ["KeelCore", "KeelHTTP", "KeelLifecycle", "KeelStore", "KeelStoreFixtures", "KeelSync"],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "keel-bench",

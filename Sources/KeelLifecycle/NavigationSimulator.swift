@@ -88,14 +88,26 @@ public final class NavigationSimulator {
     private let server: ServerAccess
     private var state: NavigationState?
 
-    /// A simulator over `contract`, persisting into `directory` (created when missing).
-    public init(contract: NavigationContract, directory: URL) throws {
+    /// A simulator over `contract`, persisting into `directory` (created when missing). With `relaunch`,
+    /// it starts the way a relaunched process does: restoring the snapshot, drafts and session already in
+    /// `directory` (``launchStep`` says what that gave).
+    public init(contract: NavigationContract, directory: URL, relaunch: Bool = false) throws {
         server = ServerAccess()
         navigator = Navigator(contract: contract, access: server)
         self.directory = directory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        state = navigator.initialState
+        if relaunch {
+            launchStep = run(.launch, line: "launch")
+        } else {
+            state = navigator.initialState
+        }
     }
+
+    /// What the launch of a relaunched simulator gave (nil otherwise).
+    public private(set) var launchStep: Step?
+
+    /// The entry on top (the modal, else the top of the stack), nil while the process is dead.
+    public var top: NavigationEntry? { state?.top }
 
     // MARK: - Parsing
 

@@ -10,6 +10,13 @@
 //     inserts a row into table `t` inside a write transaction, prints "holding", and keeps the
 //     transaction (and SQLite's write lock) open until a line arrives on stdin, then commits and
 //     prints "released" — so tests can contend with a lock held by another process, or kill it
+//   keel-fixtures lifecycle-app --dir DIR --contract FILE [--relaunch]
+//     a small app on KeelLifecycle: navigation event lines (keel navigation simulate's language) from
+//     stdin, persisted in DIR; `publish` begins an operation in the effect ledger for the screen on top
+//     ("started <id>", then waits for a line before executing it once into DIR/server.log and printing
+//     "completed <id>"), or prints "recorded <id> <state> <result>" when the ledger already has it;
+//     `unsettled` lists started operations. --relaunch restores DIR first and prints the launch step and
+//     "input <text>" of the screen on top
 //   keel-fixtures vault-logout --data DIR --keys DIR
 //     opens alice@example.com's vault (VaultInventory) and logs out, printing "shredded <key id>" after
 //     each key it deletes and waiting for a line on stdin before going on; then "logged out <datasets>"
@@ -22,6 +29,7 @@
 import Foundation
 import KeelCore
 import KeelHTTP
+import KeelLifecycle
 import KeelStore
 import KeelStoreFixtures
 import KeelSync
@@ -75,6 +83,51 @@ final class PausingKeyStore: KeyStore {
         FileHandle.standardOutput.write(Data("shredded \(id)\n".utf8))
         _ = readLine()
     }
+}
+
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "lifecycle-app" {
+    guard let dir = value("dir"), let contractPath = value("contract") else {
+        fail("usage: keel-fixtures lifecycle-app --dir DIR --contract FILE [--relaunch]")
+    }
+    do {
+        let directory = URL(fileURLWithPath: dir)
+        let contract = try NavigationContract(json: Data(contentsOf: URL(fileURLWithPath: contractPath)))
+        let simulator = try NavigationSimulator(
+            contract: contract, directory: directory, relaunch: CommandLine.arguments.contains("--relaunch"))
+        let ledger = try EffectLedger(file: directory.appendingPathComponent("ledger.json"))
+        func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+        if let launch = simulator.launchStep {
+            say(launch.json)
+            say("input \(simulator.top?.input ?? "-")")
+        }
+        while let line = readLine() {
+            switch line {
+            case "publish":
+                guard let entry = simulator.top else { fail("nothing on screen") }
+                let id = EffectLedger.operationID(entry: entry.id, action: "publish")
+                switch try await ledger.begin(id, action: "publish") {
+                case .run:
+                    say("started \(id)")
+                    _ = readLine()  // the parent may kill here, while the operation is in flight
+                    let log = directory.appendingPathComponent("server.log")
+                    let executed = ((try? String(contentsOf: log, encoding: .utf8)) ?? "") + id + "\n"
+                    try Data(executed.utf8).write(to: log)
+                    try await ledger.complete(id, .succeeded, result: "published \(id)")
+                    say("completed \(id)")
+                case .recorded(let entry):
+                    say("recorded \(entry.id) \(entry.state.rawValue) \(entry.result ?? "-")")
+                }
+            case "unsettled":
+                say("unsettled " + (await ledger.unsettled()).map(\.id).joined(separator: ","))
+            default:
+                let command = try NavigationSimulator.parse(line)
+                say(simulator.run(command, line: line).json)
+            }
+        }
+    } catch {
+        fail("\(error)")
+    }
+    exit(0)
 }
 
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "vault-logout" {

@@ -1,0 +1,162 @@
+public import Foundation
+public import KeelCore
+
+/// The durable record of irreversible operations started from navigation — publish, pay, send
+/// (MOB-PLAT-008, MOB-PLAT-005): an operation gets its id when the user confirms, is recorded here before
+/// it runs, and back, restoration, a re-render replaying the same confirmation, and a relaunch never start
+/// it again. Its result is read from here (and, for network operations, from the HTTP operation journal
+/// named by ``Entry/reference``), never from view state.
+///
+/// ```swift
+/// let id = EffectLedger.operationID(entry: entry.id, action: "publish")   // the same on every replay
+/// switch try await ledger.begin(id, action: "publish") {
+/// case .run: let result = try await publish(); try await ledger.complete(id, .succeeded, result: result)
+/// case .recorded(let entry): show(entry)                                   // never run twice
+/// }
+/// ```
+///
+/// The ledger is one small JSON file, rewritten atomically and synced before each call returns.
+public actor EffectLedger {
+    /// Where an operation stands.
+    public enum State: String, Sendable, Codable, Hashable {
+        /// Recorded and started; its outcome is not known yet (or the process died before it was).
+        case started
+        /// It completed.
+        case succeeded
+        /// It failed for certain (nothing was done).
+        case failed
+    }
+
+    /// One operation.
+    public struct Entry: Sendable, Codable, Hashable {
+        /// Its id.
+        public var id: String
+        /// What it does (`publish`).
+        public var action: String
+        /// Where it stands.
+        public var state: State
+        /// What the user is shown as its result (`published as #42`).
+        public var result: String?
+        /// The HTTP operation journal's id for it, when it is a network operation.
+        public var reference: String?
+    }
+
+    /// What ``begin(_:action:reference:)`` decided.
+    public enum Begin: Sendable, Hashable {
+        /// Newly recorded: run it now.
+        case run
+        /// Already recorded (a replay, a restore, a relaunch): do not run it; this is what is known.
+        case recorded(Entry)
+    }
+
+    /// The ledger file.
+    public nonisolated let file: URL
+    private var entries: [String: Entry]
+
+    /// The ledger in `file` (created on first write).
+    ///
+    /// - Throws: ``EffectLedgerError`` `damaged` when the file exists but is not a ledger: it is never
+    ///   replaced, since it is the only thing preventing a second payment.
+    public init(file: URL) throws {
+        self.file = file
+        if let data = FileManager.default.contents(atPath: file.path) {
+            do {
+                let list = try JSONDecoder().decode([Entry].self, from: data)
+                entries = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+            } catch {
+                throw EffectLedgerError(code: .damaged, message: "\(file.path) is not an effect ledger: \(error)")
+            }
+        } else {
+            entries = [:]
+        }
+    }
+
+    /// The id of `action` confirmed on navigation entry `entry`: the same every time that confirmation is
+    /// replayed or restored (entry ids survive snapshots), different for another entry or `attempt`.
+    public static func operationID(entry: String, action: String, attempt: Int = 1) -> String {
+        "\(action)@\(entry)#\(attempt)"
+    }
+
+    /// Records `id` before it runs, or returns what is already known about it.
+    public func begin(_ id: String, action: String, reference: String? = nil) throws -> Begin {
+        if let existing = entries[id] { return .recorded(existing) }
+        entries[id] = Entry(id: id, action: action, state: .started, result: nil, reference: reference)
+        try persist()
+        return .run
+    }
+
+    /// Records how `id` ended.
+    public func complete(_ id: String, _ state: State, result: String?) throws {
+        guard var entry = entries[id] else {
+            throw EffectLedgerError(code: .unknownOperation, message: "\(id) was never begun")
+        }
+        entry.state = state
+        entry.result = result
+        entries[id] = entry
+        try persist()
+    }
+
+    /// What is known about `id`.
+    public func entry(_ id: String) -> Entry? { entries[id] }
+
+    /// Operations started and not settled: after a relaunch, reattach them (look their outcome up through
+    /// ``Entry/reference``) instead of starting them again.
+    public func unsettled() -> [Entry] { entries.values.filter { $0.state == .started }.sorted { $0.id < $1.id } }
+
+    private func persist() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(entries.values.sorted { $0.id < $1.id })
+        let temporary = file.path + ".tmp-\(UInt32.random(in: 0...UInt32.max))"
+        guard FileManager.default.createFile(atPath: temporary, contents: nil) else {
+            throw EffectLedgerError(code: .ioError, message: "cannot create \(temporary)")
+        }
+        do {
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
+            try handle.write(contentsOf: data)
+            try handle.synchronize()
+            try handle.close()
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw EffectLedgerError(code: .ioError, message: "cannot write \(temporary): \(error)")
+        }
+        guard rename(temporary, file.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw EffectLedgerError(code: .ioError, message: "cannot replace \(file.path): \(reason)")
+        }
+        let directory = open(file.deletingLastPathComponent().path, O_RDONLY)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
+        }
+    }
+}
+
+/// Why the effect ledger failed.
+public struct EffectLedgerError: KeelError, Equatable {
+    /// Codes of ``EffectLedgerError``.
+    public typealias Code = ErrorCode<EffectLedgerError>
+    /// What went wrong.
+    public let code: Code
+    /// A short explanation for developers.
+    public let message: String
+
+    /// An error of kind `code`.
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `effect ledger damaged: ...`.
+    public var description: String { "effect ledger \(code): \(message)" }
+}
+
+extension ErrorCode where Domain == EffectLedgerError {
+    /// The ledger file exists but is not a ledger (never replaced).
+    public static var damaged: Self { Self("damaged") }
+    /// Completing an operation that was never begun.
+    public static var unknownOperation: Self { Self("unknownOperation") }
+    /// The ledger could not be written (the operation must not run).
+    public static var ioError: Self { Self("ioError") }
+}

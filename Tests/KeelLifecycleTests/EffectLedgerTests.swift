@@ -1,0 +1,46 @@
+import Foundation
+import KeelLifecycle
+import KeelTesting
+import Testing
+
+@Suite struct EffectLedgerTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-ledger") }
+
+    /// PLAT-008.5: once begun, an operation is never begun again — not by a replayed confirmation, not by
+    /// a ledger reopened after a relaunch — and its result comes from the ledger.
+    @Test func anOperationIsBegunOnceAndItsResultComesFromTheLedger() async throws {
+        let file = directory.url("ledger.json")
+        let ledger = try EffectLedger(file: file)
+        let id = EffectLedger.operationID(entry: "e4", action: "pay")
+        #expect(id == EffectLedger.operationID(entry: "e4", action: "pay"))
+        #expect(id != EffectLedger.operationID(entry: "e5", action: "pay"))
+        #expect(id != EffectLedger.operationID(entry: "e4", action: "pay", attempt: 2))
+        #expect(try await ledger.begin(id, action: "pay", reference: "journal-7") == .run)
+        guard case .recorded(let entry) = try await ledger.begin(id, action: "pay") else {
+            Issue.record("a replayed confirmation would pay twice")
+            return
+        }
+        #expect(entry.state == .started && entry.reference == "journal-7")
+        #expect(await ledger.unsettled().map(\.id) == [id])
+        try await ledger.complete(id, .succeeded, result: "paid 12.00")
+
+        let reopened = try EffectLedger(file: file)
+        #expect(await reopened.entry(id)?.result == "paid 12.00")
+        #expect(await reopened.unsettled().isEmpty)
+        guard case .recorded(let again) = try await reopened.begin(id, action: "pay") else {
+            Issue.record("a relaunch would pay twice")
+            return
+        }
+        #expect(again.state == .succeeded)
+    }
+
+    @Test func aDamagedLedgerIsRefusedAndNeverReplaced() async throws {
+        let file = directory.url("ledger.json")
+        try Data("{ not a ledger".utf8).write(to: file)
+        #expect(throws: EffectLedgerError.self) { try EffectLedger(file: file) }
+        #expect(try Data(contentsOf: file) == Data("{ not a ledger".utf8))
+        let ledger = try EffectLedger(file: directory.url("other.json"))
+        await #expect(throws: EffectLedgerError.self) { try await ledger.complete("never-begun", .failed, result: nil) }
+    }
+}
