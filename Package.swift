@@ -111,8 +111,8 @@ let package = Package(
             name: "keel-bench",
             // CSQLite and CYAML directly: baselines are raw sqlite3 calls and libyaml parsing alone.
             dependencies: [
-                "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelStore",
-                "KeelStoreFixtures", "KeelSync", "KeelTesting",
+                "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelLifecycle",
+                "KeelStore", "KeelStoreFixtures", "KeelSync", "KeelTesting",
                 "CSQLite", "CYAML",
             ],
             swiftSettings: swiftSettings

@@ -74,34 +74,49 @@ extension Navigator {
             fresh.sessionValid = true
         }
         guard let data else { return (NavigationResult(state: fresh), []) }
-        struct Version: Decodable { let version: Int }
-        guard var version = try? JSONDecoder().decode(Version.self, from: data).version else {
-            return (NavigationResult(state: fresh, effects: [.snapshotDiscarded("unreadable snapshot")]), [])
-        }
-        guard version <= NavigationSnapshot.currentVersion else {
-            return (
-                NavigationResult(
-                    state: fresh,
-                    effects: [
-                        .snapshotDiscarded(
-                            "snapshot version \(version) is newer than \(NavigationSnapshot.currentVersion)")
-                    ]), []
-            )
-        }
-        var bytes = data
-        while version < NavigationSnapshot.currentVersion {
-            guard let migrate = migrations[version], let upgraded = try? migrate(bytes) else {
+        // The common case, a snapshot of the current format, is parsed once.
+        let decoded: NavigationSnapshot
+        if let current = try? JSONDecoder().decode(NavigationSnapshot.self, from: data),
+            current.version == NavigationSnapshot.currentVersion
+        {
+            decoded = current
+        } else {
+            struct Version: Decodable { let version: Int }
+            guard var version = try? JSONDecoder().decode(Version.self, from: data).version else {
+                return (NavigationResult(state: fresh, effects: [.snapshotDiscarded("unreadable snapshot")]), [])
+            }
+            guard version <= NavigationSnapshot.currentVersion else {
                 return (
                     NavigationResult(
-                        state: fresh, effects: [.snapshotDiscarded("no migration from snapshot version \(version)")]),
-                    []
+                        state: fresh,
+                        effects: [
+                            .snapshotDiscarded(
+                                "snapshot version \(version) is newer than \(NavigationSnapshot.currentVersion)")
+                        ]), []
                 )
             }
-            bytes = upgraded
-            version += 1
+            var bytes = data
+            while version < NavigationSnapshot.currentVersion {
+                guard let migrate = migrations[version], let upgraded = try? migrate(bytes) else {
+                    return (
+                        NavigationResult(
+                            state: fresh,
+                            effects: [.snapshotDiscarded("no migration from snapshot version \(version)")]),
+                        []
+                    )
+                }
+                bytes = upgraded
+                version += 1
+            }
+            guard let migrated = try? JSONDecoder().decode(NavigationSnapshot.self, from: bytes),
+                migrated.version == NavigationSnapshot.currentVersion
+            else {
+                return (NavigationResult(state: fresh, effects: [.snapshotDiscarded("damaged snapshot")]), [])
+            }
+            decoded = migrated
         }
-        guard let snapshot = try? JSONDecoder().decode(NavigationSnapshot.self, from: bytes),
-            !snapshot.state.stack.isEmpty,
+        let snapshot = decoded
+        guard !snapshot.state.stack.isEmpty,
             (snapshot.state.stack + [snapshot.state.modal].compactMap { $0 }).allSatisfy({
                 contract.route($0.route) != nil
             })

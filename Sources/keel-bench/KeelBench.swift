@@ -22,6 +22,7 @@ enum KeelBench {
         VaultBenchmarks.insert,
         VaultBenchmarks.read,
         JournalBenchmarks.write,
+        LifecycleBenchmarks.restore,
     ]
 
     static let usage = """

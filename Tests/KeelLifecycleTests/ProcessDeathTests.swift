@@ -27,7 +27,9 @@ import Testing
     }
 
     func navigateAndType(_ child: ChildProcess) async throws {
-        for line in ["signin alice", "open notes", "open note noteID=1", "open edit noteID=1", "type my draft", "background"] {
+        for line in [
+            "signin alice", "open notes", "open note noteID=1", "open edit noteID=1", "type my draft", "background",
+        ] {
             _ = try await say(line, to: child)
         }
     }
