@@ -3,9 +3,9 @@
 // Keel: the layer between a mobile app's screens and its backend.
 // Module map and dependency direction: docs/ARCHITECTURE.md.
 // Present: KeelCore, KeelContract, KeelSchema, KeelContractTools, KeelHTTP, KeelStore, KeelSync (so far the
-// durable operation journal), KeelTesting, the `keel` tool and `keel-bench`. KeelLifecycle, KeelReference and
-// keel-notes arrive with the issues that give them content, keeping the direction fixed here: KeelCore at the bottom, KeelTesting beside the
-// app-facing modules, C shims imported only by the module that wraps them.
+// durable operation journal), KeelLifecycle, KeelTesting, the `keel` tool and `keel-bench`. KeelReference and
+// keel-notes arrive with the issues that give them content, keeping the direction fixed here: KeelCore at the
+// bottom, KeelTesting beside the app-facing modules, C shims imported only by the module that wraps them.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -85,9 +85,8 @@ let package = Package(
         // Where the client meets the store: the durable operation journal (outbox and sync to come).
         .target(name: "KeelSync", dependencies: ["KeelHTTP", "KeelStore", "KeelCore"], swiftSettings: swiftSettings),
         // Navigation contract, back decision, deep links, restoration, effect ledger: a pure state machine the
-        // app's UI layer drives (MOB-PLAT-005, 008). Depends on KeelCore only; drafts and the ledger are
-        // persisted by the app through protocols.
-        .target(name: "KeelLifecycle", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
+        // app's UI layer drives (MOB-PLAT-005, 008). Drafts go to the account's vault (KeelStore).
+        .target(name: "KeelLifecycle", dependencies: ["KeelCore", "KeelStore"], swiftSettings: swiftSettings),
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
         .target(name: "KeelStoreFixtures", dependencies: ["KeelStore"], swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
@@ -145,7 +144,8 @@ let package = Package(
             name: "KeelHTTPTests", dependencies: ["KeelHTTP", "KeelContract", "KeelTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "KeelLifecycleTests", dependencies: ["KeelLifecycle", "KeelCore", "KeelTesting"],
+            name: "KeelLifecycleTests",
+            dependencies: ["KeelLifecycle", "KeelCore", "KeelStore", "KeelStoreFixtures", "KeelTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelSyncTests", dependencies: ["KeelSync", "KeelHTTP", "KeelStore", "KeelCore", "KeelTesting"],

@@ -42,6 +42,9 @@ public enum NavigationEvent: Sendable, Hashable {
     case cancel
     /// The app went to the background (process death may follow without another event).
     case background
+    /// The system is about to terminate the app: the same as ``background`` (input saved as declared, a
+    /// snapshot checkpoint).
+    case willTerminate
     /// The server said the session expired.
     case sessionExpired
     /// Access to `route` with these parameters was revoked (the app's ``AccessChecker`` already refuses it).
@@ -97,6 +100,7 @@ public enum NavigationEffect: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension DraftKey {
+    /// `edit noteID=1`: the route and its sorted parameters.
     var entryLabel: String {
         ([route] + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
     }

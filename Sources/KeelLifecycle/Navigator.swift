@@ -48,7 +48,7 @@ public struct Navigator: Sendable {
         case .type(let text): run.type(text)
         case .confirm: run.answer(confirmed: true)
         case .cancel: run.answer(confirmed: false)
-        case .background: run.background()
+        case .background, .willTerminate: run.background()
         case .sessionExpired: run.expire()
         case .accessRevoked(let route, let parameters): run.revoke(route, parameters)
         case .accessGranted: break

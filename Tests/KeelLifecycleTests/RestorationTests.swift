@@ -9,10 +9,11 @@ import Testing
         var h = try Harness()
         h.deepStack()
         h.send(.background)
-        let snapshot = try NavigationSnapshot(h.state).encoded()
+        let snapshot = try NavigationSnapshot(h.state, inFlight: ["publish@e5#1"]).encoded()
         let rebuilt = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: "alice"))
         #expect(rebuilt.result.state == h.state)
         #expect(rebuilt.result.effects.isEmpty)
+        #expect(rebuilt.inFlight == ["publish@e5#1"])  // reattached to the ledger, not started again
         // And again: recreation is idempotent.
         let again = h.navigator.restore(
             try NavigationSnapshot(rebuilt.result.state).encoded(), drafts: h.state.drafts,
