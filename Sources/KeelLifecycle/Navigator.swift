@@ -314,12 +314,20 @@ struct Run {
     mutating func replace(
         with stack: [NavigationEntry], modal: NavigationEntry?, discardingAll: Bool, target: NavigationEntry? = nil
     ) {
-        for entry in inputEntries() {
-            guard let input = contract.route(entry.route)?.input else { continue }
-            if input.policy == .saveDraft {
+        // Input of the stack being replaced: saved where its lifecycle keeps drafts, else reported lost
+        // (never silently). A confirmed prompt already discarded it.
+        if !discardingAll {
+            for entry in inputEntries() {
+                guard let input = contract.route(entry.route)?.input else { continue }
+                if Self.keepsDrafts(input) {
+                    save(entry, entry.input!)
+                } else {
+                    effects.append(.inputLost(entry.label))
+                }
+            }
+        } else {
+            for entry in inputEntries() where contract.route(entry.route)?.input?.policy == .saveDraft {
                 save(entry, entry.input!)
-            } else if discardingAll {
-                continue  // already discarded when the prompt was confirmed
             }
         }
         state.pendingTarget = nil

@@ -63,6 +63,42 @@ import Testing
         #expect(item.validate(["default": 2]).isValid)
     }
 
+    /// OpenAPI 3.0 `nullable: true` admits null for the whole schema it sits on — beside `enum`, `anyOf`,
+    /// `allOf` and `$ref` as beside `type` — as the generated models and `ContractDecoder` do; 3.1 ignores it.
+    @Test func openAPI30NullableAdmitsNullBesideEnumUnionsAndReferences() throws {
+        let text = """
+            openapi: 3.0.0
+            info: {title: x, version: 1.0.0}
+            paths: {}
+            components:
+              schemas:
+                Customer: {type: object, required: [id], properties: {id: {type: string}}}
+                Charge:
+                  type: object
+                  properties:
+                    capture: {type: string, enum: [auto, required], nullable: true}
+                    customer: {nullable: true, anyOf: [{type: string, maxLength: 5000}, {$ref: '#/components/schemas/Customer'}]}
+                    owner: {nullable: true, allOf: [{$ref: '#/components/schemas/Customer'}]}
+                    payer: {$ref: '#/components/schemas/Customer', nullable: true}
+                    mode: {type: string, enum: [live, test]}
+                    source: {anyOf: [{type: string}, {$ref: '#/components/schemas/Customer'}]}
+            """
+        let charge = try OpenAPIDocument.parse(text).schema(at: "#/components/schemas/Charge")
+        #expect(charge.validate(["capture": nil, "customer": nil, "owner": nil, "payer": nil]).isValid)
+        #expect(charge.validate(["capture": "auto", "customer": "cus_1", "payer": ["id": "cus_2"]]).isValid)
+        // Without nullable, null is still refused, and a nullable schema still checks its non-null values.
+        #expect(Set(charge.validate(["mode": nil]).errors.map(\.instanceLocation)) == ["/mode"])
+        #expect(!charge.validate(["source": nil]).isValid)
+        #expect(!charge.validate(["capture": "manual"]).isValid)
+        #expect(!charge.validate(["payer": ["name": "no id"]]).isValid)
+        // In 3.1, `nullable` is not a keyword: null is refused.
+        let charge31 = try OpenAPIDocument.parse(
+            text.replacingOccurrences(of: "openapi: 3.0.0", with: "openapi: 3.1.0")
+        )
+        .schema(at: "#/components/schemas/Charge")
+        #expect(!charge31.validate(["capture": nil]).isValid)
+    }
+
     @Test func referencesIntoOtherFilesOfTheContractResolve() throws {
         let directory = try TemporaryDirectory(prefix: "keel-contract-schema")
         try Data(

@@ -239,15 +239,7 @@ private struct Collector {
     func shape(_ value: JSONValue, in file: URL, of document: OpenAPIDocument) -> Shape {
         let isOpenAPI30 = document.isOpenAPI30
         var types = Set(SchemaReading.types(value))
-        var nullable = types.contains("null") || (isOpenAPI30 && value["nullable"] == .bool(true))
-        if case .array(let list) = value["enum"] ?? .null, list.contains(.null) { nullable = true }
-        for keyword in ["oneOf", "anyOf"] {
-            if case .array(let alternatives) = value[keyword] ?? .null,
-                alternatives.contains(where: SchemaReading.isNullOnly)
-            {
-                nullable = true
-            }
-        }
+        let nullable = SchemaReading.admitsNull(value, openAPI30: isOpenAPI30)
         types.remove("null")
         var enumValues: [JSONValue]?
         var extensible = false

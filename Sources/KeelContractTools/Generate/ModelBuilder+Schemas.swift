@@ -166,19 +166,10 @@ extension ModelBuilder {
     /// alternative of `oneOf`/`anyOf`; through `$ref`s and `allOf` wrappers.
     func isNullable(_ schema: JSONValue, file: URL, depth: Int = 0) -> Bool {
         guard depth < 32 else { return false }
-        if document.isOpenAPI30, schema["nullable"] == .bool(true) { return true }
+        if SchemaReading.admitsNull(schema, openAPI30: document.isOpenAPI30) { return true }
         if case .string = schema["$ref"] ?? .null {
             guard let target = try? document.resolve(schema, in: file) else { return false }
             return isNullable(target.value, file: target.file, depth: depth + 1)
-        }
-        if case .array(let types) = schema["type"] ?? .null, types.contains("null") { return true }
-        if case .array(let values) = schema["enum"] ?? .null, values.contains(.null) { return true }
-        for keyword in ["oneOf", "anyOf"] {
-            if case .array(let alternatives) = schema[keyword] ?? .null,
-                alternatives.contains(where: SchemaReading.isNullOnly)
-            {
-                return true
-            }
         }
         if case .wrapped(let inner, let keyword) = form(schema), keyword.hasPrefix("allOf") {
             if document.isOpenAPI30, case .array(let parts) = schema["allOf"] ?? .null,

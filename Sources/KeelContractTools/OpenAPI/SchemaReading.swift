@@ -19,6 +19,23 @@ enum SchemaReading {
         schema["type"] == "null" || schema["type"] == ["null"] || schema["enum"] == [.null] || schema["const"] == .null
     }
 
+    /// Whether `schema` itself admits `null` — the one reading the generator (optional members), the diff
+    /// ("became nullable") and `ContractSchema` validation share: OpenAPI 3.0 `nullable: true` means "this
+    /// schema, or null" whatever else sits beside it (`type`, `enum`, `anyOf`/`oneOf`/`allOf`, `$ref`), as the
+    /// 3.0 → 3.1 upgrade reads it; 3.1 `type: [..., "null"]`; a `null` in `enum`; a null-only alternative of
+    /// `oneOf`/`anyOf`. `$ref` targets and `allOf` parts are the caller's to follow.
+    static func admitsNull(_ schema: JSONValue, openAPI30: Bool) -> Bool {
+        if openAPI30, schema["nullable"] == .bool(true) { return true }
+        if types(schema).contains("null") { return true }
+        if case .array(let values) = schema["enum"] ?? .null, values.contains(.null) { return true }
+        for keyword in ["oneOf", "anyOf"] {
+            if case .array(let alternatives) = schema[keyword] ?? .null, alternatives.contains(where: isNullOnly) {
+                return true
+            }
+        }
+        return false
+    }
+
     /// The open-enum pattern, `anyOf: [{type: string, enum: [...]}, {type: string}]` in either order: the known
     /// values and the index of the alternative that holds them. `resolve` reads the known alternative (follow
     /// a `$ref`, or refuse one); nil when it is not the pattern.

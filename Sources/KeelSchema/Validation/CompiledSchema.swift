@@ -375,8 +375,10 @@ final class CompiledProgram: @unchecked Sendable {
             }
             compiled.typeMask = mask
             compiled.typeNames = names
-            compiled.nullable = schema["nullable"] == .bool(true)
         }
+        // OpenAPI 3.0: `nullable: true` means "this schema, or null", beside `type`, `enum`, `anyOf`/
+        // `oneOf`/`allOf` and `$ref` alike (honoured only with ValidationOptions.openAPINullable).
+        compiled.nullable = schema["nullable"] == .bool(true)
         compiled.constant = schema["const"]
         if case .array(let values) = schema["enum"] ?? .null { compiled.enumeration = values }
         func number(_ keyword: String) -> JSONNumber? {

@@ -119,6 +119,9 @@ struct Evaluator {
             fail("", "schema evaluation nested deeper than \(Self.maximumDepth) levels")
             return false
         }
+        // OpenAPI 3.0 `nullable: true`: null satisfies the whole schema it sits on (what a client that
+        // decodes the field as optional accepts), whatever else the schema says.
+        if node.nullable, instance == .null, options.openAPINullable { return true }
         let entersResource = dynamicScope.last != node.resource
         if entersResource { dynamicScope.append(node.resource) }
         defer { if entersResource { dynamicScope.removeLast() } }
@@ -441,12 +444,7 @@ struct Evaluator {
 
     private mutating func checkValue(_ node: CompiledNode, _ instance: JSONValue) {
         if let mask = node.typeMask, !Self.matches(instance, mask) {
-            let nullableAllowsNull = options.openAPINullable && node.nullable && instance == .null
-            if !nullableAllowsNull {
-                fail(
-                    "/type",
-                    "expected \(node.typeNames.joined(separator: " or ")), found \(Self.typeName(of: instance))")
-            }
+            fail("/type", "expected \(node.typeNames.joined(separator: " or ")), found \(Self.typeName(of: instance))")
         }
         if let constant = node.constant, constant != instance {
             fail("/const", "must equal \(Self.excerpt(constant))")

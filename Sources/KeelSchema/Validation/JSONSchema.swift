@@ -94,7 +94,8 @@ public struct ValidationOptions: Sendable {
     /// Whether `format` is an assertion (invalid formats fail) instead of an annotation. Default false,
     /// as draft 2020-12 specifies; a metaschema with the format-assertion vocabulary turns it on too.
     public var formatAssertion: Bool
-    /// Whether OpenAPI 3.0's `nullable: true` lets `null` pass a `type` check. Default false.
+    /// Whether OpenAPI 3.0's `nullable: true` is honoured: `null` then satisfies the whole schema it sits
+    /// on (beside `type`, `enum`, `anyOf`/`oneOf`/`allOf` or `$ref`). Default false.
     public var openAPINullable: Bool
 
     /// Options; both default to off, as draft 2020-12 specifies.
