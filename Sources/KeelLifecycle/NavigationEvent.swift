@@ -101,9 +101,7 @@ public enum NavigationEffect: Sendable, Hashable, CustomStringConvertible {
 
 extension DraftKey {
     /// `edit noteID=1`: the route and its sorted parameters.
-    var entryLabel: String {
-        ([route] + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
-    }
+    var entryLabel: String { NavigationEntry.label(route: route, parameters: parameters) }
 }
 
 /// The new state after an event, what the app must do, and why nothing happened when nothing could.

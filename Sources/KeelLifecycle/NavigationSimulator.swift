@@ -77,7 +77,7 @@ public final class NavigationSimulator {
             }
         }
         func allows(_ route: Route, parameters: [String: String], account: String) -> Bool {
-            let label = NavigationEntry(id: "", route: route.id, parameters: parameters).label
+            let label = NavigationEntry.label(route: route.id, parameters: parameters)
             return lock.withLock { !revoked.contains(label) && !revoked.contains(route.id) }
         }
     }
@@ -233,7 +233,7 @@ public final class NavigationSimulator {
             if case .revoke = command { isRevoke = true } else { isRevoke = false }
             guard navigator.contract.route(route) != nil else { return step(line, error: "unknown route \(route)") }
             server.set(
-                NavigationEntry(id: "", route: route, parameters: parameters).label, revoked: isRevoke)
+                NavigationEntry.label(route: route, parameters: parameters), revoked: isRevoke)
             if let current = state {
                 let result = navigator.reduce(
                     current,

@@ -24,7 +24,10 @@ public struct NavigationEntry: Sendable, Hashable, Codable {
     }
 
     /// `note noteID=42` (parameters sorted): how effects and tools name an entry.
-    public var label: String {
+    public var label: String { Self.label(route: route, parameters: parameters) }
+
+    /// `route key=value ...`, the parameters sorted by key.
+    public static func label(route: String, parameters: [String: String]) -> String {
         ([route] + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
     }
 }
@@ -45,10 +48,7 @@ public struct DraftKey: Sendable, Hashable, Codable, Comparable {
         self.parameters = parameters
     }
 
-    var text: String {
-        ([account, route] + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(
-            separator: " ")
-    }
+    var text: String { account + " " + NavigationEntry.label(route: route, parameters: parameters) }
 
     /// Orders by account, route and parameters.
     public static func < (lhs: DraftKey, rhs: DraftKey) -> Bool { lhs.text < rhs.text }

@@ -10,8 +10,7 @@ struct Harness {
         private var revoked: Set<String> = []
         func revoke(_ label: String) { lock.withLock { _ = revoked.insert(label) } }
         func allows(_ route: Route, parameters: [String: String], account: String) -> Bool {
-            let label = ([route.id] + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
-                .joined(separator: " ")
+            let label = NavigationEntry.label(route: route.id, parameters: parameters)
             return lock.withLock { !revoked.contains(label) }
         }
     }

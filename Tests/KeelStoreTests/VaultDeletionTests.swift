@@ -15,8 +15,8 @@ import Testing
     static let photo = Data("alice's photo bytes".utf8)
 
     /// Alice's vault with a note, a draft, a session token, a photo and a cached feed entry.
-    func fillAlice() async throws -> Vault {
-        let vault = try await fixture.vaults.open(alice)
+    func fillAlice(_ fixture: VaultFixture? = nil) async throws -> Vault {
+        let vault = try await (fixture ?? self.fixture).vaults.open(alice)
         try await vault.put("notes", id: "n1", Self.note)
         try await vault.put("drafts", id: "d1", Self.draft)
         try await vault.put("session-token", id: "token", Self.token)
@@ -269,12 +269,7 @@ import Testing
     @Test(.timeLimit(.minutes(2))) func aLogoutKilledWithSIGKILLIsFinishedAtTheNextOpen() async throws {
         for moment in 1...4 {
             let fixture = try VaultFixture("keel-vault-kill")
-            let vault = try await fixture.vaults.open(alice)
-            try await vault.put("notes", id: "n1", Self.note)
-            try await vault.put("drafts", id: "d1", Self.draft)
-            try await vault.put("session-token", id: "token", Self.token)
-            try await vault.writeFile("media", named: "p1.jpg", contents: Self.photo)
-            try await vault.put("feed-cache", id: "f1", Data("feed".utf8))
+            _ = try await fillAlice(fixture)
             await fixture.vaults.close()
             let keysBefore = try fixture.keyStore.listKeys().count
 
