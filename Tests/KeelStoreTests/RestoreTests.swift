@@ -295,6 +295,8 @@ import Testing
         let vault = try await restored.open(alice)
         #expect(try vault.permissionsToRequest() == ["notifications"])
         #expect(try inspect(device.data, device.keys).permissionsToRequest == ["notifications"])
+        try await vault.recordGrantedPermission("biometricUnlock")  // granted here first: not to request
+        #expect(try vault.permissionsToRequest() == ["notifications"])  // granting one keeps the other asked for
         try await vault.recordGrantedPermission("notifications")
         #expect(try vault.permissionsToRequest().isEmpty)
         #expect(try inspect(device.data, device.keys).permissionsToRequest.isEmpty)

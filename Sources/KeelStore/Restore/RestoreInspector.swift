@@ -139,15 +139,14 @@ public struct RestoreInspector: Sendable {
         }
 
         var permissionsToRequest: [String] = []
-        if let permissions = manifest.permissions, !permissions.granted.isEmpty {
+        if manifest.permissions?.isEmpty == false {
             switch identity {
-            case .success(let current) where current == permissions.deviceIdentity: break
-            case .success: permissionsToRequest = permissions.granted
+            case .success(let current): permissionsToRequest = manifest.permissionsToRequest(on: current)
             case .failure(let error):
                 if error.code == .locked {
                     conditions.insert(.locked)
                 } else {
-                    permissionsToRequest = permissions.granted
+                    permissionsToRequest = manifest.permissionsToRequest(on: nil)
                 }
             }
             if !permissionsToRequest.isEmpty { conditions.insert(.permissionsToRequest) }

@@ -184,10 +184,9 @@ public final class Vault: Sendable {
         try await onFileQueue {
             try self.requireOpen()
             try self.updateManifest { manifest in
-                var permissions = manifest.permissions ?? .init(deviceIdentity: identity, granted: [])
-                if permissions.deviceIdentity != identity { permissions = .init(deviceIdentity: identity, granted: []) }
-                if !permissions.granted.contains(name) { permissions.granted.append(name) }
-                manifest.permissions = permissions
+                var grants = (manifest.permissions ?? []).filter { $0.name != name }
+                grants.append(.init(name: name, deviceIdentity: identity))
+                manifest.permissions = grants
             }
         }
     }
@@ -195,8 +194,9 @@ public final class Vault: Sendable {
     /// Permissions and enrollments granted for this account on another device (the vault was restored or
     /// transferred): ask for them again. Empty when they were granted here, or never.
     public func permissionsToRequest() throws -> [String] {
-        guard let permissions = state.withLock({ $0.manifest.permissions }) else { return [] }
-        return try permissions.deviceIdentity == deviceIdentity(create: false) ? [] : permissions.granted
+        let manifest = state.withLock { $0.manifest }
+        guard manifest.permissions?.isEmpty == false else { return [] }
+        return manifest.permissionsToRequest(on: try deviceIdentity(create: false))
     }
 
     private func deviceIdentity(create: Bool) throws(VaultError) -> String? {

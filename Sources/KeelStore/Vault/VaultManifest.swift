@@ -17,8 +17,8 @@ struct VaultManifest: Codable, Equatable {
     var entanglement: String
     /// Every dataset the vault has held data of, by name.
     var datasets: [String: Entry]
-    /// Permissions and enrollments granted for this account, on the device that granted them.
-    var permissions: Permissions?
+    /// Permissions and enrollments granted for this account, each with the device that granted it.
+    var permissions: [Grant]?
     /// A deletion that started and has not finished (a crash or an unavailable key store interrupted it):
     /// finished before the vault is used again.
     var pendingPurge: PendingPurge?
@@ -42,11 +42,16 @@ struct VaultManifest: Codable, Equatable {
         var allKeyIDs: [KeyID] { (keyID.map { [$0] } ?? []) + retiredKeyIDs }
     }
 
-    struct Permissions: Codable, Equatable {
-        /// The key store's device identity when these were granted.
+    struct Grant: Codable, Equatable {
+        /// The permission or enrollment (`notifications`, `biometricUnlock`, ...).
+        var name: String
+        /// The key store's device identity when it was granted.
         var deviceIdentity: String
-        /// The permissions and enrollments granted (`notifications`, `biometricUnlock`, ...).
-        var granted: [String]
+    }
+
+    /// The granted permissions not granted on the device `identity` (all of them when it has none).
+    func permissionsToRequest(on identity: String?) -> [String] {
+        (permissions ?? []).filter { $0.deviceIdentity != identity }.map(\.name)
     }
 
     struct PendingPurge: Codable, Equatable {
