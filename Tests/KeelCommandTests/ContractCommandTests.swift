@@ -150,3 +150,87 @@ import Testing
         #expect(child.output(of: .standardOutput).contains("response-property-removed"))
     }
 }
+
+/// The text report groups findings by root cause (issue #16).
+@Suite(.timeLimit(.minutes(3))) struct ContractDiffGroupingTests {
+    let directory: TemporaryDirectory
+    init() throws { directory = try TemporaryDirectory(prefix: "keel-diff-groups") }
+
+    /// Five operations whose responses (and a `default` error response) all reach one shared enum.
+    static func contract(status: String, version: String, title: String = "title: {type: string}") -> String {
+        var paths = ""
+        for index in 1...5 {
+            paths += """
+                  /things\(index):
+                    get:
+                      responses:
+                        '200':
+                          description: ok
+                          content:
+                            application/json:
+                              schema: {$ref: '#/components/schemas/Thing'}
+                        default:
+                          description: error
+                          content:
+                            application/json:
+                              schema: {$ref: '#/components/schemas/Error'}
+
+                """
+        }
+        return """
+            openapi: 3.0.3
+            info: {title: things, version: \(version)}
+            paths:
+            \(paths)
+            components:
+              schemas:
+                Status: {type: string, enum: [\(status)]}
+                Thing:
+                  type: object
+                  required: [status]
+                  properties:
+                    status: {$ref: '#/components/schemas/Status'}
+                    \(title)
+                Error:
+                  type: object
+                  properties:
+                    status: {$ref: '#/components/schemas/Status'}
+            """
+    }
+
+    @Test func oneChangeToASharedSchemaIsOneEntryWithItsReach() async throws {
+        try Data(Self.contract(status: "open, closed", version: "1.0.0").utf8).write(to: directory.url("base.yaml"))
+        try Data(Self.contract(status: "open, closed, archived", version: "2.0.0", title: "").utf8).write(
+            to: directory.url("next.yaml"))
+        let (status, output, _) = try await runKeel(["contract", "diff", "base.yaml", "next.yaml"], in: directory.url)
+        #expect(status == .exited(1))
+        let lines = output.split(separator: "\n").map(String.init)
+        // One entry for the enum (10 places: 5 operations × 200 and default), one for the removed title.
+        #expect(
+            lines.contains(
+                "BREAKING  response-property-enum-value-added  next.yaml#/components/schemas/Status  new value \"archived\" of a closed enum: old clients fail to decode it  (5 operations, 10 places)"
+            ), "\(output)")
+        #expect(
+            lines.contains {
+                $0.hasPrefix(
+                    "BREAKING  response-property-removed  next.yaml#/components/schemas/Thing/properties/title")
+            })
+        #expect(lines.contains("    … 7 more (--verbose lists all)"))
+        #expect(lines.last == "15 breaking, 0 warning, 0 info (2 root causes) — fails at --fail-on breaking")
+        let (_, verbose, _) = try await runKeel(
+            ["contract", "diff", "base.yaml", "next.yaml", "--verbose"], in: directory.url)
+        #expect(verbose.contains("    GET /things5 → default /properties/status"))
+        #expect(!verbose.contains("more (--verbose"))
+        // JSON keeps one object per occurrence, each with its origin.
+        let (_, json, _) = try await runKeel(
+            ["contract", "diff", "base.yaml", "next.yaml", "--format", "json"], in: directory.url)
+        struct Report: Decodable {
+            struct Change: Decodable { var rule: String; var origin: String? }
+            var changes: [Change]
+        }
+        let report = try JSONDecoder().decode(Report.self, from: Data(json.utf8))
+        let enumChanges = report.changes.filter { $0.rule == "response-property-enum-value-added" }
+        #expect(enumChanges.count == 10)
+        #expect(enumChanges.allSatisfy { $0.origin == "next.yaml#/components/schemas/Status" })
+    }
+}

@@ -29,6 +29,25 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
     public let pointer: String?
     /// One line of explanation.
     public let message: String
+    /// Where the change happens: the file of the revision and the JSON pointer of the schema that changed
+    /// (`notes-api.yaml#/components/schemas/Visibility`). One change to a shared schema reaches many
+    /// operations; their findings share this origin, and reports group by it. Nil when the change is not
+    /// inside a named schema (an operation's own inline schema, a parameter, the document).
+    public let origin: String?
+
+    init(
+        rule: String, severity: Severity, path: String?, method: String?, status: String?, pointer: String?,
+        message: String, origin: String? = nil
+    ) {
+        self.rule = rule
+        self.severity = severity
+        self.path = path
+        self.method = method
+        self.status = status
+        self.pointer = pointer
+        self.message = message
+        self.origin = origin
+    }
 
     /// One line for reports: the severity in capitals, the rule id, the location (method, path, `→ status`,
     /// schema pointer, or `(document)` when there is none) and the message.

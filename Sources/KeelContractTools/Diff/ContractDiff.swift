@@ -32,6 +32,8 @@ private struct Collector {
     let base: OpenAPIDocument
     let revision: OpenAPIDocument
     var changes: [ContractChange] = []
+    /// The named schema being compared (`file#pointer`), the origin of what ``add`` records; nil outside.
+    var schemaOrigin: String?
 
     init(base: OpenAPIDocument, revision: OpenAPIDocument) {
         self.base = base
@@ -45,12 +47,26 @@ private struct Collector {
     }
 
     mutating func add(
-        _ rule: String, _ severity: ContractChange.Severity, _ place: Place, _ pointer: String?, _ message: String
+        _ rule: String, _ severity: ContractChange.Severity, _ place: Place, _ pointer: String?, _ message: String,
+        origin: String?? = .none
     ) {
         changes.append(
             ContractChange(
                 rule: rule, severity: severity, path: place.path, method: place.method?.uppercased(),
-                status: place.status, pointer: pointer, message: message))
+                status: place.status, pointer: pointer, message: message, origin: origin ?? schemaOrigin))
+    }
+
+    /// `file#pointer` of a schema of the revision, the file relative to the description's directory.
+    func originLabel(_ file: URL, _ location: String) -> String {
+        let directory = revision.url.deletingLastPathComponent().path + "/"
+        let name = file.path.hasPrefix(directory) ? String(file.path.dropFirst(directory.count)) : file.path
+        return name + (location.hasPrefix("#") ? location : "#" + location)
+    }
+
+    /// Where a compared schema is: its own location when it is named (reached through a `$ref`), else the
+    /// enclosing named schema's origin with `step` appended; nil when no named schema encloses it.
+    func origin(of new: (value: JSONValue, file: URL, location: String), parent: String?) -> String? {
+        new.location.isEmpty ? parent : originLabel(new.file, new.location)
     }
 
     // MARK: - Document, paths, operations
@@ -275,10 +291,14 @@ private struct Collector {
     /// Responses: the client reads what the server sends.
     mutating func compareResponseSchema(
         _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, pointer: String,
-        visited: inout Set<String>
+        origin parent: String? = nil, visited: inout Set<String>
     ) throws(ContractLoadError) {
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
+        let here = origin(of: (new.value, new.file, new.location), parent: parent)
+        let saved = schemaOrigin
+        schemaOrigin = here
+        defer { schemaOrigin = saved }
         if !old.location.isEmpty || !new.location.isEmpty {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer.isEmpty ? "" : "p")"
             guard visited.insert(key).inserted else { return }  // recursion: already compared
@@ -326,31 +346,40 @@ private struct Collector {
         }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
+            let childOrigin = here.map { $0 + "/properties/" + JSONPointer.escape(name) }
             guard let newProperty = b.properties[name] else {
-                add("response-property-removed", .breaking, place, childPointer, "property \(name) is no longer sent")
+                add(
+                    "response-property-removed", .breaking, place, childPointer, "property \(name) is no longer sent",
+                    origin: childOrigin)
                 continue
             }
             if a.required.contains(name), !b.required.contains(name) {
                 add(
                     "response-property-became-optional", .breaking, place, childPointer,
-                    "property \(name) may now be missing")
+                    "property \(name) may now be missing", origin: childOrigin)
             }
             try compareResponseSchema(
-                oldProperty, old.file, newProperty, new.file, place, pointer: childPointer, visited: &visited)
+                oldProperty, old.file, newProperty, new.file, place, pointer: childPointer, origin: childOrigin,
+                visited: &visited)
         }
         if let oldItems = a.items, let newItems = b.items {
             try compareResponseSchema(
-                oldItems, old.file, newItems, new.file, place, pointer: pointer + "/items", visited: &visited)
+                oldItems, old.file, newItems, new.file, place, pointer: pointer + "/items",
+                origin: here.map { $0 + "/items" }, visited: &visited)
         }
     }
 
     /// Requests: the client sends what the server must accept.
     mutating func compareRequestSchema(
         _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, _ subject: String,
-        rulePrefix: String, pointer: String, visited: inout Set<String>
+        rulePrefix: String, pointer: String, origin parent: String? = nil, visited: inout Set<String>
     ) throws(ContractLoadError) {
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
+        let here = origin(of: (new.value, new.file, new.location), parent: parent)
+        let saved = schemaOrigin
+        schemaOrigin = here
+        defer { schemaOrigin = saved }
         if !old.location.isEmpty || !new.location.isEmpty {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer)"
             guard visited.insert(key).inserted else { return }
@@ -415,26 +444,28 @@ private struct Collector {
         }
         for name in b.required.subtracting(a.required).sorted() {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
+            let childOrigin = here.map { $0 + "/properties/" + JSONPointer.escape(name) }
             if a.properties[name] == nil {
                 add(
                     "new-required-request-property", .breaking, place, childPointer,
-                    "\(subject) needs a new property \(name)")
+                    "\(subject) needs a new property \(name)", origin: childOrigin)
             } else {
                 add(
                     "request-property-became-required", .breaking, place, childPointer,
-                    "\(subject) property \(name) is now required")
+                    "\(subject) property \(name) is now required", origin: childOrigin)
             }
         }
         for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
             guard let oldProperty = a.properties[name] else { continue }
             try compareRequestSchema(
                 oldProperty, old.file, newProperty, new.file, place, subject, rulePrefix: rulePrefix,
-                pointer: pointer + "/properties/" + JSONPointer.escape(name), visited: &visited)
+                pointer: pointer + "/properties/" + JSONPointer.escape(name),
+                origin: here.map { $0 + "/properties/" + JSONPointer.escape(name) }, visited: &visited)
         }
         if let oldItems = a.items, let newItems = b.items {
             try compareRequestSchema(
                 oldItems, old.file, newItems, new.file, place, subject, rulePrefix: rulePrefix,
-                pointer: pointer + "/items", visited: &visited)
+                pointer: pointer + "/items", origin: here.map { $0 + "/items" }, visited: &visited)
         }
     }
 

@@ -10,6 +10,7 @@ enum ContractCommand {
         summary: "Compare two versions of an OpenAPI contract; validate payloads; generate Swift models.",
         usage: """
             USAGE: keel contract diff <base.yaml|json> <revision.yaml|json> [--format text|json] [--fail-on breaking|warning]
+                                      [--verbose]
                    keel contract validate <spec.yaml|json> --schema '#/components/schemas/NAME'
                                           [--format-assertion] [--format text|json] <instance.json>...
                    keel contract generate <spec.yaml|json> --output <dir> [--check] [--access public|internal]
@@ -17,7 +18,11 @@ enum ContractCommand {
             diff answers: can a client built against BASE keep working against a server that implements REVISION?
             Every change is printed with a severity (breaking, warning, info), a stable rule id, where it is
             (method, path, status, schema pointer) and one line of explanation. $refs are followed on both
-            sides, so renaming a component without changing its shape is not a change.
+            sides, so renaming a component without changing its shape is not a change. The text report groups
+            findings by root cause: one change to a shared schema (a new value of a shared enum) is one entry
+            with its origin (file#pointer of the schema), how many operations and places it reaches and the
+            first three of them (--verbose lists all); breaking first, then warnings, then info, each by how
+            many operations they reach. --format json keeps one object per occurrence, with "origin".
 
             validate checks each instance against one schema of the contract, with the output and exit status of
             `keel schema validate`. $refs resolve inside the contract and the files it references; OpenAPI
@@ -36,6 +41,7 @@ enum ContractCommand {
                                       validate json: as keel schema validate.
               --fail-on breaking|warning
                                       diff: the lowest severity that fails the command (default breaking).
+              --verbose               diff: list every place of a grouped finding.
               --schema <#/pointer>    validate: the schema, as a fragment of the contract.
               --format-assertion      validate: treat "format" as an assertion.
               --output <dir>          generate: the directory for the generated file (created if missing).
@@ -137,7 +143,7 @@ enum ContractCommand {
     }
 
     static func diff(_ raw: [String]) throws -> Int32 {
-        let arguments = try Arguments(raw, options: ["format", "fail-on"])
+        let arguments = try Arguments(raw, options: ["format", "fail-on"], flags: ["verbose"])
         guard arguments.positionals.count == 2 else { throw UsageError("expected two files: BASE REVISION") }
         let json = try arguments.choice("format", default: "text", among: ["text", "json"]) == "json"
         let threshold: ContractChange.Severity =
@@ -165,9 +171,11 @@ enum ContractCommand {
                         breaking: counts[.breaking] ?? 0, warning: counts[.warning] ?? 0,
                         info: counts[.info] ?? 0, failed: failing)))
         } else {
-            for change in changes { say(change.description) }
+            let groups = ContractChangeGroup.grouping(changes)
+            for group in groups { say(group.text(verbose: arguments.has("verbose")), terminator: "") }
             say(
                 "\(counts[.breaking] ?? 0) breaking, \(counts[.warning] ?? 0) warning, \(counts[.info] ?? 0) info"
+                    + (groups.count < changes.count ? " (\(groups.count) root causes)" : "")
                     + (failing ? " — fails at --fail-on \(threshold.rawValue)" : ""))
         }
         return failing ? 1 : 0

@@ -1,0 +1,53 @@
+/// Findings of ``ContractDiff`` that share a root cause: the same rule at the same ``ContractChange/origin``
+/// (one change to a shared schema, reached by many operations and responses). A finding without an origin
+/// is a group of its own.
+public struct ContractChangeGroup: Sendable, Hashable {
+    /// The occurrences, in the diff's order.
+    public let changes: [ContractChange]
+
+    /// The rule.
+    public var rule: String { changes[0].rule }
+    /// The severity.
+    public var severity: ContractChange.Severity { changes[0].severity }
+    /// The shared origin (nil for a single finding without one).
+    public var origin: String? { changes[0].origin }
+    /// How many distinct operations (method and path) the root cause reaches.
+    public var operations: Int { Set(changes.map { "\($0.method ?? "") \($0.path ?? "")" }).count }
+
+    /// `changes` grouped by rule and origin; breaking first, then warnings, then info, each by the number of
+    /// operations reached (most first), then in the diff's order.
+    public static func grouping(_ changes: [ContractChange]) -> [ContractChangeGroup] {
+        var order: [String] = []
+        var members: [String: [ContractChange]] = [:]
+        for (index, change) in changes.enumerated() {
+            let key = change.origin.map { change.rule + " " + $0 } ?? "#\(index)"
+            if members[key] == nil { order.append(key) }
+            members[key, default: []].append(change)
+        }
+        let groups = order.enumerated().map {
+            (index: $0.offset, group: ContractChangeGroup(changes: members[$0.element]!))
+        }
+        return groups.sorted { lhs, rhs in
+            if lhs.group.severity != rhs.group.severity { return lhs.group.severity > rhs.group.severity }
+            if lhs.group.operations != rhs.group.operations { return lhs.group.operations > rhs.group.operations }
+            return lhs.index < rhs.index
+        }.map(\.group)
+    }
+
+    /// The report lines: a single finding as its ``ContractChange/description``; a group as one line with
+    /// the origin, the first message and the counts, then its places (the first three unless `verbose`).
+    public func text(verbose: Bool) -> String {
+        guard changes.count > 1, let origin else { return changes.map { $0.description + "\n" }.joined() }
+        var text =
+            "\(severity.rawValue.uppercased())  \(rule)  \(origin)  \(changes[0].message)  "
+            + "(\(operations) operation\(operations == 1 ? "" : "s"), \(changes.count) places)\n"
+        let shown = verbose ? changes : Array(changes.prefix(3))
+        for change in shown {
+            let place = [change.method, change.path, change.status.map { "→ \($0)" }, change.pointer].compactMap { $0 }
+                .joined(separator: " ")
+            text += "    \(place.isEmpty ? "(document)" : place)\n"
+        }
+        if shown.count < changes.count { text += "    … \(changes.count - shown.count) more (--verbose lists all)\n" }
+        return text
+    }
+}
