@@ -32,8 +32,18 @@ private struct Collector {
     let base: OpenAPIDocument
     let revision: OpenAPIDocument
     var changes: [ContractChange] = []
-    /// The named schema being compared (`file#pointer`), the origin of what ``add`` records; nil outside.
-    var schemaOrigin: String?
+    /// Where the schema being compared is (its named schema and its own pointer), the origin of what ``add``
+    /// records; nil outside schemas. The origin text is built only when a change is recorded.
+    var schemaOrigin: (base: OriginBase, pointer: String)?
+
+    /// The named schema (reached through a `$ref`) that encloses a compared schema, and the length of the
+    /// compared pointer at it: the origin of a change at `pointer` is `label` + what `pointer` adds.
+    struct OriginBase {
+        let label: String
+        let prefixLength: Int
+
+        func text(at pointer: String) -> String { label + pointer.dropFirst(prefixLength) }
+    }
 
     init(base: OpenAPIDocument, revision: OpenAPIDocument) {
         self.base = base
@@ -53,7 +63,8 @@ private struct Collector {
         changes.append(
             ContractChange(
                 rule: rule, severity: severity, path: place.path, method: place.method?.uppercased(),
-                status: place.status, pointer: pointer, message: message, origin: origin ?? schemaOrigin))
+                status: place.status, pointer: pointer, message: message,
+                origin: origin ?? schemaOrigin.map { $0.base.text(at: $0.pointer) }))
     }
 
     /// `file#pointer` of a schema of the revision, the file relative to the description's directory.
@@ -63,10 +74,13 @@ private struct Collector {
         return name + (location.hasPrefix("#") ? location : "#" + location)
     }
 
-    /// Where a compared schema is: its own location when it is named (reached through a `$ref`), else the
-    /// enclosing named schema's origin with `step` appended; nil when no named schema encloses it.
-    func origin(of new: (value: JSONValue, file: URL, location: String), parent: String?) -> String? {
-        new.location.isEmpty ? parent : originLabel(new.file, new.location)
+    /// The named schema enclosing a compared schema at `pointer`: itself when it is named (reached through a
+    /// `$ref`), else the parent's; nil when no named schema encloses it.
+    func origin(of new: (value: JSONValue, file: URL, location: String), at pointer: String, parent: OriginBase?)
+        -> OriginBase?
+    {
+        new.location.isEmpty
+            ? parent : OriginBase(label: originLabel(new.file, new.location), prefixLength: pointer.count)
     }
 
     // MARK: - Document, paths, operations
@@ -291,13 +305,13 @@ private struct Collector {
     /// Responses: the client reads what the server sends.
     mutating func compareResponseSchema(
         _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, pointer: String,
-        origin parent: String? = nil, visited: inout Set<String>
+        origin parent: OriginBase? = nil, visited: inout Set<String>
     ) throws(ContractLoadError) {
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
-        let here = origin(of: (new.value, new.file, new.location), parent: parent)
+        let here = origin(of: (new.value, new.file, new.location), at: pointer, parent: parent)
         let saved = schemaOrigin
-        schemaOrigin = here
+        schemaOrigin = here.map { ($0, pointer) }
         defer { schemaOrigin = saved }
         if !old.location.isEmpty || !new.location.isEmpty {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer.isEmpty ? "" : "p")"
@@ -346,7 +360,7 @@ private struct Collector {
         }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
-            let childOrigin = here.map { $0 + "/properties/" + JSONPointer.escape(name) }
+            let childOrigin = here?.text(at: childPointer)
             guard let newProperty = b.properties[name] else {
                 add(
                     "response-property-removed", .breaking, place, childPointer, "property \(name) is no longer sent",
@@ -359,26 +373,26 @@ private struct Collector {
                     "property \(name) may now be missing", origin: childOrigin)
             }
             try compareResponseSchema(
-                oldProperty, old.file, newProperty, new.file, place, pointer: childPointer, origin: childOrigin,
+                oldProperty, old.file, newProperty, new.file, place, pointer: childPointer, origin: here,
                 visited: &visited)
         }
         if let oldItems = a.items, let newItems = b.items {
             try compareResponseSchema(
-                oldItems, old.file, newItems, new.file, place, pointer: pointer + "/items",
-                origin: here.map { $0 + "/items" }, visited: &visited)
+                oldItems, old.file, newItems, new.file, place, pointer: pointer + "/items", origin: here,
+                visited: &visited)
         }
     }
 
     /// Requests: the client sends what the server must accept.
     mutating func compareRequestSchema(
         _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, _ subject: String,
-        rulePrefix: String, pointer: String, origin parent: String? = nil, visited: inout Set<String>
+        rulePrefix: String, pointer: String, origin parent: OriginBase? = nil, visited: inout Set<String>
     ) throws(ContractLoadError) {
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
-        let here = origin(of: (new.value, new.file, new.location), parent: parent)
+        let here = origin(of: (new.value, new.file, new.location), at: pointer, parent: parent)
         let saved = schemaOrigin
-        schemaOrigin = here
+        schemaOrigin = here.map { ($0, pointer) }
         defer { schemaOrigin = saved }
         if !old.location.isEmpty || !new.location.isEmpty {
             let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer)"
@@ -444,7 +458,7 @@ private struct Collector {
         }
         for name in b.required.subtracting(a.required).sorted() {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
-            let childOrigin = here.map { $0 + "/properties/" + JSONPointer.escape(name) }
+            let childOrigin = here?.text(at: childPointer)
             if a.properties[name] == nil {
                 add(
                     "new-required-request-property", .breaking, place, childPointer,
@@ -459,13 +473,12 @@ private struct Collector {
             guard let oldProperty = a.properties[name] else { continue }
             try compareRequestSchema(
                 oldProperty, old.file, newProperty, new.file, place, subject, rulePrefix: rulePrefix,
-                pointer: pointer + "/properties/" + JSONPointer.escape(name),
-                origin: here.map { $0 + "/properties/" + JSONPointer.escape(name) }, visited: &visited)
+                pointer: pointer + "/properties/" + JSONPointer.escape(name), origin: here, visited: &visited)
         }
         if let oldItems = a.items, let newItems = b.items {
             try compareRequestSchema(
                 oldItems, old.file, newItems, new.file, place, subject, rulePrefix: rulePrefix,
-                pointer: pointer + "/items", origin: here.map { $0 + "/items" }, visited: &visited)
+                pointer: pointer + "/items", origin: here, visited: &visited)
         }
     }
 
