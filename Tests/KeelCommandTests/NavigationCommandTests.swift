@@ -117,6 +117,18 @@ import Testing
         #expect(steps[5].effects == ["leaveApp"])
     }
 
+    @Test func withoutAScriptEventsComeFromStandardInputAndEachIsAnsweredAtOnce() async throws {
+        let child = try ChildProcess.launch(product: "keel", arguments: ["navigation", "simulate", Self.example])
+        try child.writeLine("signin alice")
+        let first = try #require(try await child.nextLine(timeout: .seconds(30)))
+        #expect(try JSONDecoder().decode(Step.self, from: Data(first.utf8)).account == "alice")
+        try child.writeLine("link keel-notes://note/3 warm")
+        let second = try #require(try await child.nextLine(timeout: .seconds(30)))
+        #expect(try JSONDecoder().decode(Step.self, from: Data(second.utf8)).stack == ["home", "notes", "note"])
+        child.closeInput()
+        #expect(try await child.waitForExit() == .exited(0))
+    }
+
     @Test func aMalformedLineExitsTwoNamingItAndNothingAfterItRuns() async throws {
         let (status, steps, errors) = try await simulate("signin alice\n\n# a comment\nback sideways\nopen notes\n")
         #expect(status == .exited(2))
