@@ -369,14 +369,20 @@ import Testing
         #expect(state.recovery.prefix(2) == [.keepData, .restoreFromBackup])
         #expect(Self.snapshot(fixture.data, fixture.keys) == before)
 
-        let keyFile = try #require(
-            try FileManager.default.contentsOfDirectory(atPath: fixture.keys.path).first { $0.hasSuffix(".key") })
-        var bytes = try Data(contentsOf: fixture.keys.appendingPathComponent(keyFile))
-        bytes[bytes.count - 1] ^= 0xFF
-        try bytes.write(to: fixture.keys.appendingPathComponent(keyFile))
+        // Every key file damaged (which dataset a given key belongs to is not visible from outside).
+        let keyFiles = try FileManager.default.contentsOfDirectory(atPath: fixture.keys.path).filter {
+            $0.hasSuffix(".key")
+        }
+        try #require(!keyFiles.isEmpty)
+        for keyFile in keyFiles {
+            var bytes = try Data(contentsOf: fixture.keys.appendingPathComponent(keyFile))
+            bytes[bytes.count - 1] ^= 0xFF
+            try bytes.write(to: fixture.keys.appendingPathComponent(keyFile))
+        }
         before = Self.snapshot(fixture.data, fixture.keys)
         state = try inspect(fixture.data, fixture.keyStore)
-        #expect(state.datasets.contains { $0.reason == .keyDamaged })
+        #expect(Self.dataset(state, "notes")?.reason == .keyDamaged)
+        #expect(Self.dataset(state, "drafts")?.reason == .keyDamaged)
         #expect(Self.snapshot(fixture.data, fixture.keys) == before)
 
         try FileManager.default.removeItem(at: vaultDirectory)
