@@ -1,5 +1,6 @@
 public import Foundation
 public import KeelCore
+import KeelStore
 
 /// The durable record of irreversible operations started from navigation — publish, pay, send
 /// (MOB-PLAT-008, MOB-PLAT-005): an operation gets its id when the user confirms, is recorded here before
@@ -15,7 +16,8 @@ public import KeelCore
 /// }
 /// ```
 ///
-/// The ledger is one small JSON file, rewritten atomically and synced before each call returns.
+/// The ledger is one small JSON file, rewritten atomically and synced before each call returns (the same
+/// durable write as vault manifests and key files).
 public actor EffectLedger {
     /// Where an operation stands.
     public enum State: String, Sendable, Codable, Hashable {
@@ -59,15 +61,18 @@ public actor EffectLedger {
     ///   replaced, since it is the only thing preventing a second payment.
     public init(file: URL) throws {
         self.file = file
-        if let data = FileManager.default.contents(atPath: file.path) {
-            do {
-                let list = try JSONDecoder().decode([Entry].self, from: data)
-                entries = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
-            } catch {
-                throw EffectLedgerError(code: .damaged, message: "\(file.path) is not an effect ledger: \(error)")
-            }
-        } else {
+        let bytes: [UInt8]
+        do { bytes = try DurableFiles.read(file.path, limit: 64 << 20) } catch {
+            // Only a ledger that does not exist is empty: one that cannot be read must not look empty.
+            guard error.isNotFound else { throw EffectLedgerError(code: .ioError, message: error.description) }
             entries = [:]
+            return
+        }
+        do {
+            let list = try JSONDecoder().decode([Entry].self, from: Data(bytes))
+            entries = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+        } catch {
+            throw EffectLedgerError(code: .damaged, message: "\(file.path) is not an effect ledger: \(error)")
         }
     }
 
@@ -103,33 +108,14 @@ public actor EffectLedger {
     /// ``Entry/reference``) instead of starting them again.
     public func unsettled() -> [Entry] { entries.values.filter { $0.state == .started }.sorted { $0.id < $1.id } }
 
+    /// Writes the ledger atomically and durably (a temporary file synced, renamed, the directory synced).
     private func persist() throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(entries.values.sorted { $0.id < $1.id })
-        let temporary = file.path + ".tmp-\(UInt32.random(in: 0...UInt32.max))"
-        guard FileManager.default.createFile(atPath: temporary, contents: nil) else {
-            throw EffectLedgerError(code: .ioError, message: "cannot create \(temporary)")
-        }
         do {
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
-            try handle.write(contentsOf: data)
-            try handle.synchronize()
-            try handle.close()
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw EffectLedgerError(code: .ioError, message: "cannot write \(temporary): \(error)")
-        }
-        guard rename(temporary, file.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw EffectLedgerError(code: .ioError, message: "cannot replace \(file.path): \(reason)")
-        }
-        let directory = open(file.deletingLastPathComponent().path, O_RDONLY)
-        if directory >= 0 {
-            _ = fsync(directory)
-            close(directory)
-        }
+            try DurableFiles.write([UInt8](data), to: file.path, mode: 0o600, exclusive: false)
+        } catch { throw EffectLedgerError(code: .ioError, message: "cannot write \(file.path): \(error.description)") }
     }
 }
 

@@ -261,26 +261,21 @@ public final class NavigationSimulator {
 
     private func file(_ name: String) -> URL { directory.appendingPathComponent(name) }
 
+    /// Plays the app's persistence for `effects`: the snapshot once per event that asks for it, and the
+    /// drafts store (which the navigator's state mirrors) when a draft was saved or deleted.
     private func apply(_ effects: [NavigationEffect]) {
-        var drafts = loadDrafts()
-        var draftsChanged = false
-        for effect in effects {
-            switch effect {
-            case .saveSnapshot:
-                if let state, let data = try? NavigationSnapshot(state).encoded() {
-                    try? data.write(to: file("snapshot.json"), options: .atomic)
-                }
-            case .saveDraft(let key, let text):
-                drafts[key] = text
-                draftsChanged = true
-            case .deleteDraft(let key):
-                drafts[key] = nil
-                draftsChanged = true
-            default: break
+        guard let state else { return }
+        if effects.contains(.saveSnapshot), let data = try? NavigationSnapshot(state).encoded() {
+            try? data.write(to: file("snapshot.json"), options: .atomic)
+        }
+        let draftsChanged = effects.contains {
+            switch $0 {
+            case .saveDraft, .deleteDraft: return true
+            default: return false
             }
         }
         if draftsChanged {
-            let list = drafts.sorted { $0.key < $1.key }.map { Draft(key: $0.key, text: $0.value) }
+            let list = state.drafts.sorted { $0.key < $1.key }.map { Draft(key: $0.key, text: $0.value) }
             if let data = try? JSONEncoder().encode(list) { try? data.write(to: file("drafts.json"), options: .atomic) }
         }
     }

@@ -96,9 +96,19 @@ struct Run {
             error = "missing parameter \(name) for route \(route)"
             return nil
         }
-        let own = parameters.filter { declared.parameters.contains($0.key) }
+        return mint(route, parameters.filter { declared.parameters.contains($0.key) }, account: state.account)
+    }
+
+    /// A new entry with the next entry id (`e1`, `e2`, ...).
+    mutating func mint(_ route: String, _ parameters: [String: String] = [:], account: String?) -> NavigationEntry {
         defer { state.nextEntry += 1 }
-        return NavigationEntry(id: "e\(state.nextEntry)", route: route, parameters: own, account: state.account)
+        return NavigationEntry(id: "e\(state.nextEntry)", route: route, parameters: parameters, account: account)
+    }
+
+    /// Whether `entry`'s route is declared `public`.
+    func isPublic(_ entry: NavigationEntry) -> Bool {
+        guard case .public = contract.route(entry.route)?.access else { return false }
+        return true
     }
 
     func draftKey(_ entry: NavigationEntry) -> DraftKey? {
@@ -160,8 +170,7 @@ struct Run {
 
     mutating func signInEntry() -> NavigationEntry? {
         guard let route = navigator.signInRoute else { return nil }
-        defer { state.nextEntry += 1 }
-        return NavigationEntry(id: "e\(state.nextEntry)", route: route, account: nil)
+        return mint(route, account: nil)
     }
 
     // MARK: Back
@@ -338,10 +347,7 @@ struct Run {
         effects.append(.saveSnapshot)
     }
 
-    mutating func rootEntry() -> NavigationEntry {
-        defer { state.nextEntry += 1 }
-        return NavigationEntry(id: "e\(state.nextEntry)", route: contract.root.id, account: state.account)
-    }
+    mutating func rootEntry() -> NavigationEntry { mint(contract.root.id, account: state.account) }
 
     // MARK: Accounts
 
@@ -389,13 +395,10 @@ struct Run {
             guard let input = contract.route(entry.route)?.input else { continue }
             if Self.keepsDrafts(input) { save(entry, entry.input!) } else { effects.append(.inputLost(entry.label)) }
         }
-        func isPublic(_ entry: NavigationEntry) -> Bool {
-            guard case .public = contract.route(entry.route)?.access else { return false }
-            return (entry.input ?? "").isEmpty
-        }
-        state.stack = state.stack.filter(isPublic)
+        func keeps(_ entry: NavigationEntry) -> Bool { isPublic(entry) && (entry.input ?? "").isEmpty }
+        state.stack = state.stack.filter(keeps)
         if state.stack.first?.route != contract.root.id { state.stack.insert(rootEntry(), at: 0) }
-        if let modal = state.modal, !isPublic(modal) || modal.route == navigator.signInRoute { state.modal = nil }
+        if let modal = state.modal, !keeps(modal) || modal.route == navigator.signInRoute { state.modal = nil }
         state.prompt = nil
         state.pendingTarget = nil
         if let account { effects.append(.purgeAccount(account)) }
@@ -417,26 +420,26 @@ struct Run {
     }
 
     mutating func background() {
+        saveKeptDrafts()
+        effects.append(.saveSnapshot)
+    }
+
+    /// Saves the input of every entry whose lifecycle keeps drafts (what must survive a death that may
+    /// follow without another event).
+    mutating func saveKeptDrafts() {
         for entry in inputEntries() {
             guard let input = contract.route(entry.route)?.input, Self.keepsDrafts(input) else { continue }
             save(entry, entry.input!)
         }
-        effects.append(.saveSnapshot)
     }
 
     mutating func expire() {
         guard state.account != nil else { return }
         let target = state.top.flatMap { contract.route($0.route)?.isSensitive == true ? nil : $0 }
-        for entry in inputEntries() {
-            guard let input = contract.route(entry.route)?.input, Self.keepsDrafts(input) else { continue }
-            save(entry, entry.input!)
-        }
+        saveKeptDrafts()
         state.sessionValid = false
         state.prompt = nil
-        state.stack = state.stack.filter {
-            if case .public = contract.route($0.route)?.access { return true }
-            return false
-        }
+        state.stack = state.stack.filter(isPublic)
         if state.stack.isEmpty { state.stack = [rootEntry()] }
         state.modal = nil
         if let target, navigator.verdict(target, in: state) == .needsSignIn {

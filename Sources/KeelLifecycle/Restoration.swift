@@ -143,11 +143,7 @@ extension Navigator {
         var entries = run.state.stack + [run.state.modal].compactMap { $0 }
         // Another account's entries never come back (a switch while the app was dead).
         if case .valid(let account) = session, let previous, previous != account {
-            entries = entries.filter { entry in
-                guard let route = contract.route(entry.route) else { return false }
-                if case .public = route.access { return true }
-                return false
-            }
+            entries = entries.filter(run.isPublic)
         }
         // Sensitive one-time entries are never restored.
         let sensitive = entries.filter { contract.route($0.route)?.isSensitive == true }

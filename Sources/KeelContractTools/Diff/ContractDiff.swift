@@ -76,11 +76,8 @@ private struct Collector {
 
     /// The named schema enclosing a compared schema at `pointer`: itself when it is named (reached through a
     /// `$ref`), else the parent's; nil when no named schema encloses it.
-    func origin(of new: (value: JSONValue, file: URL, location: String), at pointer: String, parent: OriginBase?)
-        -> OriginBase?
-    {
-        new.location.isEmpty
-            ? parent : OriginBase(label: originLabel(new.file, new.location), prefixLength: pointer.count)
+    func origin(_ file: URL, _ location: String, at pointer: String, parent: OriginBase?) -> OriginBase? {
+        location.isEmpty ? parent : OriginBase(label: originLabel(file, location), prefixLength: pointer.count)
     }
 
     // MARK: - Document, paths, operations
@@ -309,7 +306,7 @@ private struct Collector {
     ) throws(ContractLoadError) {
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
-        let here = origin(of: (new.value, new.file, new.location), at: pointer, parent: parent)
+        let here = origin(new.file, new.location, at: pointer, parent: parent)
         let saved = schemaOrigin
         schemaOrigin = here.map { ($0, pointer) }
         defer { schemaOrigin = saved }
@@ -390,7 +387,7 @@ private struct Collector {
     ) throws(ContractLoadError) {
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
-        let here = origin(of: (new.value, new.file, new.location), at: pointer, parent: parent)
+        let here = origin(new.file, new.location, at: pointer, parent: parent)
         let saved = schemaOrigin
         schemaOrigin = here.map { ($0, pointer) }
         defer { schemaOrigin = saved }

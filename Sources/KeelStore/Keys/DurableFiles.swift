@@ -1,29 +1,30 @@
 import KeelCrypto
 
 #if canImport(Glibc)
-    import Glibc
+    package import Glibc
 #elseif canImport(Musl)
-    import Musl
+    package import Musl
 #elseif canImport(Darwin)
-    import Darwin
+    package import Darwin
 #endif
 
 /// The few POSIX file operations key files and vault manifests need: atomic, durable replacement and
-/// bounded reads that never follow a symlink. Failures carry `errno`.
-enum DurableFiles {
-    struct Failure: Error {
-        let operation: String
-        let path: String
-        let errno: Int32
+/// bounded reads that never follow a symlink. Failures carry `errno`. Package-wide: KeelLifecycle's effect
+/// ledger is written the same way.
+package enum DurableFiles {
+    package struct Failure: Error {
+        package let operation: String
+        package let path: String
+        package let errno: Int32
 
-        var isNotFound: Bool { errno == ENOENT }
-        var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
+        package var isNotFound: Bool { errno == ENOENT }
+        package var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
     }
 
     /// Writes `bytes` to a new temporary file beside `path` with `mode`, syncs it, then moves it to `path`
     /// and syncs the directory: after a crash `path` holds either its old content or all of `bytes`.
     /// With `exclusive`, an existing `path` is never replaced (`EEXIST`).
-    static func write(_ bytes: [UInt8], to path: String, mode: mode_t, exclusive: Bool) throws(Failure) {
+    package static func write(_ bytes: [UInt8], to path: String, mode: mode_t, exclusive: Bool) throws(Failure) {
         let directory = parent(of: path)
         let temporary = directory + "/.tmp-" + Hex.encode(randomTag()) + ".part"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
@@ -78,7 +79,7 @@ enum DurableFiles {
 
     /// The content of the regular file at `path`, at most `limit` bytes (`EFBIG` beyond). A symlink is
     /// refused (`ELOOP`), a directory too (`EISDIR`).
-    static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
+    package static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
         defer { close(descriptor) }

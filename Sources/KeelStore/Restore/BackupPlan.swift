@@ -77,9 +77,7 @@ public struct BackupPlan: Sendable, Equatable, Codable {
         if let kind = DurableFiles.kind(root), kind != .directory {
             throw VaultError(code: .damaged, message: "\(root) is not a directory")
         }
-        let namespaces = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(
-            VaultNamespace.init(rawValue:)
-        ).sorted()
+        let namespaces = VaultFiles.namespaces(under: root)
         for namespace in namespaces {
             let directory = root + "/" + namespace.rawValue
             guard DurableFiles.kind(directory) == .directory,

@@ -48,9 +48,7 @@ public struct RestoreInspector: Sendable {
                 throw VaultError(code: .damaged, message: "\(directory) is not a directory; nothing was changed")
             }
         }
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(
-            VaultNamespace.init(rawValue:)
-        ).sorted()
+        let names = VaultFiles.namespaces(under: root)
         var keys: [String: Set<KeyID>] = [:]
         if let listing = try? keyStore.listKeys() {
             for key in listing { keys[key.namespace, default: []].insert(key.id) }
@@ -79,8 +77,7 @@ public struct RestoreInspector: Sendable {
         let manifest: VaultManifest
         do {
             guard let read = try VaultManifest.read(directory: directory) else {
-                let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-                if entries.allSatisfy({ $0.hasPrefix(".tmp-") }) {
+                if !VaultFiles.holdsData(directory) {
                     return VaultInspection(namespace: namespace, state: .freshInstall)
                 }
                 return whole(.damaged, "data without a vault manifest", [.keepData, .restoreFromBackup])

@@ -253,8 +253,8 @@ final class SQLiteConnection {
     /// own bytes (valid only inside `body`; a NULL or empty value is an empty buffer): a point read that
     /// copies nothing before the caller transforms the bytes (the vault opens them straight into the
     /// plaintext). Nil when there is no row.
-    func withFirstColumnBytes<R>(
-        _ sql: String, text argument: String, _ body: (UnsafeRawBufferPointer) throws(VaultError) -> R
+    func withFirstColumnBytes<R, Failure: Error>(
+        _ sql: String, text argument: String, _ body: (UnsafeRawBufferPointer) throws(Failure) -> R
     ) throws -> R? {
         let statement = try prepare(sql)
         defer { finish(statement, clearing: true) }

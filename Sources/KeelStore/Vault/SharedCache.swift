@@ -83,16 +83,7 @@ public final class SharedCache: Sendable {
             do throws(DurableFiles.Failure) { try DurableFiles.makeDirectory(directory.path, mode: 0o700) } catch {
                 throw VaultError(code: .ioError, dataset: dataset, message: error.description)
             }
-            let file = directory.path + "/" + VaultFiles.database(declaration.backup)
-            let pool: DatabasePool
-            do throws(DatabaseError) { pool = try DatabasePool(path: file) } catch {
-                throw VaultError(
-                    code: .databaseFailed, dataset: dataset, message: "\(file): \(error.description)", underlying: error
-                )
-            }
-            for companion in VaultFiles.databaseCompanions where DurableFiles.kind(file + companion) == .file {
-                try BackupExclusion.apply(to: file + companion, policy: declaration.backup)
-            }
+            let pool = try VaultFiles.openDatabase(in: directory.path, policy: declaration.backup)
             pools[declaration.backup] = pool
             return pool
         }

@@ -406,16 +406,7 @@ public final class Vault: Sendable {
     private func pool(for policy: Dataset.BackupPolicy) throws -> DatabasePool {
         try state.withLock { state throws -> DatabasePool in
             if let pool = state.pools[policy] { return pool }
-            let file = path + "/" + VaultFiles.database(policy)
-            let pool: DatabasePool
-            do throws(DatabaseError) { pool = try DatabasePool(path: file) } catch {
-                throw VaultError(
-                    code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
-                    namespace: namespace.rawValue, message: "\(file): \(error.description)", underlying: error)
-            }
-            for companion in VaultFiles.databaseCompanions where DurableFiles.kind(file + companion) == .file {
-                try BackupExclusion.apply(to: file + companion, policy: policy)
-            }
+            let pool = try VaultFiles.openDatabase(in: path, policy: policy, namespace: namespace.rawValue)
             state.pools[policy] = pool
             return pool
         }

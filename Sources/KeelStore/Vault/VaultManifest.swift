@@ -103,6 +103,36 @@ enum VaultFiles {
     /// The suffixes SQLite adds beside a database file.
     static let databaseCompanions = ["", "-wal", "-shm", "-journal"]
 
+    /// The vault namespaces under `root` (the `vaults` directory), sorted; other names are ignored.
+    static func namespaces(under root: String) -> [VaultNamespace] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(VaultNamespace.init(rawValue:))
+            .sorted()
+    }
+
+    /// Whether `directory` holds anything but temporary files of an interrupted write (a vault directory
+    /// without a manifest that holds data is damaged; an empty one is new).
+    static func holdsData(_ directory: String) -> Bool {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).contains { !$0.hasPrefix(".tmp-") }
+    }
+
+    /// Opens the database of `policy` in `directory` and keeps its files (and SQLite's companions) out of
+    /// platform backups when the policy asks: the one way vaults and the shared cache open their databases.
+    static func openDatabase(in directory: String, policy: Dataset.BackupPolicy, namespace: String? = nil)
+        throws(VaultError) -> DatabasePool
+    {
+        let file = directory + "/" + database(policy)
+        let pool: DatabasePool
+        do throws(DatabaseError) { pool = try DatabasePool(path: file) } catch {
+            throw VaultError(
+                code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
+                namespace: namespace, message: "\(file): \(error.description)", underlying: error)
+        }
+        for companion in databaseCompanions where DurableFiles.kind(file + companion) == .file {
+            try BackupExclusion.apply(to: file + companion, policy: policy)
+        }
+        return pool
+    }
+
     /// The records table of `dataset`.
     static func table(_ dataset: String) -> String { "records." + dataset }
 

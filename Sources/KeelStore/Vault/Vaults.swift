@@ -74,8 +74,7 @@ public actor Vaults {
 
     /// The namespaces of the vaults on disk (account ids are never stored, only their namespaces).
     public nonisolated func namespaces() -> [VaultNamespace] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(VaultNamespace.init(rawValue:))
-            .sorted()
+        VaultFiles.namespaces(under: root)
     }
 
     /// Inspects every vault under the data directory against this app's inventory and schema (see
@@ -202,8 +201,7 @@ public actor Vaults {
             }
             return manifest
         }
-        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        if leftovers.contains(where: { !$0.hasPrefix(".tmp-") }) {
+        if VaultFiles.holdsData(directory) {
             throw VaultError(
                 code: .damaged, namespace: namespace.rawValue,
                 message:
