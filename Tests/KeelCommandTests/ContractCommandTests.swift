@@ -128,6 +128,22 @@ import Testing
         #expect(child.output(of: .standardOutput).contains("0 breaking, 0 warning"))
     }
 
+    @Test func version1Point3IsCompatibleWithVersion1Point2() async throws {
+        // The sync revision (reference backend): sign-in, tags, per-mutation keys, an optional account header.
+        let child = try ChildProcess.launch(
+            product: "keel",
+            arguments: [
+                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.2.yaml").path,
+                Self.contracts.appendingPathComponent("notes-api.v1.3.yaml").path, "--fail-on", "warning",
+            ])
+        #expect(
+            try await child.waitForExit() == .exited(0),
+            "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
+        let output = child.output(of: .standardOutput)
+        #expect(output.contains("0 breaking, 0 warning"))
+        #expect(output.contains("api-path-added") && output.contains("/sessions"))
+    }
+
     @Test func theCommittedModelsOfTheSampleContractAreCurrent() async throws {
         let child = try ChildProcess.launch(
             product: "keel",

@@ -127,9 +127,13 @@ final class Connection: @unchecked Sendable {
                     sequenceNumber: sequenceNumber, arrivalDate: arrivalDate, arrivalInstant: arrivalInstant
                 )
             }
+            guard let response else {
+                if body.peerClosed { return .peerClosed }
+                return .closeGracefully
+            }
+            defer { server.finishExchange() }
             if body.peerClosed { return .peerClosed }
             if bodyLimit != nil { return .closeGracefully }  // disconnectDuringRequestBody, cut or not
-            guard let response else { return .closeGracefully }
             precondition(
                 !response.socketEffect.actsAtStart && !response.socketEffect.actsDuringRequestBody,
                 "TestServer: a Dispatcher cannot return \(response.socketEffect); it acts before the dispatcher sees the request. Enqueue it instead."

@@ -19,6 +19,12 @@ final class ServerCore: Sendable {
         var queue: [TestResponse] = []
         var dispatcher: TestServer.Dispatcher?
         var requests: [RecordedRequest] = []
+        /// Requests received (recorded or not).
+        var requestTotal = 0
+        /// Requests answered by a dispatcher or the queue whose response is not written yet.
+        var inFlight = 0
+        /// Set by ``drain(timeout:)``: new connections are refused, so the exchanges in flight can finish.
+        var isDraining = false
         var takenCount = 0
         var events: [ConnectionEvent] = []
         var nextConnectionID = 1
@@ -112,7 +118,7 @@ final class ServerCore: Sendable {
             // first and then takes this lock, so a connection is either seen by shutdown or never served.
             let accepted = threads.withLock { registry -> Bool in
                 let id: Int? = state.withLock { state in
-                    guard !state.isShutDown else { return nil }
+                    guard !state.isShutDown, !state.isDraining else { return nil }
                     defer { state.nextConnectionID += 1 }
                     state.events.append(
                         ConnectionEvent(
@@ -179,13 +185,31 @@ final class ServerCore: Sendable {
     /// answer for a complete request. An incomplete request gets none.
     func record(reserved: TestResponse?, _ makeRequest: (_ sequenceNumber: Int) -> RecordedRequest) -> TestResponse? {
         let (request, dispatcher) = state.withLock { state in
-            let request = makeRequest(state.requests.count)
-            state.requests.append(request)
+            let request = makeRequest(state.requestTotal)
+            state.requestTotal += 1
+            if configuration.recordsRequests { state.requests.append(request) }
+            if request.isComplete { state.inFlight += 1 }
             return (request, state.dispatcher)
         }
         guard request.isComplete else { return nil }
         if let reserved { return reserved }
         return dispatcher?.respond(request) ?? configuration.responseWhenQueueIsEmpty
+    }
+
+    /// Called by a connection once the response ``record(reserved:_:)`` returned is written (or the
+    /// exchange ended without it).
+    func finishExchange() {
+        state.withLock { $0.inFlight -= 1 }
+    }
+
+    /// Stops accepting connections, waits (real time, at most `timeout`) until no response is being
+    /// prepared or written, then shuts down.
+    func drain(timeout: Duration) async {
+        state.withLock { $0.isDraining = true }
+        _ = try? await state.wait(timeout: timeout, for: "in-flight exchanges to finish") { state in
+            state.inFlight == 0 ? true : nil
+        }
+        shutdown()
     }
 
     func recordEvent(_ kind: ConnectionEvent.Kind, connection: Int, bytesSent: Int) {

@@ -74,6 +74,10 @@ public final class TestServer: Sendable {
         /// The port to listen on (0...65535); 0 (the default) lets the system choose a free one. Tests
         /// should keep 0.
         public var port: Int
+        /// Whether every request is kept for ``TestServer/requests`` and ``TestServer/takeRequest(timeout:)``
+        /// (the default). A long-running server answering through a ``Dispatcher`` (a reference backend)
+        /// turns it off so that memory does not grow with traffic; ``TestServer/requestCount`` still counts.
+        public var recordsRequests: Bool
 
         /// Settings; the defaults suit tests.
         public init(
@@ -81,8 +85,10 @@ public final class TestServer: Sendable {
             responseWhenQueueIsEmpty: TestResponse = TestResponse(
                 status: 404, body: "TestServer: no scripted response for this request\n"),
             maximumHeadBytes: Int = 64 * 1024,
-            maximumBodyBytes: Int = 64 * 1024 * 1024
+            maximumBodyBytes: Int = 64 * 1024 * 1024,
+            recordsRequests: Bool = true
         ) {
+            self.recordsRequests = recordsRequests
             self.responseWhenQueueIsEmpty = responseWhenQueueIsEmpty
             self.maximumHeadBytes = maximumHeadBytes
             self.maximumBodyBytes = maximumBodyBytes
@@ -178,7 +184,7 @@ public final class TestServer: Sendable {
     public var requests: [RecordedRequest] { core.state.withLock { $0.requests } }
 
     /// How many requests have been received.
-    public var requestCount: Int { core.state.withLock { $0.requests.count } }
+    public var requestCount: Int { core.state.withLock { $0.requestTotal } }
 
     /// Every connection event so far, in order.
     public var connectionEvents: [ConnectionEvent] { core.state.withLock { $0.events } }
@@ -218,6 +224,13 @@ public final class TestServer: Sendable {
     /// are dropped.
     public func shutdown() {
         core.shutdown()
+    }
+
+    /// Stops gracefully: refuses new connections, lets every request already handed to the dispatcher
+    /// (or the queue) get its response written — waiting at most `timeout`, real time — then does what
+    /// ``shutdown()`` does. What a server process does on SIGTERM.
+    public func drain(timeout: Duration = .seconds(10)) async {
+        await core.drain(timeout: timeout)
     }
 }
 
