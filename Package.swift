@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "KeelSync", targets: ["KeelSync"]),
         .library(name: "KeelLifecycle", targets: ["KeelLifecycle"]),
         .library(name: "KeelTesting", targets: ["KeelTesting"]),
+        .library(name: "KeelReference", targets: ["KeelReference"]),
         .executable(name: "keel", targets: ["keel"]),
         .executable(name: "keel-bench", targets: ["keel-bench"]),
     ],
@@ -90,13 +91,19 @@ let package = Package(
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
         .target(name: "KeelStoreFixtures", dependencies: ["KeelStore"], swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
+        // The reference backend (the sample contract, served by KeelTesting's HTTP/1.1 server, persisted in
+        // SQLite) and, built only on public API, the reference app model.
+        .target(
+            name: "KeelReference",
+            dependencies: ["KeelCore", "KeelContract", "KeelCrypto", "KeelHTTP", "KeelStore", "KeelSync", "KeelTesting"],
+            swiftSettings: swiftSettings),
 
         // MARK: - Executables
         .executableTarget(
             name: "keel",
             dependencies: [
                 "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelStore", "KeelLifecycle",
-                "KeelTesting",
+                "KeelReference", "KeelTesting",
             ],
             swiftSettings: swiftSettings
         ),
@@ -104,7 +111,9 @@ let package = Package(
         // KeelSyncTests); not a product.
         .executableTarget(
             name: "keel-fixtures",
-            dependencies: ["KeelCore", "KeelHTTP", "KeelLifecycle", "KeelStore", "KeelStoreFixtures", "KeelSync"],
+            dependencies: [
+                "KeelCore", "KeelHTTP", "KeelLifecycle", "KeelReference", "KeelStore", "KeelStoreFixtures", "KeelSync",
+            ],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "keel-bench",
@@ -148,7 +157,12 @@ let package = Package(
             dependencies: ["KeelLifecycle", "KeelCore", "KeelStore", "KeelStoreFixtures", "KeelTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "KeelSyncTests", dependencies: ["KeelSync", "KeelHTTP", "KeelStore", "KeelCore", "KeelTesting"],
+            name: "KeelSyncTests",
+            dependencies: ["KeelSync", "KeelHTTP", "KeelStore", "KeelCore", "KeelContract", "KeelReference", "KeelTesting"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "KeelReferenceTests",
+            dependencies: ["KeelReference", "KeelContract", "KeelCore", "KeelHTTP", "KeelTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"],

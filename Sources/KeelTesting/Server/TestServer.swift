@@ -38,6 +38,9 @@ public final class TestServer: Sendable {
         /// A dispatcher that answers with `respond(request)`.
         public init(_ respond: @escaping @Sendable (RecordedRequest) -> TestResponse) { self.respond = respond }
 
+        /// What this dispatcher answers to `request` (for a dispatcher that delegates to another).
+        public func response(to request: RecordedRequest) -> TestResponse { respond(request) }
+
         /// What a captive portal shows instead of the real backend.
         public enum Portal: Sendable {
             /// Every path answers 200 with an HTML login page.

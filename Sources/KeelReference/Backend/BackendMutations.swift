@@ -1,0 +1,203 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelCrypto
+import KeelStore
+import KeelTesting
+
+/// `POST /mutations`: idempotent batches of note mutations.
+extension BackendHandler {
+    func mutations(_ request: RecordedRequest, account: String) throws -> TestResponse {
+        guard let batchKey = request.headers["Idempotency-Key"], (16...128).contains(batchKey.count) else {
+            throw BackendFailure(
+                status: 422, code: "validation", message: "Idempotency-Key (16...128 characters) is required",
+                errors: [("Idempotency-Key", "required")])
+        }
+        let mutations = try Self.parseBatch(request.body)
+        let keys = mutations.map { $0.key }
+        guard Set(keys).count == keys.count else {
+            throw BackendFailure(
+                status: 422, code: "validation", message: "a batch carries each idempotency key once",
+                errors: [("mutations", "duplicateKey")])
+        }
+        let bodyHash = SHA256Digest.hex([UInt8](request.body))
+        let correlation = request.headers["X-Correlation-ID"].map { account + "\u{0}" + $0 }
+
+        // Keys being applied by another request right now: 409, as the Idempotency-Key draft says.
+        let scoped = ([batchKey] + keys).map { account + "\u{0}" + $0 }
+        let claimed = state.withLock { state -> Bool in
+            guard state.keysInProgress.isDisjoint(with: scoped) else { return false }
+            state.keysInProgress.formUnion(scoped)
+            if let correlation { state.operationsInProgress.insert(correlation) }
+            return true
+        }
+        guard claimed else {
+            throw BackendFailure(
+                status: 409, code: "idempotency_key_in_progress",
+                message: "a request with one of these idempotency keys is still being applied",
+                headers: ["Retry-After": "1"])
+        }
+        defer {
+            state.withLock { state in
+                state.keysInProgress.subtract(scoped)
+                if let correlation { state.operationsInProgress.remove(correlation) }
+            }
+        }
+
+        if let stored = try store.batchKey(batchKey, account: account) {
+            guard stored.bodyHash == bodyHash else { throw Self.keyReused("Idempotency-Key") }
+            return TestResponse(
+                status: 200, headers: ["Content-Type": "application/json"], body: Data(stored.response.utf8))
+        }
+
+        let now = configuration.clock.now()
+        let response = try store.pool.writeSync { db -> String in
+            var results: [JSONValue] = []
+            for mutation in mutations {
+                if let record = try store.mutationKey(mutation.key, account: account, in: db) {
+                    // Thrown inside the transaction: nothing of the batch is applied.
+                    guard record.payloadHash == mutation.hash else { throw Self.keyReused(mutation.key) }
+                    var replay = record.result
+                    if replay["status"]?.stringValue == "applied" { replay["status"] = "duplicate" }
+                    results.append(.object(replay))
+                    continue
+                }
+                let (result, applied) = try self.apply(mutation, account: account, now: now, in: db)
+                try store.recordMutationKey(
+                    mutation.key, account: account, payloadHash: mutation.hash, result: result, applied: applied, in: db
+                )
+                results.append(.object(result))
+            }
+            if let id = request.headers["X-Correlation-ID"] { try store.recordOperation(id, account: account, in: db) }
+            let response = JSONValue.object(["results": .array(results)]).description
+            try store.recordBatchKey(batchKey, account: account, bodyHash: bodyHash, response: response, in: db)
+            return response
+        }
+        return TestResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(response.utf8))
+    }
+
+    private static func keyReused(_ key: String) -> BackendFailure {
+        BackendFailure(
+            status: 422, code: "idempotency_key_reused",
+            message: "idempotency key \(key) was used before with another payload; nothing of the batch was applied",
+            errors: [("idempotencyKey", "reused")])
+    }
+
+    struct IncomingMutation {
+        var object: JSONObject
+        var id: String
+        var type: String
+        var noteID: String
+        var key: String
+        /// SHA-256 of the mutation with its members sorted: the same payload in another member order is
+        /// the same payload.
+        var hash: String
+    }
+
+    static func parseBatch(_ body: Data) throws -> [IncomingMutation] {
+        let batch = try object(body)
+        guard case .array(let items)? = batch["mutations"], (1...100).contains(items.count) else {
+            throw BackendFailure(
+                status: 422, code: "validation", message: "mutations must be an array of 1...100 mutations",
+                errors: [("mutations", "size")])
+        }
+        return try items.enumerated().map { index, item in
+            guard case .object(let object) = item, let id = object["id"]?.stringValue,
+                let type = object["type"]?.stringValue, ["create", "update", "delete"].contains(type),
+                let noteID = object["noteID"]?.stringValue, !noteID.isEmpty
+            else {
+                throw BackendFailure(
+                    status: 422, code: "validation", message: "mutation \(index) needs id, type and noteID",
+                    errors: [("mutations/\(index)", "invalid")])
+            }
+            let key = object["idempotencyKey"]?.stringValue ?? id
+            return IncomingMutation(
+                object: object, id: id, type: type, noteID: noteID, key: key,
+                hash: SHA256Digest.hex(canonical(.object(object)).serialized()))
+        }
+    }
+
+    static func canonical(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let object):
+            return .object(JSONObject(object.keys.sorted().map { ($0, canonical(object[$0]!)) }))
+        case .array(let items): return .array(items.map(canonical))
+        default: return value
+        }
+    }
+
+    /// Applies one mutation (or answers why not): the result object and whether the note changed.
+    private func apply(_ mutation: IncomingMutation, account: String, now: Date, in db: Database) throws -> (
+        JSONObject, Bool
+    ) {
+        var result: JSONObject = ["id": .string(mutation.id)]
+        func rejected(_ code: String) -> (JSONObject, Bool) {
+            result["status"] = "rejected"
+            result["code"] = .string(code)
+            return (result, false)
+        }
+        func conflict(_ current: BackendStore.StoredNote) -> (JSONObject, Bool) {
+            result["status"] = "conflict"
+            result["serverVersion"] = .object(current.document)
+            return (result, false)
+        }
+        let current = try store.note(mutation.noteID, account: account, in: db)
+        let base = mutation.object["baseVersion"].flatMap { value -> Int? in
+            if case .number(let number) = value { return number.int64.map(Int.init) }
+            return nil
+        }
+        var document: JSONObject
+        var deleted = false
+        switch mutation.type {
+        case "create":
+            if let current { return conflict(current) }
+            document = [
+                "id": .string(mutation.noteID), "title": "", "body": "", "kind": "text", "visibility": "private",
+                "version": 0, "updatedAt": "", "deleted": false, "pinned": false, "tags": [],
+            ]
+        case "update":
+            guard let current else { return rejected("not_found") }
+            guard base == current.version else { return conflict(current) }
+            guard !current.deleted else { return rejected("not_found") }
+            document = current.document
+        default:  // delete
+            guard let current else { return rejected("not_found") }
+            guard base == current.version else { return conflict(current) }
+            guard !current.deleted else { return rejected("not_found") }
+            document = current.document
+            deleted = true
+        }
+        if !deleted {
+            guard let changes = Self.validatedFields(mutation.object) else { return rejected("validation") }
+            for (name, value) in changes { document[name] = value }
+        }
+        let version = (current?.version ?? 0) + 1
+        document["version"] = .number(JSONNumber(Int64(version)))
+        document["updatedAt"] = .string(now.formatted(.iso8601))
+        document["deleted"] = .bool(deleted)
+        try store.save(document, id: mutation.noteID, version: version, deleted: deleted, account: account, in: db)
+        result["status"] = "applied"
+        result["note"] = .object(document)
+        return (result, true)
+    }
+
+    /// The note fields a mutation sets, checked against the contract; nil when one is invalid.
+    private static func validatedFields(_ mutation: JSONObject) -> [(String, JSONValue)]? {
+        var fields: [(String, JSONValue)] = []
+        for name in ["title", "body", "kind", "visibility", "pinned", "tags"] {
+            guard let value = mutation[name] else { continue }
+            switch (name, value) {
+            case ("title", .string(let text)) where text.count <= 200: break
+            case ("body", .string), ("kind", .string), ("pinned", .bool): break
+            case ("visibility", .string(let text)) where text == "private" || text == "shared": break
+            case ("tags", .array(let tags)):
+                let names = tags.compactMap(\.stringValue)
+                guard names.count == tags.count, Set(names).count == names.count, names.allSatisfy({ $0.count <= 64 })
+                else { return nil }
+            default: return nil
+            }
+            fields.append((name, value))
+        }
+        return fields
+    }
+}

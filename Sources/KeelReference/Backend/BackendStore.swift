@@ -1,0 +1,220 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelStore
+
+/// The reference backend's SQLite database: sessions, notes with versions and a change sequence per
+/// account, the idempotency records of mutations and batches, the operations it applied, and the version
+/// policy. Everything the backend promises survives its own restart.
+final class BackendStore: Sendable {
+    let pool: DatabasePool
+
+    static let migrator: Migrator = {
+        var migrator = Migrator()
+        migrator.registerMigration("reference backend v1") { db in
+            try db.executeScript(
+                """
+                CREATE TABLE sessions (token TEXT PRIMARY KEY, account TEXT NOT NULL, created_at REAL NOT NULL);
+                CREATE TABLE notes (
+                    account TEXT NOT NULL, id TEXT NOT NULL, document TEXT NOT NULL, version INTEGER NOT NULL,
+                    seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (account, id));
+                CREATE INDEX notes_by_seq ON notes (account, seq);
+                CREATE TABLE sequences (account TEXT PRIMARY KEY, last INTEGER NOT NULL);
+                CREATE TABLE mutation_keys (
+                    account TEXT NOT NULL, key TEXT NOT NULL, payload_hash TEXT NOT NULL, result TEXT NOT NULL,
+                    times_applied INTEGER NOT NULL, PRIMARY KEY (account, key));
+                CREATE TABLE batch_keys (
+                    account TEXT NOT NULL, key TEXT NOT NULL, body_hash TEXT NOT NULL, response TEXT NOT NULL,
+                    PRIMARY KEY (account, key));
+                CREATE TABLE operations (
+                    account TEXT NOT NULL, correlation_id TEXT NOT NULL, status TEXT NOT NULL,
+                    PRIMARY KEY (account, correlation_id));
+                CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+                """)
+        }
+        return migrator
+    }()
+
+    init(directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        pool = try DatabasePool(path: directory.appendingPathComponent("backend.sqlite").path)
+        _ = try Self.migrator.migrate(pool)
+    }
+
+    // MARK: - Sessions
+
+    func createSession(account: String, token: String, at date: Date) throws {
+        try pool.writeSync { db in
+            try db.execute(
+                "INSERT INTO sessions (token, account, created_at) VALUES (?, ?, ?)",
+                arguments: [token, account, date.timeIntervalSince1970])
+        }
+    }
+
+    func account(forToken token: String) throws -> String? {
+        try pool.readSync { db in
+            try db.scalar(String.self, "SELECT account FROM sessions WHERE token = ?", arguments: [token])
+        }
+    }
+
+    // MARK: - Notes
+
+    struct StoredNote {
+        var document: JSONObject
+        var version: Int
+        var deleted: Bool
+    }
+
+    func note(_ id: String, account: String, in db: Database) throws -> StoredNote? {
+        guard
+            let row = try db.rows(
+                "SELECT document, version, deleted FROM notes WHERE account = ? AND id = ?", arguments: [account, id]
+            ).first
+        else { return nil }
+        return try Self.stored(row)
+    }
+
+    func note(_ id: String, account: String) throws -> StoredNote? {
+        try pool.readSync { db in try self.note(id, account: account, in: db) }
+    }
+
+    private static func stored(_ row: Row) throws -> StoredNote {
+        let text: String = try row.decode("document")
+        guard case .object(let document) = try JSONValue(parsing: text) else {
+            throw BackendFailure(status: 500, code: "corrupt_note", message: "a stored note is not an object")
+        }
+        return StoredNote(document: document, version: try row.decode("version"), deleted: try row.decode("deleted"))
+    }
+
+    /// Writes `document` as the note's new state and gives it the account's next change sequence number.
+    func save(_ document: JSONObject, id: String, version: Int, deleted: Bool, account: String, in db: Database) throws
+    {
+        try db.execute(
+            "INSERT INTO sequences (account, last) VALUES (?, 1) ON CONFLICT(account) DO UPDATE SET last = last + 1",
+            arguments: [account])
+        let seq = try db.scalar(Int64.self, "SELECT last FROM sequences WHERE account = ?", arguments: [account]) ?? 1
+        try db.execute(
+            """
+            INSERT INTO notes (account, id, document, version, seq, deleted) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT(account, id) DO UPDATE SET document = excluded.document, version = excluded.version,
+                seq = excluded.seq, deleted = excluded.deleted
+            """,
+            arguments: [account, id, JSONValue.object(document).description, version, seq, deleted])
+    }
+
+    /// Notes of `account` changed after sequence number `after`, oldest change first, and the sequence
+    /// number of the last one returned.
+    func changes(account: String, after: Int64, limit: Int) throws -> (notes: [JSONObject], last: Int64, hasMore: Bool)
+    {
+        try pool.readSync { db in
+            let rows = try db.rows(
+                "SELECT document, version, deleted, seq FROM notes WHERE account = ? AND seq > ? ORDER BY seq LIMIT ?",
+                arguments: [account, after, limit + 1])
+            let page = rows.prefix(limit)
+            let notes = try page.map { try Self.stored($0).document }
+            let last: Int64 = try page.last.map { try $0.decode("seq") } ?? after
+            return (notes, last, rows.count > limit)
+        }
+    }
+
+    func liveNoteCount() throws -> Int {
+        try pool.readSync { db in try db.scalar(Int.self, "SELECT count(*) FROM notes WHERE deleted = 0") ?? 0 }
+    }
+
+    // MARK: - Idempotency
+
+    struct KeyRecord {
+        var payloadHash: String
+        var result: JSONObject
+    }
+
+    func mutationKey(_ key: String, account: String, in db: Database) throws -> KeyRecord? {
+        guard
+            let row = try db.rows(
+                "SELECT payload_hash, result FROM mutation_keys WHERE account = ? AND key = ?",
+                arguments: [account, key]
+            ).first
+        else { return nil }
+        let text: String = try row.decode("result")
+        guard case .object(let result) = try JSONValue(parsing: text) else {
+            throw BackendFailure(status: 500, code: "corrupt_key", message: "a stored result is not an object")
+        }
+        return KeyRecord(payloadHash: try row.decode("payload_hash"), result: result)
+    }
+
+    func recordMutationKey(
+        _ key: String, account: String, payloadHash: String, result: JSONObject, applied: Bool, in db: Database
+    ) throws {
+        try db.execute(
+            "INSERT INTO mutation_keys (account, key, payload_hash, result, times_applied) VALUES (?, ?, ?, ?, ?)",
+            arguments: [account, key, payloadHash, JSONValue.object(result).description, applied ? 1 : 0])
+    }
+
+    func batchKey(_ key: String, account: String) throws -> (bodyHash: String, response: String)? {
+        try pool.readSync { db in
+            try db.rows(
+                "SELECT body_hash, response FROM batch_keys WHERE account = ? AND key = ?", arguments: [account, key]
+            ).first.map { (try $0.decode("body_hash"), try $0.decode("response")) }
+        }
+    }
+
+    func recordBatchKey(_ key: String, account: String, bodyHash: String, response: String, in db: Database) throws {
+        try db.execute(
+            "INSERT OR REPLACE INTO batch_keys (account, key, body_hash, response) VALUES (?, ?, ?, ?)",
+            arguments: [account, key, bodyHash, response])
+    }
+
+    /// Every idempotency key that was applied, with how many times (once, unless something is broken).
+    func appliedKeys() throws -> [String: Int] {
+        try pool.readSync { db in
+            var applied: [String: Int] = [:]
+            for row in try db.rows("SELECT key, times_applied FROM mutation_keys WHERE times_applied > 0") {
+                let key: String = try row.decode("key")
+                applied[key, default: 0] += try row.decode("times_applied") as Int
+            }
+            return applied
+        }
+    }
+
+    // MARK: - Operations and settings
+
+    func recordOperation(_ correlationID: String, account: String, in db: Database) throws {
+        try db.execute(
+            "INSERT OR REPLACE INTO operations (account, correlation_id, status) VALUES (?, ?, 'applied')",
+            arguments: [account, correlationID])
+    }
+
+    func operationStatus(_ correlationID: String, account: String) throws -> String? {
+        try pool.readSync { db in
+            try db.scalar(
+                String.self, "SELECT status FROM operations WHERE account = ? AND correlation_id = ?",
+                arguments: [account, correlationID])
+        }
+    }
+
+    func setting(_ name: String) throws -> String? {
+        try pool.readSync { db in
+            try db.scalar(String.self, "SELECT value FROM settings WHERE name = ?", arguments: [name])
+        }
+    }
+
+    func setSetting(_ name: String, _ value: String?) throws {
+        try pool.writeSync { db in
+            if let value {
+                try db.execute("INSERT OR REPLACE INTO settings (name, value) VALUES (?, ?)", arguments: [name, value])
+            } else {
+                try db.execute("DELETE FROM settings WHERE name = ?", arguments: [name])
+            }
+        }
+    }
+}
+
+/// A request the backend refuses: its HTTP status and the contract's error code.
+struct BackendFailure: Error {
+    var status: Int
+    var code: String
+    var message: String
+    var errors: [(field: String, code: String)] = []
+    var headers: HeaderFields = [:]
+    var extra: JSONObject = [:]
+}

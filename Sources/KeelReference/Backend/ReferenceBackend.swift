@@ -1,0 +1,505 @@
+public import Foundation
+public import KeelCore
+import KeelContract
+import KeelCrypto
+import KeelStore
+import KeelTesting
+
+/// Keel's reference backend: the sample notes contract (`contracts/notes-api.v1.3.yaml`) served on
+/// loopback by KeelTesting's HTTP/1.1 server, persisted in SQLite so that it survives its own restart.
+///
+/// What it keeps (the promises a sync client is tested against):
+/// - **Idempotent batch mutations.** `POST /mutations` applies each mutation at most once per idempotency
+///   key and account (the mutation's `idempotencyKey`, or its `id`); a replay returns the stored result
+///   (`duplicate` where it was `applied`); a key reused with another payload refuses the whole batch with
+///   422 `idempotency_key_reused`; a key still being applied by another request answers 409
+///   `idempotency_key_in_progress`. The batch's own `Idempotency-Key` header follows the same rules and
+///   replays the stored response byte for byte.
+/// - **Versions.** Every note has a version, raised by each applied mutation; a mutation whose
+///   `baseVersion` is not the current one is a `conflict` carrying the server's note (`serverVersion`).
+/// - **A changes feed** with an opaque cursor (`GET /changes`), per account, oldest change first;
+///   deletions are tombstones (`deleted: true`).
+/// - **Operation status** (`GET /operations/{correlationID}`) for the HTTP journal's reconcile.
+/// - **Accounts.** `POST /sessions` answers a bearer token per account; every other call needs one (401),
+///   and a token is refused for another account named in `X-Account-ID` (403). Accounts never see each
+///   other's notes.
+/// - **Version policy.** `X-App-Version` below the platform's minimum → 426 `update_required` with the
+///   minimum per platform; below the latest → `X-Update-Available`.
+/// - **A request log** with the trace headers each request carried.
+///
+/// With ``Configuration/admin``, `/_admin/...` endpoints let tests and demos inspect it and inject faults
+/// (see ``Fault``); the same things are available as methods.
+public final class ReferenceBackend: Sendable {
+    /// How the backend runs.
+    public struct Configuration: Sendable {
+        /// Where its database lives (created when missing).
+        public var dataDirectory: URL
+        /// The port on 127.0.0.1; 0 lets the system choose.
+        public var port: Int
+        /// Whether the `/_admin/...` endpoints answer.
+        public var admin: Bool
+        /// The clock of `updatedAt` and session dates.
+        public var clock: WallClock
+        /// Tokens and request ids.
+        public var random: RandomSource
+        /// Receives one line per request (method, path, status, account and trace headers).
+        public var log: (@Sendable (String) -> Void)?
+
+        /// A configuration; the defaults suit tests.
+        public init(
+            dataDirectory: URL, port: Int = 0, admin: Bool = false, clock: WallClock = .system,
+            random: RandomSource = .system, log: (@Sendable (String) -> Void)? = nil
+        ) {
+            self.dataDirectory = dataDirectory
+            self.port = port
+            self.admin = admin
+            self.clock = clock
+            self.random = random
+            self.log = log
+        }
+    }
+
+    /// A fault the backend plays until it is set back to ``Mode/none``.
+    public struct Fault: Sendable, Equatable {
+        /// What every non-admin request meets.
+        public enum Mode: String, Sendable, CaseIterable {
+            /// Normal service.
+            case none
+            /// Requests are read and never answered; nothing is applied.
+            case stall
+            /// Requests are applied, then the connection closes without an answer (the client cannot know).
+            case drop
+            /// 503 `maintenance` (with `Retry-After` when set); nothing is applied.
+            case unavailable
+            /// A captive portal's HTML login page (200) for every path; nothing is applied.
+            case portal
+        }
+        /// The mode.
+        public var mode: Mode
+        /// The `Retry-After` seconds of ``Mode/unavailable``.
+        public var retryAfter: Int?
+        /// Answers to `POST /mutations` are held this long after the batch is applied (a late response).
+        public var delayAcks: Duration?
+
+        /// A fault.
+        public init(mode: Mode, retryAfter: Int? = nil, delayAcks: Duration? = nil) {
+            self.mode = mode
+            self.retryAfter = retryAfter
+            self.delayAcks = delayAcks
+        }
+
+        /// Normal service.
+        public static let none = Fault(mode: .none)
+    }
+
+    /// One logged request.
+    public struct LoggedRequest: Sendable, Equatable {
+        /// Method and path (without the query).
+        public let method: String, path: String
+        /// The status answered (0 when none was: a stall or a drop).
+        public let status: Int
+        /// The account of the token, when it was valid.
+        public let account: String?
+        /// Trace, correlation and idempotency headers as received.
+        public let traceparent: String?, tracestate: String?, correlationID: String?, idempotencyKey: String?
+        /// Whether `Authorization` was present.
+        public let hadAuthorization: Bool
+    }
+
+    let handler: BackendHandler
+    let server: TestServer
+
+    /// Opens (or creates) the database and starts serving on 127.0.0.1.
+    ///
+    /// - Throws: `DatabaseError`/`MigrationError` when the database cannot be opened; ``TestServerError``
+    ///   when the port cannot be bound.
+    public init(configuration: Configuration) throws {
+        let store = try BackendStore(directory: configuration.dataDirectory)
+        let handler = BackendHandler(store: store, configuration: configuration)
+        self.handler = handler
+        server = try TestServer(
+            configuration: .init(port: configuration.port, recordsRequests: false),
+            dispatcher: .init { request in handler.respond(to: request) })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    public var baseURL: URL { server.baseURL }
+
+    /// The port it listens on.
+    public var port: Int { server.port }
+
+    /// Stops: refuses new connections, finishes the requests in flight (at most `timeout`), closes.
+    public func stop(timeout: Duration = .seconds(10)) async {
+        await server.drain(timeout: timeout)
+    }
+
+    /// Stops at once, cutting requests in flight.
+    public func shutdown() { server.shutdown() }
+
+    /// Sets the fault every non-admin request meets.
+    public func setFault(_ fault: Fault) { handler.state.withLock { $0.fault = fault } }
+
+    /// Every idempotency key that was applied, with how many times.
+    public func appliedKeys() throws -> [String: Int] { try handler.store.appliedKeys() }
+
+    /// How many notes exist (not deleted), all accounts together.
+    public func noteCount() throws -> Int { try handler.store.liveNoteCount() }
+
+    /// Sets the minimum supported version (and optionally the latest) of `platform`; nil clears it.
+    public func setMinimumVersion(_ version: AppVersion?, latest: AppVersion? = nil, platform: String) throws {
+        try handler.store.setSetting("minimum.\(platform)", version?.description)
+        try handler.store.setSetting("latest.\(platform)", latest?.description)
+    }
+
+    /// The last requests (at most 1,000), oldest first.
+    public var requestLog: [LoggedRequest] { handler.state.withLock { Array($0.log) } }
+}
+
+/// Answers requests: routing, authentication, version policy, faults and the endpoints.
+final class BackendHandler: Sendable {
+    let store: BackendStore
+    let configuration: ReferenceBackend.Configuration
+    let state = Locked(State())
+
+    struct State {
+        var fault = ReferenceBackend.Fault.none
+        var keysInProgress: Set<String> = []
+        var operationsInProgress: Set<String> = []
+        var log: [ReferenceBackend.LoggedRequest] = []
+    }
+
+    init(store: BackendStore, configuration: ReferenceBackend.Configuration) {
+        self.store = store
+        self.configuration = configuration
+    }
+
+    func respond(to request: RecordedRequest) -> TestResponse {
+        let path = request.path
+        if path.hasPrefix("/_admin/") {
+            guard configuration.admin else { return Self.json(status: 404, ["code": "not_found"]) }
+            return guarded { try self.admin(request) }  // not logged: the log is what the app sent
+        }
+        let fault = state.withLock { $0.fault }
+        switch fault.mode {
+        case .none, .drop: break
+        case .stall:
+            record(request, status: 0, account: nil)
+            return TestResponse(socketEffect: .noResponse)
+        case .unavailable:
+            var headers: HeaderFields = [:]
+            if let seconds = fault.retryAfter { headers["Retry-After"] = String(seconds) }
+            let response = Self.json(
+                status: 503, ["code": "maintenance", "message": "the backend is down for maintenance"],
+                headers: headers)
+            record(request, status: 503, account: nil)
+            return response
+        case .portal:
+            record(request, status: 200, account: nil)
+            return TestServer.Dispatcher.captivePortal(.loginPage).response(to: request)
+        }
+        var account: String?
+        var response = answer(request, account: &account)
+        if fault.mode == .drop { response = TestResponse(socketEffect: .disconnectAfterRequest) }
+        if request.method == "POST", path == "/mutations", let delay = fault.delayAcks, response.status == 200 {
+            response = response.delayingHeaders(by: delay)
+        }
+        record(request, status: fault.mode == .drop ? 0 : response.status, account: account)
+        return response
+    }
+
+    private func answer(_ request: RecordedRequest, account: inout String?) -> TestResponse {
+        do {
+            try checkVersion(request)
+            var headers = try updateHeaders(request)
+            switch (request.method, request.path) {
+            case ("POST", "/sessions"): return try signIn(request)
+            case ("GET", "/client-config"): return try clientConfig(request)
+            default: break
+            }
+            let owner = try authenticate(request)
+            account = owner
+            let response: TestResponse
+            switch (request.method, request.path) {
+            case ("POST", "/mutations"): response = try mutations(request, account: owner)
+            case ("GET", "/changes"): response = try changes(request, account: owner)
+            case ("GET", let path) where path.hasPrefix("/notes/"):
+                response = try note(String(path.dropFirst("/notes/".count)), account: owner)
+            case ("GET", let path) where path.hasPrefix("/operations/"):
+                response = try operation(String(path.dropFirst("/operations/".count)), account: owner)
+            default:
+                throw BackendFailure(status: 404, code: "not_found", message: "no such endpoint")
+            }
+            var merged = response
+            headers.append(contentsOf: response.headers)
+            merged.headers = headers
+            return merged
+        } catch let failure as BackendFailure {
+            return Self.failure(failure)
+        } catch {
+            return Self.failure(BackendFailure(status: 500, code: "internal", message: "\(error)"))
+        }
+    }
+
+    private func guarded(_ body: () throws -> TestResponse) -> TestResponse {
+        do { return try body() } catch let failure as BackendFailure {
+            return Self.failure(failure)
+        } catch {
+            return Self.failure(BackendFailure(status: 500, code: "internal", message: "\(error)"))
+        }
+    }
+
+    // MARK: - Log
+
+    private func record(_ request: RecordedRequest, status: Int, account: String?) {
+        let entry = ReferenceBackend.LoggedRequest(
+            method: request.method, path: request.path, status: status, account: account,
+            traceparent: request.headers["traceparent"], tracestate: request.headers["tracestate"],
+            correlationID: request.headers["X-Correlation-ID"], idempotencyKey: request.headers["Idempotency-Key"],
+            hadAuthorization: request.headers["Authorization"] != nil)
+        state.withLock { state in
+            state.log.append(entry)
+            if state.log.count > 1000 { state.log.removeFirst(state.log.count - 1000) }
+        }
+        if let log = configuration.log {
+            var line = "\(request.method) \(request.path) \(status == 0 ? "-" : String(status))"
+            line += " account=\(account ?? "-")"
+            line += " traceparent=\(entry.traceparent ?? "-")"
+            if let tracestate = entry.tracestate { line += " tracestate=\(tracestate)" }
+            line += " correlation=\(entry.correlationID ?? "-")"
+            log(line)
+        }
+    }
+
+    // MARK: - Authentication and version policy
+
+    private func authenticate(_ request: RecordedRequest) throws -> String {
+        guard let authorization = request.headers["Authorization"], authorization.hasPrefix("Bearer "),
+            let account = try store.account(forToken: String(authorization.dropFirst("Bearer ".count)))
+        else {
+            throw BackendFailure(
+                status: 401, code: "authentication_required", message: "a valid bearer token is needed")
+        }
+        if let claimed = request.headers["X-Account-ID"], claimed != account {
+            throw BackendFailure(
+                status: 403, code: "account_mismatch", message: "the token belongs to another account")
+        }
+        return account
+    }
+
+    private func checkVersion(_ request: RecordedRequest) throws {
+        guard let platform = request.headers["X-App-Platform"], let text = request.headers["X-App-Version"],
+            let version = AppVersion(text)
+        else { return }
+        guard let minimum = try store.setting("minimum.\(platform)").flatMap(AppVersion.init), version < minimum
+        else { return }
+        var minimums = JSONObject()
+        for name in ["ios", "android"] {
+            if let value = try store.setting("minimum.\(name)") { minimums[name] = .string(value) }
+        }
+        throw BackendFailure(
+            status: 426, code: "update_required", message: "this app version is no longer supported",
+            extra: ["minimumVersions": .object(minimums)])
+    }
+
+    private func updateHeaders(_ request: RecordedRequest) throws -> HeaderFields {
+        guard let platform = request.headers["X-App-Platform"], let text = request.headers["X-App-Version"],
+            let version = AppVersion(text), let latest = try store.setting("latest.\(platform)"),
+            let latestVersion = AppVersion(latest), version < latestVersion
+        else { return [:] }
+        return ["X-Update-Available": latest]
+    }
+
+    // MARK: - Endpoints
+
+    private func signIn(_ request: RecordedRequest) throws -> TestResponse {
+        let body = try Self.object(request.body)
+        guard let name = body["account"]?.stringValue, (try? AccountID(name)) != nil, name.utf8.count <= 64 else {
+            throw BackendFailure(
+                status: 422, code: "validation", message: "account must be a valid account id",
+                errors: [("account", "invalid")])
+        }
+        let token = Self.randomHex(configuration.random, bytes: 24)
+        try store.createSession(account: name, token: token, at: configuration.clock.now())
+        return Self.json(status: 200, ["token": .string(token), "account": .string(name)])
+    }
+
+    private func clientConfig(_ request: RecordedRequest) throws -> TestResponse {
+        let query = Dictionary(request.queryItems.map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { a, _ in a })
+        guard let platform = query["platform"], ["ios", "android"].contains(platform),
+            let version = query["appVersion"].flatMap(AppVersion.init)
+        else {
+            throw BackendFailure(status: 400, code: "validation", message: "platform and appVersion are required")
+        }
+        let minimum = try store.setting("minimum.\(platform)")
+        let latest = try store.setting("latest.\(platform)")
+        var status = "ok"
+        if let minimum, let minimumVersion = AppVersion(minimum), version < minimumVersion {
+            status = "updateRequired"
+        } else if let latest, let latestVersion = AppVersion(latest), version < latestVersion {
+            status = "updateAvailable"
+        }
+        var answer: JSONObject = ["status": .string(status)]
+        if let minimum { answer["minimumVersion"] = .string(minimum) }
+        if let latest { answer["latestVersion"] = .string(latest) }
+        return Self.json(status: 200, answer)
+    }
+
+    private func note(_ id: String, account: String) throws -> TestResponse {
+        guard let stored = try store.note(id, account: account), !stored.deleted else {
+            throw BackendFailure(status: 404, code: "not_found", message: "no such note")
+        }
+        return Self.json(status: 200, stored.document, headers: ["ETag": "\"\(stored.version)\""])
+    }
+
+    private func operation(_ correlationID: String, account: String) throws -> TestResponse {
+        let key = account + "\u{0}" + correlationID
+        if state.withLock({ $0.operationsInProgress.contains(key) }) {
+            return Self.json(status: 200, ["status": "inProgress"])
+        }
+        guard let status = try store.operationStatus(correlationID, account: account) else {
+            throw BackendFailure(status: 404, code: "not_found", message: "no operation with this correlation id")
+        }
+        return Self.json(status: 200, ["status": .string(status)])
+    }
+
+    private func changes(_ request: RecordedRequest, account: String) throws -> TestResponse {
+        var after: Int64 = 0
+        var limit = 100
+        for item in request.queryItems {
+            switch item.name {
+            case "cursor":
+                guard let value = item.value, let decoded = ChangeCursor.decode(value) else {
+                    throw BackendFailure(status: 400, code: "invalid_cursor", message: "the cursor is not one of ours")
+                }
+                after = decoded
+            case "limit":
+                guard let value = item.value.flatMap(Int.init), (1...500).contains(value) else {
+                    throw BackendFailure(
+                        status: 400, code: "validation", message: "limit must be 1...500", errors: [("limit", "range")])
+                }
+                limit = value
+            default: break
+            }
+        }
+        let page = try store.changes(account: account, after: after, limit: limit)
+        return Self.json(
+            status: 200,
+            [
+                "changes": .array(page.notes.map(JSONValue.object)), "cursor": .string(ChangeCursor.encode(page.last)),
+                "hasMore": .bool(page.hasMore),
+            ])
+    }
+
+    // MARK: - Admin
+
+    private func admin(_ request: RecordedRequest) throws -> TestResponse {
+        switch (request.method, request.path) {
+        case ("GET", "/_admin/applied"):
+            let applied = try store.appliedKeys()
+            var object = JSONObject()
+            for key in applied.keys.sorted() { object[key] = .number(JSONNumber(Int64(applied[key]!))) }
+            return Self.json(
+                status: 200,
+                ["applied": .object(object), "entities": .number(JSONNumber(Int64(try store.liveNoteCount())))])
+        case ("POST", "/_admin/fault"):
+            let body = try Self.object(request.body)
+            guard let name = body["mode"]?.stringValue, let mode = ReferenceBackend.Fault.Mode(rawValue: name) else {
+                throw BackendFailure(
+                    status: 422, code: "validation",
+                    message: "mode must be one of \(ReferenceBackend.Fault.Mode.allCases.map(\.rawValue))")
+            }
+            let retryAfter = try Self.optionalInteger(body, "retryAfter")
+            let delay = try Self.optionalInteger(body, "delayAcksMs")
+            state.withLock {
+                $0.fault = .init(mode: mode, retryAfter: retryAfter, delayAcks: delay.map { .milliseconds($0) })
+            }
+            return Self.json(status: 200, ["mode": .string(mode.rawValue)])
+        case ("POST", "/_admin/min-version"):
+            let body = try Self.object(request.body)
+            guard let platform = body["platform"]?.stringValue, ["ios", "android"].contains(platform) else {
+                throw BackendFailure(status: 422, code: "validation", message: "platform must be ios or android")
+            }
+            func version(_ name: String) throws -> String? {
+                guard let value = body[name], value != .null else { return nil }
+                guard let text = value.stringValue, AppVersion(text) != nil else {
+                    throw BackendFailure(status: 422, code: "validation", message: "\(name) must be a version like 2.1")
+                }
+                return text
+            }
+            try store.setSetting("minimum.\(platform)", try version("version"))
+            if body["latest"] != nil { try store.setSetting("latest.\(platform)", try version("latest")) }
+            return Self.json(status: 200, ["platform": .string(platform)])
+        case ("GET", "/_admin/requests"):
+            let log = state.withLock { $0.log }
+            return Self.json(
+                status: 200,
+                [
+                    "requests": .array(
+                        log.map { entry in
+                            var object: JSONObject = [
+                                "method": .string(entry.method), "path": .string(entry.path),
+                                "status": .number(JSONNumber(Int64(entry.status))),
+                                "authorization": .bool(entry.hadAuthorization),
+                            ]
+                            object["account"] = entry.account.map(JSONValue.string) ?? .null
+                            object["traceparent"] = entry.traceparent.map(JSONValue.string) ?? .null
+                            object["tracestate"] = entry.tracestate.map(JSONValue.string) ?? .null
+                            object["correlationID"] = entry.correlationID.map(JSONValue.string) ?? .null
+                            return .object(object)
+                        })
+                ])
+        default:
+            throw BackendFailure(status: 404, code: "not_found", message: "no such admin endpoint")
+        }
+    }
+
+    // MARK: - JSON helpers
+
+    static func object(_ body: Data) throws -> JSONObject {
+        guard case .object(let object)? = try? JSONValue(parsing: body) else {
+            throw BackendFailure(status: 422, code: "validation", message: "the body must be a JSON object")
+        }
+        return object
+    }
+
+    private static func optionalInteger(_ body: JSONObject, _ name: String) throws -> Int? {
+        guard let value = body[name], value != .null else { return nil }
+        guard case .number(let number) = value, let integer = number.int64, integer >= 0 else {
+            throw BackendFailure(status: 422, code: "validation", message: "\(name) must be a non-negative integer")
+        }
+        return Int(integer)
+    }
+
+    static func json(status: Int, _ object: JSONObject, headers: HeaderFields = [:]) -> TestResponse {
+        var all: HeaderFields = ["Content-Type": "application/json"]
+        all.append(contentsOf: headers)
+        return TestResponse(status: status, headers: all, body: Data(JSONValue.object(object).serialized()))
+    }
+
+    static func failure(_ failure: BackendFailure) -> TestResponse {
+        var object: JSONObject = ["code": .string(failure.code), "message": .string(failure.message)]
+        if !failure.errors.isEmpty {
+            object["errors"] = .array(
+                failure.errors.map { .object(["field": .string($0.field), "code": .string($0.code)]) })
+        }
+        for (key, value) in failure.extra { object[key] = value }
+        return json(status: failure.status, object, headers: failure.headers)
+    }
+
+    static func randomHex(_ random: RandomSource, bytes: Int) -> String {
+        var words: [UInt8] = []
+        while words.count < bytes { withUnsafeBytes(of: random.next()) { words.append(contentsOf: $0) } }
+        return words.prefix(bytes).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// The changes feed's cursor: opaque to clients (`c1.` and the sequence number in base 36), so that its
+/// form can change without a contract change.
+enum ChangeCursor {
+    static func encode(_ sequence: Int64) -> String { "c1." + String(sequence, radix: 36) }
+
+    static func decode(_ text: String) -> Int64? {
+        guard text.hasPrefix("c1."), let value = Int64(text.dropFirst(3), radix: 36), value >= 0 else { return nil }
+        return value
+    }
+}

@@ -1,0 +1,101 @@
+import Dispatch
+import Foundation
+import KeelReference
+import KeelTesting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `keel backend`: runs Keel's reference backend in the foreground.
+enum BackendCommand {
+    static let command = Keel.Command(
+        name: "backend",
+        summary: "Run the reference backend (the sample notes contract, persisted in SQLite) on 127.0.0.1.",
+        usage: """
+            USAGE: keel backend --data <dir> [--port <port>] [--admin]
+
+            Runs Keel's reference backend: contracts/notes-api.v1.3.yaml (sign-in, notes, idempotent batch
+            mutations, a changes feed with an opaque cursor, operation status, version policy), persisted in
+            <dir>/backend.sqlite so that it survives its own restart. Served by KeelTesting's HTTP/1.1 server
+            on 127.0.0.1.
+
+            The first line on standard output is 'listening http://127.0.0.1:<port>'; then one line per
+            request: '<method> <path> <status> account=<account> traceparent=<value> correlation=<id>'
+            ('-' where absent). Stops on SIGTERM, SIGINT, 'quit' on standard input or its end, after the
+            requests in flight are answered (at most 10 s).
+
+            OPTIONS:
+              --data <dir>   The backend's data directory (created when missing). Required.
+              --port <port>  Port to listen on (default 0: a free port, printed at start).
+              --admin        Serve the loopback-only endpoints for tests and demos:
+                               GET  /_admin/applied      {"applied": {"<idempotency key>": <times applied>},
+                                                          "entities": <notes that exist>}
+                               POST /_admin/fault        {"mode": "none"|"stall"|"drop"|"unavailable"|"portal",
+                                                          "retryAfter": <seconds, optional>,
+                                                          "delayAcksMs": <optional>}
+                                 none         normal service
+                                 stall        requests are read and never answered; nothing is applied
+                                 drop         requests are applied, then the connection closes unanswered
+                                 unavailable  503 {"code": "maintenance"} (+ Retry-After); nothing applied
+                                 portal       a captive portal's HTML login page for every path
+                                 delayAcksMs  answers to POST /mutations are held this long after applying
+                               POST /_admin/min-version  {"platform": "ios"|"android", "version": "<x.y.z>"|null,
+                                                          "latest": "<x.y.z>"|null (optional)}: older versions
+                                                          get 426 update_required; older than latest get
+                                                          X-Update-Available
+                               GET  /_admin/requests     the last 1,000 requests with their account, status,
+                                                          traceparent, tracestate and correlation id
+              -h, --help     Show this help.
+
+            EXIT STATUS: 0 after a clean stop, 1 when the data directory or the port cannot be used, 2 for
+            usage errors.
+
+            """,
+        run: run
+    )
+
+    static func run(_ raw: [String]) async throws -> Int32 {
+        let arguments = try Arguments(raw, options: ["data", "port"], flags: ["admin"])
+        guard arguments.positionals.isEmpty else {
+            throw UsageError("unexpected argument '\(arguments.positionals[0])'")
+        }
+        guard let data = arguments.value("data") else { throw UsageError("--data <dir> is required") }
+        let port = try arguments.integer("port", default: 0, in: 0...65535)
+
+        let backend: ReferenceBackend
+        do {
+            backend = try ReferenceBackend(
+                configuration: .init(
+                    dataDirectory: URL(fileURLWithPath: data), port: port, admin: arguments.has("admin"),
+                    log: { say($0) }))
+        } catch {
+            return fail("\(error)", status: 1)
+        }
+        say("listening \(backend.baseURL.absoluteString)")
+
+        let (stop, stopContinuation) = AsyncStream<Void>.makeStream()
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGTERM, SIGINT] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler { stopContinuation.finish() }
+            source.resume()
+            sources.append(source)
+        }
+        // Blocking reads of stdin get a thread of their own. End of input stops the backend too, so a
+        // parent that dies cannot leave it running; background it with `tail -f /dev/null | keel backend`.
+        let reader = POSIXThread.spawn(name: "keel-backend-stdin") {
+            while let line = readLine(), line.trimmingCharacters(in: .whitespaces) != "quit" {}
+            stopContinuation.finish()
+        }
+        for await _ in stop {}
+        await backend.stop(timeout: .seconds(10))
+        sources.forEach { $0.cancel() }
+        _ = reader  // the reader may stay blocked in read(2); the process exits anyway
+        say("stopped")
+        return 0
+    }
+}
