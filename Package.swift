@@ -84,7 +84,9 @@ let package = Package(
         ),
         .target(name: "KeelStore", dependencies: ["KeelCore", "KeelCrypto", "CSQLite"], swiftSettings: swiftSettings),
         // Where the client meets the store: the durable operation journal (outbox and sync to come).
-        .target(name: "KeelSync", dependencies: ["KeelHTTP", "KeelStore", "KeelCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "KeelSync", dependencies: ["KeelContract", "KeelCore", "KeelCrypto", "KeelHTTP", "KeelStore"],
+            swiftSettings: swiftSettings),
         // Navigation contract, back decision, deep links, restoration, effect ledger: a pure state machine the
         // app's UI layer drives (MOB-PLAT-005, 008). Drafts go to the account's vault (KeelStore).
         .target(name: "KeelLifecycle", dependencies: ["KeelCore", "KeelStore"], swiftSettings: swiftSettings),

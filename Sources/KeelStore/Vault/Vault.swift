@@ -100,6 +100,67 @@ public final class Vault: Sendable {
         }
     }
 
+    /// Writes records of several datasets in one transaction: all of it is committed when `body` returns,
+    /// none of it when it throws (an outbox entry and the local copy it changes, say). The datasets must live
+    /// in the same database file, which is the case when they share a backup policy.
+    ///
+    /// - Throws: as ``write(_:_:)``; ``VaultError`` `misplaced` when the datasets' backup policies differ.
+    public func write<T: Sendable>(
+        _ datasets: [String], _ body: @escaping @Sendable (VaultTransaction) throws -> T
+    ) async throws -> T {
+        let accesses = try datasets.map { try prepare($0, writing: true) }
+        guard let first = accesses.first else {
+            throw VaultError(code: .misplaced, namespace: namespace.rawValue, message: "no dataset to write")
+        }
+        if let other = accesses.first(where: { $0.pool !== first.pool }) {
+            throw VaultError(
+                code: .misplaced, namespace: namespace.rawValue, dataset: other.dataset,
+                message:
+                    "\(other.dataset) (backup \(other.declaration.backup)) and \(first.dataset) (backup \(first.declaration.backup)) live in different database files: one transaction cannot span them"
+            )
+        }
+        return try await run(first) {
+            try await first.pool.write { db in
+                try self.requireOpen()
+                var records: [String: VaultRecords] = [:]
+                for access in accesses {
+                    try self.ensureTable(access, db)
+                    records[access.dataset] = VaultRecords(database: db, access: access, vault: self)
+                }
+                return try body(VaultTransaction(records: records))
+            }
+        }
+    }
+
+    /// Reads several datasets in one read transaction (one consistent snapshot of all of them); as
+    /// ``write(_:_:)-([String],_)`` they must share a backup policy.
+    public func read<T: Sendable>(
+        _ datasets: [String], _ body: @escaping @Sendable (VaultTransaction) throws -> T
+    ) async throws -> T {
+        let accesses = try datasets.map { try prepare($0, writing: false) }
+        guard let first = accesses.first else {
+            throw VaultError(code: .misplaced, namespace: namespace.rawValue, message: "no dataset to read")
+        }
+        if let other = accesses.first(where: { $0.pool !== first.pool }) {
+            throw VaultError(
+                code: .misplaced, namespace: namespace.rawValue, dataset: other.dataset,
+                message: "\(other.dataset) and \(first.dataset) live in different database files")
+        }
+        return try await run(first) {
+            let result = try await first.pool.read { db in
+                try self.requireOpen()
+                var records: [String: VaultRecords] = [:]
+                for access in accesses {
+                    records[access.dataset] = VaultRecords(
+                        database: db, access: access, vault: self, exists: try self.tableExists(access, db))
+                }
+                return try body(VaultTransaction(records: records))
+            }
+            try self.requireOpen()
+            return result
+        }
+    }
+
     /// Stores `value` as record `id` of `dataset` (replacing it), in a transaction of its own.
     public func put(_ dataset: String, id: String, _ value: Data) async throws {
         try await write(dataset) { try $0.put(id, value) }
@@ -263,6 +324,9 @@ public final class Vault: Sendable {
         let selectSQL: String
         let deleteSQL: String
         let idsSQL: String
+        let idsPageSQL: String
+        let idsAfterSQL: String
+        let lastIDSQL: String
         let countSQL: String
 
         init(
@@ -280,6 +344,9 @@ public final class Vault: Sendable {
             selectSQL = "SELECT value FROM \(quoted) WHERE id = ?"
             deleteSQL = "DELETE FROM \(quoted) WHERE id = ?"
             idsSQL = "SELECT id FROM \(quoted) ORDER BY id"
+            idsPageSQL = "SELECT id FROM \(quoted) ORDER BY id LIMIT ?"
+            idsAfterSQL = "SELECT id FROM \(quoted) WHERE id > ? ORDER BY id LIMIT ?"
+            lastIDSQL = "SELECT max(id) FROM \(quoted)"
             countSQL = "SELECT count(*) FROM \(quoted)"
         }
 
@@ -528,6 +595,25 @@ public final class Vault: Sendable {
     }
 }
 
+/// The datasets of a transaction over several of them (``Vault/write(_:_:)-([String],_)``). Valid only
+/// inside the closure.
+public final class VaultTransaction {
+    private let records: [String: VaultRecords]
+
+    init(records: [String: VaultRecords]) { self.records = records }
+
+    /// The records of `dataset`, one of the datasets the transaction was opened with.
+    ///
+    /// - Throws: ``VaultError`` `misplaced` for a dataset the transaction does not cover.
+    public func records(_ dataset: String) throws -> VaultRecords {
+        guard let found = records[dataset] else {
+            throw VaultError(
+                code: .misplaced, dataset: dataset, message: "\(dataset) is not one of this transaction's datasets")
+        }
+        return found
+    }
+}
+
 /// The records of one dataset inside ``Vault/write(_:_:)`` or ``Vault/read(_:_:)``: opened and sealed as
 /// the dataset's classification asks. Valid only inside the closure.
 public final class VaultRecords {
@@ -578,6 +664,25 @@ public final class VaultRecords {
             if case .text(let id) = row.values.first { return id }
             return nil
         }
+    }
+
+    /// At most `limit` record ids greater than `after` (all when nil), sorted: pages through a large
+    /// dataset in memory that does not grow with it.
+    public func ids(after: String?, limit: Int) throws -> [String] {
+        guard exists, limit > 0 else { return [] }
+        let rows =
+            try after.map { try database.rows(access.idsAfterSQL, arguments: [$0, limit]) }
+            ?? database.rows(access.idsPageSQL, arguments: [limit])
+        return rows.compactMap { row in
+            if case .text(let id) = row.values.first { return id }
+            return nil
+        }
+    }
+
+    /// The greatest record id, or nil when there are none.
+    public func lastID() throws -> String? {
+        guard exists else { return nil }
+        return try database.scalar(String.self, access.lastIDSQL)
     }
 
     /// How many records there are.

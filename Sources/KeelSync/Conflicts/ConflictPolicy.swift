@@ -1,0 +1,155 @@
+import Foundation
+public import KeelContract
+
+/// What happens when a local change meets a server that changed the same entity (MOB-DATA-005): declared
+/// per entity type, optionally per field, each with the reason it is acceptable.
+///
+/// There is no default. A type without a policy cannot be synced, and `clientWins` — last write wins,
+/// which loses the other side's value — exists only as a decision someone wrote down.
+public struct ConflictPolicy: Sendable {
+    /// How a conflicting field is settled.
+    public enum Strategy: Sendable {
+        /// The server's value stays; the local change of the field is dropped.
+        case serverWins
+        /// The local value is sent again against the server's version: last write wins. Only where losing the
+        /// other value is acceptable (the standard's exception) — the rationale says why.
+        case clientWins
+        /// A function of the base, local and server values gives the value sent (see ``Merge``).
+        case merge(Merge)
+        /// A person decides: both versions are kept in a ``ConflictRecord`` until the app resolves it.
+        case manual
+    }
+
+    /// A merge of one field: `(base, local, server) -> merged`. `base` is the value the local change was
+    /// made against (nil when the field was absent, or the entity is new).
+    public struct Merge: Sendable {
+        /// A name for logs and the declaration (`setUnion`).
+        public let name: String
+        let merge: @Sendable (_ base: JSONValue?, _ local: JSONValue?, _ server: JSONValue?) -> JSONValue?
+
+        /// A merge named `name` computed by `merge`.
+        public init(
+            _ name: String,
+            _ merge:
+                @escaping @Sendable (_ base: JSONValue?, _ local: JSONValue?, _ server: JSONValue?)
+                -> JSONValue?
+        ) {
+            self.name = name
+            self.merge = merge
+        }
+
+        /// Arrays as sets: the server's elements, then the local ones it lacks (tags). Elements the local side
+        /// removed since the base are removed too, unless the server added them again.
+        public static let setUnion = Merge("setUnion") { base, local, server in
+            guard case .array(let localItems)? = local else { return server }
+            guard case .array(let serverItems)? = server else { return local }
+            let baseItems: [JSONValue] = if case .array(let items)? = base { items } else { [] }
+            let removedLocally = baseItems.filter { !localItems.contains($0) }
+            var merged = serverItems.filter { !removedLocally.contains($0) || !baseItems.contains($0) }
+            for item in localItems where !merged.contains(item) { merged.append(item) }
+            return .array(merged)
+        }
+
+        /// Counters: the server's value plus what the local side added since the base.
+        public static let additive = Merge("additive") { base, local, server in
+            guard case .number(let localNumber)? = local, case .number(let serverNumber)? = server else {
+                return local ?? server
+            }
+            let baseNumber: Double = if case .number(let number)? = base { number.double } else { 0 }
+            let sum = serverNumber.double + (localNumber.double - baseNumber)
+            if sum.rounded() == sum, abs(sum) < 9e15 { return .number(JSONNumber(Int64(sum))) }
+            return .number(JSONNumber(sum))
+        }
+    }
+
+    /// How conflicts are settled.
+    public let strategy: Strategy
+    /// Why this is acceptable for this data (shown by ``ConflictPolicies/declaration``).
+    public let rationale: String
+
+    /// A policy. Prefer the static constructors.
+    public init(_ strategy: Strategy, rationale: String) {
+        self.strategy = strategy
+        self.rationale = rationale
+    }
+
+    /// The server's value stays.
+    public static func serverWins(because rationale: String) -> ConflictPolicy {
+        .init(.serverWins, rationale: rationale)
+    }
+    /// Last write wins, declared.
+    public static func clientWins(because rationale: String) -> ConflictPolicy {
+        .init(.clientWins, rationale: rationale)
+    }
+    /// A merge function.
+    public static func merge(_ merge: Merge, because rationale: String) -> ConflictPolicy {
+        .init(.merge(merge), rationale: rationale)
+    }
+    /// A person decides.
+    public static func manual(because rationale: String) -> ConflictPolicy { .init(.manual, rationale: rationale) }
+
+    /// `serverWins`, `clientWins`, `merge(setUnion)` or `manual`.
+    public var name: String {
+        switch strategy {
+        case .serverWins: "serverWins"
+        case .clientWins: "clientWins"
+        case .merge(let merge): "merge(\(merge.name))"
+        case .manual: "manual"
+        }
+    }
+}
+
+/// The conflict policies of every synced entity type. Registering refuses a policy without a rationale;
+/// the engine refuses changes of a type that has none.
+public struct ConflictPolicies: Sendable {
+    struct Entry: Sendable {
+        var policy: ConflictPolicy
+        var fields: [String: ConflictPolicy]
+    }
+
+    private(set) var entries: [String: Entry] = [:]
+
+    /// No policies yet.
+    public init() {}
+
+    /// Declares how conflicts on entities of `type` are settled: `policy` for the whole entity (deletions,
+    /// and fields without their own), `fields` for single fields.
+    ///
+    /// - Throws: ``SyncError`` `invalidDeclaration` for an empty type, a policy without a rationale, or a
+    ///   type declared twice.
+    public mutating func register(_ type: String, _ policy: ConflictPolicy, fields: [String: ConflictPolicy] = [:])
+        throws(SyncError)
+    {
+        guard !type.isEmpty else { throw SyncError(code: .invalidDeclaration, message: "an entity type needs a name") }
+        guard entries[type] == nil else {
+            throw SyncError(code: .invalidDeclaration, subject: type, message: "the type already has a policy")
+        }
+        for (field, declared) in [("", policy)] + fields.sorted(by: { $0.key < $1.key })
+        where declared.rationale.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            throw SyncError(
+                code: .invalidDeclaration, subject: field.isEmpty ? type : type + "." + field,
+                message: "a conflict policy needs its rationale (why \(declared.name) is acceptable for this data)")
+        }
+        entries[type] = Entry(policy: policy, fields: fields)
+    }
+
+    /// The policy of `field` of `type` (the field's own, else the type's); nil when the type has none.
+    public func policy(for type: String, field: String? = nil) -> ConflictPolicy? {
+        guard let entry = entries[type] else { return nil }
+        return field.flatMap { entry.fields[$0] } ?? entry.policy
+    }
+
+    /// The registered types, sorted.
+    public var types: [String] { entries.keys.sorted() }
+
+    /// One line per type and field: `note.tags: merge(setUnion) — tags from two devices are both kept`.
+    public var declaration: [String] {
+        types.flatMap { type -> [String] in
+            let entry = entries[type]!
+            return ["\(type): \(entry.policy.name) — \(entry.policy.rationale)"]
+                + entry.fields.keys.sorted().map { field in
+                    "\(type).\(field): \(entry.fields[field]!.name) — \(entry.fields[field]!.rationale)"
+                }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+public import Foundation
+public import KeelContract
+
+/// A conflict a person must settle (a `manual` policy): both versions, kept in the account's vault until
+/// ``SyncEngine/resolve(_:with:)`` — across relaunches too.
+public struct ConflictRecord: Sendable, Hashable, Identifiable {
+    /// The conflict's id: the id of the local mutation that met it.
+    public var id: String { mutation.id }
+    /// The local change, as it was made.
+    public let mutation: PendingMutation
+    /// The fields the local change was made against (the server's version it was based on), when known.
+    public let base: JSONObject?
+    /// The server's entity when the conflict was found.
+    public let server: RemoteEntity
+    /// The fields no policy could settle (`deleted` stands for a delete on one side).
+    public let unresolvedFields: [String]
+    /// What the policies settled for the other fields: sent along with any resolution but ``Resolution/theirs``.
+    public let proposal: JSONObject
+    /// When it was found.
+    public let detectedAt: Date
+
+    /// The local version of the entity: the base with the local change applied.
+    public var local: JSONObject {
+        var fields = base ?? [:]
+        for (name, value) in mutation.fields { fields[name] = value }
+        return fields
+    }
+
+    /// How the app settles a conflict.
+    public enum Resolution: Sendable, Hashable {
+        /// Keep the local change: it is sent again against the server's version.
+        case mine
+        /// Keep the server's version: the local change is dropped.
+        case theirs
+        /// Send these fields against the server's version.
+        case merged(JSONObject)
+    }
+
+    var json: JSONValue {
+        var object: JSONObject = [
+            "v": 1, "mutation": mutation.json, "server": SyncRecords.json(of: server),
+            "unresolved": .array(unresolvedFields.map(JSONValue.string)), "proposal": .object(proposal),
+            "detectedAt": .number(JSONNumber(detectedAt.timeIntervalSince1970)),
+        ]
+        if let base { object["base"] = .object(base) }
+        return .object(object)
+    }
+
+    init(
+        mutation: PendingMutation, base: JSONObject?, server: RemoteEntity, unresolvedFields: [String],
+        proposal: JSONObject, detectedAt: Date
+    ) {
+        self.mutation = mutation
+        self.base = base
+        self.server = server
+        self.unresolvedFields = unresolvedFields
+        self.proposal = proposal
+        self.detectedAt = detectedAt
+    }
+
+    init(json: JSONValue) throws(SyncError) {
+        guard json["v"]?.int == 1, let mutation = json["mutation"], let server = json["server"],
+            case .array(let unresolved)? = json["unresolved"], let proposal = json["proposal"]?.object,
+            let detectedAt = json["detectedAt"]?.double
+        else { throw SyncRecords.damaged("conflict record") }
+        self.init(
+            mutation: try PendingMutation(json: mutation), base: json["base"]?.object,
+            server: try SyncRecords.remoteEntity(server), unresolvedFields: unresolved.compactMap(\.stringValue),
+            proposal: proposal, detectedAt: Date(timeIntervalSince1970: detectedAt))
+    }
+}
+
+/// Settles a conflict by the declared policies, field by field (a three-way comparison against the base).
+enum ConflictResolver {
+    enum Outcome: Equatable {
+        /// Send these fields (an update) against the server's version.
+        case send(JSONObject)
+        /// Send the delete again against the server's version (declared `clientWins`).
+        case sendDelete
+        /// Nothing of the local change survives, or the server already has it: drop it.
+        case drop
+        /// A person decides.
+        case manual(unresolved: [String], proposal: JSONObject)
+    }
+
+    /// The outcome, and the policy applied to each field (the recorded decision).
+    static func resolve(
+        _ mutation: PendingMutation, base: JSONObject?, server: RemoteEntity, policies: ConflictPolicies
+    ) -> (Outcome, decisions: [String: String]) {
+        let type = mutation.entity.type
+        guard let entityPolicy = policies.policy(for: type) else {
+            return (.manual(unresolved: ["*"], proposal: [:]), [:])
+        }
+        // A delete on one side: the type's policy decides; a merge cannot combine "gone" with "changed".
+        if mutation.kind == .delete || server.isDeleted {
+            if mutation.kind == .delete && server.isDeleted { return (.drop, ["deleted": "bothDeleted"]) }
+            switch entityPolicy.strategy {
+            case .serverWins: return (.drop, ["deleted": entityPolicy.name])
+            case .clientWins where mutation.kind == .delete: return (.sendDelete, ["deleted": entityPolicy.name])
+            default: return (.manual(unresolved: ["deleted"], proposal: [:]), ["deleted": "manual"])
+            }
+        }
+        var settled = JSONObject()
+        var unresolved: [String] = []
+        var decisions: [String: String] = [:]
+        for (field, local) in mutation.fields {
+            let serverValue = server.fields[field]
+            if serverValue == local { continue }  // the server has it already
+            let baseValue = base?[field]
+            if serverValue == baseValue {  // only this side changed the field: no conflict on it
+                settled[field] = local
+                continue
+            }
+            let policy = policies.policy(for: type, field: field) ?? entityPolicy
+            decisions[field] = policy.name
+            switch policy.strategy {
+            case .serverWins: break
+            case .clientWins: settled[field] = local
+            case .merge(let merge):
+                let merged = merge.merge(baseValue, local, serverValue)
+                if merged != serverValue { settled[field] = merged ?? .null }
+            case .manual: unresolved.append(field)
+            }
+        }
+        if !unresolved.isEmpty { return (.manual(unresolved: unresolved, proposal: settled), decisions) }
+        return (settled.isEmpty ? .drop : .send(settled), decisions)
+    }
+}

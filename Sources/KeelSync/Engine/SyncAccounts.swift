@@ -1,0 +1,66 @@
+public import KeelCore
+public import KeelStore
+
+/// The active account's sync, switched safely (MOB-DATA-006): before another account's vault opens, the
+/// previous account's engine is stopped — its calls in flight cancelled, nothing of it running — so its
+/// changes are never sent with the new account's credentials and its late answers are written nowhere.
+///
+/// ```swift
+/// let accounts = SyncAccounts(vaults: vaults) { vault in
+///     try SyncEngine(vault: vault, remote: remote(for: vault.account), policies: policies, offline: offline)
+/// }
+/// let engine = try await accounts.activate(alice)
+/// ```
+public actor SyncAccounts {
+    /// The vaults the accounts live in.
+    public nonisolated let vaults: Vaults
+    let makeEngine: @Sendable (Vault) async throws -> SyncEngine
+
+    /// The active account's engine, if one is active.
+    public private(set) var engine: SyncEngine?
+
+    /// Accounts over `vaults`; `makeEngine` builds an engine for a freshly opened vault, with that account's
+    /// own remote (credentials).
+    public init(vaults: Vaults, makeEngine: @escaping @Sendable (Vault) async throws -> SyncEngine) {
+        self.vaults = vaults
+        self.makeEngine = makeEngine
+    }
+
+    /// Makes `account` the active one: stops the current engine (waiting until it is idle), closes its
+    /// vault, opens `account`'s vault and returns its engine. The same account again returns its engine.
+    public func activate(_ account: AccountID) async throws -> SyncEngine {
+        if let engine, engine.vault.account == account, engine.vault.isOpen, await !engine.isStopped {
+            return engine
+        }
+        await stopCurrent()
+        let vault = try await vaults.switchAccount(to: account)
+        let engine = try await makeEngine(vault)
+        self.engine = engine
+        return engine
+    }
+
+    /// Stops the active account's sync and closes its vault (the app goes to a signed-out screen, or the
+    /// account is being switched offline).
+    public func deactivate() async {
+        await stopCurrent()
+        await vaults.close()
+    }
+
+    /// Stops the active account's sync, then signs it out (its vault purged as the inventory says).
+    public func signOut() async throws -> PurgeReport {
+        await stopCurrent()
+        return try await vaults.logout()
+    }
+
+    /// Stops the active account's sync if it is `account`, then deletes the account's data.
+    public func deleteAccount(_ account: AccountID) async throws -> PurgeReport {
+        if engine?.vault.account == account { await stopCurrent() }
+        return try await vaults.deleteAccount(account)
+    }
+
+    private func stopCurrent() async {
+        guard let engine else { return }
+        self.engine = nil
+        await engine.stop()
+    }
+}

@@ -1,0 +1,893 @@
+import Foundation
+public import KeelContract
+public import KeelCore
+import KeelHTTP
+public import KeelStore
+import KeelCrypto
+
+/// An entity as the app shows it: the server's version with this device's outstanding changes on top, and
+/// where those changes stand.
+public struct SyncedEntity: Sendable, Hashable {
+    /// Which entity.
+    public let ref: EntityRef
+    /// Its fields as the user sees them.
+    public let fields: JSONObject
+    /// Whether it is deleted (on this device or on the server).
+    public let isDeleted: Bool
+    /// The server's version of it; nil when the server has not confirmed it yet.
+    public let serverVersion: Int?
+    /// `synced` when no change of it is outstanding; otherwise the state of the change that most needs
+    /// attention (conflicted, failed, sending, pending).
+    public let state: ItemState
+    /// Why its change failed, when ``state`` is `failed` (or why the last attempt did not get through).
+    public let failure: SyncFailure?
+    /// How many of its changes are outstanding.
+    public let outstandingChanges: Int
+    /// The conflict to resolve, when ``state`` is `conflicted`.
+    public let conflictID: String?
+}
+
+/// What one sync run did.
+public struct SyncReport: Sendable, Hashable {
+    /// Changes the server acknowledged (applied now or before).
+    public internal(set) var acknowledged = 0
+    /// Conflicts found: settled by a policy or kept for a person.
+    public internal(set) var conflicts = 0
+    /// Changes the server refused.
+    public internal(set) var rejected = 0
+    /// Entities received from the changes feed.
+    public internal(set) var pulled = 0
+    /// Whether the run reached the end: everything sendable sent and the feed read to its end.
+    public internal(set) var isComplete = false
+    /// Why it stopped early, when a call failed.
+    public internal(set) var failure: SyncFailure?
+    /// Answers that arrived after the engine was stopped (its account was switched away) and were dropped.
+    public internal(set) var droppedAnswers = 0
+}
+
+/// One account's sync: a durable outbox, pushes with idempotency keys, a resumable pull, conflicts settled by
+/// declared policies, freshness against the offline scenarios — all in the account's vault (MOB-DATA-004,
+/// MOB-DATA-005, MOB-DATA-006).
+///
+/// - **Durable before it returns.** ``create(_:id:fields:operation:)``, ``update(_:id:fields:operation:)`` and
+///   ``delete(_:id:operation:)`` commit the outbox entry and the local copy in one vault transaction; the app
+///   can be killed right after.
+/// - **Honest states.** A change is `pending`, `sending`, `failed` or `conflicted` until the server
+///   acknowledges it; only then is it `synced`.
+/// - **Exactly once in effect.** Each change carries an idempotency key made once; after a relaunch,
+///   changes left `sending` are sent again with the same key, and the server applies each key once.
+/// - **In order per entity**, one change per entity per batch; a later change moves to the version the
+///   earlier one produced.
+/// - **Never silent last-write-wins.** A conflict is settled by the type's declared ``ConflictPolicy``;
+///   `manual` keeps both versions in a ``ConflictRecord`` until ``resolve(_:with:)``.
+/// - **Fenced by account.** ``stop()`` cancels the calls in flight and waits until the engine is idle;
+///   answers that arrive for a stopped engine are written nowhere, and the vault itself refuses writes once
+///   its account is switched away.
+public actor SyncEngine {
+    /// The account's vault.
+    public nonisolated let vault: Vault
+    /// The conflict policies.
+    public nonisolated let policies: ConflictPolicies
+    /// The offline scenarios.
+    public nonisolated let offline: OfflineContract
+    /// The vault datasets used.
+    public nonisolated let storage: SyncStorage
+
+    let remote: any SyncRemote
+    let clock: WallClock
+    let random: RandomSource
+    let batchSize: Int
+    let pullLimit: Int
+
+    private var nextSequence: UInt64?
+    private var stopped = false
+    private var running: Task<SyncReport, Never>?
+    /// What the engine knows about the network.
+    public private(set) var connectivity: Connectivity = .unknown
+
+    /// An engine for the account of `vault`.
+    ///
+    /// - Parameters:
+    ///   - batchSize: at most this many changes per push (1...100).
+    ///   - pullLimit: at most this many changes per pulled page.
+    /// - Throws: ``SyncError`` `noConflictPolicy` when a scenario shows an entity type without a policy.
+    public init(
+        vault: Vault, remote: any SyncRemote, policies: ConflictPolicies, offline: OfflineContract,
+        storage: SyncStorage = .default, clock: WallClock = .system, random: RandomSource = .system,
+        batchSize: Int = 100, pullLimit: Int = 200
+    ) throws(SyncError) {
+        for scenario in offline.scenarios {
+            if let type = scenario.entityTypes.sorted().first(where: { policies.policy(for: $0) == nil }) {
+                throw SyncError(
+                    code: .noConflictPolicy, subject: type,
+                    message:
+                        "scenario \(scenario.name) shows \(type), which has no conflict policy: it cannot be synced")
+            }
+        }
+        self.vault = vault
+        self.remote = remote
+        self.policies = policies
+        self.offline = offline
+        self.storage = storage
+        self.clock = clock
+        self.random = random
+        self.batchSize = min(max(batchSize, 1), 100)
+        self.pullLimit = max(pullLimit, 1)
+    }
+
+    // MARK: - Local changes
+
+    /// Creates entity `id` of `type` with `fields`, through the outbox.
+    ///
+    /// - Throws: ``SyncError``: `offline` / `notOfflineCapable` when no scenario declares `operation`,
+    ///   `noConflictPolicy`, `invalidChange` when the entity exists here, `stopped`, `storage`.
+    @discardableResult
+    public func create(_ type: String, id: String, fields: JSONObject, operation: String) async throws(SyncError)
+        -> PendingMutation
+    {
+        try await enqueue(.create, EntityRef(type: type, id: id), fields: fields, operation: operation)
+    }
+
+    /// Sets `fields` of entity `id` of `type`, through the outbox.
+    ///
+    /// - Throws: as ``create(_:id:fields:operation:)``; `invalidChange` when the entity does not exist here.
+    @discardableResult
+    public func update(_ type: String, id: String, fields: JSONObject, operation: String) async throws(SyncError)
+        -> PendingMutation
+    {
+        try await enqueue(.update, EntityRef(type: type, id: id), fields: fields, operation: operation)
+    }
+
+    /// Deletes entity `id` of `type`, through the outbox.
+    ///
+    /// - Throws: as ``update(_:id:fields:operation:)``.
+    @discardableResult
+    public func delete(_ type: String, id: String, operation: String) async throws(SyncError) -> PendingMutation {
+        try await enqueue(.delete, EntityRef(type: type, id: id), fields: [:], operation: operation)
+    }
+
+    private func enqueue(_ kind: MutationKind, _ ref: EntityRef, fields: JSONObject, operation: String)
+        async throws(SyncError) -> PendingMutation
+    {
+        try requireRunning()
+        guard policies.policy(for: ref.type) != nil else {
+            throw SyncError(
+                code: .noConflictPolicy, subject: ref.type,
+                message: "\(ref.type) has no conflict policy: it cannot be synced")
+        }
+        guard offline.scenario(for: operation) != nil else {
+            if connectivity == .offline {
+                throw SyncError(
+                    code: .offline, subject: operation, message: "\(operation) is not available offline")
+            }
+            throw SyncError(
+                code: .notOfflineCapable, subject: operation,
+                message: "no offline scenario declares \(operation): send it with the HTTP client instead of the outbox"
+            )
+        }
+        let sequence = try await takeSequence()
+        let mutation = PendingMutation(
+            id: UUID.make(random).uuidString.lowercased(), idempotencyKey: IdempotencyKey.make(using: random),
+            correlationID: CorrelationID.make(using: random), entity: ref, kind: kind, baseVersion: nil,
+            fields: fields, operation: operation, createdAt: clock.now(), sequence: sequence)
+        let storage = storage
+        return try await storageCall {
+            try await self.vault.write(storage.all) { transaction in
+                let outbox = try transaction.records(storage.outbox)
+                let entities = try transaction.records(storage.entities)
+                var record = try Self.entity(ref, in: entities) ?? EntityRecord(ref: ref)
+                switch kind {
+                case .create where record.exists:
+                    throw SyncError(code: .invalidChange, subject: ref.description, message: "it exists already")
+                case .update where !record.exists, .delete where !record.exists:
+                    throw SyncError(code: .invalidChange, subject: ref.description, message: "it does not exist here")
+                default: break
+                }
+                var queued = mutation
+                // The change is made against the newest version this device knows; if an earlier change of the
+                // entity is still outstanding, acknowledging that one moves this base along.
+                queued.baseVersion = kind == .create ? nil : record.server?.version
+                if kind != .create, record.server == nil {
+                    queued.baseVersion = nil  // made on top of a create that is not confirmed yet
+                }
+                try outbox.put(SyncRecords.outboxID(sequence), SyncRecords.encode(queued.json))
+                record.outstanding.append(sequence)
+                try record.rebuild(with: Self.outstanding(record, in: outbox))
+                try entities.put(record.recordID, SyncRecords.encode(record.json))
+                return queued
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Entity `id` of `type` as the user sees it, or nil when this device has never had it.
+    public func entity(_ type: String, id: String) async throws(SyncError) -> SyncedEntity? {
+        let storage = storage
+        return try await storageCall {
+            try await self.vault.read(storage.all) { transaction in
+                guard
+                    let record = try Self.entity(
+                        EntityRef(type: type, id: id), in: transaction.records(storage.entities))
+                else { return nil }
+                return try Self.synced(record, outbox: transaction.records(storage.outbox))
+            }
+        }
+    }
+
+    /// Every entity of `type` this device has, deleted ones included (check ``SyncedEntity/isDeleted``),
+    /// sorted by id.
+    public func entities(_ type: String) async throws(SyncError) -> [SyncedEntity] {
+        let storage = storage
+        return try await storageCall {
+            try await self.vault.read(storage.all) { transaction in
+                let entities = try transaction.records(storage.entities)
+                let outbox = try transaction.records(storage.outbox)
+                var result: [SyncedEntity] = []
+                var after: String? = type + "/"
+                while true {
+                    let ids = try entities.ids(after: after, limit: 500)
+                    for id in ids {
+                        guard id.hasPrefix(type + "/") else { return result }
+                        guard let data = try entities.get(id) else { continue }
+                        let record = try EntityRecord(json: SyncRecords.decode(data, "entity"))
+                        result.append(try Self.synced(record, outbox: outbox))
+                    }
+                    guard let last = ids.last, ids.count == 500 else { return result }
+                    after = last
+                }
+            }
+        }
+    }
+
+    /// Where `mutation` stands now: its outbox state, `synced` once the server applied it, or nil when it
+    /// was settled otherwise (see ``settlement(of:)``) or is unknown.
+    public func state(of mutation: PendingMutation) async throws(SyncError) -> ItemState? {
+        if let current = try await outboxEntry(mutation.sequence), current.id == mutation.id { return current.state }
+        if case .applied? = try await settlement(of: mutation.id) { return .synced }
+        return nil
+    }
+
+    /// What became of a mutation that left the outbox; nil while it is outstanding (or unknown).
+    public func settlement(of mutationID: String) async throws(SyncError) -> Settlement? {
+        let storage = storage
+        return try await storageCall {
+            try await self.vault.read(storage.state) { state in
+                guard let data = try state.get("settled:" + mutationID) else { return nil }
+                return try SyncRecords.settlement(SyncRecords.decode(data, "settlement"))
+            }
+        }
+    }
+
+    /// The outstanding changes, oldest first (at most `limit`).
+    public func outbox(limit: Int = 1000) async throws(SyncError) -> [PendingMutation] {
+        let storage = storage
+        return try await storageCall {
+            try await self.vault.read(storage.outbox) { outbox in
+                try outbox.ids(after: nil, limit: limit).compactMap { id in
+                    try outbox.get(id).map { try PendingMutation(json: SyncRecords.decode($0, "outbox entry")) }
+                }
+            }
+        }
+    }
+
+    /// How many changes are outstanding (what a sign-out would lose).
+    public func outstandingCount() async throws(SyncError) -> Int {
+        let storage = storage
+        return try await storageCall { try await self.vault.read(storage.outbox) { try $0.count() } }
+    }
+
+    /// The conflicts waiting for a person, oldest first.
+    public func conflicts() async throws(SyncError) -> [ConflictRecord] {
+        let storage = storage
+        return try await storageCall {
+            try await self.vault.read(storage.conflicts) { conflicts in
+                try conflicts.ids().compactMap { id in
+                    try conflicts.get(id).map { try ConflictRecord(json: SyncRecords.decode($0, "conflict record")) }
+                }.sorted { $0.mutation.sequence < $1.mutation.sequence }
+            }
+        }
+    }
+
+    /// How fresh the data of `entityType` is, against the strictest scenario that shows it.
+    public func freshness(of entityType: String) async throws(SyncError) -> Freshness {
+        let storage = storage
+        let lastPull = try await storageCall {
+            try await self.vault.read(storage.state) { state in
+                try state.get("pulled:" + entityType).flatMap { data -> Date? in
+                    try SyncRecords.decode(data, "freshness")["at"]?.double.map { Date(timeIntervalSince1970: $0) }
+                }
+            }
+        }
+        let age = lastPull.map { Duration.seconds(clock.now().timeIntervalSince($0)) }
+        return Freshness(lastPull: lastPull, age: age, maximumStaleness: offline.maximumStaleness(of: entityType))
+    }
+
+    // MARK: - Sync
+
+    /// Pushes every sendable change, then pulls the changes feed to its end; stops at the first call that
+    /// fails (the report says why). Runs one at a time: a call made while another runs waits for it.
+    @discardableResult
+    public func sync() async -> SyncReport { await perform(push: true, pull: true) }
+
+    /// Pushes every sendable change (no pull).
+    @discardableResult
+    public func push() async -> SyncReport { await perform(push: true, pull: false) }
+
+    /// Pulls the changes feed to its end (no push).
+    @discardableResult
+    public func pull() async -> SyncReport { await perform(push: false, pull: true) }
+
+    /// Runs in a task of its own, so that ``stop()`` can cancel the calls in flight and wait for it.
+    private func perform(push: Bool, pull: Bool) async -> SyncReport {
+        while let running { _ = await running.value }
+        guard !stopped else { return SyncReport() }
+        let task = Task { await self.run(push: push, pull: pull) }
+        running = task  // before the task can start: it needs this actor, which is busy until the await below
+        return await task.value
+    }
+
+    /// Syncs when a scenario declares `condition`; returns nil when none does.
+    @discardableResult
+    public func handle(_ condition: SyncCondition) async -> SyncReport? {
+        guard offline.syncs(on: condition) else { return nil }
+        return await sync()
+    }
+
+    /// The app's report of the network: going from offline to reachable syncs when a scenario declares
+    /// `connectivityRegained`.
+    @discardableResult
+    public func connectivityChanged(reachable: Bool) async -> SyncReport? {
+        let was = connectivity
+        connectivity = reachable ? (was == .online ? .online : .unknown) : .offline
+        guard reachable, was == .offline else { return nil }
+        return await handle(.connectivityRegained)
+    }
+
+    /// Syncs every ``OfflineContract/periodicInterval`` on `clock` until the engine stops or the task is
+    /// cancelled. Returns at once when no scenario syncs periodically.
+    public func runPeriodically(clock: any Clock<Duration>) async {
+        guard let interval = offline.periodicInterval else { return }
+        while !stopped, !Task.isCancelled {
+            do { try await clock.sleep(for: interval, tolerance: nil) } catch { return }
+            guard !stopped else { return }
+            await sync()
+        }
+    }
+
+    /// Stops the engine for good (its account is being switched away or signed out): cancels the calls in
+    /// flight, waits until nothing runs, and refuses every later call with `stopped`. Answers that still
+    /// arrive are dropped.
+    public func stop() async {
+        stopped = true
+        running?.cancel()
+        if let running { _ = await running.value }
+    }
+
+    /// Whether ``stop()`` was called.
+    public var isStopped: Bool { stopped }
+
+    /// Moves every failed change back to pending (after the user signed in again or fixed the cause).
+    /// Returns how many.
+    @discardableResult
+    public func retryFailed() async throws(SyncError) -> Int {
+        try requireRunning()
+        let storage = storage
+        return try await storageCall {
+            try await self.vault.write(storage.outbox) { outbox in
+                var moved = 0
+                for id in try outbox.ids() {
+                    guard let data = try outbox.get(id) else { continue }
+                    var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                    guard entry.state == .failed else { continue }
+                    entry.state = .pending
+                    try outbox.put(id, SyncRecords.encode(entry.json))
+                    moved += 1
+                }
+                return moved
+            }
+        }
+    }
+
+    /// Drops an outstanding change the user gives up (a failed one, typically); the entity shows the server's
+    /// version again (with any later changes on top).
+    public func discard(_ mutation: PendingMutation) async throws(SyncError) {
+        try requireRunning()
+        let storage = storage
+        let now = clock.now()
+        try await storageCall {
+            try await self.vault.write(storage.all) { transaction in
+                let outbox = try transaction.records(storage.outbox)
+                let outboxID = SyncRecords.outboxID(mutation.sequence)
+                guard let data = try outbox.get(outboxID),
+                    try PendingMutation(json: SyncRecords.decode(data, "outbox entry")).id == mutation.id
+                else { return }
+                try outbox.delete(outboxID)
+                try transaction.records(storage.conflicts).delete(mutation.id)
+                try transaction.records(storage.state).put(
+                    "settled:" + mutation.id, SyncRecords.encode(SyncRecords.json(of: .discarded, at: now)))
+                let entities = try transaction.records(storage.entities)
+                if var record = try Self.entity(mutation.entity, in: entities) {
+                    record.outstanding.removeAll { $0 == mutation.sequence }
+                    try record.rebuild(with: Self.outstanding(record, in: outbox))
+                    try entities.put(record.recordID, SyncRecords.encode(record.json))
+                }
+            }
+        }
+    }
+
+    /// Settles a conflict: keep the local change (`mine`), the server's version (`theirs`), or send merged
+    /// fields. `mine` and `merged` become a new change against the server's version — the fields the policies
+    /// settled (``ConflictRecord/proposal``) plus the local or merged values of the unresolved ones — in the
+    /// conflicted change's place in the outbox; the conflict record goes in the same transaction.
+    ///
+    /// - Returns: the new change, or nil for `theirs`.
+    /// - Throws: ``SyncError`` `unknownConflict`, `stopped`, `storage`.
+    @discardableResult
+    public func resolve(_ conflictID: String, with resolution: ConflictRecord.Resolution) async throws(SyncError)
+        -> PendingMutation?
+    {
+        try requireRunning()
+        let storage = storage
+        let now = clock.now()
+        let replacementID = UUID.make(random).uuidString.lowercased()
+        let key = IdempotencyKey.make(using: random)
+        let correlation = CorrelationID.make(using: random)
+        return try await storageCall {
+            try await self.vault.write(storage.all) { transaction in
+                let conflicts = try transaction.records(storage.conflicts)
+                guard let data = try conflicts.get(conflictID) else {
+                    throw SyncError(code: .unknownConflict, subject: conflictID, message: "no such conflict")
+                }
+                let conflict = try ConflictRecord(json: SyncRecords.decode(data, "conflict record"))
+                let original = conflict.mutation
+                var replacement: PendingMutation?
+                switch resolution {
+                case .theirs: break
+                case .mine, .merged:
+                    // The policies' settlement of the other fields goes along; the resolution decides the rest.
+                    var fields = conflict.proposal
+                    if case .merged(let merged) = resolution {
+                        for (name, value) in merged { fields[name] = value }
+                    } else {
+                        for name in conflict.unresolvedFields { fields[name] = original.fields[name] }
+                    }
+                    let deletes = original.kind == .delete && resolution == .mine
+                    replacement = PendingMutation(
+                        id: replacementID, idempotencyKey: key, correlationID: correlation, entity: original.entity,
+                        kind: deletes ? .delete : (conflict.server.isDeleted ? .create : .update),
+                        baseVersion: conflict.server.version, fields: deletes ? [:] : fields,
+                        operation: original.operation, createdAt: now, sequence: original.sequence,
+                        replaces: original.id)
+                }
+                try conflicts.delete(conflictID)
+                try self.replace(
+                    original, with: replacement, settlement: replacement.map { .replaced(by: $0.id) } ?? .discarded,
+                    at: now, in: transaction)
+                return replacement
+            }
+        }
+    }
+
+    // MARK: - The run
+
+    private func run(push: Bool, pull: Bool) async -> SyncReport {
+        defer { running = nil }
+        var report = SyncReport()
+        do {
+            if push { guard try await pushAll(&report) else { return report } }
+            if pull { guard try await pullAll(&report) else { return report } }
+            report.isComplete = true
+        } catch {
+            // Storage failures end the run; the outbox is as durable as the last committed transaction.
+            report.failure = SyncFailure(kind: .technical, outcome: .notSent)
+        }
+        return report
+    }
+
+    private var fenced: Bool { stopped || Task.isCancelled || !vault.isOpen }
+
+    private func context() -> SyncContext {
+        SyncContext(account: vault.account, epoch: vault.epoch, correlationID: CorrelationID.make(using: random))
+    }
+
+    /// Pushes batches until nothing is sendable; false when the run must stop.
+    private func pushAll(_ report: inout SyncReport) async throws(SyncError) -> Bool {
+        while true {
+            guard !fenced else { return false }
+            let batch = try await takeBatch()
+            guard !batch.isEmpty else { return true }
+            let key = Self.batchKey(batch)
+            let results: [PushResult]
+            do throws(HTTPFailure) {
+                results = try await remote.push(batch, batchKey: key, context: context())
+            } catch {
+                if fenced {
+                    report.droppedAnswers += 1
+                    return false
+                }
+                try await recordFailure(error, for: batch)
+                report.failure = SyncFailure(error)
+                return false
+            }
+            guard !fenced else {
+                report.droppedAnswers += 1
+                return false
+            }
+            guard results.count == batch.count else {
+                let failure = HTTPFailure(
+                    kind: .contractViolation, outcome: .unknown, correlationID: batch[0].correlationID,
+                    detail: Redacted("\(results.count) results for \(batch.count) mutations"))
+                try await recordFailure(failure, for: batch)
+                report.failure = SyncFailure(failure)
+                return false
+            }
+            connectivity = .online
+            try await apply(results, of: batch, into: &report)
+        }
+    }
+
+    /// Pulls pages until the feed's end; false when the run must stop.
+    private func pullAll(_ report: inout SyncReport) async throws(SyncError) -> Bool {
+        let storage = storage
+        while true {
+            guard !fenced else { return false }
+            let cursor = try await storageCall {
+                try await self.vault.read(storage.state) { state in
+                    try state.get("cursor").flatMap { try SyncRecords.decode($0, "cursor")["cursor"]?.stringValue }
+                }
+            }
+            let page: PullPage
+            do throws(HTTPFailure) {
+                page = try await remote.pull(after: cursor, limit: pullLimit, context: context())
+            } catch {
+                if fenced {
+                    report.droppedAnswers += 1
+                    return false
+                }
+                if [HTTPFailure.Kind.offline, .timeout, .captivePortal].contains(error.kind) {
+                    connectivity = .offline
+                }
+                report.failure = SyncFailure(error)
+                return false
+            }
+            guard !fenced else {
+                report.droppedAnswers += 1
+                return false
+            }
+            connectivity = .online
+            let now = clock.now()
+            let types = policies.types
+            try await storageCall {
+                try await self.vault.write(storage.all) { transaction in
+                    let entities = try transaction.records(storage.entities)
+                    let outbox = try transaction.records(storage.outbox)
+                    for change in page.changes {
+                        var record = try Self.entity(change.ref, in: entities) ?? EntityRecord(ref: change.ref)
+                        // Already as new (an acknowledgement brought it, or a page is read twice): nothing to do.
+                        if let known = record.server, known.version >= change.version { continue }
+                        record.server = change
+                        try record.rebuild(with: Self.outstanding(record, in: outbox))
+                        try entities.put(record.recordID, SyncRecords.encode(record.json))
+                    }
+                    let state = try transaction.records(storage.state)
+                    try state.put("cursor", SyncRecords.encode(["cursor": .string(page.cursor)]))
+                    if !page.hasMore {
+                        for type in types {
+                            try state.put(
+                                "pulled:" + type,
+                                SyncRecords.encode(["at": .number(JSONNumber(now.timeIntervalSince1970))]))
+                        }
+                    }
+                }
+            }
+            report.pulled += page.changes.count
+            if !page.hasMore { return true }
+        }
+    }
+
+    /// The next batch: the oldest sendable change of each entity whose earlier changes are all settled,
+    /// marked `sending` (durably, before anything is sent).
+    private func takeBatch() async throws(SyncError) -> [PendingMutation] {
+        let storage = storage
+        let limit = batchSize
+        return try await storageCall {
+            try await self.vault.write(storage.outbox) { outbox in
+                var batch: [PendingMutation] = []
+                var seen: Set<EntityRef> = []
+                var after: String?
+                scanning: while batch.count < limit {
+                    let ids = try outbox.ids(after: after, limit: 256)
+                    for id in ids {
+                        guard let data = try outbox.get(id) else { continue }
+                        var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                        // Only the first outstanding change of an entity may go; a failed or conflicted one
+                        // holds the later ones back.
+                        guard seen.insert(entry.entity).inserted else { continue }
+                        guard entry.state == .pending || entry.state == .sending else { continue }
+                        entry.state = .sending
+                        entry.attempts += 1
+                        try outbox.put(id, SyncRecords.encode(entry.json))
+                        batch.append(entry)
+                        if batch.count == limit { break scanning }
+                    }
+                    guard let last = ids.last, ids.count == 256 else { break }
+                    after = last
+                }
+                return batch
+            }
+        }
+    }
+
+    /// A key for the batch made of its mutations' keys: the same batch (after a relaunch, say) gets the
+    /// same key, a different composition a different one.
+    static func batchKey(_ batch: [PendingMutation]) -> IdempotencyKey {
+        let keys = batch.map(\.idempotencyKey.rawValue).joined(separator: "\n")
+        return IdempotencyKey("batch-" + SHA256Digest.hex(Array(keys.utf8)).prefix(40))
+    }
+
+    /// Records why a push did not get through: not sent or refused → pending again (or failed when someone
+    /// must act); unknown → still `sending`, to be sent again with the same key.
+    private func recordFailure(_ failure: HTTPFailure, for batch: [PendingMutation]) async throws(SyncError) {
+        if [HTTPFailure.Kind.offline, .timeout, .captivePortal].contains(failure.kind) { connectivity = .offline }
+        let needsSomeone: Set<HTTPFailure.Kind> = [
+            .authentication, .authorization, .validation, .updateRequired, .versionBlocked,
+        ]
+        let storage = storage
+        let recorded = SyncFailure(failure)
+        try await storageCall {
+            try await self.vault.write(storage.outbox) { outbox in
+                for sent in batch {
+                    let id = SyncRecords.outboxID(sent.sequence)
+                    guard let data = try outbox.get(id) else { continue }
+                    var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                    guard entry.id == sent.id else { continue }
+                    entry.failure = recorded
+                    switch failure.outcome {
+                    case .unknown: entry.state = .sending
+                    case .notSent:
+                        entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
+                        entry.attempts = max(0, entry.attempts - 1)
+                    case .rejected: entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
+                    }
+                    try outbox.put(id, SyncRecords.encode(entry.json))
+                }
+            }
+        }
+    }
+
+    /// Applies the server's answers to the batch, in one transaction.
+    private func apply(_ results: [PushResult], of batch: [PendingMutation], into report: inout SyncReport)
+        async throws(SyncError)
+    {
+        let storage = storage
+        let policies = policies
+        let now = clock.now()
+        var replacements: [String: (String, IdempotencyKey, CorrelationID)] = [:]
+        for mutation in batch {
+            replacements[mutation.id] = (
+                UUID.make(random).uuidString.lowercased(), IdempotencyKey.make(using: random),
+                CorrelationID.make(using: random)
+            )
+        }
+        let frozen = replacements
+        let counts = try await storageCall {
+            try await self.vault.write(storage.all) { transaction in
+                var counts = (acknowledged: 0, conflicts: 0, rejected: 0)
+                let outbox = try transaction.records(storage.outbox)
+                let entities = try transaction.records(storage.entities)
+                for (sent, result) in zip(batch, results) {
+                    guard let data = try outbox.get(SyncRecords.outboxID(sent.sequence)),
+                        var entry = try? PendingMutation(json: SyncRecords.decode(data, "outbox entry")),
+                        entry.id == sent.id
+                    else { continue }  // settled meanwhile (discarded by the user)
+                    var record = try Self.entity(sent.entity, in: entities) ?? EntityRecord(ref: sent.entity)
+                    switch result {
+                    case .applied(let server), .duplicate(let server?):
+                        counts.acknowledged += 1
+                        try self.acknowledge(entry, server: server, record: &record, at: now, in: transaction)
+                    case .duplicate(nil):
+                        counts.acknowledged += 1
+                        try self.acknowledge(entry, server: nil, record: &record, at: now, in: transaction)
+                    case .conflict(let server):
+                        counts.conflicts += 1
+                        let base = record.server?.fields
+                        if record.server.map({ $0.version < server.version }) ?? true { record.server = server }
+                        try entities.put(record.recordID, SyncRecords.encode(record.json))
+                        let (outcome, decisions) = ConflictResolver.resolve(
+                            entry, base: base, server: server, policies: policies)
+                        let (newID, newKey, newCorrelation) = frozen[entry.id]!
+                        func replacement(_ kind: MutationKind, _ fields: JSONObject) -> PendingMutation {
+                            PendingMutation(
+                                id: newID, idempotencyKey: newKey, correlationID: newCorrelation, entity: entry.entity,
+                                kind: kind, baseVersion: server.version, fields: fields, operation: entry.operation,
+                                createdAt: now, sequence: entry.sequence, replaces: entry.id)
+                        }
+                        let policyNames = decisions.keys.sorted().map { "\($0)=\(decisions[$0]!)" }.joined(
+                            separator: ",")
+                        switch outcome {
+                        case .send(let fields):
+                            let next = replacement(.update, fields)
+                            try self.replace(
+                                entry, with: next, settlement: .replaced(by: next.id), at: now, in: transaction)
+                        case .sendDelete:
+                            let next = replacement(.delete, [:])
+                            try self.replace(
+                                entry, with: next, settlement: .replaced(by: next.id), at: now, in: transaction)
+                        case .drop:
+                            try self.replace(
+                                entry, with: nil, settlement: .superseded(policy: policyNames), at: now, in: transaction
+                            )
+                        case .manual(let unresolved, let proposal):
+                            entry.state = .conflicted
+                            entry.failure = SyncFailure(kind: .conflict, outcome: .rejected, status: 200)
+                            try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry.json))
+                            let conflict = ConflictRecord(
+                                mutation: entry, base: base, server: server, unresolvedFields: unresolved,
+                                proposal: proposal, detectedAt: now)
+                            try transaction.records(storage.conflicts).put(entry.id, SyncRecords.encode(conflict.json))
+                            try record.rebuild(with: Self.outstanding(record, in: outbox))
+                            try entities.put(record.recordID, SyncRecords.encode(record.json))
+                        }
+                    case .rejected(let code):
+                        counts.rejected += 1
+                        entry.state = .failed
+                        entry.failure = SyncFailure(
+                            kind: code == "not_found" ? .conflict : .validation, outcome: .rejected, status: 200,
+                            errorCode: code)
+                        try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry.json))
+                    }
+                }
+                return counts
+            }
+        }
+        report.acknowledged += counts.acknowledged
+        report.conflicts += counts.conflicts
+        report.rejected += counts.rejected
+    }
+
+    /// The server applied `entry`: it leaves the outbox, the entity takes the server's version, and later
+    /// changes of the entity made against the same base move to the new version.
+    nonisolated private func acknowledge(
+        _ entry: PendingMutation, server: RemoteEntity?, record: inout EntityRecord, at now: Date,
+        in transaction: VaultTransaction
+    ) throws {
+        let outbox = try transaction.records(storage.outbox)
+        try outbox.delete(SyncRecords.outboxID(entry.sequence))
+        try transaction.records(storage.state).put(
+            "settled:" + entry.id, SyncRecords.encode(SyncRecords.json(of: .applied(version: server?.version), at: now))
+        )
+        record.outstanding.removeAll { $0 == entry.sequence }
+        if let server, record.server.map({ $0.version < server.version }) ?? true { record.server = server }
+        if let server {
+            for sequence in record.outstanding {
+                let id = SyncRecords.outboxID(sequence)
+                guard let data = try outbox.get(id) else { continue }
+                var later = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                guard later.attempts == 0, later.baseVersion == entry.baseVersion else { continue }
+                later.baseVersion = server.version
+                try outbox.put(id, SyncRecords.encode(later.json))
+            }
+        }
+        try record.rebuild(with: Self.outstanding(record, in: outbox))
+        try transaction.records(storage.entities).put(record.recordID, SyncRecords.encode(record.json))
+    }
+
+    /// Takes `original` out of the outbox — or puts `replacement` in its place (same sequence, so the order
+    /// per entity holds) — records its settlement and rebuilds the entity.
+    nonisolated private func replace(
+        _ original: PendingMutation, with replacement: PendingMutation?, settlement: Settlement, at now: Date,
+        in transaction: VaultTransaction
+    ) throws {
+        let outbox = try transaction.records(storage.outbox)
+        let id = SyncRecords.outboxID(original.sequence)
+        if let replacement {
+            try outbox.put(id, SyncRecords.encode(replacement.json))
+        } else {
+            try outbox.delete(id)
+        }
+        try transaction.records(storage.state).put(
+            "settled:" + original.id, SyncRecords.encode(SyncRecords.json(of: settlement, at: now)))
+        let entities = try transaction.records(storage.entities)
+        guard var record = try Self.entity(original.entity, in: entities) else { return }
+        if replacement == nil { record.outstanding.removeAll { $0 == original.sequence } }
+        try record.rebuild(with: Self.outstanding(record, in: outbox))
+        try entities.put(record.recordID, SyncRecords.encode(record.json))
+    }
+
+    // MARK: - Records
+
+    private func outboxEntry(_ sequence: UInt64) async throws(SyncError) -> PendingMutation? {
+        let storage = storage
+        return try await storageCall {
+            try await self.vault.read(storage.outbox) { outbox in
+                try outbox.get(SyncRecords.outboxID(sequence)).map {
+                    try PendingMutation(json: SyncRecords.decode($0, "outbox entry"))
+                }
+            }
+        }
+    }
+
+    static func entity(_ ref: EntityRef, in entities: VaultRecords) throws -> EntityRecord? {
+        try entities.get(ref.description).map { try EntityRecord(json: SyncRecords.decode($0, "entity")) }
+    }
+
+    static func outstanding(_ record: EntityRecord, in outbox: VaultRecords) throws -> [PendingMutation] {
+        try record.outstanding.compactMap { sequence in
+            try outbox.get(SyncRecords.outboxID(sequence)).map {
+                try PendingMutation(json: SyncRecords.decode($0, "outbox entry"))
+            }
+        }
+    }
+
+    static func synced(_ record: EntityRecord, outbox: VaultRecords) throws -> SyncedEntity {
+        let changes = try outstanding(record, in: outbox)
+        let worst = changes.max { $0.state.severity < $1.state.severity }
+        return SyncedEntity(
+            ref: record.ref, fields: record.visible, isDeleted: record.visibleDeleted,
+            serverVersion: record.server?.version, state: worst?.state ?? .synced,
+            failure: changes.first(where: { $0.state == .failed })?.failure ?? worst?.failure,
+            outstandingChanges: changes.count,
+            conflictID: changes.first(where: { $0.state == .conflicted })?.id)
+    }
+
+    // MARK: - Plumbing
+
+    private func requireRunning() throws(SyncError) {
+        guard !stopped else {
+            throw SyncError(code: .stopped, message: "this account's sync was stopped (account switch or sign-out)")
+        }
+    }
+
+    /// The next outbox sequence number (loaded once from the outbox's last entry).
+    private func takeSequence() async throws(SyncError) -> UInt64 {
+        if nextSequence == nil {
+            let storage = storage
+            let last = try await storageCall {
+                try await self.vault.read(storage.outbox) { try $0.lastID().flatMap { UInt64($0) } }
+            }
+            // Settled entries leave the outbox; the state keeps the high-water mark so numbers never repeat.
+            let mark = try await storageCall {
+                try await self.vault.read(storage.state) { state in
+                    try state.get("sequence").flatMap { try SyncRecords.decode($0, "sequence")["next"]?.int }
+                }
+            }
+            nextSequence = max((last ?? 0) + 1, UInt64(mark ?? 1))
+        }
+        let sequence = nextSequence!
+        nextSequence = sequence + 1
+        if sequence % 1024 == 1 || sequence == 1 {
+            let storage = storage
+            let mark = sequence + 1024
+            try await storageCall {
+                try await self.vault.write(storage.state) { state in
+                    try state.put("sequence", SyncRecords.encode(["next": .number(JSONNumber(Int64(mark)))]))
+                }
+            }
+        }
+        return sequence
+    }
+
+    /// Runs a vault call, turning its errors into ``SyncError`` (a ``SyncError`` thrown inside passes as it is).
+    private func storageCall<T>(_ body: () async throws -> T) async throws(SyncError) -> T {
+        do { return try await body() } catch let error as SyncError {
+            throw error
+        } catch {
+            throw SyncError(code: .storage, message: "\(error)", underlying: error)
+        }
+    }
+}
+
+extension UUID {
+    /// A version 4 UUID from `random` (seeded in tests).
+    static func make(_ random: RandomSource) -> UUID {
+        var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
+    }
+}

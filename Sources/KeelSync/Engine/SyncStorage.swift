@@ -1,0 +1,190 @@
+import Foundation
+import KeelContract
+public import KeelStore
+
+/// The datasets the sync engine keeps in the account's vault. Declare them in the app's inventory
+/// (``datasets(classification:backup:)`` gives the declarations); they must share a backup policy, so that
+/// an outbox entry and the local copy it changes are written in one transaction.
+public struct SyncStorage: Sendable, Hashable {
+    /// Changes waiting to be sent (the outbox), in order.
+    public var outbox: String
+    /// The local copy of every synced entity: the server's version and what the user sees.
+    public var entities: String
+    /// Conflicts waiting for a person.
+    public var conflicts: String
+    /// The pull cursor, freshness per entity type, and what became of settled changes.
+    public var state: String
+
+    /// Dataset names; the defaults are `sync-outbox`, `sync-entities`, `sync-conflicts` and `sync-state`.
+    public init(
+        outbox: String = "sync-outbox", entities: String = "sync-entities", conflicts: String = "sync-conflicts",
+        state: String = "sync-state"
+    ) {
+        self.outbox = outbox
+        self.entities = entities
+        self.conflicts = conflicts
+        self.state = state
+    }
+
+    /// The default names.
+    public static let `default` = SyncStorage()
+
+    var all: [String] { [outbox, entities, conflicts, state] }
+
+    /// The inventory declarations of the four datasets: account-bound, sealed when `classification` is
+    /// personal or above, kept until sign-out, account deletion or access revocation, backed up by `backup`
+    /// (default `deviceOnly`: the keys that open them stay on this device).
+    public func datasets(
+        classification: Dataset.Classification = .personal, backup: Dataset.BackupPolicy = .deviceOnly
+    ) -> [Dataset] {
+        let triggers: Set<Dataset.DeletionTrigger> = [.logout, .accountDeletion, .accessRevocation]
+        func dataset(_ name: String, _ purpose: String, _ kind: Dataset.Kind) -> Dataset {
+            Dataset(
+                name: name, purpose: purpose, kind: kind, classification: classification, isAccountBound: true,
+                retention: .untilEvent, backup: backup, deletionTriggers: triggers, role: .sourceOfTruth)
+        }
+        return [
+            dataset(outbox, "Changes made on this device that the server has not confirmed yet", .queue),
+            dataset(
+                entities, "The account's synced data as the server confirmed it, with local changes on top", .keyValue),
+            dataset(conflicts, "Both versions of changes that conflict, until the user decides", .keyValue),
+            dataset(state, "Where the next pull starts, when data was last updated, what became of changes", .keyValue),
+        ]
+    }
+}
+
+/// What became of a change that left the outbox.
+public enum Settlement: Sendable, Hashable {
+    /// The server applied it; the entity's version after it, when the server said.
+    case applied(version: Int?)
+    /// A declared policy settled a conflict without it (`serverWins`, or the server already had the value).
+    case superseded(policy: String)
+    /// A conflict resolution (or a policy) sent it again as another mutation.
+    case replaced(by: String)
+    /// The user discarded it.
+    case discarded
+}
+
+/// Encoding of the engine's records (JSON, sealed by the vault where the dataset is).
+enum SyncRecords {
+    static func damaged(_ what: String) -> SyncError {
+        SyncError(code: .damagedRecord, message: "a stored \(what) cannot be read")
+    }
+
+    static func outboxID(_ sequence: UInt64) -> String {
+        let digits = String(sequence)
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+    }
+
+    static func encode(_ value: JSONValue) -> Data { Data(value.serialized()) }
+
+    static func decode(_ data: Data, _ what: String) throws(SyncError) -> JSONValue {
+        do { return try JSONValue(parsing: data) } catch { throw damaged(what) }
+    }
+
+    static func json(of entity: RemoteEntity) -> JSONValue {
+        [
+            "type": .string(entity.ref.type), "id": .string(entity.ref.id),
+            "version": .number(JSONNumber(Int64(entity.version))), "deleted": .bool(entity.isDeleted),
+            "fields": .object(entity.fields),
+        ]
+    }
+
+    static func remoteEntity(_ json: JSONValue) throws(SyncError) -> RemoteEntity {
+        guard let type = json["type"]?.stringValue, let id = json["id"]?.stringValue,
+            let version = json["version"]?.int,
+            let deleted = json["deleted"]?.bool, let fields = json["fields"]?.object
+        else { throw damaged("server entity") }
+        return RemoteEntity(ref: EntityRef(type: type, id: id), version: version, isDeleted: deleted, fields: fields)
+    }
+
+    static func json(of settlement: Settlement, at date: Date) -> JSONValue {
+        var object: JSONObject = ["at": .number(JSONNumber(date.timeIntervalSince1970))]
+        switch settlement {
+        case .applied(let version):
+            object["outcome"] = "applied"
+            if let version { object["version"] = .number(JSONNumber(Int64(version))) }
+        case .superseded(let policy):
+            object["outcome"] = "superseded"
+            object["policy"] = .string(policy)
+        case .replaced(let id):
+            object["outcome"] = "replaced"
+            object["by"] = .string(id)
+        case .discarded:
+            object["outcome"] = "discarded"
+        }
+        return .object(object)
+    }
+
+    static func settlement(_ json: JSONValue) throws(SyncError) -> Settlement {
+        switch json["outcome"]?.stringValue {
+        case "applied": return .applied(version: json["version"]?.int)
+        case "superseded": return .superseded(policy: json["policy"]?.stringValue ?? "")
+        case "replaced": return .replaced(by: json["by"]?.stringValue ?? "")
+        case "discarded": return .discarded
+        default: throw damaged("settlement")
+        }
+    }
+}
+
+/// The local copy of one entity: the server's version (when it has one) and what the user sees — the
+/// server's fields with every outstanding change on top.
+struct EntityRecord {
+    var ref: EntityRef
+    var server: RemoteEntity?
+    var visible: JSONObject
+    var visibleDeleted: Bool
+    /// Outbox sequence numbers of the changes of this entity not yet settled, in order.
+    var outstanding: [UInt64]
+
+    var exists: Bool { !visibleDeleted && (server != nil || !outstanding.isEmpty || !visible.isEmpty) }
+
+    var recordID: String { ref.description }
+
+    var json: JSONValue {
+        var object: JSONObject = [
+            "v": 1, "type": .string(ref.type), "id": .string(ref.id), "visible": .object(visible),
+            "visibleDeleted": .bool(visibleDeleted),
+            "outstanding": .array(outstanding.map { .number(JSONNumber(Int64(bitPattern: $0))) }),
+        ]
+        if let server { object["server"] = SyncRecords.json(of: server) }
+        return .object(object)
+    }
+
+    init(ref: EntityRef) {
+        self.ref = ref
+        server = nil
+        visible = [:]
+        visibleDeleted = false
+        outstanding = []
+    }
+
+    init(json: JSONValue) throws(SyncError) {
+        guard json["v"]?.int == 1, let type = json["type"]?.stringValue, let id = json["id"]?.stringValue,
+            let visible = json["visible"]?.object, let visibleDeleted = json["visibleDeleted"]?.bool,
+            case .array(let outstanding)? = json["outstanding"]
+        else { throw SyncRecords.damaged("entity") }
+        ref = EntityRef(type: type, id: id)
+        server = try json["server"].map { value throws(SyncError) in try SyncRecords.remoteEntity(value) }
+        self.visible = visible
+        self.visibleDeleted = visibleDeleted
+        self.outstanding = outstanding.compactMap { $0.int.map { UInt64(bitPattern: Int64($0)) } }
+    }
+
+    /// Recomputes what the user sees: the server's fields, then each outstanding change in order.
+    mutating func rebuild(with changes: [PendingMutation]) {
+        visible = server?.fields ?? [:]
+        visibleDeleted = server?.isDeleted ?? false
+        for change in changes {
+            switch change.kind {
+            case .create:
+                visibleDeleted = false
+                for (name, value) in change.fields { visible[name] = value }
+            case .update:
+                for (name, value) in change.fields { visible[name] = value }
+            case .delete:
+                visibleDeleted = true
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+public import Foundation
+public import KeelContract
+public import KeelCore
+public import KeelHTTP
+
+/// One entity of a synced type: `note/7f3c…`.
+public struct EntityRef: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The entity type (`note`), as registered with a ``ConflictPolicies`` entry.
+    public let type: String
+    /// The entity's id, unique within its type.
+    public let id: String
+
+    /// An entity reference.
+    public init(type: String, id: String) {
+        self.type = type
+        self.id = id
+    }
+
+    /// `type/id`.
+    public var description: String { type + "/" + id }
+
+    /// Orders by type, then id.
+    public static func < (lhs: EntityRef, rhs: EntityRef) -> Bool { (lhs.type, lhs.id) < (rhs.type, rhs.id) }
+}
+
+/// What a mutation does to its entity.
+public enum MutationKind: String, Sendable, Hashable, CaseIterable {
+    /// Creates the entity with the given fields.
+    case create
+    /// Sets the given fields of an existing entity.
+    case update
+    /// Deletes the entity.
+    case delete
+}
+
+/// Where a change stands, as the app shows it (MOB-DATA-004). `synced` is only ever reported after the
+/// backend acknowledged the change.
+public enum ItemState: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Saved on the device, waiting to be sent.
+    case pending
+    /// Sent (or being sent) and not acknowledged yet; after a relaunch it is sent again with the same
+    /// idempotency key.
+    case sending
+    /// The backend confirmed it.
+    case synced
+    /// The backend refused it, or sending needs someone to act first; ``SyncFailure`` says why and what to do.
+    /// Later changes of the same entity wait behind it.
+    case failed
+    /// The entity changed on the server too and the type's policy asks a person to decide; both versions
+    /// are kept in a ``ConflictRecord``.
+    case conflicted
+
+    /// The raw value.
+    public var description: String { rawValue }
+
+    /// How much a state asks for attention, to summarize several changes of one entity.
+    var severity: Int {
+        switch self {
+        case .synced: 0
+        case .pending: 1
+        case .sending: 2
+        case .failed: 3
+        case .conflicted: 4
+        }
+    }
+}
+
+/// Why a change could not be sent or was refused: KeelHTTP's failure kind and outcome, kept with the item
+/// so the app can show a safe recovery action after a relaunch too.
+public struct SyncFailure: Sendable, Hashable {
+    /// KeelHTTP's failure kind (`offline`, `validation`, `authentication`, ...).
+    public let kind: HTTPFailure.Kind
+    /// Whether the server may have applied it.
+    public let outcome: HTTPFailure.Outcome
+    /// The HTTP status, when an answer arrived.
+    public let status: Int?
+    /// The contract's machine code (`validation`, `not_found`, ...), when the server gave one.
+    public let errorCode: String?
+    /// The server's request id, when it sent one.
+    public let requestID: String?
+    /// When the server said to try again.
+    public let retryAt: Date?
+
+    /// A failure.
+    public init(
+        kind: HTTPFailure.Kind, outcome: HTTPFailure.Outcome, status: Int? = nil, errorCode: String? = nil,
+        requestID: String? = nil, retryAt: Date? = nil
+    ) {
+        self.kind = kind
+        self.outcome = outcome
+        self.status = status
+        self.errorCode = errorCode
+        self.requestID = requestID
+        self.retryAt = retryAt
+    }
+
+    /// The failure of an HTTP call.
+    public init(_ failure: HTTPFailure) {
+        self.init(
+            kind: failure.kind, outcome: failure.outcome, status: failure.status, errorCode: failure.errorCode,
+            requestID: failure.requestID, retryAt: failure.retryAt)
+    }
+
+    /// What to show: the state and the one safe recovery action, never backend text.
+    public func userFacing(correlationID: CorrelationID) -> UserFacingOutcome {
+        UserFacingOutcome(
+            failure: HTTPFailure(
+                kind: kind, outcome: outcome, status: status, errorCode: errorCode, requestID: requestID,
+                correlationID: correlationID, retryAt: retryAt),
+            mutates: true, canQueue: true)
+    }
+
+    var json: JSONValue {
+        var object: JSONObject = ["kind": .string(kind.name), "outcome": .string(outcome.description)]
+        if let status { object["status"] = .number(JSONNumber(Int64(status))) }
+        if let errorCode { object["errorCode"] = .string(errorCode) }
+        if let requestID { object["requestID"] = .string(requestID) }
+        if let retryAt { object["retryAt"] = .number(JSONNumber(retryAt.timeIntervalSince1970)) }
+        return .object(object)
+    }
+
+    init(json: JSONValue) throws(SyncError) {
+        guard let kind = json["kind"]?.stringValue, let outcomeName = json["outcome"]?.stringValue,
+            let outcome = HTTPFailure.Outcome.allCases.first(where: { $0.description == outcomeName })
+        else { throw SyncRecords.damaged("failure") }
+        self.init(
+            kind: HTTPFailure.Kind(kind), outcome: outcome, status: json["status"]?.int,
+            errorCode: json["errorCode"]?.stringValue,
+            requestID: json["requestID"]?.stringValue,
+            retryAt: json["retryAt"]?.double.map { Date(timeIntervalSince1970: $0) })
+    }
+}
+
+/// One change in the outbox: made once on the device, sent until the backend answers, applied there at
+/// most once (its ``idempotencyKey`` never changes, across relaunches too).
+public struct PendingMutation: Sendable, Hashable, Identifiable {
+    /// The mutation's id (a UUID).
+    public let id: String
+    /// Sent with it; the backend applies a key at most once.
+    public let idempotencyKey: IdempotencyKey
+    /// The user operation it belongs to (log correlation, operation status).
+    public let correlationID: CorrelationID
+    /// The entity it changes.
+    public let entity: EntityRef
+    /// What it does.
+    public let kind: MutationKind
+    /// The server version the change was made against; nil for a create. Later changes of the same entity
+    /// move to the version the earlier one produced when the backend acknowledges it.
+    public internal(set) var baseVersion: Int?
+    /// The fields it sets (empty for a delete).
+    public let fields: JSONObject
+    /// The operation of the offline scenario it was made by (`editNote`).
+    public let operation: String
+    /// When it was made (wall clock).
+    public let createdAt: Date
+    /// How many times it was sent.
+    public internal(set) var attempts: Int
+    /// Where it stands.
+    public internal(set) var state: ItemState
+    /// Why it is failed (or why the last attempt did not get through, while it waits to be sent again).
+    public internal(set) var failure: SyncFailure?
+    /// Its place in the outbox: changes are sent in this order (per entity strictly).
+    public let sequence: UInt64
+    /// The mutation this one replaces (a conflict resolution that is sent as a new change), if any.
+    public let replaces: String?
+
+    init(
+        id: String, idempotencyKey: IdempotencyKey, correlationID: CorrelationID, entity: EntityRef,
+        kind: MutationKind, baseVersion: Int?, fields: JSONObject, operation: String, createdAt: Date,
+        attempts: Int = 0, state: ItemState = .pending, failure: SyncFailure? = nil, sequence: UInt64,
+        replaces: String? = nil
+    ) {
+        self.id = id
+        self.idempotencyKey = idempotencyKey
+        self.correlationID = correlationID
+        self.entity = entity
+        self.kind = kind
+        self.baseVersion = baseVersion
+        self.fields = fields
+        self.operation = operation
+        self.createdAt = createdAt
+        self.attempts = attempts
+        self.state = state
+        self.failure = failure
+        self.sequence = sequence
+        self.replaces = replaces
+    }
+
+    var json: JSONValue {
+        var object: JSONObject = [
+            "v": 1, "id": .string(id), "key": .string(idempotencyKey.rawValue),
+            "correlation": .string(correlationID.rawValue), "type": .string(entity.type),
+            "entity": .string(entity.id), "kind": .string(kind.rawValue), "fields": .object(fields),
+            "operation": .string(operation), "createdAt": .number(JSONNumber(createdAt.timeIntervalSince1970)),
+            "attempts": .number(JSONNumber(Int64(attempts))), "state": .string(state.rawValue),
+            "sequence": .number(JSONNumber(Int64(bitPattern: sequence))),
+        ]
+        if let baseVersion { object["base"] = .number(JSONNumber(Int64(baseVersion))) }
+        if let failure { object["failure"] = failure.json }
+        if let replaces { object["replaces"] = .string(replaces) }
+        return .object(object)
+    }
+
+    init(json: JSONValue) throws(SyncError) {
+        guard json["v"]?.int == 1 else { throw SyncRecords.damaged("outbox entry (unknown format)") }
+        guard let id = json["id"]?.stringValue, let key = json["key"]?.stringValue,
+            let correlation = json["correlation"]?.stringValue,
+            let correlationID = try? CorrelationID(validating: correlation),
+            let type = json["type"]?.stringValue, let entity = json["entity"]?.stringValue,
+            let kind = json["kind"]?.stringValue.flatMap(MutationKind.init(rawValue:)),
+            case .object(let fields)? = json["fields"], let operation = json["operation"]?.stringValue,
+            let createdAt = json["createdAt"]?.double, let attempts = json["attempts"]?.int,
+            let state = json["state"]?.stringValue.flatMap(ItemState.init(rawValue:)),
+            let sequence = json["sequence"]?.int
+        else { throw SyncRecords.damaged("outbox entry") }
+        self.init(
+            id: id, idempotencyKey: IdempotencyKey(key), correlationID: correlationID,
+            entity: EntityRef(type: type, id: entity), kind: kind, baseVersion: json["base"]?.int, fields: fields,
+            operation: operation, createdAt: Date(timeIntervalSince1970: createdAt), attempts: attempts, state: state,
+            failure: try json["failure"].map { value throws(SyncError) in try SyncFailure(json: value) },
+            sequence: UInt64(bitPattern: Int64(sequence)), replaces: json["replaces"]?.stringValue)
+    }
+}
+
+extension JSONValue {
+    var int: Int? {
+        if case .number(let number) = self { return number.int64.map(Int.init) }
+        return nil
+    }
+
+    var double: Double? {
+        if case .number(let number) = self { return number.double }
+        return nil
+    }
+
+    var bool: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    var object: JSONObject? {
+        if case .object(let value) = self { return value }
+        return nil
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+public import KeelContract
+public import KeelCore
+public import KeelHTTP
+
+/// An entity as the server holds it.
+public struct RemoteEntity: Sendable, Hashable {
+    /// Which entity.
+    public let ref: EntityRef
+    /// The server's version of it (raised by every change the server applies).
+    public let version: Int
+    /// Whether the server deleted it (a tombstone).
+    public let isDeleted: Bool
+    /// Its fields.
+    public let fields: JSONObject
+
+    /// An entity.
+    public init(ref: EntityRef, version: Int, isDeleted: Bool, fields: JSONObject) {
+        self.ref = ref
+        self.version = version
+        self.isDeleted = isDeleted
+        self.fields = fields
+    }
+}
+
+/// The server's answer for one mutation of a pushed batch.
+public enum PushResult: Sendable, Hashable {
+    /// Applied now; the entity as it is after the change.
+    case applied(RemoteEntity)
+    /// Applied before (its idempotency key was seen); the entity as the first application left it, when the
+    /// server says.
+    case duplicate(RemoteEntity?)
+    /// Not applied: the entity changed since the mutation's base version. The server's current entity.
+    case conflict(RemoteEntity)
+    /// Not applied, and sending it again will not help (invalid, not found): the contract's code.
+    case rejected(code: String)
+}
+
+/// A page of the server's changes feed.
+public struct PullPage: Sendable, Hashable {
+    /// Changed entities, oldest change first (deletions as tombstones).
+    public let changes: [RemoteEntity]
+    /// Where the next pull starts (opaque; stored after the page is applied).
+    public let cursor: String
+    /// Whether more changes wait after this page.
+    public let hasMore: Bool
+
+    /// A page.
+    public init(changes: [RemoteEntity], cursor: String, hasMore: Bool) {
+        self.changes = changes
+        self.cursor = cursor
+        self.hasMore = hasMore
+    }
+}
+
+/// Who a sync call is made for: the account and the epoch of its vault. A remote uses the account's own
+/// credentials (and may name the account to the server); the engine drops any answer that arrives after
+/// its epoch ended.
+public struct SyncContext: Sendable, Hashable {
+    /// The account whose changes these are.
+    public let account: AccountID
+    /// The epoch of the account's vault (``KeelStore/Vault/epoch``).
+    public let epoch: UInt64
+    /// The correlation id of this push or pull.
+    public let correlationID: CorrelationID
+
+    /// A context (the engine makes one per call).
+    public init(account: AccountID, epoch: UInt64, correlationID: CorrelationID) {
+        self.account = account
+        self.epoch = epoch
+        self.correlationID = correlationID
+    }
+}
+
+/// The backend side of sync, as the engine needs it: push a batch of mutations, pull a page of changes.
+///
+/// Keel's reference backend speaks it through `NotesRemote` (KeelReference); an app adapts its own API the
+/// same way. Implementations send with ``KeelHTTP/HTTPClient`` (timeouts, retries, failure taxonomy) and
+/// throw its ``KeelHTTP/HTTPFailure`` unchanged, so the engine can tell "not sent" from "unknown".
+public protocol SyncRemote: Sendable {
+    /// Sends `batch` (at most one mutation per entity, in outbox order) under `batchKey`, and returns one
+    /// result per mutation, in order.
+    func push(_ batch: [PendingMutation], batchKey: IdempotencyKey, context: SyncContext) async throws(HTTPFailure)
+        -> [PushResult]
+
+    /// The changes after `cursor` (from the start when nil), at most `limit`.
+    func pull(after cursor: String?, limit: Int, context: SyncContext) async throws(HTTPFailure) -> PullPage
+}

@@ -1,0 +1,90 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelHTTP
+import Testing
+
+@testable import KeelSync
+
+/// The field-by-field settlement of a conflict, for each strategy (a three-way comparison with the base).
+@Suite struct ConflictResolverTests {
+    func policies() throws -> ConflictPolicies {
+        var policies = ConflictPolicies()
+        try policies.register(
+            "t", .serverWins(because: "server data"),
+            fields: [
+                "a": .clientWins(because: "a preference"), "n": .merge(.additive, because: "a counter"),
+                "m": .manual(because: "text"), "s": .merge(.setUnion, because: "labels"),
+            ])
+        return policies
+    }
+
+    func mutation(_ fields: JSONObject) -> PendingMutation { mutation(.update, fields) }
+
+    func mutation(_ kind: MutationKind, _ fields: JSONObject) -> PendingMutation {
+        PendingMutation(
+            id: "m1", idempotencyKey: IdempotencyKey("key-0000000000000001"),
+            correlationID: CorrelationID.make(using: .seeded(1)), entity: EntityRef(type: "t", id: "1"), kind: kind,
+            baseVersion: 3, fields: fields, operation: "edit", createdAt: Date(timeIntervalSince1970: 0), sequence: 1)
+    }
+
+    func server(_ fields: JSONObject, deleted: Bool = false) -> RemoteEntity {
+        RemoteEntity(ref: EntityRef(type: "t", id: "1"), version: 4, isDeleted: deleted, fields: fields)
+    }
+
+    @Test func eachFieldFollowsItsPolicyAgainstTheBase() throws {
+        let (outcome, decisions) = ConflictResolver.resolve(
+            mutation(["a": 1, "n": 15, "s": ["x", "z"], "plain": "local", "same": 1, "mine": "changed"]),
+            base: ["a": 0, "n": 10, "s": ["x", "y"], "plain": "base", "same": 0, "mine": "old"],
+            server: server(["a": 2, "n": 12, "s": ["y", "w"], "plain": "server", "same": 1, "mine": "old"]),
+            policies: try policies())
+        // clientWins keeps 1; additive: 12 + (15 - 10) = 17; the union keeps the server's new w, drops y (removed
+        // here since the base), adds z; "mine" changed only here: no conflict; "plain" falls to the type's
+        // serverWins; "same" is equal on both sides.
+        #expect(outcome == .send(["a": 1, "n": 17, "s": ["w", "x", "z"], "mine": "changed"]))
+        #expect(decisions["plain"] == "serverWins" && decisions["a"] == "clientWins")
+        #expect(decisions["n"] == "merge(additive)" && decisions["s"] == "merge(setUnion)")
+        #expect(decisions["same"] == nil && decisions["mine"] == nil)
+    }
+
+    @Test func aManualFieldKeepsTheConflictAndProposesTheRest() throws {
+        let (outcome, _) = ConflictResolver.resolve(
+            mutation(["m": "local text", "a": true]), base: ["m": "base", "a": false],
+            server: server(["m": "server text", "a": false]), policies: try policies())
+        #expect(outcome == .manual(unresolved: ["m"], proposal: ["a": true]))
+    }
+
+    @Test func serverWinsEverywhereDropsTheLocalChange() throws {
+        let (outcome, _) = ConflictResolver.resolve(
+            mutation(["plain": "local"]), base: ["plain": "base"], server: server(["plain": "server"]),
+            policies: try policies())
+        #expect(outcome == .drop)
+    }
+
+    @Test func deletesFollowTheTypesPolicy() throws {
+        let policies = try policies()
+        #expect(
+            ConflictResolver.resolve(
+                mutation(.delete, [:]), base: [:], server: server(["plain": "x"]), policies: policies
+            )
+            .0 == .drop)  // serverWins: the edit from elsewhere stays
+        #expect(
+            ConflictResolver.resolve(
+                mutation(.delete, [:]), base: [:], server: server([:], deleted: true), policies: policies
+            ).0 == .drop)  // deleted on both sides
+        var lastWriteWins = ConflictPolicies()
+        try lastWriteWins.register("t", .clientWins(because: "a scratch list"))
+        #expect(
+            ConflictResolver.resolve(
+                mutation(.delete, [:]), base: [:], server: server(["plain": "x"]), policies: lastWriteWins
+            )
+            .0 == .sendDelete)
+        var manual = ConflictPolicies()
+        try manual.register("t", .manual(because: "the user's data"))
+        #expect(
+            ConflictResolver.resolve(
+                mutation(["m": "edit"]), base: [:], server: server([:], deleted: true), policies: manual
+            )
+            .0 == .manual(unresolved: ["deleted"], proposal: [:]))
+    }
+}

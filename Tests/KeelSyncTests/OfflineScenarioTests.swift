@@ -1,0 +1,207 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelHTTP
+import KeelReference
+import KeelStore
+import KeelSync
+import KeelTesting
+import Testing
+
+/// MOB-DATA-004: the offline scenario contract, against the reference backend on real sockets and the
+/// account's vault on real SQLite files.
+@Suite(.timeLimit(.minutes(1))) struct OfflineScenarioTests {
+    /// DATA-004.1: the app starts with the backend down, shows what it has (with its age), takes edits into
+    /// the outbox, refuses an online-only operation at once, and sends everything when the backend is back.
+    @Test func startingAndWorkingWithoutNetworkShowsCachedDataAndQueuesEdits() async throws {
+        let world = try SyncWorld()
+        let device = try world.device("phone")
+        let time = MovableWallClock()
+        let token = try await world.token(.alice)
+        var engine = try await device.engine(.alice, token: token, clock: time.clock)
+        try await engine.create("note", id: "n1", fields: .note("Groceries", body: "milk"), operation: "createNote")
+        #expect(await engine.sync().isComplete)
+        await engine.stop()
+
+        // Relaunch without network: the backend's port is closed.
+        time.advance(by: 2 * 3600)
+        let down = world.client(baseURL: try deadBaseURL())
+        engine = try await device.engine(.alice, token: token, client: down, clock: time.clock)
+        let cached = try #require(try await engine.entity("note", id: "n1"))
+        #expect(cached.fields["title"] == "Groceries" && cached.state == .synced && cached.serverVersion == 1)
+        let freshness = try await engine.freshness(of: "note")
+        #expect(freshness.description == "updated 2 h ago" && !freshness.isStale)
+
+        let edit = try await engine.update("note", id: "n1", fields: ["body": "milk, eggs"], operation: "editNote")
+        let created = try await engine.create("note", id: "n2", fields: .note("Offline idea"), operation: "createNote")
+        let report = await engine.sync()
+        #expect(!report.isComplete && report.failure?.kind == .offline && report.failure?.outcome == .notSent)
+        #expect(await engine.connectivity == .offline)
+        #expect(try await engine.state(of: edit) == .pending)
+        #expect(try await engine.state(of: created) == .pending)
+        #expect(try await engine.entity("note", id: "n1")?.fields["body"] == "milk, eggs")
+        #expect(try await engine.entity("note", id: "n1")?.state == .pending)
+        // Not declared offline: fails fast with `offline`, nothing queued.
+        await #expect(throws: SyncError.self) {
+            try await engine.create("note", id: "n3", fields: .note("x"), operation: "publishNote")
+        }
+        do {
+            try await engine.create("note", id: "n3", fields: .note("x"), operation: "publishNote")
+        } catch { #expect(error.code == .offline) }
+        #expect(try await engine.outstandingCount() == 2)
+        #expect(try world.backend.noteCount() == 1)
+        await engine.stop()
+
+        // The network is back: both changes reach the backend, once.
+        engine = try await device.engine(.alice, token: token, clock: time.clock)
+        let back = await engine.sync()
+        #expect(back.isComplete, "\(back)")
+        #expect(try await engine.state(of: edit) == .synced)
+        #expect(try await engine.state(of: created) == .synced)
+        #expect(try world.backend.noteCount() == 2)
+        #expect(try world.backend.appliedKeys()[edit.idempotencyKey.rawValue] == 1)
+    }
+
+    /// DATA-004.2: `pending` → `sending` → `synced` only after the backend confirms; an answer lost on the way
+    /// leaves the change `sending`, never `synced`, and it is confirmed by sending it again with its key.
+    @Test func aChangeIsSyncedOnlyAfterTheBackendConfirmsIt() async throws {
+        let world = try SyncWorld()
+        let engine = try await world.device("phone").engine(.alice)
+        let change = try await engine.create("note", id: "n1", fields: .note("Plan"), operation: "createNote")
+        #expect(try await engine.state(of: change) == .pending)
+
+        // Applied by the backend, answer lost: the engine cannot know, so it does not say synced.
+        world.backend.setFault(.init(mode: .drop))
+        let lost = await engine.sync()
+        #expect(lost.failure?.outcome == .unknown)
+        #expect(try await engine.state(of: change) == .sending)
+        #expect(try await engine.entity("note", id: "n1")?.state == .sending)
+        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)
+
+        // While an answer is on its way the change is `sending`.
+        world.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(400)))
+        let running = Task { await engine.sync() }
+        var seenSending = false
+        for _ in 0..<100 where !seenSending {
+            seenSending = try await engine.state(of: change) == .sending
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(seenSending)
+        #expect(await running.value.isComplete)
+        #expect(try await engine.state(of: change) == .synced)
+        #expect(try await engine.settlement(of: change.id) == .applied(version: 1))
+        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)  // sent twice, applied once
+    }
+
+    /// DATA-004.2: a change the backend refuses is `failed` with KeelHTTP's kind and a safe action; later
+    /// changes of the same note wait behind it, other notes go on; a refused token fails the batch with
+    /// `authentication` → sign in again, then the changes go through.
+    @Test func aRefusedChangeIsFailedWithItsKindAndASafeRecoveryAction() async throws {
+        let world = try SyncWorld()
+        let device = try world.device("phone")
+        let engine = try await device.engine(.alice)
+        let tooLong = try await engine.create(
+            "note", id: "n1", fields: .note(String(repeating: "x", count: 201)), operation: "createNote")
+        let behind = try await engine.update("note", id: "n1", fields: ["body": "more"], operation: "editNote")
+        let fine = try await engine.create("note", id: "n2", fields: .note("Fine"), operation: "createNote")
+        let report = await engine.sync()
+        #expect(report.rejected == 1 && report.acknowledged == 1)
+        #expect(try await engine.state(of: tooLong) == .failed)
+        #expect(try await engine.state(of: behind) == .pending)
+        #expect(try await engine.state(of: fine) == .synced)
+        let failed = try #require(try await engine.entity("note", id: "n1"))
+        #expect(
+            failed.state == .failed && failed.failure?.kind == .validation && failed.failure?.errorCode == "validation")
+        let shown = try #require(failed.failure).userFacing(correlationID: tooLong.correlationID)
+        #expect(shown.action == .fixInput(fields: []) && !shown.message.contains("validation"))
+        // The user gives up the refused change; the one behind it goes.
+        try await engine.discard(tooLong)
+        #expect(try await engine.settlement(of: tooLong.id) == .discarded)
+        #expect(await engine.sync().rejected == 1)  // an update of a note the server never had: refused too
+        #expect(try await engine.state(of: behind) == .failed)
+        await engine.stop()
+
+        // A token the backend does not know: the batch fails as `authentication`, the action is to sign in.
+        let stale = try await device.engine(.alice, token: "not-a-token")
+        let queued = try await stale.create("note", id: "n3", fields: .note("Later"), operation: "createNote")
+        let refused = await stale.sync()
+        #expect(refused.failure?.kind == .authentication)
+        #expect(try await stale.state(of: queued) == .failed)
+        let action = try #require(try await stale.entity("note", id: "n3")?.failure).userFacing(
+            correlationID: queued.correlationID
+        ).action
+        #expect(action == .signInAgain)
+        await stale.stop()
+        let signedIn = try await device.engine(.alice)
+        #expect(try await signedIn.retryFailed() == 2)
+        let retried = await signedIn.sync()
+        #expect(retried.rejected == 1, "\(retried)")
+        #expect(try await signedIn.state(of: queued) == .synced)
+    }
+
+    /// DATA-004.3: the data's age is shown as the user reads it and judged against the scenario's maximum
+    /// staleness, on the engine's injected wall clock.
+    @Test func stalenessIsShownAndJudgedAgainstTheScenario() async throws {
+        let world = try SyncWorld()
+        let time = MovableWallClock()
+        let engine = try await world.device("phone").engine(.alice, clock: time.clock)
+        let never = try await engine.freshness(of: "note")
+        #expect(never.description == "never updated" && never.isStale && never.lastPull == nil)
+        #expect(await engine.pull().isComplete)
+        #expect(try await engine.freshness(of: "note").description == "updated just now")
+        time.advance(by: 5 * 60)
+        #expect(try await engine.freshness(of: "note").description == "updated 5 min ago")
+        time.advance(by: 3 * 3600)
+        let hours = try await engine.freshness(of: "note")
+        #expect(hours.description == "updated 3 h ago" && !hours.isStale)
+        #expect(hours.maximumStaleness == .seconds(6 * 3600))
+        time.advance(by: 3 * 3600)
+        let stale = try await engine.freshness(of: "note")
+        #expect(stale.isStale && stale.description == "updated 6 h ago")
+        time.advance(by: 2 * 86_400)
+        #expect(try await engine.freshness(of: "note").description == "updated 2 d ago")
+        // A failed pull does not make old data look fresh.
+        world.backend.setFault(.init(mode: .unavailable, retryAfter: 30))
+        #expect(await engine.pull().failure?.kind == .maintenance)
+        #expect(try await engine.freshness(of: "note").isStale)
+        world.backend.setFault(.none)
+        #expect(await engine.pull().isComplete)
+        #expect(try await engine.freshness(of: "note").description == "updated just now")
+    }
+
+    /// The declaration itself: what the app must say before anything syncs.
+    @Test func incompleteDeclarationsAreRefused() throws {
+        let scenario = OfflineScenario(
+            name: "a", operations: ["edit"], entityTypes: ["note"], maximumStaleness: .seconds(60), display: .banner,
+            conditions: [.manual])
+        #expect(throws: SyncError.self) { try OfflineContract([scenario, scenario]) }
+        #expect(throws: SyncError.self) {
+            try OfflineContract([
+                OfflineScenario(
+                    name: "b", operations: ["edit"], entityTypes: ["note"], maximumStaleness: .seconds(60),
+                    display: .banner, conditions: [])
+            ])
+        }
+        #expect(throws: SyncError.self) {
+            try OfflineContract([
+                OfflineScenario(
+                    name: "c", operations: ["edit"], entityTypes: ["note"], maximumStaleness: .zero, display: .banner,
+                    conditions: [.manual])
+            ])
+        }
+        let contract = try OfflineContract([scenario])
+        #expect(throws: SyncError.self) { try contract.requireOnline("publish", connectivity: .offline) }
+        try contract.requireOnline("publish", connectivity: .online)
+        try contract.requireOnline("edit", connectivity: .offline)
+        #expect(contract.syncs(on: .manual) && !contract.syncs(on: .foreground))
+
+        var policies = ConflictPolicies()
+        #expect(throws: SyncError.self) { try policies.register("note", .clientWins(because: "  ")) }
+        #expect(throws: SyncError.self) {
+            try policies.register("note", .manual(because: "text"), fields: ["pinned": .clientWins(because: "")])
+        }
+        try policies.register("note", .manual(because: "text"))
+        #expect(throws: SyncError.self) { try policies.register("note", .manual(because: "again")) }
+        #expect(policies.declaration == ["note: manual — text"])
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelHTTP
+import KeelReference
+import KeelStore
+import KeelSync
+import KeelTesting
+import Testing
+
+/// MOB-DATA-005: idempotent, resumable sending and per-type conflict policies, with two devices (engines with
+/// their own vaults) against one reference backend.
+@Suite(.timeLimit(.minutes(1))) struct SyncConflictTests {
+    /// Two devices of one account, both holding note n1 at version 1.
+    func twoDevices(
+        _ world: SyncWorld, phoneDevice: SyncDevice? = nil,
+        fields: JSONObject = ["title": "T", "body": "B", "tags": ["x"], "pinned": false]
+    ) async throws -> (SyncEngine, SyncEngine) {
+        let token = try await world.token(.alice)
+        let phone = try await (phoneDevice ?? world.device("phone")).engine(.alice, token: token)
+        let tablet = try await world.device("tablet").engine(.alice, token: token)
+        try await phone.create("note", id: "n1", fields: fields, operation: "createNote")
+        #expect(await phone.sync().isComplete)
+        #expect(await tablet.sync().isComplete)
+        #expect(try await tablet.entity("note", id: "n1")?.serverVersion == 1)
+        return (phone, tablet)
+    }
+
+    // MARK: - DATA-005.1 duplicates, reordering, concurrent updates
+
+    /// The same mutation delivered twice (a lost answer, a replayed batch) is applied once; a key reused with
+    /// another payload refuses the whole batch.
+    @Test func aDuplicateDeliveryIsAppliedOnce() async throws {
+        let world = try SyncWorld()
+        let engine = try await world.device("phone").engine(.alice)
+        var changes: [PendingMutation] = []
+        for index in 0..<3 {
+            changes.append(
+                try await engine.create("note", id: "n\(index)", fields: .note("N\(index)"), operation: "createNote"))
+        }
+        world.backend.setFault(.init(mode: .drop))  // applied, then the connection drops: a partial success
+        #expect(await engine.sync().failure?.outcome == .unknown)
+        world.backend.setFault(.none)
+        let report = await engine.sync()
+        #expect(report.isComplete && report.acknowledged == 3)
+        let applied = try world.backend.appliedKeys()
+        for change in changes {
+            #expect(applied[change.idempotencyKey.rawValue] == 1)
+            #expect(try await engine.state(of: change) == .synced)
+        }
+        #expect(try world.backend.noteCount() == 3)
+
+        // The remote itself, replaying one batch: the second answer is the stored one, nothing applied again.
+        let remote = NotesRemote(client: world.client(), account: .alice, token: try await world.token(.alice))
+        let context = SyncContext.test
+        let first = try await remote.push(changes, batchKey: IdempotencyKey("replayed-batch-0001"), context: context)
+        #expect(first.allSatisfy { if case .duplicate = $0 { true } else { false } })
+        #expect(try world.backend.appliedKeys().values.allSatisfy { $0 == 1 })
+    }
+
+    /// An acknowledgement that arrives after the changes feed already brought a newer version never rolls
+    /// the note back: versions only move forward, whatever order answers come in.
+    @Test func aLateAcknowledgementDoesNotRollTheEntityBack() async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        let edit = try await phone.update("note", id: "n1", fields: ["body": "phone"], operation: "editNote")
+        world.backend.setFault(.init(mode: .drop))
+        _ = await phone.push()  // applied as version 2; the phone never hears it
+        world.backend.setFault(.none)
+        #expect(try await phone.state(of: edit) == .sending)
+        try await tablet.update("note", id: "n1", fields: ["title": "tablet"], operation: "editNote")
+        _ = await tablet.sync()
+        #expect(try await tablet.entity("note", id: "n1")?.serverVersion == 3)
+
+        // The phone reads the feed first (version 3), then gets the duplicate answer (version 2).
+        #expect(await phone.pull().isComplete)
+        #expect(await phone.push().acknowledged == 1)
+        let note = try #require(try await phone.entity("note", id: "n1"))
+        #expect(note.serverVersion == 3 && note.state == .synced)
+        #expect(note.fields["title"] == "tablet" && note.fields["body"] == "phone")
+        #expect(try world.backend.appliedKeys()[edit.idempotencyKey.rawValue] == 1)
+    }
+
+    /// Changes of one note are sent in order, one per batch, each against the version the previous one
+    /// produced, so a burst of edits made offline is not a conflict with itself.
+    @Test func editsOfOneEntityAreSentInOrderAgainstTheVersionTheirPredecessorMade() async throws {
+        let world = try SyncWorld()
+        let engine = try await world.device("phone").engine(.alice)
+        try await engine.create("note", id: "n1", fields: .note("v1"), operation: "createNote")
+        for index in 2...5 {
+            try await engine.update("note", id: "n1", fields: ["title": .string("v\(index)")], operation: "editNote")
+        }
+        let report = await engine.sync()
+        #expect(report.isComplete && report.acknowledged == 5 && report.conflicts == 0)
+        let note = try #require(try await engine.entity("note", id: "n1"))
+        #expect(note.serverVersion == 5 && note.fields["title"] == "v5" && note.state == .synced)
+    }
+
+    /// Concurrent updates from two devices: each field follows its declared policy — tags merge (union),
+    /// `pinned` is last-write-wins (declared), `kind` keeps the server's, title/body go to the user — and the
+    /// two devices converge.
+    @Test func concurrentUpdatesFollowEachFieldsDeclaredPolicy() async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        try await tablet.update(
+            "note", id: "n1", fields: ["tags": ["x", "work"], "pinned": false, "kind": "checklist"],
+            operation: "tagNote")
+        #expect(await tablet.sync().isComplete)
+        try await phone.update(
+            "note", id: "n1", fields: ["tags": ["x", "home"], "pinned": true, "kind": "drawing"], operation: "tagNote")
+        let report = await phone.sync()
+        #expect(report.isComplete && report.conflicts == 1)
+        #expect(try await phone.conflicts().isEmpty)  // every field had an automatic policy
+        let note = try #require(try await phone.entity("note", id: "n1"))
+        #expect(note.state == .synced)
+        #expect(note.fields["tags"] == ["x", "work", "home"])
+        #expect(note.fields["pinned"] == true)
+        #expect(note.fields["kind"] == "checklist")
+        _ = await tablet.sync()
+        #expect(try await tablet.entity("note", id: "n1")?.fields == note.fields)
+    }
+
+    // MARK: - DATA-005.3 conflicts and their resolution by the user
+
+    /// A title changed on both devices is a manual conflict: both versions are kept (and survive a restart),
+    /// the note is `conflicted`, the automatic fields are settled, and the user's choice is sent as a new
+    /// change against the server's version.
+    @Test func aManualConflictKeepsBothVersionsUntilTheUserResolvesIt() async throws {
+        let world = try SyncWorld()
+        let device = try world.device("phone")
+        let (phone, tablet) = try await twoDevices(world, phoneDevice: device)
+        try await tablet.update(
+            "note", id: "n1", fields: ["title": "From tablet", "tags": ["x", "t"]], operation: "editNote")
+        _ = await tablet.sync()
+        let mine = try await phone.update(
+            "note", id: "n1", fields: ["title": "From phone", "tags": ["x", "p"]], operation: "editNote")
+        #expect(await phone.sync().conflicts == 1)
+        #expect(try await phone.state(of: mine) == .conflicted)
+        let shown = try #require(try await phone.entity("note", id: "n1"))
+        #expect(shown.state == .conflicted && shown.conflictID == mine.id)
+        #expect(shown.fields["title"] == "From phone")  // the user's text is still on screen, not lost
+
+        // Both versions are in the vault and survive the app being closed and opened again.
+        await phone.stop()
+        await device.vaults.close()
+        let reopened = try await world.device("phone").engine(.alice)
+        let conflict = try #require(try await reopened.conflicts().first)
+        #expect(conflict.unresolvedFields == ["title"])
+        #expect(conflict.local["title"] == "From phone" && conflict.server.fields["title"] == "From tablet")
+        #expect(conflict.base?["title"] == "T" && conflict.server.version == 2)
+        #expect(conflict.proposal["tags"] == ["x", "t", "p"])
+
+        // Later changes of the note wait behind the conflict.
+        let later = try await reopened.update("note", id: "n1", fields: ["body": "later"], operation: "editNote")
+        _ = await reopened.sync()
+        #expect(try await reopened.state(of: later) == .pending)
+
+        let resolution = try #require(try await reopened.resolve(conflict.id, with: .mine))
+        #expect(resolution.baseVersion == 2 && resolution.replaces == mine.id)
+        #expect(try await reopened.conflicts().isEmpty)
+        #expect(await reopened.sync().isComplete)
+        let settled = try #require(try await reopened.entity("note", id: "n1"))
+        #expect(settled.state == .synced && settled.serverVersion == 4)
+        #expect(settled.fields["title"] == "From phone" && settled.fields["tags"] == ["x", "t", "p"])
+        #expect(settled.fields["body"] == "later")
+        #expect(try await reopened.settlement(of: mine.id) == .replaced(by: resolution.id))
+        _ = await tablet.sync()
+        #expect(try await tablet.entity("note", id: "n1")?.fields == settled.fields)
+    }
+
+    /// `theirs` drops the local change and shows the server's version; `merged` sends the user's merge.
+    @Test func theirsAndMergedResolutions() async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        try await tablet.update("note", id: "n1", fields: ["title": "Tablet", "body": "tb"], operation: "editNote")
+        _ = await tablet.sync()
+        let first = try await phone.update("note", id: "n1", fields: ["title": "Phone"], operation: "editNote")
+        _ = await phone.sync()
+        #expect(try await phone.resolve(first.id, with: .theirs) == nil)
+        #expect(try await phone.settlement(of: first.id) == .discarded)
+        let theirs = try #require(try await phone.entity("note", id: "n1"))
+        #expect(theirs.fields["title"] == "Tablet" && theirs.state == .synced)
+
+        try await tablet.update("note", id: "n1", fields: ["body": "tablet body"], operation: "editNote")
+        _ = await tablet.sync()
+        let second = try await phone.update("note", id: "n1", fields: ["body": "phone body"], operation: "editNote")
+        _ = await phone.sync()
+        try await phone.resolve(second.id, with: .merged(["body": "tablet body + phone body"]))
+        #expect(await phone.sync().isComplete)
+        #expect(try await phone.entity("note", id: "n1")?.fields["body"] == "tablet body + phone body")
+        await #expect(throws: SyncError.self) { try await phone.resolve(second.id, with: .theirs) }
+    }
+
+    /// A delete against an edit from elsewhere is the user's call (the type's policy is manual).
+    @Test func aDeleteAgainstARemoteEditIsAConflictForTheUser() async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        try await tablet.update("note", id: "n1", fields: ["body": "kept"], operation: "editNote")
+        _ = await tablet.sync()
+        let deletion = try await phone.delete("note", id: "n1", operation: "deleteNote")
+        #expect(try await phone.entity("note", id: "n1")?.isDeleted == true)
+        _ = await phone.sync()
+        let conflict = try #require(try await phone.conflicts().first)
+        #expect(conflict.unresolvedFields == ["deleted"] && conflict.mutation.id == deletion.id)
+        try await phone.resolve(conflict.id, with: .mine)
+        #expect(await phone.sync().isComplete)
+        #expect(try world.backend.noteCount() == 0)
+        _ = await tablet.sync()
+        #expect(try await tablet.entity("note", id: "n1")?.isDeleted == true)
+    }
+}
+
+extension SyncContext {
+    static var test: SyncContext {
+        SyncContext(account: .alice, epoch: 1, correlationID: CorrelationID.make(using: .seeded(5)))
+    }
+}
