@@ -73,6 +73,10 @@ extension BackendHandler {
             try store.recordBatchKey(batchKey, account: account, bodyHash: bodyHash, response: response, in: db)
             return response
         }
+        // A late answer (delayAcksMs): applied and committed, but the keys stay in progress until it leaves.
+        if let delay = state.withLock({ $0.fault.delayAcks }) {
+            Thread.sleep(forTimeInterval: delay.inSeconds)
+        }
         return TestResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(response.utf8))
     }
 

@@ -200,9 +200,6 @@ final class BackendHandler: Sendable {
         var account: String?
         var response = answer(request, account: &account)
         if fault.mode == .drop { response = TestResponse(socketEffect: .disconnectAfterRequest) }
-        if request.method == "POST", path == "/mutations", let delay = fault.delayAcks, response.status == 200 {
-            response = response.delayingHeaders(by: delay)
-        }
         record(request, status: fault.mode == .drop ? 0 : response.status, account: account)
         return response
     }

@@ -1,0 +1,286 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelHTTP
+import KeelReference
+import KeelTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One HTTP exchange with the backend over a real loopback socket.
+struct Exchange {
+    let status: Int
+    let headers: [String: String]
+    let body: JSONValue?
+    let text: String
+
+    subscript(_ member: String) -> JSONValue? { body?[member] }
+}
+
+/// The reference backend, driven over HTTP as any client would.
+final class BackendHarness: Sendable {
+    let directory: TemporaryDirectory
+    let backend: ReferenceBackend
+
+    init(directory: TemporaryDirectory? = nil, admin: Bool = true) throws {
+        self.directory = try directory ?? TemporaryDirectory(prefix: "keel-backend")
+        backend = try ReferenceBackend(
+            configuration: .init(dataDirectory: self.directory.url("backend"), admin: admin, random: .seeded(11)))
+    }
+
+    func call(
+        _ method: String, _ path: String, headers: [String: String] = [:], json: String? = nil,
+        timeout: TimeInterval = 10
+    ) async throws -> Exchange {
+        var request = URLRequest(url: URL(string: backend.baseURL.absoluteString + path)!)
+        request.httpMethod = method
+        request.timeoutInterval = timeout
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let json {
+            request.httpBody = Data(json.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse  // an HTTP URL answers with an HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { fields["\(name)".lowercased()] = "\(value)" }
+        return Exchange(
+            status: http.statusCode, headers: fields, body: try? JSONValue(parsing: data),
+            text: String(decoding: data, as: UTF8.self))
+    }
+
+    func signIn(_ account: String) async throws -> String {
+        let answer = try await call("POST", "/sessions", json: #"{"account": "\#(account)"}"#)
+        return try #require(answer["token"]?.stringValue)
+    }
+
+    func mutate(_ token: String, batchKey: String, _ mutations: String, account: String? = nil) async throws -> Exchange
+    {
+        var headers = ["Authorization": "Bearer \(token)", "Idempotency-Key": batchKey]
+        if let account { headers["X-Account-ID"] = account }
+        return try await call("POST", "/mutations", headers: headers, json: #"{"mutations": [\#(mutations)]}"#)
+    }
+
+    static func create(_ id: String, note: String, title: String = "T", key: String? = nil) -> String {
+        let keyMember = key.map { #", "idempotencyKey": "\#($0)""# } ?? ""
+        return #"{"id": "\#(id)", "type": "create", "noteID": "\#(note)", "title": "\#(title)"\#(keyMember)}"#
+    }
+
+    static func update(_ id: String, note: String, base: Int, title: String) -> String {
+        #"{"id": "\#(id)", "type": "update", "noteID": "\#(note)", "baseVersion": \#(base), "title": "\#(title)"}"#
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct ReferenceBackendTests {
+    @Test func eachIdempotencyKeyIsAppliedOnceAndItsResultReplayed() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        let first = try await harness.mutate(
+            token, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1"))
+        #expect(first.status == 200 && first["results"]?[0]?["status"] == "applied")
+        #expect(first["results"]?[0]?["note"]?["version"] == 1)
+        // The same batch again: the stored answer, byte for byte.
+        let replay = try await harness.mutate(
+            token, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1"))
+        #expect(replay.text == first.text)
+        // The same mutation in another batch: a duplicate with the stored note.
+        let again = try await harness.mutate(
+            token, batchKey: "batch-0000000000000002",
+            BackendHarness.create("m1", note: "n1") + "," + BackendHarness.create("m2", note: "n2"))
+        #expect(again["results"]?[0]?["status"] == "duplicate" && again["results"]?[0]?["note"]?["version"] == 1)
+        #expect(again["results"]?[1]?["status"] == "applied")
+        // A key reused with another payload: 422, and nothing of that batch applied (m3 is new).
+        let reused = try await harness.mutate(
+            token, batchKey: "batch-0000000000000003",
+            BackendHarness.create("m3", note: "n3") + "," + BackendHarness.create("m1", note: "n1", title: "Other"))
+        #expect(reused.status == 422 && reused["code"] == "idempotency_key_reused")
+        #expect(try harness.backend.appliedKeys() == ["m1": 1, "m2": 1])
+        // The batch key reused with another body: 422 too.
+        let batchReused = try await harness.mutate(
+            token, batchKey: "batch-0000000000000001", BackendHarness.create("m4", note: "n4"))
+        #expect(batchReused.status == 422 && batchReused["code"] == "idempotency_key_reused")
+        // An explicit idempotency key is the key (not the id).
+        _ = try await harness.mutate(
+            token, batchKey: "batch-0000000000000005",
+            BackendHarness.create("m5", note: "n5", key: "explicit-key-000001"))
+        #expect(try harness.backend.appliedKeys()["explicit-key-000001"] == 1)
+        let admin = try await harness.call("GET", "/_admin/applied")
+        #expect(admin["applied"]?["m1"] == 1 && admin["entities"] == 3)
+    }
+
+    @Test func aKeyStillBeingAppliedAnswers409AndTheOperationIsInProgress() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        harness.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(600)))
+        let slow = Task {
+            try await harness.call(
+                "POST", "/mutations",
+                headers: [
+                    "Authorization": "Bearer \(token)", "Idempotency-Key": "batch-0000000000000009",
+                    "X-Correlation-ID": "op-1",
+                ],
+                json: #"{"mutations": [\#(BackendHarness.create("m1", note: "n1"))]}"#)
+        }
+        var status: JSONValue?
+        for _ in 0..<200 where status != "inProgress" {
+            try await Task.sleep(for: .milliseconds(5))
+            status = try await harness.call("GET", "/operations/op-1", headers: ["Authorization": "Bearer \(token)"])[
+                "status"]
+        }
+        #expect(status == "inProgress")
+        let concurrent = try await harness.mutate(
+            token, batchKey: "batch-0000000000000010", BackendHarness.create("m1", note: "n1"))
+        #expect(concurrent.status == 409 && concurrent["code"] == "idempotency_key_in_progress")
+        #expect(try await slow.value["results"]?[0]?["status"] == "applied")
+        let done = try await harness.call("GET", "/operations/op-1", headers: ["Authorization": "Bearer \(token)"])
+        #expect(done["status"] == "applied")
+        let unknown = try await harness.call("GET", "/operations/op-2", headers: ["Authorization": "Bearer \(token)"])
+        #expect(unknown.status == 404)
+        #expect(try harness.backend.appliedKeys() == ["m1": 1])
+    }
+
+    @Test func aStaleBaseVersionIsAConflictCarryingTheServersNote() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        _ = try await harness.mutate(token, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1"))
+        _ = try await harness.mutate(
+            token, batchKey: "batch-0000000000000002", BackendHarness.update("m2", note: "n1", base: 1, title: "A"))
+        let stale = try await harness.mutate(
+            token, batchKey: "batch-0000000000000003", BackendHarness.update("m3", note: "n1", base: 1, title: "B"))
+        let result = try #require(stale["results"]?[0])
+        #expect(result["status"] == "conflict" && result["serverVersion"]?["version"] == 2)
+        #expect(result["serverVersion"]?["title"] == "A")
+        let missing = try await harness.mutate(
+            token, batchKey: "batch-0000000000000004", BackendHarness.update("m4", note: "nope", base: 1, title: "B"))
+        #expect(missing["results"]?[0]?["status"] == "rejected" && missing["results"]?[0]?["code"] == "not_found")
+        let invalid = try await harness.mutate(
+            token, batchKey: "batch-0000000000000005",
+            #"{"id": "m5", "type": "create", "noteID": "n5", "visibility": "everyone"}"#)
+        #expect(invalid["results"]?[0]?["code"] == "validation")
+    }
+
+    @Test func theChangesFeedResumesFromItsCursorAndAccountsAreIsolated() async throws {
+        let harness = try BackendHarness()
+        let alice = try await harness.signIn("alice")
+        let bob = try await harness.signIn("bob")
+        for index in 1...5 {
+            _ = try await harness.mutate(
+                alice, batchKey: "batch-000000000000000\(index)", BackendHarness.create("m\(index)", note: "n\(index)"))
+        }
+        let auth = ["Authorization": "Bearer \(alice)"]
+        let first = try await harness.call("GET", "/changes?limit=2", headers: auth)
+        #expect(first["changes"]?[1]?["id"] == "n2" && first["hasMore"] == true)
+        let cursor = try #require(first["cursor"]?.stringValue)
+        // A pull that failed after this page resumes from the saved cursor: nothing skipped, nothing twice.
+        let rest = try await harness.call("GET", "/changes?limit=10&cursor=\(cursor)", headers: auth)
+        if case .array(let changes)? = rest["changes"] {
+            #expect(changes.map { $0["id"] } == ["n3", "n4", "n5"])
+        } else {
+            Issue.record("no changes array: \(rest.text)")
+        }
+        #expect(rest["hasMore"] == false)
+        #expect(try await harness.call("GET", "/changes?cursor=garbage", headers: auth).status == 400)
+        #expect(try await harness.call("GET", "/changes?limit=0", headers: auth).status == 400)
+        // Bob sees none of Alice's notes, and Alice's token is refused when it claims to be Bob's.
+        let bobs = try await harness.call("GET", "/changes", headers: ["Authorization": "Bearer \(bob)"])
+        #expect(bobs["changes"] == [])
+        #expect(try await harness.call("GET", "/notes/n1", headers: ["Authorization": "Bearer \(bob)"]).status == 404)
+        #expect(try await harness.call("GET", "/notes/n1", headers: auth)["title"] == "T")
+        let claimed = try await harness.mutate(
+            alice, batchKey: "batch-0000000000000099", BackendHarness.create("x", note: "x"), account: "bob")
+        #expect(claimed.status == 403 && claimed["code"] == "account_mismatch")
+        #expect(try await harness.call("GET", "/changes").status == 401)
+        #expect(try await harness.call("GET", "/changes", headers: ["Authorization": "Bearer nope"]).status == 401)
+        let log = harness.backend.requestLog
+        #expect(log.contains { $0.path == "/mutations" && $0.status == 403 && $0.account == nil })
+    }
+
+    @Test func everythingSurvivesARestartOfTheBackend() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-restart")
+        var harness: BackendHarness? = try BackendHarness(directory: directory)
+        let token = try await harness!.signIn("alice")
+        _ = try await harness!.mutate(
+            token, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1"))
+        await harness!.backend.stop()
+        harness = nil
+        let restarted = try BackendHarness(directory: directory)
+        let replay = try await restarted.mutate(
+            token, batchKey: "batch-0000000000000002", BackendHarness.create("m1", note: "n1"))
+        #expect(replay["results"]?[0]?["status"] == "duplicate")  // the token and the key survived
+        let feed = try await restarted.call("GET", "/changes", headers: ["Authorization": "Bearer \(token)"])
+        #expect(feed["changes"]?[0]?["id"] == "n1")
+        #expect(try restarted.backend.appliedKeys() == ["m1": 1])
+    }
+
+    @Test func theVersionPolicyAndFaultsAnswerAsTheContractSays() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        let old = ["Authorization": "Bearer \(token)", "X-App-Version": "1.9", "X-App-Platform": "ios"]
+        _ = try await harness.call(
+            "POST", "/_admin/min-version", json: #"{"platform": "ios", "version": "2.0", "latest": "2.3"}"#)
+        let refused = try await harness.call("GET", "/changes", headers: old)
+        #expect(refused.status == 426 && refused["code"] == "update_required")
+        #expect(refused["minimumVersions"]?["ios"] == "2.0")
+        var current = old
+        current["X-App-Version"] = "2.1"
+        let allowed = try await harness.call("GET", "/changes", headers: current)
+        #expect(allowed.status == 200 && allowed.headers["x-update-available"] == "2.3")
+        let config = try await harness.call("GET", "/client-config?platform=ios&appVersion=1.0")
+        #expect(config["status"] == "updateRequired" && config["minimumVersion"] == "2.0")
+        #expect(
+            try await harness.call(
+                "GET", "/changes",
+                headers: ["Authorization": "Bearer \(token)", "X-App-Version": "1.0", "X-App-Platform": "android"]
+            ).status == 200)
+
+        _ = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "unavailable", "retryAfter": 30}"#)
+        let maintenance = try await harness.call("GET", "/changes", headers: current)
+        #expect(
+            maintenance.status == 503 && maintenance["code"] == "maintenance"
+                && maintenance.headers["retry-after"] == "30")
+        _ = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "portal"}"#)
+        let portal = try await harness.call("GET", "/changes", headers: current)
+        #expect(portal.status == 200 && portal.text.contains("<html>") && portal.body == nil)
+        let client = HTTPClient(
+            configuration: .init(
+                baseURL: harness.backend.baseURL,
+                policy: CallPolicy(attemptTimeout: .milliseconds(300), deadline: .seconds(1), maximumAttempts: 1)))
+        _ = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "drop"}"#)
+        do {
+            _ = try await client.send(
+                .post(
+                    "/mutations", body: Data(#"{"mutations": [\#(BackendHarness.create("m1", note: "n1"))]}"#.utf8),
+                    idempotency: .keyed(IdempotencyKey("batch-0000000000000001")),
+                    headers: ["Authorization": "Bearer \(token)"]))
+            Issue.record("a dropped answer arrived")
+        } catch {
+            #expect(error.outcome == .unknown)
+        }
+        #expect(try harness.backend.appliedKeys() == ["m1": 1])  // applied, though nobody heard it
+        _ = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "stall"}"#)
+        do {
+            _ = try await client.send(
+                .post(
+                    "/mutations", body: Data(#"{"mutations": [\#(BackendHarness.create("m2", note: "n2"))]}"#.utf8),
+                    idempotency: .keyed(IdempotencyKey("batch-0000000000000002")),
+                    headers: ["Authorization": "Bearer \(token)"]))
+            Issue.record("a stalled backend answered")
+        } catch {
+            #expect(error.kind == .timeout && error.outcome == .unknown)
+        }
+        #expect(try harness.backend.appliedKeys()["m2"] == nil)  // a stall applies nothing
+        let badMode = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "explode"}"#)
+        #expect(badMode.status == 422)
+        harness.backend.setFault(.none)
+        #expect(try await harness.call("GET", "/changes", headers: current).status == 200)
+    }
+
+    @Test func adminEndpointsExistOnlyWithAdmin() async throws {
+        let harness = try BackendHarness(admin: false)
+        #expect(try await harness.call("GET", "/_admin/applied").status == 404)
+        #expect(try await harness.call("POST", "/_admin/fault", json: #"{"mode": "stall"}"#).status == 404)
+    }
+}
