@@ -203,6 +203,7 @@ public actor SyncEngine {
 
     /// Entity `id` of `type` as the user sees it, or nil when this device has never had it.
     public func entity(_ type: String, id: String) async throws(SyncError) -> SyncedEntity? {
+        try requireRunning()
         let storage = storage
         return try await storageCall {
             try await self.vault.read(storage.all) { transaction in
@@ -218,6 +219,7 @@ public actor SyncEngine {
     /// Every entity of `type` this device has, deleted ones included (check ``SyncedEntity/isDeleted``),
     /// sorted by id.
     public func entities(_ type: String) async throws(SyncError) -> [SyncedEntity] {
+        try requireRunning()
         let storage = storage
         return try await storageCall {
             try await self.vault.read(storage.all) { transaction in
@@ -243,6 +245,7 @@ public actor SyncEngine {
     /// Where `mutation` stands now: its outbox state, `synced` once the server applied it, or nil when it
     /// was settled otherwise (see ``settlement(of:)``) or is unknown.
     public func state(of mutation: PendingMutation) async throws(SyncError) -> ItemState? {
+        try requireRunning()
         if let current = try await outboxEntry(mutation.sequence), current.id == mutation.id { return current.state }
         if case .applied? = try await settlement(of: mutation.id) { return .synced }
         return nil
@@ -250,6 +253,7 @@ public actor SyncEngine {
 
     /// What became of a mutation that left the outbox; nil while it is outstanding (or unknown).
     public func settlement(of mutationID: String) async throws(SyncError) -> Settlement? {
+        try requireRunning()
         let storage = storage
         return try await storageCall {
             try await self.vault.read(storage.state) { state in
@@ -261,6 +265,7 @@ public actor SyncEngine {
 
     /// The outstanding changes, oldest first (at most `limit`).
     public func outbox(limit: Int = 1000) async throws(SyncError) -> [PendingMutation] {
+        try requireRunning()
         let storage = storage
         return try await storageCall {
             try await self.vault.read(storage.outbox) { outbox in
@@ -273,12 +278,14 @@ public actor SyncEngine {
 
     /// How many changes are outstanding (what a sign-out would lose).
     public func outstandingCount() async throws(SyncError) -> Int {
+        try requireRunning()
         let storage = storage
         return try await storageCall { try await self.vault.read(storage.outbox) { try $0.count() } }
     }
 
     /// The conflicts waiting for a person, oldest first.
     public func conflicts() async throws(SyncError) -> [ConflictRecord] {
+        try requireRunning()
         let storage = storage
         return try await storageCall {
             try await self.vault.read(storage.conflicts) { conflicts in
@@ -291,6 +298,7 @@ public actor SyncEngine {
 
     /// How fresh the data of `entityType` is, against the strictest scenario that shows it.
     public func freshness(of entityType: String) async throws(SyncError) -> Freshness {
+        try requireRunning()
         let storage = storage
         let lastPull = try await storageCall {
             try await self.vault.read(storage.state) { state in

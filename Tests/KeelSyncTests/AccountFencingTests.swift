@@ -1,0 +1,203 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelHTTP
+import KeelReference
+import KeelStore
+import KeelSync
+import KeelTesting
+import Testing
+
+/// MOB-DATA-006 (sync): an account switch stops the old account's sync before the next account's vault
+/// opens; nothing of one account is shown or sent in the other's context, and a late answer of the old
+/// session is written nowhere.
+@Suite(.timeLimit(.minutes(1))) struct AccountFencingTests {
+    /// A device whose app switches accounts through ``SyncAccounts``; `online` decides where the next
+    /// engine's client points (the backend, or a closed port).
+    final class App: Sendable {
+        let world: SyncWorld
+        let device: SyncDevice
+        let accounts: SyncAccounts
+        let online = Locked(true)
+
+        init(world: SyncWorld, tokens: [AccountID: String]) throws {
+            self.world = world
+            device = try world.device("phone")
+            let dead = try deadBaseURL()
+            let online = online
+            accounts = SyncAccounts(vaults: device.vaults) { vault in
+                let url = online.withLock { $0 } ? world.backend.baseURL : dead
+                let remote = NotesRemote(
+                    client: world.client(baseURL: url), account: vault.account, token: tokens[vault.account]!)
+                return try SyncEngine(
+                    vault: vault, remote: remote, policies: NotesSync.policies, offline: NotesSync.offline,
+                    random: .seeded(SyncDevice.seeds.withLock { next in
+                        defer { next += 1 }
+                        return next
+                    }))
+            }
+        }
+
+        /// The app relaunched (with or without network) into `account`.
+        func relaunch(_ account: AccountID, online isOnline: Bool) async throws -> SyncEngine {
+            await accounts.deactivate()
+            online.withLock { $0 = isOnline }
+            return try await accounts.activate(account)
+        }
+    }
+
+    /// DATA-006.1: offline, Alice has a cached note, a draft, a photo and a pending change; the switch to Bob
+    /// shows him none of it and sends none of it; back on Alice (online) everything is intact and her change
+    /// goes out under her own account, once.
+    @Test func anOfflineSwitchKeepsCacheDraftMediaAndPendingChangeWithTheirAccount() async throws {
+        let world = try SyncWorld()
+        let tokens = [AccountID.alice: try await world.token(.alice), .bob: try await world.token(.bob)]
+        let app = try App(world: world, tokens: tokens)
+        var engine = try await app.accounts.activate(.alice)
+        try await engine.create("note", id: "n1", fields: .note("Alice's cached note"), operation: "createNote")
+        #expect(await engine.sync().isComplete)
+        try await engine.vault.writeFile("drafts", named: "n1.txt", contents: Data("half-typed".utf8))
+        try await engine.vault.writeFile("media", named: "photo.jpg", contents: Data([0xFF, 0xD8, 0xFF, 0xE0]))
+
+        engine = try await app.relaunch(.alice, online: false)
+        let pending = try await engine.create("note", id: "n2", fields: .note("Written offline"), operation: "createNote")
+        #expect(await engine.sync().failure?.kind == .offline)
+        #expect(try await engine.state(of: pending) == .pending)
+        let requestsBefore = world.backend.requestLog.count
+
+        // Offline switch to Bob.
+        let bob = try await app.accounts.activate(.bob)
+        #expect(await engine.isStopped && !engine.vault.isOpen)
+        #expect(try await bob.entities("note").isEmpty)
+        #expect(try await bob.outbox().isEmpty)
+        #expect(try await bob.conflicts().isEmpty)
+        #expect(try await bob.vault.fileNames("drafts").isEmpty)
+        #expect(try await bob.vault.fileNames("media").isEmpty)
+        #expect(await bob.sync().failure?.kind == .offline)
+        await #expect(throws: SyncError.self) { try await engine.update("note", id: "n2", fields: [:], operation: "editNote") }
+
+        // Bob online: his sync sends nothing of Alice's and receives nothing of hers.
+        let bobOnline = try await app.relaunch(.bob, online: true)
+        #expect(await bobOnline.sync().isComplete)
+        #expect(try await bobOnline.entities("note").isEmpty)
+        let bobsRequests = world.backend.requestLog.dropFirst(requestsBefore)
+        #expect(!bobsRequests.isEmpty && bobsRequests.allSatisfy { $0.account == "bob" })
+        #expect(!bobsRequests.contains { $0.path == "/mutations" })
+        #expect(try world.backend.appliedKeys()[pending.idempotencyKey.rawValue] == nil)
+
+        // Back to Alice, online: everything of hers is there, and her change is sent as hers.
+        let alice = try await app.relaunch(.alice, online: true)
+        #expect(try await alice.state(of: pending) == .pending)
+        #expect(try await alice.entity("note", id: "n1")?.fields["title"] == "Alice's cached note")
+        #expect(try await alice.vault.readFile("drafts", named: "n1.txt") == Data("half-typed".utf8))
+        #expect(try await alice.vault.readFile("media", named: "photo.jpg") == Data([0xFF, 0xD8, 0xFF, 0xE0]))
+        let before = world.backend.requestLog.count
+        #expect(await alice.sync().isComplete)
+        #expect(try await alice.state(of: pending) == .synced)
+        #expect(try world.backend.appliedKeys()[pending.idempotencyKey.rawValue] == 1)
+        let push = try #require(world.backend.requestLog.dropFirst(before).first { $0.path == "/mutations" })
+        #expect(push.account == "alice" && push.status == 200)
+    }
+
+    /// DATA-006.2: the backend holds Alice's acknowledgement until after the app switched to Bob. The switch
+    /// waits for Alice's sync to stop (its call cancelled); the late answer changes nothing in either vault;
+    /// Alice's change is still `sending` and is confirmed (applied once) when she comes back.
+    @Test func aLateAnswerOfTheOldSessionIsWrittenNowhere() async throws {
+        let world = try SyncWorld()
+        let tokens = [AccountID.alice: try await world.token(.alice), .bob: try await world.token(.bob)]
+        let app = try App(world: world, tokens: tokens)
+        let alice = try await app.accounts.activate(.alice)
+        let change = try await alice.create("note", id: "n1", fields: .note("Slow"), operation: "createNote")
+        world.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(800)))
+        let running = Task { await alice.sync() }
+        for _ in 0..<400 where try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == nil {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)  // applied, answer held
+
+        let bob = try await app.accounts.activate(.bob)  // returns only once Alice's sync has stopped
+        let report = await running.value
+        #expect(!report.isComplete && report.acknowledged == 0)
+        #expect(report.droppedAnswers == 1 || report.failure?.kind == .cancelled)
+        // The backend answers late; wait until it has.
+        for _ in 0..<400 where !world.backend.requestLog.contains(where: { $0.path == "/mutations" }) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(world.backend.requestLog.contains { $0.path == "/mutations" && $0.account == "alice" })
+        #expect(try await bob.entities("note").isEmpty)
+        #expect(try await bob.outbox().isEmpty)
+        #expect(try await bob.settlement(of: change.id) == nil)
+
+        world.backend.setFault(.none)
+        let back = try await app.accounts.activate(.alice)
+        #expect(try await back.state(of: change) == .sending)  // the late answer was not taken as success
+        #expect(await back.sync().isComplete)
+        #expect(try await back.state(of: change) == .synced)
+        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)
+    }
+
+    /// The engine's own fence: a remote that ignores cancellation and answers after the engine was stopped
+    /// gets its answer dropped — the change stays `sending`, nothing is acknowledged.
+    @Test func anAnswerArrivingAfterStopIsDropped() async throws {
+        let world = try SyncWorld()
+        let device = try world.device("phone")
+        let vault = try await device.vaults.open(.alice)
+        let gate = Gate()
+        let remote = StubbornRemote(
+            inner: NotesRemote(client: world.client(), account: .alice, token: try await world.token(.alice)), gate: gate)
+        let engine = try SyncEngine(
+            vault: vault, remote: remote, policies: NotesSync.policies, offline: NotesSync.offline, random: .seeded(41))
+        let change = try await engine.create("note", id: "n1", fields: .note("x"), operation: "createNote")
+        let running = Task { await engine.sync() }
+        await gate.waitUntilEntered()
+        let stopping = Task { await engine.stop() }
+        try await Task.sleep(for: .milliseconds(20))
+        gate.open()
+        await stopping.value
+        let report = await running.value
+        #expect(report.droppedAnswers == 1 && report.acknowledged == 0)
+        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)
+        await #expect(throws: SyncError.self) { try await engine.outbox() }  // stopped: refused
+        await device.vaults.close()
+        let reopened = try await device.engine(.alice)
+        #expect(try await reopened.state(of: change) == .sending)
+    }
+}
+
+/// Lets a test hold a call until it decides.
+final class Gate: Sendable {
+    private let state = Locked<(entered: Bool, open: Bool)>((false, false))
+
+    func enter() async {
+        state.withLock { $0.entered = true }
+        while !state.withLock({ $0.open }) { try? await Task.sleep(for: .milliseconds(2)) }
+    }
+
+    func waitUntilEntered() async {
+        while !state.withLock({ $0.entered }) { try? await Task.sleep(for: .milliseconds(2)) }
+    }
+
+    func open() { state.withLock { $0.open = true } }
+}
+
+/// A remote that finishes its call whatever happens to the task that made it, then waits at the gate.
+struct StubbornRemote: SyncRemote {
+    let inner: NotesRemote
+    let gate: Gate
+
+    func push(_ batch: [PendingMutation], batchKey: IdempotencyKey, context: SyncContext) async throws(HTTPFailure)
+        -> [PushResult]
+    {
+        let inner = inner
+        let results = await Task.detached { try? await inner.push(batch, batchKey: batchKey, context: context) }.value
+        await gate.enter()
+        guard let results else {
+            throw HTTPFailure(kind: .technical, outcome: .unknown, correlationID: context.correlationID)
+        }
+        return results
+    }
+
+    func pull(after cursor: String?, limit: Int, context: SyncContext) async throws(HTTPFailure) -> PullPage {
+        try await inner.pull(after: cursor, limit: limit, context: context)
+    }
+}
