@@ -114,7 +114,8 @@ let package = Package(
         .executableTarget(
             name: "keel-fixtures",
             dependencies: [
-                "KeelCore", "KeelHTTP", "KeelLifecycle", "KeelReference", "KeelStore", "KeelStoreFixtures", "KeelSync",
+                "KeelContract", "KeelCore", "KeelHTTP", "KeelLifecycle", "KeelReference", "KeelStore",
+                "KeelStoreFixtures", "KeelSync",
             ],
             swiftSettings: swiftSettings),
         .executableTarget(

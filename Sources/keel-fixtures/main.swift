@@ -26,10 +26,17 @@
 //   keel-fixtures journal-reconcile --journal PATH --server URL --key KEY
 //     a relaunch: reconciles the journal (rebuilding the same operation) and prints
 //     "<operation id> <state> <request id or ->" per entry, then "reconciled"
+//   keel-fixtures sync-app --data DIR --keys DIR --server URL --token TOKEN --run NAME
+//                          [--create N] [--edit M] [--batch B]
+//     the reference app's sync as alice: creates N notes (`NAME-<i>`) and edits the first M notes it has,
+//     through the outbox, prints "queued <outstanding>", then "syncing", syncs (batches of B) and prints
+//     "synced <acknowledged> <complete|incomplete> <outstanding>"; the test kills it while it syncs
 import Foundation
+import KeelContract
 import KeelCore
 import KeelHTTP
 import KeelLifecycle
+import KeelReference
 import KeelStore
 import KeelStoreFixtures
 import KeelSync
@@ -142,6 +149,41 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "vault-logout" {
         _ = try await vaults.open(try AccountID("alice@example.com"))
         let report = try await vaults.logout()
         print("logged out \(report.deletedDatasets.joined(separator: ","))")
+    } catch {
+        fail("\(error)")
+    }
+    exit(0)
+}
+
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sync-app" {
+    guard let data = value("data"), let keys = value("keys"), let server = value("server").flatMap(URL.init(string:)),
+        let token = value("token"), let run = value("run")
+    else { fail("usage: keel-fixtures sync-app --data DIR --keys DIR --server URL --token TOKEN --run NAME") }
+    func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+    do {
+        let dataURL = URL(fileURLWithPath: data)
+        let vaults = try Vaults(
+            dataDirectory: dataURL,
+            keyStore: try FileKeyStore(directory: URL(fileURLWithPath: keys), dataDirectories: [dataURL]),
+            inventory: NotesSync.inventory)
+        let account = try AccountID("alice")
+        let vault = try await vaults.open(account)
+        let client = HTTPClient(configuration: .init(baseURL: server, policy: CallPolicy(maximumAttempts: 1)))
+        let engine = try SyncEngine(
+            vault: vault, remote: NotesRemote(client: client, account: account, token: token),
+            policies: NotesSync.policies, offline: NotesSync.offline, batchSize: Int(value("batch") ?? "100") ?? 100)
+        for existing in try await engine.entities("note").prefix(Int(value("edit") ?? "0") ?? 0) {
+            try await engine.update(
+                "note", id: existing.ref.id, fields: ["body": .string("edited in \(run)")], operation: "editNote")
+        }
+        for index in 0..<(Int(value("create") ?? "0") ?? 0) {
+            try await engine.create(
+                "note", id: "\(run)-\(index)", fields: ["title": .string("\(run) #\(index)")], operation: "createNote")
+        }
+        say("queued \(try await engine.outstandingCount())")
+        say("syncing")
+        let report = await engine.sync()
+        say("synced \(report.acknowledged) \(report.isComplete ? "complete" : "incomplete") \(try await engine.outstandingCount())")
     } catch {
         fail("\(error)")
     }
