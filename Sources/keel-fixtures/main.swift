@@ -183,7 +183,9 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sync-app" {
         say("queued \(try await engine.outstandingCount())")
         say("syncing")
         let report = await engine.sync()
-        say("synced \(report.acknowledged) \(report.isComplete ? "complete" : "incomplete") \(try await engine.outstandingCount())")
+        say(
+            "synced \(report.acknowledged) \(report.isComplete ? "complete" : "incomplete") \(try await engine.outstandingCount())"
+        )
     } catch {
         fail("\(error)")
     }

@@ -31,10 +31,11 @@ import Testing
                     client: world.client(baseURL: url), account: vault.account, token: tokens[vault.account]!)
                 return try SyncEngine(
                     vault: vault, remote: remote, policies: NotesSync.policies, offline: NotesSync.offline,
-                    random: .seeded(SyncDevice.seeds.withLock { next in
-                        defer { next += 1 }
-                        return next
-                    }))
+                    random: .seeded(
+                        SyncDevice.seeds.withLock { next in
+                            defer { next += 1 }
+                            return next
+                        }))
             }
         }
 
@@ -60,7 +61,8 @@ import Testing
         try await engine.vault.writeFile("media", named: "photo.jpg", contents: Data([0xFF, 0xD8, 0xFF, 0xE0]))
 
         engine = try await app.relaunch(.alice, online: false)
-        let pending = try await engine.create("note", id: "n2", fields: .note("Written offline"), operation: "createNote")
+        let pending = try await engine.create(
+            "note", id: "n2", fields: .note("Written offline"), operation: "createNote")
         #expect(await engine.sync().failure?.kind == .offline)
         #expect(try await engine.state(of: pending) == .pending)
         let requestsBefore = world.backend.requestLog.count
@@ -74,7 +76,9 @@ import Testing
         #expect(try await bob.vault.fileNames("drafts").isEmpty)
         #expect(try await bob.vault.fileNames("media").isEmpty)
         #expect(await bob.sync().failure?.kind == .offline)
-        await #expect(throws: SyncError.self) { try await engine.update("note", id: "n2", fields: [:], operation: "editNote") }
+        await #expect(throws: SyncError.self) {
+            try await engine.update("note", id: "n2", fields: [:], operation: "editNote")
+        }
 
         // Bob online: his sync sends nothing of Alice's and receives nothing of hers.
         let bobOnline = try await app.relaunch(.bob, online: true)
@@ -144,7 +148,8 @@ import Testing
         let vault = try await device.vaults.open(.alice)
         let gate = Gate()
         let remote = StubbornRemote(
-            inner: NotesRemote(client: world.client(), account: .alice, token: try await world.token(.alice)), gate: gate)
+            inner: NotesRemote(client: world.client(), account: .alice, token: try await world.token(.alice)),
+            gate: gate)
         let engine = try SyncEngine(
             vault: vault, remote: remote, policies: NotesSync.policies, offline: NotesSync.offline, random: .seeded(41))
         let change = try await engine.create("note", id: "n1", fields: .note("x"), operation: "createNote")

@@ -1,0 +1,97 @@
+import Foundation
+import KeelContract
+import KeelTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `keel backend`, run as the built binary: its first line, its admin endpoints, a clean stop on SIGTERM
+/// that still answers the request in flight, and data that survives a restart.
+@Suite(.timeLimit(.minutes(1))) struct BackendCommandTests {
+    /// Sends a request with a fresh session; the status and the JSON body.
+    func send(_ method: String, _ url: URL, json: String? = nil, headers: [String: String] = [:]) async throws -> (
+        Int, JSONValue?
+    ) {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.timeoutInterval = 10
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let json {
+            request.httpBody = Data(json.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        let (data, response) = try await session.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, try? JSONValue(parsing: data))
+    }
+
+    func start(_ data: URL) async throws -> (ChildProcess, URL) {
+        let child = try ChildProcess.launch(product: "keel", arguments: ["backend", "--data", data.path, "--admin"])
+        let first = try #require(try await child.nextLine(timeout: .seconds(20)))
+        #expect(first.hasPrefix("listening http://127.0.0.1:"), "\(first)")
+        return (child, try #require(URL(string: String(first.dropFirst("listening ".count)))))
+    }
+
+    @Test func theBackendServesStopsCleanlyOnSIGTERMAndKeepsItsData() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-command")
+        let data = directory.url("backend")
+        let (child, base) = try await start(data)
+        let (signInStatus, session) = try await send(
+            "POST", base.appendingPathComponent("sessions"), json: #"{"account": "alice"}"#)
+        #expect(signInStatus == 200)
+        let token = try #require(session?["token"]?.stringValue)
+        let (faultStatus, _) = try await send(
+            "POST", base.appendingPathComponent("_admin/fault"), json: #"{"mode": "none", "delayAcksMs": 600}"#)
+        #expect(faultStatus == 200)
+
+        // A batch in flight when SIGTERM arrives is still answered.
+        let inFlight = Task {
+            try await send(
+                "POST", base.appendingPathComponent("mutations"),
+                json: #"{"mutations": [{"id": "m1", "type": "create", "noteID": "n1", "title": "T"}]}"#,
+                headers: ["Authorization": "Bearer \(token)", "Idempotency-Key": "batch-0000000000000001"])
+        }
+        var applied: JSONValue?
+        for _ in 0..<400 where applied?["applied"]?["m1"] != 1 {
+            try await Task.sleep(for: .milliseconds(5))
+            applied = try await send("GET", base.appendingPathComponent("_admin/applied")).1
+        }
+        #expect(applied == ["applied": ["m1": 1], "entities": 1])
+        child.kill(signal: ChildProcess.Signal.terminate)
+        let (status, answer) = try await inFlight.value
+        #expect(status == 200 && answer?["results"]?[0]?["status"] == "applied")
+        #expect(try await child.waitForExit() == .exited(0))
+        let output = child.output(of: .standardOutput)
+        #expect(output.contains("POST /sessions 200 account=- traceparent=-"))
+        #expect(output.contains("POST /mutations 200 account=alice"))
+        #expect(output.hasSuffix("stopped\n"))
+
+        // Restarted on the same directory: the key, the note and the token are still there.
+        let (again, againBase) = try await start(data)
+        let (_, afterRestart) = try await send("GET", againBase.appendingPathComponent("_admin/applied"))
+        #expect(afterRestart == ["applied": ["m1": 1], "entities": 1])
+        let (feedStatus, feed) = try await send(
+            "GET", againBase.appendingPathComponent("changes"), headers: ["Authorization": "Bearer \(token)"])
+        #expect(feedStatus == 200 && feed?["changes"]?[0]?["id"] == "n1")
+        try again.writeLine("quit")
+        #expect(try await again.waitForExit() == .exited(0))
+    }
+
+    @Test func usageErrorsExitWith2() async throws {
+        for arguments in [["backend"], ["backend", "--data"], ["backend", "--data", "/tmp/x", "extra"]] {
+            let child = try ChildProcess.launch(product: "keel", arguments: arguments)
+            #expect(try await child.waitForExit() == .exited(2), "\(arguments)")
+        }
+        let help = try ChildProcess.launch(product: "keel", arguments: ["backend", "--help"])
+        #expect(try await help.waitForExit() == .exited(0))
+        let text = help.output(of: .standardOutput)
+        for endpoint in [
+            "/_admin/applied", "/_admin/fault", "/_admin/min-version", "delayAcksMs", "listening http://127.0.0.1:",
+        ] {
+            #expect(text.contains(endpoint))
+        }
+    }
+}
