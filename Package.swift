@@ -2,10 +2,11 @@
 //
 // Keel: the layer between a mobile app's screens and its backend.
 // Module map and dependency direction: docs/ARCHITECTURE.md.
-// Present: KeelCore, KeelContract, KeelSchema, KeelContractTools, KeelHTTP, KeelStore, KeelSync (so far the
-// durable operation journal), KeelLifecycle, KeelTesting, the `keel` tool and `keel-bench`. KeelReference and
-// keel-notes arrive with the issues that give them content, keeping the direction fixed here: KeelCore at the
-// bottom, KeelTesting beside the app-facing modules, C shims imported only by the module that wraps them.
+// Present: KeelCore, KeelContract, KeelSchema, KeelContractTools, KeelHTTP, KeelStore, KeelSync (operation
+// journal, outbox and sync engine), KeelLifecycle, KeelTesting, KeelReference (the reference backend and the
+// reference app's sync declarations), the `keel` tool and `keel-bench`. keel-notes arrives with the issue that
+// gives it content, keeping the direction fixed here: KeelCore at the bottom, KeelTesting beside the app-facing
+// modules, C shims imported only by the module that wraps them.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -83,7 +84,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "KeelStore", dependencies: ["KeelCore", "KeelCrypto", "CSQLite"], swiftSettings: swiftSettings),
-        // Where the client meets the store: the durable operation journal (outbox and sync to come).
+        // Where the client meets the store: the durable operation journal, the outbox and the sync engine.
         .target(
             name: "KeelSync", dependencies: ["KeelContract", "KeelCore", "KeelCrypto", "KeelHTTP", "KeelStore"],
             swiftSettings: swiftSettings),
@@ -97,7 +98,9 @@ let package = Package(
         // SQLite) and, built only on public API, the reference app model.
         .target(
             name: "KeelReference",
-            dependencies: ["KeelCore", "KeelContract", "KeelCrypto", "KeelHTTP", "KeelStore", "KeelSync", "KeelTesting"],
+            dependencies: [
+                "KeelCore", "KeelContract", "KeelCrypto", "KeelHTTP", "KeelStore", "KeelSync", "KeelTesting",
+            ],
             swiftSettings: swiftSettings),
 
         // MARK: - Executables
@@ -123,7 +126,7 @@ let package = Package(
             // CSQLite and CYAML directly: baselines are raw sqlite3 calls and libyaml parsing alone.
             dependencies: [
                 "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelLifecycle",
-                "KeelStore", "KeelStoreFixtures", "KeelSync", "KeelTesting",
+                "KeelReference", "KeelStore", "KeelStoreFixtures", "KeelSync", "KeelTesting",
                 "CSQLite", "CYAML",
             ],
             swiftSettings: swiftSettings
@@ -161,7 +164,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelSyncTests",
-            dependencies: ["KeelSync", "KeelHTTP", "KeelStore", "KeelCore", "KeelContract", "KeelReference", "KeelTesting"],
+            dependencies: [
+                "KeelSync", "KeelHTTP", "KeelStore", "KeelCore", "KeelContract", "KeelReference", "KeelTesting",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelReferenceTests",

@@ -21,19 +21,27 @@ struct Benchmark: Sendable {
     var bytesPerOperation: Int? = nil
     /// Creates the state both sides use (servers, files) and returns the two operations plus a teardown.
     let prepare: @Sendable () throws -> Sides
+    /// A benchmark that measures itself (memory in child processes, say) instead of timing two sides.
+    var custom: (@Sendable () async throws -> Measurement)? = nil
 
     struct Sides {
         let baseline: () async throws -> Void
         let candidate: () async throws -> Void
         let teardown: () -> Void
+        /// Untimed work before each batch of a side (fresh input for it).
+        var beforeBaseline: (() async throws -> Void)? = nil
+        var beforeCandidate: (() async throws -> Void)? = nil
 
         init(
             baseline: @escaping () async throws -> Void, candidate: @escaping () async throws -> Void,
-            teardown: @escaping () -> Void
+            teardown: @escaping () -> Void, beforeBaseline: (() async throws -> Void)? = nil,
+            beforeCandidate: (() async throws -> Void)? = nil
         ) {
             self.baseline = baseline
             self.candidate = candidate
             self.teardown = teardown
+            self.beforeBaseline = beforeBaseline
+            self.beforeCandidate = beforeCandidate
         }
     }
 }
@@ -50,6 +58,9 @@ struct Measurement: Encodable {
     let goalRatio: Double?
     /// Candidate throughput in MB/s, for benchmarks that process a known number of bytes.
     let candidateMBPerSecond: Double?
+    /// `sync.memory`: the peak RSS of a child process syncing 10k and 100k queued mutations.
+    var peakRSSMiB10k: Double? = nil
+    var peakRSSMiB100k: Double? = nil
 }
 
 /// Runs benchmarks the same way every time: a warm-up batch of each side, then `rounds` rounds in which
@@ -59,26 +70,28 @@ struct Harness {
     var rounds: Int
 
     func run(_ benchmark: Benchmark) async throws -> Measurement {
+        if let custom = benchmark.custom { return try await custom() }
         let sides = try benchmark.prepare()
         defer { sides.teardown() }
-        func batch(_ operation: () async throws -> Void) async throws -> Double {
+        func batch(_ operation: () async throws -> Void, before: (() async throws -> Void)?) async throws -> Double {
+            try await before?()
             let start = ContinuousClock.now
             for _ in 0..<benchmark.operations { try await operation() }
             let elapsed = ContinuousClock.now - start
             let seconds = elapsed.inSeconds
             return seconds / Double(benchmark.operations)
         }
-        _ = try await batch(sides.baseline)
-        _ = try await batch(sides.candidate)
+        _ = try await batch(sides.baseline, before: sides.beforeBaseline)
+        _ = try await batch(sides.candidate, before: sides.beforeCandidate)
         var baseline: [Double] = []
         var candidate: [Double] = []
         for round in 0..<rounds {
             if round.isMultiple(of: 2) {
-                baseline.append(try await batch(sides.baseline))
-                candidate.append(try await batch(sides.candidate))
+                baseline.append(try await batch(sides.baseline, before: sides.beforeBaseline))
+                candidate.append(try await batch(sides.candidate, before: sides.beforeCandidate))
             } else {
-                candidate.append(try await batch(sides.candidate))
-                baseline.append(try await batch(sides.baseline))
+                candidate.append(try await batch(sides.candidate, before: sides.beforeCandidate))
+                baseline.append(try await batch(sides.baseline, before: sides.beforeBaseline))
             }
         }
         if ProcessInfo.processInfo.environment["KEEL_BENCH_TRACE"] != nil {

@@ -23,6 +23,9 @@ enum KeelBench {
         VaultBenchmarks.read,
         JournalBenchmarks.write,
         LifecycleBenchmarks.restore,
+        SyncBenchmarks.enqueue,
+        SyncBenchmarks.push,
+        SyncBenchmarks.memory,
     ]
 
     static let usage = """
@@ -42,6 +45,25 @@ enum KeelBench {
         """
 
     static func main() async {
+        // The child process of sync.memory (not an option for people): its own heap, measured alone.
+        if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "--child-sync-memory" {
+            let options = Dictionary(
+                stride(from: 3, to: CommandLine.arguments.count - 1, by: 2).map {
+                    (CommandLine.arguments[$0], CommandLine.arguments[$0 + 1])
+                }, uniquingKeysWith: { $1 })
+            guard let count = Int(CommandLine.arguments[2]),
+                let server = options["--server"].flatMap(URL.init(string:)),
+                let token = options["--token"], let directory = options["--dir"]
+            else { fail("--child-sync-memory N --server URL --token T --dir DIR") }
+            do {
+                try await SyncBenchmarks.runMemoryChild(
+                    count: count, server: server, token: token, directory: URL(fileURLWithPath: directory))
+                exit(0)
+            } catch {
+                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+                exit(1)
+            }
+        }
         var filters: [String] = []
         var rounds = 15
         var json = false

@@ -13,7 +13,7 @@ enum StoreBenchmarks {
     /// A raw connection opened exactly like Keel's writer.
     final class RawDatabase {
         let handle: OpaquePointer
-        init(path: String, readOnly: Bool = false) throws {
+        init(path: String, readOnly: Bool = false, synchronous: String = "NORMAL") throws {
             var db: OpaquePointer?
             let flags =
                 (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
@@ -24,7 +24,7 @@ enum StoreBenchmarks {
             sqlite3_busy_timeout(db, 5000)
             if !readOnly {
                 try exec("PRAGMA journal_mode = WAL")
-                try exec("PRAGMA synchronous = NORMAL")
+                try exec("PRAGMA synchronous = \(synchronous)")
             }
             try exec("PRAGMA foreign_keys = ON")
         }

@@ -105,7 +105,7 @@ import Testing
 
     /// DATA-006.2: the backend holds Alice's acknowledgement until after the app switched to Bob. The switch
     /// waits for Alice's sync to stop (its call cancelled); the late answer changes nothing in either vault;
-    /// Alice's change is still `sending` and is confirmed (applied once) when she comes back.
+    /// Alice's change is still outstanding and is confirmed (applied once) when she comes back.
     @Test func aLateAnswerOfTheOldSessionIsWrittenNowhere() async throws {
         let world = try SyncWorld()
         let tokens = [AccountID.alice: try await world.token(.alice), .bob: try await world.token(.bob)]
@@ -134,14 +134,17 @@ import Testing
 
         world.backend.setFault(.none)
         let back = try await app.accounts.activate(.alice)
-        #expect(try await back.state(of: change) == .sending)  // the late answer was not taken as success
+        // The late answer was not taken as success: the change is still outstanding (`pending` — its answer was
+        // never learned) and goes again with its key.
+        #expect(try await back.state(of: change) == .pending)
+        #expect(try await back.settlement(of: change.id) == nil)
         #expect(await back.sync().isComplete)
         #expect(try await back.state(of: change) == .synced)
         #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)
     }
 
     /// The engine's own fence: a remote that ignores cancellation and answers after the engine was stopped
-    /// gets its answer dropped — the change stays `sending`, nothing is acknowledged.
+    /// gets its answer dropped — the change stays outstanding, nothing is acknowledged.
     @Test func anAnswerArrivingAfterStopIsDropped() async throws {
         let world = try SyncWorld()
         let device = try world.device("phone")
@@ -165,7 +168,8 @@ import Testing
         await #expect(throws: SyncError.self) { try await engine.outbox() }  // stopped: refused
         await device.vaults.close()
         let reopened = try await device.engine(.alice)
-        #expect(try await reopened.state(of: change) == .sending)
+        #expect(try await reopened.state(of: change) == .pending)
+        #expect(try await reopened.settlement(of: change.id) == nil)
     }
 }
 

@@ -38,7 +38,8 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
         if value == value.rounded(), abs(value) < 1e15 {
             self.init(literal: String(Int64(value)))!
         } else {
-            self.init(literal: "\(value)".replacingOccurrences(of: "e+", with: "e"))!
+            let text = value.description
+            self.init(literal: text.contains("e+") ? text.replacingOccurrences(of: "e+", with: "e") : text)!
         }
     }
 

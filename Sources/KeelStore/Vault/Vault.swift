@@ -40,6 +40,8 @@ public final class Vault: Sendable {
         var sealers: [KeyID: RecordSealer] = [:]
         var pools: [Dataset.BackupPolicy: DatabasePool] = [:]
         var tables: Set<String> = []
+        /// Prepared accesses for writing, per dataset (statements built once; the sealer of the current key).
+        var accesses: [String: Access] = [:]
     }
 
     init(
@@ -378,6 +380,21 @@ public final class Vault: Sendable {
 
     private func prepare(_ dataset: String, writing: Bool, file: String? = nil) throws -> Access {
         try requireOpen()
+        // The common case, once a dataset was written: its access, with the sealer of the key the manifest names.
+        if file == nil,
+            let cached = state.withLock({ state -> Access? in
+                guard let access = state.accesses[dataset] else { return nil }
+                return access.sealer?.keyID == state.manifest.datasets[dataset]?.keyID ? access : nil
+            })
+        {
+            return cached
+        }
+        let access = try prepareUncached(dataset, writing: writing, file: file)
+        if access.sealer != nil || !access.sealed { state.withLock { $0.accesses[dataset] = access } }
+        return access
+    }
+
+    private func prepareUncached(_ dataset: String, writing: Bool, file: String?) throws -> Access {
         let declaration = try declaration(of: dataset)
         if let file, !VaultFiles.isSafeComponent(file) {
             throw VaultError(
@@ -494,7 +511,7 @@ public final class Vault: Sendable {
         let key = access.table + "@" + access.declaration.backup.rawValue
         guard !state.withLock({ $0.tables.contains(key) }) else { return }
         try db.execute(
-            "CREATE TABLE IF NOT EXISTS \(DataStore.quoted(access.table)) (id TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, updated_at REAL NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS \(DataStore.quoted(access.table)) (id TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, updated_at REAL NOT NULL) WITHOUT ROWID"
         )
         if state.withLock({ $0.manifest.datasets[access.dataset]?.hasRecords }) != true {
             try fileQueue.sync { try markWritten(access, files: false) }
@@ -591,6 +608,7 @@ public final class Vault: Sendable {
         state.withLock { state in
             state.sealers.removeAll()
             state.pools.removeAll()
+            state.accesses.removeAll()
         }
     }
 }

@@ -122,7 +122,9 @@ enum VaultFiles {
     {
         let file = directory + "/" + database(policy)
         let pool: DatabasePool
-        do throws(DatabaseError) { pool = try DatabasePool(path: file) } catch {
+        do throws(DatabaseError) {
+            pool = try DatabasePool(path: file, configuration: DatabaseConfiguration(synchronous: Vaults.synchronous))
+        } catch {
             throw VaultError(
                 code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
                 namespace: namespace, message: "\(file): \(error.description)", underlying: error)

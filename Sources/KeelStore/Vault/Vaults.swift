@@ -72,6 +72,11 @@ public actor Vaults {
         }
     }
 
+    /// How vault databases commit: `full` — every write that returned is on disk, across power loss as well
+    /// as a crash (an outbox entry may be the only copy of what the user did). One sync of the WAL per
+    /// transaction; batch writes into one transaction where there are many.
+    public static let synchronous: DatabaseConfiguration.Synchronous = .full
+
     /// The namespaces of the vaults on disk (account ids are never stored, only their namespaces).
     public nonisolated func namespaces() -> [VaultNamespace] {
         VaultFiles.namespaces(under: root)

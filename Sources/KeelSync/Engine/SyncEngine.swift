@@ -80,6 +80,11 @@ public actor SyncEngine {
     let pullLimit: Int
 
     private var nextSequence: UInt64?
+    /// The changes of the batch on its way now: `sending`. Not written to the outbox (an entry found
+    /// `pending` after a relaunch is sent with its key all the same); written as `sending` only when the
+    /// outcome of a push is unknown.
+    private var inFlight: Set<String> = []
+    private var reservedUpTo: UInt64 = 0
     private var stopped = false
     private var running: Task<SyncReport, Never>?
     /// What the engine knows about the network.
@@ -149,11 +154,21 @@ public actor SyncEngine {
     private func enqueue(_ kind: MutationKind, _ ref: EntityRef, fields: JSONObject, operation: String)
         async throws(SyncError) -> PendingMutation
     {
+        try await enqueue([LocalChange(kind: kind, entity: ref, fields: fields)], operation: operation)[0]
+    }
+
+    /// Puts several changes into the outbox in one transaction — all of them or none (an import, "delete
+    /// these 20 notes") — and returns them in order.
+    ///
+    /// - Throws: as ``create(_:id:fields:operation:)``, for the first change that cannot be made; then
+    ///   nothing is queued.
+    @discardableResult
+    public func enqueue(_ changes: [LocalChange], operation: String) async throws(SyncError) -> [PendingMutation] {
         try requireRunning()
-        guard policies.policy(for: ref.type) != nil else {
+        guard !changes.isEmpty else { return [] }
+        for type in Set(changes.map(\.entity.type)).sorted() where policies.policy(for: type) == nil {
             throw SyncError(
-                code: .noConflictPolicy, subject: ref.type,
-                message: "\(ref.type) has no conflict policy: it cannot be synced")
+                code: .noConflictPolicy, subject: type, message: "\(type) has no conflict policy: it cannot be synced")
         }
         guard offline.scenario(for: operation) != nil else {
             if connectivity == .offline {
@@ -165,35 +180,43 @@ public actor SyncEngine {
                 message: "no offline scenario declares \(operation): send it with the HTTP client instead of the outbox"
             )
         }
-        let sequence = try await takeSequence()
-        let mutation = PendingMutation(
-            id: UUID.make(random).uuidString.lowercased(), idempotencyKey: IdempotencyKey.make(using: random),
-            correlationID: CorrelationID.make(using: random), entity: ref, kind: kind, baseVersion: nil,
-            fields: fields, operation: operation, createdAt: clock.now(), sequence: sequence)
+        let first = try await takeSequences(changes.count)
+        let now = clock.now()
+        let mutations = changes.enumerated().map { offset, change in
+            PendingMutation(
+                id: UUID.make(random).uuidString.lowercased(), idempotencyKey: IdempotencyKey.make(using: random),
+                correlationID: CorrelationID.make(using: random), entity: change.entity, kind: change.kind,
+                baseVersion: nil, fields: change.fields, operation: operation, createdAt: now,
+                sequence: first + UInt64(offset))
+        }
         let storage = storage
         return try await storageCall {
             try await self.vault.write(storage.all) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
-                var record = try Self.entity(ref, in: entities) ?? EntityRecord(ref: ref)
-                switch kind {
-                case .create where record.exists:
-                    throw SyncError(code: .invalidChange, subject: ref.description, message: "it exists already")
-                case .update where !record.exists, .delete where !record.exists:
-                    throw SyncError(code: .invalidChange, subject: ref.description, message: "it does not exist here")
-                default: break
+                var records: [EntityRef: EntityRecord] = [:]
+                var queued: [PendingMutation] = []
+                for var mutation in mutations {
+                    let ref = mutation.entity
+                    var record = try records[ref] ?? Self.entity(ref, in: entities) ?? EntityRecord(ref: ref)
+                    switch mutation.kind {
+                    case .create where record.exists:
+                        throw SyncError(code: .invalidChange, subject: ref.description, message: "it exists already")
+                    case .update where !record.exists, .delete where !record.exists:
+                        throw SyncError(
+                            code: .invalidChange, subject: ref.description, message: "it does not exist here")
+                    default: break
+                    }
+                    // Made against the newest version this device knows (nil on top of a create the server has
+                    // not confirmed); acknowledging an earlier outstanding change moves this base along.
+                    mutation.baseVersion = mutation.kind == .create ? nil : record.server?.version
+                    try outbox.put(SyncRecords.outboxID(mutation.sequence), SyncRecords.encode(mutation.json))
+                    record.outstanding.append(mutation.sequence)
+                    record.apply(mutation)
+                    records[ref] = record
+                    queued.append(mutation)
                 }
-                var queued = mutation
-                // The change is made against the newest version this device knows; if an earlier change of the
-                // entity is still outstanding, acknowledging that one moves this base along.
-                queued.baseVersion = kind == .create ? nil : record.server?.version
-                if kind != .create, record.server == nil {
-                    queued.baseVersion = nil  // made on top of a create that is not confirmed yet
-                }
-                try outbox.put(SyncRecords.outboxID(sequence), SyncRecords.encode(queued.json))
-                record.outstanding.append(sequence)
-                try record.rebuild(with: Self.outstanding(record, in: outbox))
-                try entities.put(record.recordID, SyncRecords.encode(record.json))
+                for record in records.values { try entities.put(record.recordID, SyncRecords.encode(record.json)) }
                 return queued
             }
         }
@@ -205,13 +228,14 @@ public actor SyncEngine {
     public func entity(_ type: String, id: String) async throws(SyncError) -> SyncedEntity? {
         try requireRunning()
         let storage = storage
+        let sending = inFlight
         return try await storageCall {
             try await self.vault.read(storage.all) { transaction in
                 guard
                     let record = try Self.entity(
                         EntityRef(type: type, id: id), in: transaction.records(storage.entities))
                 else { return nil }
-                return try Self.synced(record, outbox: transaction.records(storage.outbox))
+                return try Self.synced(record, outbox: transaction.records(storage.outbox), sending: sending)
             }
         }
     }
@@ -221,6 +245,7 @@ public actor SyncEngine {
     public func entities(_ type: String) async throws(SyncError) -> [SyncedEntity] {
         try requireRunning()
         let storage = storage
+        let sending = inFlight
         return try await storageCall {
             try await self.vault.read(storage.all) { transaction in
                 let entities = try transaction.records(storage.entities)
@@ -233,7 +258,7 @@ public actor SyncEngine {
                         guard id.hasPrefix(type + "/") else { return result }
                         guard let data = try entities.get(id) else { continue }
                         let record = try EntityRecord(json: SyncRecords.decode(data, "entity"))
-                        result.append(try Self.synced(record, outbox: outbox))
+                        result.append(try Self.synced(record, outbox: outbox, sending: sending))
                     }
                     guard let last = ids.last, ids.count == 500 else { return result }
                     after = last
@@ -246,7 +271,9 @@ public actor SyncEngine {
     /// was settled otherwise (see ``settlement(of:)``) or is unknown.
     public func state(of mutation: PendingMutation) async throws(SyncError) -> ItemState? {
         try requireRunning()
-        if let current = try await outboxEntry(mutation.sequence), current.id == mutation.id { return current.state }
+        if let current = try await outboxEntry(mutation.sequence), current.id == mutation.id {
+            return inFlight.contains(current.id) ? .sending : current.state
+        }
         if case .applied? = try await settlement(of: mutation.id) { return .synced }
         return nil
     }
@@ -505,6 +532,8 @@ public actor SyncEngine {
             guard !fenced else { return false }
             let batch = try await takeBatch()
             guard !batch.isEmpty else { return true }
+            inFlight = Set(batch.map(\.id))
+            defer { inFlight = [] }
             let key = Self.batchKey(batch)
             let results: [PushResult]
             do throws(HTTPFailure) {
@@ -594,13 +623,12 @@ public actor SyncEngine {
         }
     }
 
-    /// The next batch: the oldest sendable change of each entity whose earlier changes are all settled,
-    /// marked `sending` (durably, before anything is sent).
+    /// The next batch: the oldest sendable change of each entity whose earlier changes are all settled.
     private func takeBatch() async throws(SyncError) -> [PendingMutation] {
         let storage = storage
         let limit = batchSize
         return try await storageCall {
-            try await self.vault.write(storage.outbox) { outbox in
+            try await self.vault.read(storage.outbox) { outbox in
                 var batch: [PendingMutation] = []
                 var seen: Set<EntityRef> = []
                 var after: String?
@@ -615,7 +643,6 @@ public actor SyncEngine {
                         guard entry.state == .pending || entry.state == .sending else { continue }
                         entry.state = .sending
                         entry.attempts += 1
-                        try outbox.put(id, SyncRecords.encode(entry.json))
                         batch.append(entry)
                         if batch.count == limit { break scanning }
                     }
@@ -652,11 +679,13 @@ public actor SyncEngine {
                     guard entry.id == sent.id else { continue }
                     entry.failure = recorded
                     switch failure.outcome {
-                    case .unknown: entry.state = .sending
-                    case .notSent:
+                    case .unknown:
+                        entry.state = .sending
+                        entry.attempts += 1
+                    case .notSent: entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
+                    case .rejected:
                         entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
-                        entry.attempts = max(0, entry.attempts - 1)
-                    case .rejected: entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
+                        entry.attempts += 1
                     }
                     try outbox.put(id, SyncRecords.encode(entry.json))
                 }
@@ -671,14 +700,7 @@ public actor SyncEngine {
         let storage = storage
         let policies = policies
         let now = clock.now()
-        var replacements: [String: (String, IdempotencyKey, CorrelationID)] = [:]
-        for mutation in batch {
-            replacements[mutation.id] = (
-                UUID.make(random).uuidString.lowercased(), IdempotencyKey.make(using: random),
-                CorrelationID.make(using: random)
-            )
-        }
-        let frozen = replacements
+        let random = random
         let counts = try await storageCall {
             try await self.vault.write(storage.all) { transaction in
                 var counts = (acknowledged: 0, conflicts: 0, rejected: 0)
@@ -704,10 +726,11 @@ public actor SyncEngine {
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
                         let (outcome, decisions) = ConflictResolver.resolve(
                             entry, base: base, server: server, policies: policies)
-                        let (newID, newKey, newCorrelation) = frozen[entry.id]!
                         func replacement(_ kind: MutationKind, _ fields: JSONObject) -> PendingMutation {
                             PendingMutation(
-                                id: newID, idempotencyKey: newKey, correlationID: newCorrelation, entity: entry.entity,
+                                id: UUID.make(random).uuidString.lowercased(),
+                                idempotencyKey: IdempotencyKey.make(using: random),
+                                correlationID: CorrelationID.make(using: random), entity: entry.entity,
                                 kind: kind, baseVersion: server.version, fields: fields, operation: entry.operation,
                                 createdAt: now, sequence: entry.sequence, replaces: entry.id)
                         }
@@ -728,6 +751,7 @@ public actor SyncEngine {
                             )
                         case .manual(let unresolved, let proposal):
                             entry.state = .conflicted
+                            entry.attempts += 1
                             entry.failure = SyncFailure(kind: .conflict, outcome: .rejected, status: 200)
                             try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry.json))
                             let conflict = ConflictRecord(
@@ -740,6 +764,7 @@ public actor SyncEngine {
                     case .rejected(let code):
                         counts.rejected += 1
                         entry.state = .failed
+                        entry.attempts += 1
                         entry.failure = SyncFailure(
                             kind: code == "not_found" ? .conflict : .validation, outcome: .rejected, status: 200,
                             errorCode: code)
@@ -828,8 +853,12 @@ public actor SyncEngine {
         }
     }
 
-    static func synced(_ record: EntityRecord, outbox: VaultRecords) throws -> SyncedEntity {
-        let changes = try outstanding(record, in: outbox)
+    static func synced(_ record: EntityRecord, outbox: VaultRecords, sending: Set<String>) throws -> SyncedEntity {
+        let changes = try outstanding(record, in: outbox).map { change in
+            var change = change
+            if sending.contains(change.id) { change.state = .sending }
+            return change
+        }
         let worst = changes.max { $0.state.severity < $1.state.severity }
         return SyncedEntity(
             ref: record.ref, fields: record.visible, isDeleted: record.visibleDeleted,
@@ -847,33 +876,37 @@ public actor SyncEngine {
         }
     }
 
-    /// The next outbox sequence number (loaded once from the outbox's last entry).
-    private func takeSequence() async throws(SyncError) -> UInt64 {
+    /// `count` consecutive outbox sequence numbers, the first returned (loaded once from the outbox's last
+    /// entry and the stored high-water mark, so numbers never repeat after settled entries left).
+    private func takeSequences(_ count: Int) async throws(SyncError) -> UInt64 {
+        let storage = storage
         if nextSequence == nil {
-            let storage = storage
-            let last = try await storageCall {
-                try await self.vault.read(storage.outbox) { try $0.lastID().flatMap { UInt64($0) } }
-            }
-            // Settled entries leave the outbox; the state keeps the high-water mark so numbers never repeat.
-            let mark = try await storageCall {
-                try await self.vault.read(storage.state) { state in
-                    try state.get("sequence").flatMap { try SyncRecords.decode($0, "sequence")["next"]?.int }
+            let (last, mark) = try await storageCall {
+                try await self.vault.read([storage.outbox, storage.state]) { transaction in
+                    (
+                        try transaction.records(storage.outbox).lastID().flatMap { UInt64($0) },
+                        try transaction.records(storage.state).get("sequence").flatMap {
+                            try SyncRecords.decode($0, "sequence")["next"]?.int
+                        }
+                    )
                 }
             }
             nextSequence = max((last ?? 0) + 1, UInt64(mark ?? 1))
+            reservedUpTo = nextSequence! - 1
         }
-        let sequence = nextSequence!
-        nextSequence = sequence + 1
-        if sequence % 1024 == 1 || sequence == 1 {
-            let storage = storage
-            let mark = sequence + 1024
+        let first = nextSequence!
+        nextSequence = first + UInt64(count)
+        if nextSequence! - 1 > reservedUpTo {
+            // Reserve ahead in blocks, so most enqueues write no extra record.
+            let mark = nextSequence! + 1024
             try await storageCall {
                 try await self.vault.write(storage.state) { state in
                     try state.put("sequence", SyncRecords.encode(["next": .number(JSONNumber(Int64(mark)))]))
                 }
             }
+            reservedUpTo = mark - 1
         }
-        return sequence
+        return first
     }
 
     /// Runs a vault call, turning its errors into ``SyncError`` (a ``SyncError`` thrown inside passes as it is).
@@ -889,7 +922,9 @@ public actor SyncEngine {
 extension UUID {
     /// A version 4 UUID from `random` (seeded in tests).
     static func make(_ random: RandomSource) -> UUID {
-        var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        for word in [random.next(), random.next()] { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return UUID(

@@ -143,11 +143,12 @@ struct EntityRecord {
 
     var json: JSONValue {
         var object: JSONObject = [
-            "v": 1, "type": .string(ref.type), "id": .string(ref.id), "visible": .object(visible),
-            "visibleDeleted": .bool(visibleDeleted),
+            "v": 1, "type": .string(ref.type), "id": .string(ref.id), "visibleDeleted": .bool(visibleDeleted),
             "outstanding": .array(outstanding.map { .number(JSONNumber(Int64(bitPattern: $0))) }),
         ]
         if let server { object["server"] = SyncRecords.json(of: server) }
+        // Most of the time nothing is outstanding and the user sees the server's fields: kept once.
+        if !(outstanding.isEmpty && server?.fields == visible) { object["visible"] = .object(visible) }
         return .object(object)
     }
 
@@ -161,11 +162,11 @@ struct EntityRecord {
 
     init(json: JSONValue) throws(SyncError) {
         guard json["v"]?.int == 1, let type = json["type"]?.stringValue, let id = json["id"]?.stringValue,
-            let visible = json["visible"]?.object, let visibleDeleted = json["visibleDeleted"]?.bool,
-            case .array(let outstanding)? = json["outstanding"]
+            let visibleDeleted = json["visibleDeleted"]?.bool, case .array(let outstanding)? = json["outstanding"]
         else { throw SyncRecords.damaged("entity") }
         ref = EntityRef(type: type, id: id)
         server = try json["server"].map { value throws(SyncError) in try SyncRecords.remoteEntity(value) }
+        guard let visible = json["visible"]?.object ?? server?.fields else { throw SyncRecords.damaged("entity") }
         self.visible = visible
         self.visibleDeleted = visibleDeleted
         self.outstanding = outstanding.compactMap { $0.int.map { UInt64(bitPattern: Int64($0)) } }
@@ -175,16 +176,19 @@ struct EntityRecord {
     mutating func rebuild(with changes: [PendingMutation]) {
         visible = server?.fields ?? [:]
         visibleDeleted = server?.isDeleted ?? false
-        for change in changes {
-            switch change.kind {
-            case .create:
-                visibleDeleted = false
-                for (name, value) in change.fields { visible[name] = value }
-            case .update:
-                for (name, value) in change.fields { visible[name] = value }
-            case .delete:
-                visibleDeleted = true
-            }
+        for change in changes { apply(change) }
+    }
+
+    /// Puts one more change on top of what the user sees.
+    mutating func apply(_ change: PendingMutation) {
+        switch change.kind {
+        case .create:
+            visibleDeleted = false
+            for (name, value) in change.fields { visible[name] = value }
+        case .update:
+            for (name, value) in change.fields { visible[name] = value }
+        case .delete:
+            visibleDeleted = true
         }
     }
 }

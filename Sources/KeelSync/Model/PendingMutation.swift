@@ -38,8 +38,9 @@ public enum MutationKind: String, Sendable, Hashable, CaseIterable {
 public enum ItemState: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Saved on the device, waiting to be sent.
     case pending
-    /// Sent (or being sent) and not acknowledged yet; after a relaunch it is sent again with the same
-    /// idempotency key.
+    /// On its way, or sent without an answer (the outcome is unknown); sent again with the same idempotency
+    /// key. A change whose answer was never learned because the app was killed or the account switched while
+    /// it was on its way is `pending` again: it goes with the same key all the same.
     case sending
     /// The backend confirmed it.
     case synced
@@ -151,7 +152,7 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
     public let fields: JSONObject
     /// The operation of the offline scenario it was made by (`editNote`).
     public let operation: String
-    /// When it was made (wall clock).
+    /// When it was made (wall clock, to the millisecond).
     public let createdAt: Date
     /// How many times it was sent.
     public internal(set) var attempts: Int
@@ -191,7 +192,8 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
             "v": 1, "id": .string(id), "key": .string(idempotencyKey.rawValue),
             "correlation": .string(correlationID.rawValue), "type": .string(entity.type),
             "entity": .string(entity.id), "kind": .string(kind.rawValue), "fields": .object(fields),
-            "operation": .string(operation), "createdAt": .number(JSONNumber(createdAt.timeIntervalSince1970)),
+            "operation": .string(operation),
+            "createdAt": .number(JSONNumber(Int64((createdAt.timeIntervalSince1970 * 1000).rounded()))),
             "attempts": .number(JSONNumber(Int64(attempts))), "state": .string(state.rawValue),
             "sequence": .number(JSONNumber(Int64(bitPattern: sequence))),
         ]
@@ -209,14 +211,15 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
             let type = json["type"]?.stringValue, let entity = json["entity"]?.stringValue,
             let kind = json["kind"]?.stringValue.flatMap(MutationKind.init(rawValue:)),
             case .object(let fields)? = json["fields"], let operation = json["operation"]?.stringValue,
-            let createdAt = json["createdAt"]?.double, let attempts = json["attempts"]?.int,
+            let createdAtMilliseconds = json["createdAt"]?.double, let attempts = json["attempts"]?.int,
             let state = json["state"]?.stringValue.flatMap(ItemState.init(rawValue:)),
             let sequence = json["sequence"]?.int
         else { throw SyncRecords.damaged("outbox entry") }
         self.init(
             id: id, idempotencyKey: IdempotencyKey(key), correlationID: correlationID,
             entity: EntityRef(type: type, id: entity), kind: kind, baseVersion: json["base"]?.int, fields: fields,
-            operation: operation, createdAt: Date(timeIntervalSince1970: createdAt), attempts: attempts, state: state,
+            operation: operation, createdAt: Date(timeIntervalSince1970: createdAtMilliseconds / 1000),
+            attempts: attempts, state: state,
             failure: try json["failure"].map { value throws(SyncError) in try SyncFailure(json: value) },
             sequence: UInt64(bitPattern: Int64(sequence)), replaces: json["replaces"]?.stringValue)
     }
@@ -241,5 +244,36 @@ extension JSONValue {
     var object: JSONObject? {
         if case .object(let value) = self { return value }
         return nil
+    }
+}
+
+/// One change for ``SyncEngine/enqueue(_:operation:)``.
+public struct LocalChange: Sendable, Hashable {
+    /// What it does.
+    public let kind: MutationKind
+    /// The entity it changes.
+    public let entity: EntityRef
+    /// The fields it sets (empty for a delete).
+    public let fields: JSONObject
+
+    init(kind: MutationKind, entity: EntityRef, fields: JSONObject) {
+        self.kind = kind
+        self.entity = entity
+        self.fields = fields
+    }
+
+    /// Creates entity `id` of `type` with `fields`.
+    public static func create(_ type: String, id: String, fields: JSONObject) -> LocalChange {
+        LocalChange(kind: .create, entity: EntityRef(type: type, id: id), fields: fields)
+    }
+
+    /// Sets `fields` of entity `id` of `type`.
+    public static func update(_ type: String, id: String, fields: JSONObject) -> LocalChange {
+        LocalChange(kind: .update, entity: EntityRef(type: type, id: id), fields: fields)
+    }
+
+    /// Deletes entity `id` of `type`.
+    public static func delete(_ type: String, id: String) -> LocalChange {
+        LocalChange(kind: .delete, entity: EntityRef(type: type, id: id), fields: [:])
     }
 }
