@@ -170,7 +170,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelReferenceTests",
-            dependencies: ["KeelReference", "KeelContract", "KeelCore", "KeelHTTP", "KeelTesting"],
+            dependencies: ["KeelReference", "KeelContract", "KeelCore", "KeelHTTP", "KeelSync", "KeelTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"],

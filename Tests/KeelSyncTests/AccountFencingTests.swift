@@ -134,9 +134,9 @@ import Testing
 
         world.backend.setFault(.none)
         let back = try await app.accounts.activate(.alice)
-        // The late answer was not taken as success: the change is still outstanding (`pending` — its answer was
-        // never learned) and goes again with its key.
-        #expect(try await back.state(of: change) == .pending)
+        // The late answer was not taken as success: the change is `sending` (sent, answer never learned) and
+        // goes again with its key.
+        #expect(try await back.state(of: change) == .sending)
         #expect(try await back.settlement(of: change.id) == nil)
         #expect(await back.sync().isComplete)
         #expect(try await back.state(of: change) == .synced)
@@ -168,7 +168,7 @@ import Testing
         await #expect(throws: SyncError.self) { try await engine.outbox() }  // stopped: refused
         await device.vaults.close()
         let reopened = try await device.engine(.alice)
-        #expect(try await reopened.state(of: change) == .pending)
+        #expect(try await reopened.state(of: change) == .sending)
         #expect(try await reopened.settlement(of: change.id) == nil)
     }
 }

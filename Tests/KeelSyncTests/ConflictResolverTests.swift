@@ -25,7 +25,8 @@ import Testing
         PendingMutation(
             id: "m1", idempotencyKey: IdempotencyKey("key-0000000000000001"),
             correlationID: CorrelationID.make(using: .seeded(1)), entity: EntityRef(type: "t", id: "1"), kind: kind,
-            baseVersion: 3, fields: fields, operation: "edit", createdAt: Date(timeIntervalSince1970: 0), sequence: 1)
+            baseVersion: 3, fields: fields, previous: [:], operation: "edit", createdAt: Date(timeIntervalSince1970: 0),
+            sequence: 1)
     }
 
     func server(_ fields: JSONObject, deleted: Bool = false) -> RemoteEntity {
@@ -45,6 +46,15 @@ import Testing
         #expect(decisions["plain"] == "serverWins" && decisions["a"] == "clientWins")
         #expect(decisions["n"] == "merge(additive)" && decisions["s"] == "merge(setUnion)")
         #expect(decisions["same"] == nil && decisions["mine"] == nil)
+    }
+
+    /// Two increments that read the same (5 → 6 here and on the server) are still two.
+    @Test func aMergeIsAppliedEvenWhenBothSidesReadTheSame() throws {
+        let (outcome, decisions) = ConflictResolver.resolve(
+            mutation(["n": 6, "s": ["x"]]), base: ["n": 5, "s": []], server: server(["n": 6, "s": ["x"]]),
+            policies: try policies())
+        #expect(outcome == .send(["n": 7]))  // the union of equal sets changes nothing: not sent
+        #expect(decisions["n"] == "merge(additive)")
     }
 
     @Test func aManualFieldKeepsTheConflictAndProposesTheRest() throws {

@@ -205,3 +205,58 @@ import Testing
         #expect(policies.declaration == ["note: manual — text"])
     }
 }
+
+/// Edges of the outbox the happy paths do not reach.
+@Suite(.timeLimit(.minutes(1))) struct OutboxEdgeTests {
+    /// Enqueues racing right after launch each get their own place in the outbox: none overwrites another.
+    @Test func concurrentEnqueuesNeverShareAnOutboxEntry() async throws {
+        let world = try SyncWorld()
+        let engine = try await world.device("phone").engine(.alice)
+        let changes = try await withThrowingTaskGroup(of: PendingMutation.self) { group in
+            for index in 0..<24 {
+                group.addTask {
+                    try await engine.create(
+                        "note", id: "n\(index)", fields: .note("N\(index)"), operation: "createNote")
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(changes.map(\.sequence)).count == 24)
+        #expect(try await engine.outstandingCount() == 24)
+        #expect(await engine.sync().acknowledged == 24)
+        #expect(try world.backend.noteCount() == 24)
+    }
+
+    /// A change that went out without a known answer may already be applied: it cannot be discarded as if it
+    /// never left, and it reads `sending` until the backend answers.
+    @Test func aChangeSentWithoutAKnownAnswerCannotBeDiscarded() async throws {
+        let world = try SyncWorld()
+        let engine = try await world.device("phone").engine(.alice)
+        let change = try await engine.create("note", id: "n1", fields: .note("x"), operation: "createNote")
+        world.backend.setFault(.init(mode: .drop))
+        _ = await engine.sync()
+        #expect(try await engine.state(of: change) == .sending)
+        await #expect(throws: SyncError.self) { try await engine.discard(change) }
+        world.backend.setFault(.none)
+        _ = await engine.sync()
+        #expect(try await engine.state(of: change) == .synced)
+    }
+
+    /// A scenario that shows a type without a conflict policy is refused when the engine is made.
+    @Test func anEngineForATypeWithoutAPolicyIsRefused() async throws {
+        let world = try SyncWorld()
+        let vault = try await world.device("phone").vaults.open(.alice)
+        let offline = try OfflineContract([
+            OfflineScenario(
+                name: "tasks", operations: ["editTask"], entityTypes: ["task"], maximumStaleness: .seconds(60),
+                display: .banner, conditions: [.manual])
+        ])
+        let remote = NotesRemote(client: world.client(), account: .alice, token: "t")
+        do {
+            _ = try SyncEngine(vault: vault, remote: remote, policies: NotesSync.policies, offline: offline)
+            Issue.record("an engine for a type without a policy was made")
+        } catch {
+            #expect(error.code == .noConflictPolicy && error.subject == "task")
+        }
+    }
+}

@@ -147,7 +147,7 @@ import Testing
         let conflict = try #require(try await reopened.conflicts().first)
         #expect(conflict.unresolvedFields == ["title"])
         #expect(conflict.local["title"] == "From phone" && conflict.server.fields["title"] == "From tablet")
-        #expect(conflict.base?["title"] == "T" && conflict.server.version == 2)
+        #expect(conflict.base["title"] == "T" && conflict.server.version == 2)
         #expect(conflict.proposal["tags"] == ["x", "t", "p"])
 
         // Later changes of the note wait behind the conflict.
@@ -166,6 +166,25 @@ import Testing
         #expect(try await reopened.settlement(of: mine.id) == .replaced(by: resolution.id))
         _ = await tablet.sync()
         #expect(try await tablet.entity("note", id: "n1")?.fields == settled.fields)
+    }
+
+    /// A change is judged against what its fields held when the user made it — not against a newer version a
+    /// pull brought in meanwhile, which would make the other device's edit look like no edit at all.
+    @Test func aConflictIsJudgedAgainstWhatTheUserEditedNotTheLatestPull() async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        let edit = try await phone.update("note", id: "n1", fields: ["title": "Phone"], operation: "editNote")
+        try await tablet.update("note", id: "n1", fields: ["title": "Tablet"], operation: "editNote")
+        _ = await tablet.sync()
+        #expect(await phone.pull().isComplete)  // version 2 arrives while the edit (made on version 1) waits
+        #expect(try await phone.entity("note", id: "n1")?.fields["title"] == "Phone")
+        _ = await phone.push()
+        #expect(try await phone.state(of: edit) == .conflicted)
+        let conflict = try #require(try await phone.conflicts().first)
+        #expect(conflict.base["title"] == "T" && conflict.server.fields["title"] == "Tablet")
+        #expect(try world.backend.noteCount() == 1)
+        _ = await tablet.sync()
+        #expect(try await tablet.entity("note", id: "n1")?.fields["title"] == "Tablet")  // not overwritten
     }
 
     /// `theirs` drops the local change and shows the server's version; `merged` sends the user's merge.
@@ -189,6 +208,28 @@ import Testing
         #expect(await phone.sync().isComplete)
         #expect(try await phone.entity("note", id: "n1")?.fields["body"] == "tablet body + phone body")
         await #expect(throws: SyncError.self) { try await phone.resolve(second.id, with: .theirs) }
+    }
+
+    /// An edit against a delete from elsewhere is the user's call too; keeping the edit brings the note back
+    /// (a create over the tombstone the device has seen).
+    @Test func anEditAgainstARemoteDeleteCanBeKept() async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        try await tablet.delete("note", id: "n1", operation: "deleteNote")
+        _ = await tablet.sync()
+        let edit = try await phone.update("note", id: "n1", fields: ["body": "still needed"], operation: "editNote")
+        _ = await phone.sync()
+        let conflict = try #require(try await phone.conflicts().first)
+        #expect(
+            conflict.unresolvedFields == ["deleted"] && conflict.server.isDeleted && conflict.mutation.id == edit.id)
+        let kept = try #require(try await phone.resolve(conflict.id, with: .mine))
+        #expect(kept.kind == .create && kept.baseVersion == 2)
+        #expect(await phone.sync().isComplete)
+        let note = try #require(try await phone.entity("note", id: "n1"))
+        #expect(!note.isDeleted && note.state == .synced && note.serverVersion == 3)
+        #expect(note.fields["body"] == "still needed")
+        _ = await tablet.sync()
+        #expect(try await tablet.entity("note", id: "n1")?.isDeleted == false)
     }
 
     /// A delete against an edit from elsewhere is the user's call (the type's policy is manual).

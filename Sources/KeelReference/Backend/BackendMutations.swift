@@ -154,7 +154,9 @@ extension BackendHandler {
         var deleted = false
         switch mutation.type {
         case "create":
-            if let current { return conflict(current) }
+            // A create over a tombstone the client has seen (its base is the tombstone's version) brings the
+            // note back: how a client keeps its edit against a delete from elsewhere.
+            if let current, !(current.deleted && base == current.version) { return conflict(current) }
             document = [
                 "id": .string(mutation.noteID), "title": "", "body": "", "kind": "text", "visibility": "private",
                 "version": 0, "updatedAt": "", "deleted": false, "pinned": false, "tags": [],

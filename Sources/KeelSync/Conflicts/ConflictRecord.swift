@@ -8,8 +8,10 @@ public struct ConflictRecord: Sendable, Hashable, Identifiable {
     public var id: String { mutation.id }
     /// The local change, as it was made.
     public let mutation: PendingMutation
-    /// The fields the local change was made against (the server's version it was based on), when known.
-    public let base: JSONObject?
+    /// The entity as this device showed it when the conflict was found: the local version.
+    public let local: JSONObject
+    /// What the changed fields held before the local change (``PendingMutation/previous``).
+    public var base: JSONObject { mutation.previous }
     /// The server's entity when the conflict was found.
     public let server: RemoteEntity
     /// The fields no policy could settle (`deleted` stands for a delete on one side).
@@ -18,13 +20,6 @@ public struct ConflictRecord: Sendable, Hashable, Identifiable {
     public let proposal: JSONObject
     /// When it was found.
     public let detectedAt: Date
-
-    /// The local version of the entity: the base with the local change applied.
-    public var local: JSONObject {
-        var fields = base ?? [:]
-        for (name, value) in mutation.fields { fields[name] = value }
-        return fields
-    }
 
     /// How the app settles a conflict.
     public enum Resolution: Sendable, Hashable {
@@ -37,21 +32,20 @@ public struct ConflictRecord: Sendable, Hashable, Identifiable {
     }
 
     var json: JSONValue {
-        var object: JSONObject = [
+        let object: JSONObject = [
             "v": 1, "mutation": mutation.json, "server": SyncRecords.json(of: server),
             "unresolved": .array(unresolvedFields.map(JSONValue.string)), "proposal": .object(proposal),
-            "detectedAt": .number(JSONNumber(detectedAt.timeIntervalSince1970)),
+            "detectedAt": .number(JSONNumber(detectedAt.timeIntervalSince1970)), "local": .object(local),
         ]
-        if let base { object["base"] = .object(base) }
         return .object(object)
     }
 
     init(
-        mutation: PendingMutation, base: JSONObject?, server: RemoteEntity, unresolvedFields: [String],
+        mutation: PendingMutation, local: JSONObject, server: RemoteEntity, unresolvedFields: [String],
         proposal: JSONObject, detectedAt: Date
     ) {
         self.mutation = mutation
-        self.base = base
+        self.local = local
         self.server = server
         self.unresolvedFields = unresolvedFields
         self.proposal = proposal
@@ -61,10 +55,10 @@ public struct ConflictRecord: Sendable, Hashable, Identifiable {
     init(json: JSONValue) throws(SyncError) {
         guard json["v"]?.int == 1, let mutation = json["mutation"], let server = json["server"],
             case .array(let unresolved)? = json["unresolved"], let proposal = json["proposal"]?.object,
-            let detectedAt = json["detectedAt"]?.double
+            let detectedAt = json["detectedAt"]?.double, let local = json["local"]?.object
         else { throw SyncRecords.damaged("conflict record") }
         self.init(
-            mutation: try PendingMutation(json: mutation), base: json["base"]?.object,
+            mutation: try PendingMutation(json: mutation), local: local,
             server: try SyncRecords.remoteEntity(server), unresolvedFields: unresolved.compactMap(\.stringValue),
             proposal: proposal, detectedAt: Date(timeIntervalSince1970: detectedAt))
     }
@@ -85,7 +79,7 @@ enum ConflictResolver {
 
     /// The outcome, and the policy applied to each field (the recorded decision).
     static func resolve(
-        _ mutation: PendingMutation, base: JSONObject?, server: RemoteEntity, policies: ConflictPolicies
+        _ mutation: PendingMutation, base: JSONObject, server: RemoteEntity, policies: ConflictPolicies
     ) -> (Outcome, decisions: [String: String]) {
         let type = mutation.entity.type
         guard let entityPolicy = policies.policy(for: type) else {
@@ -105,13 +99,16 @@ enum ConflictResolver {
         var decisions: [String: String] = [:]
         for (field, local) in mutation.fields {
             let serverValue = server.fields[field]
-            if serverValue == local { continue }  // the server has it already
-            let baseValue = base?[field]
+            let baseValue = base[field]
             if serverValue == baseValue {  // only this side changed the field: no conflict on it
-                settled[field] = local
+                if local != serverValue { settled[field] = local }
                 continue
             }
             let policy = policies.policy(for: type, field: field) ?? entityPolicy
+            // Both sides changed it. The same value on both is agreement — except for a merge, where two
+            // increments that happen to read the same are still two (5 → 6 here and there is 7).
+            let merges: Bool = if case .merge = policy.strategy { true } else { false }
+            if serverValue == local, !merges { continue }
             decisions[field] = policy.name
             switch policy.strategy {
             case .serverWins: break

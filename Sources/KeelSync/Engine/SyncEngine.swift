@@ -28,7 +28,7 @@ public struct SyncedEntity: Sendable, Hashable {
 }
 
 /// What one sync run did.
-public struct SyncReport: Sendable, Hashable {
+public struct SyncReport: Sendable {
     /// Changes the server acknowledged (applied now or before).
     public internal(set) var acknowledged = 0
     /// Conflicts found: settled by a policy or kept for a person.
@@ -43,6 +43,8 @@ public struct SyncReport: Sendable, Hashable {
     public internal(set) var failure: SyncFailure?
     /// Answers that arrived after the engine was stopped (its account was switched away) and were dropped.
     public internal(set) var droppedAnswers = 0
+    /// The vault error that ended the run, when one did (``failure`` is then `technical`, `notSent`).
+    public internal(set) var storageError: SyncError?
 }
 
 /// One account's sync: a durable outbox, pushes with idempotency keys, a resumable pull, conflicts settled by
@@ -79,12 +81,9 @@ public actor SyncEngine {
     let batchSize: Int
     let pullLimit: Int
 
-    private var nextSequence: UInt64?
-    /// The changes of the batch on its way now: `sending`. Not written to the outbox (an entry found
-    /// `pending` after a relaunch is sent with its key all the same); written as `sending` only when the
-    /// outcome of a push is unknown.
+    /// The changes of the batch on its way now: `sending`. The outbox entries are not rewritten for it; a
+    /// small in-flight record (``markInFlight(_:)``) keeps the fact across a kill.
     private var inFlight: Set<String> = []
-    private var reservedUpTo: UInt64 = 0
     private var stopped = false
     private var running: Task<SyncReport, Never>?
     /// What the engine knows about the network.
@@ -180,26 +179,27 @@ public actor SyncEngine {
                 message: "no offline scenario declares \(operation): send it with the HTTP client instead of the outbox"
             )
         }
-        let first = try await takeSequences(changes.count)
         let now = clock.now()
-        let mutations = changes.enumerated().map { offset, change in
-            PendingMutation(
-                id: UUID.make(random).uuidString.lowercased(), idempotencyKey: IdempotencyKey.make(using: random),
-                correlationID: CorrelationID.make(using: random), entity: change.entity, kind: change.kind,
-                baseVersion: nil, fields: change.fields, operation: operation, createdAt: now,
-                sequence: first + UInt64(offset))
+        let identities = changes.map { _ in
+            (
+                UUID.make(random).uuidString.lowercased(), IdempotencyKey.make(using: random),
+                CorrelationID.make(using: random)
+            )
         }
         let storage = storage
         return try await storageCall {
             try await self.vault.write(storage.all) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
+                // Numbers are taken inside the transaction (the writer is serialized): never twice, even
+                // for enqueues that race, and never again after their entries left (the stored mark).
+                var sequence = try Self.nextSequence(outbox: outbox, state: transaction.records(storage.state))
                 var records: [EntityRef: EntityRecord] = [:]
                 var queued: [PendingMutation] = []
-                for var mutation in mutations {
-                    let ref = mutation.entity
+                for (change, identity) in zip(changes, identities) {
+                    let ref = change.entity
                     var record = try records[ref] ?? Self.entity(ref, in: entities) ?? EntityRecord(ref: ref)
-                    switch mutation.kind {
+                    switch change.kind {
                     case .create where record.exists:
                         throw SyncError(code: .invalidChange, subject: ref.description, message: "it exists already")
                     case .update where !record.exists, .delete where !record.exists:
@@ -207,19 +207,44 @@ public actor SyncEngine {
                             code: .invalidChange, subject: ref.description, message: "it does not exist here")
                     default: break
                     }
-                    // Made against the newest version this device knows (nil on top of a create the server has
-                    // not confirmed); acknowledging an earlier outstanding change moves this base along.
-                    mutation.baseVersion = mutation.kind == .create ? nil : record.server?.version
+                    // Made against the newest version this device knows: nil on top of a create the server
+                    // has not confirmed, the tombstone's version for a create over a known deletion.
+                    // Acknowledging an earlier outstanding change moves this base along.
+                    let baseVersion: Int? =
+                        switch change.kind {
+                        case .create: record.server.flatMap { $0.isDeleted ? $0.version : nil }
+                        case .update, .delete: record.server?.version
+                        }
+                    // The values the change replaces, as this device saw them: the base of a three-way merge.
+                    var previous = JSONObject()
+                    for (name, _) in change.fields {
+                        if let value = record.visible[name] { previous[name] = value }
+                    }
+                    let mutation = PendingMutation(
+                        id: identity.0, idempotencyKey: identity.1, correlationID: identity.2, entity: ref,
+                        kind: change.kind, baseVersion: baseVersion, fields: change.fields, previous: previous,
+                        operation: operation, createdAt: now, sequence: sequence)
+                    sequence += 1
                     try outbox.put(SyncRecords.outboxID(mutation.sequence), SyncRecords.encode(mutation.json))
                     record.outstanding.append(mutation.sequence)
                     record.apply(mutation)
                     records[ref] = record
                     queued.append(mutation)
                 }
+                try transaction.records(storage.state).put(
+                    "sequence", SyncRecords.encode(["next": .number(JSONNumber(Int64(bitPattern: sequence)))]))
                 for record in records.values { try entities.put(record.recordID, SyncRecords.encode(record.json)) }
                 return queued
             }
         }
+    }
+
+    /// The next free outbox number: after the last entry, and never below the stored mark (entries leave the
+    /// outbox when settled; their numbers are not handed out again).
+    static func nextSequence(outbox: VaultRecords, state: VaultRecords) throws -> UInt64 {
+        let last = try outbox.lastID().flatMap { UInt64($0) } ?? 0
+        let mark = try state.get("sequence").flatMap { try SyncRecords.decode($0, "sequence")["next"]?.int } ?? 1
+        return max(last + 1, UInt64(max(mark, 1)))
     }
 
     // MARK: - Reading
@@ -250,6 +275,7 @@ public actor SyncEngine {
             try await self.vault.read(storage.all) { transaction in
                 let entities = try transaction.records(storage.entities)
                 let outbox = try transaction.records(storage.outbox)
+                let sending = try sending.union(Self.unconfirmed(in: transaction.records(storage.state)))
                 var result: [SyncedEntity] = []
                 var after: String? = type + "/"
                 while true {
@@ -271,8 +297,19 @@ public actor SyncEngine {
     /// was settled otherwise (see ``settlement(of:)``) or is unknown.
     public func state(of mutation: PendingMutation) async throws(SyncError) -> ItemState? {
         try requireRunning()
-        if let current = try await outboxEntry(mutation.sequence), current.id == mutation.id {
-            return inFlight.contains(current.id) ? .sending : current.state
+        let storage = storage
+        let (current, unconfirmed) = try await storageCall {
+            try await self.vault.read([storage.outbox, storage.state]) { transaction in
+                (
+                    try transaction.records(storage.outbox).get(SyncRecords.outboxID(mutation.sequence)).map {
+                        try PendingMutation(json: SyncRecords.decode($0, "outbox entry"))
+                    },
+                    try Self.unconfirmed(in: transaction.records(storage.state))
+                )
+            }
+        }
+        if let current, current.id == mutation.id {
+            return inFlight.contains(current.id) || unconfirmed.contains(current.id) ? .sending : current.state
         }
         if case .applied? = try await settlement(of: mutation.id) { return .synced }
         return nil
@@ -426,17 +463,28 @@ public actor SyncEngine {
 
     /// Drops an outstanding change the user gives up (a failed one, typically); the entity shows the server's
     /// version again (with any later changes on top).
+    ///
+    /// - Throws: ``SyncError`` `invalidChange` for a change that was sent and whose answer is not known (it
+    ///   may already be applied: sync first).
     public func discard(_ mutation: PendingMutation) async throws(SyncError) {
         try requireRunning()
         let storage = storage
         let now = clock.now()
+        let sending = inFlight
         try await storageCall {
             try await self.vault.write(storage.all) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let outboxID = SyncRecords.outboxID(mutation.sequence)
-                guard let data = try outbox.get(outboxID),
-                    try PendingMutation(json: SyncRecords.decode(data, "outbox entry")).id == mutation.id
-                else { return }
+                guard let data = try outbox.get(outboxID) else { return }
+                let entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                guard entry.id == mutation.id else { return }
+                // Sent without a known answer: the backend may have applied it. Discarding would be a lie.
+                let unconfirmed = try Self.unconfirmed(in: transaction.records(storage.state))
+                if entry.state == .sending || sending.contains(entry.id) || unconfirmed.contains(entry.id) {
+                    throw SyncError(
+                        code: .invalidChange, subject: entry.id,
+                        message: "it was sent and its answer is not known yet: it may already be applied")
+                }
                 try outbox.delete(outboxID)
                 try transaction.records(storage.conflicts).delete(mutation.id)
                 try transaction.records(storage.state).put(
@@ -481,19 +529,23 @@ public actor SyncEngine {
                 case .theirs: break
                 case .mine, .merged:
                     // The policies' settlement of the other fields goes along; the resolution decides the rest.
-                    var fields = conflict.proposal
+                    // Against a server delete the note comes back whole: the local version is the starting point.
+                    var fields = conflict.server.isDeleted ? conflict.local : conflict.proposal
                     if case .merged(let merged) = resolution {
                         for (name, value) in merged { fields[name] = value }
                     } else {
-                        for name in conflict.unresolvedFields { fields[name] = original.fields[name] }
+                        for name in conflict.unresolvedFields where name != "deleted" {
+                            fields[name] = original.fields[name]
+                        }
                     }
                     let deletes = original.kind == .delete && resolution == .mine
+                    let sent: JSONObject = deletes ? [:] : fields
                     replacement = PendingMutation(
                         id: replacementID, idempotencyKey: key, correlationID: correlation, entity: original.entity,
                         kind: deletes ? .delete : (conflict.server.isDeleted ? .create : .update),
-                        baseVersion: conflict.server.version, fields: deletes ? [:] : fields,
-                        operation: original.operation, createdAt: now, sequence: original.sequence,
-                        replaces: original.id)
+                        baseVersion: conflict.server.version, fields: sent,
+                        previous: conflict.server.fields.filter(sent), operation: original.operation, createdAt: now,
+                        sequence: original.sequence, replaces: original.id)
                 }
                 try conflicts.delete(conflictID)
                 try self.replace(
@@ -516,6 +568,7 @@ public actor SyncEngine {
         } catch {
             // Storage failures end the run; the outbox is as durable as the last committed transaction.
             report.failure = SyncFailure(kind: .technical, outcome: .notSent)
+            report.storageError = error
         }
         return report
     }
@@ -532,10 +585,12 @@ public actor SyncEngine {
             guard !fenced else { return false }
             let batch = try await takeBatch()
             guard !batch.isEmpty else { return true }
+            try await markInFlight(batch)
             inFlight = Set(batch.map(\.id))
             defer { inFlight = [] }
             let key = Self.batchKey(batch)
             let results: [PushResult]
+            guard !fenced else { return false }  // stopped while the batch was prepared: nothing goes out
             do throws(HTTPFailure) {
                 results = try await remote.push(batch, batchKey: key, context: context())
             } catch {
@@ -575,6 +630,7 @@ public actor SyncEngine {
                 }
             }
             let page: PullPage
+            guard !fenced else { return false }
             do throws(HTTPFailure) {
                 page = try await remote.pull(after: cursor, limit: pullLimit, context: context())
             } catch {
@@ -621,6 +677,48 @@ public actor SyncEngine {
             report.pulled += page.changes.count
             if !page.hasMore { return true }
         }
+    }
+
+    /// Writes down which changes are about to go out (one small record), so that after a kill they are
+    /// known to have been sent with an unknown answer: shown `sending`, never discarded as if unsent. The
+    /// changes a previous process left in that record without learning their answer become `sending`.
+    private func markInFlight(_ batch: [PendingMutation]) async throws(SyncError) {
+        let storage = storage
+        try await storageCall {
+            try await self.vault.write([storage.outbox, storage.state]) { transaction in
+                let outbox = try transaction.records(storage.outbox)
+                let state = try transaction.records(storage.state)
+                let going = Set(batch.map(\.id))
+                if let data = try state.get("inflight") {
+                    let marker = try SyncRecords.decode(data, "in-flight marker")
+                    if case .array(let ids)? = marker["ids"], case .array(let sequences)? = marker["sequences"] {
+                        for (id, sequence) in zip(ids.compactMap(\.stringValue), sequences.compactMap(\.int))
+                        where !going.contains(id) {
+                            let key = SyncRecords.outboxID(UInt64(sequence))
+                            guard let data = try outbox.get(key) else { continue }
+                            var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                            guard entry.id == id, entry.state == .pending else { continue }
+                            entry.state = .sending
+                            entry.attempts += 1
+                            try outbox.put(key, SyncRecords.encode(entry.json))
+                        }
+                    }
+                }
+                let marker: JSONValue = [
+                    "ids": .array(batch.map { .string($0.id) }),
+                    "sequences": .array(batch.map { .number(JSONNumber(Int64(bitPattern: $0.sequence))) }),
+                ]
+                try state.put("inflight", SyncRecords.encode(marker))
+            }
+        }
+    }
+
+    /// The changes a push wrote down as going out whose answer has not been recorded.
+    static func unconfirmed(in state: VaultRecords) throws -> Set<String> {
+        guard let data = try state.get("inflight"),
+            case .array(let ids)? = try SyncRecords.decode(data, "in-flight marker")["ids"]
+        else { return [] }
+        return Set(ids.compactMap(\.stringValue))
     }
 
     /// The next batch: the oldest sendable change of each entity whose earlier changes are all settled.
@@ -670,22 +768,24 @@ public actor SyncEngine {
         ]
         let storage = storage
         let recorded = SyncFailure(failure)
+        // 409: the backend is still applying one of these keys (an earlier attempt): the outcome is not known.
+        let unknown = failure.outcome == .unknown || failure.status == 409
         try await storageCall {
-            try await self.vault.write(storage.outbox) { outbox in
+            try await self.vault.write([storage.outbox, storage.state]) { transaction in
+                let outbox = try transaction.records(storage.outbox)
+                try transaction.records(storage.state).delete("inflight")  // the outcome is written below
                 for sent in batch {
                     let id = SyncRecords.outboxID(sent.sequence)
                     guard let data = try outbox.get(id) else { continue }
                     var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
                     guard entry.id == sent.id else { continue }
                     entry.failure = recorded
-                    switch failure.outcome {
-                    case .unknown:
+                    if unknown {
                         entry.state = .sending
                         entry.attempts += 1
-                    case .notSent: entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
-                    case .rejected:
+                    } else {
                         entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
-                        entry.attempts += 1
+                        if failure.outcome == .rejected { entry.attempts += 1 }
                     }
                     try outbox.put(id, SyncRecords.encode(entry.json))
                 }
@@ -706,6 +806,7 @@ public actor SyncEngine {
                 var counts = (acknowledged: 0, conflicts: 0, rejected: 0)
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
+                try transaction.records(storage.state).delete("inflight")  // every answer of the batch is here
                 for (sent, result) in zip(batch, results) {
                     guard let data = try outbox.get(SyncRecords.outboxID(sent.sequence)),
                         var entry = try? PendingMutation(json: SyncRecords.decode(data, "outbox entry")),
@@ -719,20 +820,31 @@ public actor SyncEngine {
                     case .duplicate(nil):
                         counts.acknowledged += 1
                         try self.acknowledge(entry, server: nil, record: &record, at: now, in: transaction)
+                    case .conflict(let server) where entry.baseVersion.map({ server.version <= $0 }) ?? false:
+                        // A conflict with nothing newer than what the change was made against (a rule of the
+                        // backend, not a concurrent edit): sending it again would loop. Someone must look.
+                        counts.rejected += 1
+                        entry.state = .failed
+                        entry.attempts += 1
+                        entry.failure = SyncFailure(
+                            kind: .conflict, outcome: .rejected, status: 200, errorCode: "conflict_without_change")
+                        try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry.json))
                     case .conflict(let server):
                         counts.conflicts += 1
-                        let base = record.server?.fields
+                        let local = record.visible
                         if record.server.map({ $0.version < server.version }) ?? true { record.server = server }
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
+                        // Each field is judged against what it held when the user changed it.
                         let (outcome, decisions) = ConflictResolver.resolve(
-                            entry, base: base, server: server, policies: policies)
+                            entry, base: entry.previous, server: server, policies: policies)
                         func replacement(_ kind: MutationKind, _ fields: JSONObject) -> PendingMutation {
                             PendingMutation(
                                 id: UUID.make(random).uuidString.lowercased(),
                                 idempotencyKey: IdempotencyKey.make(using: random),
                                 correlationID: CorrelationID.make(using: random), entity: entry.entity,
-                                kind: kind, baseVersion: server.version, fields: fields, operation: entry.operation,
-                                createdAt: now, sequence: entry.sequence, replaces: entry.id)
+                                kind: kind, baseVersion: server.version, fields: fields,
+                                previous: server.fields.filter(fields), operation: entry.operation, createdAt: now,
+                                sequence: entry.sequence, replaces: entry.id)
                         }
                         let policyNames = decisions.keys.sorted().map { "\($0)=\(decisions[$0]!)" }.joined(
                             separator: ",")
@@ -755,7 +867,7 @@ public actor SyncEngine {
                             entry.failure = SyncFailure(kind: .conflict, outcome: .rejected, status: 200)
                             try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry.json))
                             let conflict = ConflictRecord(
-                                mutation: entry, base: base, server: server, unresolvedFields: unresolved,
+                                mutation: entry, local: local, server: server, unresolvedFields: unresolved,
                                 proposal: proposal, detectedAt: now)
                             try transaction.records(storage.conflicts).put(entry.id, SyncRecords.encode(conflict.json))
                             try record.rebuild(with: Self.outstanding(record, in: outbox))
@@ -876,39 +988,6 @@ public actor SyncEngine {
         }
     }
 
-    /// `count` consecutive outbox sequence numbers, the first returned (loaded once from the outbox's last
-    /// entry and the stored high-water mark, so numbers never repeat after settled entries left).
-    private func takeSequences(_ count: Int) async throws(SyncError) -> UInt64 {
-        let storage = storage
-        if nextSequence == nil {
-            let (last, mark) = try await storageCall {
-                try await self.vault.read([storage.outbox, storage.state]) { transaction in
-                    (
-                        try transaction.records(storage.outbox).lastID().flatMap { UInt64($0) },
-                        try transaction.records(storage.state).get("sequence").flatMap {
-                            try SyncRecords.decode($0, "sequence")["next"]?.int
-                        }
-                    )
-                }
-            }
-            nextSequence = max((last ?? 0) + 1, UInt64(mark ?? 1))
-            reservedUpTo = nextSequence! - 1
-        }
-        let first = nextSequence!
-        nextSequence = first + UInt64(count)
-        if nextSequence! - 1 > reservedUpTo {
-            // Reserve ahead in blocks, so most enqueues write no extra record.
-            let mark = nextSequence! + 1024
-            try await storageCall {
-                try await self.vault.write(storage.state) { state in
-                    try state.put("sequence", SyncRecords.encode(["next": .number(JSONNumber(Int64(mark)))]))
-                }
-            }
-            reservedUpTo = mark - 1
-        }
-        return first
-    }
-
     /// Runs a vault call, turning its errors into ``SyncError`` (a ``SyncError`` thrown inside passes as it is).
     private func storageCall<T>(_ body: () async throws -> T) async throws(SyncError) -> T {
         do { return try await body() } catch let error as SyncError {
@@ -916,6 +995,13 @@ public actor SyncEngine {
         } catch {
             throw SyncError(code: .storage, message: "\(error)", underlying: error)
         }
+    }
+}
+
+extension JSONObject {
+    /// The members of `self` whose names `fields` has.
+    func filter(_ fields: JSONObject) -> JSONObject {
+        JSONObject(fields.keys.compactMap { name in self[name].map { (name, $0) } })
     }
 }
 

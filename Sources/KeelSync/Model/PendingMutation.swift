@@ -38,9 +38,9 @@ public enum MutationKind: String, Sendable, Hashable, CaseIterable {
 public enum ItemState: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Saved on the device, waiting to be sent.
     case pending
-    /// On its way, or sent without an answer (the outcome is unknown); sent again with the same idempotency
-    /// key. A change whose answer was never learned because the app was killed or the account switched while
-    /// it was on its way is `pending` again: it goes with the same key all the same.
+    /// On its way, or sent without an answer (the outcome is unknown: the app was killed, the account
+    /// switched, the connection dropped); sent again with the same idempotency key, and never discarded as if
+    /// it had not left.
     case sending
     /// The backend confirmed it.
     case synced
@@ -150,6 +150,9 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
     public internal(set) var baseVersion: Int?
     /// The fields it sets (empty for a delete).
     public let fields: JSONObject
+    /// What those fields held before it, as this device saw them (a field absent here was absent): the base
+    /// a conflict is judged against, field by field.
+    public let previous: JSONObject
     /// The operation of the offline scenario it was made by (`editNote`).
     public let operation: String
     /// When it was made (wall clock, to the millisecond).
@@ -167,9 +170,9 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
 
     init(
         id: String, idempotencyKey: IdempotencyKey, correlationID: CorrelationID, entity: EntityRef,
-        kind: MutationKind, baseVersion: Int?, fields: JSONObject, operation: String, createdAt: Date,
-        attempts: Int = 0, state: ItemState = .pending, failure: SyncFailure? = nil, sequence: UInt64,
-        replaces: String? = nil
+        kind: MutationKind, baseVersion: Int?, fields: JSONObject, previous: JSONObject, operation: String,
+        createdAt: Date, attempts: Int = 0, state: ItemState = .pending, failure: SyncFailure? = nil,
+        sequence: UInt64, replaces: String? = nil
     ) {
         self.id = id
         self.idempotencyKey = idempotencyKey
@@ -178,6 +181,7 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
         self.kind = kind
         self.baseVersion = baseVersion
         self.fields = fields
+        self.previous = previous
         self.operation = operation
         self.createdAt = createdAt
         self.attempts = attempts
@@ -192,6 +196,7 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
             "v": 1, "id": .string(id), "key": .string(idempotencyKey.rawValue),
             "correlation": .string(correlationID.rawValue), "type": .string(entity.type),
             "entity": .string(entity.id), "kind": .string(kind.rawValue), "fields": .object(fields),
+            "previous": .object(previous),
             "operation": .string(operation),
             "createdAt": .number(JSONNumber(Int64((createdAt.timeIntervalSince1970 * 1000).rounded()))),
             "attempts": .number(JSONNumber(Int64(attempts))), "state": .string(state.rawValue),
@@ -210,7 +215,8 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
             let correlationID = try? CorrelationID(validating: correlation),
             let type = json["type"]?.stringValue, let entity = json["entity"]?.stringValue,
             let kind = json["kind"]?.stringValue.flatMap(MutationKind.init(rawValue:)),
-            case .object(let fields)? = json["fields"], let operation = json["operation"]?.stringValue,
+            case .object(let fields)? = json["fields"], case .object(let previous)? = json["previous"],
+            let operation = json["operation"]?.stringValue,
             let createdAtMilliseconds = json["createdAt"]?.double, let attempts = json["attempts"]?.int,
             let state = json["state"]?.stringValue.flatMap(ItemState.init(rawValue:)),
             let sequence = json["sequence"]?.int
@@ -218,7 +224,8 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
         self.init(
             id: id, idempotencyKey: IdempotencyKey(key), correlationID: correlationID,
             entity: EntityRef(type: type, id: entity), kind: kind, baseVersion: json["base"]?.int, fields: fields,
-            operation: operation, createdAt: Date(timeIntervalSince1970: createdAtMilliseconds / 1000),
+            previous: previous, operation: operation,
+            createdAt: Date(timeIntervalSince1970: createdAtMilliseconds / 1000),
             attempts: attempts, state: state,
             failure: try json["failure"].map { value throws(SyncError) in try SyncFailure(json: value) },
             sequence: UInt64(bitPattern: Int64(sequence)), replaces: json["replaces"]?.stringValue)
