@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "KeelReference", targets: ["KeelReference"]),
         .executable(name: "keel", targets: ["keel"]),
         .executable(name: "keel-bench", targets: ["keel-bench"]),
+        .executable(name: "keel-notes", targets: ["keel-notes"]),
     ],
     targets: [
         // MARK: - C shims (system libraries; each imported only by the module that wraps it)
@@ -99,7 +100,8 @@ let package = Package(
         .target(
             name: "KeelReference",
             dependencies: [
-                "KeelCore", "KeelContract", "KeelCrypto", "KeelHTTP", "KeelStore", "KeelSync", "KeelTesting",
+                "KeelCore", "KeelContract", "KeelCrypto", "KeelHTTP", "KeelLifecycle", "KeelStore", "KeelSync",
+                "KeelTesting",
             ],
             swiftSettings: swiftSettings),
 
@@ -120,6 +122,10 @@ let package = Package(
                 "KeelContract", "KeelCore", "KeelHTTP", "KeelLifecycle", "KeelReference", "KeelStore",
                 "KeelStoreFixtures", "KeelSync",
             ],
+            swiftSettings: swiftSettings),
+        // The reference notes app on the command line (issue #15): NotesApp, one JSON answer per command.
+        .executableTarget(
+            name: "keel-notes", dependencies: ["KeelContract", "KeelCore", "KeelReference"],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "keel-bench",

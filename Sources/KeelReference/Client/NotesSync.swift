@@ -46,7 +46,8 @@ public enum NotesSync {
     }()
 
     /// The reference app's inventory: the sync datasets (personal, sealed, device-only backup), drafts,
-    /// attachments (sensitive media, rebuilt from the server) and the effect ledger of `publish`.
+    /// attachments (sensitive media, rebuilt from the server), the navigation snapshot, the session token, the
+    /// account to reopen at launch and the effect ledger of `publish`.
     public static let inventory: Inventory = {
         let everything: Set<Dataset.DeletionTrigger> = [.logout, .accountDeletion, .accessRevocation]
         do {
@@ -64,6 +65,15 @@ public enum NotesSync {
                         name: "navigation", purpose: "The screen stack to restore after the app was killed",
                         kind: .snapshot, classification: .personal, isAccountBound: true, retention: .untilEvent,
                         backup: .exclude, deletionTriggers: everything, role: .sourceOfTruth),
+                    Dataset(
+                        name: "session-token", purpose: "The account's bearer token for the backend", kind: .keyValue,
+                        classification: .credential, isAccountBound: true, retention: .untilEvent, backup: .deviceOnly,
+                        deletionTriggers: everything, role: .sourceOfTruth),
+                    Dataset(
+                        name: "app-session",
+                        purpose: "Which signed-in account to reopen at launch (app-session.json in the data directory)",
+                        kind: .file, classification: .internal, isAccountBound: false, retention: .untilEvent,
+                        backup: .deviceOnly, deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth),
                     Dataset(
                         name: "effects",
                         purpose: "Irreversible operations already started (publish), so none runs twice",

@@ -191,9 +191,10 @@ public actor SyncEngine {
             try await self.vault.write(storage.all) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
-                // Numbers are taken inside the transaction (the writer is serialized): never twice, even
-                // for enqueues that race, and never again after their entries left (the stored mark).
-                var sequence = try Self.nextSequence(outbox: outbox, state: transaction.records(storage.state))
+                // Numbers are taken inside the transaction (the writer is serialized): never twice, even for
+                // enqueues that race. A number whose entry left may be handed out again; nothing refers to a
+                // settled entry by its number alone (states and settlements go by the mutation's id).
+                var sequence = try outbox.lastID().flatMap { UInt64($0) }.map { $0 + 1 } ?? 1
                 var records: [EntityRef: EntityRecord] = [:]
                 var queued: [PendingMutation] = []
                 for (change, identity) in zip(changes, identities) {
@@ -231,20 +232,10 @@ public actor SyncEngine {
                     records[ref] = record
                     queued.append(mutation)
                 }
-                try transaction.records(storage.state).put(
-                    "sequence", SyncRecords.encode(["next": .number(JSONNumber(Int64(bitPattern: sequence)))]))
                 for record in records.values { try entities.put(record.recordID, SyncRecords.encode(record.json)) }
                 return queued
             }
         }
-    }
-
-    /// The next free outbox number: after the last entry, and never below the stored mark (entries leave the
-    /// outbox when settled; their numbers are not handed out again).
-    static func nextSequence(outbox: VaultRecords, state: VaultRecords) throws -> UInt64 {
-        let last = try outbox.lastID().flatMap { UInt64($0) } ?? 0
-        let mark = try state.get("sequence").flatMap { try SyncRecords.decode($0, "sequence")["next"]?.int } ?? 1
-        return max(last + 1, UInt64(max(mark, 1)))
     }
 
     // MARK: - Reading

@@ -1,0 +1,469 @@
+public import Foundation
+public import KeelContract
+public import KeelCore
+public import KeelHTTP
+public import KeelLifecycle
+import KeelStore
+import KeelSync
+
+/// The reference notes app, as a model: accounts, notes with offline editing and sync, conflicts, drafts,
+/// deep links and navigation restored after process death — built only on public Keel API. `keel-notes`
+/// drives it one command line at a time; every command answers one JSON object.
+///
+/// The app's data lives in Keel's stores only: each account's vault (notes and outbox via ``SyncEngine``,
+/// the session token, drafts, the navigation snapshot), plus `app-session.json` in the data directory, which
+/// names the account to reopen at launch (declared in ``NotesSync/inventory`` as `app-session`).
+public actor NotesApp {
+    /// How the app runs.
+    public struct Configuration: Sendable {
+        /// The data directory (vaults, `app-session.json`).
+        public var data: URL
+        /// The key directory (outside the data directory).
+        public var keys: URL
+        /// The backend's base URL.
+        public var server: URL
+        /// A name for this device in logs.
+        public var device: String
+        /// The app's version and platform (sent on every call; the version policy judges them).
+        public var appVersion: AppVersion
+        /// `ios` or `android`.
+        public var platform: String
+        /// Timeouts and retries of every call.
+        public var policy: CallPolicy
+        /// The wall clock (note dates, freshness).
+        public var clock: WallClock
+        /// Ids, keys, jitter.
+        public var random: RandomSource
+
+        /// A configuration; the defaults suit the command-line app.
+        public init(
+            data: URL, keys: URL, server: URL, device: String = "device",
+            appVersion: AppVersion = AppVersion("1.0")!, platform: String = "ios",
+            policy: CallPolicy = CallPolicy(attemptTimeout: .seconds(5), deadline: .seconds(12), maximumAttempts: 3),
+            clock: WallClock = .system, random: RandomSource = .system
+        ) {
+            self.data = data
+            self.keys = keys
+            self.server = server
+            self.device = device
+            self.appVersion = appVersion
+            self.platform = platform
+            self.policy = policy
+            self.clock = clock
+            self.random = random
+        }
+    }
+
+    /// The app's navigation: home → notes → note → edit (text saved as a draft when the app goes away), a
+    /// sign-in modal; `keel-notes://note/{noteID}` (and a notification) open a note above its declared
+    /// parents.
+    public static let navigation: NavigationContract = {
+        do {
+            return try NavigationContract([
+                Route("home", access: .public, isRoot: true),
+                Route("notes", parent: "home", access: .signedIn),
+                Route(
+                    "note", parent: "notes", access: .account, parameters: ["noteID"],
+                    deepLink: "keel-notes://note/{noteID}"),
+                Route(
+                    "edit", parent: "note", access: .account, parameters: ["noteID"],
+                    input: .init(policy: .saveDraft, onDeath: .save)),
+                Route("signIn", access: .public, isModal: true),
+            ])
+        } catch { preconditionFailure("the reference app's navigation contract is refused: \(error)") }
+    }()
+
+    /// The configuration.
+    public let configuration: Configuration
+    let vaults: Vaults
+    let client: HTTPClient
+    let navigator: Navigator
+    let accounts: SyncAccounts
+    let tokens: Locked<[AccountID: String]>
+
+    var engine: SyncEngine?
+    var state: NavigationState
+
+    /// The app on its directories (nothing is opened until ``launch()``).
+    ///
+    /// - Throws: `VaultError`/`KeyStoreError` when the directories cannot be used.
+    public init(_ configuration: Configuration) throws {
+        self.configuration = configuration
+        vaults = try Vaults(
+            dataDirectory: configuration.data,
+            keyStore: try FileKeyStore(directory: configuration.keys, dataDirectories: [configuration.data]),
+            inventory: NotesSync.inventory, clock: configuration.clock)
+        let client = HTTPClient(
+            configuration: .init(
+                baseURL: configuration.server, wallClock: configuration.clock, random: configuration.random,
+                policy: configuration.policy,
+                versionPolicy: VersionPolicyContract(
+                    appVersion: configuration.appVersion, platform: configuration.platform)))
+        self.client = client
+        navigator = Navigator(contract: Self.navigation, signInRoute: "signIn")
+        state = navigator.initialState
+        let tokens = Locked<[AccountID: String]>([:])
+        self.tokens = tokens
+        let random = configuration.random
+        let clock = configuration.clock
+        accounts = SyncAccounts(vaults: vaults) { vault in
+            let stored = try await vault.get(Self.credentials, id: "bearer").map { String(decoding: $0, as: UTF8.self) }
+            guard let token = stored ?? tokens.withLock({ $0[vault.account] }) else {
+                throw NotesAppError(kind: .authentication, message: "\(vault.account) is not signed in on this device")
+            }
+            if stored == nil { try await vault.put(Self.credentials, id: "bearer", Data(token.utf8)) }
+            return try SyncEngine(
+                vault: vault, remote: NotesRemote(client: client, account: vault.account, token: token),
+                policies: NotesSync.policies, offline: NotesSync.offline, clock: clock, random: random)
+        }
+    }
+
+    static let credentials = "session-token"
+    static let snapshots = "navigation"
+    var sessionFile: URL { configuration.data.appendingPathComponent("app-session.json") }
+
+    // MARK: - Launch
+
+    /// Reopens the account that was active and restores its screen and drafts (after a kill as after a normal
+    /// quit). Answers the screen.
+    public func launch() async -> JSONObject {
+        guard let data = try? Data(contentsOf: sessionFile),
+            let name = (try? JSONValue(parsing: data))?["account"]?.stringValue, let account = try? AccountID(name)
+        else {
+            return ["ok": true, "launched": "fresh", "screen": screen]
+        }
+        do {
+            let engine = try await accounts.activate(account)
+            self.engine = engine
+            let snapshot = try await engine.vault.get(Self.snapshots, id: "snapshot")
+            let drafts = try await VaultDrafts(vault: engine.vault, dataset: "drafts").load()
+            let restored = navigator.restore(snapshot, drafts: drafts, session: .valid(account: account.rawValue))
+            state = restored.result.state
+            return ["ok": true, "launched": "restored", "account": .string(account.rawValue), "screen": screen]
+        } catch {
+            return Self.failure(error)
+        }
+    }
+
+    // MARK: - Commands
+
+    /// Runs one command line and answers one JSON object: `{"ok": true, ...}` or
+    /// `{"ok": false, "error": {"kind", "outcome", "message"}}` (the message is user-facing text).
+    public func perform(_ line: String) async -> JSONObject {
+        let words = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true).map(String.init)
+        guard let command = words.first else { return Self.usage("an empty line") }
+        let argument = words.count > 1 ? words[1] : nil
+        let rest = words.count > 2 ? words[2] : nil
+        do {
+            switch command {
+            case "signin":
+                guard let argument else { return Self.usage("signin ACCOUNT") }
+                return try await signIn(try Self.account(argument))
+            case "switch":
+                guard let argument else { return Self.usage("switch ACCOUNT") }
+                return try await signIn(try Self.account(argument), switching: true)
+            case "signout": return try await signOut()
+            case "delete-account": return try await deleteAccount()
+            case "new":
+                guard let argument else { return Self.usage("new TITLE") }
+                let title = rest.map { argument + " " + $0 } ?? argument
+                let id = UUID.reference(configuration.random)
+                try await requireEngine().create(
+                    NotesRemote.entityType, id: id, fields: ["title": .string(title), "body": ""],
+                    operation: "createNote")
+                return ["ok": true, "id": .string(id)]
+            case "edit":
+                guard let argument, let rest else { return Self.usage("edit ID TEXT") }
+                try await requireEngine().update(
+                    NotesRemote.entityType, id: argument, fields: ["body": .string(rest)], operation: "editNote")
+                return ["ok": true, "id": .string(argument)]
+            case "tag":
+                guard let argument, let rest else { return Self.usage("tag ID TAG") }
+                let engine = try requireEngine()
+                guard let note = try await engine.entity(NotesRemote.entityType, id: argument), !note.isDeleted else {
+                    return Self.notFound(argument)
+                }
+                var tags: [JSONValue] = if case .array(let items)? = note.fields["tags"] { items } else { [] }
+                if !tags.contains(.string(rest)) { tags.append(.string(rest)) }
+                try await engine.update(
+                    NotesRemote.entityType, id: argument, fields: ["tags": .array(tags)], operation: "tagNote")
+                return ["ok": true, "id": .string(argument), "tags": .array(tags)]
+            case "pin":
+                guard let argument else { return Self.usage("pin ID") }
+                let engine = try requireEngine()
+                guard let note = try await engine.entity(NotesRemote.entityType, id: argument), !note.isDeleted else {
+                    return Self.notFound(argument)
+                }
+                let pinned = note.fields["pinned"] != .bool(true)
+                try await engine.update(
+                    NotesRemote.entityType, id: argument, fields: ["pinned": .bool(pinned)], operation: "pinNote")
+                return ["ok": true, "id": .string(argument), "pinned": .bool(pinned)]
+            case "list": return try await list()
+            case "sync": return try await sync()
+            case "conflicts": return try await conflicts()
+            case "resolve":
+                guard let argument, let rest else { return Self.usage("resolve ID mine|theirs|merged TEXT") }
+                return try await resolve(argument, rest)
+            case "open-link":
+                guard let argument else { return Self.usage("open-link URL") }
+                return try await navigate(.deepLink(url: argument, mode: .warm))
+            case "back":
+                guard let trigger = argument.flatMap(BackTrigger.init(rawValue:)) else {
+                    return Self.usage("back systemBack|gesture|appButton|modalDismiss")
+                }
+                return try await navigate(.back(trigger))
+            case "open":
+                guard let argument else { return Self.usage("open ID") }
+                return try await navigate(.open(route: "note", parameters: ["noteID": argument]))
+            case "editor":
+                guard let argument else { return Self.usage("editor ID") }
+                return try await navigate(.open(route: "edit", parameters: ["noteID": argument]))
+            case "type":
+                var answer = try await navigate(.type(argument.map { $0 + (rest.map { " " + $0 } ?? "") } ?? ""))
+                // Autosave: the text is kept as a draft at once (a kill gives no warning), as `background` does.
+                if answer["ok"] == true { answer = try await navigate(.background) }
+                return answer
+            case "screen": return ["ok": true, "screen": screen]
+            default:
+                return Self.usage("unknown command \(command)")
+            }
+        } catch {
+            return Self.failure(error)
+        }
+    }
+
+    // MARK: - Accounts
+
+    private func signIn(_ account: AccountID, switching: Bool = false) async throws -> JSONObject {
+        if tokens.withLock({ $0[account] }) == nil {
+            let token = try await NotesRemote.signIn(account, client: client)
+            tokens.withLock { $0[account] = token }
+        }
+        engine = try await accounts.activate(account)
+        try Data(JSONValue.object(["account": .string(account.rawValue)]).serialized()).write(
+            to: sessionFile, options: .atomic)
+        let event: NavigationEvent = switching ? .switchAccount(account.rawValue) : .signIn(account: account.rawValue)
+        var answer = try await navigate(event)
+        if state.stack.last?.route == "home" { answer = try await navigate(.open(route: "notes")) }
+        answer["account"] = .string(account.rawValue)
+        return answer
+    }
+
+    private func signOut() async throws -> JSONObject {
+        let outstanding = try await engine?.outstandingCount() ?? 0
+        _ = try await navigate(.signOut)
+        let report = try await accounts.signOut()
+        engine = nil
+        try? FileManager.default.removeItem(at: sessionFile)
+        return [
+            "ok": true, "unsentChangesLost": .number(JSONNumber(Int64(outstanding))),
+            "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen,
+        ]
+    }
+
+    private func deleteAccount() async throws -> JSONObject {
+        guard let account = engine?.vault.account else {
+            throw NotesAppError(kind: .authentication, message: "nobody is signed in")
+        }
+        _ = try await navigate(.signOut)
+        let report = try await accounts.deleteAccount(account)
+        engine = nil
+        tokens.withLock { $0[account] = nil }
+        try? FileManager.default.removeItem(at: sessionFile)
+        return ["ok": true, "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen]
+    }
+
+    private func requireEngine() throws -> SyncEngine {
+        guard let engine else { throw NotesAppError(kind: .authentication, message: "sign in first") }
+        return engine
+    }
+
+    // MARK: - Notes
+
+    private func list() async throws -> JSONObject {
+        let engine = try requireEngine()
+        let notes = try await engine.entities(NotesRemote.entityType).filter { !$0.isDeleted }
+        let freshness = try await engine.freshness(of: NotesRemote.entityType)
+        return [
+            "ok": true,
+            "notes": .array(
+                notes.map { note in
+                    .object([
+                        "id": .string(note.ref.id), "title": note.fields["title"] ?? "",
+                        "body": note.fields["body"] ?? "",
+                        "tags": note.fields["tags"] ?? [], "pinned": note.fields["pinned"] ?? false,
+                        "state": .string(note.state.rawValue),
+                        "version": note.serverVersion.map { .number(JSONNumber(Int64($0))) } ?? .null,
+                    ])
+                }),
+            "stale": .bool(freshness.isStale), "updatedAgo": .string(freshness.description),
+        ]
+    }
+
+    private func sync() async throws -> JSONObject {
+        let engine = try requireEngine()
+        let report = await engine.sync()
+        if let failure = report.failure {
+            return Self.failure(failure, correlationID: CorrelationID.make(using: configuration.random))
+        }
+        return [
+            "ok": true, "acknowledged": .number(JSONNumber(Int64(report.acknowledged))),
+            "conflicts": .number(JSONNumber(Int64(report.conflicts))),
+            "rejected": .number(JSONNumber(Int64(report.rejected))),
+            "pulled": .number(JSONNumber(Int64(report.pulled))),
+            "outstanding": .number(JSONNumber(Int64(try await engine.outstandingCount()))),
+        ]
+    }
+
+    private func conflicts() async throws -> JSONObject {
+        let records = try await requireEngine().conflicts()
+        return [
+            "ok": true,
+            "conflicts": .array(
+                records.map { conflict in
+                    .object([
+                        "id": .string(conflict.mutation.entity.id), "conflict": .string(conflict.id),
+                        "fields": .array(conflict.unresolvedFields.map(JSONValue.string)),
+                        "mine": .object(conflict.local), "theirs": .object(conflict.server.fields),
+                        "theirsDeleted": .bool(conflict.server.isDeleted),
+                    ])
+                }),
+        ]
+    }
+
+    private func resolve(_ noteID: String, _ rest: String) async throws -> JSONObject {
+        let engine = try requireEngine()
+        guard let conflict = try await engine.conflicts().first(where: { $0.mutation.entity.id == noteID }) else {
+            return Self.notFound(noteID)
+        }
+        let parts = rest.split(separator: " ", maxSplits: 1).map(String.init)
+        let resolution: ConflictRecord.Resolution
+        switch parts.first {
+        case "mine": resolution = .mine
+        case "theirs": resolution = .theirs
+        case "merged":
+            guard parts.count == 2 else { return Self.usage("resolve ID merged TEXT") }
+            // The merged text goes to the text fields the user was asked about.
+            var fields = JSONObject()
+            for name in conflict.unresolvedFields where name == "title" || name == "body" {
+                fields[name] = .string(parts[1])
+            }
+            resolution = .merged(fields)
+        default:
+            return Self.usage("resolve ID mine|theirs|merged TEXT")
+        }
+        let replacement = try await engine.resolve(conflict.id, with: resolution)
+        return ["ok": true, "id": .string(noteID), "sent": .bool(replacement != nil)]
+    }
+
+    // MARK: - Navigation
+
+    private func navigate(_ event: NavigationEvent) async throws -> JSONObject {
+        let result = navigator.reduce(state, event)
+        state = result.state
+        if let engine, engine.vault.isOpen {
+            try await VaultDrafts(vault: engine.vault, dataset: "drafts").apply(result.effects)
+            try await engine.vault.put(Self.snapshots, id: "snapshot", NavigationSnapshot(state).encoded())
+        }
+        var answer: JSONObject = [
+            "ok": .bool(result.error == nil), "screen": screen,
+            "effects": .array(result.effects.map { .string($0.description) }),
+        ]
+        if let error = result.error {
+            answer["error"] = .object(["kind": "navigation", "outcome": "notSent", "message": .string(error)])
+        }
+        return answer
+    }
+
+    /// The stack and modal, as labels (`note(noteID=7)`), the prompt and the text of the editor on top.
+    var screen: JSONValue {
+        var object: JSONObject = [
+            "stack": .array(state.stack.map { .string($0.label) }),
+            "modal": state.modal.map { .string($0.label) } ?? .null,
+            "prompt": state.prompt.map { .string($0.kind.rawValue) } ?? .null,
+        ]
+        object["input"] = state.top?.input.map(JSONValue.string) ?? .null
+        return .object(object)
+    }
+
+    // MARK: - Answers
+
+    static func account(_ name: String) throws -> AccountID {
+        do { return try AccountID(name) } catch {
+            throw NotesAppError(kind: .validation, message: "'\(name)' is not an account name")
+        }
+    }
+
+    static func usage(_ text: String) -> JSONObject {
+        [
+            "ok": false,
+            "error": ["kind": "usage", "outcome": "notSent", "message": .string("Usage: \(text)")],
+        ]
+    }
+
+    static func notFound(_ id: String) -> JSONObject {
+        ["ok": false, "error": ["kind": "notFound", "outcome": "notSent", "message": "That note is not here."]]
+    }
+
+    static func failure(_ failure: SyncFailure, correlationID: CorrelationID) -> JSONObject {
+        let shown = failure.userFacing(correlationID: correlationID)
+        return [
+            "ok": false,
+            "error": [
+                "kind": .string(failure.kind.name), "outcome": .string(failure.outcome.description),
+                "message": .string(shown.message),
+            ],
+        ]
+    }
+
+    static func failure(_ error: any Error) -> JSONObject {
+        switch error {
+        case let failure as HTTPFailure:
+            return Self.failure(SyncFailure(failure), correlationID: failure.correlationID)
+        case let app as NotesAppError:
+            return [
+                "ok": false,
+                "error": ["kind": .string(app.kind.name), "outcome": "notSent", "message": .string(app.message)],
+            ]
+        case let sync as SyncError:
+            return [
+                "ok": false,
+                "error": [
+                    "kind": .string(sync.code.name), "outcome": "notSent",
+                    "message": .string(sync.code == .offline ? "This needs a connection." : "That cannot be done now."),
+                ],
+            ]
+        default:
+            return [
+                "ok": false,
+                "error": [
+                    "kind": "technical", "outcome": "notSent", "message": "Something went wrong on this device.",
+                ],
+            ]
+        }
+    }
+}
+
+/// Why the reference app refused a command before any call was made.
+public struct NotesAppError: Error, Sendable {
+    /// KeelHTTP's failure kind it corresponds to (`authentication` when nobody is signed in).
+    public let kind: HTTPFailure.Kind
+    /// User-facing text.
+    public let message: String
+}
+
+extension UUID {
+    /// A lowercase UUID from `random`.
+    static func reference(_ random: RandomSource) -> String {
+        var bytes: [UInt8] = []
+        for word in [random.next(), random.next()] { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = bytes.map { String(format: "%02x", $0) }.joined()
+        let parts = [
+            hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4),
+            hex.dropFirst(20),
+        ]
+        return parts.joined(separator: "-")
+    }
+}

@@ -1,0 +1,77 @@
+// keel-notes: Keel's reference notes app on the command line. One command per line from standard input (or
+// --script FILE); exactly one JSON object per command on standard output, flushed per line.
+//
+//   keel-notes --data DIR --keys DIR --server URL [--device NAME] [--app-version V] [--script FILE]
+//
+// Commands: signin ACCOUNT · switch ACCOUNT · signout · delete-account · new TITLE · edit ID TEXT · tag ID TAG ·
+// pin ID · list · sync · conflicts · resolve ID mine|theirs|merged TEXT · open-link URL · open ID · editor ID ·
+// type TEXT · back systemBack|gesture|appButton|modalDismiss · screen · quit
+import Foundation
+import KeelContract
+import KeelCore
+import KeelReference
+
+func option(_ name: String) -> String? {
+    guard let index = CommandLine.arguments.firstIndex(of: "--" + name), index + 1 < CommandLine.arguments.count else {
+        return nil
+    }
+    return CommandLine.arguments[index + 1]
+}
+
+func say(_ object: JSONObject) {
+    FileHandle.standardOutput.write(Data(JSONValue.object(object).serialized() + [0x0A]))
+}
+
+guard let data = option("data"), let keys = option("keys"), let server = option("server").flatMap(URL.init(string:))
+else {
+    FileHandle.standardError.write(
+        Data(
+            "usage: keel-notes --data DIR --keys DIR --server URL [--device NAME] [--app-version V] [--script FILE]\n"
+                .utf8))
+    exit(2)
+}
+guard let version = AppVersion(option("app-version") ?? "1.0") else {
+    FileHandle.standardError.write(Data("error: --app-version needs a version like 1.0\n".utf8))
+    exit(2)
+}
+
+let app: NotesApp
+do {
+    app = try NotesApp(
+        .init(
+            data: URL(fileURLWithPath: data), keys: URL(fileURLWithPath: keys), server: server,
+            device: option("device") ?? "device", appVersion: version))
+} catch {
+    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    exit(1)
+}
+
+var script: [String]? = nil
+if let path = option("script") {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        FileHandle.standardError.write(Data("error: cannot read \(path)\n".utf8))
+        exit(2)
+    }
+    script = text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+}
+_ = await app.launch()
+var position = 0
+while true {
+    let line: String
+    if let script {
+        guard position < script.count else { break }
+        line = script[position]
+        position += 1
+    } else {
+        guard let read = readLine() else { break }
+        line = read
+    }
+    let trimmed = line.trimmingCharacters(in: .whitespaces)
+    if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+    if trimmed == "quit" {
+        say(["ok": true])
+        break
+    }
+    say(await app.perform(trimmed))
+}
+exit(0)

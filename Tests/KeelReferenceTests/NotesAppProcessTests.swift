@@ -1,0 +1,135 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelReference
+import KeelTesting
+import Testing
+
+/// One running `keel-notes` process: a device with its own data and key directories.
+final class NotesDevice: Sendable {
+    let data: URL
+    let keys: URL
+    let server: URL
+    let process: ChildProcess
+
+    init(_ directory: TemporaryDirectory, name: String, server: URL) throws {
+        data = directory.url("\(name)-data")
+        keys = directory.url("\(name)-keys")
+        self.server = server
+        process = try Self.launch(data: data, keys: keys, server: server, name: name)
+    }
+
+    private init(data: URL, keys: URL, server: URL, process: ChildProcess) {
+        self.data = data
+        self.keys = keys
+        self.server = server
+        self.process = process
+    }
+
+    static func launch(data: URL, keys: URL, server: URL, name: String) throws -> ChildProcess {
+        try ChildProcess.launch(
+            product: "keel-notes",
+            arguments: ["--data", data.path, "--keys", keys.path, "--server", server.absoluteString, "--device", name])
+    }
+
+    /// The same device after its process was killed: same directories, a new process.
+    func relaunched(_ name: String) throws -> NotesDevice {
+        NotesDevice(
+            data: data, keys: keys, server: server,
+            process: try Self.launch(data: data, keys: keys, server: server, name: name))
+    }
+
+    /// Sends one command and reads its one JSON answer.
+    func run(_ command: String) async throws -> JSONValue {
+        try process.writeLine(command)
+        let line = try #require(try await process.nextLine(timeout: .seconds(30)), "no answer to \(command)")
+        return try JSONValue(parsing: line)
+    }
+}
+
+/// The reference app as a process, against the reference backend on loopback.
+@Suite(.timeLimit(.minutes(1))) struct NotesAppProcessTests {
+    @Test func theAppSignsInWorksOnNotesAndSyncsThem() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        let signedIn = try await phone.run("signin alice")
+        #expect(signedIn["ok"] == true && signedIn["account"] == "alice")
+        #expect(signedIn["screen"]?["stack"] == ["home", "notes"])
+        let created = try await phone.run("new Groceries for the weekend")
+        let id = try #require(created["id"]?.stringValue)
+        #expect(try await phone.run("edit \(id) milk, eggs")["ok"] == true)
+        #expect(try await phone.run("tag \(id) home")["tags"] == ["home"])
+        let before = try await phone.run("list")
+        #expect(before["notes"]?[0]?["state"] == "pending" && before["notes"]?[0]?["version"] == .null)
+        #expect(before["notes"]?[0]?["title"] == "Groceries for the weekend")
+        let synced = try await phone.run("sync")
+        // Create, edit and tag of one note: three changes, sent in order (one per batch), all acknowledged.
+        #expect(synced["ok"] == true && synced["acknowledged"] == 3 && synced["outstanding"] == 0)
+        let after = try await phone.run("list")
+        #expect(after["notes"]?[0]?["state"] == "synced" && after["notes"]?[0]?["body"] == "milk, eggs")
+        #expect(after["updatedAgo"] == "updated just now" && after["stale"] == false)
+        #expect(try backend.noteCount() == 1)
+        #expect(try await phone.run("frobnicate")["error"]?["kind"] == "usage")
+        #expect(try await phone.run("quit")["ok"] == true)
+        #expect(try await phone.process.waitForExit() == .exited(0))
+    }
+
+    @Test func aKilledAppRestoresItsScreenAndDraftAndResumesSync() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-kill")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        _ = try await phone.run("signin alice")
+        let id = try #require(try await phone.run("new Plan")["id"]?.stringValue)
+        _ = try await phone.run("open \(id)")
+        _ = try await phone.run("editor \(id)")
+        let typed = try await phone.run("type half a thought")
+        #expect(typed["screen"]?["input"] == "half a thought")
+        phone.process.kill()
+        _ = try await phone.process.waitForExit()
+
+        let again = try phone.relaunched("phone")
+        let screen = try await again.run("screen")
+        let expected: JSONValue = .array(
+            ["home", "notes", "note noteID=\(id)", "edit noteID=\(id)"].map(JSONValue.string))
+        #expect(screen["screen"]?["stack"] == expected)
+        #expect(screen["screen"]?["input"] == "half a thought")
+        #expect(try await again.run("list")["notes"]?[0]?["state"] == "pending")
+        #expect(try await again.run("sync")["acknowledged"] == 1)
+        #expect(try backend.noteCount() == 1)
+        // A deep link opens a note above its declared parents; back leads to them.
+        let linked = try await again.run("open-link keel-notes://note/\(id)")
+        #expect(linked["screen"]?["stack"]?[2] == .string("note noteID=\(id)"))
+        let back = try await again.run("back systemBack")
+        #expect(back["ok"] == true)
+        _ = try await again.run("quit")
+    }
+
+    @Test func twoDevicesConflictAndTheUserKeepsTheirVersion() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-conflict")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        let tablet = try NotesDevice(directory, name: "tablet", server: backend.baseURL)
+        _ = try await phone.run("signin alice")
+        _ = try await tablet.run("signin alice")
+        let id = try #require(try await phone.run("new Shared")["id"]?.stringValue)
+        _ = try await phone.run("sync")
+        _ = try await tablet.run("sync")
+        _ = try await tablet.run("edit \(id) from the tablet")
+        _ = try await tablet.run("sync")
+        _ = try await phone.run("edit \(id) from the phone")
+        let sync = try await phone.run("sync")
+        #expect(sync["conflicts"] == 1)
+        let conflicts = try await phone.run("conflicts")
+        #expect(conflicts["conflicts"]?[0]?["fields"] == ["body"])
+        #expect(conflicts["conflicts"]?[0]?["mine"]?["body"] == "from the phone")
+        #expect(conflicts["conflicts"]?[0]?["theirs"]?["body"] == "from the tablet")
+        #expect(try await phone.run("list")["notes"]?[0]?["state"] == "conflicted")
+        #expect(try await phone.run("resolve \(id) merged phone and tablet")["sent"] == true)
+        #expect(try await phone.run("sync")["acknowledged"] == 1)
+        _ = try await tablet.run("sync")
+        #expect(try await tablet.run("list")["notes"]?[0]?["body"] == "phone and tablet")
+        _ = try await phone.run("quit")
+        _ = try await tablet.run("quit")
+    }
+}
