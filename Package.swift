@@ -4,9 +4,9 @@
 // Module map and dependency direction: docs/ARCHITECTURE.md.
 // Present: KeelCore, KeelContract, KeelSchema, KeelContractTools, KeelHTTP, KeelStore, KeelSync (operation
 // journal, outbox and sync engine), KeelLifecycle, KeelTesting, KeelReference (the reference backend and the
-// reference app's sync declarations), the `keel` tool and `keel-bench`. keel-notes arrives with the issue that
-// gives it content, keeping the direction fixed here: KeelCore at the bottom, KeelTesting beside the app-facing
-// modules, C shims imported only by the module that wraps them.
+// reference app's model), the `keel` tool, `keel-notes` (the reference app on the command line) and
+// `keel-bench`. The direction is fixed here: KeelCore at the bottom, KeelTesting beside the app-facing modules,
+// C shims imported only by the module that wraps them.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
