@@ -114,7 +114,7 @@ final class BackendHarness: Sendable {
     @Test func aKeyStillBeingAppliedAnswers409AndTheOperationIsInProgress() async throws {
         let harness = try BackendHarness()
         let token = try await harness.signIn("alice")
-        harness.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(600)))
+        harness.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(1500)))
         let slow = Task {
             try await harness.call(
                 "POST", "/mutations",

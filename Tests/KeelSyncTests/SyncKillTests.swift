@@ -9,13 +9,20 @@ import Testing
 /// DATA-005.2: a real app process (`keel-fixtures sync-app`) is killed with SIGKILL in the middle of a sync,
 /// twice, and relaunched with the same directories: every change reaches the backend exactly once.
 @Suite(.timeLimit(.minutes(2))) struct SyncKillTests {
+    /// Waits (polling the backend) until at least `count` keys were applied.
+    func untilApplied(_ world: SyncWorld, atLeast count: Int) async throws {
+        for _ in 0..<2000 where try world.backend.appliedKeys().count < count {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
     @Test func killedInTheMiddleOfSyncingTwiceEveryChangeIsAppliedExactlyOnce() async throws {
         let world = try SyncWorld(prefix: "keel-sync-kill")
         let token = try await world.token(.alice)
         let device = world.directory.url("phone-data")
         let keys = world.directory.url("phone-keys")
         // Each batch's answer is held a little, so the kill lands while batches are in flight.
-        world.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(60)))
+        world.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(100)))
         func launch(_ run: String, create: Int, edit: Int) throws -> ChildProcess {
             try ChildProcess.launch(
                 product: "keel-fixtures",
@@ -30,7 +37,7 @@ import Testing
         let first = try launch("a", create: 24, edit: 0)
         #expect(try await first.nextLine(timeout: .seconds(20)) == "queued 24")
         #expect(try await first.nextLine() == "syncing")
-        try await Task.sleep(for: .milliseconds(200))
+        try await untilApplied(world, atLeast: 4)  // a batch or so in: the kill lands mid-sync, whatever the load
         first.kill()
         _ = try await first.waitForExit()
         let afterFirst = try world.backend.appliedKeys().count
@@ -41,7 +48,7 @@ import Testing
         let queued = try #require(try await second.nextLine(timeout: .seconds(20)))
         #expect(queued.hasPrefix("queued ") && Int(queued.dropFirst(7))! > 8)
         #expect(try await second.nextLine() == "syncing")
-        try await Task.sleep(for: .milliseconds(200))
+        try await untilApplied(world, atLeast: afterFirst + 4)
         second.kill()
         _ = try await second.waitForExit()
 

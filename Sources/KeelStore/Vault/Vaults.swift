@@ -36,8 +36,8 @@ public actor Vaults {
     /// The open vault, if any.
     public private(set) var active: Vault?
     private var epoch: UInt64 = 0
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    /// One transition (open, switch, close, purge) at a time.
+    private let turnstile = Turnstile()
 
     /// The vaults under `dataDirectory` (created with `0700` when missing).
     ///
@@ -109,8 +109,8 @@ public actor Vaults {
     ///   `formatTooNew`; `schemaTooNew` or `schemaTooOld` against ``schema`` (nothing is changed);
     ///   `migrationFailed` when a pending migration throws (the vault stays closed).
     public func open(_ account: AccountID) async throws -> Vault {
-        await acquire()
-        defer { release() }
+        await turnstile.enter()
+        defer { turnstile.leave() }
         if let active {
             if active.account == account { return active }
             throw VaultError(
@@ -123,8 +123,8 @@ public actor Vaults {
 
     /// Closes the active vault (if any), then opens `account`'s.
     public func switchAccount(to account: AccountID) async throws -> Vault {
-        await acquire()
-        defer { release() }
+        await turnstile.enter()
+        defer { turnstile.leave() }
         if let active {
             if active.account == account { return active }
             await active.close()
@@ -135,8 +135,8 @@ public actor Vaults {
 
     /// Closes the active vault: anything still running on it is interrupted and fails with `vaultClosed`.
     public func close() async {
-        await acquire()
-        defer { release() }
+        await turnstile.enter()
+        defer { turnstile.leave() }
         await active?.close()
         active = nil
     }
@@ -242,8 +242,8 @@ public actor Vaults {
     /// inventory keeps across logout keep their data and keys. Nothing to do without an active vault.
     @discardableResult
     public func logout() async throws -> PurgeReport {
-        await acquire()
-        defer { release() }
+        await turnstile.enter()
+        defer { turnstile.leave() }
         guard let vault = active else { return PurgeReport(trigger: .logout, namespace: nil) }
         await vault.close()
         active = nil
@@ -265,8 +265,8 @@ public actor Vaults {
     }
 
     private func runTrigger(_ trigger: Dataset.DeletionTrigger, _ account: AccountID) async throws -> PurgeReport {
-        await acquire()
-        defer { release() }
+        await turnstile.enter()
+        defer { turnstile.leave() }
         if let vault = active, vault.account == account {
             await vault.close()
             active = nil
@@ -376,20 +376,6 @@ public actor Vaults {
         do { try FileManager.default.removeItem(atPath: path) } catch {
             throw VaultError(code: .ioError, message: "\(path) cannot be deleted: \(error)")
         }
-    }
-
-    // MARK: - One transition at a time
-
-    private func acquire() async {
-        if !busy {
-            busy = true
-            return
-        }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    private func release() {
-        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
     }
 }
 

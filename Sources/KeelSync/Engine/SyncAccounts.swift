@@ -19,8 +19,7 @@ public actor SyncAccounts {
     /// The active account's engine, if one is active.
     public private(set) var engine: SyncEngine?
     /// One switch at a time: a second call waits until the first has stopped, closed and opened.
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private let turnstile = Turnstile()
 
     /// Accounts over `vaults`; `makeEngine` builds an engine for a freshly opened vault, with that account's
     /// own remote (credentials).
@@ -32,8 +31,8 @@ public actor SyncAccounts {
     /// Makes `account` the active one: stops the current engine (waiting until it is idle), closes its
     /// vault, opens `account`'s vault and returns its engine. The same account again returns its engine.
     public func activate(_ account: AccountID) async throws -> SyncEngine {
-        await acquire()
-        defer { release() }
+        await turnstile.enter()
+        defer { turnstile.leave() }
         if let engine, engine.vault.account == account, engine.vault.isOpen, await !engine.isStopped {
             return engine
         }
@@ -47,43 +46,26 @@ public actor SyncAccounts {
     /// Stops the active account's sync and closes its vault (the app goes to a signed-out screen, or the
     /// account is being switched offline).
     public func deactivate() async {
-        await acquire()
-        defer { release() }
+        await turnstile.enter()
+        defer { turnstile.leave() }
         await stopCurrent()
         await vaults.close()
     }
 
     /// Stops the active account's sync, then signs it out (its vault purged as the inventory says).
     public func signOut() async throws -> PurgeReport {
-        await acquire()
-        defer { release() }
+        await turnstile.enter()
+        defer { turnstile.leave() }
         await stopCurrent()
         return try await vaults.logout()
     }
 
     /// Stops the active account's sync if it is `account`, then deletes the account's data.
     public func deleteAccount(_ account: AccountID) async throws -> PurgeReport {
-        await acquire()
-        defer { release() }
+        await turnstile.enter()
+        defer { turnstile.leave() }
         if engine?.vault.account == account { await stopCurrent() }
         return try await vaults.deleteAccount(account)
-    }
-
-    private func acquire() async {
-        if !busy {
-            busy = true
-            return
-        }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    /// Hands the turn to the next waiter (still busy), or frees it.
-    private func release() {
-        if waiting.isEmpty {
-            busy = false
-        } else {
-            waiting.removeFirst().resume()
-        }
     }
 
     private func stopCurrent() async {
