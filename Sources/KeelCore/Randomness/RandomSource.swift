@@ -1,3 +1,5 @@
+import Foundation
+
 /// A shareable source of randomness, injected wherever logic needs it (jitter, ids).
 ///
 /// ``system`` draws from the operating system's generator; ``seeded(_:)`` is deterministic for tests.
@@ -60,5 +62,23 @@ public final class RandomSource: Sendable {
     /// A uniformly distributed value in `range`.
     public func next<T: FixedWidthInteger>(in range: ClosedRange<T>) -> T {
         withGenerator { T.random(in: range, using: &$0) }
+    }
+}
+
+extension RandomSource {
+    /// A version 4 UUID drawn from this source (deterministic with a seeded one), lowercase: ids of outbox
+    /// entries and notes.
+    package func uuidString() -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        for word in [next(), next()] { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let uuid = UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
+        return uuid.uuidString.lowercased()
     }
 }

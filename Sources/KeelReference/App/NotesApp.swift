@@ -167,7 +167,7 @@ public actor NotesApp {
             case "new":
                 guard let argument else { return Self.usage("new TITLE") }
                 let title = rest.map { argument + " " + $0 } ?? argument
-                let id = UUID.reference(configuration.random)
+                let id = configuration.random.uuidString()
                 try await requireEngine().create(
                     NotesRemote.entityType, id: id, fields: ["title": .string(title), "body": ""],
                     operation: "createNote")
@@ -450,20 +450,4 @@ public struct NotesAppError: Error, Sendable {
     public let kind: HTTPFailure.Kind
     /// User-facing text.
     public let message: String
-}
-
-extension UUID {
-    /// A lowercase UUID from `random`.
-    static func reference(_ random: RandomSource) -> String {
-        var bytes: [UInt8] = []
-        for word in [random.next(), random.next()] { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = bytes.map { String(format: "%02x", $0) }.joined()
-        let parts = [
-            hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4),
-            hex.dropFirst(20),
-        ]
-        return parts.joined(separator: "-")
-    }
 }

@@ -35,10 +35,19 @@ final class BackendStore: Sendable {
         return migrator
     }()
 
+    /// The settings (version policy), read on every request: kept in memory, written through to the database.
+    private let settings: Locked<[String: String]>
+
     init(directory: URL) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         pool = try DatabasePool(path: directory.appendingPathComponent("backend.sqlite").path)
         _ = try Self.migrator.migrate(pool)
+        let stored = try pool.readSync { db in
+            try db.rows("SELECT name, value FROM settings").map {
+                (try $0.decode("name") as String, try $0.decode("value") as String)
+            }
+        }
+        settings = Locked(Dictionary(stored, uniquingKeysWith: { _, last in last }))
     }
 
     // MARK: - Sessions
@@ -192,11 +201,7 @@ final class BackendStore: Sendable {
         }
     }
 
-    func setting(_ name: String) throws -> String? {
-        try pool.readSync { db in
-            try db.scalar(String.self, "SELECT value FROM settings WHERE name = ?", arguments: [name])
-        }
-    }
+    func setting(_ name: String) -> String? { settings.withLock { $0[name] } }
 
     func setSetting(_ name: String, _ value: String?) throws {
         try pool.writeSync { db in
@@ -206,6 +211,7 @@ final class BackendStore: Sendable {
                 try db.execute("DELETE FROM settings WHERE name = ?", arguments: [name])
             }
         }
+        settings.withLock { $0[name] = value }
     }
 }
 

@@ -152,7 +152,7 @@ public final class ReferenceBackend: Sendable {
     }
 
     /// The last requests (at most 1,000), oldest first.
-    public var requestLog: [LoggedRequest] { handler.state.withLock { Array($0.log) } }
+    public var requestLog: [LoggedRequest] { handler.state.withLock { Array($0.log.suffix(1000)) } }
 }
 
 /// Answers requests: routing, authentication, version policy, faults and the endpoints.
@@ -255,7 +255,8 @@ final class BackendHandler: Sendable {
             hadAuthorization: request.headers["Authorization"] != nil)
         state.withLock { state in
             state.log.append(entry)
-            if state.log.count > 1000 { state.log.removeFirst(state.log.count - 1000) }
+            // Trimmed in chunks: shifting 1,000 entries on every request would put the copy on the hot path.
+            if state.log.count > 2000 { state.log.removeFirst(state.log.count - 1000) }
         }
         if let log = configuration.log {
             var line = "\(request.method) \(request.path) \(status == 0 ? "-" : String(status))"
@@ -287,11 +288,11 @@ final class BackendHandler: Sendable {
         guard let platform = request.headers["X-App-Platform"], let text = request.headers["X-App-Version"],
             let version = AppVersion(text)
         else { return }
-        guard let minimum = try store.setting("minimum.\(platform)").flatMap(AppVersion.init), version < minimum
+        guard let minimum = store.setting("minimum.\(platform)").flatMap(AppVersion.init), version < minimum
         else { return }
         var minimums = JSONObject()
         for name in ["ios", "android"] {
-            if let value = try store.setting("minimum.\(name)") { minimums[name] = .string(value) }
+            if let value = store.setting("minimum.\(name)") { minimums[name] = .string(value) }
         }
         throw BackendFailure(
             status: 426, code: "update_required", message: "this app version is no longer supported",
@@ -300,7 +301,7 @@ final class BackendHandler: Sendable {
 
     private func updateHeaders(_ request: RecordedRequest) throws -> HeaderFields {
         guard let platform = request.headers["X-App-Platform"], let text = request.headers["X-App-Version"],
-            let version = AppVersion(text), let latest = try store.setting("latest.\(platform)"),
+            let version = AppVersion(text), let latest = store.setting("latest.\(platform)"),
             let latestVersion = AppVersion(latest), version < latestVersion
         else { return [:] }
         return ["X-Update-Available": latest]
@@ -327,8 +328,8 @@ final class BackendHandler: Sendable {
         else {
             throw BackendFailure(status: 400, code: "validation", message: "platform and appVersion are required")
         }
-        let minimum = try store.setting("minimum.\(platform)")
-        let latest = try store.setting("latest.\(platform)")
+        let minimum = store.setting("minimum.\(platform)")
+        let latest = store.setting("latest.\(platform)")
         var status = "ok"
         if let minimum, let minimumVersion = AppVersion(minimum), version < minimumVersion {
             status = "updateRequired"
@@ -427,7 +428,7 @@ final class BackendHandler: Sendable {
             if body["latest"] != nil { try store.setSetting("latest.\(platform)", try version("latest")) }
             return Self.json(status: 200, ["platform": .string(platform)])
         case ("GET", "/_admin/requests"):
-            let log = state.withLock { $0.log }
+            let log = state.withLock { $0.log.suffix(1000) }
             return Self.json(
                 status: 200,
                 [
@@ -486,7 +487,7 @@ final class BackendHandler: Sendable {
     static func randomHex(_ random: RandomSource, bytes: Int) -> String {
         var words: [UInt8] = []
         while words.count < bytes { withUnsafeBytes(of: random.next()) { words.append(contentsOf: $0) } }
-        return words.prefix(bytes).map { String(format: "%02x", $0) }.joined()
+        return Hex.encode(words.prefix(bytes))
     }
 }
 

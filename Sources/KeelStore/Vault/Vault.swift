@@ -110,17 +110,7 @@ public final class Vault: Sendable {
     public func write<T: Sendable>(
         _ datasets: [String], _ body: @escaping @Sendable (VaultTransaction) throws -> T
     ) async throws -> T {
-        let accesses = try datasets.map { try prepare($0, writing: true) }
-        guard let first = accesses.first else {
-            throw VaultError(code: .misplaced, namespace: namespace.rawValue, message: "no dataset to write")
-        }
-        if let other = accesses.first(where: { $0.pool !== first.pool }) {
-            throw VaultError(
-                code: .misplaced, namespace: namespace.rawValue, dataset: other.dataset,
-                message:
-                    "\(other.dataset) (backup \(other.declaration.backup)) and \(first.dataset) (backup \(first.declaration.backup)) live in different database files: one transaction cannot span them"
-            )
-        }
+        let (first, accesses) = try prepare(datasets, writing: true)
         return try await run(first) {
             try await first.pool.write { db in
                 try self.requireOpen()
@@ -139,15 +129,7 @@ public final class Vault: Sendable {
     public func read<T: Sendable>(
         _ datasets: [String], _ body: @escaping @Sendable (VaultTransaction) throws -> T
     ) async throws -> T {
-        let accesses = try datasets.map { try prepare($0, writing: false) }
-        guard let first = accesses.first else {
-            throw VaultError(code: .misplaced, namespace: namespace.rawValue, message: "no dataset to read")
-        }
-        if let other = accesses.first(where: { $0.pool !== first.pool }) {
-            throw VaultError(
-                code: .misplaced, namespace: namespace.rawValue, dataset: other.dataset,
-                message: "\(other.dataset) and \(first.dataset) live in different database files")
-        }
+        let (first, accesses) = try prepare(datasets, writing: false)
         return try await run(first) {
             let result = try await first.pool.read { db in
                 try self.requireOpen()
@@ -161,6 +143,22 @@ public final class Vault: Sendable {
             try self.requireOpen()
             return result
         }
+    }
+
+    /// The accesses of a transaction over several datasets, which must share one database file.
+    private func prepare(_ datasets: [String], writing: Bool) throws -> (first: Access, all: [Access]) {
+        let accesses = try datasets.map { try prepare($0, writing: writing) }
+        guard let first = accesses.first else {
+            throw VaultError(code: .misplaced, namespace: namespace.rawValue, message: "no dataset named")
+        }
+        if let other = accesses.first(where: { $0.pool !== first.pool }) {
+            throw VaultError(
+                code: .misplaced, namespace: namespace.rawValue, dataset: other.dataset,
+                message:
+                    "\(other.dataset) (backup \(other.declaration.backup)) and \(first.dataset) (backup \(first.declaration.backup)) live in different database files: one transaction cannot span them"
+            )
+        }
+        return (first, accesses)
     }
 
     /// Stores `value` as record `id` of `dataset` (replacing it), in a transaction of its own.

@@ -182,7 +182,7 @@ public actor SyncEngine {
         let now = clock.now()
         let identities = changes.map { _ in
             (
-                UUID.make(random).uuidString.lowercased(), IdempotencyKey.make(using: random),
+                random.uuidString(), IdempotencyKey.make(using: random),
                 CorrelationID.make(using: random)
             )
         }
@@ -504,7 +504,7 @@ public actor SyncEngine {
         try requireRunning()
         let storage = storage
         let now = clock.now()
-        let replacementID = UUID.make(random).uuidString.lowercased()
+        let replacementID = random.uuidString()
         let key = IdempotencyKey.make(using: random)
         let correlation = CorrelationID.make(using: random)
         return try await storageCall {
@@ -830,7 +830,7 @@ public actor SyncEngine {
                             entry, base: entry.previous, server: server, policies: policies)
                         func replacement(_ kind: MutationKind, _ fields: JSONObject) -> PendingMutation {
                             PendingMutation(
-                                id: UUID.make(random).uuidString.lowercased(),
+                                id: random.uuidString(),
                                 idempotencyKey: IdempotencyKey.make(using: random),
                                 correlationID: CorrelationID.make(using: random), entity: entry.entity,
                                 kind: kind, baseVersion: server.version, fields: fields,
@@ -933,17 +933,6 @@ public actor SyncEngine {
 
     // MARK: - Records
 
-    private func outboxEntry(_ sequence: UInt64) async throws(SyncError) -> PendingMutation? {
-        let storage = storage
-        return try await storageCall {
-            try await self.vault.read(storage.outbox) { outbox in
-                try outbox.get(SyncRecords.outboxID(sequence)).map {
-                    try PendingMutation(json: SyncRecords.decode($0, "outbox entry"))
-                }
-            }
-        }
-    }
-
     static func entity(_ ref: EntityRef, in entities: VaultRecords) throws -> EntityRecord? {
         try entities.get(ref.description).map { try EntityRecord(json: SyncRecords.decode($0, "entity")) }
     }
@@ -993,21 +982,5 @@ extension JSONObject {
     /// The members of `self` whose names `fields` has.
     func filter(_ fields: JSONObject) -> JSONObject {
         JSONObject(fields.keys.compactMap { name in self[name].map { (name, $0) } })
-    }
-}
-
-extension UUID {
-    /// A version 4 UUID from `random` (seeded in tests).
-    static func make(_ random: RandomSource) -> UUID {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        for word in [random.next(), random.next()] { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
-                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
     }
 }

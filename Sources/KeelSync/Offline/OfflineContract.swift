@@ -90,9 +90,7 @@ public struct OfflineContract: Sendable, Hashable {
             guard !scenario.entityTypes.isEmpty else { throw refuse("a scenario declares the data it shows") }
             guard !scenario.conditions.isEmpty else { throw refuse("a scenario declares when it syncs") }
             guard scenario.maximumStaleness > .zero else { throw refuse("the maximum staleness must be positive") }
-            if case .periodic(let interval)? = scenario.conditions.first(where: {
-                if case .periodic = $0 { return true } else { return false }
-            }), interval <= .zero {
+            for case .periodic(let interval) in scenario.conditions where interval <= .zero {
                 throw refuse("a periodic sync needs a positive interval")
             }
             if let shared = scenario.operations.first(where: operations.contains) {
