@@ -2,10 +2,15 @@
 // --script FILE); exactly one JSON object per command on standard output, flushed per line.
 //
 //   keel-notes --data DIR --keys DIR --server URL [--device NAME] [--app-version V] [--script FILE]
+//              [--public URL] [--time-offset SECONDS]
+//
+// --public names the host of published notes' pages (another origin: no token, no trace context reach it);
+// --time-offset shifts the app's wall clock (a device that comes back hours later, for staleness).
 //
 // Commands: signin ACCOUNT · switch ACCOUNT · signout · delete-account · new TITLE · edit ID TEXT · tag ID TAG ·
-// pin ID · list · sync · conflicts · resolve ID mine|theirs|merged TEXT · open-link URL · open ID · editor ID ·
-// type TEXT · back systemBack|gesture|appButton|modalDismiss · screen · quit
+// pin ID · list · sync · conflicts · resolve ID mine|theirs|merged TEXT · open-link URL · notification ID ·
+// open ID · editor ID · type TEXT · back systemBack|gesture|appButton|modalDismiss · screen · publish ID ·
+// version · quit
 import Foundation
 import KeelContract
 import KeelCore
@@ -26,12 +31,22 @@ guard let data = option("data"), let keys = option("keys"), let server = option(
 else {
     FileHandle.standardError.write(
         Data(
-            "usage: keel-notes --data DIR --keys DIR --server URL [--device NAME] [--app-version V] [--script FILE]\n"
-                .utf8))
+            ("usage: keel-notes --data DIR --keys DIR --server URL [--device NAME] [--app-version V] [--script FILE] "
+                + "[--public URL] [--time-offset SECONDS]\n").utf8))
     exit(2)
 }
 guard let version = AppVersion(option("app-version") ?? "1.0") else {
     FileHandle.standardError.write(Data("error: --app-version needs a version like 1.0\n".utf8))
+    exit(2)
+}
+
+guard let offset = Double(option("time-offset") ?? "0"), offset.isFinite else {
+    FileHandle.standardError.write(Data("error: --time-offset needs a number of seconds\n".utf8))
+    exit(2)
+}
+let publicPages = option("public").flatMap(URL.init(string:))
+if option("public") != nil && publicPages == nil {
+    FileHandle.standardError.write(Data("error: --public needs a URL\n".utf8))
     exit(2)
 }
 
@@ -40,7 +55,8 @@ do {
     app = try NotesApp(
         .init(
             data: URL(fileURLWithPath: data), keys: URL(fileURLWithPath: keys), server: server,
-            device: option("device") ?? "device", appVersion: version))
+            publicPages: publicPages, device: option("device") ?? "device", appVersion: version,
+            clock: offset == 0 ? .system : WallClock { Date().addingTimeInterval(offset) }))
 } catch {
     FileHandle.standardError.write(Data("error: \(error)\n".utf8))
     exit(1)

@@ -14,7 +14,7 @@ enum Keel {
     static let commands: [Command] = [
         ServeCommand.command, FaultsCommand.command, SchemaCommand.command, ContractCommand.command,
         InventoryCommand.command, VaultCommand.command, NavigationCommand.command, TraceCommand.command,
-        ReleaseGateCommand.command, BackendCommand.command,
+        ReleaseGateCommand.command, BackendCommand.command, DemoCommand.command,
     ]
 
     /// The width of the subcommand column in the usage text (the longest name and two spaces).

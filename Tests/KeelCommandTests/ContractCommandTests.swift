@@ -144,6 +144,22 @@ import Testing
         #expect(output.contains("api-path-added") && output.contains("/sessions"))
     }
 
+    @Test func version1Point4IsCompatibleWithVersion1Point3() async throws {
+        // Publishing (the reference app's irreversible operation) is a new path: compatible for installed clients.
+        let child = try ChildProcess.launch(
+            product: "keel",
+            arguments: [
+                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.3.yaml").path,
+                Self.contracts.appendingPathComponent("notes-api.v1.4.yaml").path, "--fail-on", "warning",
+            ])
+        #expect(
+            try await child.waitForExit() == .exited(0),
+            "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
+        let output = child.output(of: .standardOutput)
+        #expect(output.contains("0 breaking, 0 warning"))
+        #expect(output.contains("api-path-added") && output.contains("/notes/{id}/publish"))
+    }
+
     @Test func theCommittedModelsOfTheSampleContractAreCurrent() async throws {
         let child = try ChildProcess.launch(
             product: "keel",

@@ -159,6 +159,41 @@ import Testing
         #expect(harness.server.requests.map { $0.headers["Idempotency-Key"] } == [key.rawValue, key.rawValue])
     }
 
+    @Test func aKeyStillInProgressIsRetriedAfterRetryAfterAndOtherwiseEndsUnknown() async throws {
+        // 409 with the contract's in-progress code, to a keyed call: an earlier attempt with this key is
+        // still being applied. Not a conflict of state: the same key is sent again after Retry-After.
+        let inProgress = TestResponse.json(
+            #"{"code": "idempotency_key_in_progress"}"#, status: 409, headers: ["Retry-After": "1"])
+        let harness = try Harness(policy: CallPolicy(deadline: .seconds(60), maximumAttempts: 3))
+        harness.server.enqueue(inProgress)
+        harness.server.enqueue(TestResponse(status: 201, body: "{}"))
+        let key = IdempotencyKey.make(using: .seeded(2))
+        let operation = HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8), idempotency: .keyed(key))
+        #expect(try #require(await harness.send(operation).success).status == 201)
+        #expect(harness.scheduledDelays == [.seconds(1)])
+        #expect(harness.server.requests.map { $0.headers["Idempotency-Key"] } == [key.rawValue, key.rawValue])
+
+        // Still in progress when the attempts run out: unknown (it may yet be applied), never "nothing changed".
+        let stuck = try Harness(policy: CallPolicy(deadline: .seconds(60), maximumAttempts: 2))
+        stuck.server.enqueue(inProgress)
+        stuck.server.enqueue(inProgress)
+        let failure = try #require(await stuck.send(operation).failure)
+        #expect(failure.kind == .inProgress && failure.outcome == .unknown && failure.attempts == 2)
+        let shown = UserFacingOutcome(failure: failure, mutates: true, canQueue: true)
+        #expect(shown.message.hasPrefix("The service is still working on an earlier attempt of this."))
+        #expect(!shown.message.contains("Nothing was changed"))
+
+        // The same 409 code without a key, or a 409 without the code, is a conflict of state: not retried.
+        let unkeyed = try Harness(policy: CallPolicy(deadline: .seconds(60), maximumAttempts: 3))
+        unkeyed.server.enqueue(inProgress)
+        let plain = try #require(await unkeyed.send(.post("/notes", body: Data("{}".utf8))).failure)
+        #expect(plain.kind == .conflict && plain.outcome == .rejected && unkeyed.server.requests.count == 1)
+        let conflict = try Harness(policy: CallPolicy(deadline: .seconds(60), maximumAttempts: 3))
+        conflict.server.enqueue(.json(#"{"code": "version_conflict"}"#, status: 409))
+        let state = try #require(await conflict.send(operation).failure)
+        #expect(state.kind == .conflict && state.outcome == .rejected && conflict.server.requests.count == 1)
+    }
+
     @Test func retryAfterIsHonouredNeverShorter() async throws {
         let harness = try Harness(
             policy: CallPolicy(

@@ -5,45 +5,14 @@ import KeelReference
 import KeelTesting
 import Testing
 
-/// One running `keel-notes` process: a device with its own data and key directories.
-final class NotesDevice: Sendable {
-    let data: URL
-    let keys: URL
-    let server: URL
-    let process: ChildProcess
+extension NotesDevice {
+    /// The built `keel-notes` next to the test binary.
+    static var executable: String { ChildProcess.productsDirectory.appendingPathComponent("keel-notes").path }
 
-    init(_ directory: TemporaryDirectory, name: String, server: URL) throws {
-        data = directory.url("\(name)-data")
-        keys = directory.url("\(name)-keys")
-        self.server = server
-        process = try Self.launch(data: data, keys: keys, server: server, name: name)
-    }
-
-    private init(data: URL, keys: URL, server: URL, process: ChildProcess) {
-        self.data = data
-        self.keys = keys
-        self.server = server
-        self.process = process
-    }
-
-    static func launch(data: URL, keys: URL, server: URL, name: String) throws -> ChildProcess {
-        try ChildProcess.launch(
-            product: "keel-notes",
-            arguments: ["--data", data.path, "--keys", keys.path, "--server", server.absoluteString, "--device", name])
-    }
-
-    /// The same device after its process was killed: same directories, a new process.
-    func relaunched(_ name: String) throws -> NotesDevice {
-        NotesDevice(
-            data: data, keys: keys, server: server,
-            process: try Self.launch(data: data, keys: keys, server: server, name: name))
-    }
-
-    /// Sends one command and reads its one JSON answer.
-    func run(_ command: String) async throws -> JSONValue {
-        try process.writeLine(command)
-        let line = try #require(try await process.nextLine(timeout: .seconds(30)), "no answer to \(command)")
-        return try JSONValue(parsing: line)
+    /// A device named `name` with its directories in `directory`.
+    convenience init(_ directory: TemporaryDirectory, name: String, server: URL, arguments: [String] = []) throws {
+        try self.init(
+            name: name, directory: directory.url, server: server, executable: Self.executable, arguments: arguments)
     }
 }
 
@@ -88,7 +57,7 @@ final class NotesDevice: Sendable {
         phone.process.kill()
         _ = try await phone.process.waitForExit()
 
-        let again = try phone.relaunched("phone")
+        let again = try phone.relaunched()
         let screen = try await again.run("screen")
         let expected: JSONValue = .array(
             ["home", "notes", "note noteID=\(id)", "edit noteID=\(id)"].map(JSONValue.string))

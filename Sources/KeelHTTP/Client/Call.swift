@@ -431,6 +431,11 @@ struct Call {
         case 401: kind = .authentication
         case 403: kind = .authorization
         case 400, 422: kind = .validation
+        case 409 where operation.isKeyed && details.code.map(configuration.errorBody.inProgressCodes.contains) == true:
+            // An earlier attempt with this idempotency key is still being applied: it may yet be, so the
+            // outcome is unknown, and the same key may be sent again once it is done.
+            kind = .inProgress
+            sawUnknown = true
         case 409, 412: kind = .conflict
         case 408: kind = .timeout
         case 429: kind = .rateLimited
@@ -498,10 +503,11 @@ struct Call {
         return failure
     }
 
-    /// Transient: a listed status; an attempt timeout; or a transport failure that may pass (no route,
+    /// Transient: a keyed call whose earlier attempt is still in progress; a listed status; an attempt timeout; or a transport failure that may pass (no route,
     /// refused, lost, or a response cut short — FoundationNetworking reports a server that closes without
     /// answering as a bad response). A body over the size limit, or an unknown transport error, is not.
     private func isTransient(_ failure: HTTPFailure, transportCode: TransportError.Code?) -> Bool {
+        if failure.kind == .inProgress { return true }
         if let status = failure.status { return policy.transientStatuses.contains(status) }
         if let transportCode {
             return [.notConnected, .dnsFailed, .cannotConnect, .timedOut, .connectionLost, .malformedResponse].contains(

@@ -10,6 +10,9 @@ public struct ErrorBodyContract: Sendable {
     public var codeMember: String
     /// Codes that, on a 503, mean planned maintenance rather than a technical failure.
     public var maintenanceCodes: Set<String>
+    /// Codes that, on a 409 to a keyed call, mean an earlier attempt with the same idempotency key is still
+    /// being applied (``HTTPFailure/Kind/inProgress``) rather than a conflict of state.
+    public var inProgressCodes: Set<String>
     /// The member holding the list of field errors.
     public var fieldErrorsMember: String
     /// Inside each field error: the member naming the field, and the one with its code.
@@ -18,16 +21,19 @@ public struct ErrorBodyContract: Sendable {
     public var fieldCodeMember: String
 
     /// Where the contract puts its error details; the defaults match the shape
-    /// `{"code": ..., "errors": [{"field": ..., "code": ...}]}`, with `maintenance` as the maintenance code.
+    /// `{"code": ..., "errors": [{"field": ..., "code": ...}]}`, with `maintenance` as the maintenance code
+    /// and `idempotency_key_in_progress` as the in-progress code.
     public init(
         codeMember: String = "code",
         maintenanceCodes: Set<String> = ["maintenance"],
+        inProgressCodes: Set<String> = ["idempotency_key_in_progress"],
         fieldErrorsMember: String = "errors",
         fieldMember: String = "field",
         fieldCodeMember: String = "code"
     ) {
         self.codeMember = codeMember
         self.maintenanceCodes = maintenanceCodes
+        self.inProgressCodes = inProgressCodes
         self.fieldErrorsMember = fieldErrorsMember
         self.fieldMember = fieldMember
         self.fieldCodeMember = fieldCodeMember

@@ -114,6 +114,11 @@ extension ErrorCode where Domain == HTTPFailure {
     public static var validation: Self { Self("validation") }
     /// 409/412: the server's state changed meanwhile.
     public static var conflict: Self { Self("conflict") }
+    /// 409 to a call with an `Idempotency-Key`, with one of the contract's in-progress codes
+    /// (``ErrorBodyContract/inProgressCodes``): an earlier attempt with the same key is still being applied
+    /// (the IETF Idempotency-Key draft). The outcome is `unknown`; the client retries it like a transient
+    /// failure, honouring `Retry-After`.
+    public static var inProgress: Self { Self("inProgress") }
     /// 429: too many requests.
     public static var rateLimited: Self { Self("rateLimited") }
     /// 503 with the contract's maintenance code.
@@ -138,7 +143,8 @@ extension ErrorCode where Domain == HTTPFailure {
     public static var allKnown: [Self] {
         [
             .offline, .timeout, .captivePortal, .authentication, .authorization, .validation, .conflict,
-            .rateLimited, .maintenance, .updateRequired, .versionBlocked, .contractViolation, .technical, .cancelled,
+            .inProgress, .rateLimited, .maintenance, .updateRequired, .versionBlocked, .contractViolation, .technical,
+            .cancelled,
         ]
     }
 }

@@ -172,6 +172,11 @@ public struct HTTPOperation: Sendable {
         case .unsafe: false
         }
     }
+
+    /// Whether it carries an `Idempotency-Key`.
+    var isKeyed: Bool {
+        if case .keyed = idempotency { true } else { false }
+    }
 }
 
 /// The value of an `Idempotency-Key` header: made once per operation, sent on every attempt.

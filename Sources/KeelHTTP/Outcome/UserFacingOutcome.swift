@@ -66,7 +66,7 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .authorization: action = .requestAccess
         case .validation: action = .fixInput(fields: failure.fieldErrors.map(\.field))
         case .conflict: action = .reviewConflict
-        case .rateLimited, .maintenance: action = failure.retryAt.map(RecoveryAction.retryAt) ?? .tryLater
+        case .inProgress, .rateLimited, .maintenance: action = failure.retryAt.map(RecoveryAction.retryAt) ?? .tryLater
         case .cancelled: action = .none
         case .updateRequired, .versionBlocked: action = .updateApp
         default:
@@ -117,6 +117,7 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case .authorization: what = "Your account is not allowed to do this."
         case .validation: what = "Some of the information needs to be corrected."
         case .conflict: what = "This was changed somewhere else in the meantime."
+        case .inProgress: what = "The service is still working on an earlier attempt of this."
         case .rateLimited: what = "Too many requests were made in a short time."
         case .maintenance: what = "The service is down for planned maintenance."
         case .contractViolation: what = "This version of the app could not read the service's answer."

@@ -22,6 +22,9 @@ public actor NotesApp {
         public var keys: URL
         /// The backend's base URL.
         public var server: URL
+        /// The host of published notes' public pages (another origin than ``server``: it gets neither the
+        /// session token nor trace context). Nil: publishing does not check that the page is live.
+        public var publicPages: URL?
         /// A name for this device in logs.
         public var device: String
         /// The app's version and platform (sent on every call; the version policy judges them).
@@ -37,7 +40,7 @@ public actor NotesApp {
 
         /// A configuration; the defaults suit the command-line app.
         public init(
-            data: URL, keys: URL, server: URL, device: String = "device",
+            data: URL, keys: URL, server: URL, publicPages: URL? = nil, device: String = "device",
             appVersion: AppVersion = AppVersion("1.0")!, platform: String = "ios",
             policy: CallPolicy = CallPolicy(attemptTimeout: .seconds(5), deadline: .seconds(12), maximumAttempts: 3),
             clock: WallClock = .system, random: RandomSource = .system
@@ -45,6 +48,7 @@ public actor NotesApp {
             self.data = data
             self.keys = keys
             self.server = server
+            self.publicPages = publicPages
             self.device = device
             self.appVersion = appVersion
             self.platform = platform
@@ -55,8 +59,8 @@ public actor NotesApp {
     }
 
     /// The app's navigation: home → notes → note → edit (text saved as a draft when the app goes away), a
-    /// sign-in modal; `keel-notes://note/{noteID}` (and a notification) open a note above its declared
-    /// parents.
+    /// sign-in modal; `keel-notes://note/{noteID}` and a notification open a note above its declared
+    /// parents (home, notes).
     public static let navigation: NavigationContract = {
         do {
             return try NavigationContract([
@@ -77,6 +81,7 @@ public actor NotesApp {
     public let configuration: Configuration
     let vaults: Vaults
     let client: HTTPClient
+    let pages: HTTPClient?
     let navigator: Navigator
     let accounts: SyncAccounts
     let tokens: Locked<[AccountID: String]>
@@ -93,13 +98,22 @@ public actor NotesApp {
             dataDirectory: configuration.data,
             keyStore: try FileKeyStore(directory: configuration.keys, dataDirectories: [configuration.data]),
             inventory: NotesSync.inventory, clock: configuration.clock)
+        // Trace context goes to the backend's origin only: the public page host is not in the allowlist.
+        let tracing = TraceContextMiddleware(
+            allowlist: OriginAllowlist([configuration.server]), random: configuration.random)
         let client = HTTPClient(
             configuration: .init(
                 baseURL: configuration.server, wallClock: configuration.clock, random: configuration.random,
-                policy: configuration.policy,
+                policy: configuration.policy, middleware: [tracing],
                 versionPolicy: VersionPolicyContract(
                     appVersion: configuration.appVersion, platform: configuration.platform)))
         self.client = client
+        pages = configuration.publicPages.map { pages in
+            HTTPClient(
+                configuration: .init(
+                    baseURL: pages, wallClock: configuration.clock, random: configuration.random,
+                    policy: configuration.policy, middleware: [tracing]))
+        }
         navigator = Navigator(contract: Self.navigation, signInRoute: "signIn")
         state = navigator.initialState
         let tokens = Locked<[AccountID: String]>([:])
@@ -121,6 +135,11 @@ public actor NotesApp {
     static let credentials = "session-token"
     static let snapshots = "navigation"
     var sessionFile: URL { configuration.data.appendingPathComponent("app-session.json") }
+
+    /// The effect ledger of `account` (declared as `effects`): `effects/<account>.json` in the data directory.
+    func ledgerFile(_ account: AccountID) -> URL {
+        configuration.data.appendingPathComponent("effects").appendingPathComponent(account.rawValue + ".json")
+    }
 
     // MARK: - Launch
 
@@ -223,6 +242,13 @@ public actor NotesApp {
                 // Autosave: the text is kept as a draft at once (a kill gives no warning), as `background` does.
                 if answer["ok"] == true { answer = try await navigate(.background) }
                 return answer
+            case "notification":
+                guard let argument else { return Self.usage("notification ID") }
+                return try await navigate(.notification(route: "note", parameters: ["noteID": argument], mode: .warm))
+            case "publish":
+                guard let argument else { return Self.usage("publish ID") }
+                return try await publish(argument)
+            case "version": return version()
             case "screen": return ["ok": true, "screen": screen]
             default:
                 return Self.usage("unknown command \(command)")
@@ -251,10 +277,12 @@ public actor NotesApp {
 
     private func signOut() async throws -> JSONObject {
         let outstanding = try await engine?.outstandingCount() ?? 0
+        let account = engine?.vault.account
         _ = try await navigate(.signOut)
         let report = try await accounts.signOut()
         engine = nil
         try? FileManager.default.removeItem(at: sessionFile)
+        if let account { try? FileManager.default.removeItem(at: ledgerFile(account)) }
         return [
             "ok": true, "unsentChangesLost": .number(JSONNumber(Int64(outstanding))),
             "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen,
@@ -270,6 +298,7 @@ public actor NotesApp {
         engine = nil
         tokens.withLock { $0[account] = nil }
         try? FileManager.default.removeItem(at: sessionFile)
+        try? FileManager.default.removeItem(at: ledgerFile(account))
         return ["ok": true, "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen]
     }
 
@@ -354,6 +383,97 @@ public actor NotesApp {
         }
         let replacement = try await engine.resolve(conflict.id, with: resolution)
         return ["ok": true, "id": .string(noteID), "sent": .bool(replacement != nil)]
+    }
+
+    // MARK: - Publishing
+
+    /// Publishes a synced note once: the confirmation is recorded in the account's ``EffectLedger`` before
+    /// the call, with the idempotency key the call carries. A confirmation already recorded is never run
+    /// again: succeeded → its result, without a call; started and unsettled (the app died, or the outcome
+    /// was unknown) → the same key again, so the backend answers the publication it made, or makes it once.
+    private func publish(_ noteID: String) async throws -> JSONObject {
+        let engine = try requireEngine()
+        let account = engine.vault.account
+        guard let note = try await engine.entity(NotesRemote.entityType, id: noteID), !note.isDeleted else {
+            return Self.notFound(noteID)
+        }
+        guard note.serverVersion != nil, note.state == .synced else {
+            throw NotesAppError(kind: .validation, message: "Sync this note before publishing it.")
+        }
+        try FileManager.default.createDirectory(
+            at: ledgerFile(account).deletingLastPathComponent(), withIntermediateDirectories: true)
+        let ledger = try EffectLedger(file: ledgerFile(account))
+        // A confirmation that failed for certain may be confirmed again: the next attempt is a new operation.
+        var attempt = 1
+        while await ledger.entry(Self.publication(noteID, attempt))?.state == .failed { attempt += 1 }
+        let id = Self.publication(noteID, attempt)
+        let key: String
+        switch try await ledger.begin(id, action: "publish", reference: "pub-" + configuration.random.uuidString()) {
+        case .run:
+            key = await ledger.entry(id)?.reference ?? ""
+        case .recorded(let entry):
+            if entry.state == .succeeded, let path = entry.result {
+                return ["ok": true, "id": .string(noteID), "path": .string(path), "alreadyPublished": true]
+            }
+            key = entry.reference ?? ""
+        }
+        let remote = NotesRemote(client: client, account: account, token: try await token(of: engine))
+        let publication: NotesRemote.Publication
+        do throws(HTTPFailure) {
+            publication = try await remote.publish(noteID, key: IdempotencyKey(key))
+        } catch {
+            // Failed for certain: recorded, so that confirming again starts a new attempt. Unknown (the key
+            // may still be being applied): left started, so the next try sends the same key.
+            if error.outcome != .unknown {
+                try await ledger.complete(id, .failed, result: nil)
+            }
+            throw error
+        }
+        try await ledger.complete(id, .succeeded, result: publication.path)
+        var answer: JSONObject = [
+            "ok": true, "id": .string(noteID), "path": .string(publication.path), "alreadyPublished": false,
+            "version": .number(JSONNumber(Int64(publication.version))),
+        ]
+        if let pages {
+            // The page is on another origin: this call carries no token and no trace context.
+            let page = try? await pages.send(
+                HTTPOperation(method: "GET", path: publication.path, idempotency: .idempotent, expectsJSON: false))
+            answer["live"] = .bool(page.map { (200...299).contains($0.status) } ?? false)
+        }
+        return answer
+    }
+
+    static func publication(_ noteID: String, _ attempt: Int) -> String {
+        EffectLedger.operationID(entry: "note/\(noteID)", action: "publish", attempt: attempt)
+    }
+
+    private func token(of engine: SyncEngine) async throws -> String {
+        if let stored = try await engine.vault.get(Self.credentials, id: "bearer") {
+            return String(decoding: stored, as: UTF8.self)
+        }
+        throw NotesAppError(kind: .authentication, message: "Sign in again.")
+    }
+
+    // MARK: - Version policy
+
+    /// What the backend last said about this app version (`supported`, `updateAvailable`, `updateRequired`,
+    /// `maintenance`, `blocked`).
+    private func version() -> JSONObject {
+        var answer: JSONObject = ["ok": true, "appVersion": .string(configuration.appVersion.description)]
+        switch client.versionPolicy {
+        case .supported: answer["policy"] = "supported"
+        case .updateAvailable(let latest):
+            answer["policy"] = "updateAvailable"
+            answer["latest"] = .string(latest.description)
+        case .updateRequired(let minimum):
+            answer["policy"] = "updateRequired"
+            answer["minimum"] = .string(minimum.description)
+        case .maintenance: answer["policy"] = "maintenance"
+        case .blocked(let minimum):
+            answer["policy"] = "blocked"
+            answer["minimum"] = minimum.map { .string($0.description) } ?? .null
+        }
+        return answer
     }
 
     // MARK: - Navigation

@@ -32,6 +32,14 @@ final class BackendStore: Sendable {
                 CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
                 """)
         }
+        migrator.registerMigration("reference backend v2: publications") { db in
+            try db.executeScript(
+                """
+                CREATE TABLE publications (
+                    account TEXT NOT NULL, key TEXT NOT NULL, note_id TEXT NOT NULL, id TEXT NOT NULL,
+                    version INTEGER NOT NULL, published_at REAL NOT NULL, PRIMARY KEY (account, key));
+                """)
+        }
         return migrator
     }()
 
@@ -182,6 +190,75 @@ final class BackendStore: Sendable {
                 applied[key, default: 0] += try row.decode("times_applied") as Int
             }
             return applied
+        }
+    }
+
+    // MARK: - Publications
+
+    /// The publication made under `key`, with the note it was made for.
+    func publication(key: String, account: String) throws -> (noteID: String, answer: JSONObject)? {
+        try pool.readSync { db in
+            try db.rows(
+                "SELECT note_id, id, version FROM publications WHERE account = ? AND key = ?",
+                arguments: [account, key]
+            ).first.map { row in
+                let noteID: String = try row.decode("note_id")
+                return (
+                    noteID,
+                    Self.publicationAnswer(noteID: noteID, id: try row.decode("id"), version: try row.decode("version"))
+                )
+            }
+        }
+    }
+
+    /// Publishes the note's current version under `key` (one transaction: the key and the publication).
+    func publish(noteID: String, key: String, id: String, account: String, at date: Date) throws -> JSONObject {
+        try pool.writeSync { db in
+            guard let note = try self.note(noteID, account: account, in: db), !note.deleted else {
+                throw BackendFailure(status: 404, code: "not_found", message: "no such note")
+            }
+            try db.execute(
+                "INSERT INTO publications (account, key, note_id, id, version, published_at) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [account, key, noteID, id, note.version, date.timeIntervalSince1970])
+            return Self.publicationAnswer(noteID: noteID, id: id, version: note.version)
+        }
+    }
+
+    static func publicationAnswer(noteID: String, id: String, version: Int) -> JSONObject {
+        [
+            "noteID": .string(noteID), "publication": .string(id), "path": .string("/p/\(id)"),
+            "version": .number(JSONNumber(Int64(version))),
+        ]
+    }
+
+    /// How many publications each note has, all accounts together.
+    func publicationCounts() throws -> [String: Int] {
+        try pool.readSync { db in
+            var counts: [String: Int] = [:]
+            for row in try db.rows("SELECT note_id, count(*) AS n FROM publications GROUP BY note_id") {
+                counts[try row.decode("note_id") as String] = try row.decode("n") as Int
+            }
+            return counts
+        }
+    }
+
+    /// Every note of every account (tombstones included), for inspection.
+    func allNotes() throws -> [(account: String, note: StoredNote)] {
+        try pool.readSync { db in
+            try db.rows("SELECT account, document, version, deleted FROM notes ORDER BY account, id").map {
+                (try $0.decode("account") as String, try Self.stored($0))
+            }
+        }
+    }
+
+    /// ``allNotes()`` as documents with `account`, `version` and `deleted`.
+    func documents() throws -> [JSONObject] {
+        try allNotes().map { entry in
+            var document = entry.note.document
+            document["account"] = .string(entry.account)
+            document["version"] = .number(JSONNumber(Int64(entry.note.version)))
+            document["deleted"] = .bool(entry.note.deleted)
+            return document
         }
     }
 

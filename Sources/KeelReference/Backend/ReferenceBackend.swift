@@ -1,11 +1,11 @@
 public import Foundation
 public import KeelCore
-import KeelContract
+public import KeelContract
 import KeelCrypto
 import KeelStore
 import KeelTesting
 
-/// Keel's reference backend: the sample notes contract (`contracts/notes-api.v1.3.yaml`) served on
+/// Keel's reference backend: the sample notes contract (`contracts/notes-api.v1.4.yaml`) served on
 /// loopback by KeelTesting's HTTP/1.1 server, persisted in SQLite so that it survives its own restart.
 ///
 /// What it keeps (the promises a sync client is tested against):
@@ -78,14 +78,18 @@ public final class ReferenceBackend: Sendable {
         public var mode: Mode
         /// The `Retry-After` seconds of ``Mode/unavailable``.
         public var retryAfter: Int?
-        /// Answers to `POST /mutations` are held this long after the batch is applied (a late response).
+        /// Answers to `POST /mutations` and publications are held this long after they are applied (a late
+        /// response).
         public var delayAcks: Duration?
+        /// How many requests meet ``mode`` before service is normal again; nil: until it is changed.
+        public var count: Int?
 
         /// A fault.
-        public init(mode: Mode, retryAfter: Int? = nil, delayAcks: Duration? = nil) {
+        public init(mode: Mode, retryAfter: Int? = nil, delayAcks: Duration? = nil, count: Int? = nil) {
             self.mode = mode
             self.retryAfter = retryAfter
             self.delayAcks = delayAcks
+            self.count = count
         }
 
         /// Normal service.
@@ -142,6 +146,13 @@ public final class ReferenceBackend: Sendable {
     /// Every idempotency key that was applied, with how many times.
     public func appliedKeys() throws -> [String: Int] { try handler.store.appliedKeys() }
 
+    /// How many publications each note has (once, unless something is broken).
+    public func publicationCounts() throws -> [String: Int] { try handler.store.publicationCounts() }
+
+    /// Every note of every account, tombstones included: its document with `account`, `version` and
+    /// `deleted`.
+    public func notes() throws -> [JSONObject] { try handler.store.documents() }
+
     /// How many notes exist (not deleted), all accounts together.
     public func noteCount() throws -> Int { try handler.store.liveNoteCount() }
 
@@ -179,7 +190,15 @@ final class BackendHandler: Sendable {
             guard configuration.admin else { return Self.json(status: 404, ["code": "not_found"]) }
             return guarded { try self.admin(request) }  // not logged: the log is what the app sent
         }
-        let fault = state.withLock { $0.fault }
+        let fault = state.withLock { state -> ReferenceBackend.Fault in
+            let fault = state.fault
+            if fault.mode != .none, let count = fault.count {
+                // The last counted request clears the mode (a delay of acknowledgements stays).
+                state.fault.count = count - 1
+                if count <= 1 { state.fault = .init(mode: .none, delayAcks: fault.delayAcks) }
+            }
+            return fault
+        }
         switch fault.mode {
         case .none, .drop: break
         case .stall:
@@ -219,6 +238,9 @@ final class BackendHandler: Sendable {
             switch (request.method, request.path) {
             case ("POST", "/mutations"): response = try mutations(request, account: owner)
             case ("GET", "/changes"): response = try changes(request, account: owner)
+            case ("POST", let path) where path.hasPrefix("/notes/") && path.hasSuffix("/publish"):
+                response = try publish(
+                    String(path.dropFirst("/notes/".count).dropLast("/publish".count)), request, account: owner)
             case ("GET", let path) where path.hasPrefix("/notes/"):
                 response = try note(String(path.dropFirst("/notes/".count)), account: owner)
             case ("GET", let path) where path.hasPrefix("/operations/"):
@@ -408,10 +430,19 @@ final class BackendHandler: Sendable {
             }
             let retryAfter = try Self.optionalInteger(body, "retryAfter")
             let delay = try Self.optionalInteger(body, "delayAcksMs")
+            let count = try Self.optionalInteger(body, "count")
             state.withLock {
-                $0.fault = .init(mode: mode, retryAfter: retryAfter, delayAcks: delay.map { .milliseconds($0) })
+                $0.fault = .init(
+                    mode: mode, retryAfter: retryAfter, delayAcks: delay.map { .milliseconds($0) }, count: count)
             }
             return Self.json(status: 200, ["mode": .string(mode.rawValue)])
+        case ("GET", "/_admin/notes"):
+            return Self.json(status: 200, ["notes": .array(try store.documents().map(JSONValue.object))])
+        case ("GET", "/_admin/published"):
+            var object = JSONObject()
+            let counts = try store.publicationCounts()
+            for id in counts.keys.sorted() { object[id] = .number(JSONNumber(Int64(counts[id]!))) }
+            return Self.json(status: 200, ["published": .object(object)])
         case ("POST", "/_admin/min-version"):
             let body = try Self.object(request.body)
             guard let platform = body["platform"]?.stringValue, ["ios", "android"].contains(platform) else {

@@ -40,6 +40,32 @@ public struct NotesRemote: SyncRemote {
         return token
     }
 
+    /// A publication (contract 1.4): its id, its page's path on the public page host, the version published.
+    public struct Publication: Sendable, Equatable {
+        /// The publication's id.
+        public let id: String
+        /// The public page, relative to the public page host (`/p/...`).
+        public let path: String
+        /// The note version that was published.
+        public let version: Int
+    }
+
+    /// Publishes the note (`POST /notes/{id}/publish`) under `key`: made at most once per key, the same
+    /// publication answered on every replay.
+    public func publish(_ noteID: String, key: IdempotencyKey, correlationID: CorrelationID? = nil)
+        async throws(HTTPFailure) -> Publication
+    {
+        let reply = try await client.send(
+            .post(
+                "/notes/\(noteID)/publish", body: nil, idempotency: .keyed(key), headers: headers,
+                correlationID: correlationID))
+        guard let answer = try? JSONValue(parsing: reply.body), let id = answer["publication"]?.stringValue,
+            let path = answer["path"]?.stringValue, case .number(let number)? = answer["version"],
+            let version = number.int64
+        else { throw violation(reply, "a publication without id, path or version", mutating: true) }
+        return Publication(id: id, path: path, version: Int(version))
+    }
+
     private var headers: HeaderFields {
         ["Authorization": "Bearer \(token)", "X-Account-ID": account.rawValue, "Content-Type": "application/json"]
     }

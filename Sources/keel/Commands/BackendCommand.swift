@@ -17,10 +17,10 @@ enum BackendCommand {
         usage: """
             USAGE: keel backend --data <dir> [--port <port>] [--admin]
 
-            Runs Keel's reference backend: contracts/notes-api.v1.3.yaml (sign-in, notes, idempotent batch
-            mutations, a changes feed with an opaque cursor, operation status, version policy), persisted in
-            <dir>/backend.sqlite so that it survives its own restart. Served by KeelTesting's HTTP/1.1 server
-            on 127.0.0.1.
+            Runs Keel's reference backend: contracts/notes-api.v1.4.yaml (sign-in, notes, idempotent batch
+            mutations, publishing, a changes feed with an opaque cursor, operation status, version policy),
+            persisted in <dir>/backend.sqlite so that it survives its own restart. Served by KeelTesting's
+            HTTP/1.1 server on 127.0.0.1.
 
             The first line on standard output is 'listening http://127.0.0.1:<port>'; then one line per
             request: '<method> <path> <status> account=<account> traceparent=<value> correlation=<id>'
@@ -35,17 +35,22 @@ enum BackendCommand {
                                                           "entities": <notes that exist>}
                                POST /_admin/fault        {"mode": "none"|"stall"|"drop"|"unavailable"|"portal",
                                                           "retryAfter": <seconds, optional>,
-                                                          "delayAcksMs": <optional>}
+                                                          "delayAcksMs": <optional>, "count": <optional>}
                                  none         normal service
                                  stall        requests are read and never answered; nothing is applied
                                  drop         requests are applied, then the connection closes unanswered
                                  unavailable  503 {"code": "maintenance"} (+ Retry-After); nothing applied
                                  portal       a captive portal's HTML login page for every path
-                                 delayAcksMs  answers to POST /mutations are held this long after applying
+                                 delayAcksMs  answers to POST /mutations and publications are held this
+                                              long after applying
+                                 count        the mode meets this many requests, then service is normal
                                POST /_admin/min-version  {"platform": "ios"|"android", "version": "<x.y.z>"|null,
                                                           "latest": "<x.y.z>"|null (optional)}: older versions
                                                           get 426 update_required; older than latest get
                                                           X-Update-Available
+                               GET  /_admin/notes        {"notes": [every note of every account, with
+                                                          "account", "version" and "deleted"]}
+                               GET  /_admin/published    {"published": {"<note id>": <publications>}}
                                GET  /_admin/requests     the last 1,000 requests with their account, status,
                                                           traceparent, tracestate and correlation id
               -h, --help     Show this help.

@@ -1,0 +1,67 @@
+import Foundation
+import KeelReference
+import KeelTesting
+import Testing
+
+/// The pieces of `keel demo`, one test each: `keel-notes` processes driven against a `keel backend` process,
+/// every claim of the scenario checked against what the processes reported.
+@Suite(.timeLimit(.minutes(2))) struct DemoScenarioTests {
+    static let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
+
+    @Test(arguments: NotesDemo.scenarios.map(\.id))
+    func scenarioHolds(_ id: String) async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-demo-\(id)")
+        let demo = NotesDemo(.init(keel: Self.keel, notes: NotesDevice.executable, directory: directory.url))
+        let report = try await demo.run(only: [id])
+        let outcome = try #require(report.outcomes.first)
+        let failures = outcome.verifications.filter { !$0.held }.map {
+            "\($0.claim): expected \($0.expected), saw \($0.seen)"
+        }
+        #expect(outcome.abortion == nil, "\(outcome.abortion ?? "")")
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        #expect(outcome.verifications.count >= 4, "a scenario proves its point with several checks")
+        #expect(outcome.passed)
+    }
+
+    @Test func everyScenarioNamesRequirementsOfTheStandard() throws {
+        let standard = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                    "shared/REQUIREMENTS.md"),
+            encoding: .utf8)
+        for scenario in NotesDemo.scenarios {
+            #expect(!scenario.requirements.isEmpty)
+            for requirement in scenario.requirements {
+                #expect(standard.contains("## \(requirement) "), "\(scenario.id) names \(requirement)")
+                #expect(NotesDemo.requirementTitles[requirement] != nil)
+            }
+        }
+        // The issue's list: offline, pending, kill, conflict, switch, link, portal, update, traces (+ publish).
+        #expect(
+            Set(NotesDemo.scenarios.map(\.id)).isSuperset(of: [
+                "offline", "kill", "conflict", "switch", "links", "portal", "update", "trace",
+            ]))
+    }
+
+    @Test func aCheckThatDidNotHoldIsShownWithWhatWasExpectedAndSeen() {
+        let scenario = NotesDemo.scenarios[0]
+        let failed = NotesDemo.Verification(
+            claim: "the list is marked stale", held: false, expected: "true", seen: "false")
+        let held = NotesDemo.Verification(claim: "both notes are shown", held: true, expected: "2", seen: "2")
+        let report = NotesDemo.Report(
+            outcomes: [.init(scenario: scenario, timeline: [.verified(held), .verified(failed)], abortion: nil)],
+            duration: .seconds(3))
+        #expect(!report.passed)
+        #expect(
+            NotesDemo.lines(for: .verified(failed)) == [
+                "      ✗ the list is marked stale", "          expected: true", "          seen:     false",
+            ])
+        let summary = NotesDemo.summary(report).joined(separator: "\n")
+        #expect(summary.contains("✗ MOB-DATA-004") && summary.contains("1/2 checks"))
+        #expect(summary.contains("1 of 2 checks did not hold"))
+        let html = NotesDemo.html(report)
+        #expect(
+            html.contains("expected: true") && html.contains("seen: false") && html.contains("class=\"verdict bad\""))
+        #expect(!html.contains("http://") && !html.contains("https://"), "no external assets")
+    }
+}
