@@ -142,6 +142,69 @@ final class BackendHarness: Sendable {
         #expect(try harness.backend.appliedKeys() == ["m1": 1])
     }
 
+    @Test func aPublicationIsMadeOncePerKeyAndReplayed() async throws {
+        let harness = try BackendHarness()
+        let alice = try await harness.signIn("alice")
+        let bob = try await harness.signIn("bob")
+        _ = try await harness.mutate(alice, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1"))
+        _ = try await harness.mutate(alice, batchKey: "batch-0000000000000002", BackendHarness.create("m2", note: "n2"))
+        func publish(_ note: String, key: String?, token: String = alice) async throws -> Exchange {
+            var headers = ["Authorization": "Bearer \(token)"]
+            if let key { headers["Idempotency-Key"] = key }
+            return try await harness.call("POST", "/notes/\(note)/publish", headers: headers)
+        }
+        let first = try await publish("n1", key: "publish-000000000001")
+        #expect(first.status == 200 && first["noteID"] == "n1" && first["version"] == 1)
+        let path = try #require(first["path"]?.stringValue)
+        #expect(path.hasPrefix("/p/") && first["publication"]?.stringValue.map { path == "/p/" + $0 } == true)
+        // A replay (the answer was lost) answers the same publication; nothing new is made.
+        let replay = try await publish("n1", key: "publish-000000000001")
+        #expect(replay.status == 200 && replay["path"]?.stringValue == path)
+        #expect(try harness.backend.publicationCounts() == ["n1": 1])
+        // The key reused for another note: refused, nothing published.
+        let reused = try await publish("n2", key: "publish-000000000001")
+        #expect(reused.status == 422 && reused["code"] == "idempotency_key_reused")
+        #expect(try await publish("n2", key: nil).status == 422)
+        #expect(try await publish("nope", key: "publish-000000000002").status == 404)
+        // Bob cannot publish Alice's note, and his key space is his own.
+        #expect(try await publish("n1", key: "publish-000000000001", token: bob).status == 404)
+        #expect(try harness.backend.publicationCounts() == ["n1": 1])
+        let published = try await harness.call("GET", "/_admin/published")
+        #expect(published["published"] == ["n1": 1])
+
+        // A key whose publication is still being answered: 409 with the in-progress code, then the same answer.
+        harness.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(1000)))
+        let slow = Task { try await publish("n2", key: "publish-000000000003") }
+        var made = false
+        for _ in 0..<200 where !made {
+            try await Task.sleep(for: .milliseconds(5))
+            made = try harness.backend.publicationCounts()["n2"] == 1
+        }
+        let concurrent = try await publish("n2", key: "publish-000000000003")
+        #expect(concurrent.status == 409 && concurrent["code"] == "idempotency_key_in_progress")
+        let answered = try await slow.value
+        harness.backend.setFault(.none)
+        #expect(try await publish("n2", key: "publish-000000000003")["path"] == answered["path"])
+        #expect(try harness.backend.publicationCounts() == ["n1": 1, "n2": 1])
+    }
+
+    @Test func aCountedFaultEndsByItselfAndTheNotesAreInspectable() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        _ = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "unavailable", "count": 2}"#)
+        let auth = ["Authorization": "Bearer \(token)"]
+        #expect(try await harness.call("GET", "/changes", headers: auth).status == 503)
+        #expect(try await harness.call("GET", "/changes", headers: auth).status == 503)
+        #expect(try await harness.call("GET", "/changes", headers: auth).status == 200)
+        _ = try await harness.mutate(token, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1"))
+        let notes = try await harness.call("GET", "/_admin/notes")
+        #expect(notes["notes"]?[0]?["id"] == "n1" && notes["notes"]?[0]?["account"] == "alice")
+        #expect(notes["notes"]?[0]?["version"] == 1 && notes["notes"]?[0]?["deleted"] == false)
+        #expect(try harness.backend.notes().map { $0["id"] } == ["n1"])
+        let bad = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "unavailable", "count": -1}"#)
+        #expect(bad.status == 422)
+    }
+
     @Test func aStaleBaseVersionIsAConflictCarryingTheServersNote() async throws {
         let harness = try BackendHarness()
         let token = try await harness.signIn("alice")

@@ -15,6 +15,9 @@ import KeelTesting
 ///   422 `idempotency_key_reused`; a key still being applied by another request answers 409
 ///   `idempotency_key_in_progress`. The batch's own `Idempotency-Key` header follows the same rules and
 ///   replays the stored response byte for byte.
+/// - **Publishing** (`POST /notes/{id}/publish`): irreversible, made at most once per `Idempotency-Key` and
+///   account; a replay answers the same publication, a key still in progress 409, a key reused for another
+///   note 422.
 /// - **Versions.** Every note has a version, raised by each applied mutation; a mutation whose
 ///   `baseVersion` is not the current one is a `conflict` carrying the server's note (`serverVersion`).
 /// - **A changes feed** with an opaque cursor (`GET /changes`), per account, oldest change first;

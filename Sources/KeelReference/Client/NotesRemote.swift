@@ -4,9 +4,10 @@ public import KeelCore
 public import KeelHTTP
 public import KeelSync
 
-/// The reference backend's sync API (`POST /mutations`, `GET /changes` of the notes contract 1.3) as a
-/// ``KeelSync/SyncRemote`` for the entity type `note`, over ``KeelHTTP/HTTPClient``: one account's token
-/// and id on every call, the batch key as `Idempotency-Key`, each mutation's own key in the body.
+/// The reference backend's sync API (`POST /mutations`, `GET /changes` of the notes contract 1.3 and later)
+/// as a ``KeelSync/SyncRemote`` for the entity type `note`, over ``KeelHTTP/HTTPClient``: one account's token
+/// and id on every call, the batch key as `Idempotency-Key`, each mutation's own key in the body. Also
+/// publishing (`POST /notes/{id}/publish`, contract 1.4).
 public struct NotesRemote: SyncRemote {
     /// The entity type this remote syncs.
     public static let entityType = "note"

@@ -1,0 +1,44 @@
+import Foundation
+import KeelTesting
+import Testing
+
+/// `keel demo`, run as the built binary (the README's first command): progress as it runs, a requirement
+/// table, the HTML report, and its exit statuses.
+@Suite(.timeLimit(.minutes(2))) struct DemoCommandTests {
+    @Test func theDemoShowsItsStepsAndWritesASelfContainedReport() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-demo-command")
+        let report = directory.url("demo.html")
+        let child = try ChildProcess.launch(
+            product: "keel", arguments: ["demo", "--only", "links,switch", "--report", report.path])
+        // Progress is visible while it runs: the first scenario's heading arrives before the end.
+        let heading = try await child.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("[1/2]") }
+        #expect(heading.contains("An account switch"))
+        #expect(child.termination == nil || child.output(of: .standardOutput).contains("[2/2]"))
+        let status = try await child.waitForExit(timeout: .seconds(90))
+        let output = child.output(of: .standardOutput)
+        #expect(status == .exited(0), "\(output)\(child.output(of: .standardError))")
+        #expect(output.contains("demonstrates MOB-DATA-006"))
+        #expect(output.contains("✓ eli sees none of dana's notes"))
+        #expect(output.contains("Requirements demonstrated"))
+        #expect(output.contains("✓ MOB-PLAT-008"))
+        #expect(output.contains("every one held"))
+        #expect(!output.contains("✗"))
+        let html = try String(contentsOf: report, encoding: .utf8)
+        #expect(html.hasPrefix("<!doctype html>") && html.contains("Every check held"))
+        #expect(html.contains("id=\"links\"") && html.contains("id=\"switch\""))
+        // Self-contained: no stylesheet, script, image or font is fetched from anywhere.
+        #expect(!html.contains("<link") && !html.contains("<script") && !html.contains("src="))
+        #expect(!html.contains("http://") && !html.contains("https://"))
+    }
+
+    @Test(arguments: [
+        (["demo", "--only", "nope"], "no scenario 'nope'"),
+        (["demo", "extra"], "unexpected argument 'extra'"),
+        (["demo", "--report"], "--report"),
+    ])
+    func usageErrorsExitWithTwo(arguments: [String], message: String) async throws {
+        let child = try ChildProcess.launch(product: "keel", arguments: arguments)
+        #expect(try await child.waitForExit() == .exited(2))
+        #expect(child.output(of: .standardError).contains(message), "\(child.output(of: .standardError))")
+    }
+}
