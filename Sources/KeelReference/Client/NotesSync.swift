@@ -76,8 +76,10 @@ public enum NotesSync {
                         backup: .deviceOnly, deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth),
                     Dataset(
                         name: "effects",
-                        purpose: "Irreversible operations already started (publish), so none runs twice",
-                        kind: .keyValue, classification: .personal, isAccountBound: true, retention: .untilEvent,
+                        purpose:
+                            "Irreversible operations already started (publish), so none runs twice "
+                            + "(the EffectLedger file effects/<account>.json in the data directory)",
+                        kind: .file, classification: .personal, isAccountBound: true, retention: .untilEvent,
                         backup: .deviceOnly, deletionTriggers: everything, role: .sourceOfTruth),
                 ])
         } catch { preconditionFailure("the reference app's inventory is refused: \(error)") }
