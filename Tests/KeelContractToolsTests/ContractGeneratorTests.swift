@@ -414,16 +414,37 @@ import Testing
 
     // MARK: - What is refused
 
-    @Test func oneOfWithoutADiscriminatorIsANamedDiagnosticNotCode() throws {
+    @Test func aUnionWithoutADiscriminatorIsRefusedOnlyWhenKindsDoNotTellItsVariantsApart() throws {
         let found = try diagnostics(
             """
                 Value:
-                  oneOf: [{type: string}, {type: integer}]
+                  oneOf: [{type: integer}, {type: number}]
+                Text:
+                  anyOf: [{type: string}, {type: string, format: date-time}]
+                Either:
+                  anyOf:
+                    - {type: object, required: [a], properties: {a: {type: string}, b: {type: string}}}
+                    - {type: object, required: [a, b], properties: {a: {type: string}, b: {type: string}}}
+                Loose:
+                  oneOf: [{type: string}, {}]
+                Fine:
+                  oneOf: [{type: string}, {type: integer}, {type: boolean}, {type: array, items: {type: string}}, {type: object}]
+                Methods:
+                  anyOf:
+                    - {type: object, required: [last4], properties: {last4: {type: string}}}
+                    - {type: object, required: [iban], properties: {iban: {type: string}}}
             """)
-        #expect(found.count == 1)
-        #expect(found.first?.file == "contract.yaml")
-        #expect(found.first?.location == "#/components/schemas/Value")
-        #expect(found.first?.message.contains("oneOf without a discriminator is not supported yet") == true)
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/Value/oneOf", "#/components/schemas/Text/anyOf",
+                "#/components/schemas/Either/anyOf", "#/components/schemas/Loose/oneOf/1",
+            ], "\(found)")
+        #expect(found.allSatisfy { $0.file == "contract.yaml" })
+        #expect(found[0].message.contains("variants 0, 1 are all numbers (integer and number are one JSON kind)"))
+        #expect(found[1].message.contains("variants 0, 1 are all strings"))
+        #expect(
+            found[2].message.contains("variants 0, 1 are all objects whose required members do not tell them apart"))
+        #expect(found[3].message.contains("allows several (or any)"))
     }
 
     @Test func everyUnsupportedConstructIsReportedAtOnceWithItsLocation() throws {
@@ -432,7 +453,7 @@ import Testing
                 Note:
                   type: object
                   properties:
-                    either: {anyOf: [{type: string}, {type: integer}]}
+                    either: {anyOf: [{type: string}, {type: string, format: date-time}]}
                     mixed: {type: [string, integer]}
                     level: {type: integer, enum: [1, 2]}
                 Shape:
@@ -441,7 +462,7 @@ import Testing
             """)
         #expect(
             found.map(\.location) == [
-                "#/components/schemas/Note/properties/either", "#/components/schemas/Note/properties/mixed/type",
+                "#/components/schemas/Note/properties/either/anyOf", "#/components/schemas/Note/properties/mixed/type",
                 "#/components/schemas/Note/properties/level/enum", "#/components/schemas/Shape/oneOf/0",
             ])
         #expect(found[0].message.contains("anyOf without a discriminator"))
@@ -596,7 +617,7 @@ import Testing
                   description: bad
                   content:
                     application/json:
-                      schema: {type: object, properties: {v: {oneOf: [{type: string}, {type: integer}]}}}
+                      schema: {type: object, properties: {v: {oneOf: [{type: integer}, {type: number}]}}}
             """)
         let url = directory.url("api.yaml")
         try Data(
@@ -619,7 +640,7 @@ import Testing
             }
             let found = generation.diagnostics
             return found.map { "\($0.file) \($0.location)" } == [
-                "ext/responses.yaml #/components/responses/Bad/content/application~1json/schema/properties/v"
+                "ext/responses.yaml #/components/responses/Bad/content/application~1json/schema/properties/v/oneOf"
             ]
         }
     }
@@ -958,7 +979,7 @@ import Testing
                   description: ok
                   content:
                     application/json:
-                      schema: {type: object, properties: {bad: {oneOf: [{type: string}, {type: integer}]}}}
+                      schema: {type: object, properties: {bad: {oneOf: [{type: integer}, {type: number}]}}}
             """)
         let url = directory.url("api.yaml")
         try Data(
@@ -972,7 +993,7 @@ import Testing
             }
             let found = generation.diagnostics
             return found.map { "\($0.file) \($0.location)" } == [
-                "paths/pets.yaml #/get/responses/200/content/application~1json/schema/properties/bad"
+                "paths/pets.yaml #/get/responses/200/content/application~1json/schema/properties/bad/oneOf"
             ]
         }
     }
@@ -994,7 +1015,7 @@ import Testing
 
     @Test func anInlineBodyThatCannotBeGeneratedIsReported() throws {
         let paths =
-            "{/me: {get: {operationId: getMe, responses: {'200': {description: ok, content: {application/json: {schema: {oneOf: [{type: string}, {type: integer}]}}}}}}}}"
+            "{/me: {get: {operationId: getMe, responses: {'200': {description: ok, content: {application/json: {schema: {oneOf: [{type: integer}, {type: number}]}}}}}}}}"
         let url = directory.url("body.yaml")
         try Data("openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths: \(paths)\n".utf8).write(to: url)
         #expect {
@@ -1004,7 +1025,7 @@ import Testing
                 return false
             }
             let found = generation.diagnostics
-            return found.map(\.location) == ["#/paths/~1me/get/responses/200/content/application~1json/schema"]
+            return found.map(\.location) == ["#/paths/~1me/get/responses/200/content/application~1json/schema/oneOf"]
         }
     }
 
@@ -1190,7 +1211,7 @@ import Testing
     @Test func aProblemReachedFromSeveralPlacesIsReportedOnce() throws {
         let found = try diagnostics(
             """
-                C: {oneOf: [{type: string}, {type: integer}]}
+                C: {oneOf: [{type: integer}, {type: number}]}
                 A: {type: object, properties: {c: {$ref: '#/components/schemas/C'}, d: {$ref: '#/components/schemas/C'}}}
             """)
         #expect(found.count == 1)

@@ -8,6 +8,9 @@ extension ModelBuilder {
         case extensibleEnum([JSONValue], at: String)
         case closedEnum([JSONValue], at: String)
         case union
+        /// `oneOf`/`anyOf` (the keyword) of several schemas without a discriminator: told apart by JSON kind
+        /// when the builder can (``ModelBuilder/kindUnion(_:schema:keyword:file:pointer:)``).
+        case kindUnion(String)
         /// `oneOf`/`anyOf` of one schema and null, or `allOf` of one schema: the inner schema.
         case wrapped(JSONValue, keyword: String)
         case object
@@ -50,10 +53,7 @@ extension ModelBuilder {
                 return .wrapped(remaining[0].element, keyword: "\(keyword)/\(remaining[0].offset)")
             }
             if schema["properties"] != nil, alternatives.allSatisfy(Self.onlyRequires) { break }
-            return .unsupported(
-                "\(keyword) without a discriminator is not supported yet (supported: a discriminator with propertyName, "
-                    + "'one schema or null', and the open-enum pattern anyOf [{type: string, enum: [...]}, {type: string}])",
-                at: "")
+            return .kindUnion(keyword)
         }
         if case .array(let parts) = schema["allOf"] ?? .null {
             // Parts that only annotate or constrain (`{description: ...}`, `{nullable: true}`, `{minimum: 1}`) do
@@ -154,6 +154,48 @@ extension ModelBuilder {
         case .wrapped(let inner, _): return isObjectSchema(inner, file: file, depth: depth + 1)
         default: return false
         }
+    }
+
+    /// The JSON kind every value of `schema` has (null aside), through references and wrappers; nil when
+    /// values of several kinds (or of any kind) are allowed.
+    func jsonKind(_ schema: JSONValue, file: URL, depth: Int = 0) -> JSONKind? {
+        guard depth < 32 else { return nil }
+        if schema["$ref"] != nil {
+            if refWithSiblings(schema, file: file) { return .object }
+            guard let target = try? document.resolve(schema, in: file) else { return nil }
+            return jsonKind(target.value, file: target.file, depth: depth + 1)
+        }
+        switch form(schema) {
+        case .object, .dictionary: return .object
+        case .array: return .array
+        case .scalar(let builtin):
+            switch builtin {
+            case .string, .date: return .string
+            case .int, .int32, .int64, .double, .float: return .number
+            case .bool: return .boolean
+            case .json: return nil
+            }
+        case .closedEnum(let values, _), .extensibleEnum(let values, _):
+            let kinds = Set(values.filter { $0 != .null }.map(JSONKind.init(of:)))
+            return kinds.count == 1 ? kinds.first : nil
+        case .wrapped(let inner, _): return jsonKind(inner, file: file, depth: depth + 1)
+        case .union: return .object  // discriminated unions are of objects
+        case .kindUnion, .unsupported: return nil
+        }
+    }
+
+    /// The members an object schema requires, through references and `allOf` parts.
+    func requiredMembers(_ schema: JSONValue, file: URL, depth: Int = 0) -> Set<String> {
+        guard depth < 32 else { return [] }
+        var names: Set<String> = []
+        if case .array(let list) = schema["required"] ?? .null { names.formUnion(list.compactMap(\.stringValue)) }
+        if schema["$ref"] != nil, let target = try? document.resolve(schema, in: file) {
+            names.formUnion(requiredMembers(target.value, file: target.file, depth: depth + 1))
+        }
+        if case .array(let parts) = schema["allOf"] ?? .null {
+            for part in parts { names.formUnion(requiredMembers(part, file: file, depth: depth + 1)) }
+        }
+        return names
     }
 
     /// The open-enum pattern with its values inline: `anyOf: [{type: string, enum: [...]}, {type: string}]`.

@@ -237,7 +237,7 @@ struct ModelBuilder {
     func needsDeclaration(_ schema: JSONValue, file: URL) -> Bool {
         guard schema["$ref"] == nil || refWithSiblings(schema, file: file) else { return false }
         switch form(schema) {
-        case .object, .union, .closedEnum, .extensibleEnum: return true
+        case .object, .union, .kindUnion, .closedEnum, .extensibleEnum: return true
         default: return false
         }
     }
@@ -293,6 +293,12 @@ struct ModelBuilder {
                 return
             case .union:
                 if let plan = union([name], schema: schema, file: file, pointer: pointer) { declarations.append(plan) }
+                return
+            case .kindUnion(let keyword):
+                if var plan = kindUnion([name], schema: schema, keyword: keyword, file: file, pointer: pointer) {
+                    plan.documentation = documentation
+                    declarations.append(plan)
+                }
                 return
             default:
                 break
@@ -622,6 +628,113 @@ struct ModelBuilder {
             file: displayName(file), location: pointer)
     }
 
+    /// A union without a discriminator, told apart by the JSON kind of the value: one case per variant, at
+    /// most one variant per kind, except objects, which may be several when each requires members no other
+    /// requires (the value then selects the variant whose required members it has). Null alternatives make
+    /// the union nullable instead of being a case. Two variants that are both numbers (`integer` and `number`
+    /// are one JSON kind), both strings, or objects that cannot be told apart are refused, with the place.
+    mutating func kindUnion(_ path: [String], schema: JSONValue, keyword: String, file: URL, pointer: String)
+        -> TypePlan?
+    {
+        guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
+        var scope = Scope(path: path, prefix: "")
+        var found: [(index: Int, kind: JSONKind, required: Set<String>)] = []
+        var failed = false
+        for (index, alternative) in alternatives.enumerated() where !SchemaReading.isNullOnly(alternative) {
+            guard let kind = jsonKind(alternative, file: file) else {
+                diagnose(
+                    file, pointer + "/\(keyword)/\(index)",
+                    "\(keyword) without a discriminator is supported when each variant has one JSON kind; this variant "
+                        + "allows several (or any): give it a type, or add a discriminator")
+                failed = true
+                continue
+            }
+            found.append((index, kind, kind == .object ? requiredMembers(alternative, file: file) : []))
+        }
+        guard !failed else { return nil }
+        for kind in JSONKind.allCases {
+            let same = found.filter { $0.kind == kind }
+            guard same.count > 1 else { continue }
+            let distinct =
+                kind == .object && same.allSatisfy { !$0.required.isEmpty }
+                && same.enumerated().allSatisfy { entry in
+                    same.enumerated().allSatisfy { other in
+                        other.offset == entry.offset || entry.element.required.isDisjoint(with: other.element.required)
+                    }
+                }
+            guard !distinct else { continue }
+            let what =
+                kind == .object
+                ? "objects whose required members do not tell them apart (each needs required members no other has)"
+                : kind == .number ? "numbers (integer and number are one JSON kind)" : "\(kind.rawValue)s"
+            diagnose(
+                file, pointer + "/\(keyword)",
+                "\(keyword) without a discriminator is supported when its variants are told apart by JSON kind; "
+                    + "variants \(same.map { String($0.index) }.joined(separator: ", ")) are all \(what): add a discriminator"
+            )
+            failed = true
+        }
+        guard !failed else { return nil }
+        // The expandable-field pattern (an id, or the object it names) reads as `.id(...)` / `.expanded(...)`.
+        let expandable =
+            found.count == 2 && Set(found.map(\.kind)) == [.string, .object]
+            && alternatives[found.first { $0.kind == .object }!.index]["$ref"] != nil
+        var names: Set<String> = []
+        var variants: [KindVariantPlan] = []
+        for entry in found {
+            let alternative = alternatives[entry.index]
+            var name: String
+            switch entry.kind {
+            case .string: name = expandable ? "id" : "string"
+            case .number:
+                let type = jsonKindScalar(alternative, file: file)
+                name = [Builtin.int, .int32, .int64].contains(type) ? "integer" : "number"
+            case .boolean: name = "bool"
+            case .array: name = "array"
+            case .null: name = "null"
+            case .object:
+                if expandable {
+                    name = "expanded"
+                } else if case .string(let reference) = alternative["$ref"] ?? .null,
+                    let last = reference.split(separator: "/").last
+                {
+                    name = SwiftNames.memberName(String(last).replacingOccurrences(of: ".yaml", with: ""))
+                } else {
+                    name = "object"
+                }
+            }
+            name = SwiftNames.unique(name, in: &names)
+            guard
+                let (type, _) = use(
+                    alternative, file: file, pointer: pointer + "/\(keyword)/\(entry.index)",
+                    suggested: SwiftNames.typeName(name), scope: &scope)
+            else {
+                failed = true
+                continue
+            }
+            let selects = found.filter { $0.kind == .object }.count > 1 ? entry.required.sorted() : []
+            variants.append(KindVariantPlan(swiftName: name, kind: entry.kind, type: type, required: selects))
+        }
+        guard !failed, !variants.isEmpty else { return nil }
+        return TypePlan(
+            path: path, kind: .kindUnion(variants), documentation: [], nested: scope.nested, file: displayName(file),
+            location: pointer)
+    }
+
+    /// The scalar type of a number variant (to name it `integer` or `number`).
+    private func jsonKindScalar(_ schema: JSONValue, file: URL, depth: Int = 0) -> Builtin? {
+        guard depth < 32 else { return nil }
+        if schema["$ref"] != nil {
+            guard let target = try? document.resolve(schema, in: file) else { return nil }
+            return jsonKindScalar(target.value, file: target.file, depth: depth + 1)
+        }
+        switch form(schema) {
+        case .scalar(let builtin): return builtin
+        case .wrapped(let inner, _): return jsonKindScalar(inner, file: file, depth: depth + 1)
+        default: return nil
+        }
+    }
+
     /// The inline schema inside wrappers (`{allOf: [X], description: ...}`, `{oneOf: [X, {type: null}]}`) and its
     /// pointer relative to the outermost (`/allOf/0`).
     func unwrapped(_ schema: JSONValue) -> (schema: JSONValue, path: String) {
@@ -754,6 +867,13 @@ struct ModelBuilder {
             let path = nestedPath(suggested, in: &scope)
             guard var plan = union(path, schema: value, file: file, pointer: pointer) else { return nil }
             plan.documentation = []
+            scope.nested.append(plan)
+            return (.declared(path), nullable)
+        case .kindUnion(let keyword):
+            let path = nestedPath(suggested, in: &scope)
+            guard let plan = kindUnion(path, schema: value, keyword: keyword, file: file, pointer: pointer) else {
+                return nil
+            }
             scope.nested.append(plan)
             return (.declared(path), nullable)
         case .object:

@@ -12,6 +12,9 @@ struct TypePlan {
         case extensibleEnum([EnumCasePlan])
         /// `oneOf` with a discriminator: an enum with one case per variant schema.
         case union(discriminator: String, variants: [VariantPlan])
+        /// `oneOf`/`anyOf` without a discriminator whose variants are told apart by JSON kind (and objects
+        /// by which of their disjoint required members are present): an enum with one case per variant.
+        case kindUnion([KindVariantPlan])
         /// Anything else with a name in the contract: `typealias Name = [String]`.
         case alias(TypeUse)
     }
@@ -67,6 +70,14 @@ struct VariantPlan {
     /// The discriminator values that select this variant.
     var values: [String]
     var type: TypeUse
+}
+
+struct KindVariantPlan {
+    var swiftName: String
+    var kind: JSONKind
+    var type: TypeUse
+    /// For object variants beside other object variants: the required members that select this one.
+    var required: [String]
 }
 
 /// Something in the contract the generator cannot turn into correct Swift (yet).

@@ -1,3 +1,5 @@
+import KeelContract
+
 /// Writes ``TypePlan``s as Swift source: `Codable`, `Hashable`, `Sendable` value types with explicit coding,
 /// so a required member that is missing fails to decode and an optional one may be absent.
 struct SwiftEmitter {
@@ -21,7 +23,7 @@ struct SwiftEmitter {
         "Date": "Foundation",
         "JSONValue": "KeelContract", "Extensible": "KeelContract", "ExtensibleEnum": "KeelContract",
         "ClosedEnum": "KeelContract",
-        "UndeclaredEnumValue": "KeelContract", "Nullable": "KeelContract",
+        "UndeclaredEnumValue": "KeelContract", "Nullable": "KeelContract", "JSONKind": "KeelContract",
     ]
 
     /// A library type's name, module-qualified when the contract declares a type of the same name.
@@ -75,6 +77,7 @@ struct SwiftEmitter {
         case .closedEnum(let cases): enumeration(plan, cases, protocolName: "ClosedEnum", caseIterable: true)
         case .extensibleEnum(let cases): enumeration(plan, cases, protocolName: "ExtensibleEnum", caseIterable: false)
         case .union(let discriminator, let variants): union(plan, discriminator: discriminator, variants: variants)
+        case .kindUnion(let variants): kindUnion(plan, variants: variants)
         case .alias(let use): line("\(modifier)typealias \(plan.name) = \(type(use))")
         }
     }
@@ -283,5 +286,81 @@ struct SwiftEmitter {
             body.line("}")
         }
         line("}")
+    }
+
+    private mutating func kindUnion(_ plan: TypePlan, variants: [KindVariantPlan]) {
+        // `indirect`: a variant may refer back to the union (a tree), which a value type cannot hold directly.
+        line("\(modifier)indirect enum \(plan.name): \(conformances()) {")
+        indented { body in
+            for variant in variants {
+                body.line("case \(SwiftNames.member(variant.swiftName))(\(body.type(variant.type)))")
+            }
+            body.line()
+            body.line("\(body.modifier)init(from decoder: any \(body.library("Decoder", inSignature: true))) throws {")
+            body.indented { inner in
+                let kindType = inner.library("JSONKind", inSignature: false)
+                // The kind first, then the one variant of that kind: no variant is tried and thrown away.
+                inner.line("let kind = try \(kindType)(of: decoder)")
+                inner.line("switch kind {")
+                for kind in JSONKind.allCases {
+                    let same = variants.filter { $0.kind == kind }
+                    guard !same.isEmpty else { continue }
+                    inner.line("case .\(kind.rawValue):")
+                    inner.indented { cases in
+                        if same.count == 1 {
+                            cases.line(cases.decodeVariant(same[0]))
+                            return
+                        }
+                        // Objects with disjoint required members: the value's members select the variant.
+                        let names = same.flatMap(\.required).map(SwiftNames.literal).joined(separator: ", ")
+                        cases.line("let present = try \(kindType).members([\(names)], presentIn: decoder)")
+                        for (index, variant) in same.enumerated() {
+                            let condition = variant.required.map { "present.contains(\(SwiftNames.literal($0)))" }
+                                .joined(separator: " || ")
+                            cases.line("\(index == 0 ? "if" : "} else if") \(condition) {")
+                            cases.indented { $0.line($0.decodeVariant(variant)) }
+                        }
+                        cases.line("} else {")
+                        cases.indented {
+                            $0.line(
+                                "throw \($0.library("DecodingError", inSignature: false)).dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: \(SwiftNames.literal("an object with none of the required members of " + plan.path.joined(separator: ".") + "'s variants"))))"
+                            )
+                        }
+                        cases.line("}")
+                    }
+                }
+                let expected = JSONKind.allCases.filter { kind in variants.contains { $0.kind == kind } }
+                    .map { "." + $0.rawValue }.joined(separator: ", ")
+                inner.line("default:")
+                inner.indented {
+                    $0.line(
+                        "throw \(kindType).mismatch(kind, expected: [\(expected)], in: \(plan.name).self, decoder: decoder)"
+                    )
+                }
+                inner.line("}")
+            }
+            body.line("}")
+            body.line()
+            body.line(
+                "\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
+            body.indented { inner in
+                inner.line("switch self {")
+                for variant in variants {
+                    inner.line(
+                        "case .\(SwiftNames.member(variant.swiftName))(let value): try value.encode(to: encoder)")
+                }
+                inner.line("}")
+            }
+            body.line("}")
+            for nested in plan.nested {
+                body.line()
+                body.declare(nested)
+            }
+        }
+        line("}")
+    }
+
+    private mutating func decodeVariant(_ variant: KindVariantPlan) -> String {
+        "self = .\(SwiftNames.member(variant.swiftName))(try \(type(variant.type, inSignature: false))(from: decoder))"
     }
 }
