@@ -6,13 +6,17 @@ import KeelTesting
 import Testing
 
 /// Two devices of one account make 500 changes and sync while `keel-notes` processes are SIGKILLed at
-/// random moments (seeded: `KEEL_CRASH_SEED` replays a run; the seed is in every failure message).
-/// Afterwards: every mutation the backend applied was applied exactly once, both devices converge on the
+/// random moments (seeded: `KEEL_CRASH_SEED` replays a run's choices — commands, which are killed, after how
+/// long — though not the scheduling of the processes; the seed is in every failure message).
+/// Afterwards: every mutation the backend applied was applied exactly once (counted per change, so a change
+/// sent again under a new key would count twice), every note a device created reached it, both devices converge on the
 /// backend's notes, conflict records carried both versions, and no device ever called a note synced at a
 /// version the backend did not have.
 @Suite(.timeLimit(.minutes(6))) struct RandomCrashTests {
     static let mutations = 500
     static let minimumKills = 50
+    /// Kills that land while a sync is in flight (the rest interrupt local edits).
+    static let minimumKillsDuringSync = 25
 
     /// One device under test: its current process, the notes it knows, its counters.
     final class Device {
@@ -28,6 +32,9 @@ import Testing
         let directory = try TemporaryDirectory(prefix: "keel-crash")
         let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
         defer { backend.shutdown() }
+        // Answers to pushes leave 15 ms after the backend applied them: a kill in that window is the hard case
+        // (applied, never acknowledged), so it must happen often, not by luck.
+        backend.setFault(.init(mode: .none, delayAcks: .milliseconds(15)))
         let devices = [
             Device(try NotesDevice(directory, name: "phone", server: backend.baseURL)),
             Device(try NotesDevice(directory, name: "tablet", server: backend.baseURL)),
@@ -36,6 +43,8 @@ import Testing
 
         var made = 0
         var kills = 0
+        var killsDuringSync = 0
+        var created: Set<String> = []  // notes whose creation a device answered ok
         var conflictRecords = 0
         var claims: [(id: String, version: Int)] = []  // notes a device called synced, at that version
 
@@ -50,7 +59,7 @@ import Testing
             }
         }
 
-        while made < Self.mutations || kills < Self.minimumKills {
+        while made < Self.mutations || kills < Self.minimumKills || killsDuringSync < Self.minimumKillsDuringSync {
             let device = devices[Int(random.next() % 2)]
             let roll = random.next() % 100
             let command: String
@@ -66,12 +75,15 @@ import Testing
                 default: command = "pin \(id)"
                 }
             }
-            // About one command in eight is killed in flight, at a random moment within its first 15 ms.
+            // About one command in eight is killed in flight, at a random moment within its first 30 ms; most of
+            // those are a sync (so that kills land between applied and acknowledged).
             if random.next() % 8 == 0 {
-                try device.process.send(command)
-                try await Task.sleep(for: .microseconds(Int(random.next() % 15_000)))
+                let killed = random.next() % 3 == 0 ? command : "sync"
+                try device.process.send(killed)
+                try await Task.sleep(for: .microseconds(Int(random.next() % 30_000)))
                 try await device.process.kill()
                 kills += 1
+                if killed == "sync" { killsDuringSync += 1 }
                 device.process = try device.process.relaunched()
                 try await observe(device)
                 continue
@@ -79,7 +91,10 @@ import Testing
             let answer = try await device.process.run(command)
             if command != "sync" {
                 if answer["ok"] == true { made += 1 }
-                if command.hasPrefix("new"), let id = answer["id"]?.stringValue { device.known.append(id) }
+                if command.hasPrefix("new"), let id = answer["id"]?.stringValue {
+                    device.known.append(id)
+                    created.insert(id)
+                }
             }
             if random.next() % 10 == 0 { try await observe(device) }
         }
@@ -115,6 +130,12 @@ import Testing
         #expect(!applied.isEmpty)
         #expect(applied.filter { $0.value != 1 }.isEmpty, "keys applied more than once — \(context)")
         #expect(kills >= Self.minimumKills && made >= Self.mutations, "\(kills) kills, \(made) mutations — \(context)")
+        #expect(killsDuringSync >= Self.minimumKillsDuringSync, "\(killsDuringSync) kills during sync — \(context)")
+        // At least once: every note a device said it created reached the backend (nothing lost to a kill).
+        let onBackend = Set(try backend.notes().compactMap { $0["id"]?.stringValue })
+        #expect(
+            created.subtracting(onBackend).isEmpty,
+            "created but never synced: \(created.subtracting(onBackend)) — \(context)")
 
         // Convergence: both devices show the backend's notes.
         let server = try backend.notes().filter { $0["account"] == "crash" && $0["deleted"] != true }
@@ -148,7 +169,7 @@ import Testing
         }
         for device in devices { _ = try await device.process.run("quit") }
         print(
-            "random crash: \(kills) kills, \(made) mutations, \(applied.count) keys applied once, \(conflictRecords) conflict records, \(claims.count) synced claims checked — \(context)"
+            "random crash: \(kills) kills (\(killsDuringSync) during sync), \(made) mutations, \(created.count) notes created, \(applied.count) keys applied once, \(conflictRecords) conflict records, \(claims.count) synced claims checked — \(context)"
         )
     }
 }

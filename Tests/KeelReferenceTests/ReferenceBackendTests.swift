@@ -188,6 +188,23 @@ final class BackendHarness: Sendable {
         #expect(try harness.backend.publicationCounts() == ["n1": 1, "n2": 1])
     }
 
+    @Test func aChangeSentAgainUnderANewKeyIsCountedTwice() async throws {
+        // Key deduplication cannot see a client that re-mints a key for a change it already sent: the count of
+        // applications can, so "applied exactly once" is a check that fails for that bug.
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        _ = try await harness.mutate(token, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1"))
+        let update = BackendHarness.update("m2", note: "n1", base: 1, title: "A")
+        _ = try await harness.mutate(token, batchKey: "batch-0000000000000002", update)
+        #expect(try harness.backend.appliedKeys() == ["m1": 1, "m2": 1])
+        let again = update.replacingOccurrences(
+            of: #""baseVersion": 1"#, with: #""baseVersion": 2, "idempotencyKey": "m2-reminted""#)
+        #expect(again != update)
+        let second = try await harness.mutate(token, batchKey: "batch-0000000000000003", again)
+        #expect(second["results"]?[0]?["status"] == "applied")
+        #expect(try harness.backend.appliedKeys() == ["m1": 1, "m2": 2, "m2-reminted": 2])
+    }
+
     @Test func aCountedFaultEndsByItselfAndTheNotesAreInspectable() async throws {
         let harness = try BackendHarness()
         let token = try await harness.signIn("alice")

@@ -136,9 +136,23 @@ public actor NotesApp {
     static let snapshots = "navigation"
     var sessionFile: URL { configuration.data.appendingPathComponent("app-session.json") }
 
-    /// The effect ledger of `account` (declared as `effects`): `effects/<account>.json` in the data directory.
+    /// The effect ledger of `account` (declared as `effects`): `effects/<namespace>.json` in the data
+    /// directory, named by the account's vault namespace (a digest: no account name on disk, no path in it).
     func ledgerFile(_ account: AccountID) -> URL {
-        configuration.data.appendingPathComponent("effects").appendingPathComponent(account.rawValue + ".json")
+        configuration.data.appendingPathComponent("effects").appendingPathComponent(
+            VaultNamespace(account).rawValue + ".json")
+    }
+
+    /// The one ledger of the active account (two instances on one file would overwrite each other's entries).
+    var ledger: (account: AccountID, ledger: EffectLedger)?
+
+    func effectLedger(_ account: AccountID) throws -> EffectLedger {
+        if let ledger, ledger.account == account { return ledger.ledger }
+        try FileManager.default.createDirectory(
+            at: ledgerFile(account).deletingLastPathComponent(), withIntermediateDirectories: true)
+        let opened = try EffectLedger(file: ledgerFile(account))
+        ledger = (account, opened)
+        return opened
     }
 
     // MARK: - Launch
@@ -282,7 +296,10 @@ public actor NotesApp {
         let report = try await accounts.signOut()
         engine = nil
         try? FileManager.default.removeItem(at: sessionFile)
-        if let account { try? FileManager.default.removeItem(at: ledgerFile(account)) }
+        if let account {
+            ledger = nil
+            try? FileManager.default.removeItem(at: ledgerFile(account))
+        }
         return [
             "ok": true, "unsentChangesLost": .number(JSONNumber(Int64(outstanding))),
             "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen,
@@ -298,6 +315,7 @@ public actor NotesApp {
         engine = nil
         tokens.withLock { $0[account] = nil }
         try? FileManager.default.removeItem(at: sessionFile)
+        ledger = nil
         try? FileManager.default.removeItem(at: ledgerFile(account))
         return ["ok": true, "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen]
     }
@@ -400,9 +418,7 @@ public actor NotesApp {
         guard note.serverVersion != nil, note.state == .synced else {
             throw NotesAppError(kind: .validation, message: "Sync this note before publishing it.")
         }
-        try FileManager.default.createDirectory(
-            at: ledgerFile(account).deletingLastPathComponent(), withIntermediateDirectories: true)
-        let ledger = try EffectLedger(file: ledgerFile(account))
+        let ledger = try effectLedger(account)
         // A confirmation that failed for certain may be confirmed again: the next attempt is a new operation.
         var attempt = 1
         while await ledger.entry(Self.publication(noteID, attempt))?.state == .failed { attempt += 1 }

@@ -40,6 +40,18 @@ final class BackendStore: Sendable {
                     version INTEGER NOT NULL, published_at REAL NOT NULL, PRIMARY KEY (account, key));
                 """)
         }
+        migrator.registerMigration("reference backend v3: applications") { db in
+            // One row per application of a mutation, so that a change applied twice — under two keys, which
+            // key deduplication cannot see — is counted twice. Applied keys of v1/v2 are carried over.
+            try db.executeScript(
+                """
+                CREATE TABLE applications (
+                    account TEXT NOT NULL, mutation_id TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (account, key));
+                CREATE INDEX applications_by_mutation ON applications (account, mutation_id);
+                INSERT INTO applications (account, mutation_id, key)
+                    SELECT account, json_extract(result, '$.id'), key FROM mutation_keys WHERE times_applied > 0;
+                """)
+        }
         return migrator
     }()
 
@@ -165,6 +177,10 @@ final class BackendStore: Sendable {
         try db.execute(
             "INSERT INTO mutation_keys (account, key, payload_hash, result, times_applied) VALUES (?, ?, ?, ?, ?)",
             arguments: [account, key, payloadHash, JSONValue.object(result).description, applied ? 1 : 0])
+        if applied, let id = result["id"]?.stringValue {
+            try db.execute(
+                "INSERT INTO applications (account, mutation_id, key) VALUES (?, ?, ?)", arguments: [account, id, key])
+        }
     }
 
     func batchKey(_ key: String, account: String) throws -> (bodyHash: String, response: String)? {
@@ -181,13 +197,20 @@ final class BackendStore: Sendable {
             arguments: [account, key, bodyHash, response])
     }
 
-    /// Every idempotency key that was applied, with how many times (once, unless something is broken).
+    /// Every idempotency key that was applied, with how many times its mutation was applied (under any key:
+    /// a change sent again under a new key counts twice). Once, unless a client or this backend is broken.
     func appliedKeys() throws -> [String: Int] {
         try pool.readSync { db in
             var applied: [String: Int] = [:]
-            for row in try db.rows("SELECT key, times_applied FROM mutation_keys WHERE times_applied > 0") {
+            let rows = try db.rows(
+                """
+                SELECT a.key AS key, (SELECT count(*) FROM applications b
+                    WHERE b.account = a.account AND b.mutation_id = a.mutation_id) AS times
+                FROM applications a
+                """)
+            for row in rows {
                 let key: String = try row.decode("key")
-                applied[key, default: 0] += try row.decode("times_applied") as Int
+                applied[key, default: 0] += try row.decode("times") as Int
             }
             return applied
         }

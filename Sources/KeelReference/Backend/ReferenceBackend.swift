@@ -434,6 +434,10 @@ final class BackendHandler: Sendable {
             let retryAfter = try Self.optionalInteger(body, "retryAfter")
             let delay = try Self.optionalInteger(body, "delayAcksMs")
             let count = try Self.optionalInteger(body, "count")
+            guard count != 0 else {
+                throw BackendFailure(
+                    status: 422, code: "validation", message: "count must be at least 1 (or absent: until changed)")
+            }
             state.withLock {
                 $0.fault = .init(
                     mode: mode, retryAfter: retryAfter, delayAcks: delay.map { .milliseconds($0) }, count: count)

@@ -78,7 +78,7 @@ public enum NotesSync {
                         name: "effects",
                         purpose:
                             "Irreversible operations already started (publish), so none runs twice "
-                            + "(the EffectLedger file effects/<account>.json in the data directory)",
+                            + "(the EffectLedger file effects/<vault namespace>.json in the data directory)",
                         kind: .file, classification: .personal, isAccountBound: true, retention: .untilEvent,
                         backup: .deviceOnly, deletionTriggers: everything, role: .sourceOfTruth),
                 ])

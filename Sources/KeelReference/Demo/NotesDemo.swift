@@ -356,12 +356,13 @@ actor DemoRun {
         return false
     }
 
-    /// Every applied idempotency key applied exactly once.
+    /// Every change the backend applied was applied exactly once (counted per change, across keys: a change
+    /// sent again under a new key counts twice).
     func verifyAppliedOnce() async throws {
         let applied = try await backend.applied()
         let twice = applied.filter { $0.value != 1 }
         verify(
-            "backend applied each of its \(applied.count) mutation keys exactly once", twice.isEmpty,
+            "the backend applied each of the \(applied.count) changes it received exactly once", twice.isEmpty,
             expected: "every key once", seen: twice.map { "\($0.key.prefix(8))… \($0.value)×" }.joined(separator: ", "))
     }
 

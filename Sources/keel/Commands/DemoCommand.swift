@@ -13,8 +13,8 @@ enum DemoCommand {
             'keel-notes' processes (two devices) through scenarios: an offline start with stale data, edits
             queued as pending, kill -9 during sync, a conflict between two devices resolved, an account switch
             with a pending change, deep links and a notification, a captive portal, a required update, trace
-            context, and a publication that happens once. Each step prints the requirement it demonstrates and
-            what was verified; a table of requirements ends the run.
+            context, and a publication that happens once. Each scenario names the requirements it demonstrates,
+            and every check prints what was verified; a table of requirements ends the run.
 
             'keel-notes' is looked for next to this executable (swift build --product keel-notes).
 
@@ -52,6 +52,9 @@ enum DemoCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "keel-demo-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
 
+        // The data directory goes whatever happens, unless --keep asked to keep it.
+        let keep = arguments.has("keep")
+        defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
         say("keel demo — the reference notes app (keel-notes) on two devices against the reference backend")
         say("every step names the requirement it shows; every ✓ was checked against what the processes reported")
         let demo = NotesDemo(.init(keel: keel.path, notes: notes.path, directory: directory))
@@ -72,11 +75,7 @@ enum DemoCommand {
                 return fail("cannot write the report to \(path): \(error)", status: 1)
             }
         }
-        if arguments.has("keep") {
-            say("data kept in \(directory.path)")
-        } else {
-            try? FileManager.default.removeItem(at: directory)
-        }
+        if keep { say("data kept in \(directory.path)") }
         return report.passed ? 0 : 1
     }
 }
