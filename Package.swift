@@ -94,6 +94,8 @@ let package = Package(
         .target(name: "KeelLifecycle", dependencies: ["KeelCore", "KeelStore"], swiftSettings: swiftSettings),
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
         .target(name: "KeelStoreFixtures", dependencies: ["KeelStore"], swiftSettings: swiftSettings),
+        // Test fixtures for the contract tools: a payments-API-shaped description at any scale (tests, benchmarks).
+        .target(name: "KeelContractFixtures", swiftSettings: swiftSettings),
         .target(name: "KeelTesting", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
         // The reference backend (the sample contract, served by KeelTesting's HTTP/1.1 server, persisted in
         // SQLite) and, built only on public API, the reference app model.
@@ -131,8 +133,8 @@ let package = Package(
             name: "keel-bench",
             // CSQLite and CYAML directly: baselines are raw sqlite3 calls and libyaml parsing alone.
             dependencies: [
-                "KeelCore", "KeelContract", "KeelSchema", "KeelContractTools", "KeelHTTP", "KeelLifecycle",
-                "KeelReference", "KeelStore", "KeelStoreFixtures", "KeelSync", "KeelTesting",
+                "KeelCore", "KeelContract", "KeelContractFixtures", "KeelSchema", "KeelContractTools", "KeelHTTP",
+                "KeelLifecycle", "KeelReference", "KeelStore", "KeelStoreFixtures", "KeelSync", "KeelTesting",
                 "CSQLite", "CYAML",
             ],
             swiftSettings: swiftSettings
@@ -156,7 +158,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelContractToolsTests",
-            dependencies: ["KeelContractTools", "KeelContract", "KeelCore", "KeelCrypto", "KeelTesting"],
+            dependencies: [
+                "KeelContractTools", "KeelContract", "KeelContractFixtures", "KeelCore", "KeelCrypto", "KeelTesting",
+            ],
             // Contracts the generator tests read from disk (they reference each other by file name).
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -186,7 +190,8 @@ let package = Package(
         .testTarget(name: "KeelTestingTests", dependencies: ["KeelTesting", "KeelCore"], swiftSettings: swiftSettings),
         // Runs the built `keel` binary as a child process (swift build --build-tests builds it too).
         .testTarget(
-            name: "KeelCommandTests", dependencies: ["KeelTesting", "KeelContract", "KeelStore"],
+            name: "KeelCommandTests",
+            dependencies: ["KeelTesting", "KeelContract", "KeelContractFixtures", "KeelStore"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -68,3 +68,44 @@ extension ErrorCode where Domain == UndeclaredEnumValue {
     /// A closed enum received a value it does not declare (MOB-API-001: fail loudly, never guess).
     public static var undeclaredEnumValue: Self { Self("undeclaredEnumValue") }
 }
+
+/// An integer enum whose set of values is closed: a value the app does not know is an error
+/// (``UndeclaredEnumValue`` at its path), never a silent default — ``ClosedEnum`` for `type: integer` enums.
+///
+/// ```swift
+/// enum Priority: Int, ClosedIntegerEnum { case value1 = 1, value2 = 2, value3 = 3 }
+/// ```
+public protocol ClosedIntegerEnum: RawRepresentable, Codable, Sendable where RawValue == Int {}
+
+extension ClosedIntegerEnum {
+    /// Decodes an integer and requires it to be a declared value.
+    @inlinable
+    public init(from decoder: any Decoder) throws {
+        let raw = try decoder.singleValueContainer().decode(Int.self)
+        guard let value = Self(rawValue: raw) else {
+            let problem = UndeclaredEnumValue(typeName: String(describing: Self.self), value: String(raw))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: decoder.codingPath, debugDescription: problem.description, underlyingError: problem)
+            )
+        }
+        self = value
+    }
+
+    /// Encodes the raw integer.
+    @inlinable
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+/// The error a generated model throws when a member that must hold one value (a marker such as
+/// `deleted: {type: boolean, enum: [true]}`) holds another: like an undeclared value of a closed enum.
+public func undeclaredMarkerValue(
+    _ value: some CustomStringConvertible, of typeName: String, codingPath: [any CodingKey]
+) -> DecodingError {
+    let problem = UndeclaredEnumValue(typeName: typeName, value: value.description)
+    return DecodingError.dataCorrupted(
+        DecodingError.Context(codingPath: codingPath, debugDescription: problem.description, underlyingError: problem))
+}

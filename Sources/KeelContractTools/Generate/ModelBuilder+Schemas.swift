@@ -29,6 +29,11 @@ extension ModelBuilder {
             return .extensibleEnum(values, at: "/x-extensible-enum")
         }
         if case .array(let values) = schema["enum"] ?? .null {
+            // Booleans: `Bool` (a one-value marker is checked where it is a member: ``booleanMarker``).
+            let present = values.filter { $0 != .null }
+            if !present.isEmpty, present.allSatisfy({ if case .bool = $0 { true } else { false } }) {
+                return .scalar(.bool)
+            }
             return schema["x-extensible-enum"] == .bool(true)
                 ? .extensibleEnum(values, at: "/enum") : .closedEnum(values, at: "/enum")
         }
@@ -103,6 +108,10 @@ extension ModelBuilder {
             return .scalar(.bool)
         case nil:
             if case .string = schema["const"] ?? .null { return .scalar(.string) }
+            if case .bool = schema["const"] ?? .null { return .scalar(.bool) }
+            if case .number(let number)? = schema["const"], number.int64 != nil {
+                return .closedEnum([schema["const"]!], at: "/const")
+            }
             return .scalar(.json)
         case let other?:
             return .unsupported("type \(other) is not a JSON Schema type", at: "/type")
@@ -182,6 +191,24 @@ extension ModelBuilder {
         case .union: return .object  // discriminated unions are of objects
         case .kindUnion, .unsupported: return nil
         }
+    }
+
+    /// The one value a boolean marker allows (`{type: boolean, enum: [true]}`, `{const: false}`), through
+    /// references and wrappers; nil for a plain boolean or anything else.
+    func booleanMarker(_ schema: JSONValue, file: URL, depth: Int = 0) -> Bool? {
+        guard depth < 32 else { return nil }
+        if schema["$ref"] != nil {
+            guard let target = try? document.resolve(schema, in: file) else { return nil }
+            return booleanMarker(target.value, file: target.file, depth: depth + 1)
+        }
+        if case .bool(let value)? = schema["const"] { return value }
+        if case .array(let values) = schema["enum"] ?? .null {
+            let present = values.filter { $0 != .null }
+            if present.count == 1, case .bool(let value) = present[0] { return value }
+            return nil
+        }
+        if case .wrapped(let inner, _) = form(schema) { return booleanMarker(inner, file: file, depth: depth + 1) }
+        return nil
     }
 
     /// The members an object schema requires, through references and `allOf` parts.

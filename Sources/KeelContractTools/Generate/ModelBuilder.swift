@@ -260,7 +260,7 @@ struct ModelBuilder {
         }
         let source = (displayName(file), pointer)
         if let (values, at) = referencedOpenEnum(schema, file: file) {
-            if let cases = enumCases(values, file: file, pointer: pointer + at) {
+            if let cases = enumCases(values, file: file, pointer: pointer + at, extensible: true) {
                 declarations.append(
                     TypePlan(
                         path: [name], kind: .extensibleEnum(cases), documentation: documentation, file: source.0,
@@ -284,7 +284,7 @@ struct ModelBuilder {
                 }
                 return
             case .extensibleEnum(let values, let at):
-                if let cases = enumCases(values, file: file, pointer: pointer + at) {
+                if let cases = enumCases(values, file: file, pointer: pointer + at, extensible: true) {
                     declarations.append(
                         TypePlan(
                             path: [name], kind: .extensibleEnum(cases), documentation: documentation, file: source.0,
@@ -377,7 +377,8 @@ struct ModelBuilder {
                     wireName: member.name,
                     swiftName: SwiftNames.unique(SwiftNames.memberName(member.name), in: &memberNames),
                     type: type, required: required.contains(member.name) && !oneWay, nullable: nullable,
-                    documentation: Self.documentation(member.schema)))
+                    documentation: Self.documentation(member.schema),
+                    marker: type == .builtin(.bool) ? booleanMarker(member.schema, file: member.file) : nil))
         }
         guard !failed else { return nil }
         return TypePlan(
@@ -629,8 +630,8 @@ struct ModelBuilder {
     }
 
     /// A union without a discriminator, told apart by the JSON kind of the value: one case per variant, at
-    /// most one variant per kind, except objects, which may be several when each requires members no other
-    /// requires (the value then selects the variant whose required members it has). Null alternatives make
+    /// most one variant per kind, except objects, which may be several when each requires a member no other
+    /// requires (the value then selects the first variant whose distinguishing members are all present). Null alternatives make
     /// the union nullable instead of being a case. Two variants that are both numbers (`integer` and `number`
     /// are one JSON kind), both strings, or objects that cannot be told apart are refused, with the place.
     mutating func kindUnion(_ path: [String], schema: JSONValue, keyword: String, file: URL, pointer: String)
@@ -655,12 +656,17 @@ struct ModelBuilder {
         for kind in JSONKind.allCases {
             let same = found.filter { $0.kind == kind }
             guard same.count > 1 else { continue }
+            // Each object variant needs a required member no other variant requires (disjoint sets are the
+            // simple case; `customer` vs `deleted_customer`, both requiring `id`, are told apart by `created`
+            // and `deleted`).
             let distinct =
-                kind == .object && same.allSatisfy { !$0.required.isEmpty }
-                && same.enumerated().allSatisfy { entry in
-                    same.enumerated().allSatisfy { other in
-                        other.offset == entry.offset || entry.element.required.isDisjoint(with: other.element.required)
-                    }
+                kind == .object
+                && same.allSatisfy { entry in
+                    !entry.required.subtracting(
+                        same.filter { $0.index != entry.index }.reduce(into: Set<String>()) {
+                            $0.formUnion($1.required)
+                        }
+                    ).isEmpty
                 }
             guard !distinct else { continue }
             let what =
@@ -712,7 +718,10 @@ struct ModelBuilder {
                 failed = true
                 continue
             }
-            let selects = found.filter { $0.kind == .object }.count > 1 ? entry.required.sorted() : []
+            // The members that select this variant: required by it and by no other object variant.
+            let others = found.filter { $0.kind == .object && $0.index != entry.index }
+                .reduce(into: Set<String>()) { $0.formUnion($1.required) }
+            let selects = others.isEmpty ? [] : entry.required.subtracting(others).sorted()
             variants.append(KindVariantPlan(swiftName: name, kind: entry.kind, type: type, required: selects))
         }
         guard !failed, !variants.isEmpty else { return nil }
@@ -761,18 +770,38 @@ struct ModelBuilder {
         return targetFile.path + "#" + pointer
     }
 
-    private mutating func enumCases(_ values: [JSONValue], file: URL, pointer: String) -> [EnumCasePlan]? {
+    private mutating func enumCases(_ values: [JSONValue], file: URL, pointer: String, extensible: Bool = false)
+        -> [EnumCasePlan]?
+    {
         var cases: [EnumCasePlan] = []
         var names: Set<String> = []
         var raws: Set<String> = []
+        // Strings, or integers (`ClosedIntegerEnum`, cases `value1`, `valueMinus1`); not a mix, not fractions.
+        let integers = values.filter { $0 != .null }.allSatisfy {
+            if case .number(let number) = $0 { number.int64 != nil && Int64(Int.min) <= number.int64! } else { false }
+        }
         for value in values where value != .null {
+            if integers, case .number(let number) = value, let integer = number.int64 {
+                let raw = String(integer)
+                guard raws.insert(raw).inserted else { continue }
+                let name = "value" + (integer < 0 ? "Minus" + String(-integer) : raw)
+                cases.append(
+                    EnumCasePlan(swiftName: SwiftNames.unique(name, in: &names), rawValue: raw, integer: true))
+                continue
+            }
             guard case .string(let raw) = value else {
-                diagnose(file, pointer, "enum values that are not strings (\(value)) are not supported yet")
+                diagnose(
+                    file, pointer,
+                    "enum values that are neither all strings nor all integers (\(value)) are not supported yet")
                 return nil
             }
             guard raws.insert(raw).inserted else { continue }
             cases.append(
                 EnumCasePlan(swiftName: SwiftNames.unique(SwiftNames.memberName(raw), in: &names), rawValue: raw))
+        }
+        if extensible, cases.first?.integer == true {
+            diagnose(file, pointer, "an extensible enum of integers is not supported yet (closed integer enums are)")
+            return nil
         }
         guard !cases.isEmpty else {
             diagnose(
@@ -838,7 +867,7 @@ struct ModelBuilder {
             return nil
         }
         if let (values, at) = referencedOpenEnum(value, file: file) {
-            guard let cases = enumCases(values, file: file, pointer: pointer + at) else { return nil }
+            guard let cases = enumCases(values, file: file, pointer: pointer + at, extensible: true) else { return nil }
             let path = nestedPath(suggested, in: &scope)
             scope.nested.append(
                 TypePlan(
@@ -848,7 +877,7 @@ struct ModelBuilder {
         }
         switch form(value) {
         case .extensibleEnum(let values, let at):
-            guard let cases = enumCases(values, file: file, pointer: pointer + at) else { return nil }
+            guard let cases = enumCases(values, file: file, pointer: pointer + at, extensible: true) else { return nil }
             let path = nestedPath(suggested, in: &scope)
             scope.nested.append(
                 TypePlan(

@@ -58,11 +58,16 @@ struct PropertyPlan {
     var required: Bool
     var nullable: Bool
     var documentation: [String]
+    /// A boolean marker's one allowed value (`deleted: {type: boolean, enum: [true]}`): checked on decoding.
+    var marker: Bool? = nil
 }
 
 struct EnumCasePlan {
     var swiftName: String
+    /// The value on the wire: a string, or an integer's digits when ``integer``.
     var rawValue: String
+    /// An integer enum's case (`ClosedIntegerEnum`).
+    var integer = false
 }
 
 struct VariantPlan {

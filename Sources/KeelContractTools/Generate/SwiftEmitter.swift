@@ -22,7 +22,8 @@ struct SwiftEmitter {
     private static let modules: [String: String] = [
         "Date": "Foundation",
         "JSONValue": "KeelContract", "Extensible": "KeelContract", "ExtensibleEnum": "KeelContract",
-        "ClosedEnum": "KeelContract",
+        "ClosedEnum": "KeelContract", "ClosedIntegerEnum": "KeelContract",
+        "undeclaredMarkerValue": "KeelContract",
         "UndeclaredEnumValue": "KeelContract", "Nullable": "KeelContract", "JSONKind": "KeelContract",
     ]
 
@@ -176,6 +177,20 @@ struct SwiftEmitter {
                         ? "decodeIfPresent(\(type).self"
                         : property.nullable && !isJSON ? "decode(\(type)?.self" : "decode(\(type).self"
                     inner.line("self.\(name) = try container.\(call), forKey: .\(name))")
+                    if let marker = property.marker {
+                        // A marker holds its one value (or is absent when optional, null when nullable).
+                        let held = property.required && !property.nullable ? "self.\(name)" : "value"
+                        let check =
+                            property.required && !property.nullable
+                            ? "if self.\(name) != \(marker) {" : "if let value = self.\(name), value != \(marker) {"
+                        inner.line(check)
+                        inner.indented {
+                            $0.line(
+                                "throw \($0.library("undeclaredMarkerValue", inSignature: false))(\(held), of: \(SwiftNames.literal(plan.path.joined(separator: ".") + "." + property.wireName)), codingPath: container.codingPath + [CodingKeys.\(name)])"
+                            )
+                        }
+                        inner.line("}")
+                    }
                 }
             }
             body.line("}")
@@ -210,13 +225,21 @@ struct SwiftEmitter {
     private mutating func enumeration(
         _ plan: TypePlan, _ cases: [EnumCasePlan], protocolName: String, caseIterable: Bool
     ) {
+        let integer = cases.first?.integer == true
         let conformances =
-            [library("String", inSignature: true), library(protocolName, inSignature: true)]
+            [
+                library(integer ? "Int" : "String", inSignature: true),
+                library(integer ? "ClosedIntegerEnum" : protocolName, inSignature: true),
+            ]
             + (caseIterable ? [library("CaseIterable", inSignature: true)] : [])
         line("\(modifier)enum \(plan.name): \(conformances.joined(separator: ", ")) {")
         indented { body in
             for entry in cases {
                 let name = SwiftNames.member(entry.swiftName)
+                if entry.integer {
+                    body.line("case \(name) = \(entry.rawValue)")
+                    continue
+                }
                 body.line(
                     entry.swiftName == entry.rawValue
                         ? "case \(name)" : "case \(name) = \(SwiftNames.literal(entry.rawValue))")
@@ -311,12 +334,12 @@ struct SwiftEmitter {
                             cases.line(cases.decodeVariant(same[0]))
                             return
                         }
-                        // Objects with disjoint required members: the value's members select the variant.
+                        // Objects: the members only one variant requires select it.
                         let names = same.flatMap(\.required).map(SwiftNames.literal).joined(separator: ", ")
                         cases.line("let present = try \(kindType).members([\(names)], presentIn: decoder)")
                         for (index, variant) in same.enumerated() {
                             let condition = variant.required.map { "present.contains(\(SwiftNames.literal($0)))" }
-                                .joined(separator: " || ")
+                                .joined(separator: " && ")
                             cases.line("\(index == 0 ? "if" : "} else if") \(condition) {")
                             cases.indented { $0.line($0.decodeVariant(variant)) }
                         }
