@@ -15,6 +15,7 @@ enum KeelBench {
         HTTPBenchmarks.traceOverhead,
         ContractToolsBenchmarks.diff,
         ContractToolsBenchmarks.diffConcurrent,
+        ContractToolsBenchmarks.generate,
         StoreBenchmarks.insert,
         StoreBenchmarks.read,
         StoreBenchmarks.transactions,

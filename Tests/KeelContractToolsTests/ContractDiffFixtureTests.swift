@@ -505,6 +505,51 @@ import Testing
         """
     }
 
+    /// The diff agrees with the generator (#16): what the generator makes a closed Swift enum — a union told
+    /// apart by JSON kind, an integer enum, a boolean marker — is breaking to widen in a response.
+    @Test func whatTheGeneratorClosesIsBreakingToWidenInAResponse() throws {
+        let customers =
+            "{Customer: {type: object, required: [id, created], properties: {id: {type: string}, created: {type: integer}}}, "
+            + "DeletedCustomer: {type: object, required: [id, deleted], properties: {id: {type: string}, deleted: {type: boolean, enum: [true]}}}}"
+        let expandable = "[{type: string, maxLength: 5000}, {$ref: '#/components/schemas/Customer'}]"
+        let withDeleted =
+            "[{type: string, maxLength: 5000}, {$ref: '#/components/schemas/Customer'}, {$ref: '#/components/schemas/DeletedCustomer'}]"
+        // The expandable field gains its deleted form: a new case of the generated enum.
+        #expect(
+            try Self.rules(
+                Self.union(expandable, components: customers), Self.union(withDeleted, components: customers))
+                == ["response-body-one-of-added"])
+        // The id's schema changing inside its variant follows the normal rules (a wider maxLength: nothing).
+        #expect(
+            try Self.rules(
+                Self.union(expandable, components: customers),
+                Self.union(expandable.replacingOccurrences(of: "5000", with: "6000"), components: customers)) == [])
+        // An integer enum that grows, and a boolean marker that may now be false: breaking in a response.
+        func body(_ schema: String) -> String {
+            """
+            openapi: 3.0.0
+            info: {title: t, version: 1.0.0}
+            paths:
+              /tasks:
+                get:
+                  responses:
+                    '200':
+                      description: ok
+                      content:
+                        application/json:
+                          schema: {type: object, required: [value], properties: {value: \(schema)}}
+            """
+        }
+        #expect(
+            try Self.rules(body("{type: integer, enum: [1, 2]}"), body("{type: integer, enum: [1, 2, 3]}"))
+                == ["response-property-enum-value-added"])
+        #expect(
+            try Self.rules(body("{type: boolean, enum: [true]}"), body("{type: boolean, enum: [true, false]}")).contains
+            {
+                $0.hasPrefix("response-") && $0.hasSuffix("enum-value-added")
+            })
+    }
+
     /// Found in review: union variants told apart by names that are not on the wire, or by JSON text.
     @Test func unionVariantsAreComparedAsClientsTellThemApart() throws {
         let shapes =
