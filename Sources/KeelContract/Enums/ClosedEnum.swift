@@ -22,11 +22,7 @@ extension ClosedEnum {
     public init(from decoder: any Decoder) throws {
         let raw = try decoder.singleValueContainer().decode(String.self)
         guard let value = Self(rawValue: raw) else {
-            let problem = UndeclaredEnumValue(typeName: String(describing: Self.self), value: raw)
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(
-                    codingPath: decoder.codingPath, debugDescription: problem.description, underlyingError: problem)
-            )
+            throw undeclaredMarkerValue(raw, of: String(describing: Self.self), codingPath: decoder.codingPath)
         }
         self = value
     }
@@ -83,11 +79,7 @@ extension ClosedIntegerEnum {
     public init(from decoder: any Decoder) throws {
         let raw = try decoder.singleValueContainer().decode(Int.self)
         guard let value = Self(rawValue: raw) else {
-            let problem = UndeclaredEnumValue(typeName: String(describing: Self.self), value: String(raw))
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(
-                    codingPath: decoder.codingPath, debugDescription: problem.description, underlyingError: problem)
-            )
+            throw undeclaredMarkerValue(raw, of: String(describing: Self.self), codingPath: decoder.codingPath)
         }
         self = value
     }
@@ -100,8 +92,10 @@ extension ClosedIntegerEnum {
     }
 }
 
-/// The error a generated model throws when a member that must hold one value (a marker such as
-/// `deleted: {type: boolean, enum: [true]}`) holds another: like an undeclared value of a closed enum.
+/// The error for a value a closed set does not declare, at `codingPath`: an undeclared value of a
+/// ``ClosedEnum`` or ``ClosedIntegerEnum``, or a member that must hold one value (a marker such as
+/// `deleted: {type: boolean, enum: [true]}`) holding another. ``ContractDecoder`` reports it as
+/// `undeclaredEnumValue` with the path.
 public func undeclaredMarkerValue(
     _ value: some CustomStringConvertible, of typeName: String, codingPath: [any CodingKey]
 ) -> DecodingError {

@@ -287,9 +287,36 @@ private struct Collector {
         }
         var required: Set<String> = []
         if case .array(let list) = value["required"] ?? .null { required = Set(list.compactMap { $0.stringValue }) }
+        var properties = objectMembers(value["properties"])
+        // `allOf` parts are one object, as the generator makes them one struct: their members and `required`
+        // are the schema's own (parts in this file, `$ref`s followed; the first definition of a member wins).
+        Self.mergeAllOf(value, in: file, of: document, into: &properties, required: &required, types: &types, depth: 0)
         return Shape(
-            types: types, nullable: nullable, properties: objectMembers(value["properties"]), required: required,
+            types: types, nullable: nullable, properties: properties, required: required,
             enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value)
+    }
+
+    /// Adds the members, `required` names and object type of `value`'s `allOf` parts.
+    static func mergeAllOf(
+        _ value: JSONValue, in file: URL, of document: OpenAPIDocument, into properties: inout JSONObject,
+        required: inout Set<String>, types: inout Set<String>, depth: Int
+    ) {
+        guard depth < 16, case .array(let parts) = value["allOf"] ?? .null else { return }
+        for part in parts {
+            // Members of a part in another file name their `$ref`s relative to it: not merged here.
+            guard let resolved = try? document.resolve(part, in: file), resolved.file == file else { continue }
+            let schema = resolved.value
+            for (name, member) in objectMembers(schema["properties"]) where properties[name] == nil {
+                properties[name] = member
+            }
+            if case .array(let list) = schema["required"] ?? .null {
+                required.formUnion(list.compactMap { $0.stringValue })
+            }
+            if SchemaReading.types(schema).contains("object") || schema["properties"] != nil { types.insert("object") }
+            mergeAllOf(
+                schema, in: file, of: document, into: &properties, required: &required, types: &types,
+                depth: depth + 1)
+        }
     }
 
     /// Whether comparing two schemas can report nothing, decided without building their shapes: they are

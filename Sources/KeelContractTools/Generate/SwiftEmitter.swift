@@ -296,17 +296,7 @@ struct SwiftEmitter {
             }
             body.line("}")
             body.line()
-            body.line(
-                "\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
-            body.indented { inner in
-                inner.line("switch self {")
-                for variant in variants {
-                    inner.line(
-                        "case .\(SwiftNames.member(variant.swiftName))(let value): try value.encode(to: encoder)")
-                }
-                inner.line("}")
-            }
-            body.line("}")
+            body.encodeVariants(variants.map(\.swiftName))
         }
         line("}")
     }
@@ -364,17 +354,7 @@ struct SwiftEmitter {
             }
             body.line("}")
             body.line()
-            body.line(
-                "\(body.modifier)func encode(to encoder: any \(body.library("Encoder", inSignature: true))) throws {")
-            body.indented { inner in
-                inner.line("switch self {")
-                for variant in variants {
-                    inner.line(
-                        "case .\(SwiftNames.member(variant.swiftName))(let value): try value.encode(to: encoder)")
-                }
-                inner.line("}")
-            }
-            body.line("}")
+            body.encodeVariants(variants.map(\.swiftName))
             for nested in plan.nested {
                 body.line()
                 body.declare(nested)
@@ -385,5 +365,18 @@ struct SwiftEmitter {
 
     private mutating func decodeVariant(_ variant: KindVariantPlan) -> String {
         "self = .\(SwiftNames.member(variant.swiftName))(try \(type(variant.type, inSignature: false))(from: decoder))"
+    }
+
+    /// `encode(to:)` of an enum whose cases each hold one value: the value, as it is.
+    private mutating func encodeVariants(_ names: [String]) {
+        line("\(modifier)func encode(to encoder: any \(library("Encoder", inSignature: true))) throws {")
+        indented { inner in
+            inner.line("switch self {")
+            for name in names {
+                inner.line("case .\(SwiftNames.member(name))(let value): try value.encode(to: encoder)")
+            }
+            inner.line("}")
+        }
+        line("}")
     }
 }

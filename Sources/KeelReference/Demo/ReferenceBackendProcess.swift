@@ -71,14 +71,7 @@ public final class ReferenceBackendProcess: Sendable {
     }
 
     /// Every idempotency key applied, with how many times.
-    public func applied() async throws -> [String: Int] {
-        guard case .object(let object)? = try await get("applied")["applied"] else {
-            throw NotesDemoError(code: .backend, message: "GET /_admin/applied without applied")
-        }
-        return object.reduce(into: [:]) { result, entry in
-            if case .number(let number) = entry.value, let count = number.int64 { result[entry.key] = Int(count) }
-        }
-    }
+    public func applied() async throws -> [String: Int] { try await counts("applied") }
 
     /// Every note of every account (with `account`, `version`, `deleted`).
     public func notes() async throws -> [JSONValue] {
@@ -94,9 +87,12 @@ public final class ReferenceBackendProcess: Sendable {
     }
 
     /// Publications per note.
-    public func published() async throws -> [String: Int] {
-        guard case .object(let object)? = try await get("published")["published"] else {
-            throw NotesDemoError(code: .backend, message: "GET /_admin/published without published")
+    public func published() async throws -> [String: Int] { try await counts("published") }
+
+    /// `GET /_admin/<name>`'s member `<name>`: a count per key.
+    private func counts(_ name: String) async throws -> [String: Int] {
+        guard case .object(let object)? = try await get(name)[name] else {
+            throw NotesDemoError(code: .backend, message: "GET /_admin/\(name) without \(name)")
         }
         return object.reduce(into: [:]) { result, entry in
             if case .number(let number) = entry.value, let count = number.int64 { result[entry.key] = Int(count) }
