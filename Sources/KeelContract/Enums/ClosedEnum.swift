@@ -11,23 +11,28 @@ public import KeelCore
 /// ``UndeclaredEnumValue`` naming the type and the value; ``ContractDecoder`` reports it as
 /// ``ContractDecodingError/Code/undeclaredEnumValue`` with the coding path (`notes[3].visibility`).
 /// Making the property optional does not soften it: `nil` means absent or `null`, never "unknown".
-public protocol ClosedEnum: RawRepresentable, Codable, Sendable where RawValue == String {}
+public protocol ClosedEnum: ClosedRawEnum where RawValue == String {}
 
-extension ClosedEnum {
-    /// Decodes a string and matches it to a declared case.
+/// What ``ClosedEnum`` and ``ClosedIntegerEnum`` share: decoding the raw value and refusing one that is not a
+/// declared case (``UndeclaredEnumValue`` at the coding path), encoding the raw value as it is.
+public protocol ClosedRawEnum: RawRepresentable, Codable, Sendable
+where RawValue: Codable & CustomStringConvertible {}
+
+extension ClosedRawEnum {
+    /// Decodes the raw value and matches it to a declared case.
     ///
     /// - Throws: `DecodingError.dataCorrupted` with an ``UndeclaredEnumValue`` as its underlying error when the
-    ///   string is not a declared raw value; a `DecodingError` when the value is not a string.
+    ///   value is not a declared raw value; a `DecodingError` when it is not of the raw type.
     @inlinable
     public init(from decoder: any Decoder) throws {
-        let raw = try decoder.singleValueContainer().decode(String.self)
+        let raw = try decoder.singleValueContainer().decode(RawValue.self)
         guard let value = Self(rawValue: raw) else {
             throw undeclaredMarkerValue(raw, of: String(describing: Self.self), codingPath: decoder.codingPath)
         }
         self = value
     }
 
-    /// Encodes the case as its raw string value.
+    /// Encodes the case as its raw value.
     @inlinable
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
@@ -71,26 +76,7 @@ extension ErrorCode where Domain == UndeclaredEnumValue {
 /// ```swift
 /// enum Priority: Int, ClosedIntegerEnum { case value1 = 1, value2 = 2, value3 = 3 }
 /// ```
-public protocol ClosedIntegerEnum: RawRepresentable, Codable, Sendable where RawValue == Int {}
-
-extension ClosedIntegerEnum {
-    /// Decodes an integer and requires it to be a declared value.
-    @inlinable
-    public init(from decoder: any Decoder) throws {
-        let raw = try decoder.singleValueContainer().decode(Int.self)
-        guard let value = Self(rawValue: raw) else {
-            throw undeclaredMarkerValue(raw, of: String(describing: Self.self), codingPath: decoder.codingPath)
-        }
-        self = value
-    }
-
-    /// Encodes the raw integer.
-    @inlinable
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-}
+public protocol ClosedIntegerEnum: ClosedRawEnum where RawValue == Int {}
 
 /// The error for a value a closed set does not declare, at `codingPath`: an undeclared value of a
 /// ``ClosedEnum`` or ``ClosedIntegerEnum``, or a member that must hold one value (a marker such as
