@@ -180,7 +180,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelReferenceTests",
-            dependencies: ["KeelReference", "KeelContract", "KeelCore", "KeelHTTP", "KeelSync", "KeelTesting"],
+            dependencies: [
+                "KeelReference", "KeelContract", "KeelCore", "KeelHTTP", "KeelStore", "KeelSync", "KeelTesting",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"],

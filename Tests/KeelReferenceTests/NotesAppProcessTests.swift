@@ -2,6 +2,7 @@ import Foundation
 import KeelContract
 import KeelCore
 import KeelReference
+import KeelStore
 import KeelTesting
 import Testing
 
@@ -100,5 +101,26 @@ extension NotesDevice {
         #expect(try await tablet.run("list")["notes"]?[0]?["body"] == "phone and tablet")
         _ = try await phone.run("quit")
         _ = try await tablet.run("quit")
+    }
+
+    @Test func aDamagedPublicationRecordIsNeverReplacedByANewKey() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-ledger")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        _ = try await phone.run("signin alice")
+        let id = try #require(try await phone.run("new Essay")["id"]?.stringValue)
+        #expect(try await phone.run("sync")["ok"] == true)
+        // A started publication whose key was lost (a damaged or foreign ledger file): sending it again under a
+        // new key could publish twice, so the app refuses and says so.
+        let ledger = phone.data.appendingPathComponent("effects").appendingPathComponent(
+            VaultNamespace(try AccountID("alice")).rawValue + ".json")
+        try FileManager.default.createDirectory(
+            at: ledger.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(#"[{"id": "publish@note/\#(id)#1", "action": "publish", "state": "started"}]"#.utf8).write(to: ledger)
+        let answer = try await phone.run("publish \(id)")
+        #expect(answer["ok"] == false && answer["error"]?["kind"] == "technical", "\(answer)")
+        #expect(answer["error"]?["message"]?.stringValue?.contains("nothing was sent") == true)
+        #expect(try backend.publicationCounts().isEmpty)
+        _ = try await phone.run("quit")
     }
 }

@@ -433,6 +433,12 @@ public actor NotesApp {
             }
             key = entry.reference ?? ""
         }
+        // A recorded key that is not one (a damaged ledger) is never replaced by a new one: that could publish
+        // twice. The user is told; nothing is sent.
+        guard !key.isEmpty, key.utf8.count <= 128, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw NotesAppError(
+                kind: .technical, message: "This publication's record on this device is damaged; nothing was sent.")
+        }
         let remote = NotesRemote(client: client, account: account, token: try await token(of: engine))
         let publication: NotesRemote.Publication
         do throws(HTTPFailure) {
