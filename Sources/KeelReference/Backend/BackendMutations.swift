@@ -23,27 +23,17 @@ extension BackendHandler {
         let bodyHash = SHA256Digest.hex([UInt8](request.body))
         let correlation = request.headers["X-Correlation-ID"].map { account + "\u{0}" + $0 }
 
-        // Keys being applied by another request right now: 409, as the Idempotency-Key draft says.
-        let scoped = ([batchKey] + keys).map { account + "\u{0}" + $0 }
-        let claimed = state.withLock { state -> Bool in
-            guard state.keysInProgress.isDisjoint(with: scoped) else { return false }
-            state.keysInProgress.formUnion(scoped)
-            if let correlation { state.operationsInProgress.insert(correlation) }
-            return true
+        return try withKeysClaimed(
+            ([batchKey] + keys).map { account + "\u{0}" + $0 }, operation: correlation,
+            busy: "a request with one of these idempotency keys is still being applied"
+        ) {
+            try applyBatch(request, batchKey: batchKey, mutations: mutations, bodyHash: bodyHash, account: account)
         }
-        guard claimed else {
-            throw BackendFailure(
-                status: 409, code: "idempotency_key_in_progress",
-                message: "a request with one of these idempotency keys is still being applied",
-                headers: ["Retry-After": "1"])
-        }
-        defer {
-            state.withLock { state in
-                state.keysInProgress.subtract(scoped)
-                if let correlation { state.operationsInProgress.remove(correlation) }
-            }
-        }
+    }
 
+    private func applyBatch(
+        _ request: RecordedRequest, batchKey: String, mutations: [IncomingMutation], bodyHash: String, account: String
+    ) throws -> TestResponse {
         if let stored = try store.batchKey(batchKey, account: account) {
             guard stored.bodyHash == bodyHash else { throw Self.keyReused("Idempotency-Key") }
             return TestResponse(
@@ -73,11 +63,40 @@ extension BackendHandler {
             try store.recordBatchKey(batchKey, account: account, bodyHash: bodyHash, response: response, in: db)
             return response
         }
-        // A late answer (delayAcksMs): applied and committed, but the keys stay in progress until it leaves.
+        holdLateAnswer()
+        return TestResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(response.utf8))
+    }
+
+    /// Runs `body` with the (account-scoped) idempotency keys claimed as in progress, and the operation
+    /// (account-scoped correlation id) as in progress for `/operations`; released when the answer leaves.
+    /// A key another request holds: 409 `idempotency_key_in_progress`, as the Idempotency-Key draft says.
+    func withKeysClaimed<T>(_ scoped: [String], operation: String? = nil, busy: String, _ body: () throws -> T)
+        throws -> T
+    {
+        let claimed = state.withLock { state -> Bool in
+            guard state.keysInProgress.isDisjoint(with: scoped) else { return false }
+            state.keysInProgress.formUnion(scoped)
+            if let operation { state.operationsInProgress.insert(operation) }
+            return true
+        }
+        guard claimed else {
+            throw BackendFailure(
+                status: 409, code: "idempotency_key_in_progress", message: busy, headers: ["Retry-After": "1"])
+        }
+        defer {
+            state.withLock { state in
+                state.keysInProgress.subtract(scoped)
+                if let operation { state.operationsInProgress.remove(operation) }
+            }
+        }
+        return try body()
+    }
+
+    /// A late answer (`delayAcksMs`): applied and committed, but its keys stay in progress until it leaves.
+    func holdLateAnswer() {
         if let delay = state.withLock({ $0.fault.delayAcks }) {
             Thread.sleep(forTimeInterval: delay.inSeconds)
         }
-        return TestResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(response.utf8))
     }
 
     private static func keyReused(_ key: String) -> BackendFailure {

@@ -11,35 +11,23 @@ extension BackendHandler {
                 status: 422, code: "validation", message: "Idempotency-Key (16...128 characters) is required",
                 errors: [("Idempotency-Key", "required")])
         }
-        let scoped = account + "\u{0}publish\u{0}" + key
-        let claimed = state.withLock { state -> Bool in
-            guard !state.keysInProgress.contains(scoped) else { return false }
-            state.keysInProgress.insert(scoped)
-            return true
-        }
-        guard claimed else {
-            throw BackendFailure(
-                status: 409, code: "idempotency_key_in_progress",
-                message: "a publication with this idempotency key is still being made", headers: ["Retry-After": "1"])
-        }
-        defer { _ = state.withLock { $0.keysInProgress.remove(scoped) } }
-
-        if let stored = try store.publication(key: key, account: account) {
-            guard stored.noteID == noteID else {
-                throw BackendFailure(
-                    status: 422, code: "idempotency_key_reused",
-                    message: "this idempotency key published another note; nothing was published",
-                    errors: [("Idempotency-Key", "reused")])
+        return try withKeysClaimed(
+            [account + "\u{0}publish\u{0}" + key], busy: "a publication with this idempotency key is still being made"
+        ) {
+            if let stored = try store.publication(key: key, account: account) {
+                guard stored.noteID == noteID else {
+                    throw BackendFailure(
+                        status: 422, code: "idempotency_key_reused",
+                        message: "this idempotency key published another note; nothing was published",
+                        errors: [("Idempotency-Key", "reused")])
+                }
+                return Self.json(status: 200, stored.answer)
             }
-            return Self.json(status: 200, stored.answer)
+            let id = Self.randomHex(configuration.random, bytes: 8)
+            let answer = try store.publish(
+                noteID: noteID, key: key, id: id, account: account, at: configuration.clock.now())
+            holdLateAnswer()
+            return Self.json(status: 200, answer)
         }
-        let id = Self.randomHex(configuration.random, bytes: 8)
-        let answer = try store.publish(
-            noteID: noteID, key: key, id: id, account: account, at: configuration.clock.now())
-        // A late answer (delayAcksMs), as for mutations: published, the key in progress until it leaves.
-        if let delay = state.withLock({ $0.fault.delayAcks }) {
-            Thread.sleep(forTimeInterval: delay.inSeconds)
-        }
-        return Self.json(status: 200, answer)
     }
 }

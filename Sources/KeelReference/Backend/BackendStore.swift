@@ -265,23 +265,18 @@ final class BackendStore: Sendable {
         }
     }
 
-    /// Every note of every account (tombstones included), for inspection.
-    func allNotes() throws -> [(account: String, note: StoredNote)] {
-        try pool.readSync { db in
-            try db.rows("SELECT account, document, version, deleted FROM notes ORDER BY account, id").map {
-                (try $0.decode("account") as String, try Self.stored($0))
-            }
-        }
-    }
-
-    /// ``allNotes()`` as documents with `account`, `version` and `deleted`.
+    /// Every note of every account (tombstones included), for inspection: its document with `account`,
+    /// and `version` and `deleted` as the columns say.
     func documents() throws -> [JSONObject] {
-        try allNotes().map { entry in
-            var document = entry.note.document
-            document["account"] = .string(entry.account)
-            document["version"] = .number(JSONNumber(Int64(entry.note.version)))
-            document["deleted"] = .bool(entry.note.deleted)
-            return document
+        try pool.readSync { db in
+            try db.rows("SELECT account, document, version, deleted FROM notes ORDER BY account, id").map { row in
+                let stored = try Self.stored(row)
+                var document = stored.document
+                document["account"] = .string(try row.decode("account") as String)
+                document["version"] = .number(JSONNumber(Int64(stored.version)))
+                document["deleted"] = .bool(stored.deleted)
+                return document
+            }
         }
     }
 
