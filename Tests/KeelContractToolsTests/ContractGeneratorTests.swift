@@ -217,6 +217,46 @@ import Testing
             ))
     }
 
+    @Test func membersGatheredFromAnAllOfPartUseThePartsNestedTypes() throws {
+        // Expanded comes before Account in the document: the part is still built first, and its enum and
+        // union are declared once, in Account. A member another part re-declares (nullable here) is not the
+        // part's member any more (Renamed narrows it) and gets a type of its own.
+        let code = try generate(
+            """
+                Expanded:
+                  allOf:
+                    - $ref: '#/components/schemas/Account'
+                    - type: object
+                      required: [tier]
+                      properties:
+                        tier: {type: integer, enum: [1, 2]}
+                Renamed:
+                  allOf:
+                    - $ref: '#/components/schemas/Account'
+                    - properties: {status: {type: string, enum: [open]}}
+                Account:
+                  type: object
+                  required: [status, owner]
+                  properties:
+                    status: {type: string, enum: [open, closed]}
+                    owner: {anyOf: [{type: string}, {$ref: '#/components/schemas/Account'}]}
+            """)
+        #expect(
+            code.contains(
+                "    public var status: Account.Status\n    public var owner: Account.Owner\n    public var tier: Expanded.Tier\n"
+            ))
+        #expect(!code.contains("Expanded.Status") && !code.contains("Expanded.Owner"))
+        #expect(
+            code.contains(
+                "public struct Renamed: Codable, Hashable, Sendable {\n    public var status: Renamed.Status\n    public var owner: Account.Owner\n"
+            ))
+        #expect(code.contains("public enum Status: String, ClosedEnum, CaseIterable {\n        case `open`\n    }"))
+        // Declarations stay in document order.
+        let expanded = try #require(code.range(of: "public struct Expanded:"))
+        let account = try #require(code.range(of: "public struct Account:"))
+        #expect(expanded.lowerBound < account.lowerBound)
+    }
+
     @Test func aSingleReferenceAllOfIsTheReferencedType() throws {
         let code = try generate(
             """
@@ -368,6 +408,44 @@ import Testing
         #expect(code.contains("public struct License:"))
         #expect(!code.contains("Unused"))
         #expect(try ContractGenerator(contract: url).generate() == code)
+    }
+
+    @Test func splitOutputIsTheSameDeclarationsInPartsWithTheirOwnHeadersAndImports() throws {
+        let url = Self.fixtures.appendingPathComponent("shapes.yaml")
+        let whole = try ContractGenerator(contract: url).generate()
+        #expect(
+            try ContractGenerator(contract: url).generateFiles() == [
+                GeneratedFile(name: "ShapesModels.swift", text: whole)
+            ])
+
+        /// The header (comment lines), the imports and the declarations of a generated file.
+        func sections(_ text: String) -> (header: [Substring], imports: Set<Substring>, body: String) {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            let header = lines.prefix { $0.hasPrefix("//") }
+            var rest = lines.dropFirst(header.count)
+            let imports = rest.prefix { $0.isEmpty || $0.hasPrefix("import ") || $0.hasPrefix("public import ") }
+            rest = rest.dropFirst(imports.count)
+            return (
+                Array(header), Set(imports.compactMap { $0.split(separator: " ").last }), rest.joined(separator: "\n")
+            )
+        }
+        let parts = try ContractGenerator(contract: url).generateFiles(linesPerFile: 60)
+        #expect(parts.count >= 3)
+        #expect(
+            parts.map(\.name) == ["ShapesModels.swift"] + (2...parts.count).map { "ShapesModels+Part\($0).swift" })
+        let (header, imports, body) = sections(whole)
+        var bodies: [String] = []
+        var modules: Set<Substring> = []
+        for (index, part) in parts.enumerated() {
+            let (partHeader, partImports, partBody) = sections(part.text)
+            #expect(partHeader == header + ["// Part \(index + 1) of \(parts.count)"])
+            modules.formUnion(partImports)
+            // Whole top-level declarations.
+            #expect(partBody.hasPrefix("public ") || partBody.hasPrefix("///"), "\(partBody.prefix(80))")
+            bodies.append(partBody)
+        }
+        #expect(bodies.joined(separator: "\n") == body)
+        #expect(modules == imports)
     }
 
     @Test func sha256MatchesTheFIPSExamples() {
@@ -1076,10 +1154,12 @@ import Testing
                   discriminator: {propertyName: petType, mapping: {cat: '#/components/schemas/Cat', dog: '#/components/schemas/Dog', fish: '#/components/schemas/Fish'}}
             """)
         #expect(code.contains("public struct Cat: Codable, Hashable, Sendable {\n    public var petType: String\n"))
+        // Fish's petType is Pet's member, so it is Pet's type (not a copy declared in Fish).
         #expect(
             code.contains(
-                "public struct Fish: Codable, Hashable, Sendable {\n    public var petType: Fish.PetType\n    public var fins: Int?\n"
+                "public struct Fish: Codable, Hashable, Sendable {\n    public var petType: Pet.PetType\n    public var fins: Int?\n"
             ))
+        #expect(!code.contains("Fish.PetType"))
         #expect(code.contains("case cat(Cat)\n    case dog(Dog)\n    case fish(Fish)"))
     }
 

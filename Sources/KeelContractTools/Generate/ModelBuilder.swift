@@ -30,6 +30,10 @@ struct ModelBuilder {
     private var building: [String: [String]] = [:]
     /// The schema whose members are being gathered (where a too-deep `allOf` chain is reported).
     private var gatherOrigin: (file: URL, pointer: String)?
+    /// The type of each member a top-level struct declares itself, by `file#pointer` of the member's schema:
+    /// a struct that gathers the same member through an `allOf` part uses that type (`Resource.Parent`)
+    /// instead of declaring a copy of it.
+    private var memberTypes: [String: (schema: JSONValue, type: TypeUse, nullable: Bool)] = [:]
 
     /// Names a nested type may not take: it would hide a top-level type or a name generated code uses.
     static let namesGeneratedCodeUses: Set<String> = Set(Builtin.allCases.map(\.rawValue)).union([
@@ -52,13 +56,58 @@ struct ModelBuilder {
         registerOperationBodies(operations)
         registerReferenceTargets(targets)
         reserved = topLevelNames.union(Self.namesGeneratedCodeUses)
-        for item in pending {
+        // Built parts first (so a struct reuses its allOf parts' member types), declared in document order.
+        var built: [Int: [TypePlan]] = [:]
+        for index in buildOrder() {
+            let item = pending[index]
             declareTopLevel(item.name, schema: item.schema, file: item.file, pointer: item.pointer)
+            built[index] = declarations
+            declarations = []
         }
+        declarations = pending.indices.flatMap { built[$0] ?? [] }
         checkCycles()
         // A schema reached from several places reports the same problem once.
         var seen: Set<String> = []
         diagnostics = diagnostics.filter { seen.insert($0.description).inserted }
+    }
+
+    /// The order to build `pending` in: each after the declared schemas its `allOf` names as parts, otherwise
+    /// document order.
+    private func buildOrder() -> [Int] {
+        var index: [String: Int] = [:]
+        for (position, item) in pending.enumerated() { index[item.file.path + item.pointer] = position }
+        var order: [Int] = []
+        var state = [UInt8](repeating: 0, count: pending.count)  // 0 new, 1 visiting, 2 done
+        var stack: [(item: Int, parts: [Int], next: Int)] = []
+        for start in pending.indices where state[start] == 0 {
+            state[start] = 1
+            stack.append((start, parts(of: start), 0))
+            while let top = stack.last {
+                if top.next < top.parts.count {
+                    stack[stack.count - 1].next += 1
+                    let part = top.parts[top.next]
+                    if state[part] == 0 {
+                        state[part] = 1
+                        stack.append((part, parts(of: part), 0))
+                    }
+                } else {
+                    stack.removeLast()
+                    state[top.item] = 2
+                    order.append(top.item)
+                }
+            }
+        }
+        return order
+
+        func parts(of position: Int) -> [Int] {
+            let item = pending[position]
+            guard case .array(let parts) = unwrapped(item.schema).schema["allOf"] ?? .null else { return [] }
+            return parts.compactMap { part in
+                guard case .string(let reference) = part["$ref"] ?? .null else { return nil }
+                let (file, pointer) = Loader.split(reference, relativeTo: item.file)
+                return index[file.path + "#" + pointer]
+            }
+        }
     }
 
     /// The targets of every `$ref` in a schema position, reached from the component schemas and the
@@ -361,13 +410,25 @@ struct ModelBuilder {
         var properties: [PropertyPlan] = []
         var failed = false
         for member in members {
-            guard
-                let (type, nullable) = use(
-                    member.schema, file: member.file, pointer: member.pointer,
-                    suggested: SwiftNames.typeName(member.name), scope: &scope)
-            else {
-                failed = true
-                continue
+            let key = member.file.path + member.pointer
+            let type: TypeUse
+            let nullable: Bool
+            if let known = memberTypes[key], known.schema == member.schema {
+                (type, nullable) = (known.type, known.nullable)
+            } else {
+                guard
+                    let (memberType, memberNullable) = use(
+                        member.schema, file: member.file, pointer: member.pointer,
+                        suggested: SwiftNames.typeName(member.name), scope: &scope)
+                else {
+                    failed = true
+                    continue
+                }
+                (type, nullable) = (memberType, memberNullable)
+                // The struct's own member (not one gathered from a part): others may share its type.
+                if path.count == 1, member.file == file, member.pointer.hasPrefix(pointer + "/") {
+                    memberTypes[key] = (member.schema, type, nullable)
+                }
             }
             // `required` with readOnly (or writeOnly) holds for responses (or requests) only, and one
             // model serves both directions: such a member may be missing.

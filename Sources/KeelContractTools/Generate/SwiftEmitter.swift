@@ -18,6 +18,8 @@ struct SwiftEmitter {
     }
 
     var text: String { lines.joined(separator: "\n") + "\n" }
+    /// How many lines have been written.
+    var lineCount: Int { lines.count }
 
     private static let modules: [String: String] = [
         "Date": "Foundation",

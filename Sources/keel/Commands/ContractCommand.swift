@@ -31,10 +31,14 @@ enum ContractCommand {
             generate writes Swift Codable models for the contract's component schemas (and the inline JSON
             bodies of operations with an operationId) to <dir>/<Spec>Models.swift: structs whose required
             members must be present, Extensible<...> for x-extensible-enum and the open-enum pattern, closed
-            enums otherwise, allOf merged, oneOf with a discriminator as an enum with a case per variant. A
-            schema it cannot generate correctly (oneOf without a discriminator, values of several types, ...)
-            is reported with its location and nothing is written. The header records info.version and the
-            SHA-256 of each input file; --check writes nothing and fails when the committed file is stale.
+            enums of strings or integers otherwise, markers (enum: [true]) checked on decode, allOf merged,
+            oneOf with a discriminator and unions told apart by JSON kind (an id or the expanded object) as
+            enums with a case per variant. Output over 5,000 lines is split at declarations into
+            <Spec>Models+Part2.swift, +Part3, ... so it compiles in parallel. A schema it cannot generate
+            correctly (a union whose variants cannot be told apart, values of several types, ...) is reported
+            with its location and nothing is written. The header records info.version and the SHA-256 of each
+            input file; --check writes nothing and fails when a generated file is missing, stale or no longer
+            generated (a part left from larger output, which a run without --check removes).
 
             OPTIONS:
               --format text|json      Output style (default text). diff json: {"changes": [...], "summary": {...}};
@@ -44,8 +48,8 @@ enum ContractCommand {
               --verbose               diff: list every place of a grouped finding.
               --schema <#/pointer>    validate: the schema, as a fragment of the contract.
               --format-assertion      validate: treat "format" as an assertion.
-              --output <dir>          generate: the directory for the generated file (created if missing).
-              --check                 generate: compare with the file in <dir> instead of writing it.
+              --output <dir>          generate: the directory for the generated files (created if missing).
+              --check                 generate: compare with the files in <dir> instead of writing them.
               --access public|internal
                                       generate: access level of the declarations (default public).
               -h, --help              Show this help.
@@ -53,7 +57,7 @@ enum ContractCommand {
             EXIT STATUS:
               0  diff: nothing at or above the fail level; validate: every instance is valid
               1  diff: something at or above the fail level; validate: some instance is invalid;
-                 generate --check: the generated file is missing or stale
+                 generate --check: a generated file is missing, stale or no longer generated
               2  unreadable or invalid input (not YAML/JSON, no openapi field, unsupported version, dangling
                  $ref, no schema at --schema, a schema generate cannot handle): the message names the file
                  and the location
@@ -103,42 +107,74 @@ enum ContractCommand {
         let access = ContractGenerator.AccessLevel(
             rawValue: try arguments.choice("access", default: "public", among: ["public", "internal"]))!
         let generator = ContractGenerator(contract: URL(fileURLWithPath: arguments.positionals[0]), access: access)
-        let text: String
+        let files: [GeneratedFile]
         do {
-            text = try generator.generate()
+            files = try generator.generateFiles()
         } catch {
             return fail("\(error)")
         }
-        let destination = URL(fileURLWithPath: output, isDirectory: true).appendingPathComponent(generator.fileName)
+        let directory = URL(fileURLWithPath: output, isDirectory: true)
         let command =
             "keel contract generate \(arguments.positionals[0]) --output \(output)"
             + (access == .public ? "" : " --access \(access.rawValue)")
-        let existing = FileManager.default.contents(atPath: destination.path).map {
-            String(decoding: $0, as: UTF8.self)
+        func contents(_ name: String) -> String? {
+            FileManager.default.contents(atPath: directory.appendingPathComponent(name).path).map {
+                String(decoding: $0, as: UTF8.self)
+            }
+        }
+        // Parts a larger earlier output left behind: generated files (by their first line) that are no longer
+        // part of the output. Anything else in the directory is not ours.
+        var leftover: [String] = []
+        for part in (files.count + 1)... {
+            let name = generator.fileName(part: part)
+            guard let text = contents(name) else { break }
+            if text.hasPrefix(ContractGenerator.headerFirstLine) { leftover.append(name) }
         }
         if arguments.has("check") {
-            guard let existing else {
-                return fail("\(destination.path) is missing: run \(command)", status: 1)
+            var problems: [String] = []
+            for file in files {
+                let path = directory.appendingPathComponent(file.name).path
+                switch contents(file.name) {
+                case nil: problems.append("\(path) is missing")
+                case file.text?: break
+                default: problems.append("\(path) is stale")
+                }
             }
-            guard existing == text else {
-                return fail("\(destination.path) is stale: run \(command)", status: 1)
+            problems += leftover.map { "\(directory.appendingPathComponent($0).path) is no longer generated" }
+            guard problems.isEmpty else {
+                return fail(problems.joined(separator: "\n") + "\nrun \(command)", status: 1)
             }
-            say("\(destination.path) is up to date")
-            return 0
-        }
-        // Unchanged output is not rewritten, so build systems do not recompile it.
-        if existing == text {
-            say("\(destination.path) is up to date")
+            for file in files { say("\(directory.appendingPathComponent(file.name).path) is up to date") }
             return 0
         }
         do {
-            try FileManager.default.createDirectory(
-                at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Data(text.utf8).write(to: destination, options: .atomic)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            return fail("cannot write \(destination.path): \(error.localizedDescription)")
+            return fail("cannot create \(directory.path): \(error.localizedDescription)")
         }
-        say("wrote \(destination.path)")
+        for file in files {
+            let destination = directory.appendingPathComponent(file.name)
+            // Unchanged output is not rewritten, so build systems do not recompile it.
+            if contents(file.name) == file.text {
+                say("\(destination.path) is up to date")
+                continue
+            }
+            do {
+                try Data(file.text.utf8).write(to: destination, options: .atomic)
+            } catch {
+                return fail("cannot write \(destination.path): \(error.localizedDescription)")
+            }
+            say("wrote \(destination.path)")
+        }
+        for name in leftover {
+            let path = directory.appendingPathComponent(name).path
+            do {
+                try FileManager.default.removeItem(atPath: path)
+            } catch {
+                return fail("cannot remove \(path), which is no longer generated: \(error.localizedDescription)")
+            }
+            say("removed \(path) (no longer generated)")
+        }
         return 0
     }
 
