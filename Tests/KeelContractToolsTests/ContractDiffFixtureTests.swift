@@ -1,5 +1,6 @@
 import Foundation
 import KeelContract
+import KeelContractFixtures
 import KeelContractTools
 import KeelTesting
 import Testing
@@ -641,6 +642,90 @@ import Testing
             try Self.rules(Self.union("[{type: string}]"), Self.union("[{type: string}, {type: 'null'}]")) == [
                 "response-body-became-nullable"
             ])
+    }
+
+    /// A variant's own schema follows the normal rules through the union (#16), in responses and requests,
+    /// with and without a discriminator, even where nothing else reaches it.
+    @Test func changesInsideUnionVariantsAreFoundThroughTheUnion() throws {
+        func spec(reasons: String, limit: Int) -> String {
+            """
+            openapi: 3.1.0
+            info: {title: t, version: 1.0.0}
+            paths:
+              /things/{id}:
+                get:
+                  responses:
+                    '200':
+                      description: ok
+                      content: {application/json: {schema: {$ref: '#/components/schemas/Thing'}}}
+                post:
+                  requestBody:
+                    content: {application/json: {schema: {$ref: '#/components/schemas/Thing'}}}
+                  responses: {'204': {description: ok}}
+            components:
+              schemas:
+                Thing:
+                  type: object
+                  properties:
+                    owner: {anyOf: [{type: string, maxLength: \(limit)}, {$ref: '#/components/schemas/Gone'}]}
+                    pet:
+                      oneOf: [{$ref: '#/components/schemas/Cat'}]
+                      discriminator: {propertyName: kind, mapping: {cat: '#/components/schemas/Cat'}}
+                Gone:
+                  type: object
+                  required: [id, deleted]
+                  properties:
+                    id: {type: string}
+                    deleted: {type: boolean, enum: [true]}
+                    reason: {type: string, enum: [\(reasons)]}
+                Cat:
+                  type: object
+                  required: [kind]
+                  properties: {kind: {type: string}, lives: {type: integer, maximum: \(limit)}}
+            """
+        }
+        let changes = try ContractDiff(
+            base: try OpenAPIDocument.parse(spec(reasons: "merged", limit: 20), name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(spec(reasons: "merged, expired", limit: 10), name: "revision.yaml")
+        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        let found = changes.map { "\($0.method ?? "") \($0.rule) \($0.pointer ?? "") \($0.origin ?? "-")" }
+        #expect(
+            found == [
+                "GET response-property-enum-value-added /properties/owner/anyOf/1/properties/reason revision.yaml#/components/schemas/Gone/properties/reason",
+                "POST request-property-max-length-decreased /properties/owner/anyOf/0 revision.yaml#/components/schemas/Thing/properties/owner/anyOf/0",
+                "POST request-property-maximum-decreased /properties/pet/oneOf/0/properties/lives revision.yaml#/components/schemas/Cat/properties/lives",
+            ], "\(found)")
+        #expect(
+            changes.map(\.message) == [
+                "new value \"expired\" of a closed enum: old clients fail to decode it",
+                "request body (application/json) property /properties/owner/anyOf/0: maxLength 20 → 10",
+                "request body (application/json) property /properties/pet/oneOf/0/properties/lives: maximum 20 → 10",
+            ])
+    }
+
+    /// Expandable fields make every resource reachable from every operation, through itself too: each
+    /// change is compared once, found in every operation that can receive it, once per operation (at the
+    /// shortest way in), and the report groups it into one entry.
+    @Test func aChangeReachedThroughExpandableFieldsIsOneRootCauseAcrossOperations() throws {
+        let base = PaymentsAPI.yaml(resources: 40)
+        let revision = base.replacingOccurrences(
+            of: "object: {type: string, enum: [resource_7]}\n",
+            with: "object: {type: string, enum: [resource_7, gone]}\n")
+        #expect(revision != base)
+        let changes = try ContractDiff(
+            base: try OpenAPIDocument.parse(base, name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
+        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        // Every GET reaches the deleted form of resource 7 (owner of resource 0, through parents from the others).
+        #expect(Set(changes.compactMap(\.path)).count == 40)
+        #expect(Set(changes.map(\.rule)) == ["response-property-enum-value-added"])
+        #expect(Dictionary(grouping: changes, by: { $0.path ?? "" }).values.allSatisfy { $0.count == 1 })
+        #expect(
+            changes.first { $0.path == "/v1/resource_0/{id}" }?.pointer == "/properties/owner/anyOf/2/properties/object"
+        )
+        let groups = ContractChangeGroup.grouping(changes)
+        #expect(groups.count == 1)
+        #expect(groups.first?.origin == "revision.yaml#/components/schemas/deleted_resource_7/properties/object")
     }
 
     /// The open-enum pattern with its known values behind a reference: a new value is an extensible-enum

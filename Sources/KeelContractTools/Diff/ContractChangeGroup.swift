@@ -25,23 +25,29 @@ public struct ContractChangeGroup: Sendable, Hashable {
             members[key, default: []].append(change)
         }
         let groups = order.enumerated().map {
-            (index: $0.offset, group: ContractChangeGroup(changes: members[$0.element]!))
+            let group = ContractChangeGroup(changes: members[$0.element]!)
+            return (index: $0.offset, operations: group.operations, group: group)
         }
         return groups.sorted { lhs, rhs in
             if lhs.group.severity != rhs.group.severity { return lhs.group.severity > rhs.group.severity }
-            if lhs.group.operations != rhs.group.operations { return lhs.group.operations > rhs.group.operations }
+            if lhs.operations != rhs.operations { return lhs.operations > rhs.operations }
             return lhs.index < rhs.index
         }.map(\.group)
     }
 
     /// The report lines: a single finding as its ``ContractChange/description``; a group as one line with
-    /// the origin, the first message and the counts, then its places (the first three unless `verbose`).
+    /// the origin, the message and the counts, then its places (the first three unless `verbose`), the most
+    /// direct first: by the length of the pointer, then in the diff's order (a change reached through
+    /// expandable fields also has a place where it is the body's own member).
     public func text(verbose: Bool) -> String {
         guard changes.count > 1, let origin else { return changes.map { $0.description + "\n" }.joined() }
+        let lengths: [Int] = changes.map { $0.pointer?.utf8.count ?? 0 }
+        let order = changes.indices.sorted { (lengths[$0], $0) < (lengths[$1], $1) }
+        let direct = order.map { changes[$0] }
         var text =
-            "\(severity.rawValue.uppercased())  \(rule)  \(origin)  \(changes[0].message)  "
+            "\(severity.rawValue.uppercased())  \(rule)  \(origin)  \(direct[0].message)  "
             + "(\(operations) operation\(operations == 1 ? "" : "s"), \(changes.count) places)\n"
-        let shown = verbose ? changes : Array(changes.prefix(3))
+        let shown = verbose ? direct : Array(direct.prefix(3))
         for change in shown {
             let place = [change.method, change.path, change.status.map { "→ \($0)" }, change.pointer].compactMap { $0 }
                 .joined(separator: " ")

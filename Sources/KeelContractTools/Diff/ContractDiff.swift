@@ -28,13 +28,17 @@ public struct ContractDiff: Sendable {
 }
 
 /// Walks both documents side by side.
-private struct Collector {
+struct Collector {
     let base: OpenAPIDocument
     let revision: OpenAPIDocument
     var changes: [ContractChange] = []
-    /// Where the schema being compared is (its named schema and its own pointer), the origin of what ``add``
-    /// records; nil outside schemas. The origin text is built only when a change is recorded.
-    var schemaOrigin: (base: OriginBase, pointer: String)?
+    /// Every pair of schemas compared (see SchemaPairs.swift), the pairs of named schemas by key, and the
+    /// bodies and parameters of operations that use them.
+    var pairs: [Pair] = []
+    var pairIndex: [String: Int] = [:]
+    var identityIndex: [String: Int] = [:]
+    var identities = 0
+    var uses: [Use] = []
 
     /// The named schema (reached through a `$ref`) that encloses a compared schema, and the length of the
     /// compared pointer at it: the origin of a change at `pointer` is `label` + what `pointer` adds.
@@ -56,15 +60,14 @@ private struct Collector {
         var status: String?
     }
 
+    /// A change outside schemas (an operation, a parameter, the document): no origin.
     mutating func add(
-        _ rule: String, _ severity: ContractChange.Severity, _ place: Place, _ pointer: String?, _ message: String,
-        origin: String?? = .none
+        _ rule: String, _ severity: ContractChange.Severity, _ place: Place, _ pointer: String?, _ message: String
     ) {
         changes.append(
             ContractChange(
                 rule: rule, severity: severity, path: place.path, method: place.method?.uppercased(),
-                status: place.status, pointer: pointer, message: message,
-                origin: origin ?? schemaOrigin.map { $0.base.text(at: $0.pointer) }))
+                status: place.status, pointer: pointer, message: message, origin: nil))
     }
 
     /// `file#pointer` of a schema of the revision, the file relative to the description's directory.
@@ -96,6 +99,7 @@ private struct Collector {
             }
             try compareOperation(operation, revised, place)
         }
+        try emitUses()
         for path in basePaths.keys where revisionPaths[path] == nil {
             add("api-path-removed", .breaking, Place(path: path), nil, "the path is gone")
         }
@@ -175,10 +179,9 @@ private struct Collector {
                 add("request-parameter-became-required", .breaking, place, nil, "parameter \(name) is now required")
             }
             if let oldSchema = previous.schema, let newSchema = parameter.schema {
-                var visited: Set<String> = []
-                try compareRequestSchema(
-                    oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, "parameter \(name)",
-                    rulePrefix: "request-parameter", pointer: "", visited: &visited)
+                try use(
+                    oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, direction: .request,
+                    role: .requestRoot(rulePrefix: "request-parameter"), subject: "parameter \(name)")
             }
         }
 
@@ -189,11 +192,9 @@ private struct Collector {
                     guard let oldSchema = oldBody.content.first(where: { $0.name == newMedia.name })?.schema,
                         let newSchema = newMedia.schema
                     else { continue }
-                    var visited: Set<String> = []
-                    try compareRequestSchema(
-                        oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place,
-                        "request body (\(newMedia.name))",
-                        rulePrefix: "request-body", pointer: "", visited: &visited)
+                    try use(
+                        oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, direction: .request,
+                        role: .requestRoot(rulePrefix: "request-body"), subject: "request body (\(newMedia.name))")
                 }
                 if newBody.required, !oldBody.required {
                     add("request-body-became-required", .breaking, place, nil, "the request body is now required")
@@ -223,10 +224,9 @@ private struct Collector {
                     continue
                 }
                 if let oldSchema = oldMedia.schema, let newSchema = newMedia.schema {
-                    var visited: Set<String> = []
-                    try compareResponseSchema(
-                        oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, responsePlace, pointer: "",
-                        visited: &visited)
+                    try use(
+                        oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, responsePlace,
+                        direction: .response, role: .responseBody, subject: "the response body")
                 }
             }
         }
@@ -326,186 +326,6 @@ private struct Collector {
         sameDialect && old.isEqual(to: new, withoutMember: "$ref")
     }
 
-    /// Responses: the client reads what the server sends.
-    mutating func compareResponseSchema(
-        _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, pointer: String,
-        origin parent: OriginBase? = nil, visited: inout Set<String>
-    ) throws(ContractLoadError) {
-        let old = try base.resolve(oldValue, in: oldFile)
-        let new = try revision.resolve(newValue, in: newFile)
-        let here = origin(new.file, new.location, at: pointer, parent: parent)
-        let saved = schemaOrigin
-        schemaOrigin = here.map { ($0, pointer) }
-        defer { schemaOrigin = saved }
-        if !old.location.isEmpty || !new.location.isEmpty {
-            let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer.isEmpty ? "" : "p")"
-            guard visited.insert(key).inserted else { return }  // recursion: already compared
-        }
-        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
-        let a = shape(old.value, in: old.file, of: base)
-        let b = shape(new.value, in: new.file, of: revision)
-        let subject = pointer.isEmpty ? "the response body" : "response property \(pointer)"
-        if !a.types.isEmpty, !b.types.isEmpty, !b.types.isSubset(of: a.types) {
-            add(
-                pointer.isEmpty ? "response-body-type-changed" : "response-property-type-changed", .breaking, place,
-                pointer.isEmpty ? nil : pointer,
-                "\(subject) changed type from \(a.types.sorted()) to \(b.types.sorted())")
-        }
-        if b.nullable, !a.nullable {
-            add(
-                pointer.isEmpty ? "response-body-became-nullable" : "response-property-became-nullable", .breaking,
-                place, pointer.isEmpty ? nil : pointer, "\(subject) may now be null")
-        }
-        if let oldValues = a.enumValues, let newValues = b.enumValues {
-            for value in newValues where !oldValues.contains(value) {
-                if a.isExtensibleEnum {
-                    add(
-                        "response-property-extensible-enum-value-added", .info, place, pointer.isEmpty ? nil : pointer,
-                        "new value \(value) of an extensible enum")
-                } else {
-                    add(
-                        "response-property-enum-value-added", .breaking, place, pointer.isEmpty ? nil : pointer,
-                        "new value \(value) of a closed enum: old clients fail to decode it")
-                }
-            }
-        }
-        if let oldUnion = variants(of: a.value, in: old.file, document: base),
-            let newUnion = variants(of: b.value, in: new.file, document: revision)
-        {
-            let discriminated = b.value["discriminator"] != nil
-            for variant in addedVariants(oldUnion.names, newUnion.names, discriminated: discriminated) {
-                let rule =
-                    "response-\(pointer.isEmpty ? "body" : "property")-\(newUnion.keyword == "oneOf" ? "one-of" : "any-of")-added"
-                add(
-                    rule, .breaking, place, pointer.isEmpty ? nil : pointer,
-                    "\(subject) may now be \(discriminated ? variant : "a new variant (\(variant))"): old clients cannot decode it (a union is closed, like an enum)"
-                )
-            }
-        }
-        for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
-            let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
-            let childOrigin = here?.text(at: childPointer)
-            guard let newProperty = b.properties[name] else {
-                add(
-                    "response-property-removed", .breaking, place, childPointer, "property \(name) is no longer sent",
-                    origin: childOrigin)
-                continue
-            }
-            if a.required.contains(name), !b.required.contains(name) {
-                add(
-                    "response-property-became-optional", .breaking, place, childPointer,
-                    "property \(name) may now be missing", origin: childOrigin)
-            }
-            try compareResponseSchema(
-                oldProperty, old.file, newProperty, new.file, place, pointer: childPointer, origin: here,
-                visited: &visited)
-        }
-        if let oldItems = a.items, let newItems = b.items {
-            try compareResponseSchema(
-                oldItems, old.file, newItems, new.file, place, pointer: pointer + "/items", origin: here,
-                visited: &visited)
-        }
-    }
-
-    /// Requests: the client sends what the server must accept.
-    mutating func compareRequestSchema(
-        _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place, _ subject: String,
-        rulePrefix: String, pointer: String, origin parent: OriginBase? = nil, visited: inout Set<String>
-    ) throws(ContractLoadError) {
-        let old = try base.resolve(oldValue, in: oldFile)
-        let new = try revision.resolve(newValue, in: newFile)
-        let here = origin(new.file, new.location, at: pointer, parent: parent)
-        let saved = schemaOrigin
-        schemaOrigin = here.map { ($0, pointer) }
-        defer { schemaOrigin = saved }
-        if !old.location.isEmpty || !new.location.isEmpty {
-            let key = "\(old.file.path)\(old.location)|\(new.file.path)\(new.location)|\(pointer)"
-            guard visited.insert(key).inserted else { return }
-        }
-        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
-        let a = shape(old.value, in: old.file, of: base)
-        let b = shape(new.value, in: new.file, of: revision)
-        let at = pointer.isEmpty ? nil : pointer
-        let prefix = pointer.isEmpty ? rulePrefix : "request-property"
-        let what = pointer.isEmpty ? subject : "\(subject) property \(pointer)"
-        if !a.types.isEmpty, !b.types.isEmpty, !a.types.isSubset(of: b.types) {
-            add(
-                "\(prefix)-type-changed", .breaking, place, at,
-                "\(what) changed type from \(a.types.sorted()) to \(b.types.sorted())")
-        }
-        if a.nullable, !b.nullable {
-            add("\(prefix)-became-not-nullable", .breaking, place, at, "\(what) may no longer be null")
-        }
-        if let oldValues = a.enumValues {
-            let newValues = b.enumValues ?? oldValues
-            for value in oldValues where !newValues.contains(value) {
-                add("\(prefix)-enum-value-removed", .breaking, place, at, "\(what) no longer accepts \(value)")
-            }
-        }
-        if let oldUnion = variants(of: a.value, in: old.file, document: base),
-            let newUnion = variants(of: b.value, in: new.file, document: revision)
-        {
-            let discriminated = a.value["discriminator"] != nil
-            for variant in addedVariants(newUnion.names, oldUnion.names, discriminated: discriminated) {
-                add(
-                    "\(prefix)-\(oldUnion.keyword == "oneOf" ? "one-of" : "any-of")-removed", .breaking, place, at,
-                    "\(what) no longer accepts \(discriminated ? variant : "one of its variants (\(variant))")")
-            }
-        }
-        func number(_ name: String, _ shape: Shape) -> JSONNumber? {
-            if case .number(let number) = shape.value[name] ?? .null { return number }
-            return nil
-        }
-        for (keyword, tighterWhenLower) in [
-            ("maxLength", true), ("maxItems", true), ("maximum", true), ("minimum", false), ("minLength", false),
-            ("minItems", false),
-        ] {
-            let oldLimit = number(keyword, a)
-            let newLimit = number(keyword, b)
-            guard let newLimit else { continue }
-            let tightened: Bool
-            if let oldLimit {
-                tightened = tighterWhenLower ? newLimit < oldLimit : newLimit > oldLimit
-            } else {
-                tightened = true
-            }
-            if tightened {
-                let change = tighterWhenLower ? "decreased" : "increased"
-                let rule = "\(prefix)-\(Self.kebab(keyword))-\(oldLimit == nil ? "added" : change)"
-                add(rule, .breaking, place, at, "\(what): \(keyword) \(oldLimit.map { "\($0) → " } ?? "")\(newLimit)")
-            }
-        }
-        if let newPattern = b.value["pattern"]?.stringValue, newPattern != a.value["pattern"]?.stringValue {
-            add(
-                "\(prefix)-pattern-\(a.value["pattern"] == nil ? "added" : "changed")", .breaking, place, at,
-                "\(what) must now match \(newPattern.debugDescription)")
-        }
-        for name in b.required.subtracting(a.required).sorted() {
-            let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
-            let childOrigin = here?.text(at: childPointer)
-            if a.properties[name] == nil {
-                add(
-                    "new-required-request-property", .breaking, place, childPointer,
-                    "\(subject) needs a new property \(name)", origin: childOrigin)
-            } else {
-                add(
-                    "request-property-became-required", .breaking, place, childPointer,
-                    "\(subject) property \(name) is now required", origin: childOrigin)
-            }
-        }
-        for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
-            guard let oldProperty = a.properties[name] else { continue }
-            try compareRequestSchema(
-                oldProperty, old.file, newProperty, new.file, place, subject, rulePrefix: rulePrefix,
-                pointer: pointer + "/properties/" + JSONPointer.escape(name), origin: here, visited: &visited)
-        }
-        if let oldItems = a.items, let newItems = b.items {
-            try compareRequestSchema(
-                oldItems, old.file, newItems, new.file, place, subject, rulePrefix: rulePrefix,
-                pointer: pointer + "/items", origin: here, visited: &visited)
-        }
-    }
-
     /// A union's variants as a client tells them apart, null excluded: with a discriminator, by its wire
     /// values (`kind=circle`; a variant without a mapping answers to its component's name); without one,
     /// by the kind of JSON value each variant holds (`string`, `integer enum [1, 2]`, `object`), with `$ref`s
@@ -513,30 +333,48 @@ private struct Collector {
     /// `anyOf`; nil for a schema that is not a union (or is the open-enum pattern, compared as an enum).
     func variants(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> (keyword: String, names: [String])?
     {
+        variantSchemas(of: schema, in: file, document: document).map { ($0.keyword, $0.variants.map(\.name)) }
+    }
+
+    /// ``variants(of:in:document:)`` with each variant's index in the union and its schema (nil for a
+    /// discriminator value whose mapping names no variant of the union).
+    func variantSchemas(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> (
+        keyword: String, variants: [(name: String, index: Int?, schema: JSONValue?)]
+    )? {
         let keyword = schema["oneOf"] != nil ? "oneOf" : "anyOf"
         guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
         if keyword == "anyOf", Self.openEnumValues(schema, in: file, of: document) != nil { return nil }
-        let real = alternatives.filter { !SchemaReading.isNullOnly($0) }
+        let real = alternatives.enumerated().filter { !SchemaReading.isNullOnly($0.element) }
         guard let property = schema["discriminator"]?["propertyName"]?.stringValue else {
-            return (keyword, real.map { kind(of: $0, in: file, document: document) })
+            return (keyword, real.map { (kind(of: $0.element, in: file, document: document), $0.offset, $0.element) })
         }
-        var values: [String] = []
+        // Each `$ref` variant by the key of its target.
+        var byTarget: [String: (Int, JSONValue)] = [:]
+        for (index, alternative) in real {
+            guard case .string(let reference) = alternative["$ref"] ?? .null else { continue }
+            let (targetFile, pointer) = Loader.split(reference, relativeTo: file)
+            byTarget[targetFile.path + "#" + pointer] =
+                byTarget[targetFile.path + "#" + pointer] ?? (index, alternative)
+        }
+        var values: [(name: String, index: Int?, schema: JSONValue?)] = []
         var mapped: Set<String> = []
         if case .object(let mapping) = schema["discriminator"]?["mapping"] ?? .null {
             for (value, target) in mapping {
-                values.append("\(property)=\(value)")
+                var variant: (Int, JSONValue)?
                 if let reference = target.stringValue {
                     let (targetFile, pointer) = Loader.split(
                         SchemaReading.mappingReference(reference), relativeTo: file)
                     mapped.insert(targetFile.path + "#" + pointer)
+                    variant = byTarget[targetFile.path + "#" + pointer]
                 }
+                values.append(("\(property)=\(value)", variant?.0, variant?.1))
             }
         }
-        for alternative in real {
+        for (index, alternative) in real {
             guard case .string(let reference) = alternative["$ref"] ?? .null else { continue }
             let (targetFile, pointer) = Loader.split(reference, relativeTo: file)
             if !mapped.contains(targetFile.path + "#" + pointer), let name = JSONPointer.tokens(pointer)?.last {
-                values.append("\(property)=\(name)")
+                values.append(("\(property)=\(name)", index, alternative))
             }
         }
         return (keyword, values)

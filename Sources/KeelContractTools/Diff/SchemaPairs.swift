@@ -1,0 +1,473 @@
+import Foundation
+import KeelContract
+
+// MARK: - Schemas, each pair compared once
+
+/// A schema is compared with its counterpart once per diff, however many operations reach it: the pair's own
+/// findings (relative to the pair) and its edges to the named pairs inside it (members, items, union
+/// variants that are `$ref`s) make a graph. Each operation's body then collects the findings of every pair
+/// it reaches, by the shortest way in, with the pointer of that way. Union variants are followed too, so a
+/// change inside an expandable field's object is found in every response that can hold it, without
+/// following every expandable field again from every operation.
+extension Collector {
+    /// Which way a schema travels: the client reads a response and sends a request.
+    enum Direction: UInt8 {
+        case response, request
+    }
+
+    /// Where a pair of schemas stands: the body or parameter of an operation (whose rules name the body or
+    /// the parameter), or a schema inside one (a member, an item, a variant: `-property-` rules).
+    enum Role: Hashable {
+        case member
+        case responseBody
+        case requestRoot(rulePrefix: String)
+
+        var tag: String {
+            switch self {
+            case .member: "m"
+            case .responseBody: "b"
+            case .requestRoot(let prefix): "r" + prefix
+            }
+        }
+    }
+
+    /// A schema resolved through its `$ref`s: the value, its file, and its location (empty when inline).
+    typealias Resolved = (value: JSONValue, file: URL, location: String)
+
+    /// A finding inside a pair, its pointer relative to the pair's schema.
+    struct Finding {
+        /// How the message reads once the place is known.
+        enum Message {
+            /// As is.
+            case plain(String)
+            /// After what is compared: `response property /p`, `the response body`, `parameter query:q
+            /// property /p`.
+            case afterSubject(String)
+            /// After the request body or parameter (requests only).
+            case afterRequestSubject(String)
+        }
+
+        var rule: String
+        var severity: ContractChange.Severity
+        var pointer: String
+        var message: Message
+        var origin: String?
+    }
+
+    /// Two schemas compared: what differs inside them, and the named pairs they contain.
+    struct Pair {
+        /// The same for pairs of the same two schemas in the same direction, whatever their role: a schema
+        /// reached again inside itself (a body that contains itself) is not entered twice.
+        var identity: Int
+        var old: Resolved
+        var new: Resolved
+        var direction: Direction
+        var role: Role
+        var findings: [Finding] = []
+        var edges: [(pointer: String, pair: Int)] = []
+    }
+
+    /// A body or parameter of an operation, compared as the root pair `pair`.
+    struct Use {
+        var place: Place
+        var pair: Int
+        var subject: String
+    }
+
+    /// Records that `place` compares `old` with `new` (a body or a parameter): reported by ``emitUses()``.
+    mutating func use(
+        _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place,
+        direction: Direction, role: Role, subject: String
+    ) throws(ContractLoadError) {
+        let old = try base.resolve(oldValue, in: oldFile)
+        let new = try revision.resolve(newValue, in: newFile)
+        uses.append(Use(place: place, pair: pairID(old, new, direction, role), subject: subject))
+    }
+
+    /// The pair of `old` and `new`: one per two named schemas, direction and role; a new one for anything
+    /// inline (an operation's own schema is compared where it is).
+    mutating func pairID(_ old: Resolved, _ new: Resolved, _ direction: Direction, _ role: Role) -> Int {
+        var identity = identities
+        if !old.location.isEmpty, !new.location.isEmpty {
+            let schemas = "\(direction.rawValue)|\(old.file.path)\(old.location)|\(new.file.path)\(new.location)"
+            let key = role.tag + schemas
+            if let id = pairIndex[key] { return id }
+            pairIndex[key] = pairs.count
+            if let known = identityIndex[schemas] { identity = known } else { identityIndex[schemas] = identity }
+        }
+        if identity == identities { identities += 1 }
+        pairs.append(Pair(identity: identity, old: old, new: new, direction: direction, role: role))
+        return pairs.count - 1
+    }
+
+    /// Compares every pair reached from the uses (each once), then adds the findings of each use.
+    mutating func emitUses() throws(ContractLoadError) {
+        var next = 0
+        while next < pairs.count {
+            try compare(next)
+            next += 1
+        }
+        // A pair is worth entering when it, or a pair it reaches, has a finding.
+        var worthEntering = pairs.map { !$0.findings.isEmpty }
+        var enclosing = [[Int]](repeating: [], count: pairs.count)
+        for (index, pair) in pairs.enumerated() {
+            for edge in pair.edges { enclosing[edge.pair].append(index) }
+        }
+        var work = worthEntering.indices.filter { worthEntering[$0] }
+        while let pair = work.popLast() {
+            for outer in enclosing[pair] where !worthEntering[outer] {
+                worthEntering[outer] = true
+                work.append(outer)
+            }
+        }
+        // The graph in flat arrays (a breadth-first walk per use copies nothing).
+        var graph = Graph(identities: identities)
+        for pair in pairs {
+            graph.identity.append(pair.identity)
+            graph.hasFindings.append(!pair.findings.isEmpty)
+            for edge in pair.edges where worthEntering[edge.pair] {
+                graph.target.append(edge.pair)
+                graph.pointer.append(edge.pointer)
+            }
+            graph.start.append(graph.target.count)
+        }
+        var expansions: [Int: [(pointer: String, finding: Finding)]] = [:]
+        for use in uses where worthEntering[use.pair] {
+            let found: [(pointer: String, finding: Finding)]
+            if let known = expansions[use.pair] {
+                found = known
+            } else {
+                found = expand(use.pair, &graph)
+                expansions[use.pair] = found
+            }
+            let direction = pairs[use.pair].direction
+            for (pointer, finding) in found {
+                let text: String
+                switch finding.message {
+                case .plain(let message): text = message
+                case .afterSubject(let message):
+                    switch direction {
+                    case .response:
+                        text = (pointer.isEmpty ? "the response body" : "response property \(pointer)") + message
+                    case .request:
+                        text = (pointer.isEmpty ? use.subject : "\(use.subject) property \(pointer)") + message
+                    }
+                case .afterRequestSubject(let message): text = use.subject + message
+                }
+                changes.append(
+                    ContractChange(
+                        rule: finding.rule, severity: finding.severity, path: use.place.path,
+                        method: use.place.method?.uppercased(), status: use.place.status,
+                        pointer: pointer.isEmpty ? nil : pointer, message: text, origin: finding.origin))
+            }
+        }
+    }
+
+    /// The pair graph as flat arrays: pair `i`'s edges are `start[i]..<start[i + 1]` of `target` and
+    /// `pointer` (only edges to pairs worth entering).
+    struct Graph {
+        var identity: [Int] = []
+        var hasFindings: [Bool] = []
+        var start: [Int] = [0]
+        var target: [Int] = []
+        var pointer: [String] = []
+        /// Per identity, the root of the walk that last reached it.
+        var stamp: [Int]
+
+        init(identities: Int) { stamp = [Int](repeating: -1, count: identities) }
+    }
+
+    /// The findings of every pair `root` reaches, each pair once, at the pointer of the shortest way in
+    /// (breadth first; among ways of one length, the first in member order).
+    private func expand(_ root: Int, _ graph: inout Graph) -> [(pointer: String, finding: Finding)] {
+        // Ways in as (pair, entry it was reached from, edge); pointers are built only for pairs with findings.
+        var entries: [(pair: Int, from: Int, edge: Int)] = [(root, -1, -1)]
+        graph.stamp[graph.identity[root]] = root
+        // The full pointer of an entry, built when a finding needs it and kept for the entries after it.
+        var fullPointers: [String?] = [""]
+        func fullPointer(_ index: Int) -> String {
+            if let known = fullPointers[index] { return known }
+            let entry = entries[index]
+            let pointer = fullPointer(entry.from) + graph.pointer[entry.edge]
+            fullPointers[index] = pointer
+            return pointer
+        }
+        var head = 0
+        var found: [(pointer: String, finding: Finding)] = []
+        while head < entries.count {
+            let pair = entries[head].pair
+            if graph.hasFindings[pair] {
+                let prefix = fullPointer(head)
+                for finding in pairs[pair].findings { found.append((prefix + finding.pointer, finding)) }
+            }
+            for edge in graph.start[pair]..<graph.start[pair + 1] {
+                let target = graph.target[edge]
+                guard graph.stamp[graph.identity[target]] != root else { continue }
+                graph.stamp[graph.identity[target]] = root
+                entries.append((target, head, edge))
+                fullPointers.append(nil)
+            }
+            head += 1
+        }
+        return found
+    }
+
+    /// Compares pair `id`: its findings and edges.
+    private mutating func compare(_ id: Int) throws(ContractLoadError) {
+        let pair = pairs[id]
+        var walk = Walk(direction: pair.direction, role: pair.role)
+        let origin = origin(pair.new.file, pair.new.location, at: "", parent: nil)
+        switch pair.direction {
+        case .response: try compareResponse(pair.old, pair.new, pointer: "", origin: origin, &walk)
+        case .request: try compareRequest(pair.old, pair.new, pointer: "", origin: origin, &walk)
+        }
+        pairs[id].findings = walk.findings
+        pairs[id].edges = walk.edges
+    }
+
+    /// What comparing one pair collects.
+    struct Walk {
+        let direction: Direction
+        let role: Role
+        var findings: [Finding] = []
+        var edges: [(pointer: String, pair: Int)] = []
+
+        /// Whether `pointer` is the body or parameter itself (its rules name it).
+        func isRoot(_ pointer: String) -> Bool { pointer.isEmpty && role != .member }
+
+        mutating func add(
+            _ rule: String, _ severity: ContractChange.Severity, _ pointer: String, _ message: Finding.Message,
+            origin: OriginBase?, at originPointer: String? = nil
+        ) {
+            findings.append(
+                Finding(
+                    rule: rule, severity: severity, pointer: pointer, message: message,
+                    origin: origin?.text(at: originPointer ?? pointer)))
+        }
+    }
+
+    /// A schema inside the pair being compared: an edge when both sides are named schemas (compared as a
+    /// pair of their own), compared here otherwise.
+    private mutating func child(
+        _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, pointer: String,
+        origin parent: OriginBase?, _ walk: inout Walk
+    ) throws(ContractLoadError) {
+        let old = try base.resolve(oldValue, in: oldFile)
+        let new = try revision.resolve(newValue, in: newFile)
+        if !old.location.isEmpty, !new.location.isEmpty {
+            walk.edges.append((pointer, pairID(old, new, walk.direction, .member)))
+            return
+        }
+        // Named on one side only: compared here (the inline side is finite, so this ends).
+        let here = origin(new.file, new.location, at: pointer, parent: parent)
+        switch walk.direction {
+        case .response: try compareResponse(old, new, pointer: pointer, origin: here, &walk)
+        case .request: try compareRequest(old, new, pointer: pointer, origin: here, &walk)
+        }
+    }
+
+    /// Union variants that correspond: by discriminator value, or by JSON kind in order.
+    private mutating func compareVariants(
+        _ old: Resolved, _ new: Resolved, _ a: Shape, _ b: Shape, pointer: String, origin: OriginBase?,
+        _ walk: inout Walk
+    ) throws(ContractLoadError) {
+        guard let oldVariants = variantSchemas(of: a.value, in: old.file, document: base),
+            let newVariants = variantSchemas(of: b.value, in: new.file, document: revision)
+        else { return }
+        // Variants of one kind are told apart by their `$ref`'s name first (reordered), then by order (renamed).
+        func referenceName(_ schema: JSONValue?) -> Substring? {
+            schema?["$ref"]?.stringValue.flatMap { $0.split(separator: "/").last }
+        }
+        var unmatched = oldVariants.variants.map(Optional.some)
+        var matches: [(old: JSONValue, new: JSONValue, index: Int)] = []
+        var pending: [(name: String, index: Int?, schema: JSONValue?)] = []
+        for variant in newVariants.variants {
+            let name = referenceName(variant.schema)
+            if let name,
+                let at = unmatched.firstIndex(where: { $0?.name == variant.name && referenceName($0?.schema) == name })
+            {
+                if let old = unmatched[at]?.schema, let new = variant.schema, let index = variant.index {
+                    matches.append((old, new, index))
+                }
+                unmatched[at] = nil
+            } else {
+                pending.append(variant)
+            }
+        }
+        for variant in pending {
+            guard let at = unmatched.firstIndex(where: { $0?.name == variant.name }) else { continue }
+            if let old = unmatched[at]?.schema, let new = variant.schema, let index = variant.index {
+                matches.append((old, new, index))
+            }
+            unmatched[at] = nil
+        }
+        for match in matches.sorted(by: { $0.index < $1.index }) {
+            try child(
+                match.old, old.file, match.new, new.file, pointer: pointer + "/\(newVariants.keyword)/\(match.index)",
+                origin: origin, &walk)
+        }
+    }
+
+    /// Responses: the client reads what the server sends.
+    private mutating func compareResponse(
+        _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?, _ walk: inout Walk
+    ) throws(ContractLoadError) {
+        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
+        let a = shape(old.value, in: old.file, of: base)
+        let b = shape(new.value, in: new.file, of: revision)
+        let isBody = walk.isRoot(pointer)
+        if !a.types.isEmpty, !b.types.isEmpty, !b.types.isSubset(of: a.types) {
+            walk.add(
+                isBody ? "response-body-type-changed" : "response-property-type-changed", .breaking, pointer,
+                .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+        }
+        if b.nullable, !a.nullable {
+            walk.add(
+                isBody ? "response-body-became-nullable" : "response-property-became-nullable", .breaking, pointer,
+                .afterSubject(" may now be null"), origin: here)
+        }
+        if let oldValues = a.enumValues, let newValues = b.enumValues {
+            for value in newValues where !oldValues.contains(value) {
+                if a.isExtensibleEnum {
+                    walk.add(
+                        "response-property-extensible-enum-value-added", .info, pointer,
+                        .plain("new value \(value) of an extensible enum"), origin: here)
+                } else {
+                    walk.add(
+                        "response-property-enum-value-added", .breaking, pointer,
+                        .plain("new value \(value) of a closed enum: old clients fail to decode it"), origin: here)
+                }
+            }
+        }
+        if let oldUnion = variants(of: a.value, in: old.file, document: base),
+            let newUnion = variants(of: b.value, in: new.file, document: revision)
+        {
+            let discriminated = b.value["discriminator"] != nil
+            for variant in addedVariants(oldUnion.names, newUnion.names, discriminated: discriminated) {
+                let rule =
+                    "response-\(isBody ? "body" : "property")-\(newUnion.keyword == "oneOf" ? "one-of" : "any-of")-added"
+                walk.add(
+                    rule, .breaking, pointer,
+                    .afterSubject(
+                        " may now be \(discriminated ? variant : "a new variant (\(variant))"): old clients cannot decode it (a union is closed, like an enum)"
+                    ), origin: here)
+            }
+            try compareVariants(old, new, a, b, pointer: pointer, origin: here, &walk)
+        }
+        for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
+            let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
+            guard let newProperty = b.properties[name] else {
+                walk.add(
+                    "response-property-removed", .breaking, childPointer, .plain("property \(name) is no longer sent"),
+                    origin: here)
+                continue
+            }
+            if a.required.contains(name), !b.required.contains(name) {
+                walk.add(
+                    "response-property-became-optional", .breaking, childPointer,
+                    .plain("property \(name) may now be missing"), origin: here)
+            }
+            try child(oldProperty, old.file, newProperty, new.file, pointer: childPointer, origin: here, &walk)
+        }
+        if let oldItems = a.items, let newItems = b.items {
+            try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)
+        }
+    }
+
+    /// Requests: the client sends what the server must accept.
+    private mutating func compareRequest(
+        _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?, _ walk: inout Walk
+    ) throws(ContractLoadError) {
+        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
+        let a = shape(old.value, in: old.file, of: base)
+        let b = shape(new.value, in: new.file, of: revision)
+        let prefix: String
+        if walk.isRoot(pointer), case .requestRoot(let rulePrefix) = walk.role {
+            prefix = rulePrefix
+        } else {
+            prefix = "request-property"
+        }
+        if !a.types.isEmpty, !b.types.isEmpty, !a.types.isSubset(of: b.types) {
+            walk.add(
+                "\(prefix)-type-changed", .breaking, pointer,
+                .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+        }
+        if a.nullable, !b.nullable {
+            walk.add(
+                "\(prefix)-became-not-nullable", .breaking, pointer, .afterSubject(" may no longer be null"),
+                origin: here)
+        }
+        if let oldValues = a.enumValues {
+            let newValues = b.enumValues ?? oldValues
+            for value in oldValues where !newValues.contains(value) {
+                walk.add(
+                    "\(prefix)-enum-value-removed", .breaking, pointer, .afterSubject(" no longer accepts \(value)"),
+                    origin: here)
+            }
+        }
+        if let oldUnion = variants(of: a.value, in: old.file, document: base),
+            let newUnion = variants(of: b.value, in: new.file, document: revision)
+        {
+            let discriminated = a.value["discriminator"] != nil
+            for variant in addedVariants(newUnion.names, oldUnion.names, discriminated: discriminated) {
+                walk.add(
+                    "\(prefix)-\(oldUnion.keyword == "oneOf" ? "one-of" : "any-of")-removed", .breaking, pointer,
+                    .afterSubject(
+                        " no longer accepts \(discriminated ? variant : "one of its variants (\(variant))")"),
+                    origin: here)
+            }
+            try compareVariants(old, new, a, b, pointer: pointer, origin: here, &walk)
+        }
+        func number(_ name: String, _ shape: Shape) -> JSONNumber? {
+            if case .number(let number) = shape.value[name] ?? .null { return number }
+            return nil
+        }
+        for (keyword, tighterWhenLower) in [
+            ("maxLength", true), ("maxItems", true), ("maximum", true), ("minimum", false), ("minLength", false),
+            ("minItems", false),
+        ] {
+            let oldLimit = number(keyword, a)
+            let newLimit = number(keyword, b)
+            guard let newLimit else { continue }
+            let tightened: Bool
+            if let oldLimit {
+                tightened = tighterWhenLower ? newLimit < oldLimit : newLimit > oldLimit
+            } else {
+                tightened = true
+            }
+            if tightened {
+                let change = tighterWhenLower ? "decreased" : "increased"
+                let rule = "\(prefix)-\(Self.kebab(keyword))-\(oldLimit == nil ? "added" : change)"
+                walk.add(
+                    rule, .breaking, pointer,
+                    .afterSubject(": \(keyword) \(oldLimit.map { "\($0) → " } ?? "")\(newLimit)"), origin: here)
+            }
+        }
+        if let newPattern = b.value["pattern"]?.stringValue, newPattern != a.value["pattern"]?.stringValue {
+            walk.add(
+                "\(prefix)-pattern-\(a.value["pattern"] == nil ? "added" : "changed")", .breaking, pointer,
+                .afterSubject(" must now match \(newPattern.debugDescription)"), origin: here)
+        }
+        for name in b.required.subtracting(a.required).sorted() {
+            let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
+            if a.properties[name] == nil {
+                walk.add(
+                    "new-required-request-property", .breaking, childPointer,
+                    .afterRequestSubject(" needs a new property \(name)"), origin: here)
+            } else {
+                walk.add(
+                    "request-property-became-required", .breaking, childPointer,
+                    .afterRequestSubject(" property \(name) is now required"), origin: here)
+            }
+        }
+        for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
+            guard let oldProperty = a.properties[name] else { continue }
+            try child(
+                oldProperty, old.file, newProperty, new.file,
+                pointer: pointer + "/properties/" + JSONPointer.escape(name), origin: here, &walk)
+        }
+        if let oldItems = a.items, let newItems = b.items {
+            try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)
+        }
+    }
+}
