@@ -261,6 +261,9 @@ struct Collector {
         var isExtensibleEnum: Bool
         var items: JSONValue?
         var value: JSONValue
+        /// Members that come from a `$ref`'d `allOf` part: the part's location (in the same file). A change
+        /// to such a member happens in the part, and its origin says so.
+        var memberParts: [String: String] = [:]
     }
 
     func shape(_ value: JSONValue, in file: URL, of document: OpenAPIDocument) -> Shape {
@@ -290,24 +293,31 @@ struct Collector {
         var properties = objectMembers(value["properties"])
         // `allOf` parts are one object, as the generator makes them one struct: their members and `required`
         // are the schema's own (parts in this file, `$ref`s followed; the first definition of a member wins).
-        Self.mergeAllOf(value, in: file, of: document, into: &properties, required: &required, types: &types, depth: 0)
+        var memberParts: [String: String] = [:]
+        Self.mergeAllOf(
+            value, in: file, of: document, into: &properties, required: &required, types: &types,
+            parts: &memberParts, part: nil, depth: 0)
         return Shape(
             types: types, nullable: nullable, properties: properties, required: required,
-            enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value)
+            enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value,
+            memberParts: memberParts)
     }
 
     /// Adds the members, `required` names and object type of `value`'s `allOf` parts.
     static func mergeAllOf(
         _ value: JSONValue, in file: URL, of document: OpenAPIDocument, into properties: inout JSONObject,
-        required: inout Set<String>, types: inout Set<String>, depth: Int
+        required: inout Set<String>, types: inout Set<String>, parts origins: inout [String: String],
+        part enclosing: String?, depth: Int
     ) {
         guard depth < 16, case .array(let parts) = value["allOf"] ?? .null else { return }
         for part in parts {
             // Members of a part in another file name their `$ref`s relative to it: not merged here.
             guard let resolved = try? document.resolve(part, in: file), resolved.file == file else { continue }
             let schema = resolved.value
+            let location = resolved.location.isEmpty ? enclosing : resolved.location
             for (name, member) in objectMembers(schema["properties"]) where properties[name] == nil {
                 properties[name] = member
+                if let location { origins[name] = location }
             }
             if case .array(let list) = schema["required"] ?? .null {
                 required.formUnion(list.compactMap { $0.stringValue })
@@ -315,7 +325,7 @@ struct Collector {
             if SchemaReading.types(schema).contains("object") || schema["properties"] != nil { types.insert("object") }
             mergeAllOf(
                 schema, in: file, of: document, into: &properties, required: &required, types: &types,
-                depth: depth + 1)
+                parts: &origins, part: location, depth: depth + 1)
         }
     }
 

@@ -266,6 +266,15 @@ extension Collector {
         }
     }
 
+    /// The origin of member `name` of the schema at `pointer`: in the `allOf` part it comes from (`part`, a
+    /// location in `file`), else the schema's own.
+    private func memberOrigin(_ name: String, _ part: String?, _ file: URL, _ pointer: String, _ here: OriginBase?)
+        -> OriginBase?
+    {
+        guard let part else { return here }
+        return OriginBase(label: originLabel(file, part), prefixLength: pointer.count)
+    }
+
     /// Union variants that correspond: by discriminator value, or by JSON kind in order.
     private mutating func compareVariants(
         _ old: Resolved, _ new: Resolved, _ a: Shape, _ b: Shape, pointer: String, origin: OriginBase?,
@@ -356,18 +365,20 @@ extension Collector {
         }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
+            // A member of an allOf part changes in the part (a removed one, where it was).
+            let owner = memberOrigin(name, b.memberParts[name] ?? a.memberParts[name], new.file, pointer, here)
             guard let newProperty = b.properties[name] else {
                 walk.add(
                     "response-property-removed", .breaking, childPointer, .plain("property \(name) is no longer sent"),
-                    origin: here)
+                    origin: owner)
                 continue
             }
             if a.required.contains(name), !b.required.contains(name) {
                 walk.add(
                     "response-property-became-optional", .breaking, childPointer,
-                    .plain("property \(name) may now be missing"), origin: here)
+                    .plain("property \(name) may now be missing"), origin: owner)
             }
-            try child(oldProperty, old.file, newProperty, new.file, pointer: childPointer, origin: here, &walk)
+            try child(oldProperty, old.file, newProperty, new.file, pointer: childPointer, origin: owner, &walk)
         }
         if let oldItems = a.items, let newItems = b.items {
             try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)
@@ -450,21 +461,23 @@ extension Collector {
         }
         for name in b.required.subtracting(a.required).sorted() {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
+            let owner = memberOrigin(name, b.memberParts[name], new.file, pointer, here)
             if a.properties[name] == nil {
                 walk.add(
                     "new-required-request-property", .breaking, childPointer,
-                    .afterRequestSubject(" needs a new property \(name)"), origin: here)
+                    .afterRequestSubject(" needs a new property \(name)"), origin: owner)
             } else {
                 walk.add(
                     "request-property-became-required", .breaking, childPointer,
-                    .afterRequestSubject(" property \(name) is now required"), origin: here)
+                    .afterRequestSubject(" property \(name) is now required"), origin: owner)
             }
         }
         for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
             guard let oldProperty = a.properties[name] else { continue }
             try child(
                 oldProperty, old.file, newProperty, new.file,
-                pointer: pointer + "/properties/" + JSONPointer.escape(name), origin: here, &walk)
+                pointer: pointer + "/properties/" + JSONPointer.escape(name),
+                origin: memberOrigin(name, b.memberParts[name], new.file, pointer, here), &walk)
         }
         if let oldItems = a.items, let newItems = b.items {
             try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)
