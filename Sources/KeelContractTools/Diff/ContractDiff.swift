@@ -42,16 +42,25 @@ struct Collector {
 
     /// The named schema (reached through a `$ref`) that encloses a compared schema, and the length of the
     /// compared pointer at it: the origin of a change at `pointer` is `label` + what `pointer` adds.
+    /// The label is built only when a change is recorded.
     struct OriginBase {
-        let label: String
+        let directory: String
+        let file: URL
+        let location: String
         let prefixLength: Int
 
-        func text(at pointer: String) -> String { label + pointer.dropFirst(prefixLength) }
+        func text(at pointer: String) -> String {
+            Collector.originLabel(directory: directory, file, location) + pointer.dropFirst(prefixLength)
+        }
     }
+
+    /// The revision's directory, with a trailing slash: origins name files relative to it.
+    let revisionDirectory: String
 
     init(base: OpenAPIDocument, revision: OpenAPIDocument) {
         self.base = base
         self.revision = revision
+        revisionDirectory = revision.url.deletingLastPathComponent().path + "/"
     }
 
     struct Place {
@@ -71,16 +80,18 @@ struct Collector {
     }
 
     /// `file#pointer` of a schema of the revision, the file relative to the description's directory.
-    func originLabel(_ file: URL, _ location: String) -> String {
-        let directory = revision.url.deletingLastPathComponent().path + "/"
-        let name = file.path.hasPrefix(directory) ? String(file.path.dropFirst(directory.count)) : file.path
+    static func originLabel(directory: String, _ file: URL, _ location: String) -> String {
+        let path = file.path
+        let name = path.hasPrefix(directory) ? String(path.dropFirst(directory.count)) : path
         return name + (location.hasPrefix("#") ? location : "#" + location)
     }
 
     /// The named schema enclosing a compared schema at `pointer`: itself when it is named (reached through a
     /// `$ref`), else the parent's; nil when no named schema encloses it.
     func origin(_ file: URL, _ location: String, at pointer: String, parent: OriginBase?) -> OriginBase? {
-        location.isEmpty ? parent : OriginBase(label: originLabel(file, location), prefixLength: pointer.count)
+        location.isEmpty
+            ? parent
+            : OriginBase(directory: revisionDirectory, file: file, location: location, prefixLength: pointer.count)
     }
 
     // MARK: - Document, paths, operations

@@ -272,7 +272,7 @@ extension Collector {
         -> OriginBase?
     {
         guard let part else { return here }
-        return OriginBase(label: originLabel(file, part), prefixLength: pointer.count)
+        return OriginBase(directory: revisionDirectory, file: file, location: part, prefixLength: pointer.count)
     }
 
     /// Union variants that correspond: by discriminator value, or by JSON kind in order.
