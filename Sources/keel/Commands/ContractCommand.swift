@@ -18,7 +18,9 @@ enum ContractCommand {
             diff answers: can a client built against BASE keep working against a server that implements REVISION?
             Every change is printed with a severity (breaking, warning, info), a stable rule id, where it is
             (method, path, status, schema pointer) and one line of explanation. $refs are followed on both
-            sides, so renaming a component without changing its shape is not a change. The text report groups
+            sides, so renaming a component without changing its shape is not a change; union variants are
+            compared with their counterparts (by discriminator value, or by JSON kind), so a change inside an
+            expandable field's object is found wherever it can be received. The text report groups
             findings by root cause: one change to a shared schema (a new value of a shared enum) is one entry
             with its origin (file#pointer of the schema), how many operations and places it reaches and the
             first three of them (--verbose lists all); breaking first, then warnings, then info, each by how
