@@ -265,4 +265,47 @@ import Testing
         #expect(enumChanges.count == 10)
         #expect(enumChanges.allSatisfy { $0.origin == "next.yaml#/components/schemas/Status" })
     }
+
+    @Test func jsonGroupedIsOneObjectPerRootCauseWithTheMostDirectPlacesFirst() async throws {
+        try Data(Self.contract(status: "open, closed", version: "1.0.0").utf8).write(to: directory.url("base.yaml"))
+        try Data(Self.contract(status: "open, closed, archived", version: "2.0.0", title: "").utf8).write(
+            to: directory.url("next.yaml"))
+        struct Report: Decodable {
+            struct Group: Decodable {
+                struct Place: Decodable, Equatable {
+                    var method: String?; var path: String?; var status: String?; var pointer: String?
+                }
+                var rule: String
+                var severity: String
+                var origin: String?
+                var message: String
+                var operations: Int
+                var occurrences: Int
+                var places: [Place]
+            }
+            struct Summary: Decodable { var breaking: Int; var failed: Bool }
+            var groups: [Group]
+            var summary: Summary
+        }
+        let (status, json, _) = try await runKeel(
+            ["contract", "diff", "base.yaml", "next.yaml", "--format", "json", "--group"], in: directory.url)
+        #expect(status == .exited(1))
+        let report = try JSONDecoder().decode(Report.self, from: Data(json.utf8))
+        #expect(report.groups.map(\.rule) == ["response-property-enum-value-added", "response-property-removed"])
+        let shared = try #require(report.groups.first)
+        #expect(shared.severity == "breaking" && shared.origin == "next.yaml#/components/schemas/Status")
+        #expect(shared.operations == 5 && shared.occurrences == 10 && shared.places.count == 3)
+        #expect(
+            shared.places[0] == .init(method: "GET", path: "/things1", status: "200", pointer: "/properties/status"))
+        #expect(report.summary.breaking == 15 && report.summary.failed)
+        let (_, verbose, _) = try await runKeel(
+            ["contract", "diff", "base.yaml", "next.yaml", "--format", "json", "--group", "--verbose"],
+            in: directory.url)
+        #expect(try JSONDecoder().decode(Report.self, from: Data(verbose.utf8)).groups.first?.places.count == 10)
+        // Text is grouped already: --group there is a usage error.
+        let (usage, _, errors) = try await runKeel(
+            ["contract", "diff", "base.yaml", "next.yaml", "--group"], in: directory.url)
+        #expect(usage == .exited(2))
+        #expect(errors.contains("--group is for --format json"))
+    }
 }

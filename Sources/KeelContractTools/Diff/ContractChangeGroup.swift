@@ -35,15 +35,19 @@ public struct ContractChangeGroup: Sendable, Hashable {
         }.map(\.group)
     }
 
+    /// The occurrences, the most direct first: by the length of the pointer, then in the diff's order (a
+    /// change reached through expandable fields also has a place where it is the body's own member).
+    public var mostDirectFirst: [ContractChange] {
+        let lengths: [Int] = changes.map { $0.pointer?.utf8.count ?? 0 }
+        return changes.indices.sorted { (lengths[$0], $0) < (lengths[$1], $1) }.map { changes[$0] }
+    }
+
     /// The report lines: a single finding as its ``ContractChange/description``; a group as one line with
-    /// the origin, the message and the counts, then its places (the first three unless `verbose`), the most
-    /// direct first: by the length of the pointer, then in the diff's order (a change reached through
-    /// expandable fields also has a place where it is the body's own member).
+    /// the origin, the message and the counts, then its places (the first three unless `verbose`),
+    /// ``mostDirectFirst``.
     public func text(verbose: Bool) -> String {
         guard changes.count > 1, let origin else { return changes.map { $0.description + "\n" }.joined() }
-        let lengths: [Int] = changes.map { $0.pointer?.utf8.count ?? 0 }
-        let order = changes.indices.sorted { (lengths[$0], $0) < (lengths[$1], $1) }
-        let direct = order.map { changes[$0] }
+        let direct = mostDirectFirst
         var text =
             "\(severity.rawValue.uppercased())  \(rule)  \(origin)  \(direct[0].message)  "
             + "(\(operations) operation\(operations == 1 ? "" : "s"), \(changes.count) places)\n"

@@ -10,7 +10,7 @@ enum ContractCommand {
         summary: "Compare two versions of an OpenAPI contract; validate payloads; generate Swift models.",
         usage: """
             USAGE: keel contract diff <base.yaml|json> <revision.yaml|json> [--format text|json] [--fail-on breaking|warning]
-                                      [--verbose]
+                                      [--verbose] [--group]
                    keel contract validate <spec.yaml|json> --schema '#/components/schemas/NAME'
                                           [--format-assertion] [--format text|json] <instance.json>...
                    keel contract generate <spec.yaml|json> --output <dir> [--check] [--access public|internal]
@@ -24,7 +24,10 @@ enum ContractCommand {
             findings by root cause: one change to a shared schema (a new value of a shared enum) is one entry
             with its origin (file#pointer of the schema), how many operations and places it reaches and the
             first three of them (--verbose lists all); breaking first, then warnings, then info, each by how
-            many operations they reach. --format json keeps one object per occurrence, with "origin".
+            many operations they reach. --format json keeps one object per occurrence, with "origin";
+            --format json --group prints the root causes instead: {"groups": [{"rule", "severity", "origin",
+            "message", "operations", "occurrences", "places": [{"method", "path", "status", "pointer"}]}],
+            "summary": {...}}, places the most direct first (three, or all with --verbose).
 
             validate checks each instance against one schema of the contract, with the output and exit status of
             `keel schema validate`. $refs resolve inside the contract and the files it references; OpenAPI
@@ -48,6 +51,7 @@ enum ContractCommand {
               --fail-on breaking|warning
                                       diff: the lowest severity that fails the command (default breaking).
               --verbose               diff: list every place of a grouped finding.
+              --group                 diff --format json: one object per root cause instead of per occurrence.
               --schema <#/pointer>    validate: the schema, as a fragment of the contract.
               --format-assertion      validate: treat "format" as an assertion.
               --output <dir>          generate: the directory for the generated files (created if missing).
@@ -181,9 +185,10 @@ enum ContractCommand {
     }
 
     static func diff(_ raw: [String]) throws -> Int32 {
-        let arguments = try Arguments(raw, options: ["format", "fail-on"], flags: ["verbose"])
+        let arguments = try Arguments(raw, options: ["format", "fail-on"], flags: ["verbose", "group"])
         guard arguments.positionals.count == 2 else { throw UsageError("expected two files: BASE REVISION") }
         let json = try arguments.choice("format", default: "text", among: ["text", "json"]) == "json"
+        if arguments.has("group"), !json { throw UsageError("--group is for --format json (text is grouped already)") }
         let threshold: ContractChange.Severity =
             try arguments.choice("fail-on", default: "breaking", among: ["breaking", "warning"]) == "warning"
             ? .warning : .breaking
@@ -196,18 +201,45 @@ enum ContractCommand {
         }
         let counts = Dictionary(grouping: changes, by: \.severity).mapValues(\.count)
         let failing = changes.contains { $0.severity >= threshold }
-        if json {
+        struct Summary: Encodable { var breaking: Int; var warning: Int; var info: Int; var failed: Bool }
+        let summary = Summary(
+            breaking: counts[.breaking] ?? 0, warning: counts[.warning] ?? 0, info: counts[.info] ?? 0,
+            failed: failing)
+        if json, arguments.has("group") {
+            // One object per root cause, in the text report's order; its places the most direct first (all
+            // with --verbose, else the first three).
+            struct Place: Encodable {
+                var method: String?; var path: String?; var status: String?; var pointer: String?
+            }
+            struct Group: Encodable {
+                var rule: String
+                var severity: ContractChange.Severity
+                var origin: String?
+                var message: String
+                var operations: Int
+                var occurrences: Int
+                var places: [Place]
+            }
             struct Report: Encodable {
-                struct Summary: Encodable { var breaking: Int; var warning: Int; var info: Int; var failed: Bool }
+                var groups: [Group]
+                var summary: Summary
+            }
+            let groups = ContractChangeGroup.grouping(changes).map { group in
+                let direct = group.mostDirectFirst
+                return Group(
+                    rule: group.rule, severity: group.severity, origin: group.origin, message: direct[0].message,
+                    operations: group.operations, occurrences: group.changes.count,
+                    places: (arguments.has("verbose") ? direct : Array(direct.prefix(3))).map {
+                        Place(method: $0.method, path: $0.path, status: $0.status, pointer: $0.pointer)
+                    })
+            }
+            try sayJSON(Report(groups: groups, summary: summary))
+        } else if json {
+            struct Report: Encodable {
                 var changes: [ContractChange]
                 var summary: Summary
             }
-            try sayJSON(
-                Report(
-                    changes: changes,
-                    summary: .init(
-                        breaking: counts[.breaking] ?? 0, warning: counts[.warning] ?? 0,
-                        info: counts[.info] ?? 0, failed: failing)))
+            try sayJSON(Report(changes: changes, summary: summary))
         } else {
             let groups = ContractChangeGroup.grouping(changes)
             for group in groups { say(group.text(verbose: arguments.has("verbose")), terminator: "") }
