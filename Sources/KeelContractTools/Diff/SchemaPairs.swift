@@ -235,14 +235,15 @@ extension Collector {
         /// Whether `pointer` is the body or parameter itself (its rules name it).
         func isRoot(_ pointer: String) -> Bool { pointer.isEmpty && role != .member }
 
+        /// A finding at `pointer`; its origin is `origin` at the same pointer.
         mutating func add(
             _ rule: String, _ severity: ContractChange.Severity, _ pointer: String, _ message: Finding.Message,
-            origin: OriginBase?, at originPointer: String? = nil
+            origin: OriginBase?
         ) {
             findings.append(
                 Finding(
                     rule: rule, severity: severity, pointer: pointer, message: message,
-                    origin: origin?.text(at: originPointer ?? pointer)))
+                    origin: origin?.text(at: pointer)))
         }
     }
 
@@ -275,7 +276,8 @@ extension Collector {
         return OriginBase(directory: revisionDirectory, file: file, location: part, prefixLength: pointer.count)
     }
 
-    /// Union variants that correspond: by discriminator value, or by JSON kind in order.
+    /// Compares the union variants that correspond — by discriminator value, or by JSON kind and `$ref` name
+    /// — each with its counterpart (added and removed variants are reported by the caller).
     private mutating func compareVariants(
         _ old: Resolved, _ new: Resolved, _ a: Shape, _ b: Shape, pointer: String, origin: OriginBase?,
         _ walk: inout Walk

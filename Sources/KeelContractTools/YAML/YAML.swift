@@ -98,6 +98,17 @@ public enum YAML {
             }
         }
 
+        /// Where an event starts (1-based), to make the error that names it. (A plain value rather than a
+        /// closure: building the closure per event cost a generic-metadata lookup each time.)
+        struct Mark {
+            let line: Int
+            let column: Int
+
+            func error(_ code: YAMLError.Code, _ message: String) -> YAMLError {
+                YAMLError(code: code, message: message, line: line, column: column)
+            }
+        }
+
         /// Mappings with more keys than this check new keys for duplicates with a hash set.
         private static let scannedKeys = 16
 
@@ -114,11 +125,7 @@ public enum YAML {
         init(limits: Limits) { self.limits = limits }
 
         mutating func consume(_ event: inout yaml_event_t) throws(YAMLError) -> JSONValue? {
-            let line = Int(event.start_mark.line) + 1
-            let column = Int(event.start_mark.column) + 1
-            func fail(_ code: YAMLError.Code, _ message: String) -> YAMLError {
-                YAMLError(code: code, message: message, line: line, column: column)
-            }
+            let mark = Mark(line: Int(event.start_mark.line) + 1, column: Int(event.start_mark.column) + 1)
             func text(_ pointer: UnsafePointer<UInt8>?) -> String? { pointer.map { String(cString: $0) } }
 
             switch event.type {
@@ -127,7 +134,8 @@ public enum YAML {
             case YAML_DOCUMENT_START_EVENT:
                 documents += 1
                 guard documents == 1 else {
-                    throw fail(.multipleDocuments, "more than one YAML document; an API description is one document")
+                    throw mark.error(
+                        .multipleDocuments, "more than one YAML document; an API description is one document")
                 }
                 return nil
             case YAML_DOCUMENT_END_EVENT:
@@ -136,28 +144,28 @@ public enum YAML {
                 return result ?? .null
             case YAML_ALIAS_EVENT:
                 guard let name = text(keel_yaml_event_alias_anchor(&event)), let anchored = anchors[name] else {
-                    throw fail(.syntax, "alias to an undefined anchor")
+                    throw mark.error(.syntax, "alias to an undefined anchor")
                 }
-                try count(anchored.nodes, fail)
-                try add(anchored.value, fail)
+                try count(anchored.nodes, at: mark)
+                try add(anchored.value, at: mark)
             case YAML_SCALAR_EVENT:
                 let bytes = UnsafeBufferPointer(
                     start: keel_yaml_event_scalar_value(&event), count: keel_yaml_event_scalar_length(&event))
                 let plain = keel_yaml_event_scalar_style(&event) == YAML_PLAIN_SCALAR_STYLE
                 let value: JSONValue
                 if let tag = text(keel_yaml_event_tag(&event)) {
-                    value = try resolve(String(decoding: bytes, as: UTF8.self), plain: plain, tag: tag, fail)
+                    value = try resolve(String(decoding: bytes, as: UTF8.self), plain: plain, tag: tag, at: mark)
                 } else {
-                    value = try resolve(bytes, plain: plain, fail)
+                    value = try resolve(bytes, plain: plain, at: mark)
                 }
-                try count(1, fail)
+                try count(1, at: mark)
                 if let anchor = text(keel_yaml_event_anchor(&event)) { anchors[anchor] = (value, 1) }
-                try add(value, fail)
+                try add(value, at: mark)
             case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
                 guard stack.count < limits.maximumDepth else {
-                    throw fail(.tooDeep, "nesting deeper than \(limits.maximumDepth) levels")
+                    throw mark.error(.tooDeep, "nesting deeper than \(limits.maximumDepth) levels")
                 }
-                try count(1, fail)
+                try count(1, at: mark)
                 stack.append(
                     Frame(
                         isMapping: event.type == YAML_MAPPING_START_EVENT, keyStart: keys.count,
@@ -167,7 +175,9 @@ public enum YAML {
                 let frame = stack.removeLast()
                 let value: JSONValue
                 if frame.isMapping {
-                    guard !frame.hasPendingKey else { throw fail(.syntax, "mapping ends after a key without a value") }
+                    guard !frame.hasPendingKey else {
+                        throw mark.error(.syntax, "mapping ends after a key without a value")
+                    }
                     value = keys.moveOut(from: frame.keyStart) { keys in
                         values.moveOut(from: frame.valueStart) { values in
                             .object(JSONObject(movingUniqueKeys: keys, values: values))
@@ -185,22 +195,22 @@ public enum YAML {
                     }
                 }
                 if let anchor = frame.anchor { anchors[anchor] = (value, Self.nodeCount(value)) }
-                try add(value, fail)
+                try add(value, at: mark)
             default:
                 return nil
             }
             return nil
         }
 
-        private mutating func count(_ added: Int, _ fail: (YAMLError.Code, String) -> YAMLError) throws(YAMLError) {
+        private mutating func count(_ added: Int, at mark: Mark) throws(YAMLError) {
             nodes += added
             guard nodes <= limits.maximumNodes else {
-                throw fail(
+                throw mark.error(
                     .tooManyNodes, "the document expands to more than \(limits.maximumNodes) nodes (alias bomb?)")
             }
         }
 
-        private mutating func add(_ value: consuming JSONValue, _ fail: (YAMLError.Code, String) -> YAMLError)
+        private mutating func add(_ value: consuming JSONValue, at mark: Mark)
             throws(YAMLError)
         {
             let top = stack.count - 1
@@ -227,16 +237,16 @@ public enum YAML {
             case .number(let number): key = number.literal
             case .bool(let flag): key = flag ? "true" : "false"
             case .null: key = "null"
-            default: throw fail(.nonScalarKey, "a mapping key must be a scalar")
+            default: throw mark.error(.nonScalarKey, "a mapping key must be a scalar")
             }
             let keyStart = stack[top].keyStart
             if stack[top].names != nil {
                 guard stack[top].names!.insert(MemberName(name: key)).inserted else {
-                    throw fail(.duplicateKey, "duplicate key \(key.debugDescription)")
+                    throw mark.error(.duplicateKey, "duplicate key \(key.debugDescription)")
                 }
             } else {
                 for index in keyStart..<keys.count where JSONObject.sameName(keys[index], key) {
-                    throw fail(.duplicateKey, "duplicate key \(key.debugDescription)")
+                    throw mark.error(.duplicateKey, "duplicate key \(key.debugDescription)")
                 }
                 if keys.count - keyStart == Self.scannedKeys {
                     var names = Set<MemberName>(minimumCapacity: 2 * Self.scannedKeys)
@@ -260,7 +270,7 @@ public enum YAML {
         /// An untagged scalar straight from libyaml's buffer: the common case (a word or a quoted string)
         /// becomes a string without building any other text; the rest goes through the core schema.
         private func resolve(
-            _ bytes: UnsafeBufferPointer<UInt8>, plain: Bool, _ fail: (YAMLError.Code, String) -> YAMLError
+            _ bytes: UnsafeBufferPointer<UInt8>, plain: Bool, at mark: Mark
         ) throws(YAMLError) -> JSONValue {
             guard plain else { return .string(String(decoding: bytes, as: UTF8.self)) }
             guard let lead = bytes.first else { return .null }
@@ -272,7 +282,7 @@ public enum YAML {
                 {
                     return .number(JSONNumber(literal: String(decoding: bytes, as: UTF8.self))!)
                 }
-                return try resolve(String(decoding: bytes, as: UTF8.self), plain: true, tag: nil, fail)
+                return try resolve(String(decoding: bytes, as: UTF8.self), plain: true, tag: nil, at: mark)
             case UInt8(ascii: "~"), UInt8(ascii: "n"), UInt8(ascii: "N"), UInt8(ascii: "t"), UInt8(ascii: "T"),
                 UInt8(ascii: "f"), UInt8(ascii: "F"):
                 // Possibly `null`, `true`, `false` in one of their spellings (at most five bytes): compare
@@ -298,7 +308,7 @@ public enum YAML {
         private static func packed(_ word: String) -> UInt64 { word.utf8.reduce(0) { $0 << 8 | UInt64($1) } }
 
         /// YAML 1.2 core schema for plain scalars; quoted scalars are strings.
-        private func resolve(_ raw: String, plain: Bool, tag: String?, _ fail: (YAMLError.Code, String) -> YAMLError)
+        private func resolve(_ raw: String, plain: Bool, tag: String?, at mark: Mark)
             throws(YAMLError) -> JSONValue
         {
             switch tag {
@@ -306,13 +316,14 @@ public enum YAML {
             case "tag:yaml.org,2002:str": return .string(raw)
             case "tag:yaml.org,2002:null": return .null
             case "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float":
-                let value = try resolve(raw, plain: true, tag: nil, fail)
+                let value = try resolve(raw, plain: true, tag: nil, at: mark)
                 guard value != .string(raw) else {
-                    throw fail(.invalidScalar, "\(raw.debugDescription) is not a \(tag!.split(separator: ":").last!)")
+                    throw mark.error(
+                        .invalidScalar, "\(raw.debugDescription) is not a \(tag!.split(separator: ":").last!)")
                 }
                 return value
             default:
-                throw fail(.unsupportedTag, "unsupported tag \(tag!)")
+                throw mark.error(.unsupportedTag, "unsupported tag \(tag!)")
             }
             guard plain else { return .string(raw) }
             switch raw {
@@ -320,7 +331,7 @@ public enum YAML {
             case "true", "True", "TRUE": return .bool(true)
             case "false", "False", "FALSE": return .bool(false)
             case ".inf", ".Inf", ".INF", "+.inf", "-.inf", ".nan", ".NaN", ".NAN":
-                throw fail(.invalidScalar, "\(raw) is not representable in JSON")
+                throw mark.error(.invalidScalar, "\(raw) is not representable in JSON")
             default: break
             }
             if let number = Self.number(raw) { return .number(number) }
