@@ -218,11 +218,12 @@ import Testing
     }
 
     @Test func membersGatheredFromAnAllOfPartUseThePartsNestedTypes() throws {
-        // Expanded comes before Account in the document: the part is still built first, and its enum and
-        // union are declared once, in Account. A member another part re-declares (nullable here) is not the
-        // part's member any more (Renamed narrows it) and gets a type of its own.
+        // Tightened (a 3.1 `$ref` with members beside it) and Expanded come before Account in the document: the
+        // part is still built first, and its enum and union are declared once, in Account. A member another part
+        // narrows (Renamed) is not the part's member any more and gets a type of its own.
         let code = try generate(
             """
+                Tightened: {$ref: '#/components/schemas/Account', required: [status, owner, note], properties: {note: {type: string}}}
                 Expanded:
                   allOf:
                     - $ref: '#/components/schemas/Account'
@@ -251,6 +252,11 @@ import Testing
                 "public struct Renamed: Codable, Hashable, Sendable {\n    public var status: Renamed.Status\n    public var owner: Account.Owner\n"
             ))
         #expect(code.contains("public enum Status: String, ClosedEnum, CaseIterable {\n        case `open`\n    }"))
+        // A 3.1 `$ref` with members beside it is a part too.
+        #expect(
+            code.contains(
+                "public struct Tightened: Codable, Hashable, Sendable {\n    public var status: Account.Status\n    public var owner: Account.Owner\n    public var note: String\n"
+            ))
         // Declarations stay in document order.
         let expanded = try #require(code.range(of: "public struct Expanded:"))
         let account = try #require(code.range(of: "public struct Account:"))

@@ -71,8 +71,8 @@ struct ModelBuilder {
         diagnostics = diagnostics.filter { seen.insert($0.description).inserted }
     }
 
-    /// The order to build `pending` in: each after the declared schemas its `allOf` names as parts, otherwise
-    /// document order.
+    /// The order to build `pending` in: each after the declared schemas it names as parts, otherwise document
+    /// order.
     private func buildOrder() -> [Int] {
         var index: [String: Int] = [:]
         for (position, item) in pending.enumerated() { index[item.file.path + item.pointer] = position }
@@ -99,9 +99,13 @@ struct ModelBuilder {
         }
         return order
 
+        // The `$ref`s of its `allOf`, and in 3.1 its own `$ref` with members beside it (also a part).
         func parts(of position: Int) -> [Int] {
             let item = pending[position]
-            guard case .array(let parts) = unwrapped(item.schema).schema["allOf"] ?? .null else { return [] }
+            let schema = unwrapped(item.schema).schema
+            var parts: [JSONValue] = []
+            if case .array(let list) = schema["allOf"] ?? .null { parts = list }
+            if refWithSiblings(schema, file: item.file) { parts.append(schema) }
             return parts.compactMap { part in
                 guard case .string(let reference) = part["$ref"] ?? .null else { return nil }
                 let (file, pointer) = Loader.split(reference, relativeTo: item.file)
