@@ -12,16 +12,19 @@ import KeelCrypto
 /// - objects as structs with explicit coding: a required member must be present, a member that is not
 ///   required is optional and may be missing, a required nullable member must be present and may be null;
 /// - enums marked `x-extensible-enum` (or written as the open-enum pattern) as ``ExtensibleEnum`` used
-///   through `Extensible<...>`, other string enums as ``ClosedEnum``;
-/// - nested objects, enums and arrays as nested types; `allOf` merged into one struct;
-/// - `oneOf` with a discriminator as an enum with a case per variant.
+///   through `Extensible<...>`, other string enums as ``ClosedEnum``, integer enums as ``ClosedIntegerEnum``;
+///   a single-value boolean enum or `const` (`deleted: {enum: [true]}`) as a `Bool` checked when decoded;
+/// - nested objects, enums and arrays as nested types; `allOf` merged into one struct (a member taken from a
+///   `$ref`'d part keeps the part's nested type);
+/// - `oneOf` with a discriminator as an enum with a case per variant, and `oneOf`/`anyOf` without one whose
+///   variants differ in JSON kind (the expandable field: an id or the object) as an enum decoded by kind.
 ///
 /// What it refuses, with a diagnostic naming the file and location, rather than generating code that
-/// decodes wrongly: `oneOf`/`anyOf` without a discriminator (other than "one schema or null" and the
-/// open-enum pattern), values of several types, non-string enums, a struct that contains itself by value.
+/// decodes wrongly: unions whose variants cannot be told apart, values of several types, enums that are
+/// neither all strings nor all integers, a struct that contains itself by value.
 ///
 /// The output is deterministic (document order, no dates, no absolute paths), so CI can regenerate it and
-/// compare (``check(against:)``).
+/// compare (``check(against:)``); ``generateFiles(linesPerFile:)`` splits large output into parts.
 public struct ContractGenerator: Sendable {
     /// The access level of the generated declarations.
     public enum AccessLevel: String, Sendable, CaseIterable {
