@@ -482,6 +482,25 @@ import Testing
         return changes.map(\.rule).filter { $0 != "breaking-changes-without-major-version-bump" }.sorted()
     }
 
+    /// A description with one operation whose 200 response has `schema`.
+    static func response(_ schema: String, openAPI: String = "3.1.0", components: String = "{}") -> String {
+        """
+        openapi: \(openAPI)
+        info: {title: t, version: 1.0.0}
+        paths:
+          /m:
+            get:
+              responses:
+                '200':
+                  description: ok
+                  content:
+                    application/json:
+                      schema: \(schema)
+        components:
+          schemas: \(components)
+        """
+    }
+
     static func union(_ variants: String, components: String = "{}", discriminator: String = "") -> String {
         """
         openapi: 3.1.0
@@ -527,19 +546,7 @@ import Testing
                 Self.union(expandable.replacingOccurrences(of: "5000", with: "6000"), components: customers)) == [])
         // An integer enum that grows, and a boolean marker that may now be false: breaking in a response.
         func body(_ schema: String) -> String {
-            """
-            openapi: 3.0.0
-            info: {title: t, version: 1.0.0}
-            paths:
-              /tasks:
-                get:
-                  responses:
-                    '200':
-                      description: ok
-                      content:
-                        application/json:
-                          schema: {type: object, required: [value], properties: {value: \(schema)}}
-            """
+            Self.response("{type: object, required: [value], properties: {value: \(schema)}}", openAPI: "3.0.0")
         }
         #expect(
             try Self.rules(body("{type: integer, enum: [1, 2]}"), body("{type: integer, enum: [1, 2, 3]}"))
@@ -739,22 +746,9 @@ import Testing
     /// addition, not a new union variant.
     @Test func aNewValueBehindAReferencedOpenEnumIsInfo() throws {
         func spec(_ values: String) -> String {
-            """
-            openapi: 3.1.0
-            info: {title: t, version: 1.0.0}
-            paths:
-              /m:
-                get:
-                  responses:
-                    '200':
-                      description: ok
-                      content:
-                        application/json:
-                          schema: {type: object, properties: {model: {anyOf: [{type: string}, {$ref: '#/components/schemas/IDs'}]}}}
-            components:
-              schemas:
-                IDs: {type: string, enum: \(values)}
-            """
+            Self.response(
+                "{type: object, properties: {model: {anyOf: [{type: string}, {$ref: '#/components/schemas/IDs'}]}}}",
+                components: "{IDs: {type: string, enum: \(values)}}")
         }
         #expect(try Self.rules(spec("[a, b]"), spec("[a, b, c]")) == ["response-property-extensible-enum-value-added"])
     }

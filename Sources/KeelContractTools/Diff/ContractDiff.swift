@@ -347,27 +347,40 @@ struct Collector {
         sameDialect && old.isEqual(to: new, withoutMember: "$ref")
     }
 
-    /// A union's variants as a client tells them apart, null excluded: with a discriminator, by its wire
-    /// values (`kind=circle`; a variant without a mapping answers to its component's name); without one,
-    /// by the kind of JSON value each variant holds (`string`, `integer enum [1, 2]`, `object`), with `$ref`s
-    /// followed — so renaming, reordering or annotating variants is no change. `keyword` is `oneOf` or
-    /// `anyOf`; nil for a schema that is not a union (or is the open-enum pattern, compared as an enum).
-    func variants(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> (keyword: String, names: [String])?
-    {
-        variantSchemas(of: schema, in: file, document: document).map { ($0.keyword, $0.variants.map(\.name)) }
+    /// A union's variants as a client tells them apart.
+    struct Union {
+        struct Variant {
+            /// How a client tells it apart: `kind=circle`, `string`, `integer enum [1, 2]`, `object`.
+            var name: String
+            /// Its index in the union; nil for a discriminator value whose mapping names no variant of it.
+            var index: Int?
+            var schema: JSONValue?
+        }
+
+        /// `oneOf` or `anyOf`.
+        var keyword: String
+        var variants: [Variant]
+        var names: [String] { variants.map(\.name) }
     }
 
-    /// ``variants(of:in:document:)`` with each variant's index in the union and its schema (nil for a
-    /// discriminator value whose mapping names no variant of the union).
-    func variantSchemas(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> (
-        keyword: String, variants: [(name: String, index: Int?, schema: JSONValue?)]
-    )? {
+    /// A union's variants, null excluded: with a discriminator, by its wire values (`kind=circle`; a variant
+    /// without a mapping answers to its component's name); without one, by the kind of JSON value each variant
+    /// holds (`string`, `integer enum [1, 2]`, `object`), with `$ref`s followed — so renaming, reordering or
+    /// annotating variants is no change. Nil for a schema that is not a union (or is the open-enum pattern,
+    /// compared as an enum).
+    func variants(of schema: JSONValue, in file: URL, document: OpenAPIDocument) -> Union? {
         let keyword = schema["oneOf"] != nil ? "oneOf" : "anyOf"
         guard case .array(let alternatives) = schema[keyword] ?? .null else { return nil }
         if keyword == "anyOf", Self.openEnumValues(schema, in: file, of: document) != nil { return nil }
         let real = alternatives.enumerated().filter { !SchemaReading.isNullOnly($0.element) }
         guard let property = schema["discriminator"]?["propertyName"]?.stringValue else {
-            return (keyword, real.map { (kind(of: $0.element, in: file, document: document), $0.offset, $0.element) })
+            return Union(
+                keyword: keyword,
+                variants: real.map {
+                    Union.Variant(
+                        name: kind(of: $0.element, in: file, document: document), index: $0.offset,
+                        schema: $0.element)
+                })
         }
         // Each `$ref` variant by the key of its target.
         var byTarget: [String: (Int, JSONValue)] = [:]
@@ -377,7 +390,7 @@ struct Collector {
             byTarget[targetFile.path + "#" + pointer] =
                 byTarget[targetFile.path + "#" + pointer] ?? (index, alternative)
         }
-        var values: [(name: String, index: Int?, schema: JSONValue?)] = []
+        var values: [Union.Variant] = []
         var mapped: Set<String> = []
         if case .object(let mapping) = schema["discriminator"]?["mapping"] ?? .null {
             for (value, target) in mapping {
@@ -388,17 +401,17 @@ struct Collector {
                     mapped.insert(targetFile.path + "#" + pointer)
                     variant = byTarget[targetFile.path + "#" + pointer]
                 }
-                values.append(("\(property)=\(value)", variant?.0, variant?.1))
+                values.append(Union.Variant(name: "\(property)=\(value)", index: variant?.0, schema: variant?.1))
             }
         }
         for (index, alternative) in real {
             guard case .string(let reference) = alternative["$ref"] ?? .null else { continue }
             let (targetFile, pointer) = Loader.split(reference, relativeTo: file)
             if !mapped.contains(targetFile.path + "#" + pointer), let name = JSONPointer.tokens(pointer)?.last {
-                values.append(("\(property)=\(name)", index, alternative))
+                values.append(Union.Variant(name: "\(property)=\(name)", index: index, schema: alternative))
             }
         }
-        return (keyword, values)
+        return Union(keyword: keyword, variants: values)
     }
 
     /// The kind of JSON value a variant holds: its type, and its enum or const values.

@@ -279,19 +279,16 @@ extension Collector {
     /// Compares the union variants that correspond — by discriminator value, or by JSON kind and `$ref` name
     /// — each with its counterpart (added and removed variants are reported by the caller).
     private mutating func compareVariants(
-        _ old: Resolved, _ new: Resolved, _ a: Shape, _ b: Shape, pointer: String, origin: OriginBase?,
-        _ walk: inout Walk
+        _ old: Resolved, _ new: Resolved, _ oldVariants: Union, _ newVariants: Union, pointer: String,
+        origin: OriginBase?, _ walk: inout Walk
     ) throws(ContractLoadError) {
-        guard let oldVariants = variantSchemas(of: a.value, in: old.file, document: base),
-            let newVariants = variantSchemas(of: b.value, in: new.file, document: revision)
-        else { return }
         // Variants of one kind are told apart by their `$ref`'s name first (reordered), then by order (renamed).
         func referenceName(_ schema: JSONValue?) -> Substring? {
             schema?["$ref"]?.stringValue.flatMap { $0.split(separator: "/").last }
         }
         var unmatched = oldVariants.variants.map(Optional.some)
         var matches: [(old: JSONValue, new: JSONValue, index: Int)] = []
-        var pending: [(name: String, index: Int?, schema: JSONValue?)] = []
+        var pending: [Union.Variant] = []
         for variant in newVariants.variants {
             let name = referenceName(variant.schema)
             if let name,
@@ -363,7 +360,7 @@ extension Collector {
                         " may now be \(discriminated ? variant : "a new variant (\(variant))"): old clients cannot decode it (a union is closed, like an enum)"
                     ), origin: here)
             }
-            try compareVariants(old, new, a, b, pointer: pointer, origin: here, &walk)
+            try compareVariants(old, new, oldUnion, newUnion, pointer: pointer, origin: here, &walk)
         }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
@@ -429,7 +426,7 @@ extension Collector {
                         " no longer accepts \(discriminated ? variant : "one of its variants (\(variant))")"),
                     origin: here)
             }
-            try compareVariants(old, new, a, b, pointer: pointer, origin: here, &walk)
+            try compareVariants(old, new, oldUnion, newUnion, pointer: pointer, origin: here, &walk)
         }
         func number(_ name: String, _ shape: Shape) -> JSONNumber? {
             if case .number(let number) = shape.value[name] ?? .null { return number }

@@ -718,22 +718,21 @@ struct ModelBuilder {
             found.append((index, kind, kind == .object ? requiredMembers(alternative, file: file) : []))
         }
         guard !failed else { return nil }
+        // The members that select an object variant: required by it and by no other object variant (empty
+        // when it is the only one).
+        let objects = found.filter { $0.kind == .object }
+        func selecting(_ index: Int) -> Set<String> {
+            guard objects.count > 1, let entry = objects.first(where: { $0.index == index }) else { return [] }
+            return entry.required.subtracting(
+                objects.filter { $0.index != index }.reduce(into: Set<String>()) { $0.formUnion($1.required) })
+        }
         for kind in JSONKind.allCases {
             let same = found.filter { $0.kind == kind }
             guard same.count > 1 else { continue }
             // Each object variant needs a required member no other variant requires (disjoint sets are the
             // simple case; `customer` vs `deleted_customer`, both requiring `id`, are told apart by `created`
             // and `deleted`).
-            let distinct =
-                kind == .object
-                && same.allSatisfy { entry in
-                    !entry.required.subtracting(
-                        same.filter { $0.index != entry.index }.reduce(into: Set<String>()) {
-                            $0.formUnion($1.required)
-                        }
-                    ).isEmpty
-                }
-            guard !distinct else { continue }
+            guard kind != .object || same.contains(where: { selecting($0.index).isEmpty }) else { continue }
             let what =
                 kind == .object
                 ? "objects whose required members do not tell them apart (each needs required members no other has)"
@@ -783,11 +782,9 @@ struct ModelBuilder {
                 failed = true
                 continue
             }
-            // The members that select this variant: required by it and by no other object variant.
-            let others = found.filter { $0.kind == .object && $0.index != entry.index }
-                .reduce(into: Set<String>()) { $0.formUnion($1.required) }
-            let selects = others.isEmpty ? [] : entry.required.subtracting(others).sorted()
-            variants.append(KindVariantPlan(swiftName: name, kind: entry.kind, type: type, required: selects))
+            variants.append(
+                KindVariantPlan(
+                    swiftName: name, kind: entry.kind, type: type, required: selecting(entry.index).sorted()))
         }
         guard !failed, !variants.isEmpty else { return nil }
         return TypePlan(

@@ -182,10 +182,9 @@ struct SwiftEmitter {
                     if let marker = property.marker {
                         // A marker holds its one value (or is absent when optional, null when nullable).
                         let held = property.required && !property.nullable ? "self.\(name)" : "value"
-                        let check =
-                            property.required && !property.nullable
-                            ? "if self.\(name) != \(marker) {" : "if let value = self.\(name), value != \(marker) {"
-                        inner.line(check)
+                        inner.line(
+                            held == "value"
+                                ? "if let value = self.\(name), value != \(marker) {" : "if \(held) != \(marker) {")
                         inner.indented {
                             $0.line(
                                 "throw \($0.library("undeclaredMarkerValue", inSignature: false))(\(held), of: \(SwiftNames.literal(plan.path.joined(separator: ".") + "." + property.wireName)), codingPath: container.codingPath + [CodingKeys.\(name)])"

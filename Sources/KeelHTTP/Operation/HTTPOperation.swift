@@ -184,12 +184,22 @@ public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertib
     /// The key text.
     public let rawValue: String
 
-    /// A key restored from storage or chosen by the app. Precondition: 1–255 visible ASCII characters.
+    /// A key chosen by the app. Precondition: 1–255 visible ASCII characters (use ``init(validating:)`` for
+    /// text read back from storage, which may be damaged).
     public init(_ rawValue: String) {
-        precondition(
-            !rawValue.isEmpty && rawValue.utf8.count <= 255 && rawValue.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F },
-            "IdempotencyKey must be 1–255 visible ASCII characters")
+        precondition(Self.isValid(rawValue), "IdempotencyKey must be 1–255 visible ASCII characters")
         self.rawValue = rawValue
+    }
+
+    /// A key read back from storage: nil unless it is 1–255 visible ASCII characters, so damaged data is
+    /// refused instead of trapping.
+    public init?(validating rawValue: String) {
+        guard Self.isValid(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    private static func isValid(_ rawValue: String) -> Bool {
+        !rawValue.isEmpty && rawValue.utf8.count <= 255 && rawValue.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
     /// A fresh random key (128 bits, hex).

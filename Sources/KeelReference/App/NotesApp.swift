@@ -434,15 +434,15 @@ public actor NotesApp {
             key = entry.reference ?? ""
         }
         // A recorded key that is not one (a damaged ledger) is never replaced by a new one: that could publish
-        // twice. The user is told; nothing is sent.
-        guard !key.isEmpty, key.utf8.count <= 128, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        // twice. The user is told; nothing is sent. (128: the contract's longest Idempotency-Key.)
+        guard let idempotencyKey = IdempotencyKey(validating: key), key.utf8.count <= 128 else {
             throw NotesAppError(
                 kind: .technical, message: "This publication's record on this device is damaged; nothing was sent.")
         }
         let remote = NotesRemote(client: client, account: account, token: try await token(of: engine))
         let publication: NotesRemote.Publication
         do throws(HTTPFailure) {
-            publication = try await remote.publish(noteID, key: IdempotencyKey(key))
+            publication = try await remote.publish(noteID, key: idempotencyKey)
         } catch {
             // Failed for certain: recorded, so that confirming again starts a new attempt. Unknown (the key
             // may still be being applied): left started, so the next try sends the same key.

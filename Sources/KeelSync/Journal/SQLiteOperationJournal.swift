@@ -136,11 +136,10 @@ public final class SQLiteOperationJournal: OperationJournal {
             try? JSONDecoder().decode(TraceContext.self, from: Data($0.utf8))
         }
         let key = try row.get("idempotency_key", as: String.self).map { text in
-            // Checked here: IdempotencyKey's initializer traps on what a damaged file could hold.
-            guard !text.isEmpty, text.utf8.count <= 255, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            guard let key = IdempotencyKey(validating: text) else {
                 throw JournalError(code: .unreadableEntry, message: "invalid idempotency key")
             }
-            return IdempotencyKey(text)
+            return key
         }
         let correlationID: CorrelationID
         do {
