@@ -246,19 +246,32 @@ import Testing
         try await pool.write {
             try $0.execute("CREATE TABLE counter (n INTEGER)"); try $0.execute("INSERT INTO counter VALUES (0)")
         }
-        // Read-modify-write without SQL atomicity: only serialization keeps every increment.
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<50 {
-                group.addTask {
-                    try await pool.write { db in
-                        let n = try db.scalar(Int.self, "SELECT n FROM counter") ?? 0
-                        try db.execute("UPDATE counter SET n = ?", arguments: [n + 1])
-                    }
+        // Read-modify-write without SQL atomicity: only serialization keeps every increment. Async writes
+        // run on their caller's thread when the writer is idle and on the writer queue when it is not; the
+        // blocking form from plain threads at the same time must wait for both.
+        @Sendable func increment(_ db: Database) throws {
+            let n = try db.scalar(Int.self, "SELECT n FROM counter") ?? 0
+            Thread.sleep(forTimeInterval: 0.0005)  // a window for another writer to interleave, were it let in
+            try db.execute("UPDATE counter SET n = ?", arguments: [n + 1])
+        }
+        let blocking = Task.detached {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                Thread.detachNewThread {
+                    continuation.resume(
+                        with: Result {
+                            for _ in 0..<50 { try pool.writeSync(increment) }
+                        })
                 }
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<100 {
+                group.addTask { try await pool.write(increment) }
             }
             try await group.waitForAll()
         }
-        #expect(try await pool.read { try $0.scalar(Int.self, "SELECT n FROM counter") } == 50)
+        try await blocking.value
+        #expect(try await pool.read { try $0.scalar(Int.self, "SELECT n FROM counter") } == 150)
     }
 
     @Test func moreThanOneStatementNeedsExecuteScript() async throws {
