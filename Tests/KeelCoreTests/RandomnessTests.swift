@@ -1,3 +1,4 @@
+import Foundation
 import KeelCore
 import Testing
 
@@ -157,5 +158,28 @@ private func draws(_ count: Int, from source: RandomSource) -> [UInt64] {
         #expect(collected.count == expected.count)
         // As multisets: every value of the sequential run was drawn exactly once, none twice.
         #expect(collected.sorted() == expected.sorted())
+    }
+
+    @Test func timeOrderedUUIDsCarryTheirMillisecondAndSortByIt() throws {
+        let source = RandomSource.seeded(7)
+        // Half way through a millisecond, so that binary fractions cannot round into the neighbouring one.
+        func instant(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: (Double(milliseconds) + 0.5) / 1000) }
+        let start: Int64 = 1_764_676_800_123  // 2025-12-02 12:00:00.123 UTC
+        let id = source.uuidString(timeOrderedAt: instant(start))
+        let hex = id.replacingOccurrences(of: "-", with: "")
+        #expect(hex.count == 32 && id == id.lowercased())
+        #expect(UInt64(hex.prefix(12), radix: 16) == 1_764_676_800_123)
+        #expect(Array(hex)[12] == "7")  // version 7
+        #expect(["8", "9", "a", "b"].contains(Array(hex)[16]))  // RFC 9562 variant
+        #expect(UUID(uuidString: id) != nil)
+        // Later ids sort after earlier ones whatever their random bits; the same seed gives the same id.
+        var previous = id
+        for step in 1...50 {
+            let next = source.uuidString(timeOrderedAt: instant(start + Int64(step)))
+            #expect(next > previous)
+            previous = next
+        }
+        #expect(RandomSource.seeded(7).uuidString(timeOrderedAt: instant(start)) == id)
+        #expect(RandomSource.seeded(7).uuidString().prefix(12) != id.prefix(12))
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// A shareable source of randomness, injected wherever logic needs it (jitter, ids).
 ///
@@ -66,14 +66,35 @@ public final class RandomSource: Sendable {
 }
 
 extension RandomSource {
-    /// A version 4 UUID drawn from this source (deterministic with a seeded one), lowercase: ids of outbox
-    /// entries and notes.
+    /// A version 4 UUID drawn from this source (deterministic with a seeded one), lowercase: ids of notes.
     package func uuidString() -> String {
+        var bytes = uuidBytes()
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        return Self.uuidString(bytes)
+    }
+
+    /// A version 7 UUID (RFC 9562), lowercase: the milliseconds of `date` since 1970, big-endian, in its first 48 bits,
+    /// the rest drawn from this source. Ids made later sort after ids made earlier, so records keyed by them
+    /// are appended to an index instead of scattered over it (what a store keyed by outbox entry ids writes
+    /// on every acknowledgement).
+    package func uuidString(timeOrderedAt date: Date) -> String {
+        var bytes = uuidBytes()
+        let milliseconds = UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded(.down)))
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x70
+        return Self.uuidString(bytes)
+    }
+
+    /// 16 bytes from this source with the RFC 9562 variant set; the caller sets the version.
+    private func uuidBytes() -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16)
         for word in [next(), next()] { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return bytes
+    }
+
+    private static func uuidString(_ bytes: [UInt8]) -> String {
         let uuid = UUID(
             uuid: (
                 bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],

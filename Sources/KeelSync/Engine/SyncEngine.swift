@@ -182,7 +182,7 @@ public actor SyncEngine {
         let now = clock.now()
         let identities = changes.map { _ in
             (
-                random.uuidString(), IdempotencyKey.make(using: random),
+                random.uuidString(timeOrderedAt: now), IdempotencyKey.make(using: random),
                 CorrelationID.make(using: random)
             )
         }
@@ -504,7 +504,7 @@ public actor SyncEngine {
         try requireRunning()
         let storage = storage
         let now = clock.now()
-        let replacementID = random.uuidString()
+        let replacementID = random.uuidString(timeOrderedAt: now)
         let key = IdempotencyKey.make(using: random)
         let correlation = CorrelationID.make(using: random)
         return try await storageCall {
@@ -830,7 +830,7 @@ public actor SyncEngine {
                             entry, base: entry.previous, server: server, policies: policies)
                         func replacement(_ kind: MutationKind, _ fields: JSONObject) -> PendingMutation {
                             PendingMutation(
-                                id: random.uuidString(),
+                                id: random.uuidString(timeOrderedAt: now),
                                 idempotencyKey: IdempotencyKey.make(using: random),
                                 correlationID: CorrelationID.make(using: random), entity: entry.entity,
                                 kind: kind, baseVersion: server.version, fields: fields,

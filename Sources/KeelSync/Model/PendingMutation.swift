@@ -135,7 +135,8 @@ public struct SyncFailure: Sendable, Hashable {
 /// One change in the outbox: made once on the device, sent until the backend answers, applied there at
 /// most once (its ``idempotencyKey`` never changes, across relaunches too).
 public struct PendingMutation: Sendable, Hashable, Identifiable {
-    /// The mutation's id (a UUID).
+    /// The mutation's id: a version 7 UUID, so ids made later sort later and the records keyed by them (what
+    /// became of each change) are appended rather than scattered over their table.
     public let id: String
     /// Sent with it; the backend applies a key at most once.
     public let idempotencyKey: IdempotencyKey
