@@ -211,7 +211,8 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
 
     init(json: JSONValue) throws(SyncError) {
         guard json["v"]?.int == 1 else { throw SyncRecords.damaged("outbox entry (unknown format)") }
-        guard let id = json["id"]?.stringValue, let key = json["key"]?.stringValue,
+        guard let id = json["id"]?.stringValue,
+            let key = json["key"]?.stringValue.flatMap(IdempotencyKey.init(validating:)),
             let correlation = json["correlation"]?.stringValue,
             let correlationID = try? CorrelationID(validating: correlation),
             let type = json["type"]?.stringValue, let entity = json["entity"]?.stringValue,
@@ -223,7 +224,7 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
             let sequence = json["sequence"]?.int
         else { throw SyncRecords.damaged("outbox entry") }
         self.init(
-            id: id, idempotencyKey: IdempotencyKey(key), correlationID: correlationID,
+            id: id, idempotencyKey: key, correlationID: correlationID,
             entity: EntityRef(type: type, id: entity), kind: kind, baseVersion: json["base"]?.int, fields: fields,
             previous: previous, operation: operation,
             createdAt: Date(timeIntervalSince1970: createdAtMilliseconds / 1000),

@@ -1,0 +1,31 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelHTTP
+import Testing
+
+@testable import KeelSync
+
+/// An outbox entry read back from storage: every field is checked, and a damaged one is a typed error, never
+/// a trap (the key is rebuilt by `IdempotencyKey(validating:)`, not the initializer that traps on a bad key).
+@Suite struct OutboxEntryRecordTests {
+    let entry = PendingMutation(
+        id: "019adeef-0e7e-7967-a301-8e01a06bdd26", idempotencyKey: IdempotencyKey("key-0000000000000001"),
+        correlationID: CorrelationID.make(using: .seeded(1)), entity: EntityRef(type: "note", id: "n1"),
+        kind: .update, baseVersion: 3, fields: ["title": "Groceries"], previous: ["title": "Shopping"],
+        operation: "editNote", createdAt: Date(timeIntervalSince1970: 1_764_676_800), sequence: 42)
+
+    @Test func anEntryReadsBackAsItWasStored() throws {
+        let read = try PendingMutation(json: entry.json)
+        #expect(read == entry)
+    }
+
+    @Test(arguments: ["", "has a space", "line\nbreak", String(repeating: "k", count: 300)])
+    func aDamagedIdempotencyKeyIsADamagedRecordNotATrap(_ key: String) throws {
+        guard case .object(var object) = entry.json else { Issue.record("an entry is a JSON object"); return }
+        object["key"] = .string(key)
+        #expect(IdempotencyKey(validating: key) == nil)
+        let error = #expect(throws: SyncError.self) { try PendingMutation(json: .object(object)) }
+        #expect(error?.code == .damagedRecord)
+    }
+}
