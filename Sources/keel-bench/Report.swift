@@ -1,7 +1,9 @@
 import Foundation
 
 /// `keel-bench --report FILE.svg`: every benchmark's ratio against its goal, one bar each, readable at a
-/// glance. Bars share one linear scale from 0; the goal is a dark tick on each row; a bar is green when
+/// glance. Bars share one linear scale from 0, sized to the benchmarks that have a ratio goal (a benchmark
+/// without one, such as `contract.generate` at 30×, would otherwise squeeze every other bar into the first
+/// tenth); a bar past the scale is cut and marked `//`. The goal is a dark tick on each row; a bar is green when
 /// the ratio meets its goal, red when it misses, grey when the goal is not a ratio.
 enum Report {
     static func svg(_ results: [Measurement], title: String) -> String {
@@ -12,7 +14,8 @@ enum Report {
         let top = 64.0
         let width = labelWidth + chartWidth + valueWidth + 20
         let height = top + Double(results.count) * rowHeight + 48
-        let largest = results.flatMap { [$0.ratio, $0.goalRatio ?? 0] }.max() ?? 1
+        let judged = results.filter { $0.goalRatio != nil }
+        let largest = (judged.isEmpty ? results : judged).flatMap { [$0.ratio, $0.goalRatio ?? 0] }.max() ?? 1
         let scaleMaximum = niceCeiling(max(largest * 1.1, 1.2))
         func x(_ ratio: Double) -> Double { labelWidth + chartWidth * min(ratio, scaleMaximum) / scaleMaximum }
 
@@ -24,7 +27,7 @@ enum Report {
             <rect width="100%" height="100%" fill="#ffffff"/>
             <text x="16" y="26" font-size="17" font-weight="bold">\(escape(title))</text>
             <text x="16" y="46" fill="#555555">ratio = candidate / baseline in the same run (lower is better); \
-            tick = goal; green meets it, red misses it</text>
+            tick = goal; green meets it, red misses it; // on a bar: it runs past the scale</text>
             """)
         // Grid: one line per 0.5 (or 1, 2, 5 when the scale is wide).
         let step = scaleMaximum <= 3 ? 0.5 : scaleMaximum <= 6 ? 1 : scaleMaximum <= 15 ? 2 : 5
@@ -50,6 +53,15 @@ enum Report {
             parts.append(
                 "<rect x=\"\(f(labelWidth))\" y=\"\(f(y + 7))\" width=\"\(f(max(1, x(result.ratio) - labelWidth)))\" "
                     + "height=\"20\" fill=\"\(color)\" rx=\"2\"/>")
+            if result.ratio > scaleMaximum {
+                // Cut: a white double slash near the end of the bar.
+                let end = x(scaleMaximum)
+                for offset in [18.0, 12.0] {
+                    parts.append(
+                        "<line x1=\"\(f(end - offset))\" y1=\"\(f(y + 29))\" x2=\"\(f(end - offset + 6))\" "
+                            + "y2=\"\(f(y + 5))\" stroke=\"#ffffff\" stroke-width=\"3\"/>")
+                }
+            }
             if let goal = result.goalRatio {
                 parts.append(
                     "<line x1=\"\(f(x(goal)))\" y1=\"\(f(y + 2))\" x2=\"\(f(x(goal)))\" y2=\"\(f(y + 32))\" "
@@ -61,7 +73,7 @@ enum Report {
                 } ?? "(no ratio goal)"
             parts.append(
                 "<text x=\"\(f(labelWidth + chartWidth + 12))\" y=\"\(f(y + 21))\" fill=\"\(color)\">"
-                    + "<tspan font-weight=\"bold\">\(String(format: "%.2f", result.ratio))</tspan> \(verdict)</text>")
+                    + "<tspan font-weight=\"bold\">\(String(format: "%.3f", result.ratio))</tspan> \(verdict)</text>")
         }
         parts.append("</svg>")
         return parts.joined(separator: "\n") + "\n"
