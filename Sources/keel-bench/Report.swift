@@ -3,8 +3,8 @@ import Foundation
 /// `keel-bench --report FILE.svg`: every benchmark's ratio against its goal, one bar each, readable at a
 /// glance. Bars share one linear scale from 0, sized to the benchmarks that have a ratio goal (a benchmark
 /// without one, such as `contract.generate` at 30×, would otherwise squeeze every other bar into the first
-/// tenth); a bar past the scale is cut and marked `//`. The goal is a dark tick on each row; a bar is green when
-/// the ratio meets its goal, red when it misses, grey when the goal is not a ratio.
+/// tenth); a bar past the scale is cut and marked `//`. The goal is a dark tick on each row; a bar is green
+/// when the ratio meets its goal, red when it misses, grey when the goal is not a ratio.
 enum Report {
     static func svg(_ results: [Measurement], title: String) -> String {
         let rowHeight = 34.0

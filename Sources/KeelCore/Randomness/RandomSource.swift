@@ -73,10 +73,10 @@ extension RandomSource {
         return Self.uuidString(bytes)
     }
 
-    /// A version 7 UUID (RFC 9562), lowercase: the milliseconds of `date` since 1970, big-endian, in its first 48 bits,
-    /// the rest drawn from this source. Ids made later sort after ids made earlier, so records keyed by them
-    /// are appended to an index instead of scattered over it (what a store keyed by outbox entry ids writes
-    /// on every acknowledgement).
+    /// A version 7 UUID (RFC 9562), lowercase: the milliseconds of `date` since 1970, big-endian, in its
+    /// first 48 bits, the rest drawn from this source. Ids made later sort after ids made earlier, so records
+    /// keyed by them are appended to their index instead of scattered over it (the sync engine's mutation ids:
+    /// a settlement record keyed by one is written on every acknowledgement).
     package func uuidString(timeOrderedAt date: Date) -> String {
         var bytes = uuidBytes()
         let milliseconds = UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded(.down)))

@@ -5,7 +5,7 @@ import KeelCore
 /// A database file with one serialized writer and concurrent readers (WAL).
 ///
 /// Concurrency model:
-/// - every write runs on one serial queue, on the single writer connection — writes never interleave;
+/// - every write runs on the single writer connection, one at a time — writes never interleave;
 /// - reads run on up to ``DatabaseConfiguration/maximumReaders`` read-only connections at once, each in
 ///   its own read transaction, so a read sees one consistent snapshot and is not blocked by the writer;
 /// - an async write that finds the writer idle runs at once on the calling thread: a small durable commit
