@@ -246,32 +246,66 @@ import Testing
         try await pool.write {
             try $0.execute("CREATE TABLE counter (n INTEGER)"); try $0.execute("INSERT INTO counter VALUES (0)")
         }
-        // Read-modify-write without SQL atomicity: only serialization keeps every increment. Async writes
-        // run on their caller's thread when the writer is idle and on the writer queue when it is not; the
-        // blocking form from plain threads at the same time must wait for both.
+        // Read-modify-write without SQL atomicity: only serialization keeps every increment. `writeInline`
+        // runs on its caller's thread when the writer is idle and on the writer queue when it is not, `write`
+        // always on the queue; the blocking form from a plain thread at the same time must wait for both.
         @Sendable func increment(_ db: Database) throws {
             let n = try db.scalar(Int.self, "SELECT n FROM counter") ?? 0
             Thread.sleep(forTimeInterval: 0.0005)  // a window for another writer to interleave, were it let in
             try db.execute("UPDATE counter SET n = ?", arguments: [n + 1])
         }
-        let blocking = Task.detached {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                Thread.detachNewThread {
-                    continuation.resume(
-                        with: Result {
-                            for _ in 0..<50 { try pool.writeSync(increment) }
-                        })
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    DispatchQueue.global().async {
+                        continuation.resume(with: Result { for _ in 0..<50 { try pool.writeSync(increment) } })
+                    }
                 }
             }
-        }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<100 {
-                group.addTask { try await pool.write(increment) }
+            for index in 0..<100 {
+                group.addTask {
+                    if index.isMultiple(of: 2) {
+                        try await pool.writeInline(increment)
+                    } else {
+                        try await pool.write(increment)
+                    }
+                }
             }
             try await group.waitForAll()
         }
-        try await blocking.value
         #expect(try await pool.read { try $0.scalar(Int.self, "SELECT n FROM counter") } == 150)
+    }
+
+    /// A `write` body may wait for other work (here: for a task that starts only once every body runs):
+    /// bodies run on writer queues, so more of them than Swift's cooperative pool has threads can wait at
+    /// once and the releasing task still runs. Were a body run on a cooperative thread, they would fill the
+    /// pool and time out.
+    @Test func writeBodiesRunOffTheCooperativePool() async throws {
+        let count = ProcessInfo.processInfo.activeProcessorCount + 1
+        let pools = try (0..<count).map { index in
+            try DatabasePool(path: directory.url("waiting-\(index).sqlite").path)
+        }
+        let entered = Locked(0)
+        let release = DispatchSemaphore(value: 0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for pool in pools {
+                group.addTask {
+                    try await pool.write { db in
+                        try db.execute("CREATE TABLE t (x INTEGER)")
+                        entered.withLock { $0 += 1 }
+                        guard release.wait(timeout: .now() + 10) == .success else {
+                            throw DatabaseError(code: .busy, message: "never released: the releasing task did not run")
+                        }
+                    }
+                }
+            }
+            group.addTask {
+                while entered.withLock({ $0 }) < count { try await Task.sleep(for: .milliseconds(5)) }
+                for _ in 0..<count { release.signal() }
+            }
+            try await group.waitForAll()
+        }
+        for pool in pools { await pool.close() }
     }
 
     @Test func moreThanOneStatementNeedsExecuteScript() async throws {

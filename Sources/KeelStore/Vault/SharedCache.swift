@@ -35,7 +35,7 @@ public final class SharedCache: Sendable {
     public func put(_ dataset: String, id: String, _ value: Data) async throws {
         let (pool, table) = try prepare(dataset)
         let now = clock.now().timeIntervalSince1970
-        try await pool.write { db in
+        try await pool.writeInline { db in
             try db.execute(
                 "CREATE TABLE IF NOT EXISTS \(table) (id TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, updated_at REAL NOT NULL)"
             )

@@ -73,9 +73,17 @@ public final class Vault: Sendable {
     public func write<T: Sendable>(_ dataset: String, _ body: @escaping @Sendable (VaultRecords) throws -> T)
         async throws -> T
     {
+        try await write(dataset, inline: false, body)
+    }
+
+    /// ``write(_:_:)-(String,_)``, run on the calling thread when the database's writer is idle
+    /// (``DatabasePool/writeInline(_:)``): for Keel's own short bodies that never wait for other work.
+    package func write<T: Sendable>(
+        _ dataset: String, inline: Bool, _ body: @escaping @Sendable (VaultRecords) throws -> T
+    ) async throws -> T {
         let access = try prepare(dataset, writing: true)
         return try await run(access) {
-            try await access.pool.write { db in
+            try await access.pool.write(inline: inline) { db in
                 try self.requireOpen()
                 try self.ensureTable(access, db)
                 return try body(VaultRecords(database: db, access: access, vault: self))
@@ -110,9 +118,17 @@ public final class Vault: Sendable {
     public func write<T: Sendable>(
         _ datasets: [String], _ body: @escaping @Sendable (VaultTransaction) throws -> T
     ) async throws -> T {
+        try await write(datasets, inline: false, body)
+    }
+
+    /// ``write(_:_:)-([String],_)``, run on the calling thread when the database's writer is idle
+    /// (``DatabasePool/writeInline(_:)``): for Keel's own short bodies that never wait for other work.
+    package func write<T: Sendable>(
+        _ datasets: [String], inline: Bool, _ body: @escaping @Sendable (VaultTransaction) throws -> T
+    ) async throws -> T {
         let (first, accesses) = try prepare(datasets, writing: true)
         return try await run(first) {
-            try await first.pool.write { db in
+            try await first.pool.write(inline: inline) { db in
                 try self.requireOpen()
                 var records: [String: VaultRecords] = [:]
                 for access in accesses {
@@ -722,5 +738,14 @@ enum BackupExclusion {
                 throw VaultError(code: .ioError, message: "\(path) cannot be excluded from backup: \(error)")
             }
         #endif
+    }
+}
+
+extension DatabasePool {
+    /// ``writeInline(_:)`` or ``write(_:)``.
+    fileprivate func write<T: Sendable>(inline: Bool, _ body: @escaping @Sendable (Database) throws -> T)
+        async throws -> T
+    {
+        inline ? try await writeInline(body) : try await write(body)
     }
 }

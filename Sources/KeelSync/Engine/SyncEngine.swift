@@ -188,7 +188,7 @@ public actor SyncEngine {
         }
         let storage = storage
         return try await storageCall {
-            try await self.vault.write(storage.all) { transaction in
+            try await self.vault.write(storage.all, inline: true) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
                 // Numbers are taken inside the transaction (the writer is serialized): never twice, even for
@@ -437,7 +437,7 @@ public actor SyncEngine {
         try requireRunning()
         let storage = storage
         return try await storageCall {
-            try await self.vault.write(storage.outbox) { outbox in
+            try await self.vault.write(storage.outbox, inline: true) { outbox in
                 var moved = 0
                 for id in try outbox.ids() {
                     guard let data = try outbox.get(id) else { continue }
@@ -463,7 +463,7 @@ public actor SyncEngine {
         let now = clock.now()
         let sending = inFlight
         try await storageCall {
-            try await self.vault.write(storage.all) { transaction in
+            try await self.vault.write(storage.all, inline: true) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let outboxID = SyncRecords.outboxID(mutation.sequence)
                 guard let data = try outbox.get(outboxID) else { return }
@@ -508,7 +508,7 @@ public actor SyncEngine {
         let key = IdempotencyKey.make(using: random)
         let correlation = CorrelationID.make(using: random)
         return try await storageCall {
-            try await self.vault.write(storage.all) { transaction in
+            try await self.vault.write(storage.all, inline: true) { transaction in
                 let conflicts = try transaction.records(storage.conflicts)
                 guard let data = try conflicts.get(conflictID) else {
                     throw SyncError(code: .unknownConflict, subject: conflictID, message: "no such conflict")
@@ -643,7 +643,7 @@ public actor SyncEngine {
             let now = clock.now()
             let types = policies.types
             try await storageCall {
-                try await self.vault.write(storage.all) { transaction in
+                try await self.vault.write(storage.all, inline: true) { transaction in
                     let entities = try transaction.records(storage.entities)
                     let outbox = try transaction.records(storage.outbox)
                     for change in page.changes {
@@ -676,7 +676,7 @@ public actor SyncEngine {
     private func markInFlight(_ batch: [PendingMutation]) async throws(SyncError) {
         let storage = storage
         try await storageCall {
-            try await self.vault.write([storage.outbox, storage.state]) { transaction in
+            try await self.vault.write([storage.outbox, storage.state], inline: true) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let state = try transaction.records(storage.state)
                 let going = Set(batch.map(\.id))
@@ -762,7 +762,7 @@ public actor SyncEngine {
         // 409: the backend is still applying one of these keys (an earlier attempt): the outcome is not known.
         let unknown = failure.outcome == .unknown || failure.status == 409
         try await storageCall {
-            try await self.vault.write([storage.outbox, storage.state]) { transaction in
+            try await self.vault.write([storage.outbox, storage.state], inline: true) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 try transaction.records(storage.state).delete("inflight")  // the outcome is written below
                 for sent in batch {
@@ -793,7 +793,7 @@ public actor SyncEngine {
         let now = clock.now()
         let random = random
         let counts = try await storageCall {
-            try await self.vault.write(storage.all) { transaction in
+            try await self.vault.write(storage.all, inline: true) { transaction in
                 var counts = (acknowledged: 0, conflicts: 0, rejected: 0)
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)

@@ -45,7 +45,7 @@ public final class SQLiteOperationJournal: OperationJournal {
     /// Records `entry`, replacing one with the same operation id; committed (FULL sync) on return.
     public func record(_ entry: JournalEntry) async throws {
         let trace = try entry.trace.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
-        try await pool.write { db in
+        try await pool.writeInline { db in
             // REPLACE gives the row a new rowid: entries list in the order they were (last) recorded.
             try db.execute(
                 """
@@ -64,7 +64,7 @@ public final class SQLiteOperationJournal: OperationJournal {
 
     /// Moves entry `operationID` to `state`; keeps its request id when `requestID` is nil.
     public func complete(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws {
-        try await pool.write { db in
+        try await pool.writeInline { db in
             try db.execute(
                 "UPDATE keel_operation_journal SET state = ?, request_id = coalesce(?, request_id) WHERE operation_id = ?",
                 arguments: [Self.text(state), requestID, operationID])
