@@ -39,7 +39,9 @@ enum HTTPBenchmarks {
             goal: goal,
             operations: 2000,  // the 2,000 sequential GETs per measured batch
             prepare: {
-                let server = try TestServer(dispatcher: TestServer.Dispatcher { _ in .json(body) })
+                let server = try TestServer(
+                    configuration: .init(recordsRequests: false), dispatcher: TestServer.Dispatcher { _ in .json(body) }
+                )
                 let session = URLSession(configuration: .ephemeral)
                 let url = server.url("/notes")
                 let client = HTTPClient(configuration: .init(baseURL: server.baseURL, transport: transport()))
@@ -70,12 +72,17 @@ enum HTTPBenchmarks {
         goal: "ratio ≤ 1.02 (http.get with trace context and version headers on vs off, same server)",
         operations: 2000,
         prepare: {
-            let server = try TestServer(dispatcher: TestServer.Dispatcher { _ in .json(body) })
-            let plain = HTTPClient(configuration: .init(baseURL: server.baseURL))
+            let server = try TestServer(
+                configuration: .init(recordsRequests: false), dispatcher: TestServer.Dispatcher { _ in .json(body) })
+            // One transport for both clients: both sides go over the same pooled connection to the same server
+            // thread. With a transport each, each side had a server thread of its own, and where the scheduler
+            // had put the two threads moved the ratio between runs by more than the headers cost.
+            let transport = HTTPClient.Configuration.makeDefaultTransport()
+            let plain = HTTPClient(configuration: .init(baseURL: server.baseURL, transport: transport))
             let tracing = TraceContextMiddleware(allowlist: OriginAllowlist([server.baseURL]))
             let traced = HTTPClient(
                 configuration: .init(
-                    baseURL: server.baseURL, middleware: [tracing],
+                    baseURL: server.baseURL, transport: transport, middleware: [tracing],
                     versionPolicy: VersionPolicyContract(appVersion: AppVersion("5.1.0")!, platform: "ios")))
             return Benchmark.Sides(
                 baseline: {

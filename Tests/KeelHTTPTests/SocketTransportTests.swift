@@ -37,6 +37,27 @@ import Testing
         #expect(String(decoding: recorded.body, as: UTF8.self) == #"{"title": "t"}"#)
     }
 
+    /// `Host`, `Content-Length`, `Transfer-Encoding` and `Connection` are the transport's to write, in
+    /// whatever case an operation spells them: a caller's copy cannot change the framing.
+    @Test func fieldsThatFrameTheRequestAreTheTransports() async throws {
+        server.enqueue(TestResponse(body: "ok"))
+        _ = try await transport.send(
+            TransportRequest(
+                method: "POST", url: server.url("/notes"),
+                headers: [
+                    "HOST": "evil.example", "content-LENGTH": "999", "Transfer-encoding": "chunked",
+                    "CONNECTION": "close", "Hosts": "kept",
+                ],
+                body: Data("abc".utf8)))
+        let recorded = try #require(server.requests.first)
+        #expect(recorded.headers.values(for: "Host") == ["127.0.0.1:\(server.port)"])
+        #expect(recorded.headers.values(for: "Content-Length") == ["3"])
+        #expect(recorded.headers.values(for: "Transfer-Encoding").isEmpty)
+        #expect(recorded.headers.values(for: "Connection").isEmpty)
+        #expect(recorded.headers["Hosts"] == "kept")
+        #expect(String(decoding: recorded.body, as: UTF8.self) == "abc")
+    }
+
     @Test func keepAliveConnectionsAreReusedOnlyWhereAllowed() async throws {
         for _ in 0..<4 { server.enqueue(.json("{}")) }
         _ = try await get("/a")

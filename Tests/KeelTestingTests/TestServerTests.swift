@@ -349,6 +349,31 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    /// Optional whitespace around a field value is SP and HTAB (RFC 9110 §5.6.3): those go, a no-break
+    /// space stays part of the value.
+    @Test func fieldValuesLoseOnlySpacesAndTabsAroundThem() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "ok"))
+        let raw = try RawClient(port: server.port)
+        raw.send(
+            "GET / HTTP/1.1\r\nHost: x\r\nX-Padded: \t two words \t\r\nX-Nbsp: \u{00A0}kept\u{00A0}\r\nX-Empty:  \r\n\r\n"
+        )
+        let request = try await server.takeRequest()
+        #expect(request.headers["X-Padded"] == "two words")
+        #expect(request.headers["X-Nbsp"] == "\u{00A0}kept\u{00A0}")
+        #expect(request.headers["X-Empty"] == "")
+    }
+
+    @Test func rejectsAHeadThatIsNotUTF8() async throws {
+        let server = try TestServer()
+        let raw = try RawClient(port: server.port)
+        raw.send(bytes: Array("GET / HTTP/1.1\r\nHost: x\r\nX-Bad: ".utf8) + [0xC3, 0x28] + Array("\r\n\r\n".utf8))
+        #expect(raw.readUntilClose().hasPrefix("HTTP/1.1 400"))
+        let rejected = try await server.awaitConnectionEvent { if case .rejected = $0.kind { true } else { false } }
+        #expect(rejected.kind == .rejected(status: 400, reason: "request head is not valid UTF-8"))
+        #expect(server.requestCount == 0)
+    }
+
     @Test func rejectsOversizedHeadsWith431() throws {
         let server = try TestServer(configuration: .init(maximumHeadBytes: 1024))
         let raw = try RawClient(port: server.port)

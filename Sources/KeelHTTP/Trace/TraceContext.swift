@@ -30,7 +30,13 @@ public struct TraceID: Sendable, Hashable, HexIdentifier {
     }
 
     /// 32 lowercase hex digits.
-    public var description: String { TraceHex.text(high) + TraceHex.text(low) }
+    public var description: String {
+        String(unsafeUninitializedCapacity: 32) { buffer in
+            TraceHex.write(high, into: buffer, at: 0)
+            TraceHex.write(low, into: buffer, at: 16)
+            return 32
+        }
+    }
 
 }
 
@@ -96,7 +102,23 @@ public struct TraceParent: Sendable, Hashable {
     }
 
     /// The header value Keel sends: version `00`, and of the flags only sampled.
-    public var headerValue: String { "00-\(traceID)-\(parentID)-0\(sampled ? 1 : 0)" }
+    public var headerValue: String {
+        // Written byte by byte: it is made for every attempt (keel-bench trace.overhead).
+        String(unsafeUninitializedCapacity: 55) { buffer in
+            let dash = UInt8(ascii: "-")
+            buffer[0] = UInt8(ascii: "0")
+            buffer[1] = UInt8(ascii: "0")
+            buffer[2] = dash
+            TraceHex.write(traceID.high, into: buffer, at: 3)
+            TraceHex.write(traceID.low, into: buffer, at: 19)
+            buffer[35] = dash
+            TraceHex.write(parentID.value, into: buffer, at: 36)
+            buffer[52] = dash
+            buffer[53] = UInt8(ascii: "0")
+            buffer[54] = sampled ? UInt8(ascii: "1") : UInt8(ascii: "0")
+            return 55
+        }
+    }
 
     /// Parses a received `traceparent` value.
     ///
@@ -377,7 +399,6 @@ extension HexIdentifier {
 
 /// Lowercase hex reading and writing for trace ids.
 enum TraceHex {
-    private static let digits = Array("0123456789abcdef".utf8)
 
     static func nibble(_ byte: UInt8) -> UInt8? {
         switch byte {
@@ -405,8 +426,18 @@ enum TraceHex {
 
     /// 16 lowercase hex digits.
     static func text(_ value: UInt64) -> String {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<16 { bytes[index] = digits[Int(value >> UInt64(60 - 4 * index) & 0xf)] }
-        return String(decoding: bytes, as: UTF8.self)
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            write(value, into: buffer, at: 0)
+            return 16
+        }
+    }
+
+    /// Writes `value` as 16 lowercase hex digits into `buffer` from `offset`.
+    static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        for index in 0..<16 {
+            let nibble = Int(truncatingIfNeeded: value >> UInt64(60 - 4 * index)) & 0xf
+            buffer[offset + index] =
+                nibble < 10 ? UInt8(ascii: "0") + UInt8(nibble) : UInt8(ascii: "a") + UInt8(nibble - 10)
+        }
     }
 }

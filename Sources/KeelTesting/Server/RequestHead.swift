@@ -27,36 +27,51 @@ package struct RequestHead {
         return version == "HTTP/1.0" && !tokens.contains("keep-alive")
     }
 
-    private static let tokenCharacters = Set(
-        "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    /// RFC 9110 `tchar`, by byte.
+    private static let isTokenByte: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8 {
+            table[Int(byte)] = true
+        }
+        return table
+    }()
+
+    private static func isToken(_ bytes: ArraySlice<UInt8>) -> Bool {
+        !bytes.isEmpty && bytes.allSatisfy { isTokenByte[Int($0)] }
+    }
 
     /// Parses the bytes before the empty line. Rejects what RFC 9112 says a server must reject.
+    ///
+    /// Works on bytes (a head is ASCII but for field values): lines split on LF, each line checked to be
+    /// UTF-8, optional whitespace around a value is SP and HTAB only (RFC 9110 §5.6.3).
     package static func parse(_ bytes: [UInt8]) -> Result<RequestHead, Failure> {
-        // Split on LF bytes, not on Characters: in Swift "\r\n" is one Character.
-        var lines: [Substring] = []
+        var lines: [ArraySlice<UInt8>] = []
         for rawLine in bytes.split(separator: 10, omittingEmptySubsequences: false) {
             let line = rawLine.last == 13 ? rawLine.dropLast() : rawLine
-            guard let text = String(bytes: line, encoding: .utf8) else {
+            guard line.allSatisfy({ $0 < 0x80 }) || String(validating: line, as: UTF8.self) != nil else {
                 return .failure(Failure(status: 400, reason: "request head is not valid UTF-8"))
             }
-            lines.append(Substring(text))
+            lines.append(line)
         }
         // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request line.
         while lines.first?.isEmpty == true { lines.removeFirst() }
         guard let requestLine = lines.first else { return .failure(Failure(status: 400, reason: "empty request")) }
-        let parts = requestLine.split(separator: " ", omittingEmptySubsequences: false)
+        let parts = requestLine.split(separator: 32, omittingEmptySubsequences: false)
         guard parts.count == 3 else {
             return .failure(
-                Failure(status: 400, reason: "malformed request line \(String(requestLine).debugDescription)"))
+                Failure(
+                    status: 400,
+                    reason: "malformed request line \(String(decoding: requestLine, as: UTF8.self).debugDescription)"))
         }
-        let method = String(parts[0])
-        let target = String(parts[1])
-        let version = String(parts[2])
-        guard !method.isEmpty, method.allSatisfy(tokenCharacters.contains) else {
+        let method = String(decoding: parts[0], as: UTF8.self)
+        let target = String(decoding: parts[1], as: UTF8.self)
+        let version = String(decoding: parts[2], as: UTF8.self)
+        guard isToken(parts[0]) else {
             return .failure(Failure(status: 400, reason: "malformed method \(method.debugDescription)"))
         }
-        guard !target.isEmpty,
-            !target.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x21 || $0 == 0x7F } ?? false })
+        // No controls, DEL or spaces; beyond ASCII, no Unicode whitespace either.
+        guard !parts[1].isEmpty, !parts[1].contains(where: { $0 < 0x21 || $0 == 0x7F }),
+            parts[1].allSatisfy({ $0 < 0x80 }) || !target.contains(where: \.isWhitespace)
         else {
             return .failure(Failure(status: 400, reason: "malformed request target"))
         }
@@ -67,19 +82,25 @@ package struct RequestHead {
 
         var headers = HeaderFields()
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else {
+            guard let colon = line.firstIndex(of: 58) else {  // ":"
                 return .failure(Failure(status: 400, reason: "header line without a colon"))
             }
-            let name = String(line[..<colon])
-            guard !name.isEmpty, name.allSatisfy(tokenCharacters.contains) else {
+            let nameBytes = line[..<colon]
+            guard isToken(nameBytes) else {
                 // Also rejects obsolete line folding and whitespace before the colon (RFC 9112 §5.1, §5.2).
-                return .failure(Failure(status: 400, reason: "malformed header name \(name.debugDescription)"))
+                return .failure(
+                    Failure(
+                        status: 400,
+                        reason: "malformed header name \(String(decoding: nameBytes, as: UTF8.self).debugDescription)"))
             }
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            guard !value.unicodeScalars.contains(where: { $0.value == 0 || $0.value == 13 }) else {
+            let name = String(decoding: nameBytes, as: UTF8.self)
+            var value = line[line.index(after: colon)...]
+            while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
+            while let last = value.last, last == 32 || last == 9 { value.removeLast() }
+            guard !value.contains(where: { $0 == 0 || $0 == 13 }) else {
                 return .failure(Failure(status: 400, reason: "header \(name) contains a control character"))
             }
-            headers.append(name: name, value: value)
+            headers.append(name: name, value: String(decoding: value, as: UTF8.self))
         }
         if version == "HTTP/1.1", headers["Host"] == nil {
             return .failure(Failure(status: 400, reason: "HTTP/1.1 request without Host"))

@@ -62,8 +62,10 @@ final class RawClient {
 
     deinit { POSIX.close(descriptor) }
 
-    func send(_ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { POSIX.write(descriptor, $0) }
+    func send(_ text: String) { send(bytes: Array(text.utf8)) }
+
+    func send(bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { POSIX.write(descriptor, $0) }
     }
 
     /// How a read from the server ended.
