@@ -47,7 +47,7 @@ struct Benchmark: Sendable {
 }
 
 /// The measured result of one benchmark.
-struct Measurement: Encodable {
+struct Measurement: Codable {
     let name: String
     let unit: String
     let baseline: Double

@@ -32,14 +32,16 @@ enum KeelBench {
     static let usage = """
         USAGE: keel-bench [--filter <name>]... [--rounds <n>] [--json] [--report <file.svg>] [--list]
 
-        Measures each benchmark's candidate and baseline in this process, interleaved over several rounds,
-        and reports the median time per operation of each and their ratio (candidate / baseline).
+        Measures each benchmark's candidate and baseline in one process of its own (a fresh child, so that
+        no benchmark inherits another's threads, heap or caches), interleaved over several rounds, and
+        reports the median time per operation of each and their ratio (candidate / baseline).
 
         OPTIONS:
           --filter <name>  Run only benchmarks whose name contains <name> (repeatable).
           --rounds <n>     Rounds per benchmark (default 15, at least 3).
           --json           One JSON object per benchmark: name, unit, baseline, candidate, ratio, goal, goalRatio.
           --report <file>  Also write an SVG chart of every ratio against its goal (misses in red).
+          --same-process   Run every benchmark in this process, one after another (for profilers).
           --list           List the benchmarks and exit.
           -h, --help       Show this help.
 
@@ -65,8 +67,28 @@ enum KeelBench {
                 exit(1)
             }
         }
+        // One benchmark in this process, for the parent (not an option for people): the measurement as one
+        // JSON line, then this process's peak RSS.
+        if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "--child-benchmark",
+            CommandLine.arguments[3] == "--rounds", let rounds = Int(CommandLine.arguments[4])
+        {
+            let name = CommandLine.arguments[2]
+            guard let benchmark = benchmarks.first(where: { $0.name == name }) else { fail("no benchmark \(name)") }
+            do {
+                let result = try await Harness(rounds: rounds).run(benchmark)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(result), as: UTF8.self))
+                print("peak \((try? PeakMemory.peak()) ?? 0)")
+                exit(0)
+            } catch {
+                FileHandle.standardError.write(Data("error: \(name): \(error)\n".utf8))
+                exit(1)
+            }
+        }
         var filters: [String] = []
         var rounds = 15
+        var sameProcess = false
         var json = false
         var reportPath: String?
         var arguments = CommandLine.arguments.dropFirst()
@@ -81,6 +103,7 @@ enum KeelBench {
                 }
                 rounds = number
             case "--json": json = true
+            case "--same-process": sameProcess = true
             case "--report":
                 guard let value = arguments.popFirst() else { fail("option '--report' needs a file name") }
                 reportPath = value
@@ -110,7 +133,10 @@ enum KeelBench {
         var results: [Measurement] = []
         for benchmark in selected {
             do {
-                let result = try await harness.run(benchmark)
+                let (result, peak) =
+                    sameProcess
+                    ? (try await harness.run(benchmark), try? PeakMemory.peak())
+                    : try await runInChild(benchmark, rounds: rounds)
                 results.append(result)
                 if json {
                     print(String(decoding: try encoder.encode(result), as: UTF8.self))
@@ -125,7 +151,9 @@ enum KeelBench {
                     if let throughput = result.candidateMBPerSecond {
                         print("  candidate  \(format(throughput)) MB/s")
                     }
-                    print("  peak RSS so far  \(format(Double((try? PeakMemory.peak()) ?? 0) / 1_048_576)) MiB")
+                    print(
+                        "  peak RSS  \(format(Double(peak ?? 0) / 1_048_576)) MiB"
+                            + (sameProcess ? " (this process so far)" : " (its process)"))
                 }
             } catch {
                 FileHandle.standardError.write(Data("error: \(benchmark.name): \(error)\n".utf8))
@@ -141,6 +169,22 @@ enum KeelBench {
                 exit(1)
             }
         }
+    }
+
+    /// Runs `benchmark` in a fresh child process of this executable and returns its measurement and the
+    /// child's peak RSS. What else the child prints (`KEEL_BENCH_TRACE`'s per-round ratios) is passed on.
+    static func runInChild(_ benchmark: Benchmark, rounds: Int) async throws -> (Measurement, Int?) {
+        let process = try ChildProcess.launch(
+            executable: CommandLine.arguments[0],
+            arguments: ["--child-benchmark", benchmark.name, "--rounds", String(rounds)])
+        let ending = try await process.waitForExit(timeout: .seconds(3600))
+        let lines = process.output(of: .standardOutput).split(separator: "\n")
+        guard case .exited(0) = ending, let line = lines.last(where: { $0.hasPrefix("{") }) else {
+            throw BenchError("the child process ended \(ending): \(process.output(of: .standardError))")
+        }
+        for other in lines where !other.hasPrefix("{") && !other.hasPrefix("peak ") { print(other) }
+        let peak = lines.last(where: { $0.hasPrefix("peak ") }).flatMap { Int($0.dropFirst(5)) }
+        return (try JSONDecoder().decode(Measurement.self, from: Data(line.utf8)), peak)
     }
 
     static func format(_ value: Double) -> String { String(format: "%.3f", value) }
