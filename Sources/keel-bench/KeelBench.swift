@@ -75,10 +75,7 @@ enum KeelBench {
             let name = CommandLine.arguments[2]
             guard let benchmark = benchmarks.first(where: { $0.name == name }) else { fail("no benchmark \(name)") }
             do {
-                let result = try await Harness(rounds: rounds).run(benchmark)
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                print(String(decoding: try encoder.encode(result), as: UTF8.self))
+                print(try jsonLine(try await Harness(rounds: rounds).run(benchmark)))
                 print("peak \((try? PeakMemory.peak()) ?? 0)")
                 exit(0)
             } catch {
@@ -128,8 +125,6 @@ enum KeelBench {
         guard !selected.isEmpty else { fail("no benchmark matches \(filters)") }
 
         let harness = Harness(rounds: rounds)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
         var results: [Measurement] = []
         for benchmark in selected {
             do {
@@ -139,7 +134,7 @@ enum KeelBench {
                     : try await runInChild(benchmark, rounds: rounds)
                 results.append(result)
                 if json {
-                    print(String(decoding: try encoder.encode(result), as: UTF8.self))
+                    print(try jsonLine(result))
                 } else {
                     print(
                         """
@@ -185,6 +180,13 @@ enum KeelBench {
         for other in lines where !other.hasPrefix("{") && !other.hasPrefix("peak ") { print(other) }
         let peak = lines.last(where: { $0.hasPrefix("peak ") }).flatMap { Int($0.dropFirst(5)) }
         return (try JSONDecoder().decode(Measurement.self, from: Data(line.utf8)), peak)
+    }
+
+    /// `measurement` as one JSON object, keys sorted.
+    static func jsonLine(_ measurement: Measurement) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(measurement), as: UTF8.self)
     }
 
     static func format(_ value: Double) -> String { String(format: "%.3f", value) }

@@ -121,6 +121,20 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
             a == b || (a ^ b == 0x20 && (a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A)
         }
     }
+
+    /// Whether `bytes` is an RFC 9110 token (a method or a field name): one or more `tchar`s.
+    package static func isToken(_ bytes: some Collection<UInt8>) -> Bool {
+        !bytes.isEmpty && bytes.allSatisfy { isTokenByte[Int($0)] }
+    }
+
+    /// RFC 9110 `tchar`, by byte.
+    private static let isTokenByte: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8 {
+            table[Int(byte)] = true
+        }
+        return table
+    }()
 }
 
 extension StringProtocol {

@@ -297,7 +297,7 @@ public final class SocketTransport: HTTPTransport {
     /// `Transfer-Encoding`, `Connection`) are written by it; a name or value with a line break or NUL is
     /// refused (it would smuggle a second request).
     static func head(of request: TransportRequest, target: Target) throws(TransportError) -> [UInt8] {
-        guard isToken(request.method) else {
+        guard HeaderFields.isToken(request.method.utf8) else {
             throw TransportError(code: .other, requestMayHaveBeenSent: false, detail: "invalid method")
         }
         // Appended as bytes: this runs for every request, and its cost grows with every header a middleware
@@ -312,7 +312,9 @@ public final class SocketTransport: HTTPTransport {
         append(target.hostField)
         append("\r\n")
         for field in request.headers where !isOwnedByTransport(field.name) {
-            guard isToken(field.name), !field.value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) else {
+            guard HeaderFields.isToken(field.name.utf8),
+                !field.value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 })
+            else {
                 throw TransportError(
                     code: .other, requestMayHaveBeenSent: false,
                     detail: "header field \(field.name.debugDescription) has a line break or is not a field name")
@@ -332,21 +334,11 @@ public final class SocketTransport: HTTPTransport {
         return head
     }
 
-    /// RFC 9110 token characters (method and field names).
-    private static func isToken(_ text: String) -> Bool {
-        !text.isEmpty
-            && text.utf8.allSatisfy { byte in
-                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                    || "!#$%&'*+-.^_`|~".utf8.contains(byte)
-            }
-    }
-
     /// `Host`, `Content-Length`, `Transfer-Encoding` and `Connection`, in any case: the transport writes
     /// them itself.
     private static func isOwnedByTransport(_ name: String) -> Bool {
-        ["host", "connection", "content-length", "transfer-encoding"].contains {
-            HeaderFields.equalIgnoringCase($0, name)
-        }
+        ownedFields.contains { HeaderFields.equalIgnoringCase($0, name) }
     }
 
+    private static let ownedFields = ["host", "connection", "content-length", "transfer-encoding"]
 }

@@ -27,19 +27,6 @@ package struct RequestHead {
         return version == "HTTP/1.0" && !tokens.contains("keep-alive")
     }
 
-    /// RFC 9110 `tchar`, by byte.
-    private static let isTokenByte: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for byte in "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8 {
-            table[Int(byte)] = true
-        }
-        return table
-    }()
-
-    private static func isToken(_ bytes: ArraySlice<UInt8>) -> Bool {
-        !bytes.isEmpty && bytes.allSatisfy { isTokenByte[Int($0)] }
-    }
-
     /// Parses the bytes before the empty line. Rejects what RFC 9112 says a server must reject.
     ///
     /// Works on bytes (a head is ASCII but for field values): lines split on LF, each line checked to be
@@ -66,7 +53,7 @@ package struct RequestHead {
         let method = String(decoding: parts[0], as: UTF8.self)
         let target = String(decoding: parts[1], as: UTF8.self)
         let version = String(decoding: parts[2], as: UTF8.self)
-        guard isToken(parts[0]) else {
+        guard HeaderFields.isToken(parts[0]) else {
             return .failure(Failure(status: 400, reason: "malformed method \(method.debugDescription)"))
         }
         // No controls, DEL or spaces; beyond ASCII, no Unicode whitespace either.
@@ -86,7 +73,7 @@ package struct RequestHead {
                 return .failure(Failure(status: 400, reason: "header line without a colon"))
             }
             let nameBytes = line[..<colon]
-            guard isToken(nameBytes) else {
+            guard HeaderFields.isToken(nameBytes) else {
                 // Also rejects obsolete line folding and whitespace before the colon (RFC 9112 §5.1, §5.2).
                 return .failure(
                     Failure(
