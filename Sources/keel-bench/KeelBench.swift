@@ -30,7 +30,7 @@ enum KeelBench {
     ]
 
     static let usage = """
-        USAGE: keel-bench [--filter <name>]... [--rounds <n>] [--json] [--report <file.svg>] [--list]
+        USAGE: keel-bench [--filter <name>]... [--rounds <n>] [--json] [--report <file.svg>] [--same-process] [--list]
 
         Measures each benchmark's candidate and baseline in one process of its own (a fresh child, so that
         no benchmark inherits another's threads, heap or caches), interleaved over several rounds, and
