@@ -25,6 +25,90 @@ import Testing
     }
 }
 
+/// Synthesized models read Keel's enum members through the `KeyedDecodingContainer` overloads (a fast path);
+/// these must decide exactly what the types' own `init(from:)` decides, with the same error at the same path.
+@Suite struct EnumMemberDecodingTests {
+    enum Kind: String, ExtensibleEnum { case text, checklist }
+    enum Visibility: String, ClosedEnum { case `private`, shared }
+    enum Priority: Int, ClosedIntegerEnum { case low = 1, high = 2 }
+
+    struct Required: Codable { var kind: Extensible<Kind>; var visibility: Visibility; var priority: Priority }
+    struct Optional: Codable { var kind: Extensible<Kind>?; var visibility: Visibility?; var priority: Priority? }
+
+    /// What decoding `json` as `T` gives: the value's description, or the error's code, path and value.
+    static func outcome<T: Decodable>(_ type: T.Type, _ json: String) -> String {
+        do {
+            return "\(try ContractDecoder().decode(T.self, from: Data(json.utf8)))"
+        } catch {
+            return "\(error.code) at \(error.path.isEmpty ? "-" : error.path) value \(error.value ?? "-")"
+        }
+    }
+
+    @Test(arguments: [
+        #""text""#, #""drawing""#, #""""#, #""private""#, #""team""#, "1", "2", "3", "2.5", "null", "true", "[]",
+    ])
+    func membersDecodeAsTheBareValueDoes(value: String) {
+        // Each member alone, as a bare value (the type's init(from:)) and inside a model (the overloads).
+        func expectSame<T: Decodable>(_: T.Type, member: String, in model: String) {
+            let bare = Self.outcome(T.self, value)
+            let required = Self.outcome(Required.self, model)
+            let expected =
+                bare.contains(" at ")
+                ? bare.replacingOccurrences(of: " at - ", with: " at \(member) ") : nil
+            if bare.hasPrefix("invalidValue at - ") {
+                // A number that does not fit `Int` (2.5): Foundation on Linux reports it without a path,
+                // wherever it sits (see ContractDecoder), so both say so the same way.
+                #expect(required == bare, "\(member) = \(value)")
+            } else if let expected {
+                #expect(required == expected, "\(member) = \(value)")
+            } else {
+                #expect(!required.contains(" at "), "\(member) = \(value): \(required)")
+            }
+        }
+        expectSame(
+            Extensible<Kind>.self, member: "kind",
+            in: #"{"kind": \#(value), "visibility": "private", "priority": 1}"#)
+        expectSame(
+            Visibility.self, member: "visibility", in: #"{"kind": "text", "visibility": \#(value), "priority": 1}"#)
+        expectSame(
+            Priority.self, member: "priority", in: #"{"kind": "text", "visibility": "private", "priority": \#(value)}"#)
+    }
+
+    @Test func decodedValuesAreTheCasesTheBareValuesGive() throws {
+        let model = try ContractDecoder().decode(
+            Required.self, from: Data(#"{"kind": "drawing", "visibility": "shared", "priority": 2}"#.utf8))
+        #expect(model.kind == .unknown("drawing"))
+        #expect(model.visibility == .shared)
+        #expect(model.priority == .high)
+        let known = try ContractDecoder().decode(
+            Optional.self, from: Data(#"{"kind": "checklist", "visibility": "private", "priority": 1}"#.utf8))
+        #expect(known.kind == .known(.checklist))
+        #expect(known.visibility == .private)
+        #expect(known.priority == .low)
+    }
+
+    @Test func optionalMembersAreNilOnlyWhenAbsentOrNull() throws {
+        for json in ["{}", #"{"kind": null, "visibility": null, "priority": null}"#] {
+            let model = try ContractDecoder().decode(Optional.self, from: Data(json.utf8))
+            #expect(model.kind == nil && model.visibility == nil && model.priority == nil, "\(json)")
+        }
+        #expect(
+            Self.outcome(Optional.self, #"{"visibility": "team"}"#) == "undeclaredEnumValue at visibility value team")
+        #expect(Self.outcome(Optional.self, #"{"priority": 3}"#) == "undeclaredEnumValue at priority value 3")
+        #expect(Self.outcome(Optional.self, #"{"kind": 3}"#) == "typeMismatch at kind value -")
+        #expect(Self.outcome(Optional.self, #"{"kind": "voice"}"#).contains("unknown(voice)"))
+        #expect(Self.outcome(Optional.self, #"{"priority": "1"}"#) == "typeMismatch at priority value -")
+    }
+
+    @Test func nestedMembersReportTheirWholePath() {
+        struct Page: Codable { var items: [Required] }
+        let json =
+            #"{"items": [{"kind": "text", "visibility": "private", "priority": 1},"#
+            + #"{"kind": "text", "visibility": "private", "priority": 7}]}"#
+        #expect(Self.outcome(Page.self, json) == "undeclaredEnumValue at items[1].priority value 7")
+    }
+}
+
 @Suite struct ContractVersionTests {
     @Test func parsesSemanticVersions() throws {
         let version = try ContractVersion("1.4.2-beta.3+build.7")

@@ -11,6 +11,10 @@ public import KeelCore
 /// ``UndeclaredEnumValue`` naming the type and the value; ``ContractDecoder`` reports it as
 /// ``ContractDecodingError/Code/undeclaredEnumValue`` with the coding path (`notes[3].visibility`).
 /// Making the property optional does not soften it: `nil` means absent or `null`, never "unknown".
+///
+/// The decoding is Keel's, not the type's: a model's members of a closed enum type are read by Keel's
+/// `KeyedDecodingContainer` overloads (the raw value, then the declared case), so an `init(from:)` written
+/// in the enum itself is not used for them. A type that needs its own decoding is not a closed enum.
 public protocol ClosedEnum: ClosedRawEnum where RawValue == String {}
 
 /// What ``ClosedEnum`` and ``ClosedIntegerEnum`` share: decoding the raw value and refusing one that is not a

@@ -1,0 +1,72 @@
+// Overloads that `Codable` synthesis picks for members of Keel's enum types. A synthesized `init(from:)`
+// calls `container.decode(T.self, forKey:)` by name, so a more specific overload in scope wins over the
+// generic `decode<T: Decodable>`. The generic one makes JSONDecoder test `T` against its special types
+// and a marker protocol (a dynamic cast) and then call `T.init(from:)` through the unspecialized generic
+// conformance; these read the string (or integer) with the concrete, fast overload and match it here,
+// specialized for the app's enum (decode.tolerant in keel-bench). Behaviour, errors and coding paths are
+// those of `init(from:)`.
+
+extension KeyedDecodingContainer {
+    /// Decodes an extensible enum member: `.known` when `Known` declares the string, otherwise `.unknown`.
+    ///
+    /// - Throws: `DecodingError` when the member is missing, null or not a string.
+    @inlinable
+    public func decode<Known>(_ type: Extensible<Known>.Type, forKey key: Key) throws -> Extensible<Known> {
+        precondition(
+            !Known.isDeclaredClosed,
+            "Extensible<\(Known.self)>: \(Known.self) is a ClosedEnum; an undeclared value of a closed enum must fail, not fall back"
+        )
+        return Extensible(rawValue: try decode(String.self, forKey: key))
+    }
+
+    /// Decodes an optional extensible enum member: nil when absent or null.
+    ///
+    /// - Throws: `DecodingError` when the member is present but not a string.
+    @inlinable
+    public func decodeIfPresent<Known>(_ type: Extensible<Known>.Type, forKey key: Key) throws -> Extensible<Known>? {
+        precondition(
+            !Known.isDeclaredClosed,
+            "Extensible<\(Known.self)>: \(Known.self) is a ClosedEnum; an undeclared value of a closed enum must fail, not fall back"
+        )
+        return try decodeIfPresent(String.self, forKey: key).map { Extensible(rawValue: $0) }
+    }
+
+    /// Decodes a closed string enum member; a value it does not declare fails with ``UndeclaredEnumValue``.
+    ///
+    /// - Throws: `DecodingError` — `dataCorrupted` with an ``UndeclaredEnumValue`` for an undeclared value.
+    @inlinable
+    public func decode<T: ClosedEnum>(_ type: T.Type, forKey key: Key) throws -> T {
+        try Self.closed(T.self, try decode(String.self, forKey: key), at: codingPath, key)
+    }
+
+    /// Decodes an optional closed string enum member: nil when absent or null, an error when undeclared.
+    @inlinable
+    public func decodeIfPresent<T: ClosedEnum>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let raw = try decodeIfPresent(String.self, forKey: key) else { return nil }
+        return try Self.closed(T.self, raw, at: codingPath, key)
+    }
+
+    /// Decodes a closed integer enum member; a value it does not declare fails with ``UndeclaredEnumValue``.
+    @inlinable
+    public func decode<T: ClosedIntegerEnum>(_ type: T.Type, forKey key: Key) throws -> T {
+        try Self.closed(T.self, try decode(Int.self, forKey: key), at: codingPath, key)
+    }
+
+    /// Decodes an optional closed integer enum member: nil when absent or null, an error when undeclared.
+    @inlinable
+    public func decodeIfPresent<T: ClosedIntegerEnum>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let raw = try decodeIfPresent(Int.self, forKey: key) else { return nil }
+        return try Self.closed(T.self, raw, at: codingPath, key)
+    }
+
+    /// The declared case with `raw`, or the error `ClosedRawEnum.init(from:)` throws (at the member's path).
+    @inlinable
+    static func closed<T: ClosedRawEnum>(_ type: T.Type, _ raw: T.RawValue, at path: [any CodingKey], _ key: Key)
+        throws -> T
+    {
+        guard let value = T(rawValue: raw) else {
+            throw undeclaredMarkerValue(raw, of: String(describing: T.self), codingPath: path + [key])
+        }
+        return value
+    }
+}
