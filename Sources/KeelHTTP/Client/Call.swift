@@ -27,11 +27,17 @@ struct Call {
     /// Where version answers go (shared by the client's calls).
     let versionPolicy: VersionPolicyState
 
+    /// The middleware that may see this call's requests: those whose allowlist admits the base URL's origin.
+    /// Every request URL is the base URL with another path or query (see `url()`), so its origin is the
+    /// base URL's, and the client decides this once (``HTTPClient/middlewareForBase``).
+    let steps: [any HTTPMiddleware]
+
     init(
         configuration: HTTPClient.Configuration, operation: HTTPOperation, policy: CallPolicy, basePrefix: String?,
-        versionPolicy: VersionPolicyState
+        middleware steps: [any HTTPMiddleware], versionPolicy: VersionPolicyState
     ) {
         self.basePrefix = basePrefix
+        self.steps = steps
         self.versionPolicy = versionPolicy
         self.configuration = configuration
         self.operation = operation
@@ -77,7 +83,6 @@ struct Call {
         let allowed = configuration.backgroundBudget?.remaining().map { min($0, policy.deadline) } ?? policy.deadline
         let deadline = start.advanced(by: allowed)
         let request = makeRequest()
-        let steps = middlewareSteps(for: request)
         var replays = 0
         var isReplay = false
         while true {
@@ -185,10 +190,10 @@ struct Call {
 
     // MARK: - Middleware
 
-    /// The middleware that may see this call's requests, decided once: the URL's origin does not change
-    /// between attempts, and reading it from a URL is not free.
-    private func middlewareSteps(for request: TransportRequest) -> [any HTTPMiddleware] {
-        let origin = OriginAllowlist.Origin(request.url)
+    /// The middleware of `configuration` that may see requests to `url`'s origin: those without an allowlist,
+    /// and those whose allowlist contains the origin.
+    static func middleware(for url: URL, in configuration: HTTPClient.Configuration) -> [any HTTPMiddleware] {
+        let origin = OriginAllowlist.Origin(url)
         return configuration.middleware.filter { step in
             guard let allowed = step.allowedOrigins else { return true }
             return origin.map(allowed.origins.contains) ?? false
@@ -206,7 +211,7 @@ struct Call {
                 operation: operation, correlationID: correlationID, trace: $0, attempt: 1, isReplay: false)
         }
         return try await prepare(
-            request, steps: middlewareSteps(for: request), context: context,
+            request, steps: steps, context: context,
             deadline: clock.now.advanced(by: timeout), clock: clock)
     }
 

@@ -160,10 +160,15 @@ public final class HTTPClient: Sendable {
 
     let policyState: VersionPolicyState
 
+    /// The middleware that sees this client's requests (all go to the base URL's origin), decided once:
+    /// reading the origin from a URL and looking it up in every allowlist cost more than the headers they add.
+    let middlewareForBase: [any HTTPMiddleware]
+
     /// A client with `configuration`.
     public init(configuration: Configuration) {
         self.configuration = configuration
         policyState = VersionPolicyState(onChange: configuration.onVersionPolicyChange)
+        middlewareForBase = Call.middleware(for: configuration.baseURL, in: configuration)
         let base = configuration.baseURL
         if base.query == nil, base.fragment == nil {
             let text = base.absoluteString
@@ -179,7 +184,7 @@ public final class HTTPClient: Sendable {
     public func send(_ operation: HTTPOperation, policy: CallPolicy? = nil) async throws(HTTPFailure) -> Reply {
         let call = Call(
             configuration: configuration, operation: operation, policy: policy ?? configuration.policy,
-            basePrefix: basePrefix, versionPolicy: policyState)
+            basePrefix: basePrefix, middleware: middlewareForBase, versionPolicy: policyState)
         guard let journal = configuration.journal, operation.mutates else {
             return try await run(call)
         }

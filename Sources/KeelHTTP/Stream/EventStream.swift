@@ -87,7 +87,7 @@ extension HTTPClient {
     ) async throws(HTTPFailure) {
         var call = Call(
             configuration: configuration, operation: operation, policy: configuration.policy, basePrefix: basePrefix,
-            versionPolicy: policyState)
+            middleware: middlewareForBase, versionPolicy: policyState)
         let correlationID = call.correlationID
         func failure(
             _ kind: HTTPFailure.Kind, _ outcome: HTTPFailure.Outcome, _ detail: String, status: Int? = nil,
