@@ -138,6 +138,21 @@ private func draws(_ count: Int, from source: RandomSource) -> [UInt64] {
         }
     }
 
+    @Test func pairsAreTwoDrawsInOrderFromASeededSourceAndVaryFromTheSystem() {
+        let paired = RandomSource.seeded(99)
+        let single = RandomSource.seeded(99)
+        for _ in 0..<50 {
+            let (first, second) = paired.nextPair()
+            #expect([first, second] == draws(2, from: single))
+        }
+        // One call to the OS for both words: they must still be independent draws, not one word twice,
+        // and successive pairs must differ (equal pairs happen once in 2^128 tries).
+        let pairs = (0..<100).map { _ in RandomSource.system.nextPair() }
+        #expect(Set(pairs.map { "\($0.0)-\($0.1)" }).count == 100)
+        #expect(pairs.filter { $0.0 == $0.1 }.isEmpty)
+        #expect(Set(pairs.flatMap { [$0.0, $0.1] }).count == 200)
+    }
+
     @Test func concurrentDrawsFromOneSeededSourceLoseNothing() async {
         let source = RandomSource.seeded(2026)
         let tasks = 8

@@ -23,7 +23,10 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
 
     /// Mints a new id from `source`. Call this once per user operation.
     public static func make(using source: RandomSource) -> CorrelationID {
-        source.withGenerator { make(using: &$0) }
+        while true {
+            let (high, low) = source.nextPair()
+            if high | low != 0 { return CorrelationID(uncheckedRawValue: hex(high) + hex(low)) }
+        }
     }
 
     /// Restores an id read back from storage or a header.

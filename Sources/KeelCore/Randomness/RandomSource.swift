@@ -1,5 +1,11 @@
 package import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A shareable source of randomness, injected wherever logic needs it (jitter, ids).
 ///
 /// ``system`` draws from the operating system's generator; ``seeded(_:)`` is deterministic for tests.
@@ -54,6 +60,23 @@ public final class RandomSource: Sendable {
         withGenerator { $0.next() }
     }
 
+    /// The next 128 random bits as two words: what ``next()`` twice would give, in that order. From the
+    /// system source they come from one call to the operating system (`getentropy`) instead of two: ids of
+    /// 128 bits (correlation ids, trace ids, UUIDs) are drawn on every request and every queued change.
+    public func nextPair() -> (UInt64, UInt64) {
+        if case .system = storage {
+            var words: (UInt64, UInt64) = (0, 0)
+            let status = withUnsafeMutableBytes(of: &words) { getentropy($0.baseAddress, $0.count) }
+            if status == 0 { return words }
+            // getentropy cannot fail for 16 bytes on a working system; if it does, the stdlib's generator
+            // (which traps rather than return weak bytes) decides.
+        }
+        return withGenerator { generator in
+            let first = generator.next()
+            return (first, generator.next())
+        }
+    }
+
     /// A uniformly distributed value in `range`.
     public func next(in range: ClosedRange<Double>) -> Double {
         withGenerator { Double.random(in: range, using: &$0) }
@@ -89,7 +112,8 @@ extension RandomSource {
     private func uuidBytes() -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16)
-        for word in [next(), next()] { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
+        let (first, second) = nextPair()
+        for word in [first, second] { withUnsafeBytes(of: word) { bytes.append(contentsOf: $0) } }
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return bytes
     }

@@ -25,7 +25,8 @@ public struct TraceID: Sendable, Hashable, HexIdentifier {
     /// A new random id from `random` (drawn again in the 2⁻¹²⁸ case of all zeros).
     public static func random(using random: RandomSource) -> TraceID {
         while true {
-            if let id = TraceID(high: random.next(), low: random.next()) { return id }
+            let (high, low) = random.nextPair()
+            if let id = TraceID(high: high, low: low) { return id }
         }
     }
 
