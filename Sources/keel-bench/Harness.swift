@@ -17,6 +17,12 @@ struct Benchmark: Sendable {
     }
     /// Operations per measured batch.
     let operations: Int
+    /// Whether a round alternates the two sides operation by operation (the order flipping every
+    /// operation) instead of running a batch of each: for short operations over the network, where a
+    /// burst of noise from the machine (another VM, an interrupt storm) lasting a fraction of a second would
+    /// otherwise land on one side's whole batch and decide the round. Each side's round time is the sum of
+    /// its own operations, timed one by one.
+    var interleavesOperations = false
     /// Bytes one operation processes, when throughput (MB/s) is worth reporting.
     var bytesPerOperation: Int? = nil
     /// Creates the state both sides use (servers, files) and returns the two operations plus a teardown.
@@ -64,8 +70,9 @@ struct Measurement: Codable {
 }
 
 /// Runs benchmarks the same way every time: a warm-up batch of each side, then `rounds` rounds in which
-/// baseline and candidate batches alternate (their order flips every round), and the median batch of
-/// each side, divided by the batch size.
+/// baseline and candidate batches alternate (their order flips every round) — or, for benchmarks of short
+/// operations (``Benchmark/interleavesOperations``), the two sides alternate operation by operation within
+/// each round — and the median round of each side, per operation.
 struct Harness {
     var rounds: Int
 
@@ -81,12 +88,36 @@ struct Harness {
             let seconds = elapsed.inSeconds
             return seconds / Double(benchmark.operations)
         }
+        /// One round of operations alternating between the sides: the seconds per operation of each.
+        func interleaved() async throws -> (baseline: Double, candidate: Double) {
+            var baseline = Duration.zero
+            var candidate = Duration.zero
+            for operation in 0..<benchmark.operations {
+                for side in operation.isMultiple(of: 2) ? [0, 1] : [1, 0] {
+                    let start = ContinuousClock.now
+                    if side == 0 { try await sides.baseline() } else { try await sides.candidate() }
+                    let elapsed = ContinuousClock.now - start
+                    if side == 0 { baseline += elapsed } else { candidate += elapsed }
+                }
+            }
+            let count = Double(benchmark.operations)
+            return (baseline.inSeconds / count, candidate.inSeconds / count)
+        }
+        if benchmark.interleavesOperations {
+            precondition(
+                sides.beforeBaseline == nil && sides.beforeCandidate == nil,
+                "\(benchmark.name): untimed work before a batch has no place when operations alternate")
+        }
         _ = try await batch(sides.baseline, before: sides.beforeBaseline)
         _ = try await batch(sides.candidate, before: sides.beforeCandidate)
         var baseline: [Double] = []
         var candidate: [Double] = []
         for round in 0..<rounds {
-            if round.isMultiple(of: 2) {
+            if benchmark.interleavesOperations {
+                let (one, other) = try await interleaved()
+                baseline.append(one)
+                candidate.append(other)
+            } else if round.isMultiple(of: 2) {
                 baseline.append(try await batch(sides.baseline, before: sides.beforeBaseline))
                 candidate.append(try await batch(sides.candidate, before: sides.beforeCandidate))
             } else {

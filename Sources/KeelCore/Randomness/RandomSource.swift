@@ -2,6 +2,8 @@ package import Foundation
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #elseif canImport(Darwin)
     import Darwin
 #endif
@@ -64,13 +66,15 @@ public final class RandomSource: Sendable {
     /// system source they come from one call to the operating system (`getentropy`) instead of two: ids of
     /// 128 bits (correlation ids, trace ids, UUIDs) are drawn on every request and every queued change.
     public func nextPair() -> (UInt64, UInt64) {
-        if case .system = storage {
-            var words: (UInt64, UInt64) = (0, 0)
-            let status = withUnsafeMutableBytes(of: &words) { getentropy($0.baseAddress, $0.count) }
-            if status == 0 { return words }
-            // getentropy cannot fail for 16 bytes on a working system; if it does, the stdlib's generator
-            // (which traps rather than return weak bytes) decides.
-        }
+        #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+            if case .system = storage {
+                var words: (UInt64, UInt64) = (0, 0)
+                let status = withUnsafeMutableBytes(of: &words) { getentropy($0.baseAddress, $0.count) }
+                if status == 0 { return words }
+                // getentropy cannot fail for 16 bytes on a working system; if it does, the stdlib's generator
+                // (which traps rather than return weak bytes) decides.
+            }
+        #endif
         return withGenerator { generator in
             let first = generator.next()
             return (first, generator.next())
