@@ -31,32 +31,37 @@ extension KeyedDecodingContainer {
         return try decodeIfPresent(String.self, forKey: key).map { Extensible(rawValue: $0) }
     }
 
-    /// Decodes a closed string enum member; a value it does not declare fails with ``UndeclaredEnumValue``.
+    /// Decodes a closed enum member (``ClosedEnum``, ``ClosedIntegerEnum``); a value it does not declare
+    /// fails with ``UndeclaredEnumValue``.
     ///
     /// - Throws: `DecodingError` — `dataCorrupted` with an ``UndeclaredEnumValue`` for an undeclared value.
     @inlinable
-    public func decode<T: ClosedEnum>(_ type: T.Type, forKey key: Key) throws -> T {
-        try Self.closed(T.self, try decode(String.self, forKey: key), at: codingPath, key)
+    public func decode<T: ClosedRawEnum>(_ type: T.Type, forKey key: Key) throws -> T {
+        try Self.closed(T.self, try rawValue(T.RawValue.self, forKey: key), at: codingPath, key)
     }
 
-    /// Decodes an optional closed string enum member: nil when absent or null, an error when undeclared.
+    /// Decodes an optional closed enum member: nil when absent or null, an error when undeclared.
     @inlinable
-    public func decodeIfPresent<T: ClosedEnum>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let raw = try decodeIfPresent(String.self, forKey: key) else { return nil }
+    public func decodeIfPresent<T: ClosedRawEnum>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let raw = try rawValueIfPresent(T.RawValue.self, forKey: key) else { return nil }
         return try Self.closed(T.self, raw, at: codingPath, key)
     }
 
-    /// Decodes a closed integer enum member; a value it does not declare fails with ``UndeclaredEnumValue``.
+    /// A raw value through the concrete overload for the two raw types contracts use (the checks fold away
+    /// once specialized), the generic one otherwise.
     @inlinable
-    public func decode<T: ClosedIntegerEnum>(_ type: T.Type, forKey key: Key) throws -> T {
-        try Self.closed(T.self, try decode(Int.self, forKey: key), at: codingPath, key)
+    func rawValue<Raw: Decodable>(_ type: Raw.Type, forKey key: Key) throws -> Raw {
+        if Raw.self == String.self { return try decode(String.self, forKey: key) as! Raw }
+        if Raw.self == Int.self { return try decode(Int.self, forKey: key) as! Raw }
+        return try decode(Raw.self, forKey: key)
     }
 
-    /// Decodes an optional closed integer enum member: nil when absent or null, an error when undeclared.
+    /// ``rawValue(_:forKey:)`` for an optional member: nil when absent or null.
     @inlinable
-    public func decodeIfPresent<T: ClosedIntegerEnum>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let raw = try decodeIfPresent(Int.self, forKey: key) else { return nil }
-        return try Self.closed(T.self, raw, at: codingPath, key)
+    func rawValueIfPresent<Raw: Decodable>(_ type: Raw.Type, forKey key: Key) throws -> Raw? {
+        if Raw.self == String.self { return try decodeIfPresent(String.self, forKey: key).map { $0 as! Raw } }
+        if Raw.self == Int.self { return try decodeIfPresent(Int.self, forKey: key).map { $0 as! Raw } }
+        return try decodeIfPresent(Raw.self, forKey: key)
     }
 
     /// The declared case with `raw`, or the error `ClosedRawEnum.init(from:)` throws (at the member's path).
