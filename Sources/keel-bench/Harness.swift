@@ -92,12 +92,18 @@ struct Harness {
         func interleaved() async throws -> (baseline: Double, candidate: Double) {
             var baseline = Duration.zero
             var candidate = Duration.zero
+            func timed(_ operation: () async throws -> Void) async throws -> Duration {
+                let start = ContinuousClock.now
+                try await operation()
+                return ContinuousClock.now - start
+            }
             for operation in 0..<benchmark.operations {
-                for side in operation.isMultiple(of: 2) ? [0, 1] : [1, 0] {
-                    let start = ContinuousClock.now
-                    if side == 0 { try await sides.baseline() } else { try await sides.candidate() }
-                    let elapsed = ContinuousClock.now - start
-                    if side == 0 { baseline += elapsed } else { candidate += elapsed }
+                if operation.isMultiple(of: 2) {
+                    baseline += try await timed(sides.baseline)
+                    candidate += try await timed(sides.candidate)
+                } else {
+                    candidate += try await timed(sides.candidate)
+                    baseline += try await timed(sides.baseline)
                 }
             }
             let count = Double(benchmark.operations)

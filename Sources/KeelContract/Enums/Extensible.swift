@@ -68,13 +68,19 @@ extension Extensible: Codable {
     /// - Throws: `DecodingError` when the value is not a string.
     @inlinable
     public init(from decoder: any Decoder) throws {
-        // A closed enum must fail on an undeclared value; wrapping it would silently turn that into
-        // `.unknown`. The contract decides which enums are extensible, not the model code.
+        Self.requireNotClosed()
+        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+    }
+
+    /// Traps when `Known` is also a ``ClosedEnum``: a closed enum must fail on an undeclared value, and
+    /// wrapping it would silently turn that into `.unknown`. The contract decides which enums are
+    /// extensible, not the model code. Free once specialized.
+    @inlinable
+    static func requireNotClosed() {
         precondition(
             !Known.isDeclaredClosed,
             "Extensible<\(Known.self)>: \(Known.self) is a ClosedEnum; an undeclared value of a closed enum must fail, not fall back"
         )
-        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
     }
 
     /// Encodes the wire value: the known case's raw value, or an unknown value exactly as it was received.

@@ -12,10 +12,7 @@ extension KeyedDecodingContainer {
     /// - Throws: `DecodingError` when the member is missing, null or not a string.
     @inlinable
     public func decode<Known>(_ type: Extensible<Known>.Type, forKey key: Key) throws -> Extensible<Known> {
-        precondition(
-            !Known.isDeclaredClosed,
-            "Extensible<\(Known.self)>: \(Known.self) is a ClosedEnum; an undeclared value of a closed enum must fail, not fall back"
-        )
+        Extensible<Known>.requireNotClosed()
         return Extensible(rawValue: try decode(String.self, forKey: key))
     }
 
@@ -24,10 +21,7 @@ extension KeyedDecodingContainer {
     /// - Throws: `DecodingError` when the member is present but not a string.
     @inlinable
     public func decodeIfPresent<Known>(_ type: Extensible<Known>.Type, forKey key: Key) throws -> Extensible<Known>? {
-        precondition(
-            !Known.isDeclaredClosed,
-            "Extensible<\(Known.self)>: \(Known.self) is a ClosedEnum; an undeclared value of a closed enum must fail, not fall back"
-        )
+        Extensible<Known>.requireNotClosed()
         return try decodeIfPresent(String.self, forKey: key).map { Extensible(rawValue: $0) }
     }
 

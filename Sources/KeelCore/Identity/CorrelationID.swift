@@ -14,18 +14,20 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
     public static func make(using generator: inout some RandomNumberGenerator) -> CorrelationID {
         while true {
             let high = generator.next() as UInt64
-            let low = generator.next() as UInt64
-            if high | low != 0 {
-                return CorrelationID(uncheckedRawValue: hex(high) + hex(low))
-            }
+            if let id = from(high, generator.next()) { return id }
         }
+    }
+
+    /// The id of two random words; nil for the all-zero draw (never a valid id).
+    private static func from(_ high: UInt64, _ low: UInt64) -> CorrelationID? {
+        high | low == 0 ? nil : CorrelationID(uncheckedRawValue: hex(high) + hex(low))
     }
 
     /// Mints a new id from `source`. Call this once per user operation.
     public static func make(using source: RandomSource) -> CorrelationID {
         while true {
             let (high, low) = source.nextPair()
-            if high | low != 0 { return CorrelationID(uncheckedRawValue: hex(high) + hex(low)) }
+            if let id = from(high, low) { return id }
         }
     }
 
