@@ -126,4 +126,42 @@ import Testing
         #expect(try number("1e999999999") != number("1e99999999"))
         #expect(throws: JSONParseError.self) { try JSONValue(parsing: "1e1000000000") }
     }
+
+    /// A number stores only its literal; its value is read from it for every comparison, hash and integer
+    /// read, so equal values must agree however they are written.
+    @Test func numberValuesAgreeAcrossLiterals() throws {
+        let spellings: [[String]] = [
+            ["0", "-0", "0.0", "0e5", "-0.000E-3"],
+            ["1", "1.0", "10e-1", "0.1e1", "100E-2", "1.000000000000000000000000000000"],
+            ["-250", "-2.5e2", "-25E1", "-250.00"],
+            ["0.0075", "75e-4", "7.5E-3", "0.00750"],
+            ["12345678901234567890123", "1.2345678901234567890123e22"],
+        ]
+        var distinct = Set<JSONNumber>()
+        for group in spellings {
+            let numbers = group.map { JSONNumber(literal: $0)! }
+            for number in numbers {
+                #expect(number == numbers[0], "\(number) == \(numbers[0])")
+                #expect(number.hashValue == numbers[0].hashValue, "hash of \(number)")
+                #expect(!(number < numbers[0]) && !(numbers[0] < number))
+            }
+            #expect(numbers.map(\.literal) == group, "literals are kept as written")
+            distinct.formUnion(numbers)
+        }
+        #expect(distinct.count == spellings.count)
+        let sorted = distinct.sorted()
+        #expect(sorted.map(\.literal) == ["-250", "0", "0.0075", "1", "12345678901234567890123"])
+
+        #expect(JSONNumber(literal: "1.0")!.isInteger && JSONNumber(literal: "1e3")!.isInteger)
+        #expect(!JSONNumber(literal: "1.5")!.isInteger && JSONNumber(literal: "15e-1")!.int64 == nil)
+        #expect(JSONNumber(literal: "2.5e1")!.int64 == 25 && JSONNumber(literal: "-0.0")!.int64 == 0)
+        #expect(JSONNumber(literal: "9223372036854775807")!.int64 == .max)
+        #expect(JSONNumber(literal: "-9223372036854775808")!.int64 == .min)
+        #expect(JSONNumber(literal: "9223372036854775808")!.int64 == nil)
+        #expect(JSONNumber(literal: "922337203685477580.7e1")!.int64 == .max)
+        #expect(JSONNumber(Int64.min).literal == "-9223372036854775808" && JSONNumber(0.5).literal == "0.5")
+        for invalid in ["", "-", "01", "1.", ".5", "1e", "1e+", "+1", "0x10", "1 ", "NaN", "1e1000000000"] {
+            #expect(JSONNumber(literal: invalid) == nil, "\(invalid)")
+        }
+    }
 }
