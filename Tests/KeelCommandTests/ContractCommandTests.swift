@@ -80,6 +80,7 @@ import Testing
             "dangling $ref #/nope"
         ),
         ("openapi: [1,", "not valid YAML"),
+        ("openapi: 3.0.0\ninfo: {title: x, version: '1'}\npaths: 5", "#/paths: must be a mapping"),
     ])
     func invalidInputExitsTwoNamingTheFile(text: String, message: String) async throws {
         try write("base.yaml", Self.base)

@@ -131,6 +131,138 @@ import Testing
         }
     }
 
+    /// A description whose members have the wrong type used to read as an empty one (`paths: 5` had no
+    /// paths), so a diff against it reported "everything is new" or "everything is gone" instead of
+    /// refusing the input.
+    @Test(arguments: [
+        ("openapi: 3.0.0", "#", "`info` is required"),
+        ("openapi: 3.1.0\ninfo: x\npaths: {}", "#/info", "must be a mapping, not a string"),
+        ("openapi: 3.1.0\ninfo: {title: x}\npaths: {}", "#/info", "`version` is required"),
+        ("openapi: 3.1.0\ninfo: {title: x, version: 1}\npaths: {}", "#/info/version", "must be a string"),
+        ("openapi: 3.0.3\ninfo: {title: x, version: '1'}", "#", "`paths` is required"),
+        ("openapi: 3.0.3\ninfo: {title: x, version: '1'}\npaths: 5", "#/paths", "must be a mapping, not a number"),
+        ("openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths: {a: {}}", "#/paths/a", "must start with `/`"),
+        ("openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths: {/a: {get: 7}}", "#/paths/~1a/get", "mapping"),
+        (
+            "openapi: 3.0.3\ninfo: {title: x, version: '1'}\npaths: {/a: {get: {description: d}}}",
+            "#/paths/~1a/get", "`responses` is required"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths: {/a: {get: {responses: [1, 2]}}}",
+            "#/paths/~1a/get/responses", "must be a mapping, not a list"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths: {/a: {parameters: {a: 1}}}",
+            "#/paths/~1a/parameters", "must be a list"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths: {/a: {get: {parameters: [{in: query}]}}}",
+            "#/paths/~1a/get/parameters/0", "`name` is required"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths: {/a: {get: {responses: {'200': {description: ok, content: {application/json: {schema: 5}}}}}}}",
+            "#/paths/~1a/get/responses/200/content/application~1json/schema", "a schema must be a mapping"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\ncomponents: {schemas: {A: {type: object, properties: 3}}}",
+            "#/components/schemas/A/properties", "must be a mapping"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\ncomponents: {schemas: {A: {type: object, required: 5}}}",
+            "#/components/schemas/A/required", "must be a list"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\ncomponents: {schemas: {A: {type: string, maxLength: -1}}}",
+            "#/components/schemas/A/maxLength", "non-negative integer"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\ncomponents: {schemas: {A: {type: number, multipleOf: 0}}}",
+            "#/components/schemas/A/multipleOf", "greater than 0"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\ncomponents: {schemas: {A: {type: [string, 3]}}}",
+            "#/components/schemas/A/type", "a type name or a list"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\ncomponents: {schemas: {A: {oneOf: []}}}",
+            "#/components/schemas/A/oneOf", "at least one schema"
+        ),
+        (
+            "openapi: 3.1.0\ninfo: {title: x, version: '1'}\ncomponents: {schemas: {A: {oneOf: [{type: string}], discriminator: {mapping: {}}}}}",
+            "#/components/schemas/A/discriminator", "`propertyName` is required"
+        ),
+        (
+            "openapi: 3.0.3\ninfo: {title: x, version: '1'}\npaths: {}\ncomponents: {schemas: {A: {type: object, properties: {b: true}}}}",
+            "#/components/schemas/A/properties/b", "a schema must be a mapping"
+        ),
+    ])
+    func aMalformedDescriptionIsRefusedAtTheMember(text: String, location: String, message: String) throws {
+        let url = try write("malformed.yaml", text)
+        #expect {
+            _ = try OpenAPIDocument.load(from: url)
+        } throws: { error in
+            guard let error = error as? ContractLoadError else { return false }
+            return error.code == .malformedDescription && error.file.hasSuffix("malformed.yaml")
+                && error.location == location && error.message.contains(message)
+        }
+    }
+
+    /// What the specification allows stays accepted: 3.1 without paths, boolean schemas in 3.1, extensions
+    /// of any shape, 3.0's boolean `exclusiveMinimum`, `additionalProperties: false`.
+    @Test func wellFormedShapesStayAccepted() throws {
+        let url = try write(
+            "fine.yaml",
+            """
+            openapi: 3.1.0
+            info: {title: x, version: '1', x-logo: 5}
+            x-anything: [1, 2]
+            components:
+              schemas:
+                A: {type: object, properties: {b: true, c: false}, additionalProperties: false, x-weird: 3}
+                B: {type: [string, 'null'], exclusiveMinimum: 1, enum: [a, 1, null]}
+            """)
+        #expect(try OpenAPIDocument.load(from: url).contractVersion == "1")
+        let old = try write(
+            "old.yaml",
+            """
+            openapi: 3.0.3
+            info: {title: x, version: '2'}
+            paths:
+              x-note: just a note
+              /a:
+                x-owner: [team]
+                get:
+                  responses: {'204': {description: done}, x-extra: 1}
+            components:
+              schemas:
+                N: {type: number, minimum: 0, exclusiveMinimum: true, nullable: true}
+            """)
+        #expect(try OpenAPIDocument.load(from: old).contractVersion == "2")
+    }
+
+    /// A file another one references is checked too, where the shape is known: its components.
+    @Test func aReferencedFileWithMalformedComponentsIsRefused() throws {
+        _ = try write("common.yaml", "components:\n  schemas:\n    Error: {type: object, properties: [code]}\n")
+        let url = try write(
+            "api.yaml",
+            """
+            openapi: 3.1.0
+            info: {title: x, version: '1'}
+            paths:
+              /a:
+                get:
+                  responses:
+                    '400': {description: bad, content: {application/json: {schema: {$ref: 'common.yaml#/components/schemas/Error'}}}}
+            """)
+        #expect {
+            _ = try OpenAPIDocument.load(from: url)
+        } throws: { error in
+            guard let error = error as? ContractLoadError else { return false }
+            return error.code == .malformedDescription && error.file.hasSuffix("common.yaml")
+                && error.location == "#/components/schemas/Error/properties"
+        }
+    }
+
     @Test func referencesOutsideTheDescriptionTreeAreRefused() throws {
         let url = try write(
             "escape.yaml",

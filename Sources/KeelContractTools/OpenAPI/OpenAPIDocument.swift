@@ -84,7 +84,12 @@ public struct OpenAPIDocument: Sendable {
                 code: .unsupportedVersion, file: name, location: "#/openapi",
                 message: "unsupported OpenAPI version \(openAPI) (3.0.x and 3.1.x are supported)")
         }
+        guard case .object(let members) = root else { preconditionFailure("checked above") }
+        try DescriptionShape(file: name, isOpenAPI30: openAPI.hasPrefix("3.0.")).checkRoot(members)
         try loader.checkReferences(in: root, file: url)
+        for (file, document) in loader.documents where file != url {
+            try DescriptionShape(file: file.path, isOpenAPI30: openAPI.hasPrefix("3.0.")).checkReferencedFile(document)
+        }
         return OpenAPIDocument(
             url: url, root: root, openAPIVersion: openAPI,
             contractVersion: root["info"]?["version"]?.stringValue ?? "", documents: loader.documents)
@@ -328,6 +333,9 @@ struct Loader {
 extension ErrorCode where Domain == ContractLoadError {
     /// The file is not an OpenAPI description (not a mapping, no `openapi` field).
     public static var notADescription: Self { Self("notADescription") }
+    /// A member the tools read has the wrong type (`paths: 5`, a schema's `properties: 3`), or a member
+    /// the specification requires is missing (`info`, `info.version`, 3.0's `paths` and `responses`).
+    public static var malformedDescription: Self { Self("malformedDescription") }
     /// The `openapi` version is not 3.0.x or 3.1.x.
     public static var unsupportedVersion: Self { Self("unsupportedVersion") }
     /// The file could not be read.
