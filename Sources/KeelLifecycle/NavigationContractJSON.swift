@@ -33,13 +33,7 @@ extension NavigationContract {
     }
 
     private static func describe(_ error: any Error) -> String {
-        switch error {
-        case DecodingError.dataCorrupted(let context), DecodingError.typeMismatch(_, let context),
-            DecodingError.valueNotFound(_, let context), DecodingError.keyNotFound(_, let context):
-            let path = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? "." + $0.stringValue }.joined()
-            return (path.isEmpty ? "" : "at \(path): ") + context.debugDescription
-        default: return "\(error)"
-        }
+        (error as? DecodingError)?.readableDescription ?? "\(error)"
     }
 
     struct File: Codable {

@@ -1,4 +1,5 @@
 import Foundation
+import KeelContract
 
 /// `keel`: the Keel command-line tool.
 @main
@@ -111,4 +112,17 @@ func sayJSON(_ value: some Encodable) throws {
 func fail(_ message: String, status: Int32 = 2) -> Int32 {
     FileHandle.standardError.write("error: \(message)\n")
     return status
+}
+
+/// Why `data`, a hand-written JSON input (an inventory, a navigation contract, a vault schema, a response
+/// script), cannot be read as one, or nil when it can: not JSON, or a member name used twice in one object.
+/// Foundation's `JSONDecoder` keeps one of two repeated members silently, so a reviewer could read one value
+/// while the gate checked the other; Keel's own parser refuses them, with the position.
+func strictJSONProblem(_ data: Data) -> String? {
+    do {
+        _ = try JSONValue(parsing: data)
+        return nil
+    } catch {
+        return "not valid JSON: \(error.description)"
+    }
 }

@@ -52,9 +52,30 @@ import Testing
         try Data("{not json".utf8).write(to: directory.url("broken.json"))
         let (broken, _, error) = try await run(["broken.json"])
         #expect(broken == .exited(2))
-        #expect(error.contains("broken.json: not an exported inventory"))
+        #expect(error.contains("broken.json: not valid JSON: line 1, column 2"))
         let (missing, _, missingError) = try await run(["nope.json"])
         #expect(missing == .exited(2))
         #expect(missingError.contains("nope.json: cannot read the file"))
+        try Data(#"[{"name": 5}]"#.utf8).write(to: directory.url("typed.json"))
+        let (typed, _, typedError) = try await run(["typed.json"])
+        #expect(typed == .exited(2))
+        #expect(typedError.contains("typed.json: not an exported inventory: at [0].name: "), "\(typedError)")
+    }
+
+    /// Foundation's decoder keeps one of two repeated members silently: the reviewer would read `public`
+    /// while the gate checked `credential` (or the other way round, depending on the decoder).
+    @Test func aMemberRepeatedInOneDatasetIsRefusedNotResolved() async throws {
+        let repeated = Self.sound.replacingOccurrences(
+            of: #""classification": "credential","#,
+            with: #""classification": "public", "classification": "credential","#)
+        #expect(repeated != Self.sound)
+        try Data(repeated.utf8).write(to: directory.url("repeated.json"))
+        for arguments in [["repeated.json"], ["repeated.json", "--check"]] {
+            let (status, output, error) = try await run(arguments)
+            #expect(status == .exited(2), "\(arguments)")
+            #expect(output.isEmpty)
+            #expect(error.contains(#"repeated.json: not valid JSON: line 4, column"#), "\(error)")
+            #expect(error.contains(#"duplicate member "classification""#), "\(error)")
+        }
     }
 }

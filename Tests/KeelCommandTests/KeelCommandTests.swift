@@ -144,7 +144,8 @@ import Testing
     }
 
     @Test(arguments: [
-        ("not json", "is not valid"),
+        ("not json", "is not valid JSON: line 1, column 1"),
+        (#"[{"status": 200, "status": 500}]"#, #"duplicate member "status""#),
         (#"{"status": 200}"#, "at top level expected Array"),
         (#"[{"status": "200"}]"#, "at [0].status expected"),
         (#"[{"status": 200}, {"effect": "explode"}]"#, #"response [1]: unknown effect "explode""#),

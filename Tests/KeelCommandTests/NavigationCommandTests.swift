@@ -69,6 +69,25 @@ import Testing
         }
     }
 
+    /// A repeated member (`access` twice) is refused by both commands, never resolved to one of its values.
+    @Test func aRepeatedMemberIsRefusedAndAMissingOneIsNamed() async throws {
+        try Data(
+            #"{"routes": [{"id": "home", "root": true, "access": "account", "access": "public"}]}"#.utf8
+        ).write(to: directory.url("repeated.json"))
+        for arguments in [
+            ["navigation", "check", directory.url("repeated.json").path],
+            ["navigation", "simulate", directory.url("repeated.json").path, "--script", "/dev/null"],
+        ] {
+            let (status, _, errors) = try await runKeel(arguments)
+            #expect(status == .exited(2), "\(arguments)")
+            #expect(errors.contains(#"duplicate member "access""#), "\(errors)")
+        }
+        try Data("{}".utf8).write(to: directory.url("empty.json"))
+        let (status, _, errors) = try await runKeel(["navigation", "check", directory.url("empty.json").path])
+        #expect(status == .exited(2))
+        #expect(errors.contains("the member `routes` is missing") && !errors.contains("AnyKey"), "\(errors)")
+    }
+
     @Test func simulateRunsTheNavigatorThroughAProcessDeathRoundTrip() async throws {
         let (status, steps, errors) = try await simulate(
             """

@@ -184,6 +184,10 @@ import Testing
         try Data("{not json".utf8).write(to: directory.url("schema.json"))
         let (badSchema, _, _) = try await inspect(["--schema", "schema.json"])
         #expect(badSchema == .exited(2))
+        try Data(#"[{"name": "notes", "name": "other"}]"#.utf8).write(to: directory.url("repeated.json"))
+        let (repeated, _, repeatedError) = try await inspect(["--inventory", "repeated.json"])
+        #expect(repeated == .exited(2))
+        #expect(repeatedError.contains(#"duplicate member "name""#), "\(repeatedError)")
     }
 
     @Test func aDamagedVaultExitsOne() async throws {

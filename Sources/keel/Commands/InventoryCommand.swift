@@ -36,11 +36,13 @@ enum InventoryCommand {
         guard let data = FileManager.default.contents(atPath: path) else {
             return fail("\(path): cannot read the file")
         }
+        if let problem = strictJSONProblem(data) { return fail("\(path): \(problem)") }
         let datasets: [Dataset]
         do {
             datasets = try JSONDecoder().decode([Dataset].self, from: data)
         } catch {
-            return fail("\(path): not an exported inventory: \(error)")
+            return fail(
+                "\(path): not an exported inventory: \((error as? DecodingError)?.readableDescription ?? "\(error)")")
         }
         if arguments.has("check") {
             let problems = Inventory.problems(in: datasets)

@@ -85,6 +85,7 @@ enum NavigationCommand {
         guard let data = FileManager.default.contents(atPath: path) else {
             return fail("\(path): cannot read the file")
         }
+        if let problem = strictJSONProblem(data) { return fail("\(path): \(problem)") }
         let routes: [Route]
         var problems: [NavigationProblem] = []
         do {
@@ -120,6 +121,7 @@ enum NavigationCommand {
         guard let data = FileManager.default.contents(atPath: path) else {
             return fail("\(path): cannot read the file")
         }
+        if let problem = strictJSONProblem(data) { return fail("\(path): \(problem)") }
         let contract: NavigationContract
         do { contract = try NavigationContract(json: data) } catch { return fail("\(path): \(error.message)") }
         var lines: [String] = []

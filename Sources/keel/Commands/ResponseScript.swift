@@ -120,6 +120,7 @@ struct ResponseScript: Decodable {
         } catch {
             throw ScriptError(message: "cannot read script \(path): \(error.localizedDescription)")
         }
+        if let problem = strictJSONProblem(data) { throw ScriptError(message: "script \(path) is \(problem)") }
         do {
             return try JSONDecoder().decode(ResponseScript.self, from: data).responses
         } catch let DecodingError.dataCorrupted(context) {

@@ -61,8 +61,10 @@ enum VaultCommand {
             guard let bytes = FileManager.default.contents(atPath: path) else {
                 return fail("--inventory \(path): cannot read the file")
             }
+            if let problem = strictJSONProblem(bytes) { return fail("--inventory \(path): \(problem)") }
             do { inventory = try Inventory(JSONDecoder().decode([Dataset].self, from: bytes)) } catch {
-                return fail("--inventory \(path): not a sound exported inventory: \(error)")
+                let reason = (error as? DecodingError)?.readableDescription ?? "\(error)"
+                return fail("--inventory \(path): not a sound exported inventory: \(reason)")
             }
         }
         var schema: VaultSchema.Summary?
@@ -70,8 +72,11 @@ enum VaultCommand {
             guard let bytes = FileManager.default.contents(atPath: path) else {
                 return fail("--schema \(path): cannot read the file")
             }
+            if let problem = strictJSONProblem(bytes) { return fail("--schema \(path): \(problem)") }
             do { schema = try JSONDecoder().decode(VaultSchema.Summary.self, from: bytes) } catch {
-                return fail("--schema \(path): not an exported vault schema: \(error)")
+                return fail(
+                    "--schema \(path): not an exported vault schema: \((error as? DecodingError)?.readableDescription ?? "\(error)")"
+                )
             }
         }
         let report: RestoreReport
