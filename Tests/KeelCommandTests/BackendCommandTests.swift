@@ -94,4 +94,14 @@ import Testing
             #expect(text.contains(endpoint))
         }
     }
+
+    @Test func aDataDirectoryThatIsAFileExitsOneSayingSo() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-file")
+        try Data("x".utf8).write(to: directory.url("a-file"))
+        let child = try ChildProcess.launch(
+            product: "keel", arguments: ["backend", "--data", directory.url("a-file").path])
+        #expect(try await child.waitForExit() == .exited(1))
+        let error = child.output(of: .standardError)
+        #expect(error.contains("a-file cannot be used: ") && !error.contains("NSCocoaErrorDomain"), "\(error)")
+    }
 }

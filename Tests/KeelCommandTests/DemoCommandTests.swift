@@ -34,6 +34,10 @@ import Testing
         (["demo", "--only", "nope"], "no scenario 'nope'"),
         (["demo", "extra"], "unexpected argument 'extra'"),
         (["demo", "--report"], "--report"),
+        (["demo", "--only", ""], "--only names no scenario"),
+        (["demo", "--only", ","], "--only names no scenario"),
+        // Checked before the run (which takes a while), not after it.
+        (["demo", "--only", "links", "--report", "/nonexistent/keel-demo/r.html"], "is not a directory"),
     ])
     func usageErrorsExitWithTwo(arguments: [String], message: String) async throws {
         let child = try ChildProcess.launch(product: "keel", arguments: arguments)

@@ -126,6 +126,12 @@ import Testing
         #expect(status == .exited(2))
         #expect(error.contains("/stores/1/releases/0/percnt"))
         #expect(try object(output)["error"]?["pointer"] == .string("/stores/1/releases/0/percnt"))
+        // A file that cannot be read is answered in JSON too: a pipeline parsing standard output gets an object.
+        let (missing, missingOutput, _) = try await runKeel(
+            ["release-gate", "--stores", "nope.json", "--platform", "ios", "--min-version", "5", "--format", "json"],
+            in: directory.url)
+        #expect(missing == .exited(2))
+        #expect(try object(missingOutput)["error"]?["message"] == .string("cannot read the file"))
     }
 
     @Test(arguments: [

@@ -263,6 +263,25 @@ import Testing
         }
     }
 
+    @Test func networkReferencesAreRefusedAsSuch() throws {
+        let url = try write(
+            "remote.yaml",
+            """
+            openapi: 3.1.0
+            info: {title: x, version: '1'}
+            components:
+              schemas:
+                A: {$ref: 'https://example.com/schemas.yaml#/A'}
+            """)
+        #expect {
+            _ = try OpenAPIDocument.load(from: url)
+        } throws: { error in
+            guard let error = error as? ContractLoadError else { return false }
+            return error.code == .outsideRoot && error.location == "#/components/schemas/A/$ref"
+                && error.message.contains("https://example.com/schemas.yaml#/A is not followed")
+        }
+    }
+
     @Test func referencesOutsideTheDescriptionTreeAreRefused() throws {
         let url = try write(
             "escape.yaml",

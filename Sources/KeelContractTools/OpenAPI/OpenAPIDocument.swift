@@ -252,6 +252,14 @@ struct Loader {
         switch value {
         case .object(let object):
             if case .string(let reference) = object["$ref"] ?? .null {
+                if Self.hasScheme(reference) {
+                    let pointer = path.map { "/" + JSONPointer.escape($0) }.joined()
+                    throw ContractLoadError(
+                        code: .outsideRoot, file: file.path, location: "#" + pointer + "/$ref",
+                        message:
+                            "\(reference) is not followed: references reach only files in the description's directory tree, never the network"
+                    )
+                }
                 let (targetFile, targetPointer) = Self.split(reference, relativeTo: file)
                 let document = try self.document(at: targetFile, referencedFrom: file.path)
                 guard Self.walk(document, targetPointer) != nil else {
@@ -290,6 +298,13 @@ struct Loader {
         default:
             break
         }
+    }
+
+    /// Whether a reference is an absolute URI (`https://…`, `file:…`, `urn:…`) rather than a relative one.
+    static func hasScheme(_ reference: String) -> Bool {
+        guard let colon = reference.firstIndex(of: ":"), let first = reference.first, first.isASCII, first.isLetter
+        else { return false }
+        return reference[..<colon].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
     }
 
     /// The file and JSON pointer a reference names.

@@ -76,6 +76,9 @@ enum BackendCommand {
                 configuration: .init(
                     dataDirectory: URL(fileURLWithPath: data), port: port, admin: arguments.has("admin"),
                     log: { say($0) }))
+        } catch let error as CocoaError {
+            // The data directory could not be created or used (a file of that name, no permission).
+            return fail("--data \(data) cannot be used: \(error.localizedDescription)", status: 1)
         } catch {
             return fail("\(error)", status: 1)
         }

@@ -37,9 +37,22 @@ enum DemoCommand {
             throw UsageError("unexpected argument '\(arguments.positionals[0])'")
         }
         let only = arguments.value("only").map { $0.split(separator: ",").map(String.init) }
+        let names = NotesDemo.scenarios.map(\.id).joined(separator: ", ")
+        if let only, only.isEmpty {
+            throw UsageError("--only names no scenario; the scenarios are \(names)")
+        }
         if let only, let unknown = only.first(where: { name in !NotesDemo.scenarios.contains { $0.id == name } }) {
-            throw UsageError(
-                "no scenario '\(unknown)'; the scenarios are \(NotesDemo.scenarios.map(\.id).joined(separator: ", "))")
+            throw UsageError("no scenario '\(unknown)'; the scenarios are \(names)")
+        }
+        // The report's directory is checked before the demo runs, not after a whole run.
+        if let path = arguments.value("report") {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue,
+                FileManager.default.isWritableFile(atPath: folder)
+            else {
+                throw UsageError("--report \(path): \(folder) is not a directory this user can write to")
+            }
         }
         let keel =
             Bundle.main.executableURL?.resolvingSymlinksInPath()
@@ -72,7 +85,7 @@ enum DemoCommand {
                 try Data(NotesDemo.html(report).utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
                 say("report: \(path)")
             } catch {
-                return fail("cannot write the report to \(path): \(error)", status: 1)
+                return fail("cannot write the report to \(path): \(error.localizedDescription)", status: 1)
             }
         }
         if keep { say("data kept in \(directory.path)") }

@@ -61,6 +61,10 @@ enum ReleaseGateCommand {
         let format = try arguments.choice("format", default: "text", among: ["text", "json"])
         let incident = arguments.has("incident")
         guard let data = FileManager.default.contents(atPath: path) else {
+            // JSON mode answers every bad input with an error object, a missing file included.
+            if format == "json" {
+                say(serialize(["error": ["pointer": "", "message": .string("cannot read the file")]]))
+            }
             return fail("\(path): cannot read the file")
         }
         let gate: ReleaseGate
