@@ -60,6 +60,20 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
             }.joined(separator: "/")
     }
 
+    /// Whether this pattern is more specific than `other` for a URL both match: at the first segment where
+    /// they differ, this one has a literal and `other` a placeholder (`app://notes/new` is more specific than
+    /// `app://notes/{id}`).
+    func isMoreSpecific(than other: DeepLinkPattern) -> Bool {
+        for (mine, theirs) in zip(segments, other.segments) {
+            switch (mine, theirs) {
+            case (.literal, .parameter): return true
+            case (.parameter, .literal): return false
+            default: continue
+            }
+        }
+        return false
+    }
+
     /// The parameters `url` carries when it matches, or nil when it does not match.
     public func match(_ url: String) -> [String: String]? {
         guard let separator = url.range(of: "://"), url[..<separator.lowerBound].lowercased() == scheme else {

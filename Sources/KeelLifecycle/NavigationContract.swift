@@ -126,23 +126,31 @@ public struct NavigationContract: Sendable, Equatable {
                 }
             }
         }
-        // Parent chains: no cycles; deep-linkable routes never need less access than their ancestors, and
-        // their ancestors' parameters come from their own.
+        // Parent chains: no cycles, at most `maximumDepth` ancestors; deep-linkable routes never need less
+        // access than their ancestors, and their ancestors' parameters come from their own. Each route's
+        // chain is measured once (linear in the number of routes, however long the chains), so a hostile
+        // contract cannot make the check quadratic.
+        let chains = ParentChains(byID)
         for route in routes {
-            var seen: Set<String> = [route.id]
-            var current = route.parent
+            if let entry = chains.cycleEntry(of: route.id) {
+                problem(.cyclicParents, route.id, "the parents of \(route.id) form a cycle through \(entry)")
+                continue
+            }
+            let depth = chains.depth(of: route.id)
+            if depth > Self.maximumDepth {
+                problem(
+                    .tooDeep, route.id,
+                    "\(route.id) has \(depth) ancestors; a back stack deeper than \(Self.maximumDepth) routes is refused"
+                )
+                continue
+            }
+            guard route.deepLink != nil else { continue }
             var ancestors: [Route] = []
+            var current = route.parent
             while let parent = current, let ancestor = byID[parent] {
-                if seen.contains(parent) {
-                    problem(.cyclicParents, route.id, "the parents of \(route.id) form a cycle through \(parent)")
-                    ancestors = []
-                    break
-                }
-                seen.insert(parent)
                 ancestors.append(ancestor)
                 current = ancestor.parent
             }
-            guard route.deepLink != nil else { continue }
             for ancestor in ancestors where !route.access.covers(ancestor.access) {
                 problem(
                     .ancestorNeedsMoreAccess, route.id,
@@ -215,7 +223,74 @@ public struct NavigationProblem: Sendable, Hashable, CustomStringConvertible {
     public var description: String { route.isEmpty ? message : "\(route): \(message)" }
 }
 
+extension NavigationContract {
+    /// The most ancestors a route may have: a back stack deeper than this is not a screen hierarchy.
+    public static let maximumDepth = 64
+}
+
+/// How many ancestors each route has and which routes' parents loop, each route walked once.
+struct ParentChains {
+    private enum Chain {
+        case depth(Int)
+        /// The parents loop; `entry` is where the walk from this route first meets a route it has seen.
+        case cyclic(entry: String)
+    }
+
+    private var chains: [String: Chain] = [:]
+
+    init(_ byID: [String: Route]) {
+        for id in byID.keys where chains[id] == nil {
+            // Walk up until a route whose chain is known, a parentless route or an unknown parent, or a
+            // route already on this walk (a cycle); then settle every route walked, from the top down.
+            var path: [String] = []
+            var position: [String: Int] = [:]
+            var current = id
+            var settled: Chain?
+            while true {
+                if let known = chains[current] {
+                    settled = known
+                    break
+                }
+                if let index = position[current] {
+                    // A cycle: the routes on it loop through themselves; those leading to it, through it.
+                    for onCycle in path[index...] { chains[onCycle] = .cyclic(entry: onCycle) }
+                    path.removeSubrange(index...)
+                    settled = .cyclic(entry: current)
+                    break
+                }
+                position[current] = path.count
+                path.append(current)
+                guard let parent = byID[current]?.parent, byID[parent] != nil else { break }
+                current = parent
+            }
+            var below: Chain =
+                settled.map { chain in
+                    if case .depth(let depth) = chain { return .depth(depth + 1) }
+                    return chain
+                } ?? .depth(0)
+            for walked in path.reversed() {
+                chains[walked] = below
+                if case .depth(let depth) = below { below = .depth(depth + 1) }
+            }
+        }
+    }
+
+    /// Where `id`'s parents start to loop, or nil when they do not.
+    func cycleEntry(of id: String) -> String? {
+        if case .cyclic(let entry) = chains[id] { return entry }
+        return nil
+    }
+
+    /// How many ancestors `id` has (0 for a parentless route or one whose parent is unknown).
+    func depth(of id: String) -> Int {
+        if case .depth(let depth) = chains[id] { return depth }
+        return 0
+    }
+}
+
 extension ErrorCode where Domain == NavigationProblem {
+    /// A route with more than ``NavigationContract/maximumDepth`` ancestors.
+    public static var tooDeep: Self { Self("tooDeep") }
     /// An empty id or one with spaces.
     public static var invalidID: Self { Self("invalidID") }
     /// Two routes share an id.

@@ -277,13 +277,20 @@ struct Run {
     }
 
     mutating func deepLink(_ url: String, mode: EntryMode, id: String?) {
+        // Where patterns overlap (`app://notes/new`, `app://notes/{id}`), the most specific one that matches
+        // wins, whatever the order of declaration; patterns of the same shape are refused by the contract.
+        var best: (route: String, pattern: DeepLinkPattern, values: [String: String])?
         for route in contract.routes {
             guard let link = route.deepLink, let pattern = DeepLinkPattern(link), let values = pattern.match(url)
             else { continue }
-            enter(route.id, values, mode: mode, id: id)
+            if let current = best, !pattern.isMoreSpecific(than: current.pattern) { continue }
+            best = (route.id, pattern, values)
+        }
+        guard let best else {
+            error = "no route's deep link matches \(url)"
             return
         }
-        error = "no route's deep link matches \(url)"
+        enter(best.route, best.values, mode: mode, id: id)
     }
 
     /// A deep link or notification into `route`: the target and its declared ancestors, access-checked.

@@ -14,9 +14,32 @@ let exampleRoutes: [Route] = [
     Route("signIn", access: .public, isModal: true),
 ]
 
-@Suite struct NavigationContractTests {
+@Suite(.timeLimit(.minutes(1))) struct NavigationContractTests {
     static func codes(_ routes: [Route]) -> [String] {
         NavigationContract.problems(in: routes).map { "\($0.route):\($0.code.name)" }
+    }
+
+    /// A chain of 20,000 parents (a hostile contract) is checked in one pass over the routes — the check
+    /// walked every route's whole chain, quadratic, and stalled — and every route beyond 64 ancestors is
+    /// refused; a chain of 64 is fine.
+    @Test func longParentChainsAreCheckedInLinearTimeAndTooDeepOnesRefused() {
+        func chain(_ count: Int) -> [Route] {
+            [Route("r0", access: .public, isRoot: true)]
+                + (1..<count).map {
+                    Route("r\($0)", parent: "r\($0 - 1)", access: .public, deepLink: "app://r/\($0)")
+                }
+        }
+        #expect(Self.codes(chain(NavigationContract.maximumDepth + 1)) == [])
+        let problems = NavigationContract.problems(in: chain(20_000))
+        #expect(problems.count == 20_000 - NavigationContract.maximumDepth - 1)
+        #expect(problems.allSatisfy { $0.code == .tooDeep })
+        #expect(
+            problems.first?.description == "r65: r65 has 65 ancestors; a back stack deeper than 64 routes is refused")
+        // A long chain that ends in a cycle: every route on it is cyclic, through the cycle's entry.
+        var looped = chain(20_000)
+        looped[0] = Route("r0", parent: "r19999", access: .public)
+        let loop = NavigationContract.problems(in: looped + [Route("root", access: .public, isRoot: true)])
+        #expect(loop.filter { $0.code == .cyclicParents }.count == 20_000)
     }
 
     @Test func theExampleContractIsSoundAndItsFileReadsBackToTheSameRoutes() throws {
@@ -53,6 +76,13 @@ let exampleRoutes: [Route] = [
             Route("c", parent: "b", access: .public),
         ])
         #expect(cycle.contains("b:cyclicParents") && cycle.contains("c:cyclicParents"))
+        // A route hanging off a cycle is refused too, naming where its chain starts to loop.
+        let feeder = NavigationContract.problems(in: [
+            Route("root", access: .public, isRoot: true), Route("b", parent: "c", access: .public),
+            Route("c", parent: "b", access: .public), Route("d", parent: "b", access: .public),
+        ])
+        #expect(feeder.map(\.description).contains("d: the parents of d form a cycle through b"))
+        #expect(feeder.map(\.description).contains("b: the parents of b form a cycle through b"))
         #expect(
             Self.codes([
                 Route("root", access: .public, isRoot: true),

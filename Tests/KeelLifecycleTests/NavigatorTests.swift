@@ -188,6 +188,28 @@ struct Harness {
         #expect(h.effects == ["alreadyConsumed link-1"] && h.stack == ["home"])
     }
 
+    /// Overlapping patterns (found by a black-box audit: the first declared won, so `b` was unreachable):
+    /// the more specific one wins in either order of declaration; others still reach the general one.
+    @Test func whereDeepLinksOverlapTheMostSpecificWins() throws {
+        let general = Route("a", parent: "home", access: .public, parameters: ["x"], deepLink: "app://n/{x}")
+        let specific = Route("b", parent: "home", access: .public, deepLink: "app://n/fixed")
+        let deeper = Route("c", parent: "home", access: .public, parameters: ["x"], deepLink: "app://n/{x}/edit")
+        let mixed = Route("d", parent: "home", access: .public, parameters: ["y"], deepLink: "app://n/fixed/{y}")
+        let home = Route("home", access: .public, isRoot: true)
+        for routes in [[home, general, specific, deeper, mixed], [home, mixed, deeper, specific, general]] {
+            var h = try Harness(routes: routes)
+            h.send(.deepLink(url: "app://n/fixed", mode: .warm))
+            #expect(h.stack == ["home", "b"], "\(routes.map(\.id))")
+            h.send(.deepLink(url: "app://n/other", mode: .warm))
+            #expect(h.stack == ["home", "a"] && h.state.top?.parameters == ["x": "other"])
+            // `{x}/edit` and `fixed/{y}` both match fixed/edit: the first segment that differs decides.
+            h.send(.deepLink(url: "app://n/fixed/edit", mode: .warm))
+            #expect(h.stack == ["home", "d"] && h.state.top?.parameters == ["y": "edit"])
+            h.send(.deepLink(url: "app://n/7/edit", mode: .warm))
+            #expect(h.stack == ["home", "c"] && h.state.top?.parameters == ["x": "7"])
+        }
+    }
+
     @Test func aDeepLinkWhileSignedOutShowsSignInAndOpensTheTargetAfterIt() throws {
         var h = try Harness()
         h.send(.deepLink(url: "keel-notes://note/42", mode: .cold))

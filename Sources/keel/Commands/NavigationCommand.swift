@@ -15,7 +15,8 @@ enum NavigationCommand {
             its parent chain, access, modal, unsaved-input policy and process-death behaviour, sensitive,
             deep link. Checks the same rules as the app does at launch (a root and only one, known and
             acyclic parents, deep links that land only where back can go, confirmDiscard with onDeath,
-            no sensitive deep link, no two deep links for the same URLs).
+            no sensitive deep link, no two deep links of the same shape, at most 64 ancestors). Where two
+            deep links overlap, the more specific one wins (app://n/new before app://n/{id}).
 
             OPTIONS:
               --format text|json  Output style (default text). json prints {"sound": Bool, "routes":
@@ -155,16 +156,22 @@ enum NavigationCommand {
     }
 
     /// The parent chain from the root down to the route's parent (stops at an unknown parent or a cycle).
+    /// A chain longer than the contract allows shows its nearest ``NavigationContract/maximumDepth`` parents
+    /// after "…" (the route is refused as too deep; the table stays linear in size).
     static func chain(of route: Route, in byID: [String: Route]) -> [String] {
         var chain: [String] = []
         var seen: Set<String> = [route.id]
         var current = route.parent
         while let parent = current, !seen.contains(parent) {
-            chain.insert(parent, at: 0)
+            guard chain.count < NavigationContract.maximumDepth else {
+                chain.append("…")
+                break
+            }
+            chain.append(parent)
             seen.insert(parent)
             current = byID[parent]?.parent
         }
-        return chain
+        return chain.reversed()
     }
 
     static func table(_ rows: [RouteRow]) -> String {
