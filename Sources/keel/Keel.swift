@@ -73,12 +73,17 @@ enum Keel {
                 first.hasPrefix("-") ? "unknown option '\(first)'" : "unknown subcommand '\(first)'", usage: usage)
         }
         let rest = Array(arguments.dropFirst())
-        if rest.contains("--help") || rest.contains("-h") {
+        // `keel trace --help` (before a subcommand's own verb); elsewhere the subcommand's argument parser
+        // decides, so `--help` as an option's value or after `--` is not a help request.
+        if rest.first == "--help" || rest.first == "-h" {
             say(command.usage, terminator: "")
             return 0
         }
         do {
             return try await command.run(rest)
+        } catch let error as UsageError where error.isHelpRequest {
+            say(command.usage, terminator: "")
+            return 0
         } catch let error as UsageError {
             return usageFailure(error.description, usage: command.usage)
         } catch {

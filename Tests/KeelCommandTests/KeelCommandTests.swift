@@ -39,6 +39,25 @@ import Testing
         #expect(viaHelp.stdout == viaFlag.stdout)
     }
 
+    /// `--help` where an option may stand prints the subcommand's usage; as an option's value or after
+    /// `--` it is that value (found by a black-box audit: any `-h` anywhere printed help).
+    @Test func helpIsAnOptionOnlyWhereAnOptionMayStand() async throws {
+        for arguments in [
+            ["trace", "parse", "--help"], ["contract", "diff", "a.yaml", "-h"], ["demo", "--keep", "--help"],
+        ] {
+            let (status, stdout, _) = try await runKeel(arguments)
+            #expect(status == .exited(0), "\(arguments)")
+            #expect(stdout.hasPrefix("USAGE: keel \(arguments[0])"), "\(arguments)")
+        }
+        let value = try await keel(
+            "trace", "parse", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "--tracestate", "-h")
+        #expect(value.status == .exited(0))
+        #expect(value.stdout.contains("tracestate:  dropped"), "\(value.stdout)")
+        let afterDashes = try await keel("trace", "parse", "--", "-h")
+        #expect(afterDashes.status == .exited(1))
+        #expect(afterDashes.stdout.contains("traceparent: invalid"))
+    }
+
     @Test func noArgumentsPrintsUsageToStderrAndExits2() async throws {
         let run = try await keel()
         #expect(run.status == .exited(2))

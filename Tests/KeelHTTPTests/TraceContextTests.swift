@@ -88,6 +88,18 @@ import Testing
         } throws: { ($0 as? TraceContextError)?.code == .tooManyMembers }
     }
 
+    /// The reason quotes what is wrong, shortened: a tracestate comes from outside and may be huge.
+    @Test func aHugeMalformedMemberIsQuotedShortened() {
+        let huge = String(repeating: "x", count: 100_000)
+        #expect {
+            try TraceState.parse("a=1," + huge)
+        } throws: { error in
+            guard let error = error as? TraceContextError else { return false }
+            return error.code == .invalidTracestate && error.message.count < 120
+                && error.message.hasPrefix("member \"" + String(repeating: "x", count: 64) + "\"…")
+        }
+    }
+
     @Test func aDuplicateKeyDiscardsTheWholeList() {
         #expect {
             try TraceState.parse("a=1,b=2,a=3")

@@ -205,6 +205,10 @@ public struct TraceState: Sendable, Hashable {
     ///
     /// - Throws: ``TraceContextError`` saying what is wrong.
     public static func parse(_ value: String) throws(TraceContextError) -> TraceState {
+        // Error messages quote what is wrong, shortened: a tracestate arrives from outside and may be huge.
+        func quoted(_ text: String) -> String {
+            text.count <= 64 ? text.debugDescription : String(text.prefix(64)).debugDescription + "…"
+        }
         var members: [Member] = []
         var keys: Set<String> = []
         for raw in value.split(separator: ",", omittingEmptySubsequences: false) {
@@ -212,19 +216,19 @@ public struct TraceState: Sendable, Hashable {
             if text.isEmpty { continue }
             guard let equals = text.firstIndex(of: "=") else {
                 throw TraceContextError(
-                    code: .invalidTracestate, message: "member \(text.debugDescription) has no '='")
+                    code: .invalidTracestate, message: "member \(quoted(text)) has no '='")
             }
             let key = String(text[..<equals])
             let memberValue = String(text[text.index(after: equals)...])
             guard isValidKey(key) else {
-                throw TraceContextError(code: .invalidTracestate, message: "key \(key.debugDescription) is not valid")
+                throw TraceContextError(code: .invalidTracestate, message: "key \(quoted(key)) is not valid")
             }
             guard isValidValue(memberValue) else {
                 throw TraceContextError(
-                    code: .invalidTracestate, message: "the value of \(key.debugDescription) is not valid")
+                    code: .invalidTracestate, message: "the value of \(quoted(key)) is not valid")
             }
             guard keys.insert(key).inserted else {
-                throw TraceContextError(code: .duplicateKey, message: "key \(key.debugDescription) appears twice")
+                throw TraceContextError(code: .duplicateKey, message: "key \(quoted(key)) appears twice")
             }
             members.append(Member(key: key, value: memberValue))
             guard members.count <= maximumMembers else {

@@ -26,6 +26,8 @@ struct Arguments {
                 optionsEnded = true
                 continue
             }
+            // Help, where an option may stand: not the value of an option (`--tracestate -h`) nor after `--`.
+            if argument == "--help" || argument == "-h" { throw UsageError.helpRequested }
             guard argument.hasPrefix("--") else { throw UsageError("unknown option '\(argument)'") }
             var name = String(argument.dropFirst(2))
             var inlineValue: String?
@@ -82,5 +84,13 @@ struct Arguments {
 /// The command line was wrong: printed with the usage to stderr, exit status 2.
 struct UsageError: Error, CustomStringConvertible {
     let description: String
+    /// Whether this is `--help` in an option's place: the subcommand's usage is printed, exit 0.
+    private(set) var isHelpRequest = false
     init(_ description: String) { self.description = description }
+
+    static var helpRequested: UsageError {
+        var error = UsageError("help requested")
+        error.isHelpRequest = true
+        return error
+    }
 }
