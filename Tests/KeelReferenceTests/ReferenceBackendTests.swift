@@ -303,6 +303,10 @@ final class BackendHarness: Sendable {
             "POST", "/_admin/min-version", json: #"{"platform": "ios", "version": "2.0", "latest": "2.3"}"#)
         let refused = try await harness.call("GET", "/changes", headers: old)
         #expect(refused.status == 426 && refused["code"] == "update_required")
+        // A body without `version` is refused rather than read as "clear the minimum".
+        let forgotten = try await harness.call("POST", "/_admin/min-version", json: #"{"platform": "ios"}"#)
+        #expect(forgotten.status == 422 && forgotten["code"] == "validation")
+        #expect(try await harness.call("GET", "/changes", headers: old).status == 426)
         #expect(refused["minimumVersions"]?["ios"] == "2.0")
         var current = old
         current["X-App-Version"] = "2.1"

@@ -455,6 +455,11 @@ final class BackendHandler: Sendable {
             guard let platform = body["platform"]?.stringValue, ["ios", "android"].contains(platform) else {
                 throw BackendFailure(status: 422, code: "validation", message: "platform must be ios or android")
             }
+            // `version` is required (null clears the minimum): a body that forgot it must not clear it.
+            guard body["version"] != nil else {
+                throw BackendFailure(
+                    status: 422, code: "validation", message: "version is required (null clears the minimum)")
+            }
             func version(_ name: String) throws -> String? {
                 guard let value = body[name], value != .null else { return nil }
                 guard let text = value.stringValue, AppVersion(text) != nil else {

@@ -47,7 +47,8 @@ enum BackendCommand {
                                POST /_admin/min-version  {"platform": "ios"|"android", "version": "<x.y.z>"|null,
                                                           "latest": "<x.y.z>"|null (optional)}: older versions
                                                           get 426 update_required; older than latest get
-                                                          X-Update-Available
+                                                          X-Update-Available; version is required, null
+                                                          clears the minimum
                                GET  /_admin/notes        {"notes": [every note of every account, with
                                                           "account", "version" and "deleted"]}
                                GET  /_admin/published    {"published": {"<note id>": <publications>}}
