@@ -303,6 +303,16 @@ import Testing
             ["contract", "diff", "base.yaml", "next.yaml", "--format", "json", "--group", "--verbose"],
             in: directory.url)
         #expect(try JSONDecoder().decode(Report.self, from: Data(verbose.utf8)).groups.first?.places.count == 10)
+        // A finding about the whole document reaches no operation and has no place (not one empty place).
+        try Data(Self.contract(status: "open, closed, archived", version: "1.1.0").utf8).write(
+            to: directory.url("minor.yaml"))
+        let (_, minor, _) = try await runKeel(
+            ["contract", "diff", "base.yaml", "minor.yaml", "--format", "json", "--group"], in: directory.url)
+        let bump = try #require(
+            try JSONDecoder().decode(Report.self, from: Data(minor.utf8)).groups.first {
+                $0.rule == "breaking-changes-without-major-version-bump"
+            })
+        #expect(bump.operations == 0 && bump.occurrences == 1 && bump.places.isEmpty)
         // Text is grouped already: --group there is a usage error.
         let (usage, _, errors) = try await runKeel(
             ["contract", "diff", "base.yaml", "next.yaml", "--group"], in: directory.url)

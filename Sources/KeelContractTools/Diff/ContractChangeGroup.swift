@@ -11,8 +11,11 @@ public struct ContractChangeGroup: Sendable, Hashable {
     public var severity: ContractChange.Severity { changes[0].severity }
     /// The shared origin (nil for a single finding without one).
     public var origin: String? { changes[0].origin }
-    /// How many distinct operations (method and path) the root cause reaches.
-    public var operations: Int { Set(changes.map { "\($0.method ?? "") \($0.path ?? "")" }).count }
+    /// How many distinct operations (method and path; a path-level finding counts its path) the root cause
+    /// reaches: 0 for a finding about the document as a whole (`breaking-changes-without-major-version-bump`).
+    public var operations: Int {
+        Set(changes.compactMap { change in change.path.map { "\(change.method ?? "") \($0)" } }).count
+    }
 
     /// `changes` grouped by rule and origin; breaking first, then warnings, then info, each by the number of
     /// operations reached (most first), then in the diff's order.

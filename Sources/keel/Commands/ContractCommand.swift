@@ -229,8 +229,12 @@ enum ContractCommand {
                 return Group(
                     rule: group.rule, severity: group.severity, origin: group.origin, message: direct[0].message,
                     operations: group.operations, occurrences: group.changes.count,
-                    places: (arguments.has("verbose") ? direct : Array(direct.prefix(3))).map {
-                        Place(method: $0.method, path: $0.path, status: $0.status, pointer: $0.pointer)
+                    places: (arguments.has("verbose") ? direct : Array(direct.prefix(3))).compactMap {
+                        // A finding about the whole document has no place: none is listed, not an empty one.
+                        guard $0.method != nil || $0.path != nil || $0.status != nil || $0.pointer != nil else {
+                            return nil
+                        }
+                        return Place(method: $0.method, path: $0.path, status: $0.status, pointer: $0.pointer)
                     })
             }
             try sayJSON(Report(groups: groups, summary: summary))
