@@ -166,6 +166,14 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// An iterator over the members in document order.
     public func makeIterator() -> Iterator { Iterator(members: members) }
 
+    /// Calls `body` with each member's name and value in document order, lent rather than copied (no
+    /// reference counting per member, as a `for` loop over the object has): for walks over large trees.
+    package func forEachMember(_ body: (String, JSONValue) throws -> Void) rethrows {
+        try members.withUnsafeBufferPointer { buffer in
+            for index in buffer.indices { try body(buffer[index].key, buffer[index].value) }
+        }
+    }
+
     /// Order-independent: the same members in any order are equal.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         guard lhs.members.count == rhs.members.count else { return false }
