@@ -242,6 +242,58 @@ import Testing
         #expect(try await engine.state(of: change) == .synced)
     }
 
+    /// Found in review: after an attempt whose answer was lost (the backend applied it), a later attempt that
+    /// did not get through (maintenance, a captive portal) made the change `pending` again — discardable,
+    /// recorded as discarded, and back on the next pull. The first answer is still unknown: it stays `sending`.
+    @Test func anUnknownOutcomeStaysUnknownThroughLaterAttemptsThatDoNotGetThrough() async throws {
+        let world = try SyncWorld()
+        let engine = try await world.device("phone").engine(.alice)
+        let change = try await engine.create("note", id: "n1", fields: .note("x"), operation: "createNote")
+        world.backend.setFault(.init(mode: .drop))  // applied; the answer is lost
+        _ = await engine.sync()
+        #expect(try await engine.state(of: change) == .sending)
+        for fault in [ReferenceBackend.Fault(mode: .portal), .init(mode: .unavailable, retryAfter: 1)] {
+            world.backend.setFault(fault)
+            // A portal's page answers the POST (outcome unknown); maintenance refuses it before the backend
+            // looks at its key (rejected): neither says what became of the first attempt.
+            #expect(await engine.sync().failure != nil, "\(fault.mode)")
+            #expect(try await engine.state(of: change) == .sending, "\(fault.mode)")
+            await #expect(throws: SyncError.self) { try await engine.discard(change) }
+        }
+        world.backend.setFault(.none)
+        _ = await engine.sync()
+        #expect(try await engine.state(of: change) == .synced)
+        #expect(try world.backend.appliedKeys() == [change.idempotencyKey.rawValue: 1])
+    }
+
+    /// The same after an engine stopped with the change out (as a killed app leaves it): the in-flight marker
+    /// makes the change `sending` for the next engine, and a retry that does not get through keeps it so.
+    @Test func aChangeLeftOutByAStoppedEngineStaysUnknownThroughAFailedRetry() async throws {
+        let world = try SyncWorld()
+        let device = try world.device("phone")
+        let first = try await device.engine(.alice)
+        let change = try await first.create("note", id: "n1", fields: .note("x"), operation: "createNote")
+        world.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(300)))  // applied, answered late
+        let run = Task { await first.sync() }
+        for _ in 0..<2000 where try world.backend.appliedKeys().isEmpty { try await Task.sleep(for: .milliseconds(2)) }
+        await first.stop()  // the answer is never read
+        _ = await run.value
+        let second = try await device.engine(.alice)
+        #expect(try await second.state(of: change) == .sending)
+        world.backend.setFault(.init(mode: .unavailable, retryAfter: 1))  // refused before its key is looked at
+        _ = await second.sync()
+        #expect(try await second.state(of: change) == .sending)
+        await #expect(throws: SyncError.self) { try await second.discard(change) }
+        world.backend.setFault(.none)
+        // Until the first request's late answer is out, the backend says the key is still being applied (409).
+        for _ in 0..<100 where try await second.state(of: change) != .synced {
+            _ = await second.sync()
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await second.state(of: change) == .synced)
+        #expect(try world.backend.appliedKeys() == [change.idempotencyKey.rawValue: 1])
+    }
+
     /// A scenario that shows a type without a conflict policy is refused when the engine is made.
     @Test func anEngineForATypeWithoutAPolicyIsRefused() async throws {
         let world = try SyncWorld()

@@ -251,6 +251,8 @@ public actor SyncEngine {
                     let record = try Self.entity(
                         EntityRef(type: type, id: id), in: transaction.records(storage.entities))
                 else { return nil }
+                // Changes a killed push left without an answer read `sending`, as in `entities(_:)`.
+                let sending = try sending.union(Self.unconfirmed(in: transaction.records(storage.state)))
                 return try Self.synced(record, outbox: transaction.records(storage.outbox), sending: sending)
             }
         }
@@ -576,7 +578,6 @@ public actor SyncEngine {
             guard !fenced else { return false }
             let batch = try await takeBatch()
             guard !batch.isEmpty else { return true }
-            try await markInFlight(batch)
             inFlight = Set(batch.map(\.id))
             defer { inFlight = [] }
             let key = Self.batchKey(batch)
@@ -670,21 +671,30 @@ public actor SyncEngine {
         }
     }
 
-    /// Writes down which changes are about to go out (one small record), so that after a kill they are
-    /// known to have been sent with an unknown answer: shown `sending`, never discarded as if unsent. The
-    /// changes a previous process left in that record without learning their answer become `sending`.
-    private func markInFlight(_ batch: [PendingMutation]) async throws(SyncError) {
+    /// The changes a push wrote down as going out whose answer has not been recorded.
+    static func unconfirmed(in state: VaultRecords) throws -> Set<String> {
+        guard let data = try state.get("inflight"),
+            case .array(let ids)? = try SyncRecords.decode(data, "in-flight marker")["ids"]
+        else { return [] }
+        return Set(ids.compactMap(\.stringValue))
+    }
+
+    /// The next batch — the oldest sendable change of each entity whose earlier changes are all settled — and
+    /// the in-flight marker that says it is going out, in one transaction: a `discard` either ran before
+    /// (the change is not in the batch) or sees the marker and refuses (it may be applied). Changes of an
+    /// earlier marker whose answer never came (the app was killed while they were out) are marked
+    /// `sending` first: sent without a known answer.
+    private func takeBatch() async throws(SyncError) -> [PendingMutation] {
         let storage = storage
-        try await storageCall {
+        let limit = batchSize
+        return try await storageCall {
             try await self.vault.write([storage.outbox, storage.state], inline: true) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let state = try transaction.records(storage.state)
-                let going = Set(batch.map(\.id))
                 if let data = try state.get("inflight") {
                     let marker = try SyncRecords.decode(data, "in-flight marker")
                     if case .array(let ids)? = marker["ids"], case .array(let sequences)? = marker["sequences"] {
-                        for (id, sequence) in zip(ids.compactMap(\.stringValue), sequences.compactMap(\.int))
-                        where !going.contains(id) {
+                        for (id, sequence) in zip(ids.compactMap(\.stringValue), sequences.compactMap(\.int)) {
                             let key = SyncRecords.outboxID(UInt64(sequence))
                             guard let data = try outbox.get(key) else { continue }
                             var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
@@ -694,30 +704,8 @@ public actor SyncEngine {
                             try outbox.put(key, SyncRecords.encode(entry.json))
                         }
                     }
+                    try state.delete("inflight")
                 }
-                let marker: JSONValue = [
-                    "ids": .array(batch.map { .string($0.id) }),
-                    "sequences": .array(batch.map { .number(JSONNumber(Int64(bitPattern: $0.sequence))) }),
-                ]
-                try state.put("inflight", SyncRecords.encode(marker))
-            }
-        }
-    }
-
-    /// The changes a push wrote down as going out whose answer has not been recorded.
-    static func unconfirmed(in state: VaultRecords) throws -> Set<String> {
-        guard let data = try state.get("inflight"),
-            case .array(let ids)? = try SyncRecords.decode(data, "in-flight marker")["ids"]
-        else { return [] }
-        return Set(ids.compactMap(\.stringValue))
-    }
-
-    /// The next batch: the oldest sendable change of each entity whose earlier changes are all settled.
-    private func takeBatch() async throws(SyncError) -> [PendingMutation] {
-        let storage = storage
-        let limit = batchSize
-        return try await storageCall {
-            try await self.vault.read(storage.outbox) { outbox in
                 var batch: [PendingMutation] = []
                 var seen: Set<EntityRef> = []
                 var after: String?
@@ -737,6 +725,13 @@ public actor SyncEngine {
                     }
                     guard let last = ids.last, ids.count == 256 else { break }
                     after = last
+                }
+                if !batch.isEmpty {
+                    let marker: JSONValue = [
+                        "ids": .array(batch.map { .string($0.id) }),
+                        "sequences": .array(batch.map { .number(JSONNumber(Int64(bitPattern: $0.sequence))) }),
+                    ]
+                    try state.put("inflight", SyncRecords.encode(marker))
                 }
                 return batch
             }
@@ -774,6 +769,13 @@ public actor SyncEngine {
                     if unknown {
                         entry.state = .sending
                         entry.attempts += 1
+                    } else if entry.state == .sending, failure.kind != .validation {
+                        // An earlier attempt's answer is still unknown (stored `sending`): this one did not
+                        // get through, or was refused before the backend looked at its key (offline,
+                        // sign-in, access, app version), so it says nothing about the earlier one. It stays
+                        // `sending` — sent again with the same key, never discardable as if it had not
+                        // left. A validation refusal is an answer for the key: the change was not applied.
+                        if failure.outcome == .rejected { entry.attempts += 1 }
                     } else {
                         entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
                         if failure.outcome == .rejected { entry.attempts += 1 }
@@ -799,10 +801,27 @@ public actor SyncEngine {
                 let entities = try transaction.records(storage.entities)
                 try transaction.records(storage.state).delete("inflight")  // every answer of the batch is here
                 for (sent, result) in zip(batch, results) {
+                    // A damaged entry is an error (the transaction rolls back, the marker stays): skipping it
+                    // would lose that it went out without a recorded answer.
                     guard let data = try outbox.get(SyncRecords.outboxID(sent.sequence)),
-                        var entry = try? PendingMutation(json: SyncRecords.decode(data, "outbox entry")),
+                        case var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry")),
                         entry.id == sent.id
-                    else { continue }  // settled meanwhile (discarded by the user)
+                    else {
+                        // Gone meanwhile (never while it is marked in flight: `discard` refuses then). Should
+                        // the backend still have applied it, that is what is recorded, not a discard.
+                        let version: Int??
+                        switch result {
+                        case .applied(let server), .duplicate(let server?): version = server.version
+                        case .duplicate(nil): version = .some(nil)
+                        default: version = nil
+                        }
+                        if let version {
+                            try transaction.records(storage.state).put(
+                                "settled:" + sent.id,
+                                SyncRecords.encode(SyncRecords.json(of: .applied(version: version), at: now)))
+                        }
+                        continue
+                    }
                     var record = try Self.entity(sent.entity, in: entities) ?? EntityRecord(ref: sent.entity)
                     switch result {
                     case .applied(let server), .duplicate(let server?):
