@@ -77,7 +77,7 @@ public struct RestoreInspector: Sendable {
         let manifest: VaultManifest
         do {
             guard let read = try VaultManifest.read(directory: directory) else {
-                if !VaultFiles.holdsData(directory) {
+                if try !VaultFiles.holdsData(directory, namespace: namespace) {
                     return VaultInspection(namespace: namespace, state: .freshInstall)
                 }
                 return whole(.damaged, "data without a vault manifest", [.keepData, .restoreFromBackup])

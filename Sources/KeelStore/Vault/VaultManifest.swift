@@ -110,9 +110,17 @@ enum VaultFiles {
     }
 
     /// Whether `directory` holds anything but temporary files of an interrupted write (a vault directory
-    /// without a manifest that holds data is damaged; an empty one is new).
-    static func holdsData(_ directory: String) -> Bool {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).contains { !$0.hasPrefix(".tmp-") }
+    /// without a manifest that holds data is damaged; an empty one is new). A directory that exists but
+    /// cannot be listed is an error, never "empty": a new vault would delete the account's keys.
+    static func holdsData(_ directory: String, namespace: String) throws(VaultError) -> Bool {
+        guard DurableFiles.kind(directory) != nil else { return false }
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: directory).contains { !$0.hasPrefix(".tmp-") }
+        } catch {
+            throw VaultError(
+                code: .ioError, namespace: namespace,
+                message: "cannot list \(directory): \(error.localizedDescription); nothing was changed")
+        }
     }
 
     /// Opens the database of `policy` in `directory` and keeps its files (and SQLite's companions) out of

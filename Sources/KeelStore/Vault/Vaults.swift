@@ -206,7 +206,7 @@ public actor Vaults {
             }
             return manifest
         }
-        if VaultFiles.holdsData(directory) {
+        if try VaultFiles.holdsData(directory, namespace: namespace.rawValue) {
             throw VaultError(
                 code: .damaged, namespace: namespace.rawValue,
                 message:
