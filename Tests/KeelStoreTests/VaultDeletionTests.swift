@@ -263,6 +263,21 @@ import Testing
         #expect(VaultFixture.files(under: fixture.data, containing: Self.token).isEmpty)
     }
 
+    /// Found in review: an unfinished logout was replaced by a later access revocation, whose list has no
+    /// `notes`: the notes outlived the logout. The pending purge is finished with the new one instead.
+    @Test func anUnfinishedLogoutIsFinishedByALaterRevocationNotReplaced() async throws {
+        _ = try await fillAlice()
+        let moved = fixture.root.url("keys-away")
+        try FileManager.default.moveItem(at: fixture.keys, to: moved)
+        #expect(await Self.code { try await fixture.vaults.logout() } == "keyStoreFailed")
+        try FileManager.default.moveItem(at: moved, to: fixture.keys)
+        let report = try await fixture.vaults.revokeAccess(alice)
+        #expect(report.deletedDatasets == ["feed-cache", "media", "notes", "session-token"])
+        let vault = try await fixture.vaults.open(alice)
+        #expect(try await vault.get("notes", id: "n1") == nil)
+        #expect(try await vault.get("drafts", id: "d1") == Self.draft)
+    }
+
     /// A real process logging out is killed with SIGKILL after its first, second and third shredded key,
     /// and once while it drops the tables: every time, the next open finishes the logout before the vault
     /// is used, and the kept draft survives.

@@ -291,11 +291,14 @@ public actor Vaults {
         if let pending = manifest.pendingPurge, resuming || pending.trigger == trigger {
             affected = pending.datasets
         } else {
-            affected = manifest.datasets.keys.filter { name in
+            let triggered = manifest.datasets.keys.filter { name in
                 trigger == .accountDeletion
                     || (inventory.datasets[name] ?? manifest.datasets[name]!.declaration).deletionTriggers.contains(
                         trigger)
-            }.sorted()
+            }
+            // An unfinished purge of another trigger is finished with this one, never replaced by it: its
+            // datasets may already have lost their keys.
+            affected = Set(triggered + (manifest.pendingPurge?.datasets ?? [])).sorted()
             manifest.pendingPurge = .init(trigger: trigger, datasets: affected)
             try manifest.write(directory: directory)
         }
