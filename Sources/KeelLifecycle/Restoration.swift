@@ -158,6 +158,13 @@ extension Navigator {
         let checked = run.checked(stack, modal: modalEntry, target: run.state.pendingTarget ?? remembered)
         run.state.stack = checked.stack.isEmpty ? [run.rootEntry()] : checked.stack
         run.state.modal = checked.modal
-        return (NavigationResult(state: run.state, effects: run.effects), snapshot.inFlight)
+        // Operations in flight belong to the account that started them: never reattached in another's session.
+        let inFlight: [String]
+        switch session {
+        case .valid(let account) where previous != nil && previous != account: inFlight = []
+        case .signedOut where previous != nil: inFlight = []
+        default: inFlight = snapshot.inFlight
+        }
+        return (NavigationResult(state: run.state, effects: run.effects), inFlight)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+public import KeelCore
 public import KeelStore
 
 /// The navigator's drafts kept in the account's vault: `saveDraft` and `deleteDraft` effects applied to a
@@ -28,20 +29,53 @@ public struct VaultDrafts: Sendable {
         var text: String
     }
 
-    /// The record id of a draft: its route and sorted parameters.
-    static func recordID(_ key: DraftKey) -> String { key.entryLabel }
+    /// The record id of a draft: its route and sorted parameters, as `route key=value …` with space, `=`
+    /// and `%` percent-escaped in names and values, so that no two drafts share an id (`a="1 b=2"` and
+    /// `a=1, b=2` did). Ordinary drafts keep the id they always had.
+    static func recordID(_ key: DraftKey) -> String {
+        func escaped(_ text: String) -> String {
+            var result = ""
+            for character in text {
+                switch character {
+                case " ": result += "%20"
+                case "=": result += "%3D"
+                case "%": result += "%25"
+                default: result.append(character)
+                }
+            }
+            return result
+        }
+        return
+            ([escaped(key.route)]
+            + key.parameters.sorted { $0.key < $1.key }.map { escaped($0.key) + "=" + escaped($0.value) })
+            .joined(separator: " ")
+    }
 
-    /// Applies the draft effects among `effects` (of this vault's account; others are ignored) in one
-    /// transaction.
+    /// Applies the draft effects among `effects` in one transaction.
+    ///
+    /// A stored draft that cannot be read (written by a newer version of the app, say) is never written over
+    /// or deleted: it is kept aside under `unreadable:` and its id before the new one takes its place.
+    ///
+    /// - Throws: ``VaultDraftsError`` `otherAccount`, writing nothing, when a draft effect belongs to another
+    ///   account: leaving an account (`switchAccount`, `signOut`) saves its input as that account's drafts,
+    ///   which must go to its vault before it closes — see ``NavigationEffect/draftAccount``.
     public func apply(_ effects: [NavigationEffect]) async throws {
         let account = vault.account.rawValue
+        let foreign = effects.compactMap(\.draftAccount).filter { $0 != account }
+        if let other = foreign.first {
+            throw VaultDraftsError(
+                code: .otherAccount,
+                message:
+                    "\(foreign.count) draft effect(s) belong to account \(other), not \(account): apply them to that account's vault before it closes; nothing was written"
+            )
+        }
         var changes: [(String, Data?)] = []
         for effect in effects {
             switch effect {
-            case .saveDraft(let key, let text) where key.account == account:
+            case .saveDraft(let key, let text):
                 let stored = Stored(route: key.route, parameters: key.parameters, text: text)
                 changes.append((Self.recordID(key), try JSONEncoder().encode(stored)))
-            case .deleteDraft(let key) where key.account == account:
+            case .deleteDraft(let key):
                 changes.append((Self.recordID(key), nil))
             default: continue
             }
@@ -50,7 +84,24 @@ public struct VaultDrafts: Sendable {
         let list = changes
         try await vault.write(dataset) { records in
             for (id, value) in list {
+                if let existing = try records.get(id), (try? JSONDecoder().decode(Stored.self, from: existing)) == nil {
+                    try records.put(Self.unreadablePrefix + id, existing)
+                }
                 if let value { try records.put(id, value) } else { try records.delete(id) }
+            }
+        }
+    }
+
+    /// Where drafts that cannot be read are kept aside.
+    static let unreadablePrefix = "unreadable:"
+
+    /// The ids of stored drafts that cannot be read (kept, never written over), for the app to report.
+    public func unreadable() async throws -> [String] {
+        try await vault.read(dataset) { records in
+            try records.ids().filter { id in
+                if id.hasPrefix(Self.unreadablePrefix) { return true }
+                guard let data = try records.get(id) else { return false }
+                return (try? JSONDecoder().decode(Stored.self, from: data)) == nil
             }
         }
     }
@@ -60,12 +111,48 @@ public struct VaultDrafts: Sendable {
         let account = vault.account.rawValue
         return try await vault.read(dataset) { records in
             var drafts: [DraftKey: String] = [:]
-            for id in try records.ids() {
+            for id in try records.ids() where !id.hasPrefix(Self.unreadablePrefix) {
+                // One that cannot be read is left where it is (see `unreadable()`); `apply` never writes over it.
                 guard let data = try records.get(id), let stored = try? JSONDecoder().decode(Stored.self, from: data)
                 else { continue }
                 drafts[DraftKey(account: account, route: stored.route, parameters: stored.parameters)] = stored.text
             }
             return drafts
+        }
+    }
+}
+
+/// Why draft effects could not be applied.
+public struct VaultDraftsError: KeelError, Equatable {
+    /// Codes of ``VaultDraftsError``.
+    public typealias Code = ErrorCode<VaultDraftsError>
+
+    /// What went wrong.
+    public let code: Code
+    /// A short explanation for developers.
+    public let message: String
+
+    /// An error with `code` and `message`.
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `code: message`.
+    public var description: String { "drafts \(code): \(message)" }
+}
+
+extension ErrorCode where Domain == VaultDraftsError {
+    /// A draft effect of another account than the vault's.
+    public static var otherAccount: Self { Self("otherAccount") }
+}
+
+extension NavigationEffect {
+    /// The account whose drafts a `saveDraft` or `deleteDraft` effect writes; nil for other effects.
+    public var draftAccount: String? {
+        switch self {
+        case .saveDraft(let key, _), .deleteDraft(let key): key.account
+        default: nil
         }
     }
 }

@@ -21,6 +21,20 @@ import Testing
         #expect(again.result.state == h.state && again.result.effects.isEmpty)
     }
 
+    /// Found in review: operations in flight of the account in the snapshot were handed back in another
+    /// account's session (or signed out), to be reattached there.
+    @Test func operationsInFlightComeBackOnlyToTheirAccount() throws {
+        var h = try Harness()
+        h.deepStack()
+        let snapshot = try NavigationSnapshot(h.state, inFlight: ["publish@e5#1"]).encoded()
+        let restore = { (session: SessionCheck) in h.navigator.restore(snapshot, drafts: [:], session: session).inFlight
+        }
+        #expect(restore(.valid(account: "alice")) == ["publish@e5#1"])
+        #expect(restore(.expired) == ["publish@e5#1"])  // the same account, signing in again
+        #expect(restore(.valid(account: "bob")).isEmpty)
+        #expect(restore(.signedOut).isEmpty)
+    }
+
     /// PLAT-005.3: the session expired while the app was dead: sign-in comes first, nothing protected is
     /// shown, the target and the drafts are kept, and signing in again brings the target back.
     @Test func anExpiredSessionAtRestoreShowsSignInAndKeepsTheTargetAndDrafts() throws {

@@ -279,11 +279,18 @@ public actor NotesApp {
             let token = try await NotesRemote.signIn(account, client: client)
             tokens.withLock { $0[account] = token }
         }
+        let event: NavigationEvent = switching ? .switchAccount(account.rawValue) : .signIn(account: account.rawValue)
+        // Leaving an account saves its open input as its drafts: they go to its vault before activating the
+        // next account closes it (applied to the next account's vault they would be refused, and were lost).
+        let result = navigator.reduce(state, event)
+        let leaving = result.effects.filter { $0.draftAccount.map { $0 != account.rawValue } ?? false }
+        if !leaving.isEmpty, let engine, engine.vault.isOpen {
+            try await VaultDrafts(vault: engine.vault, dataset: "drafts").apply(leaving)
+        }
         engine = try await accounts.activate(account)
         try Data(JSONValue.object(["account": .string(account.rawValue)]).serialized()).write(
             to: sessionFile, options: .atomic)
-        let event: NavigationEvent = switching ? .switchAccount(account.rawValue) : .signIn(account: account.rawValue)
-        var answer = try await navigate(event)
+        var answer = try await finish(result, drafts: result.effects.filter { !leaving.contains($0) })
         if state.stack.last?.route == "home" { answer = try await navigate(.open(route: "notes")) }
         answer["account"] = .string(account.rawValue)
         return answer
@@ -502,9 +509,15 @@ public actor NotesApp {
 
     private func navigate(_ event: NavigationEvent) async throws -> JSONObject {
         let result = navigator.reduce(state, event)
+        return try await finish(result, drafts: result.effects)
+    }
+
+    /// Takes `result`'s state, writes the draft effects among `drafts` and the snapshot to the open vault,
+    /// and answers.
+    private func finish(_ result: NavigationResult, drafts: [NavigationEffect]) async throws -> JSONObject {
         state = result.state
         if let engine, engine.vault.isOpen {
-            try await VaultDrafts(vault: engine.vault, dataset: "drafts").apply(result.effects)
+            try await VaultDrafts(vault: engine.vault, dataset: "drafts").apply(drafts)
             try await engine.vault.put(Self.snapshots, id: "snapshot", NavigationSnapshot(state).encoded())
         }
         var answer: JSONObject = [
