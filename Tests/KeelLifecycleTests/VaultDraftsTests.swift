@@ -54,13 +54,19 @@ import Testing
         #expect(try await VaultDrafts(vault: bobVault, dataset: "drafts").load().isEmpty)
     }
 
+    /// Alice's vault in a new data directory (keys outside it); the directory lives as long as its value.
+    static func aliceVault() async throws -> (TemporaryDirectory, Vault) {
+        let root = try TemporaryDirectory(prefix: "keel-lifecycle-drafts")
+        let keys = try FileKeyStore(directory: root.url("keys"), dataDirectories: [root.url("data")])
+        let vaults = try Vaults(dataDirectory: root.url("data"), keyStore: keys, inventory: VaultInventory.inventory)
+        return (root, try await vaults.open(try AccountID("alice")))
+    }
+
     /// Found in review: a stored draft that cannot be read was skipped by `load`, then written over by the
     /// next save (or removed by a delete) of the same id. It is kept aside instead.
     @Test func aDraftThatCannotBeReadIsKeptAsideNeverWrittenOver() async throws {
-        let root = try TemporaryDirectory(prefix: "keel-lifecycle-unreadable")
-        let keys = try FileKeyStore(directory: root.url("keys"), dataDirectories: [root.url("data")])
-        let vaults = try Vaults(dataDirectory: root.url("data"), keyStore: keys, inventory: VaultInventory.inventory)
-        let vault = try await vaults.open(try AccountID("alice"))
+        let (root, vault) = try await Self.aliceVault()
+        defer { _ = root }
         let drafts = VaultDrafts(vault: vault, dataset: "drafts")
         let key = DraftKey(account: "alice", route: "edit", parameters: ["noteID": "1"])
         let future = Data(#"{"format": 9, "blocks": ["written by a newer app"]}"#.utf8)
@@ -79,10 +85,8 @@ import Testing
     /// Found in review: the record id joined parameters with spaces and `=` unescaped, so a crafted value
     /// (`a = "1 b=2"`) named another draft's record (`a = 1, b = 2`) and wrote over it.
     @Test func draftsOfDifferentKeysNeverShareARecord() async throws {
-        let root = try TemporaryDirectory(prefix: "keel-lifecycle-ids")
-        let keys = try FileKeyStore(directory: root.url("keys"), dataDirectories: [root.url("data")])
-        let vaults = try Vaults(dataDirectory: root.url("data"), keyStore: keys, inventory: VaultInventory.inventory)
-        let vault = try await vaults.open(try AccountID("alice"))
+        let (root, vault) = try await Self.aliceVault()
+        defer { _ = root }
         let drafts = VaultDrafts(vault: vault, dataset: "drafts")
         let plain = DraftKey(account: "alice", route: "r", parameters: ["a": "1", "b": "2"])
         let crafted = DraftKey(account: "alice", route: "r", parameters: ["a": "1 b=2"])
