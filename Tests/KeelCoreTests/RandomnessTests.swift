@@ -153,6 +153,42 @@ private func draws(_ count: Int, from source: RandomSource) -> [UInt64] {
         #expect(Set(pairs.flatMap { [$0.0, $0.1] }).count == 200)
     }
 
+    /// On Linux the system source hands out the OS's bytes from a buffer refilled 32 words at a time: across
+    /// many refills and many tasks at once, no word may be handed out twice and none may be a wiped (zero)
+    /// or stale one.
+    @Test func systemDrawsFromManyTasksAtOnceAreNeverHandedOutTwice() async {
+        let tasks = 8
+        let drawsPerTask = 1_000
+        let collected = await withTaskGroup(of: [UInt64].self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    var words: [UInt64] = []
+                    for draw in 0..<drawsPerTask {
+                        if (draw + task).isMultiple(of: 3) {
+                            let (first, second) = RandomSource.system.nextPair()
+                            words += [first, second]
+                        } else {
+                            words.append(RandomSource.system.next())
+                        }
+                    }
+                    return words
+                }
+            }
+            var all: [UInt64] = []
+            for await chunk in group { all += chunk }
+            return all
+        }
+        #expect(collected.count > tasks * drawsPerTask)
+        // Two equal 64-bit words among ~10,700 happen about once in 2^37 runs.
+        #expect(Set(collected).count == collected.count)
+        #expect(!collected.contains(0))
+        // Half the bits set: ~685,000 bits, standard deviation ~414; a buffer handed out before it was
+        // filled, or after it was wiped, would pull this far off.
+        let bits = collected.count * 64
+        let ones = collected.reduce(0) { $0 + $1.nonzeroBitCount }
+        #expect(abs(ones - bits / 2) < 5_000)
+    }
+
     @Test func concurrentDrawsFromOneSeededSourceLoseNothing() async {
         let source = RandomSource.seeded(2026)
         let tasks = 8

@@ -123,12 +123,17 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
     }
 
     /// Whether `bytes` is an RFC 9110 token (a method or a field name): one or more `tchar`s.
+    ///
+    /// Inlinable so that each caller's collection type gets its own specialization: the client checks
+    /// every header name it sends and the test server every one it receives.
+    @inlinable
     package static func isToken(_ bytes: some Collection<UInt8>) -> Bool {
         !bytes.isEmpty && bytes.allSatisfy { isTokenByte[Int($0)] }
     }
 
     /// RFC 9110 `tchar`, by byte.
-    private static let isTokenByte: [Bool] = {
+    @usableFromInline
+    package static let isTokenByte: [Bool] = {
         var table = [Bool](repeating: false, count: 256)
         for byte in "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8 {
             table[Int(byte)] = true

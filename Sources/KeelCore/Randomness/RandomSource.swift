@@ -22,7 +22,8 @@ public final class RandomSource: Sendable {
 
     private init(_ storage: Storage) { self.storage = storage }
 
-    /// The system generator (`SystemRandomNumberGenerator`).
+    /// The operating system's generator (`SystemRandomNumberGenerator`; on Linux its bytes are fetched 256
+    /// at a time rather than with a system call per draw).
     public static let system = RandomSource(.system)
 
     /// A deterministic source: the same seed gives the same sequence of draws.
@@ -37,8 +38,12 @@ public final class RandomSource: Sendable {
         /// The next 64 random bits, from the seeded generator when there is one, otherwise from the system generator.
         public mutating func next() -> UInt64 {
             if seeded != nil { return seeded!.next() }
-            var system = SystemRandomNumberGenerator()
-            return system.next()
+            #if canImport(Glibc) || canImport(Musl)
+                return SystemEntropy.next()
+            #else
+                var system = SystemRandomNumberGenerator()
+                return system.next()
+            #endif
         }
     }
 
@@ -63,10 +68,13 @@ public final class RandomSource: Sendable {
     }
 
     /// The next 128 random bits as two words: what ``next()`` twice would give, in that order. From the
-    /// system source they come from one call to the operating system (`getentropy`) instead of two: ids of
-    /// 128 bits (correlation ids, trace ids, UUIDs) are drawn on every request and every queued change.
+    /// system source they come from one call to the operating system instead of two (on Linux, from the
+    /// buffer of its bytes): ids of 128 bits (correlation ids, trace ids, UUIDs) are drawn on every request
+    /// and every queued change.
     public func nextPair() -> (UInt64, UInt64) {
-        #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+        #if canImport(Glibc) || canImport(Musl)
+            if case .system = storage { return SystemEntropy.nextPair() }
+        #elseif canImport(Darwin)
             if case .system = storage {
                 var words: (UInt64, UInt64) = (0, 0)
                 let status = withUnsafeMutableBytes(of: &words) { getentropy($0.baseAddress, $0.count) }

@@ -1,0 +1,75 @@
+#if canImport(Glibc) || canImport(Musl)
+    #if canImport(Glibc)
+        import Glibc
+    #else
+        import Musl
+    #endif
+    import Synchronization
+
+    /// The operating system's random bytes, fetched 256 at a time and handed out 8 at a time.
+    ///
+    /// On Linux each `SystemRandomNumberGenerator` draw is a `getrandom` system call (glibc has no vDSO path
+    /// before 2.41), and Keel draws several ids per request and per queued change (correlation id, trace and
+    /// parent ids, idempotency keys); one `getentropy` per 32 draws removes that cost (keel-bench
+    /// `trace.overhead`, `outbox.enqueue`). The bytes are the kernel's CSPRNG output unchanged: every word is
+    /// handed out once and wiped from the buffer. A forked child discards what it inherited, so parent and
+    /// child never hand out the same bytes. Keys and nonces never come from here (KeelCrypto uses OpenSSL's
+    /// generator); on Apple platforms `arc4random` is already in user space and this pool is not compiled.
+    enum SystemEntropy {
+        private static let words = 32
+
+        private struct Pool {
+            var buffer = [UInt64](repeating: 0, count: SystemEntropy.words)
+            /// The next unused word; `words` when the buffer is spent.
+            var next = SystemEntropy.words
+            /// The fork count when the buffer was filled.
+            var filledAt: UInt64 = 0
+        }
+
+        private static let pool = Locked(Pool())
+        /// Bumped in every child a fork makes: a buffer filled before it is not used after it.
+        private static let forks = Atomic<UInt64>(0)
+        private static let registered: Bool = {
+            pthread_atfork(nil, nil) { SystemEntropy.forks.wrappingAdd(1, ordering: .relaxed) } == 0
+        }()
+
+        /// The next 64 random bits.
+        static func next() -> UInt64 {
+            let forkCount = currentForks()
+            return pool.withLock { pool in take(&pool, forkCount) }
+        }
+
+        /// The next 128 random bits.
+        static func nextPair() -> (UInt64, UInt64) {
+            let forkCount = currentForks()
+            return pool.withLock { pool in (take(&pool, forkCount), take(&pool, forkCount)) }
+        }
+
+        private static func currentForks() -> UInt64 {
+            _ = registered
+            return forks.load(ordering: .relaxed)
+        }
+
+        private static func take(_ pool: inout Pool, _ forkCount: UInt64) -> UInt64 {
+            if pool.next == words || pool.filledAt != forkCount {
+                refill(&pool)
+                pool.filledAt = forkCount
+            }
+            let word = pool.buffer[pool.next]
+            pool.buffer[pool.next] = 0
+            pool.next += 1
+            return word
+        }
+
+        private static func refill(_ pool: inout Pool) {
+            let status = pool.buffer.withUnsafeMutableBytes { getentropy($0.baseAddress, $0.count) }
+            if status != 0 {
+                // getentropy cannot fail for 256 bytes on a working system; if it does, the stdlib's
+                // generator (which traps rather than return weak bytes) fills the buffer.
+                var system = SystemRandomNumberGenerator()
+                for index in pool.buffer.indices { pool.buffer[index] = system.next() }
+            }
+            pool.next = 0
+        }
+    }
+#endif
