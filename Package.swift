@@ -50,6 +50,8 @@ let package = Package(
             pkgConfig: "libssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
+        // Header only (libc): the calling thread's stack bounds, for recursion that must end with an error.
+        .systemLibrary(name: "CThreadStack"),
         .systemLibrary(
             name: "CYAML",
             pkgConfig: "yaml-0.1",
@@ -57,7 +59,10 @@ let package = Package(
         ),
 
         // MARK: - Libraries
-        .target(name: "KeelCore", swiftSettings: swiftSettings),
+        .target(
+            name: "KeelCore",
+            dependencies: [.target(name: "CThreadStack", condition: .when(platforms: [.linux, .android]))],
+            swiftSettings: swiftSettings),
         // The platform's crypto behind one small package-internal surface: SHA-256 (generated-file stamps,
         // journaled request bodies), AES-256-GCM and the secure random generator (KeelStore's sealing).
         // OpenSSL libcrypto on Linux, CryptoKit on Apple platforms. Not a product: apps never import it.

@@ -298,7 +298,7 @@ import Testing
             arguments: [
                 "-typecheck", "-swift-version", "6", "-warnings-as-errors", "-I",
                 ChildProcess.productsDirectory.appendingPathComponent("Modules").path,
-            ] + files.map(\.path))
+            ] + Self.systemModules + files.map(\.path))
         checker.closeInput()
         #expect(
             try await checker.waitForExit(timeout: .seconds(170)) == .exited(0),
@@ -558,7 +558,8 @@ import Testing
         let executable = directory.url("program").path
         #if os(Linux)
             // KeelContract hashes with OpenSSL's libcrypto on Linux (SHA256Digest): its module map and library.
-            let crypto = ["-I", Self.repository.appendingPathComponent("Sources/CCrypto").path, "-lcrypto"]
+            let crypto =
+                ["-I", Self.repository.appendingPathComponent("Sources/CCrypto").path, "-lcrypto"] + Self.systemModules
         #else
             let crypto: [String] = []
         #endif
@@ -590,6 +591,15 @@ import Testing
             files.append(part)
         }
         return files
+    }
+
+    /// The header-only C modules KeelCore imports on Linux (a build outside SwiftPM needs their module maps).
+    private static var systemModules: [String] {
+        #if os(Linux)
+            ["-I", repository.appendingPathComponent("Sources/CThreadStack").path]
+        #else
+            []
+        #endif
     }
 
     /// The swiftc of the toolchain on PATH.

@@ -27,6 +27,32 @@ import Testing
 
 /// Synthesized models read Keel's enum members through the `KeyedDecodingContainer` overloads (a fast path);
 /// these must decide exactly what the types' own `init(from:)` decides, with the same error at the same path.
+/// MOB-API-001: an enum value is declared only when it is the declared value exactly. Swift's `String ==`
+/// is canonical equivalence: "O\u{212A}" (KELVIN SIGN) equals "OK" there, and would decode as the declared
+/// case; JSON and JSON Schema compare code points.
+@Suite struct EnumValuesAreComparedExactlyTests {
+    enum Signal: String, ClosedEnum { case ok = "OK", stop = "STOP" }
+    enum Tag: String, ExtensibleEnum { case ok = "OK" }
+    struct Model: Codable { var signal: Signal }
+
+    @Test func aCanonicallyEquivalentValueIsNotADeclaredOne() throws {
+        let kelvin = "O\u{212A}"
+        #expect(kelvin == "OK")  // what Swift says, and why the check is needed
+        #expect(throws: (any Error).self) {
+            try ContractDecoder().decode(Model.self, from: Data(#"{"signal": "O\u212A"}"#.utf8))
+        }
+        #expect(throws: (any Error).self) {
+            try ContractDecoder().decode(Signal.self, from: Data(#""O\u212A""#.utf8))
+        }
+        #expect(try ContractDecoder().decode(Model.self, from: Data(#"{"signal": "OK"}"#.utf8)).signal == .ok)
+        // An extensible enum keeps it as received, and writes it back unchanged.
+        let tag = try JSONDecoder().decode(Extensible<Tag>.self, from: Data(#""O\u212A""#.utf8))
+        #expect(tag == .unknown(kelvin))
+        #expect(String(decoding: try JSONEncoder().encode(tag), as: UTF8.self) == "\"\(kelvin)\"")
+        #expect(Extensible<Tag>(rawValue: "OK") == .known(.ok))
+    }
+}
+
 @Suite struct EnumMemberDecodingTests {
     enum Kind: String, ExtensibleEnum { case text, checklist }
     enum Visibility: String, ClosedEnum { case `private`, shared }
@@ -141,6 +167,12 @@ import Testing
         .map { try ContractVersion($0) }
         #expect(ordered == ordered.shuffled().sorted())
         #expect(try ContractVersion("1.0.0+a") == ContractVersion("1.0.0+b"))
+        // `-1` is alphanumeric (digits only are numeric), so it sorts after numeric identifiers; numeric
+        // identifiers beyond Int still compare as numbers.
+        #expect(try ContractVersion("1.0.0-0") < ContractVersion("1.0.0--1"))
+        #expect(try !(ContractVersion("1.0.0--1") < ContractVersion("1.0.0-0")))
+        #expect(try ContractVersion("1.0.0-99999999999999999999") < ContractVersion("1.0.0-100000000000000000000"))
+        #expect(try ContractVersion("1.0.0-9") < ContractVersion("1.0.0-10"))
     }
 
     @Test func compatibilityFollowsTheMajorVersion() throws {

@@ -171,6 +171,42 @@ import Testing
         #expect(failure?.requestID == "r-1")
     }
 
+    /// Outcomes as for any call (MOB-API-003): a mutating stream that may have reached the server is
+    /// `unknown`, never "rejected" (which tells the user nothing was changed).
+    @Test func aMutatingStreamThatMayHaveBeenAppliedEndsUnknown() async throws {
+        let server = try TestServer()
+        let body = Data(#"{"file": "import.csv"}"#.utf8)
+        let policy = StreamPolicy(noProgressTimeout: .milliseconds(300))
+        // No answer at all: the request arrived, the server may be applying it.
+        server.enqueue(TestResponse(body: "x\n").delayingHeaders(by: .seconds(30)))
+        let (_, silent) = await collect(
+            client(server).events(.post("/imports", body: body), format: .newlineDelimitedJSON, policy: policy))
+        #expect(silent?.kind == .timeout)
+        #expect(silent?.outcome == .unknown)
+        // A 502 may come after the commit.
+        server.enqueue(TestResponse(status: 502, body: "{}"))
+        let (_, gateway) = await collect(
+            client(server).events(.post("/imports", body: body), format: .newlineDelimitedJSON, policy: policy))
+        #expect(gateway?.status == 502)
+        #expect(gateway?.outcome == .unknown)
+        // Accepted (200), then broken off mid-event: the import may be half done.
+        server.enqueue(
+            .raw("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"n\":1}\n{\"n\":", socketEffect: .disconnectAtEnd))
+        let (events, broken) = await collect(
+            client(server).events(.post("/imports", body: body), format: .newlineDelimitedJSON, policy: policy))
+        #expect(events.count == 1)
+        #expect(broken?.outcome == .unknown)
+        // The same answers to a read are refusals of the read: nothing to apply.
+        server.enqueue(TestResponse(status: 502, body: "{}"))
+        let (_, read) = await collect(client(server).events(.get("/feed"), format: .newlineDelimitedJSON))
+        #expect(read?.outcome == .rejected)
+        // A 4xx refusal of a mutation is a refusal: nothing was applied.
+        server.enqueue(TestResponse(status: 422, body: "{}"))
+        let (_, refused) = await collect(
+            client(server).events(.post("/imports", body: body), format: .newlineDelimitedJSON, policy: policy))
+        #expect(refused?.outcome == .rejected)
+    }
+
     @Test func anOverlongEventIsRefused() async throws {
         let server = try TestServer()
         server.enqueue(TestResponse(body: String(repeating: "x", count: 5000) + "\n", socketEffect: .disconnectAtEnd))

@@ -52,6 +52,18 @@ private struct HangingPreparation: HTTPMiddleware {
     }
 }
 
+/// Asks for a replay after a 401 only once a token refresh that hangs has finished (never, until cancelled).
+private final class HangingReplayDecision: HTTPMiddleware, Sendable {
+    private let state = Locked(false)
+    var entered: Bool { state.withLock { $0 } }
+
+    func shouldReplay(after response: TransportResponse, context: MiddlewareContext) async -> Bool {
+        state.withLock { $0 = true }
+        try? await Task.sleep(for: .seconds(3600))
+        return true
+    }
+}
+
 /// Request middleware (issue #10): headers on every attempt, one replay under the client's rules, origin
 /// allowlists, and no way to turn an unknown outcome into a success or to repeat an unsafe call.
 @Suite(.timeLimit(.minutes(1))) struct MiddlewareTests {
@@ -176,6 +188,24 @@ private struct HangingPreparation: HTTPMiddleware {
         #expect(failure.kind == .timeout)
         #expect(failure.outcome == .notSent)
         #expect(harness.server.requestCount == 0)
+    }
+
+    @Test func aHangingReplayDecisionEndsAtTheDeadline() async throws {
+        // MOB-API-002: the decision to replay (a token refresh over the network) is inside the call's deadline.
+        let hanging = HangingReplayDecision()
+        let harness = try Harness(
+            policy: CallPolicy(attemptTimeout: .seconds(2), deadline: .seconds(3)), middleware: [hanging])
+        harness.server.enqueue(TestResponse(status: 401))
+        let call = Task { await harness.send(.post("/notes", body: Data("{}".utf8))) }
+        let entered = ContinuousClock.now + .seconds(30)
+        while !hanging.entered, ContinuousClock.now < entered { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(hanging.entered)
+        try await harness.clock.waitForSleepers(count: 1)
+        harness.clock.advance(by: .seconds(3))
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .timeout)
+        #expect(failure.outcome == .rejected)  // the server refused it with a 401: nothing was applied
+        #expect(harness.server.requestCount == 1)
     }
 
     @Test func anAllowlistedMiddlewareNeverSeesAnotherOrigin() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 import KeelHTTP
 import KeelTesting
 import Testing
@@ -20,5 +21,24 @@ import Testing
         server.enqueue(.json("{}"))
         _ = try #require(await harness.send(.get(path, query: query)).success)
         #expect(server.requests.first?.target == target)
+    }
+
+    @Test func theClientsIdsAreTheOnlyOnesOnTheWire() async throws {
+        // An app's own Idempotency-Key or X-Correlation-ID would reach the server ahead of the client's: a
+        // server reading the first would dedupe on a key the journal does not know.
+        let server = try TestServer()
+        let harness = try Harness(server: server)
+        server.enqueue(.json("{}"))
+        let key = IdempotencyKey("k-1")
+        let correlation = try CorrelationID(validating: "0123456789abcdef0123456789abcdef")
+        let operation = HTTPOperation.post(
+            "/notes", body: Data("{}".utf8), idempotency: .keyed(key),
+            headers: ["idempotency-key": "k-0", "X-Correlation-ID": "unknown", "X-Other": "kept"],
+            correlationID: correlation)
+        _ = try #require(await harness.send(operation).success)
+        let headers = try #require(server.requests.first?.headers)
+        #expect(headers.values(for: "Idempotency-Key") == ["k-1"])
+        #expect(headers.values(for: "X-Correlation-ID") == [correlation.rawValue])
+        #expect(headers["X-Other"] == "kept")
     }
 }

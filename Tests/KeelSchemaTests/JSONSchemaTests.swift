@@ -163,4 +163,65 @@ final class LockedURIs: @unchecked Sendable {
     private var storage: [String] = []
     func append(_ value: String) { lock.withLock { storage.append(value) } }
     var values: [String] { lock.withLock { storage } }
+
+    @Test func patternDollarMatchesOnlyAtTheVeryEndAndDotAsECMAScriptSays() throws {
+        // ECMA-262 without the m flag: `$` is the end of input; ICU's `$` also matches before a final line
+        // break. (The official suite's case uses a backslash and an n, not a newline.)
+        let name = try JSONSchema(["pattern": "^[a-z]+$"])
+        #expect(name.validate("abc").isValid)
+        for text in ["abc\n", "abc\r\n", "abc\u{2028}", "abc\r"] {
+            #expect(!name.validate(.string(text)).isValid, "\(text.debugDescription)")
+        }
+        // `.` excludes only \n, \r, U+2028 and U+2029 in ECMA-262; ICU also excluded \v, \f and U+0085.
+        let any = try JSONSchema(["pattern": "^a.b$"])
+        for text in ["a\u{0B}b", "a\u{0C}b", "a\u{85}b", "a-b"] {
+            #expect(any.validate(.string(text)).isValid, "\(text.debugDescription)")
+        }
+        for text in ["a\nb", "a\rb", "a\u{2028}b"] {
+            #expect(!any.validate(.string(text)).isValid, "\(text.debugDescription)")
+        }
+        // Inside a class and escaped, both keep their meaning.
+        #expect(try JSONSchema(["pattern": "^[$.]+\\.$"]).validate("$..").isValid)
+        #expect(!(try JSONSchema(["pattern": "^[$.]+\\.$"]).validate("$.x")).isValid)
+    }
+
+    @Test func propertyNamesAreComparedByCodePoints() throws {
+        // "OK" and "O\u{212A}" are two properties; Swift's String == would count the second as evaluated.
+        let instance = try JSONValue(parsing: #"{"OK": 1, "O\u212A": 2}"#)
+        let additional = try JSONSchema(["properties": ["OK": true], "additionalProperties": false])
+        #expect(!additional.validate(instance).isValid)
+        let unevaluated = try JSONSchema(["properties": ["OK": true], "unevaluatedProperties": false])
+        #expect(!unevaluated.validate(instance).isValid)
+        #expect(additional.validate(try JSONValue(parsing: #"{"OK": 1}"#)).isValid)
+    }
+
+    @Test func hugeLimitsFailEverythingInsteadOfCrashingOrBeingIgnored() throws {
+        // 2^61 × 4 overflowed Int (a trap); above Int64 the keyword was dropped and everything passed.
+        #expect(!(try JSONSchema(["minLength": 2_305_843_009_213_693_952]).validate("a")).isValid)
+        #expect(!(try JSONSchema(try JSONValue(parsing: #"{"minLength": 1e19}"#)).validate("a")).isValid)
+        #expect(!(try JSONSchema(try JSONValue(parsing: #"{"minItems": 18446744073709551616}"#)).validate([1])).isValid)
+        #expect(
+            !(try JSONSchema(try JSONValue(parsing: #"{"contains": true, "minContains": 1e19}"#)).validate([1])).isValid
+        )
+        #expect(try JSONSchema(try JSONValue(parsing: #"{"maxLength": 1e19}"#)).validate("a").isValid)
+    }
+
+    @Test func aLongReferenceChainIsRefusedNotACrash() throws {
+        // 50,000 schemas, each only a $ref to the next: compiling and evaluating follow the chain; both must
+        // end without overflowing the stack (compiling recursed once per link; evaluation went ~1,900 levels
+        // deep in a debug build before its 2,000-level limit and overflowed an 8 MiB stack).
+        var definitions = JSONObject()
+        let length = 50_000
+        for index in 0..<length {
+            definitions["d\(index)"] =
+                index + 1 < length ? ["$ref": .string("#/$defs/d\(index + 1)")] : ["type": "string"]
+        }
+        let root: JSONValue = .object(["$defs": .object(definitions), "$ref": "#/$defs/d0"])
+        let schema = try JSONSchema(root)
+        // Evaluating it follows the chain: refused as too deep (by the level limit, or before that by what
+        // is left of this thread's stack), with an error rather than a crash.
+        let result = schema.validate("a")
+        #expect(!result.isValid)
+        #expect(result.errors.contains { $0.message.contains("deep") })
+    }
 }

@@ -25,7 +25,7 @@ private final class IdempotentBackend: Sendable {
         if request.method == "GET", request.path.hasPrefix("/operations/") {
             let id = String(request.path.dropFirst("/operations/".count))
             guard let status = statuses.withLock({ $0[id] }) else {
-                return TestResponse(status: 404, headers: ["X-Request-ID": "r-404"], body: #"{"code": "notFound"}"#)
+                return TestResponse(status: 404, headers: ["X-Request-ID": "r-404"], body: #"{"code": "not_found"}"#)
             }
             return TestResponse(status: 200, headers: ["X-Request-ID": "r-status"], body: #"{"status": "\#(status)"}"#)
         }
@@ -177,6 +177,74 @@ private final class IdempotentBackend: Sendable {
         #expect(Set(posts.map { $0.headers["X-Correlation-ID"] }).count == 1)  // and the same operation
         #expect(backend.applied.withLock { $0[key.rawValue] } == 2)  // the backend dedupes the second
         #expect(try await journal.unresolved().isEmpty)
+    }
+
+    /// MOB-API-003/004: a re-send that does not get through cannot settle an operation whose first send may
+    /// have been applied: offline, an expired token's 401 and a 503 all leave it unknown and visible.
+    @Test(arguments: ["offline", "401", "503"])
+    func aFailedResendAfterARelaunchLeavesTheOperationUnknown(relaunch: String) async throws {
+        let server = try TestServer()
+        let backend = IdempotentBackend()
+        let key = IdempotencyKey.make(using: .seeded(13))
+        var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(key))
+        operation.operationID = "outbox-8"
+        do {
+            // First launch: applied, answer lost.
+            server.setDispatcher(
+                TestServer.Dispatcher { request in
+                    _ = backend.respond(request)
+                    return TestResponse(socketEffect: .disconnectAfterRequest)
+                })
+            let journal = try SQLiteOperationJournal(path: path)
+            await #expect(throws: HTTPFailure.self) { try await makeClient(server, journal: journal).send(operation) }
+        }
+        let journal = try SQLiteOperationJournal(path: path)
+        let client: HTTPClient
+        let refusing = try RefusingPort()  // nothing listens: every send fails before a byte leaves
+        switch relaunch {
+        case "offline":
+            client = HTTPClient(
+                configuration: .init(
+                    baseURL: refusing.baseURL, random: .seeded(3), policy: CallPolicy(maximumAttempts: 1),
+                    journal: journal))
+        case "401":
+            server.setDispatcher(TestServer.Dispatcher { _ in TestResponse(status: 401, body: "{}") })
+            client = makeClient(server, journal: journal)
+        default:
+            server.setDispatcher(TestServer.Dispatcher { _ in TestResponse(status: 503, body: "{}") })
+            client = makeClient(server, journal: journal)
+        }
+        let original = operation
+        let settled = try await client.reconcile(rebuild: { _ in original })
+        #expect(settled.map(\.state) == [.unknown])
+        #expect(try await journal.unresolved().map(\.operationID) == ["outbox-8"])
+        // The app retrying it itself is told the same: not "nothing was changed".
+        let failure = await #expect(throws: HTTPFailure.self) { try await client.send(original) }
+        #expect(failure?.outcome == .unknown)
+        #expect(try await journal.entry("outbox-8")?.state == .unknown)
+    }
+
+    /// A 404 is "never arrived" only when it is the backend's own answer (its error code), not a gateway's,
+    /// a portal's or an HTML page's.
+    @Test func aForeign404LeavesAnUnkeyedOperationUnknown() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        for id in ["html", "other-code", "ours"] {
+            server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+            var operation = HTTPOperation.post("/payments", body: Self.body)
+            operation.operationID = id
+            await #expect(throws: HTTPFailure.self) { try await client.send(operation) }
+        }
+        server.enqueue(
+            TestResponse(status: 404, headers: ["Content-Type": "text/html"], body: "<html>Not Found</html>"))
+        server.enqueue(TestResponse(status: 404, body: #"{"code": "route_missing"}"#))
+        server.enqueue(TestResponse(status: 404, body: #"{"code": "not_found"}"#))
+        let settled = try await client.reconcile()
+        #expect(
+            settled.map { "\($0.operationID)=\($0.state)" } == [
+                "html=unknown", "other-code=unknown", "ours=notApplied",
+            ])
     }
 
     @Test func anUnkeyedOperationIsLookedUpNeverResent() async throws {

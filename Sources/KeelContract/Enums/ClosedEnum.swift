@@ -41,7 +41,7 @@ extension ClosedRawEnum {
         } else {
             raw = try container.decode(RawValue.self)
         }
-        guard let value = Self(rawValue: raw) else {
+        guard let value = Self(rawValue: raw), isExactly(value.rawValue, raw) else {
             throw undeclaredMarkerValue(raw, of: String(describing: Self.self), codingPath: decoder.codingPath)
         }
         self = value
@@ -103,4 +103,16 @@ public func undeclaredMarkerValue(
     let problem = UndeclaredEnumValue(typeName: typeName, value: value.description)
     return DecodingError.dataCorrupted(
         DecodingError.Context(codingPath: codingPath, debugDescription: problem.description, underlyingError: problem))
+}
+
+/// Whether a received raw value is exactly a declared one. Swift's `==` on strings is canonical
+/// equivalence (`"O\u{212A}"`, with U+212A KELVIN SIGN, equals `"OK"`), so `init(rawValue:)` alone would map an
+/// undeclared value to a declared case; contract values are compared code unit by code unit, as JSON
+/// Schema's `enum` compares them.
+@inlinable
+func isExactly<Raw>(_ declared: Raw, _ received: Raw) -> Bool {
+    if Raw.self == String.self {
+        return (declared as! String).utf8.elementsEqual((received as! String).utf8)
+    }
+    return true  // `init(rawValue:)` matched it, and only strings have an equality looser than identity
 }

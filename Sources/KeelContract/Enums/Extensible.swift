@@ -29,7 +29,9 @@ public enum Extensible<Known: ExtensibleEnum>: Sendable, Hashable, CustomStringC
         // Not `Known(rawValue:).map(Extensible.known) ?? …`: decoding reaches this through the generic
         // conformance, unspecialized, where the closure and the optional of `Extensible<Known>` each cost a
         // metadata lookup per value (decode.tolerant in keel-bench).
-        if let known = Known(rawValue: rawValue) {
+        // Exactly the declared value, not merely canonically equivalent to it (see `isExactly`): an
+        // unknown value is kept as received, never mapped to a case and re-encoded differently.
+        if let known = Known(rawValue: rawValue), isExactly(known.rawValue, rawValue) {
             self = .known(known)
         } else {
             self = .unknown(rawValue)

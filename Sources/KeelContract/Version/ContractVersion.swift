@@ -114,12 +114,17 @@ public struct ContractVersion: Sendable, Hashable, Comparable, CustomStringConve
             return (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch)
         }
         if lhs.prerelease.isEmpty || rhs.prerelease.isEmpty { return !lhs.prerelease.isEmpty && rhs.prerelease.isEmpty }
+        // Numeric means digits only (`-1` is alphanumeric), of any length: compared by length, then digit by
+        // digit (SemVer forbids leading zeros), so identifiers beyond Int still order numerically.
+        func isNumeric(_ identifier: String) -> Bool {
+            !identifier.isEmpty && identifier.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+        }
         for (a, b) in zip(lhs.prerelease, rhs.prerelease) where a != b {
-            switch (Int(a), Int(b)) {
-            case (let x?, let y?): return x < y
-            case (.some, nil): return true
-            case (nil, .some): return false
-            default: return a < b
+            switch (isNumeric(a), isNumeric(b)) {
+            case (true, true): return a.utf8.count != b.utf8.count ? a.utf8.count < b.utf8.count : a < b
+            case (true, false): return true
+            case (false, true): return false
+            case (false, false): return a.utf8.lexicographicallyPrecedes(b.utf8)
             }
         }
         return lhs.prerelease.count < rhs.prerelease.count

@@ -112,10 +112,26 @@ struct Call {
                 emit(.attemptResponded(number: attempts, status: response.status))
                 // A portal's answer is not the server's: it does not count as reaching it.
                 let portal = captivePortalFailure(response)
-                if portal == nil, replays < Self.maximumReplays,
-                    await middlewareAsksForReplay(after: response, steps: steps, context: context),
-                    mayReplay(after: response, deadline: deadline, clock: clock)
-                {
+                var asksForReplay = false
+                if portal == nil, replays < Self.maximumReplays {
+                    let answer = await middlewareAsksForReplay(
+                        after: response, steps: steps, context: context, deadline: deadline, clock: clock)
+                    guard let answer else {
+                        // The middleware was still deciding (a token refresh that hangs) when the deadline
+                        // passed: the call ends with the answer it has, as far as it got.
+                        reachedServer = true
+                        recordWhetherApplied(response)
+                        if Task.isCancelled {
+                            throw self.failure(.cancelled, detail: "cancelled while middleware decided on a replay")
+                        }
+                        throw self.failure(
+                            .timeout,
+                            detail:
+                                "deadline passed while middleware decided on a replay after status \(response.status)")
+                    }
+                    asksForReplay = answer
+                }
+                if asksForReplay, mayReplay(after: response, deadline: deadline, clock: clock) {
                     replays += 1
                     reachedServer = true
                     // The answer being replayed may still say the mutation was applied (a 500 after the commit).
@@ -253,15 +269,22 @@ struct Call {
         }
     }
 
-    /// Whether any middleware (allowed for the request's origin) asks to send the call once more.
-    private func middlewareAsksForReplay(
-        after response: TransportResponse, steps: [any HTTPMiddleware], context: MiddlewareContext?
-    ) async -> Bool {
+    /// Whether any middleware (allowed for the request's origin) asks to send the call once more; nil when
+    /// the deadline passed (or the call was cancelled) before they decided. Middleware that may wait (a
+    /// token refresh over the network) is raced against the call's deadline, as in ``prepare``.
+    private func middlewareAsksForReplay<C: Clock>(
+        after response: TransportResponse, steps: [any HTTPMiddleware], context: MiddlewareContext?,
+        deadline: C.Instant, clock: C
+    ) async -> Bool? where C.Duration == Duration {
         guard let context, !(200...299).contains(response.status) else { return false }  // a success is final
-        for step in steps {
-            if await step.shouldReplay(after: response, context: context) { return true }
+        @Sendable func ask() async -> Bool {
+            for step in steps {
+                if await step.shouldReplay(after: response, context: context) { return true }
+            }
+            return false
         }
-        return false
+        guard steps.contains(where: \.mayWait) else { return await ask() }
+        return await Self.race(deadline: deadline, clock: clock, ask)
     }
 
     /// The client's rules for a replay a middleware asked for: it is an attempt (within the maximum), it
@@ -337,11 +360,17 @@ struct Call {
         // the app put on the operation by hand could go anywhere, so it never leaves.
         headers.removeAll(named: TraceContextMiddleware.traceparentHeader)
         headers.removeAll(named: TraceContextMiddleware.tracestateHeader)
+        // The client's ids are the only ones: an app's own value of these headers would reach the server
+        // first (a server reading the first one would dedupe on a key the journal does not know, or see a
+        // placeholder correlation id).
+        headers.removeAll(named: configuration.correlationIDHeader)
+        headers.removeAll(named: configuration.idempotencyKeyHeader)
         headers.append(name: configuration.correlationIDHeader, value: correlationID.rawValue)
         if case .keyed(let key) = operation.idempotency {
             headers.append(name: configuration.idempotencyKeyHeader, value: key.rawValue)
         }
         if let version = configuration.contractVersion {
+            headers.removeAll(named: version.headerName)
             headers.append(name: version.headerName, value: version.description)
         }
         if let identity = configuration.versionPolicy {

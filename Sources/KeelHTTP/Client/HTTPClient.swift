@@ -192,10 +192,14 @@ public final class HTTPClient: Sendable {
         let operationID = operation.operationID ?? call.correlationID.rawValue
         var key: IdempotencyKey?
         if case .keyed(let value) = operation.idempotency { key = value }
+        // The same operation sent again (reconcile's re-send, an app retrying its outbox entry): when an
+        // earlier send may have been applied, this one cannot make it "not applied" by failing.
+        let earlier = operation.operationID == nil ? nil : try? await journal.entry(operationID)
+        let earlierMayHaveApplied = earlier.map { !$0.isResolved } ?? false
         let entry = JournalEntry(
             operationID: operationID, idempotencyKey: key, correlationID: call.correlationID, method: operation.method,
             path: operation.path, bodyDigest: operation.bodyDigest,
-            createdAt: configuration.wallClock.now(), state: .sending, trace: call.trace)
+            createdAt: earlier?.createdAt ?? configuration.wallClock.now(), state: .sending, trace: call.trace)
         do {
             try await journal.record(entry)
         } catch {
@@ -208,10 +212,16 @@ public final class HTTPClient: Sendable {
             await settle(journal, operationID, .succeeded, requestID: reply.requestID)
             return reply
         } catch {
-            await settle(
-                journal, operationID, error.outcome == .unknown ? .unknown : .failed(error.kind),
-                requestID: error.requestID)
-            throw error
+            let unknown = error.outcome == .unknown || earlierMayHaveApplied
+            await settle(journal, operationID, unknown ? .unknown : .failed(error.kind), requestID: error.requestID)
+            guard unknown, error.outcome != .unknown else { throw error }
+            // Not sent (or refused) this time, but an earlier send of the same operation may have been applied.
+            throw HTTPFailure(
+                kind: error.kind, outcome: .unknown, status: error.status, errorCode: error.errorCode,
+                requestID: error.requestID, correlationID: error.correlationID, attempts: error.attempts,
+                retryAt: error.retryAt, fieldErrors: error.fieldErrors, contractViolation: error.contractViolation,
+                detail: Redacted(
+                    "\(error.detail.unredacted); an earlier send of operation \(operationID) may have been applied"))
         }
     }
 

@@ -5,7 +5,12 @@ import KeelContract
 /// How the backend answers "did you apply the operation with this correlation id?" (MOB-API-004).
 ///
 /// The default matches Keel's sample contract (`GET /operations/{correlationID}` answering
-/// `{"status": "applied" | "notApplied" | "inProgress"}`; 404 means it never arrived).
+/// `{"status": "applied" | "notApplied" | "inProgress"}`; a 404 whose error body has the code `not_found`
+/// means it never arrived).
+///
+/// A 404 is believed only with one of ``notFoundCodes`` in the backend's error body: a gateway, a CDN, a
+/// captive portal or a backend without the endpoint answers 404 too, and reading any of those as "never
+/// applied" would let the app offer to do a payment again that went through.
 public struct OperationStatusQuery: Sendable {
     /// The path to ask, for an entry.
     public var path: @Sendable (JournalEntry) -> String
@@ -15,20 +20,24 @@ public struct OperationStatusQuery: Sendable {
     public var applied: String
     /// The value meaning "never applied" (so the app may offer to do it again).
     public var notApplied: String
-    /// Whether a 404 means "never arrived" (as in the sample contract).
+    /// Whether a 404 with one of ``notFoundCodes`` means "never arrived" (as in the sample contract).
     public var notFoundMeansNotApplied: Bool
+    /// The error codes (``HTTPFailure/errorCode``, from the contract's error body) of the backend's own
+    /// "no such operation"; a 404 without one of them leaves the entry unknown.
+    public var notFoundCodes: Set<String>
 
     /// A query; the defaults are the sample contract's.
     public init(
         path: @escaping @Sendable (JournalEntry) -> String = { "/operations/\($0.correlationID.rawValue)" },
         statusMember: String = "status", applied: String = "applied", notApplied: String = "notApplied",
-        notFoundMeansNotApplied: Bool = true
+        notFoundMeansNotApplied: Bool = true, notFoundCodes: Set<String> = ["not_found"]
     ) {
         self.path = path
         self.statusMember = statusMember
         self.applied = applied
         self.notApplied = notApplied
         self.notFoundMeansNotApplied = notFoundMeansNotApplied
+        self.notFoundCodes = notFoundCodes
     }
 }
 
@@ -41,7 +50,9 @@ extension HTTPClient {
     ///   applies a key at most once), when `rebuild` gives the operation back from the app's own records
     ///   and its body is the one journaled (a different body under the same key is never sent).
     /// - Anything else is looked up with `status`, never re-sent blindly: `applied` settles it as
-    ///   succeeded, `notApplied` as not applied.
+    ///   succeeded, `notApplied` (or the backend's own 404, see ``OperationStatusQuery``) as not applied.
+    /// - A re-send that fails leaves the entry `unknown` (the first send may have been applied), whatever
+    ///   this attempt's own outcome: offline, a 401 for an expired token, a 5xx.
     /// - An entry that cannot be resolved (no answer, no status endpoint, a malformed answer) stays
     ///   `unknown`, and visible to the app.
     ///
@@ -88,7 +99,9 @@ extension HTTPClient {
                     settled = .notApplied
                 }
             } catch {
-                if error.status == 404, status.notFoundMeansNotApplied {
+                if error.status == 404, status.notFoundMeansNotApplied,
+                    let code = error.errorCode, status.notFoundCodes.contains(code)
+                {
                     settled = .notApplied
                     requestID = error.requestID
                 }

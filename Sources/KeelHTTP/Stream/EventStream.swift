@@ -66,6 +66,10 @@ extension HTTPClient {
     /// something malformed, and the kind of a non-2xx answer. Stopping the iteration (or cancelling the
     /// task) closes the connection. Middleware (authentication, trace context) prepares the request as for
     /// any call; nothing is retried. Needs a ``StreamingHTTPTransport`` (the default on Linux).
+    ///
+    /// Outcomes are those of any call (MOB-API-003): `unknown` when the request may have reached the server
+    /// and the operation mutates (no answer, a 500/502/504, or a stream broken off after the server accepted
+    /// it), `notSent` when nothing left.
     public func events(
         _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy = StreamPolicy()
     ) -> AsyncThrowingStream<StreamEvent, any Error> {
@@ -106,8 +110,9 @@ extension HTTPClient {
             opened = try await transport.openStream(
                 request, connectTimeout: policy.connectTimeout, noProgressTimeout: policy.noProgressTimeout)
         } catch {
+            // As for any call: a request that may have reached the server may have been applied.
             throw failure(
-                Self.kind(of: error), error.requestMayHaveBeenSent ? .rejected : .notSent, error.description)
+                Self.kind(of: error), error.requestMayHaveBeenSent ? .unknown : .notSent, error.description)
         }
         // However the stream ends (a terminal event, a failure, cancellation), the connection closes now,
         // not when the server next sends something or the no-progress timer fires.
@@ -122,8 +127,15 @@ extension HTTPClient {
             case 408: kind = .timeout
             default: kind = .technical
             }
-            throw failure(kind, .rejected, "status \(opened.status)", status: opened.status, requestID: requestID)
+            // A 500, 502 or 504 (or a redirect) may come after a mutation was applied, as for any call.
+            let mayHaveApplied =
+                operation.mutates && ([500, 502, 504].contains(opened.status) || (300...399).contains(opened.status))
+            throw failure(
+                kind, mayHaveApplied ? .unknown : .rejected, "status \(opened.status)", status: opened.status,
+                requestID: requestID)
         }
+        // The server accepted the request: a mutation broken off now may be applied, or half done.
+        let brokenOff: HTTPFailure.Outcome = operation.mutates ? .unknown : .rejected
         var parser = EventParser(format: format, maximumEventBytes: policy.maximumEventBytes)
         do {
             for try await bytes in opened.body {
@@ -142,11 +154,11 @@ extension HTTPClient {
             try parser.finish()
             continuation.finish()
         } catch let error as TransportError {
-            throw failure(Self.kind(of: error), .rejected, error.description, requestID: requestID)
+            throw failure(Self.kind(of: error), brokenOff, error.description, requestID: requestID)
         } catch let error as EventParser.Malformed {
-            throw failure(.technical, .rejected, error.reason, requestID: requestID)
+            throw failure(.technical, brokenOff, error.reason, requestID: requestID)
         } catch {
-            throw failure(.technical, .rejected, "\(error)", requestID: requestID)
+            throw failure(.technical, brokenOff, "\(error)", requestID: requestID)
         }
     }
 

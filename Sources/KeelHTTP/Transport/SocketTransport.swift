@@ -160,10 +160,14 @@ public final class SocketTransport: HTTPTransport {
             socket = try connect(
                 target.endpoint, deadline: min(deadline, start + configuration.connectTimeout), exchange: exchange)
         }
+        // The exchange lets go of the socket exactly once: a cancel that arrives after the socket went to
+        // the pool must not close it there (its descriptor number could then be reused by a new connection
+        // that the pool would hand out as this one).
         var keepsSocket = false
+        var detached = false
         defer {
-            let cancelled = exchange.detach()
-            if !keepsSocket || cancelled { socket.close() }
+            if !detached, exchange.detach() { keepsSocket = false }
+            if !keepsSocket { socket.close() }
         }
 
         do throws(ClientSocket.Failure) {
@@ -199,8 +203,9 @@ public final class SocketTransport: HTTPTransport {
                         detail: "the server closed the connection without answering")
             }
         }
-        if reusable && request.reusesConnections, !exchange.detach() {
-            keepsSocket = putIdle(socket, target.endpoint)
+        if reusable && request.reusesConnections {
+            detached = true
+            if !exchange.detach() { keepsSocket = putIdle(socket, target.endpoint) }
         }
         return response
     }

@@ -135,6 +135,8 @@ final class CompiledProgram: @unchecked Sendable {
     private var owned: [CompiledNode] = []
     /// The compiled node of each reference target, by location and outer base.
     private var targets: [String: CompiledNode] = [:]
+    /// Reference targets made but not yet filled.
+    private var pending: [(CompiledNode, SchemaNode)] = []
     private var resourceIndices: [String: Int] = [:]
     /// `$dynamicAnchor` targets: resource index → anchor name → node.
     private(set) var dynamicTargets: [Int: [String: CompiledNode]] = [:]
@@ -155,6 +157,7 @@ final class CompiledProgram: @unchecked Sendable {
         self.collectsAnnotations = vocabularies.unevaluated && registry.usesUnevaluated
         self.formatAssertion = vocabularies.formatAssertion
         self.root = target(root)
+        fillPending()
         var byResource: [String: [String: CompiledNode]] = [:]
         for key in registry.dynamicAnchors.sorted() {
             guard let hash = key.lastIndex(of: "#") else { continue }
@@ -163,6 +166,7 @@ final class CompiledProgram: @unchecked Sendable {
             guard let node = try? registry.node(for: "#" + name, from: URIReference(resourceURI)) else { continue }
             byResource[resourceURI, default: [:]][name] = target(node)
         }
+        fillPending()
         for (uri, anchors) in byResource {
             // A resource no compiled node lives in is never on the dynamic scope.
             if let index = resourceIndices[uri] { dynamicTargets[index] = anchors }
@@ -170,14 +174,21 @@ final class CompiledProgram: @unchecked Sendable {
     }
 
     /// The compiled node for a reference target (or the root), compiled once however often it is referenced.
+    /// It is filled later, from ``fillPending()``: following a chain of `$ref`s by recursion would take a
+    /// stack frame per link (50,000 links overflowed the stack).
     private func target(_ node: SchemaNode) -> CompiledNode {
         let key = node.location + " " + node.outerBase.description
         if let compiled = targets[key] { return compiled }
         let compiled = makeNode(for: node.value)
         targets[key] = compiled
         owned.append(compiled)
-        fill(compiled, from: node)
+        pending.append((compiled, node))
         return compiled
+    }
+
+    /// Fills every reference target made so far, and those their references make, in a loop.
+    private func fillPending() {
+        while let (compiled, node) = pending.popLast() { fill(compiled, from: node) }
     }
 
     private func makeNode(for value: JSONValue) -> CompiledNode {
@@ -412,8 +423,11 @@ final class CompiledProgram: @unchecked Sendable {
     }
 }
 
-/// The value of a keyword that must be a non-negative integer, or nil.
+/// The value of a keyword that must be a non-negative integer, or nil. One too large for `Int` (`1e19`)
+/// is `Int.max`: no string, array or object reaches it, so `minLength: 1e19` fails everything instead of
+/// being ignored.
 func nonNegativeInteger(_ value: JSONValue) -> Int? {
-    guard case .number(let number) = value, let integer = number.int64, integer >= 0 else { return nil }
-    return Int(clamping: integer)
+    guard case .number(let number) = value else { return nil }
+    if let integer = number.int64 { return integer >= 0 ? Int(clamping: integer) : nil }
+    return number.isInteger && number.double > 0 ? Int.max : nil
 }

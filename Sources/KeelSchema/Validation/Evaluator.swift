@@ -1,5 +1,6 @@
 import Foundation
 import KeelContract
+import KeelCore
 
 /// Walks one instance through a compiled schema (draft 2020-12 evaluation, with annotations for the
 /// `unevaluated*` keywords only when some schema reads them).
@@ -24,6 +25,9 @@ struct Evaluator {
     private var activeReferences: Set<ActiveReference> = []
     private var depth = 0
     private static let maximumDepth = 2000
+    /// The stack of the thread validating: a chain of references within `maximumDepth` can still be
+    /// deeper than a small stack holds (a debug build overflowed an 8 MiB one at ~1,900 levels).
+    private let stack = ThreadStack()
 
     private enum InstanceStep {
         case member(String)
@@ -37,7 +41,8 @@ struct Evaluator {
 
     /// Which properties and items were evaluated successfully (for `unevaluated*`).
     struct Annotations {
-        var properties: Set<String> = []
+        /// Compared by code points, as JSON names are (`"OK"` and `"O\u{212A}"` are two properties).
+        var properties: Set<JSONObject.MemberName> = []
         var allItems = false
         var items: Set<Int> = []
 
@@ -117,6 +122,10 @@ struct Evaluator {
         defer { depth -= 1 }
         guard depth <= Self.maximumDepth else {
             fail("", "schema evaluation nested deeper than \(Self.maximumDepth) levels")
+            return false
+        }
+        if depth.isMultiple(of: 8), stack.isNearlyExhausted() {
+            fail("", "schema evaluation nested \(depth) levels deep, more than this thread's stack holds")
             return false
         }
         // OpenAPI 3.0 `nullable: true`: null satisfies the whole schema it sits on (what a client that
@@ -292,25 +301,25 @@ struct Evaluator {
 
     private mutating func applyObject(_ node: CompiledNode, _ object: JSONObject, _ annotations: inout Annotations) {
         let needsMatchedNames = node.additionalProperties != nil
-        var matchedByProperties: Set<String> = []
+        var matchedByProperties: Set<JSONObject.MemberName> = []
         for property in node.properties {
             guard let value = object[property.name] else { continue }
-            if needsMatchedNames { matchedByProperties.insert(property.name) }
+            if needsMatchedNames { matchedByProperties.insert(.init(name: property.name)) }
             let valid = apply(property.edge, value, at: .member(property.name))
-            if valid && collectsAnnotations { annotations.properties.insert(property.name) }
+            if valid && collectsAnnotations { annotations.properties.insert(.init(name: property.name)) }
         }
         for pattern in node.patternProperties {
             for (name, value) in object where pattern.regex.matches(name) {
-                if needsMatchedNames { matchedByProperties.insert(name) }
+                if needsMatchedNames { matchedByProperties.insert(.init(name: name)) }
                 let valid = apply(pattern.edge, value, at: .member(name))
-                if valid && collectsAnnotations { annotations.properties.insert(name) }
+                if valid && collectsAnnotations { annotations.properties.insert(.init(name: name)) }
             }
         }
         if let additional = node.additionalProperties {
-            for (name, value) in object where !matchedByProperties.contains(name) {
+            for (name, value) in object where !matchedByProperties.contains(.init(name: name)) {
                 let start = errors.count
                 if apply(additional, value, at: .member(name)) {
-                    if collectsAnnotations { annotations.properties.insert(name) }
+                    if collectsAnnotations { annotations.properties.insert(.init(name: name)) }
                 } else if node.additionalPropertiesIsFalse {
                     dropErrors(from: start)
                     fail("/additionalProperties", "property \(name.debugDescription) is not allowed", at: .member(name))
@@ -331,10 +340,10 @@ struct Evaluator {
     private mutating func applyUnevaluated(
         _ unevaluated: CompiledNode.Edge, _ object: JSONObject, _ annotations: inout Annotations
     ) {
-        for (name, value) in object where !annotations.properties.contains(name) {
+        for (name, value) in object where !annotations.properties.contains(.init(name: name)) {
             let start = errors.count
             if apply(unevaluated, value, at: .member(name)) {
-                annotations.properties.insert(name)
+                annotations.properties.insert(.init(name: name))
             } else {
                 dropErrors(from: start)
                 fail(
@@ -478,7 +487,7 @@ struct Evaluator {
                 let length = string.unicodeScalars.count
                 if length > limit { fail("/maxLength", "must be at most \(limit) characters long, is \(length)") }
             }
-            if let limit = node.minLength, bytes < limit * 4 {
+            if let limit = node.minLength, bytes / 4 < limit {  // bytes < limit × 4, without overflowing
                 let length = string.unicodeScalars.count
                 if length < limit { fail("/minLength", "must be at least \(limit) characters long, is \(length)") }
             }

@@ -19,7 +19,7 @@ enum ECMAScriptPattern {
     private static let whitespace = "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{FEFF}\\p{Zs}\\x{2028}\\x{2029}"
 
     static func translate(_ pattern: String) -> String {
-        // ECMA-262 \d, \w and \s are ASCII/explicit classes; ICU's are Unicode-wide.
+        // ECMA-262 \d, \w and \s are ASCII/explicit classes; ICU's are Unicode-wide. `$` and `.` differ too.
         var result = ""
         var iterator = pattern.makeIterator()
         var inClass = false
@@ -35,6 +35,20 @@ enum ECMAScriptPattern {
                 default: result += "\\" + String(next)
                 }
                 continue
+            }
+            if !inClass {
+                // Without the `m` flag an ECMA-262 `$` matches only at the very end; ICU's also matches
+                // before a final line break ("abc\n" would pass `^[a-z]+$`).
+                if character == "$" {
+                    result += "\\z"
+                    continue
+                }
+                // An ECMA-262 `.` excludes only \n, \r, U+2028 and U+2029; ICU's also excludes \v, \f and
+                // U+0085.
+                if character == "." {
+                    result += "[^\\n\\r\\x{2028}\\x{2029}]"
+                    continue
+                }
             }
             if character == "[" { inClass = true }
             if character == "]" { inClass = false }

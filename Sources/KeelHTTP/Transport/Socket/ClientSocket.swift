@@ -214,9 +214,11 @@ package final class ClientSocket: @unchecked Sendable {
         }
     }
 
-    /// Whether an idle pooled connection is still usable: nothing to read (no EOF, no stray bytes).
+    /// Whether an idle pooled connection is still usable: open (a closed socket's descriptor number may
+    /// belong to another connection by now, so it is never polled), not cancelled or broken, and nothing to
+    /// read (no EOF, no stray bytes).
     var isReusable: Bool {
-        guard !isCancelled, !isBroken else { return false }
+        guard !lifecycle.withLock({ $0.isClosed || $0.isCancelled }), !isBroken else { return false }
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         return poll(&poller, 1, 0) == 0
     }
