@@ -207,6 +207,28 @@ import Testing
         #expect(refused?.outcome == .rejected)
     }
 
+    /// MOB-API-004: in the background a stream lives only as long as the time the OS granted.
+    @Test func anExpiredBackgroundBudgetEndsAStreamAndClosesItsConnection() async throws {
+        let server = try TestServer()
+        var response = TestResponse(body: (1...400).map { ": keep-alive \($0)\n\n" }.joined()).chunked(size: 20)
+        response.throttle = .init(bytes: 20, period: .milliseconds(50))  // a comment every 50 ms, for 20 s
+        server.enqueue(response)
+        let budget = ManualBackgroundBudget(remaining: .seconds(30))
+        let client = HTTPClient(
+            configuration: .init(baseURL: server.baseURL, transport: SocketTransport(), backgroundBudget: budget))
+        let stream = client.events(.get("/feed"), format: .serverSentEvents)
+        let collected = Task { await collect(stream) }
+        _ = try await server.takeRequest()
+        try await Task.sleep(for: .milliseconds(200))  // streaming now
+        let expiredAt = ContinuousClock.now
+        budget.expire()
+        let (_, failure) = await collected.value
+        #expect(failure?.kind == .cancelled)
+        #expect(failure?.detail.unredacted.contains("background time budget expired") == true)
+        #expect(ContinuousClock.now - expiredAt < .seconds(10))  // not when the server stops (20 s)
+        _ = try await server.awaitConnectionEvent(timeout: .seconds(10)) { $0.kind == .closedByClient }
+    }
+
     @Test func anOverlongEventIsRefused() async throws {
         let server = try TestServer()
         server.enqueue(TestResponse(body: String(repeating: "x", count: 5000) + "\n", socketEffect: .disconnectAtEnd))

@@ -15,6 +15,13 @@ import Testing
         #expect(RetryAfter.delay(from: value, now: now) == .seconds(30))
     }
 
+    @Test func leadingZerosDoNotChangeTheDelay() {
+        // Only significant digits count: sixteen characters of which three matter are two minutes, not zero.
+        #expect(RetryAfter.delay(from: "0000000000000120", now: now) == .seconds(120))
+        #expect(RetryAfter.delay(from: "0000000000000000", now: now) == .zero)
+        #expect(RetryAfter.delay(from: "0000000000000000000100000", now: now) == RetryAfter.maximumDelay)
+    }
+
     @Test func aDateInThePastMeansNow() {
         #expect(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:00:00 GMT", now: now) == .zero)
     }

@@ -21,6 +21,35 @@ import Testing
                 reusesConnections: reuse))
     }
 
+    /// MOB-API-002: name resolution cannot be interrupted (`getaddrinfo`); a resolver that never answers
+    /// must still not hold the call past its deadline, nor ignore cancellation.
+    @Test func aResolverThatNeverAnswersDoesNotHoldTheCallPastItsDeadline() async throws {
+        let entered = Locked(false)
+        let release = DispatchSemaphore(value: 0)
+        var configuration = SocketTransport.Configuration()
+        configuration.beforeConnecting = {
+            entered.withLock { $0 = true }
+            _ = release.wait(timeout: .now() + 30)
+        }
+        defer { release.signal() }
+        let harness = try Harness(
+            policy: CallPolicy(attemptTimeout: .seconds(1), deadline: .seconds(2), maximumAttempts: 1),
+            transport: SocketTransport(configuration: configuration), server: server)
+        server.enqueue(.json("{}"))
+        let start = ContinuousClock.now
+        let call = Task { await harness.send(.get("/notes")) }
+        while !entered.withLock({ $0 }), ContinuousClock.now - start < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await harness.clock.waitForSleepers(count: 1)
+        harness.clock.advance(by: .seconds(2))
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .timeout)
+        #expect(ContinuousClock.now - start < .seconds(20))  // not when the resolver gave up (30 s)
+        #expect(entered.withLock { $0 })
+        #expect(server.requestCount == 0)
+    }
+
     @Test func sendsTheRequestAndReadsTheResponse() async throws {
         server.enqueue(.json(#"{"id": 7}"#, status: 201, headers: ["X-Request-ID": "r-1"]))
         let response = try await transport.send(

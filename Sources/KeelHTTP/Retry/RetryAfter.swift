@@ -17,7 +17,12 @@ public enum RetryAfter {
     public static func delay(from value: String?, now: Date) -> Duration? {
         guard let raw = value?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
         if raw.allSatisfy({ $0.isASCII && $0.isNumber }) {
-            guard let seconds = Int64(raw.prefix(12)) else { return maximumDelay }
+            // Leading zeros say nothing ("0000000000000120" is two minutes); past twelve significant digits
+            // the value is far beyond a day whatever it is.
+            let significant = raw.drop(while: { $0 == "0" })
+            guard significant.count <= 12, let seconds = Int64(significant.isEmpty ? "0" : significant) else {
+                return maximumDelay
+            }
             return min(.seconds(seconds), maximumDelay)
         }
         guard let date = HTTPDate.parse(raw, now: now) else { return nil }

@@ -74,19 +74,34 @@ extension HTTPClient {
         _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy = StreamPolicy()
     ) -> AsyncThrowingStream<StreamEvent, any Error> {
         let (events, continuation) = AsyncThrowingStream<StreamEvent, any Error>.makeStream()
+        let budgetExpired = Locked(false)
         let task = Task {
             do throws(HTTPFailure) {
-                try await self.runStream(operation, format: format, policy: policy, into: continuation)
+                try await self.runStream(
+                    operation, format: format, policy: policy, budgetExpired: budgetExpired, into: continuation)
             } catch {
                 continuation.finish(throwing: error)
             }
         }
-        continuation.onTermination = { _ in task.cancel() }
+        // In the background the stream lives only as long as the time the OS granted (MOB-API-004): when it
+        // runs out, the stream ends with `cancelled` and its connection closes.
+        let watcher = configuration.backgroundBudget.map { budget in
+            Task {
+                await budget.expired()
+                guard !Task.isCancelled else { return }
+                budgetExpired.withLock { $0 = true }
+                task.cancel()
+            }
+        }
+        continuation.onTermination = { _ in
+            task.cancel()
+            watcher?.cancel()
+        }
         return events
     }
 
     private func runStream(
-        _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy,
+        _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy, budgetExpired: Locked<Bool>,
         into continuation: AsyncThrowingStream<StreamEvent, any Error>.Continuation
     ) async throws(HTTPFailure) {
         var call = Call(
@@ -97,9 +112,12 @@ extension HTTPClient {
             _ kind: HTTPFailure.Kind, _ outcome: HTTPFailure.Outcome, _ detail: String, status: Int? = nil,
             requestID: String? = nil
         ) -> HTTPFailure {
-            HTTPFailure(
+            // Cancelled because the OS's time ran out, however the cancellation reached us: say so.
+            let expired = kind == .cancelled && budgetExpired.withLock { $0 }
+            let said = detail.contains("background time budget expired")
+            return HTTPFailure(
                 kind: kind, outcome: outcome, status: status, requestID: requestID, correlationID: correlationID,
-                detail: Redacted(detail))
+                detail: Redacted(expired && !said ? "the background time budget expired: \(detail)" : detail))
         }
         guard let transport = configuration.transport as? any StreamingHTTPTransport else {
             throw failure(.technical, .notSent, "the transport cannot stream (use SocketTransport)")
@@ -148,11 +166,16 @@ extension HTTPClient {
                 }
             }
             if Task.isCancelled {
+                if budgetExpired.withLock({ $0 }) {
+                    throw failure(.cancelled, brokenOff, "the background time budget expired", requestID: requestID)
+                }
                 continuation.finish()
                 return
             }
             try parser.finish()
             continuation.finish()
+        } catch let error as HTTPFailure {
+            throw error
         } catch let error as TransportError {
             throw failure(Self.kind(of: error), brokenOff, error.description, requestID: requestID)
         } catch let error as EventParser.Malformed {

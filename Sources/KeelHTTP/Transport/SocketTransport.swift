@@ -36,6 +36,9 @@ public final class SocketTransport: HTTPTransport {
         public var maximumIdleConnectionsPerOrigin: Int
         /// A PEM file of trusted certificates for `https`; nil for the system's trust store.
         public var trustedCertificatesFile: String?
+        /// Runs on the worker thread before a new connection resolves its host (tests make it block, as a
+        /// resolver that never answers does).
+        package var beforeConnecting: (@Sendable () -> Void)?
 
         /// Settings; the defaults suit an app talking to its API.
         public init(
@@ -76,18 +79,29 @@ public final class SocketTransport: HTTPTransport {
         }
     }
 
-    /// Runs `work` on a worker thread (socket I/O blocks) and waits for it to resume the continuation;
-    /// cancelling the calling task cancels `exchange`, which closes its connection at once.
+    /// Runs `work` on a worker thread (socket I/O blocks) and waits for it to hand back its result;
+    /// cancelling the calling task cancels `exchange`, which closes its connection at once, and ends the
+    /// wait at once too: a worker stuck where nothing can interrupt it (`getaddrinfo` on a resolver that
+    /// never answers) no longer holds the call past its timeout or deadline. Such a worker finishes in the
+    /// background; its connection is closed when it gets one.
     func onWorker<Value: Sendable>(
-        _ exchange: Exchange, _ work: @escaping @Sendable (CheckedContinuation<Value, any Error>) -> Void
+        _ exchange: Exchange, _ work: @escaping @Sendable (WorkerResult<Value>) -> Void
     ) async throws(TransportError) -> Value {
+        let result = WorkerResult<Value>()
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
-                    DispatchQueue.global().async { work(continuation) }
+                    result.start(continuation)
+                    DispatchQueue.global().async { work(result) }
                 }
             } onCancel: {
                 exchange.cancel()
+                result.resume(
+                    throwing: TransportError(
+                        code: .cancelled, requestMayHaveBeenSent: exchange.mayHaveSent,
+                        detail: exchange.mayHaveSent
+                            ? "cancelled while sending or receiving" : "cancelled before sending"
+                    ))
             }
         } catch let error as TransportError {
             throw error
@@ -105,9 +119,54 @@ public final class SocketTransport: HTTPTransport {
         let port: Int
     }
 
+    /// The result of a worker, handed back once: by the worker, or by a cancellation that comes first (the
+    /// worker's later result is then dropped).
+    final class WorkerResult<Value: Sendable>: Sendable {
+        private let state = Locked<
+            (continuation: CheckedContinuation<Value, any Error>?, early: Result<Value, any Error>?, done: Bool)
+        >(
+            (nil, nil, false))
+
+        /// The waiting continuation; resumed at once when a result came first.
+        func start(_ continuation: CheckedContinuation<Value, any Error>) {
+            let early = state.withLock { state -> Result<Value, any Error>? in
+                guard let early = state.early else {
+                    state.continuation = continuation
+                    return nil
+                }
+                state.done = true
+                return early
+            }
+            if let early { continuation.resume(with: early) }
+        }
+
+        func resume(with result: Result<Value, any Error>) {
+            let waiting = state.withLock { state -> CheckedContinuation<Value, any Error>? in
+                guard !state.done else { return nil }
+                guard let continuation = state.continuation else {
+                    if state.early == nil { state.early = result }
+                    return nil
+                }
+                state.continuation = nil
+                state.done = true
+                return continuation
+            }
+            waiting?.resume(with: result)
+        }
+
+        func resume(returning value: Value) { resume(with: .success(value)) }
+        func resume(throwing error: any Error) { resume(with: .failure(error)) }
+    }
+
     /// The socket of an exchange, so that cancellation (from another thread) can reach it.
     final class Exchange: Sendable {
         private let state = Locked<(socket: ClientSocket?, isCancelled: Bool)>((nil, false))
+        private let sending = Locked(false)
+
+        /// Called just before the first byte of the request is written.
+        func markSending() { sending.withLock { $0 = true } }
+        /// Whether the request may have left (its writing had begun).
+        var mayHaveSent: Bool { sending.withLock { $0 } }
 
         /// Attaches `socket`; false when the exchange was cancelled already.
         func attach(_ socket: ClientSocket) -> Bool {
@@ -170,6 +229,7 @@ public final class SocketTransport: HTTPTransport {
             if !keepsSocket { socket.close() }
         }
 
+        exchange.markSending()
         do throws(ClientSocket.Failure) {
             try socket.write(head + [UInt8](request.body ?? Data()), deadline: deadline)
         } catch {
@@ -213,6 +273,7 @@ public final class SocketTransport: HTTPTransport {
     func connect(_ endpoint: Endpoint, deadline: ContinuousClock.Instant, exchange: Exchange)
         throws(TransportError) -> ClientSocket
     {
+        configuration.beforeConnecting?()
         do throws(ClientSocket.Failure) {
             let tls =
                 endpoint.isSecure ? TLSSettings(trustedCertificatesFile: configuration.trustedCertificatesFile) : nil

@@ -58,7 +58,7 @@ extension SocketTransport: StreamingHTTPTransport {
     /// The worker: connect, send, read the head (then hand the stream over), then read the body into it.
     private func runStream(
         _ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration, exchange: Exchange,
-        opened: CheckedContinuation<TransportStream, any Error>, body: AsyncThrowingStream<[UInt8], any Error>,
+        opened: WorkerResult<TransportStream>, body: AsyncThrowingStream<[UInt8], any Error>,
         continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
     ) {
         var stream = request
@@ -70,6 +70,7 @@ extension SocketTransport: StreamingHTTPTransport {
             let target = try Self.target(of: stream)
             let head = try Self.head(of: stream, target: target)
             socket = try connect(target.endpoint, deadline: .now + connectTimeout, exchange: exchange)
+            exchange.markSending()
             do throws(ClientSocket.Failure) {
                 try socket.write(head + [UInt8](stream.body ?? Data()), deadline: .now + noProgressTimeout)
             } catch {
