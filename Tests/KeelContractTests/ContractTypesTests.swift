@@ -70,6 +70,23 @@ import Testing
         }
     }
 
+    /// MOB-API-001: a closed integer enum takes a number only when it is exactly a declared value. Foundation
+    /// read `1.0000000000000001` as 1 (through `Double`), and so as `.low`.
+    @Test(arguments: ["1.0000000000000001", "9007199254740993.5", "1e-400", "2.5", "0.99999999999999999"])
+    func aNumberThatIsNotExactlyADeclaredIntegerIsRefused(value: String) {
+        let outcomes = [
+            Self.outcome(Priority.self, value),
+            Self.outcome(Required.self, #"{"kind": "text", "visibility": "shared", "priority": \#(value)}"#),
+            Self.outcome(Optional.self, #"{"priority": \#(value)}"#),
+        ]
+        for outcome in outcomes {
+            #expect(outcome.contains(" at "), "\(value) decoded: \(outcome)")
+        }
+        // Integers written otherwise are still integers.
+        #expect(Self.outcome(Priority.self, "1.0") == "low")
+        #expect(Self.outcome(Priority.self, "2e0") == "high")
+    }
+
     @Test(arguments: [
         #""text""#, #""drawing""#, #""""#, #""private""#, #""team""#, "1", "2", "3", "2.5", "null", "true", "[]",
     ])

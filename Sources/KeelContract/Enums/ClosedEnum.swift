@@ -1,3 +1,4 @@
+public import Foundation
 public import KeelCore
 
 /// A string enum the contract declares **closed**: a value it does not declare is an incompatible
@@ -37,7 +38,11 @@ extension ClosedRawEnum {
         if RawValue.self == String.self {
             raw = try container.decode(String.self) as! RawValue
         } else if RawValue.self == Int.self {
-            raw = try container.decode(Int.self) as! RawValue
+            let number = try container.decode(Decimal.self)
+            guard let integer = exactInteger(number) else {
+                throw undeclaredMarkerValue(number, of: String(describing: Self.self), codingPath: decoder.codingPath)
+            }
+            raw = integer as! RawValue
         } else {
             raw = try container.decode(RawValue.self)
         }
@@ -115,4 +120,17 @@ func isExactly<Raw>(_ declared: Raw, _ received: Raw) -> Bool {
         return (declared as! String).utf8.elementsEqual((received as! String).utf8)
     }
     return true  // `init(rawValue:)` matched it, and only strings have an equality looser than identity
+}
+
+/// The integer a JSON number is, exactly, or nil. Foundation's `decode(Int.self)` reads a number that is not
+/// a plain integer through `Double` and accepts it when that is whole: `1.0000000000000001` became 1, so a
+/// closed integer enum took a value its contract forbids for a declared case. Read as `Decimal` (exact, from
+/// the literal), a number is an integer only when it is one (`1.0` and `1e2` are; `2.5` is not) and fits `Int`.
+@inlinable
+func exactInteger(_ number: Decimal) -> Int? {
+    var value = number
+    var rounded = Decimal()
+    NSDecimalRound(&rounded, &value, 0, .plain)
+    guard rounded == number else { return nil }
+    return Int(rounded.description)
 }

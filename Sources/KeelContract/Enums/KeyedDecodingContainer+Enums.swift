@@ -1,3 +1,5 @@
+public import Foundation
+
 // Overloads that `Codable` synthesis picks for members of Keel's enum types. A synthesized `init(from:)`
 // calls `container.decode(T.self, forKey:)` by name, so a more specific overload in scope wins over the
 // generic `decode<T: Decodable>`. The generic one makes JSONDecoder test `T` against its special types
@@ -31,30 +33,43 @@ extension KeyedDecodingContainer {
     /// - Throws: `DecodingError` — `dataCorrupted` with an ``UndeclaredEnumValue`` for an undeclared value.
     @inlinable
     public func decode<T: ClosedRawEnum>(_ type: T.Type, forKey key: Key) throws -> T {
-        try Self.closed(T.self, try rawValue(T.RawValue.self, forKey: key), at: codingPath, key)
+        try Self.closed(T.self, try rawValue(T.RawValue.self, forKey: key, of: T.self), at: codingPath, key)
     }
 
     /// Decodes an optional closed enum member: nil when absent or null, an error when undeclared.
     @inlinable
     public func decodeIfPresent<T: ClosedRawEnum>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let raw = try rawValueIfPresent(T.RawValue.self, forKey: key) else { return nil }
+        guard let raw = try rawValueIfPresent(T.RawValue.self, forKey: key, of: T.self) else { return nil }
         return try Self.closed(T.self, raw, at: codingPath, key)
     }
 
     /// A raw value through the concrete overload for the two raw types contracts use (the checks fold away
     /// once specialized), the generic one otherwise.
+    /// An integer raw value is read exactly (see ``exactInteger(_:)``).
     @inlinable
-    func rawValue<Raw: Decodable>(_ type: Raw.Type, forKey key: Key) throws -> Raw {
+    func rawValue<Raw: Decodable, T>(_ type: Raw.Type, forKey key: Key, of enumType: T.Type) throws -> Raw {
         if Raw.self == String.self { return try decode(String.self, forKey: key) as! Raw }
-        if Raw.self == Int.self { return try decode(Int.self, forKey: key) as! Raw }
+        if Raw.self == Int.self {
+            let number = try decode(Decimal.self, forKey: key)
+            guard let integer = exactInteger(number) else {
+                throw undeclaredMarkerValue(number, of: String(describing: T.self), codingPath: codingPath + [key])
+            }
+            return integer as! Raw
+        }
         return try decode(Raw.self, forKey: key)
     }
 
-    /// ``rawValue(_:forKey:)`` for an optional member: nil when absent or null.
+    /// ``rawValue(_:forKey:of:)`` for an optional member: nil when absent or null.
     @inlinable
-    func rawValueIfPresent<Raw: Decodable>(_ type: Raw.Type, forKey key: Key) throws -> Raw? {
+    func rawValueIfPresent<Raw: Decodable, T>(_ type: Raw.Type, forKey key: Key, of enumType: T.Type) throws -> Raw? {
         if Raw.self == String.self { return try decodeIfPresent(String.self, forKey: key).map { $0 as! Raw } }
-        if Raw.self == Int.self { return try decodeIfPresent(Int.self, forKey: key).map { $0 as! Raw } }
+        if Raw.self == Int.self {
+            guard let number = try decodeIfPresent(Decimal.self, forKey: key) else { return nil }
+            guard let integer = exactInteger(number) else {
+                throw undeclaredMarkerValue(number, of: String(describing: T.self), codingPath: codingPath + [key])
+            }
+            return .some(integer as! Raw)
+        }
         return try decodeIfPresent(Raw.self, forKey: key)
     }
 
