@@ -326,6 +326,36 @@ import Testing
             try await pool.write { try $0.execute("INSERT INTO t VALUES (?)") }
         }
     }
+
+    /// MOB-DATA-003: when SQLite rolls a transaction back on its own (an interrupt, a full disk), a caller
+    /// that caught the error and went on must not commit the rest statement by statement.
+    @Test func statementsAfterSQLiteRolledTheTransactionBackDoNotCommitOneByOne() throws {
+        let pool = try open()
+        try pool.writeSync { try $0.execute("CREATE TABLE t (x INTEGER)") }
+        #expect(throws: DatabaseError.self) {
+            try pool.writeSync { db in
+                try db.execute("INSERT INTO t VALUES (1)")
+                try? db.execute("ROLLBACK")  // what SQLite itself does after an interrupt or a full disk
+                try db.execute("INSERT INTO t VALUES (2)")
+            }
+        }
+        #expect(throws: DatabaseError.self) {
+            try pool.writeSync { db in
+                try db.execute("INSERT INTO t VALUES (3)")
+                do {
+                    try db.inSavepoint {
+                        try db.execute("INSERT INTO t VALUES (4)")
+                        try db.execute("ROLLBACK")
+                    }
+                } catch {}  // the pattern savepoints are for: skip a bad row, go on
+                try db.execute("INSERT INTO t VALUES (5)")
+            }
+        }
+        #expect(try pool.readSync { try $0.scalar(Int.self, "SELECT count(*) FROM t") } == 0)
+        // The connection is sound afterwards.
+        try pool.writeSync { try $0.execute("INSERT INTO t VALUES (6)") }
+        #expect(try pool.readSync { try $0.scalar(Int.self, "SELECT count(*) FROM t") } == 1)
+    }
 }
 
 /// A one-way signal that async code can wait for without blocking a cooperative thread.

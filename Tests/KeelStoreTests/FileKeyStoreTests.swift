@@ -153,4 +153,25 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: keys.path))
     }
+
+    /// MOB-DATA-002: deleting a key leaves no readable copy — its own blocks are overwritten (every other
+    /// name for the file reads zeros), and the second name a crash inside `add` can leave is removed.
+    @Test func aDeletedKeyLeavesNoReadableCopyUnderAnyName() throws {
+        let store = try makeStore()
+        let key = try Self.key(byte: 9)
+        try store.add(key)
+        let file = keys.appendingPathComponent("ns1.\(key.id).key").path
+        let elsewhere = root.url("another-name").path  // a hard link the store does not know
+        // What a crash between link and unlink inside `add` leaves.
+        let leftover = keys.appendingPathComponent(".tmp-0123456789abcdef.part").path
+        #expect(link(file, elsewhere) == 0)
+        #expect(link(file, leftover) == 0)
+        try store.delete(key.id)
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(!FileManager.default.fileExists(atPath: leftover))
+        let remaining = try #require(FileManager.default.contents(atPath: elsewhere))
+        #expect(!remaining.isEmpty)
+        #expect(remaining.allSatisfy { $0 == 0 })
+        #expect(try store.listKeys().isEmpty)
+    }
 }

@@ -140,6 +140,24 @@ import Testing
         #expect(try await store.sweepExpired(now: clock.wallClock).deleted["recent-searches"] == 1)
     }
 
+    /// One inventory for the whole app: a dataset kept in an account's vault (or not created yet) has no
+    /// table in this database; the sweep goes on with the others instead of failing as a whole.
+    @Test func aDatasetWithoutATableHereDoesNotStopTheSweep() async throws {
+        let directory = try TemporaryDirectory()
+        let pool = try DatabasePool(path: directory.url("app.sqlite").path)
+        let clock = ManualClock(wallClockOrigin: Date(timeIntervalSince1970: 1_800_000_000))
+        let now = clock.wallClock.now().timeIntervalSince1970
+        try await pool.write { db in
+            try db.execute("CREATE TABLE search (id INTEGER PRIMARY KEY, query TEXT, at REAL)")
+            try db.execute("INSERT INTO search (query, at) VALUES (?, ?)", arguments: ["old", now - 31 * 86_400])
+        }
+        // feed-cache declares table `feed`, which this database does not have.
+        let store = DataStore(pool: pool, inventory: try Inventory([Self.searches, Self.feed]))
+        let report = try await store.sweepExpired(now: clock.wallClock)
+        #expect(report.deleted["recent-searches"] == 1)
+        #expect(report.deleted["feed-cache"] == nil)
+    }
+
     @Test func aSweepBlockedByAReaderSaysTheBytesAreNotScrubbedYet() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.url("app.sqlite").path
@@ -225,5 +243,21 @@ import Testing
             try Inventory.check(exported: try JSONEncoder().encode(edited)).contains {
                 $0.code == .sensitiveInBackup && $0.dataset == "session-token"
             })
+    }
+
+    /// MOB-DATA-001/003: one table, two declarations — resetting the cache or sweeping it by its retention
+    /// would delete the other's rows. Table names compare as SQLite compares them (ASCII case ignored).
+    @Test func twoDatasetsCannotShareATable() {
+        var copy = Self.feed
+        copy.name = "feed-copy"
+        copy.storage = .init(table: "NOTE", timestampColumn: "fetched_at")
+        #expect {
+            try Inventory([Self.notes, copy])
+        } throws: { error in
+            let problems = (error as? InventoryError)?.problems ?? []
+            let shared = problems.filter { $0.code == .tableDeclaredTwice }
+            return shared.map(\.dataset) == ["feed-copy"] && shared.map(\.field) == ["storage.table"]
+        }
+        #expect(throws: Never.self) { try Inventory([Self.notes, Self.feed]) }
     }
 }

@@ -262,4 +262,17 @@ import Testing
         #expect(try NotesSchema.invariantViolations(database, rows: rows).isEmpty)
         #expect(try scalar(database, Int.self, "SELECT count(*) FROM note WHERE title_key IS NULL") == 0)
     }
+
+    /// MOB-DATA-003: a first run killed (or out of disk) between the two bookkeeping tables of an earlier
+    /// version left only the first; migrating must still work, and now both are made in one transaction.
+    @Test func aHalfMadeBookkeepingDoesNotBlockMigrationForever() throws {
+        let database = try pool("half.sqlite")
+        try database.writeWithoutTransactionSync {
+            try $0.execute("CREATE TABLE keel_migration (name TEXT PRIMARY KEY NOT NULL, position INTEGER NOT NULL)")
+        }
+        let migrator = NotesSchema.migrator(batchSize: 40)
+        _ = try migrator.migrate(database)
+        #expect(try migrator.migrate(database).applied.isEmpty)
+        #expect(try scalar(database, Int.self, "SELECT count(*) FROM keel_migration") == NotesSchema.versions.count)
+    }
 }

@@ -297,6 +297,76 @@ func account(_ raw: String) -> AccountID {
             #expect(throws: AccountIDError.self) { try AccountID(placeholder) }
         }
     }
+
+    // MARK: - Recovery (review of KeelStore)
+
+    /// MOB-DATA-003/001: an update that changes a dataset's backup policy (or classification) must not make
+    /// its records look empty, nor let a logout judged by the old declaration delete what should stay.
+    @Test func aDatasetWhoseDeclarationChangedIsRefusedNotReadAsEmptyOrPurged() async throws {
+        let draft = Data("half a poem".utf8)
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("drafts", id: "d1", draft)
+        await fixture.vaults.close()
+        // The next version keeps drafts on this device only.
+        let names = ["notes", "drafts", "session-token", "media", "feed-cache", "catalog"]
+        var datasets = try names.map { try VaultFixture.inventory.dataset($0) }
+        datasets[1].backup = .deviceOnly
+        let updated = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: try Inventory(datasets))
+        let reopened = try await updated.open(alice)
+        await #expect {
+            _ = try await reopened.get("drafts", id: "d1")
+        } throws: { error in
+            (error as? VaultError)?.code == .declarationChanged
+        }
+        await #expect(throws: VaultError.self) { try await reopened.put("drafts", id: "d2", draft) }
+        try await reopened.put("session-token", id: "t", Data("token".utf8))
+        _ = try await updated.logout()
+        await updated.close()
+        // Under the declaration it was written with, the draft is all there.
+        let original = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
+        let restored = try await original.open(alice)
+        #expect(try await restored.get("drafts", id: "d1") == draft)
+        await original.close()
+    }
+
+    /// MOB-DATA-003: a first write that rolls back (a validation error, a full disk at commit) takes its
+    /// `CREATE TABLE` with it; the dataset must stay usable, not fail with "no such table" until reopened.
+    @Test func aFirstWriteThatRollsBackLeavesTheDatasetUsable() async throws {
+        struct Refused: Error {}
+        let vault = try await fixture.vaults.open(alice)
+        await #expect(throws: Refused.self) {
+            try await vault.write("notes") { records in
+                try records.put("a", Data("x".utf8))
+                throw Refused()
+            }
+        }
+        #expect(try await vault.get("notes", id: "a") == nil)
+        try await vault.put("notes", id: "b", Data("y".utf8))
+        #expect(try await vault.get("notes", id: "b") == Data("y".utf8))
+    }
+
+    /// MOB-DATA-003: only a cache may be reset, in the shared store too.
+    @Test func theSharedStoreRefusesToResetASourceOfTruth() async throws {
+        let prefs = Dataset(
+            name: "prefs", purpose: "Local settings", kind: .keyValue, classification: .public, isAccountBound: false,
+            retention: nil, backup: .exclude, deletionTriggers: [], role: .sourceOfTruth)
+        let catalog = try VaultFixture.inventory.dataset("catalog")
+        let vaults = try Vaults(
+            dataDirectory: fixture.root.url("shared-data"), keyStore: fixture.keyStore,
+            inventory: try Inventory([prefs, catalog]))
+        try await vaults.shared.put("prefs", id: "theme", Data("dark".utf8))
+        await #expect {
+            try await vaults.shared.reset("prefs")
+        } throws: { error in
+            (error as? InventoryError)?.code == .resetRefused
+        }
+        #expect(try await vaults.shared.get("prefs", id: "theme") == Data("dark".utf8))
+        try await vaults.shared.put("catalog", id: "p1", Data("{}".utf8))
+        try await vaults.shared.reset("catalog")
+        #expect(try await vaults.shared.get("catalog", id: "p1") == nil)
+    }
 }
 
 /// A one-shot signal between a task and the test.

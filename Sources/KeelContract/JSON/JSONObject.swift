@@ -25,11 +25,10 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
 
     /// A member name compared by code points: JSON treats "é" and "e\u{301}" as different names, while
     /// Swift's `String` would merge them.
-    package struct MemberName: Hashable {
-        package let name: String
-        package init(name: String) { self.name = name }
-        package static func == (lhs: MemberName, rhs: MemberName) -> Bool { sameName(lhs.name, rhs.name) }
-        package func hash(into hasher: inout Hasher) {
+    private struct MemberName: Hashable {
+        let name: String
+        static func == (lhs: MemberName, rhs: MemberName) -> Bool { sameName(lhs.name, rhs.name) }
+        func hash(into hasher: inout Hasher) {
             // Hash the UTF-8 bytes in one call when they are contiguous (native strings), byte by byte otherwise.
             let hashed: Void? = name.utf8.withContiguousStorageIfAvailable {
                 hasher.combine(bytes: UnsafeRawBufferPointer($0))

@@ -42,7 +42,7 @@ struct Evaluator {
     /// Which properties and items were evaluated successfully (for `unevaluated*`).
     struct Annotations {
         /// Compared by code points, as JSON names are (`"OK"` and `"O\u{212A}"` are two properties).
-        var properties: Set<JSONObject.MemberName> = []
+        var properties: Set<PropertyName> = []
         var allItems = false
         var items: Set<Int> = []
 
@@ -301,7 +301,7 @@ struct Evaluator {
 
     private mutating func applyObject(_ node: CompiledNode, _ object: JSONObject, _ annotations: inout Annotations) {
         let needsMatchedNames = node.additionalProperties != nil
-        var matchedByProperties: Set<JSONObject.MemberName> = []
+        var matchedByProperties: Set<PropertyName> = []
         for property in node.properties {
             guard let value = object[property.name] else { continue }
             if needsMatchedNames { matchedByProperties.insert(.init(name: property.name)) }
@@ -524,5 +524,18 @@ struct Evaluator {
     static func excerpt(_ value: JSONValue) -> String {
         let text = value.description
         return text.count > 60 ? String(text.prefix(57)) + "..." : text
+    }
+}
+
+/// A property name compared by code points, as JSON compares names: `"OK"` and `"O\u{212A}"` (KELVIN SIGN)
+/// are two properties, which Swift's `String` equality (canonical equivalence) would merge.
+struct PropertyName: Hashable {
+    let name: String
+
+    static func == (lhs: PropertyName, rhs: PropertyName) -> Bool { JSONObject.sameName(lhs.name, rhs.name) }
+
+    func hash(into hasher: inout Hasher) {
+        for byte in name.utf8 { hasher.combine(byte) }
+        hasher.combine(name.utf8.count)
     }
 }

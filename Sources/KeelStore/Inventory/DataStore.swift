@@ -93,6 +93,13 @@ public final class DataStore: Sendable {
             try db.execute("PRAGMA secure_delete = ON")
             var counts: [String: Int] = [:]
             for (name, table, column, seconds) in targets {
+                // A dataset kept elsewhere (an account's vault) or not created yet has no table here: nothing
+                // of it to sweep, and the rest of the sweep still runs.
+                guard
+                    try db.scalar(
+                        Int.self, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
+                        arguments: [table]) != nil
+                else { continue }
                 try db.execute(
                     "DELETE FROM \(Self.quoted(table)) WHERE \(Self.quoted(column)) < ?",
                     arguments: [now - seconds])

@@ -27,11 +27,25 @@ public struct Inventory: Sendable {
     public static func problems(in datasets: [Dataset]) -> [InventoryProblem] {
         var names: Set<String> = []
         var problems: [InventoryProblem] = []
+        // SQLite compares table names without regard to ASCII case.
+        var tables: [String: String] = [:]
         for dataset in datasets {
             if !names.insert(dataset.name).inserted {
                 problems.append(
                     InventoryProblem(
                         code: .declaredTwice, dataset: dataset.name, field: "name", message: "declared twice"))
+            }
+            if let table = dataset.storage?.table {
+                if let owner = tables[table.lowercased()], owner != dataset.name {
+                    // One table, two declarations: resetting the one (a cache) or sweeping it by its retention
+                    // would delete the other's rows, and table scopes could not keep them apart.
+                    problems.append(
+                        InventoryProblem(
+                            code: .tableDeclaredTwice, dataset: dataset.name, field: "storage.table",
+                            message: "table \(table) is also \(owner)'s; each dataset needs a table of its own"))
+                } else {
+                    tables[table.lowercased()] = dataset.name
+                }
             }
             problems += dataset.problems
         }
@@ -146,6 +160,8 @@ public struct InventoryProblem: Sendable, Hashable, CustomStringConvertible {
 extension ErrorCode where Domain == InventoryProblem {
     /// Two declarations share a name.
     public static var declaredTwice: Self { Self("declaredTwice") }
+    /// Two datasets declare the same table.
+    public static var tableDeclaredTwice: Self { Self("tableDeclaredTwice") }
     /// A dataset without a name.
     public static var missingName: Self { Self("missingName") }
     /// A dataset without a purpose.

@@ -128,6 +128,54 @@ package enum DurableFiles {
         return Array(bytes[..<total])
     }
 
+    /// Overwrites the file at `path` with zeros in place — its own blocks, so every hard link to it reads
+    /// zeros too — and syncs it. Nothing when there is no file. (Writing a new file and renaming it over
+    /// `path` would leave the old blocks, and any other link, holding the old bytes.)
+    static func zeroInPlace(_ path: String) throws(Failure) {
+        let descriptor = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { return }
+            throw Failure(operation: "open", path: path, errno: errno)
+        }
+        defer { _ = close(descriptor) }
+        var information = stat()
+        guard fstat(descriptor, &information) == 0 else { throw Failure(operation: "stat", path: path, errno: errno) }
+        let zeros = [UInt8](repeating: 0, count: Int(information.st_size))
+        var written = 0
+        while written < zeros.count {
+            let result = zeros.withUnsafeBytes {
+                pwrite(descriptor, $0.baseAddress! + written, zeros.count - written, off_t(written))
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw Failure(operation: "write", path: path, errno: errno)
+            }
+            written += result
+        }
+        guard fsync(descriptor) == 0 else { throw Failure(operation: "sync", path: path, errno: errno) }
+    }
+
+    /// The names in `directory` of other links to the file at `path` among this type's own temporary files
+    /// (`.tmp-*.part`): what a crash between `link` and `unlink` in ``write(_:to:mode:exclusive:)`` leaves.
+    static func leftoverLinks(to path: String, in directory: String) -> [String] {
+        var target = stat()
+        guard lstat(path, &target) == 0, let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var found: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            guard name.hasPrefix(".tmp-"), name.hasSuffix(".part") else { continue }
+            var other = stat()
+            let candidate = directory + "/" + name
+            if lstat(candidate, &other) == 0, other.st_ino == target.st_ino, other.st_dev == target.st_dev {
+                found.append(candidate)
+            }
+        }
+        return found
+    }
+
     /// Removes the file at `path`; true when it was there.
     @discardableResult
     static func remove(_ path: String) throws(Failure) -> Bool {

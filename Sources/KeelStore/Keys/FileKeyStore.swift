@@ -108,11 +108,15 @@ public final class FileKeyStore: KeyStore {
     public func delete(_ id: KeyID) throws(KeyStoreError) {
         guard let file = try fileName(of: id) else { return }
         do {
-            // Overwrite before unlinking: a file system without copy-on-write then keeps no stale key block.
+            // Overwrite in place before unlinking: a file system without copy-on-write then keeps no stale key
+            // block, and any other name for the file reads zeros too.
             let full = path + "/" + file
-            if let size = try? DurableFiles.read(full, limit: 4096).count {
-                try DurableFiles.write([UInt8](repeating: 0, count: size), to: full, mode: 0o600, exclusive: false)
-            }
+            // Best effort: the unlink below is what deletion needs, and it must not be stopped by a file that
+            // cannot be overwritten (a symlink planted in its place is never followed).
+            try? DurableFiles.zeroInPlace(full)
+            // A crash inside an earlier `add` can leave a second name for the key file (its temporary file,
+            // linked but not yet unlinked): it goes with the key.
+            for leftover in DurableFiles.leftoverLinks(to: full, in: path) { try DurableFiles.remove(leftover) }
             try DurableFiles.remove(full)
             try DurableFiles.syncDirectory(path)
         } catch {

@@ -86,7 +86,13 @@ public struct Migrator: Sendable {
         let applied = try database.rows("SELECT name FROM keel_migration ORDER BY position").compactMap {
             $0.get("name", as: String.self)
         }
-        let inProgress = try database.rows("SELECT name, checkpoint FROM keel_migration_progress")
+        // Absent when an older app, or a first run killed between the two tables of an earlier version,
+        // created only the first: nothing is in progress then.
+        let progressKept =
+            try database.scalar(
+                Int.self, "SELECT count(*) FROM sqlite_master WHERE name = 'keel_migration_progress'") == 1
+        let inProgress =
+            progressKept ? try database.rows("SELECT name, checkpoint FROM keel_migration_progress") : []
         let known = Set(names)
         // A backfill this app does not know, even part-way, means a newer app changed the schema.
         let unknown =
@@ -110,12 +116,15 @@ public struct Migrator: Sendable {
             })
     }
 
+    /// Both bookkeeping tables, in one transaction: a full disk or a kill between them leaves neither.
     private static func createBookkeeping(_ database: Database) throws {
-        try database.executeScript(
-            """
-            CREATE TABLE IF NOT EXISTS keel_migration (name TEXT PRIMARY KEY NOT NULL, position INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS keel_migration_progress (name TEXT PRIMARY KEY NOT NULL, checkpoint INTEGER);
-            """)
+        try database.inTransaction(.immediate) {
+            try database.execute(
+                "CREATE TABLE IF NOT EXISTS keel_migration (name TEXT PRIMARY KEY NOT NULL, position INTEGER NOT NULL)")
+            try database.execute(
+                "CREATE TABLE IF NOT EXISTS keel_migration_progress (name TEXT PRIMARY KEY NOT NULL, checkpoint INTEGER)"
+            )
+        }
     }
 
     // MARK: - Migrating

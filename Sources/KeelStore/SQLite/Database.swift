@@ -83,12 +83,17 @@ public final class Database {
     /// already runs in one.
     public func inTransaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
         try execute(kind == .immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
+        // Statements of `body` run only inside this transaction (see SQLiteConnection.guardsTransaction).
+        let guarded = connection.guardsTransaction
+        connection.guardsTransaction = true
         do {
             let result = try body()
             try requireOpenTransaction()
+            connection.guardsTransaction = guarded
             try execute("COMMIT")
             return result
         } catch {
+            connection.guardsTransaction = guarded
             if connection.isInTransaction { try? execute("ROLLBACK") }
             throw error
         }

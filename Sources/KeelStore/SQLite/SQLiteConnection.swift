@@ -15,6 +15,19 @@ final class SQLiteConnection {
     @exclusivity(unchecked) private var statements: [String: OpaquePointer] = [:]
     /// The statement used last, checked before the dictionary (loops of point reads and inserts).
     @exclusivity(unchecked) private var lastStatement: (sql: String, statement: OpaquePointer)?
+    /// Set while ``Database/inTransaction(_:_:)`` runs its body: every statement must then run inside that
+    /// transaction. When SQLite has rolled it back on its own (an interrupt, a full disk, an I/O error), a
+    /// caller that caught the error and went on would otherwise commit each later statement by itself — half
+    /// of the work on disk while the caller is told the transaction failed.
+    @exclusivity(unchecked) var guardsTransaction = false
+
+    private func requireTransactionIfGuarded(_ sql: String) throws(DatabaseError) {
+        guard guardsTransaction, sqlite3_get_autocommit(handle) != 0 else { return }
+        throw DatabaseError(
+            code: .other,
+            message: "the transaction was rolled back by SQLite (after an earlier error); its work is lost, and "
+                + "nothing more runs in it", sql: sql)
+    }
     /// The tables statements may touch now (set by ``DataStore`` for one dataset's work); nil: any.
     /// Read by the authorizer SQLite calls while preparing each statement.
     @exclusivity(unchecked) private(set) var tableAccess: TableAccess?
@@ -120,6 +133,7 @@ final class SQLiteConnection {
     /// A prepared statement for `sql`, from the cache when possible. Every use ends with `finish`, so a
     /// cached statement is always reset and unbound when it is handed out again.
     private func prepare(_ sql: String) throws(DatabaseError) -> OpaquePointer {
+        try requireTransactionIfGuarded(sql)
         if let last = lastStatement, last.sql == sql { return last.statement }
         // Statements prepared under a table scope are cached under it (see withTableAccess).
         let key = tableAccess.map { "\u{0}\($0.scope)\u{0}" + sql } ?? sql
@@ -191,6 +205,7 @@ final class SQLiteConnection {
 
     /// Runs several statements without arguments (schema scripts).
     func executeScript(_ sql: String) throws(DatabaseError) {
+        try requireTransactionIfGuarded(sql)
         var message: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(handle, sql, nil, nil, &message)
         if status != SQLITE_OK {

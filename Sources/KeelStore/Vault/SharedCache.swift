@@ -54,7 +54,16 @@ public final class SharedCache: Sendable {
     }
 
     /// Deletes every record of `dataset` (a cache: its source rebuilds it).
+    ///
+    /// - Throws: ``InventoryError`` `resetRefused` when the inventory declares `dataset` a source of truth
+    ///   (public, belonging to no account, and still not reproducible: onboarding state, local settings).
     public func reset(_ dataset: String) async throws {
+        let declaration = try inventory.dataset(dataset)
+        guard declaration.role.isCache else {
+            throw InventoryError(
+                code: .resetRefused, dataset: dataset, problems: [],
+                message: "\(dataset) is a source of truth; only caches may be reset")
+        }
         let (pool, table) = try prepare(dataset)
         try await pool.write { db in try db.execute("DROP TABLE IF EXISTS \(table)") }
     }

@@ -83,11 +83,13 @@ public final class Vault: Sendable {
     ) async throws -> T {
         let access = try prepare(dataset, writing: true)
         return try await run(access) {
-            try await access.pool.write(inline: inline) { db in
+            let (result, created) = try await access.pool.write(inline: inline) { db in
                 try self.requireOpen()
-                try self.ensureTable(access, db)
-                return try body(VaultRecords(database: db, access: access, vault: self))
+                let created = try self.ensureTable(access, db)
+                return (try body(VaultRecords(database: db, access: access, vault: self)), created)
             }
+            if created { self.rememberTables([access]) }
+            return result
         }
     }
 
@@ -128,15 +130,18 @@ public final class Vault: Sendable {
     ) async throws -> T {
         let (first, accesses) = try prepare(datasets, writing: true)
         return try await run(first) {
-            try await first.pool.write(inline: inline) { db in
+            let (result, created) = try await first.pool.write(inline: inline) { db in
                 try self.requireOpen()
                 var records: [String: VaultRecords] = [:]
+                var created: [Access] = []
                 for access in accesses {
-                    try self.ensureTable(access, db)
+                    if try self.ensureTable(access, db) { created.append(access) }
                     records[access.dataset] = VaultRecords(database: db, access: access, vault: self)
                 }
-                return try body(VaultTransaction(records: records))
+                return (try body(VaultTransaction(records: records)), created)
             }
+            if !created.isEmpty { self.rememberTables(created) }
+            return result
         }
     }
 
@@ -416,6 +421,19 @@ public final class Vault: Sendable {
                 message: "a vault file name is 1…128 characters of A-Z a-z 0-9 . _ - and does not start with a dot")
         }
         let sealed = declaration.classification >= .personal
+        // Written under another declaration (an app update changed its backup policy or classification):
+        // its data is in another database file, sealed or not as it was then. Read here it would look empty
+        // (or sealed bytes would pass for plaintext), and a logout would judge the files by the old
+        // declaration while new records went to the new file. Refused until the app moves it.
+        if let written = state.withLock({ $0.manifest.datasets[dataset] }), written.hasRecords || written.hasFiles,
+            written.declaration.backup != declaration.backup || written.sealed != sealed
+        {
+            throw VaultError(
+                code: .declarationChanged, namespace: namespace.rawValue, dataset: dataset,
+                message:
+                    "\(dataset) was written as \(written.sealed ? "sealed" : "plain") with backup \(written.declaration.backup.rawValue); the inventory now says \(sealed ? "sealed" : "plain") with backup \(declaration.backup.rawValue). Its data was left where it is, untouched; move it to the new declaration (a vault migration) before using it"
+            )
+        }
         var sealer: RecordSealer?
         if sealed {
             if let keyID = state.withLock({ $0.manifest.datasets[dataset]?.keyID }) {
@@ -521,16 +539,26 @@ public final class Vault: Sendable {
         return exists
     }
 
-    private func ensureTable(_ access: Access, _ db: Database) throws {
+    /// Creates the dataset's table in the write transaction when it may not exist yet. It is remembered as
+    /// existing only once that transaction committed (``rememberTables(_:)``): a first write that rolls back
+    /// takes its `CREATE TABLE` with it, and the next write must create it again.
+    private func ensureTable(_ access: Access, _ db: Database) throws -> Bool {
         let key = access.table + "@" + access.declaration.backup.rawValue
-        guard !state.withLock({ $0.tables.contains(key) }) else { return }
+        guard !state.withLock({ $0.tables.contains(key) }) else { return false }
         try db.execute(
             "CREATE TABLE IF NOT EXISTS \(DataStore.quoted(access.table)) (id TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, updated_at REAL NOT NULL) WITHOUT ROWID"
         )
         if state.withLock({ $0.manifest.datasets[access.dataset]?.hasRecords }) != true {
             try fileQueue.sync { try markWritten(access, files: false) }
         }
-        state.withLock { _ = $0.tables.insert(key) }
+        return true
+    }
+
+    /// The tables of `accesses` exist: their write transaction committed.
+    private func rememberTables(_ accesses: [Access]) {
+        state.withLock { state in
+            for access in accesses { state.tables.insert(access.table + "@" + access.declaration.backup.rawValue) }
+        }
     }
 
     private func markWritten(_ access: Access, files: Bool) throws(VaultError) {

@@ -71,6 +71,11 @@ extension ErrorCode where Domain == VaultError {
     /// The dataset cannot be kept here: an account-bound dataset in the shared store, a dataset that is
     /// not account-bound in a vault, a name or file name that is not a safe path component.
     public static var misplaced: Self { Self("misplaced") }
+    /// The dataset's data was written under another backup policy or classification than the inventory now
+    /// declares (an app update changed it): it stays where it is, untouched, and the dataset is refused
+    /// until the app moves it, rather than read as empty or deleted by a logout judged by the old
+    /// declaration.
+    public static var declarationChanged: Self { Self("declarationChanged") }
     /// The database under the vault failed: see ``VaultError/underlying``.
     public static var databaseFailed: Self { Self("databaseFailed") }
     /// Reading or writing a vault file failed.
