@@ -146,23 +146,30 @@ private final class IdempotentBackend: Sendable {
         #expect(server.requestCount == 0)
     }
 
+    /// First launch: a keyed POST `operationID` reaches `server`, whose backend applies it, but the answer is
+    /// lost; the journal says unknown. Returns the operation, to be rebuilt after the relaunch.
+    private func sendAppliedWithTheAnswerLost(
+        _ server: TestServer, _ backend: IdempotentBackend, operationID: String, key: IdempotencyKey
+    ) async throws -> HTTPOperation {
+        var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(key))
+        operation.operationID = operationID
+        server.setDispatcher(
+            TestServer.Dispatcher { request in
+                _ = backend.respond(request)
+                return TestResponse(socketEffect: .disconnectAfterRequest)
+            })
+        let journal = try SQLiteOperationJournal(path: path)
+        let sent = operation
+        await #expect(throws: HTTPFailure.self) { try await makeClient(server, journal: journal).send(sent) }
+        #expect(try await journal.entry(operationID)?.state == .unknown)
+        return operation
+    }
+
     @Test func afterARelaunchAKeyedOperationIsResentWithItsKeyAndAppliedOnce() async throws {
         let server = try TestServer()
         let backend = IdempotentBackend()
         let key = IdempotencyKey.make(using: .seeded(11))
-        var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(key))
-        operation.operationID = "outbox-7"
-        do {
-            // First launch: the request reaches the server, which applies it, but the answer is lost.
-            server.setDispatcher(
-                TestServer.Dispatcher { request in
-                    _ = backend.respond(request)
-                    return TestResponse(socketEffect: .disconnectAfterRequest)
-                })
-            let journal = try SQLiteOperationJournal(path: path)
-            await #expect(throws: HTTPFailure.self) { try await makeClient(server, journal: journal).send(operation) }
-            #expect(try await journal.entry("outbox-7")?.state == .unknown)
-        }
+        let operation = try await sendAppliedWithTheAnswerLost(server, backend, operationID: "outbox-7", key: key)
         // Relaunch: a new journal and client on the same file.
         server.setDispatcher(TestServer.Dispatcher(backend.respond))
         let journal = try SQLiteOperationJournal(path: path)
@@ -184,20 +191,8 @@ private final class IdempotentBackend: Sendable {
     @Test(arguments: ["offline", "401", "503"])
     func aFailedResendAfterARelaunchLeavesTheOperationUnknown(relaunch: String) async throws {
         let server = try TestServer()
-        let backend = IdempotentBackend()
-        let key = IdempotencyKey.make(using: .seeded(13))
-        var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(key))
-        operation.operationID = "outbox-8"
-        do {
-            // First launch: applied, answer lost.
-            server.setDispatcher(
-                TestServer.Dispatcher { request in
-                    _ = backend.respond(request)
-                    return TestResponse(socketEffect: .disconnectAfterRequest)
-                })
-            let journal = try SQLiteOperationJournal(path: path)
-            await #expect(throws: HTTPFailure.self) { try await makeClient(server, journal: journal).send(operation) }
-        }
+        let operation = try await sendAppliedWithTheAnswerLost(
+            server, IdempotentBackend(), operationID: "outbox-8", key: IdempotencyKey.make(using: .seeded(13)))
         let journal = try SQLiteOperationJournal(path: path)
         let client: HTTPClient
         let refusing = try RefusingPort()  // nothing listens: every send fails before a byte leaves
