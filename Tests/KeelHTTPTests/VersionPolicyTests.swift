@@ -118,4 +118,46 @@ import Testing
         #expect(harness.client.versionPolicy == .supported)
         #expect(harness.server.requests.first?.headers.contains("X-App-Version") == false)
     }
+
+    /// Two calls ending at once: the observer is never run twice at once and ends on the newest policy. Here
+    /// the first call's observer is still running (held on purpose) when the second call's answer changes the
+    /// policy again; the observer must get that change after the first one, not before it.
+    @Test func theObserverEndsOnTheNewestPolicyWhenCallsEndAtOnce() async throws {
+        let seen = Locked<[VersionPolicy]>([])
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let running = Locked(0)
+        let overlapped = Locked(false)
+        let harness = try Harness(
+            policy: Self.once, versionPolicy: Self.app,
+            onVersionPolicyChange: { policy in
+                running.withLock { count in
+                    if count > 0 { overlapped.withLock { $0 = true } }
+                    count += 1
+                }
+                if case .updateAvailable = policy {
+                    entered.signal()
+                    _ = release.wait(timeout: .now() + 10)
+                }
+                seen.withLock { $0.append(policy) }
+                running.withLock { $0 -= 1 }
+            })
+        harness.server.enqueue(TestResponse(status: 200, headers: ["X-Update-Available": "5.3.0"], body: "{}"))
+        harness.server.enqueue(Self.error(426, #"{"code": "update_required", "minimumVersions": {"ios": "5.2.0"}}"#))
+        let first = Task { await harness.send(.get("/a")) }
+        // The first call's observer holds a thread until released: wait for it off the cooperative pool.
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                _ = entered.wait(timeout: .now() + 10)
+                continuation.resume()
+            }
+        }
+        #expect(try #require(await harness.send(.get("/b")).failure).kind == .updateRequired)
+        release.signal()
+        _ = try #require(await first.value.success)
+        let required = VersionPolicy.updateRequired(minimum: AppVersion("5.2.0")!)
+        #expect(harness.client.versionPolicy == required)
+        #expect(seen.withLock { $0 } == [.updateAvailable(latest: AppVersion("5.3.0")!), required])
+        #expect(!overlapped.withLock { $0 })
+    }
 }

@@ -133,20 +133,47 @@ public struct VersionPolicyContract: Sendable, Equatable {
 }
 
 /// The client's current ``VersionPolicy``, shared by its calls.
+///
+/// The observer is called outside any lock (it may read ``HTTPClient/versionPolicy`` or do anything else)
+/// and never twice at once, and it always ends on the newest policy: when calls set policies concurrently,
+/// one of them delivers, the others leave their change to it, and it delivers until nothing newer is left
+/// (a policy that was replaced before it could be delivered is skipped).
 final class VersionPolicyState: Sendable {
-    private let state = Locked(VersionPolicy.supported)
+    private struct State {
+        var current = VersionPolicy.supported
+        /// The policy the observer was last given.
+        var delivered = VersionPolicy.supported
+        /// Whether some call is running the observer now.
+        var isDelivering = false
+    }
+
+    private let state = Locked(State())
     private let onChange: (@Sendable (VersionPolicy) -> Void)?
 
     init(onChange: (@Sendable (VersionPolicy) -> Void)?) { self.onChange = onChange }
 
-    var current: VersionPolicy { state.withLock { $0 } }
+    var current: VersionPolicy { state.withLock { $0.current } }
 
     /// Sets the policy; tells the observer when it changed.
     func set(_ policy: VersionPolicy) {
-        let changed = state.withLock { current -> Bool in
-            defer { current = policy }
-            return current != policy
+        let delivers = state.withLock { state -> Bool in
+            state.current = policy
+            guard onChange != nil, !state.isDelivering, state.current != state.delivered else { return false }
+            state.isDelivering = true
+            return true
         }
-        if changed { onChange?(policy) }
+        guard delivers, let onChange else { return }
+        while true {
+            let next = state.withLock { state -> VersionPolicy? in
+                guard state.current != state.delivered else {
+                    state.isDelivering = false
+                    return nil
+                }
+                state.delivered = state.current
+                return state.current
+            }
+            guard let next else { return }
+            onChange(next)
+        }
     }
 }

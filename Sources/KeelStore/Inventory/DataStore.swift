@@ -83,38 +83,16 @@ public final class DataStore: Sendable {
     @discardableResult
     public func sweepExpired(now wallClock: WallClock) async throws -> SweepReport {
         let now = wallClock.now().timeIntervalSince1970
-        let targets: [(String, String, String, Double)] = inventory.datasets.values.compactMap { dataset in
+        let targets = inventory.datasets.values.compactMap { dataset -> RetentionSweep.Target? in
             guard case .duration(let retention) = dataset.retention, let storage = dataset.storage,
                 let column = storage.timestampColumn
             else { return nil }
-            return (dataset.name, storage.table, column, retention.inSeconds)
+            // A dataset kept elsewhere (an account's vault) or not created yet has no table here: nothing of
+            // it to sweep, and the rest of the sweep still runs.
+            return RetentionSweep.Target(
+                dataset: dataset.name, table: storage.table, column: column, cutoff: now - retention.inSeconds)
         }
-        let deleted = try await pool.write { db -> [String: Int] in
-            try db.execute("PRAGMA secure_delete = ON")
-            var counts: [String: Int] = [:]
-            for (name, table, column, seconds) in targets {
-                // A dataset kept elsewhere (an account's vault) or not created yet has no table here: nothing
-                // of it to sweep, and the rest of the sweep still runs.
-                guard
-                    try db.scalar(
-                        Int.self, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
-                        arguments: [table]) != nil
-                else { continue }
-                try db.execute(
-                    "DELETE FROM \(Self.quoted(table)) WHERE \(Self.quoted(column)) < ?",
-                    arguments: [now - seconds])
-                counts[name] = db.changes
-            }
-            return counts
-        }
-        // Move the deletions into the main file (overwritten there by secure_delete) and empty the WAL.
-        // The checkpoint does not throw when a reader blocks it: its result row says (busy, log, done).
-        let scrubbed = try await pool.writeWithoutTransaction { db -> Bool in
-            guard let row = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)").first, row.values.count == 3 else {
-                return false
-            }
-            return row.values[0] == .integer(0) && row.values[1] == row.values[2]
-        }
+        let (deleted, scrubbed) = try await RetentionSweep.run(pool, targets)
         return SweepReport(deleted: deleted, isScrubbed: scrubbed)
     }
 

@@ -61,6 +61,9 @@ public struct Dataset: Sendable, Hashable, Codable {
     }
 
     /// Where a table's records live and which column stamps them, for retention sweeps.
+    ///
+    /// A dataset kept in an account's ``Vault`` or in the ``SharedCache`` lives in the store's own table
+    /// (`records.<name>`, stamped at each write): their sweeps use that, whatever table is declared here.
     public struct TableStorage: Sendable, Hashable, Codable {
         /// The table holding the dataset's records: the only one ``DataStore`` lets its statements touch.
         public var table: String

@@ -1,5 +1,5 @@
 public import Foundation
-import KeelCore
+public import KeelCore
 
 /// The only storage outside the accounts' vaults: caches of data that belongs to no account (a public
 /// catalog, app configuration), kept plain under `shared/` in the data directory (MOB-DATA-006).
@@ -68,6 +68,43 @@ public final class SharedCache: Sendable {
         try await pool.write { db in try db.execute("DROP TABLE IF EXISTS \(table)") }
     }
 
+    /// Deletes the records of every shared dataset whose retention is a duration and that were last put
+    /// longer ago than it — by `now` from `wallClock`, the store's own clock unless given — and scrubs them
+    /// from the files (secure delete, WAL checkpoint), as ``Vault/sweepExpired(now:)`` does in a vault.
+    ///
+    /// - Throws: ``VaultError`` `databaseFailed` or `damaged`.
+    @discardableResult
+    public func sweepExpired(now wallClock: WallClock? = nil) async throws -> DataStore.SweepReport {
+        let now = (wallClock ?? clock).now().timeIntervalSince1970
+        var targets: [Dataset.BackupPolicy: [RetentionSweep.Target]] = [:]
+        for dataset in inventory.datasets.values
+        where dataset.classification == .public && !dataset.isAccountBound && VaultFiles.isSafeComponent(dataset.name) {
+            guard case .duration(let retention) = dataset.retention else { continue }
+            targets[dataset.backup, default: []].append(
+                RetentionSweep.Target(
+                    dataset: dataset.name, table: VaultFiles.table(dataset.name), column: "updated_at",
+                    cutoff: now - retention.inSeconds))
+        }
+        var deleted: [String: Int] = [:]
+        var scrubbed = true
+        for (policy, tables) in targets.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            // A database never written has nothing to sweep; opening it here would create it.
+            let file = directory.path + "/" + VaultFiles.database(policy)
+            guard pools.withLock({ $0[policy] != nil }) || DurableFiles.kind(file) == .file else { continue }
+            let result: (deleted: [String: Int], scrubbed: Bool)
+            do {
+                result = try await RetentionSweep.run(try pool(for: policy, dataset: tables[0].dataset), tables)
+            } catch let error as DatabaseError {
+                throw VaultError(
+                    code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
+                    message: "\(file): \(error.description)", underlying: error)
+            }
+            deleted.merge(result.deleted) { $0 + $1 }
+            scrubbed = scrubbed && result.scrubbed
+        }
+        return DataStore.SweepReport(deleted: deleted, isScrubbed: scrubbed)
+    }
+
     private static func exists(_ dataset: String, _ db: Database) throws -> Bool {
         try db.scalar(
             Int.self, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
@@ -87,16 +124,19 @@ public final class SharedCache: Sendable {
                     "only public data that belongs to no account is kept outside a vault; \(dataset) is \(declaration.classification.rawValue)\(declaration.isAccountBound ? " and account-bound" : "")"
             )
         }
-        let pool = try pools.withLock { pools throws(VaultError) -> DatabasePool in
-            if let pool = pools[declaration.backup] { return pool }
+        return (try pool(for: declaration.backup, dataset: dataset), DataStore.quoted(VaultFiles.table(dataset)))
+    }
+
+    private func pool(for policy: Dataset.BackupPolicy, dataset: String) throws(VaultError) -> DatabasePool {
+        try pools.withLock { pools throws(VaultError) -> DatabasePool in
+            if let pool = pools[policy] { return pool }
             do throws(DurableFiles.Failure) { try DurableFiles.makeDirectory(directory.path, mode: 0o700) } catch {
                 throw VaultError(code: .ioError, dataset: dataset, message: error.description)
             }
-            let pool = try VaultFiles.openDatabase(in: directory.path, policy: declaration.backup)
-            pools[declaration.backup] = pool
+            let pool = try VaultFiles.openDatabase(in: directory.path, policy: policy)
+            pools[policy] = pool
             return pool
         }
-        return (pool, DataStore.quoted(VaultFiles.table(dataset)))
     }
 
     /// Closes the shared databases (a later call reopens them).

@@ -327,6 +327,49 @@ public final class Vault: Sendable {
         }
     }
 
+    // MARK: - Retention
+
+    /// Deletes the records of every dataset whose retention is a duration and that were last written longer
+    /// ago than it — by `now` from `wallClock`, the vault's own clock unless given — then scrubs them from
+    /// the files too (secure delete, WAL checkpoint), as ``DataStore/sweepExpired(now:)`` does for the app's
+    /// own tables. A record's time is when it was last put. Run it at launch and now and then; the vault
+    /// does not sweep on its own, so that no deletion happens while the app is not looking.
+    ///
+    /// A dataset is swept where its records are (the file of the backup policy it was written under), by the
+    /// inventory's retention now. Datasets the inventory no longer declares are left alone, and files are
+    /// not swept (a file dataset's retention is an event: logout, account deletion).
+    ///
+    /// - Throws: ``VaultError`` `vaultClosed`, `databaseFailed`, `damaged`.
+    @discardableResult
+    public func sweepExpired(now wallClock: WallClock? = nil) async throws -> DataStore.SweepReport {
+        try requireOpen()
+        let now = (wallClock ?? clock).now().timeIntervalSince1970
+        let written = state.withLock { $0.manifest.datasets }
+        var targets: [Dataset.BackupPolicy: [RetentionSweep.Target]] = [:]
+        for (name, entry) in written where entry.hasRecords {
+            guard let declaration = inventory.datasets[name], declaration.isAccountBound,
+                case .duration(let retention) = declaration.retention
+            else { continue }
+            targets[entry.declaration.backup, default: []].append(
+                RetentionSweep.Target(
+                    dataset: name, table: VaultFiles.table(name), column: "updated_at",
+                    cutoff: now - retention.inSeconds))
+        }
+        var deleted: [String: Int] = [:]
+        var scrubbed = true
+        for (policy, tables) in targets.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let pool = try pool(for: policy)
+            let result = try await run(dataset: tables.count == 1 ? tables[0].dataset : nil) {
+                try self.requireOpen()
+                return try await RetentionSweep.run(pool, tables)
+            }
+            deleted.merge(result.deleted) { $0 + $1 }
+            scrubbed = scrubbed && result.scrubbed
+        }
+        try requireOpen()
+        return DataStore.SweepReport(deleted: deleted, isScrubbed: scrubbed)
+    }
+
     // MARK: - Access to one dataset
 
     /// What a call needs for one dataset: its declaration, its database and, when sealed, its current sealer.
@@ -620,11 +663,15 @@ public final class Vault: Sendable {
 
     /// Runs `work`, turning the database's `closed`/`interrupted` into `vaultClosed` once the vault is closed.
     private func run<T>(_ access: Access, _ work: () async throws -> T) async throws -> T {
+        try await run(dataset: access.dataset, work)
+    }
+
+    private func run<T>(dataset: String?, _ work: () async throws -> T) async throws -> T {
         do { return try await work() } catch let error as DatabaseError {
             if !isOpen, error.code == .closed || error.code == .interrupted { try requireOpen() }
             throw VaultError(
                 code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
-                namespace: namespace.rawValue, dataset: access.dataset,
+                namespace: namespace.rawValue, dataset: dataset,
                 message: error.description,
                 underlying: error)
         }
