@@ -206,13 +206,23 @@ package enum DurableFiles {
     }
 
     /// Creates the directory `path` with `mode` (its parent must exist); nothing when it is a directory
-    /// already, which then gets `mode`.
+    /// already, which then gets `mode`. A new directory's entry in its parent is synced to disk, so that
+    /// files later written durably inside it cannot be lost with it on a power cut.
     static func makeDirectory(_ path: String, mode: mode_t) throws(Failure) {
         if mkdir(path, mode) != 0 {
             guard errno == EEXIST else { throw Failure(operation: "create directory", path: path, errno: errno) }
             guard kind(path) == .directory else {
                 throw Failure(operation: "create directory", path: path, errno: ENOTDIR)
             }
+        } else {
+            var parent = path
+            while parent.count > 1, parent.hasSuffix("/") { parent.removeLast() }
+            if let slash = parent.lastIndex(of: "/") {
+                parent = slash == parent.startIndex ? "/" : String(parent[..<slash])
+            } else {
+                parent = "."
+            }
+            try syncDirectory(parent)
         }
         guard chmod(path, mode) == 0 else { throw Failure(operation: "chmod", path: path, errno: errno) }
     }
