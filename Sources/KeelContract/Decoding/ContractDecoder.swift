@@ -8,6 +8,12 @@ public import KeelCore
 /// wrong type, a missing required member, invalid JSON — become a ``ContractDecodingError`` that names
 /// the path (`notes[3].status`), the type and the value. There is no lenient mode that turns them into
 /// `nil` or a default.
+///
+/// The bytes go through Keel's strict parser, not Foundation's `JSONDecoder`: a member repeated in an
+/// object is an error (two readers could disagree on its value), an integer member takes only a number that
+/// is exactly an integer in its range (`1e2` is 100; `1.0000000000000001` is refused, never rounded to 1),
+/// and member names match by their bytes. Dates follow ``dateDecodingStrategy``; `Data` is Base64 and `URL`
+/// a string, as with `JSONDecoder`.
 public struct ContractDecoder: Sendable {
     /// How dates are decoded. Default: RFC 3339 with or without fractional seconds
     /// (``rfc3339DateDecodingStrategy``).
@@ -33,37 +39,33 @@ public struct ContractDecoder: Sendable {
 
     /// Decodes `type` from `data`.
     ///
+    /// The bytes are parsed by Keel's strict parser first (RFC 8259; a repeated member name is an error, as
+    /// two readers could disagree on its value), then decoded from the parsed value: integers exactly as
+    /// written (`1.0000000000000001` is not the `Int` 1), member names by their bytes. See ``ContractDecodingError``.
+    ///
     /// - Throws: ``ContractDecodingError``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(ContractDecodingError) -> T {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = dateDecodingStrategy
+        let value: JSONValue
+        do { value = try JSONValue(parsing: data) } catch {
+            throw ContractDecodingError(
+                code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil,
+                message: "not valid JSON: \(error)")
+        }
+        return try decode(type, from: value)
+    }
+
+    /// Decodes `type` from a value parsed already (a member of a larger document, an event's payload).
+    ///
+    /// - Throws: ``ContractDecodingError``.
+    public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws(ContractDecodingError) -> T {
+        let decoder = ValueDecoder(value, at: [], options: .init(dateDecodingStrategy: dateDecodingStrategy))
         do {
-            return try decoder.decode(type, from: data)
+            return try decoder.decode(T.self, from: value, at: [])
         } catch let error as DecodingError {
-            // On the failure path only: if the bytes are not JSON at all, say where (our parser knows).
-            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
-                do {
-                    _ = try JSONValue(parsing: data)
-                } catch {
-                    throw ContractDecodingError(
-                        code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil,
-                        message: "not valid JSON: \(error)")
-                }
-                // Valid JSON that Foundation calls invalid, without a path: on Linux, a number that does not
-                // fit the member's type (`1.5` or `1e300` for an `Int`). Other root-level failures keep their
-                // own message below.
-                if context.underlyingError == nil, context.debugDescription.contains("not valid JSON") {
-                    throw ContractDecodingError(
-                        code: .invalidValue, path: "", typeName: String(describing: T.self), value: nil,
-                        message:
-                            "a value does not fit the type of its member, likely a number out of range or with a fraction "
-                            + "for an integer (the JSON itself is valid; Foundation does not say where)")
-                }
-            }
             throw ContractDecodingError(error, decoding: String(describing: T.self))
         } catch {
             throw ContractDecodingError(
-                code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil, message: "\(error)")
+                code: .invalidValue, path: "", typeName: String(describing: T.self), value: nil, message: "\(error)")
         }
     }
 }
@@ -170,6 +172,11 @@ enum RFC3339 {
         let text =
             text.utf8.contains(where: { $0 == UInt8(ascii: "t") || $0 == UInt8(ascii: "z") }) ? text.uppercased() : text
         return formatters.withLock { $0.withoutFractions.date(from: text) ?? $0.withFractions.date(from: text) }
+    }
+
+    /// What `JSONDecoder`'s `.iso8601` strategy accepts: an internet date-time without fractional seconds.
+    static func iso8601Date(from text: String) -> Date? {
+        formatters.withLock { $0.withoutFractions.date(from: text) }
     }
 
     /// UTC, with milliseconds when the date, rounded to milliseconds, has a fractional second.

@@ -1,0 +1,108 @@
+import Foundation
+import KeelContract
+import Testing
+
+/// What a contract model reads is what the server sent: ``ContractDecoder`` decodes from Keel's strict
+/// parse, so a repeated member is refused (not settled by whichever copy the platform keeps), integers are
+/// read exactly from their text, and member names match by their bytes (MOB-API-001).
+@Suite struct ContractDecoderExactnessTests {
+    struct Counter: Codable, Equatable { var count: Int }
+    struct Wide: Codable, Equatable { var id: Int64; var small: UInt8; var ratio: Double }
+
+    func failure<T: Decodable>(_ type: T.Type, _ json: String) -> ContractDecodingError? {
+        do {
+            _ = try ContractDecoder().decode(T.self, from: Data(json.utf8))
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func aRepeatedMemberIsRefusedNotSettledByWhicheverCopyIsKept() {
+        let error = failure(Counter.self, #"{"count": 1, "count": 2}"#)
+        #expect(error?.code == .invalidJSON)
+        #expect(error?.message.contains("count") == true, "\(String(describing: error))")
+        // Nested too, and under a member the model does not even read.
+        #expect(failure(Counter.self, #"{"count": 1, "extra": {"a": 1, "a": 1}}"#)?.code == .invalidJSON)
+    }
+
+    @Test(arguments: ["1.0000000000000001", "0.99999999999999999", "1.5", "1e-400", "9223372036854775808", "1e19"])
+    func anIntegerMemberTakesOnlyAnExactIntegerInRange(_ literal: String) {
+        let error = failure(Counter.self, #"{"count": \#(literal)}"#)
+        #expect(error?.code == .invalidValue, "\(literal) was accepted")
+        #expect(error?.path == "count")
+    }
+
+    @Test func wholeNumbersInAnyNotationAreIntegers() throws {
+        for (literal, expected) in [("7", 7), ("-0", 0), ("1.0", 1), ("1e2", 100), ("2.50e1", 25), ("-9E0", -9)] {
+            #expect(
+                try ContractDecoder().decode(Counter.self, from: Data(#"{"count": \#(literal)}"#.utf8)).count
+                    == expected)
+        }
+        // Beyond 2^53, where a detour through Double would change the last digits.
+        let wide = try ContractDecoder().decode(
+            Wide.self, from: Data(#"{"id": 9007199254740993, "small": 255, "ratio": 0.1}"#.utf8))
+        #expect(wide == Wide(id: 9_007_199_254_740_993, small: 255, ratio: 0.1))
+        #expect(failure(Wide.self, #"{"id": 1, "small": 256, "ratio": 0}"#)?.path == "small")
+        #expect(failure(Wide.self, #"{"id": 1, "small": -1, "ratio": 0}"#)?.path == "small")
+        #expect(failure(Wide.self, #"{"id": 1, "small": 1, "ratio": 1e400}"#)?.path == "ratio")
+    }
+
+    @Test func memberNamesMatchByTheirBytesNotByCanonicalEquivalence() throws {
+        struct Menu: Codable { var café: String }  // U+00E9, precomposed
+        // "cafe" + U+0301 (combining acute): the same text to Swift's String ==, another name to JSON.
+        let error = failure(Menu.self, #"{"cafe\u0301": "decomposed"}"#)
+        #expect(error?.code == .missingMember)
+        #expect(
+            try ContractDecoder().decode(Menu.self, from: Data(#"{"caf\u00e9": "composed"}"#.utf8)).café == "composed")
+    }
+
+    @Test func foundationsSpecialTypesKeepTheirMeaning() throws {
+        struct Special: Codable, Equatable {
+            var at: Date
+            var blob: Data
+            var link: URL
+            var amount: Decimal
+            var raw: JSONValue
+            var tags: [String: [Int]]
+        }
+        let json = #"""
+            {"at": "2026-11-30T08:00:00.250Z", "blob": "S2VlbA==", "link": "https://example.com/a?b=c",
+             "amount": 12345678901234567890.125, "raw": {"z": 1, "a": 12345678901234567890123}, "tags": {"x": [1, 2]}}
+            """#
+        let special = try ContractDecoder().decode(Special.self, from: Data(json.utf8))
+        #expect(special.at == Date(timeIntervalSince1970: 1_796_025_600.25))
+        #expect(special.blob == Data("Keel".utf8))
+        #expect(special.link.absoluteString == "https://example.com/a?b=c")
+        #expect(special.amount == Decimal(string: "12345678901234567890.125"))
+        // A JSONValue member is the value as parsed: members in document order, the number's own text.
+        #expect(special.raw.serialized() == Array(#"{"z":1,"a":12345678901234567890123}"#.utf8))
+        #expect(special.tags == ["x": [1, 2]])
+        #expect(failure(Special.self, json.replacingOccurrences(of: "S2VlbA==", with: "not base64!"))?.path == "blob")
+    }
+
+    @Test func theOtherDateStrategiesStillWork() throws {
+        struct Stamp: Codable { var at: Date }
+        let seconds = ContractDecoder(dateDecodingStrategy: .secondsSince1970)
+        #expect(
+            try seconds.decode(Stamp.self, from: Data(#"{"at": 1796025600.5}"#.utf8)).at.timeIntervalSince1970
+                == 1_796_025_600.5)
+        let milliseconds = ContractDecoder(dateDecodingStrategy: .millisecondsSince1970)
+        #expect(
+            try milliseconds.decode(Stamp.self, from: Data(#"{"at": 1796025600500}"#.utf8)).at.timeIntervalSince1970
+                == 1_796_025_600.5)
+        let iso = ContractDecoder(dateDecodingStrategy: .iso8601)
+        #expect(
+            try iso.decode(Stamp.self, from: Data(#"{"at": "2026-11-30T08:00:00Z"}"#.utf8)).at.timeIntervalSince1970
+                == 1_796_025_600)
+        #expect(throws: ContractDecodingError.self) {
+            try iso.decode(Stamp.self, from: Data(#"{"at": "yesterday"}"#.utf8))
+        }
+    }
+
+    @Test func aParsedValueDecodesWithoutBeingSerializedAgain() throws {
+        let value = try JSONValue(parsing: #"{"count": 3, "unknown": [1]}"#)
+        #expect(try ContractDecoder().decode(Counter.self, from: value) == Counter(count: 3))
+        #expect(throws: ContractDecodingError.self) { try ContractDecoder().decode(Counter.self, from: JSONValue.null) }
+    }
+}
