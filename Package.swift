@@ -50,7 +50,8 @@ let package = Package(
             pkgConfig: "libssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
-        // Header only (libc): the calling thread's stack bounds, for recursion that must end with an error.
+        // Header only (libc): the calling thread's stack bounds (recursion that must end with an error) and CPU
+        // affinity (keel-bench pins round trips between its own threads to one CPU).
         .systemLibrary(name: "CThreadStack"),
         .systemLibrary(
             name: "CYAML",

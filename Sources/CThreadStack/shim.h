@@ -1,6 +1,7 @@
-// The lowest address of the calling thread's stack, which Swift cannot ask for directly on Linux
-// (pthread_getattr_np is a GNU extension the Glibc module does not export). Header only, libc only.
-// Only KeelCore imports this module (ThreadStack).
+// Thread facts Swift cannot reach on Linux, because they are GNU extensions the Glibc module does not
+// export: the lowest address of the calling thread's stack (pthread_getattr_np) and CPU affinity
+// (sched_getaffinity / sched_setaffinity with the CPU_* macros). Header only, libc only.
+// Only KeelCore imports this module (ThreadStack, ThreadPlacement).
 #ifndef KEEL_CTHREADSTACK_SHIM_H
 #define KEEL_CTHREADSTACK_SHIM_H
 
@@ -8,8 +9,10 @@
 #define _GNU_SOURCE
 #endif
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /// The lowest usable address of the calling thread's stack, or 0 when it cannot be known.
 static inline uintptr_t keel_thread_stack_low(void) {
@@ -20,6 +23,25 @@ static inline uintptr_t keel_thread_stack_low(void) {
     int status = pthread_attr_getstack(&attributes, &address, &size);
     pthread_attr_destroy(&attributes);
     return status == 0 ? (uintptr_t)address : 0;
+}
+
+/// The lowest-numbered CPU the calling thread may run on, or -1.
+static inline int keel_first_allowed_cpu(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &set)) return cpu;
+    }
+    return -1;
+}
+
+/// Lets thread `tid` (0: the calling thread) run only on `cpu`; 0 on success, -1 with errno set otherwise.
+static inline int keel_pin_thread(pid_t tid, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(tid, sizeof(set), &set);
 }
 
 #endif
