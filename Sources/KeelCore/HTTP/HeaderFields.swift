@@ -93,6 +93,12 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
 
     // MARK: - Changes
 
+    /// Makes room for `minimumCapacity` fields, so that adding them one by one does not copy the list
+    /// as it grows (a request's headers are built field by field on every call).
+    package mutating func reserveCapacity(_ minimumCapacity: Int) {
+        fields.reserveCapacity(minimumCapacity)
+    }
+
     /// Appends a field, keeping any existing field of the same name.
     public mutating func append(name: String, value: String) {
         fields.append(Field(name: name, value: value))
@@ -128,18 +134,19 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
     /// every header name it sends and the test server every one it receives.
     @inlinable
     package static func isToken(_ bytes: some Collection<UInt8>) -> Bool {
-        !bytes.isEmpty && bytes.allSatisfy { isTokenByte[Int($0)] }
+        !bytes.isEmpty && bytes.allSatisfy(isTokenByte)
     }
 
-    /// RFC 9110 `tchar`, by byte.
-    @usableFromInline
-    package static let isTokenByte: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for byte in "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8 {
-            table[Int(byte)] = true
+    /// RFC 9110 `tchar` (its 15 symbols, digits and letters), by byte: a bit test against two constants, no
+    /// table to load.
+    @inlinable
+    package static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0..<64: return (0x03FF_6CFA_0000_0000 as UInt64) >> UInt64(byte) & 1 == 1
+        case 64..<128: return (0x57FF_FFFF_C7FF_FFFE as UInt64) >> UInt64(byte - 64) & 1 == 1
+        default: return false
         }
-        return table
-    }()
+    }
 }
 
 extension StringProtocol {

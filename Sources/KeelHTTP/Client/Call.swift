@@ -356,6 +356,8 @@ struct Call {
 
     private func makeRequest() -> TransportRequest {
         var headers = operation.headers
+        // Room for the client's own fields and a middleware's, so the list is not copied as it grows.
+        headers.reserveCapacity(headers.count + 8)
         // Trace context reaches only allowlisted origins, through TraceContextMiddleware; a traceparent
         // the app put on the operation by hand could go anywhere, so it never leaves.
         headers.removeAll(named: TraceContextMiddleware.traceparentHeader)

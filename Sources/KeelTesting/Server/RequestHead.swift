@@ -68,6 +68,7 @@ package struct RequestHead {
         }
 
         var headers = HeaderFields()
+        headers.reserveCapacity(lines.count - 1)
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: 58) else {  // ":"
                 return .failure(Failure(status: 400, reason: "header line without a colon"))

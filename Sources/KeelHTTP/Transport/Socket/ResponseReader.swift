@@ -231,6 +231,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
             throw .malformed("not an HTTP/1.x status line: \(lines[0].prefix(80).debugDescription)")
         }
         var headers = HeaderFields()
+        headers.reserveCapacity(lines.count - 1)
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
                 !line[..<colon].contains(where: { $0 == " " || $0 == "\t" })

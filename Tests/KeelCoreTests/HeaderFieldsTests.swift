@@ -1,0 +1,31 @@
+import KeelCore
+import Testing
+
+/// The header list both the client and the test server use: names are RFC 9110 tokens, compared without
+/// regard to ASCII case.
+@Suite struct HeaderFieldsTests {
+    /// Every byte, against RFC 9110 §5.6.2's own list: `tchar` is these 15 symbols, DIGIT and ALPHA.
+    @Test func tokenBytesAreExactlyRFC9110sTchar() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        for byte in UInt8.min...UInt8.max {
+            #expect(HeaderFields.isTokenByte(byte) == tchar.contains(byte), "byte \(byte)")
+        }
+        #expect(HeaderFields.isToken("X-Request-ID".utf8))
+        #expect(!HeaderFields.isToken("".utf8))
+        #expect(!HeaderFields.isToken("Bad Name".utf8))
+        #expect(!HeaderFields.isToken("Name:".utf8))
+        #expect(!HeaderFields.isToken("naïve".utf8))
+    }
+
+    @Test func namesMatchWithoutRegardToASCIICaseOnly() {
+        var fields: HeaderFields = ["Content-Type": "application/json", "X-Trace": "a", "x-trace": "b"]
+        fields.reserveCapacity(16)
+        #expect(fields["content-type"] == "application/json")
+        #expect(fields.values(for: "X-TRACE") == ["a", "b"])
+        fields.removeAll(named: "X-Trace")
+        #expect(fields.count == 1)
+        // Only ASCII letters fold: the Kelvin sign is not a "K".
+        #expect(!HeaderFields.equalIgnoringCase("\u{212A}eep", "Keep"))
+        #expect(!HeaderFields.equalIgnoringCase("[", "{"))  // 0x5B and 0x7B differ only in the case bit
+    }
+}
