@@ -58,4 +58,32 @@ import Testing
         try await migrator.migrate(pool)
         #expect(try await migrator.state(of: pool) == .upToDate)
     }
+
+    /// A one-argument query takes its own path (the point read by key): it checks the count and binds every
+    /// kind of value as the general path does.
+    @Test func aSingleArgumentIsBoundAndCheckedLikeAnyOther() async throws {
+        let read = try await pool.read { db in
+            (
+                try db.scalar(Int.self, "SELECT ? + 1", arguments: [41]),
+                try db.scalar(String.self, "SELECT ? || '!'", arguments: ["a\u{0}b"]),
+                try db.scalar(Data.self, "SELECT ?", arguments: [Data([0, 1, 2])]),
+                try db.scalar(Double.self, "SELECT ? * 2", arguments: [1.25]),
+                try db.scalar(Int.self, "SELECT ?", arguments: [String?.none])
+            )
+        }
+        #expect(read.0 == 42 && read.1 == "a\u{0}b!" && read.2 == Data([0, 1, 2]) && read.3 == 2.5 && read.4 == nil)
+        let refused = try await pool.read { db -> [DatabaseError.Code?] in
+            var codes: [DatabaseError.Code?] = []
+            for sql in ["SELECT ? + ?", "SELECT 1"] {
+                do {
+                    _ = try db.scalar(Int.self, sql, arguments: [1])
+                    codes.append(nil)
+                } catch { codes.append((error as? DatabaseError)?.code) }
+            }
+            return codes
+        }
+        #expect(refused == [.sqlError, .sqlError])  // one argument for two placeholders, and for none
+        // The same statement, read again with another argument, holds none of the previous one.
+        #expect(try await pool.read { db in try db.scalar(Int.self, "SELECT ? + 1", arguments: [1]) } == 2)
+    }
 }

@@ -32,7 +32,10 @@ public final class Database {
     public func scalar<T: DatabaseValueConvertible>(
         _ type: T.Type = T.self, _ sql: String, arguments: [any DatabaseValueConvertible] = []
     ) throws(DatabaseError) -> T? {
-        guard let value = try connection.firstValue(sql, arguments) else { return nil }
+        let found =
+            arguments.count == 1
+            ? try connection.firstValue(sql, argument: arguments[0]) : try connection.firstValue(sql, arguments)
+        guard let value = found else { return nil }
         if case .null = value { return nil }
         guard let converted = T.fromDatabaseValue(value) else {
             throw DatabaseError(code: .mismatch, message: "\(value) is not a \(T.self)", sql: sql)

@@ -178,29 +178,39 @@ final class SQLiteConnection {
         }
         // Converted one at a time: no intermediate array per call (point reads in a loop feel it).
         for (offset, convertible) in arguments.enumerated() {
-            let index = Int32(offset + 1)
-            let status: Int32
-            switch convertible.databaseValue {
-            case .null: status = sqlite3_bind_null(statement, index)
-            case .integer(let value): status = sqlite3_bind_int64(statement, index, value)
-            case .real(let value): status = sqlite3_bind_double(statement, index, value)
-            case .text(let value):
-                holdsCopies = true
-                // Explicit length: text may contain NUL characters, which a C-string length would cut at.
-                status = value.withCString {
-                    sqlite3_bind_text(statement, index, $0, Int32(value.utf8.count), keel_sqlite3_transient())
-                }
-            case .blob(let value):
-                holdsCopies = true
-                status = value.withUnsafeBytes { bytes in
-                    sqlite3_bind_blob64(
-                        statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
-                        sqlite3_uint64(bytes.count), keel_sqlite3_transient())
-                }
-            }
-            guard status == SQLITE_OK else { throw error(status, sql: sql) }
+            if try bind(convertible, at: Int32(offset + 1), to: statement, sql: sql) { holdsCopies = true }
         }
         return holdsCopies
+    }
+
+    /// Binds one argument at `index` (1-based); returns whether it was text or a blob.
+    private func bind(
+        _ convertible: any DatabaseValueConvertible, at index: Int32, to statement: OpaquePointer, sql: String
+    )
+        throws(DatabaseError) -> Bool
+    {
+        let status: Int32
+        var holdsCopy = false
+        switch convertible.databaseValue {
+        case .null: status = sqlite3_bind_null(statement, index)
+        case .integer(let value): status = sqlite3_bind_int64(statement, index, value)
+        case .real(let value): status = sqlite3_bind_double(statement, index, value)
+        case .text(let value):
+            holdsCopy = true
+            // Explicit length: text may contain NUL characters, which a C-string length would cut at.
+            status = value.withCString {
+                sqlite3_bind_text(statement, index, $0, Int32(value.utf8.count), keel_sqlite3_transient())
+            }
+        case .blob(let value):
+            holdsCopy = true
+            status = value.withUnsafeBytes { bytes in
+                sqlite3_bind_blob64(
+                    statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                    sqlite3_uint64(bytes.count), keel_sqlite3_transient())
+            }
+        }
+        guard status == SQLITE_OK else { throw error(status, sql: sql) }
+        return holdsCopy
     }
 
     /// Runs several statements without arguments (schema scripts).
@@ -258,6 +268,25 @@ final class SQLiteConnection {
         var holdsCopies = false
         defer { finish(statement, clearing: holdsCopies) }
         holdsCopies = try bind(arguments, to: statement, sql: sql)
+        let status = sqlite3_step(statement)
+        if status == SQLITE_DONE { return nil }
+        guard status == SQLITE_ROW else { throw error(status, sql: sql) }
+        return sqlite3_column_count(statement) == 0 ? nil : value(statement, 0)
+    }
+
+    /// ``firstValue(_:_:)`` with exactly one argument, passed on its own: the caller's one-element array
+    /// never reaches here, so it can stay on the caller's stack (a point read by key is the most common
+    /// query there is).
+    @usableFromInline
+    func firstValue(_ sql: String, argument: any DatabaseValueConvertible) throws(DatabaseError) -> DatabaseValue? {
+        let statement = try prepare(sql)
+        var holdsCopies = false
+        defer { finish(statement, clearing: holdsCopies) }
+        let expected = Int(sqlite3_bind_parameter_count(statement))
+        guard expected == 1 else {
+            throw DatabaseError(code: .sqlError, message: "expected \(expected) argument(s), got 1", sql: sql)
+        }
+        holdsCopies = try bind(argument, at: 1, to: statement, sql: sql)
         let status = sqlite3_step(statement)
         if status == SQLITE_DONE { return nil }
         guard status == SQLITE_ROW else { throw error(status, sql: sql) }
