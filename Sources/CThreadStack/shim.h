@@ -1,13 +1,14 @@
-// Thread facts Swift cannot reach on Linux, because they are GNU extensions the Glibc module does not
-// export: the lowest address of the calling thread's stack (pthread_getattr_np) and CPU affinity
-// (sched_getaffinity / sched_setaffinity with the CPU_* macros). Header only, libc only.
-// Only KeelCore imports this module (ThreadStack, ThreadPlacement).
+// Thread and process facts Swift cannot reach on Linux, because they are GNU extensions the Glibc module
+// does not export: the lowest address of the calling thread's stack (pthread_getattr_np), CPU affinity
+// (sched_getaffinity / sched_setaffinity with the CPU_* macros) and the heap in use (mallinfo2). Header
+// only, libc only. Only KeelCore imports this module (ThreadStack, ThreadPlacement, HeapUsage).
 #ifndef KEEL_CTHREADSTACK_SHIM_H
 #define KEEL_CTHREADSTACK_SHIM_H
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -42,6 +43,12 @@ static inline int keel_pin_thread(pid_t tid, int cpu) {
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     return sched_setaffinity(tid, sizeof(set), &set);
+}
+
+/// Bytes malloc has handed out and not had back, over all arenas.
+static inline size_t keel_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
 }
 
 #endif

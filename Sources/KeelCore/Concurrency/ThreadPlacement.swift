@@ -28,3 +28,15 @@ package enum ThreadPlacement {
         #endif
     }
 }
+
+/// How much of the heap this process uses now, for tests that prove something is freed (not for apps).
+package enum HeapUsage {
+    /// Bytes malloc has handed out and not had back, over all arenas; nil where the platform cannot say.
+    package static func bytesInUse() -> Int? {
+        #if canImport(CThreadStack)
+            return Int(keel_heap_in_use())
+        #else
+            return nil
+        #endif
+    }
+}

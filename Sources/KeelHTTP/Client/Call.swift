@@ -334,7 +334,7 @@ struct Call {
             group.addTask { .finished(await work()) }
             group.addTask {
                 do {
-                    try await clock.sleep(until: deadline, tolerance: nil)
+                    try await DeadlineSleep.sleep(until: deadline, on: clock)
                     return .timerFired
                 } catch {
                     return nil  // cancelled: either the work finished first, or the caller cancelled
