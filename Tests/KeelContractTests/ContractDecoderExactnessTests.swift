@@ -26,7 +26,12 @@ import Testing
         #expect(failure(Counter.self, #"{"count": 1, "extra": {"a": 1, "a": 1}}"#)?.code == .invalidJSON)
     }
 
-    @Test(arguments: ["1.0000000000000001", "0.99999999999999999", "1.5", "1e-400", "9223372036854775808", "1e19"])
+    @Test(arguments: [
+        "1.0000000000000001", "0.99999999999999999", "1.5", "1e-400", "9223372036854775808", "1e19", "1e400",
+        // Beyond Decimal's 38 digits, where it would round to 1.
+        "1.0000000000000000000000000000000000000001", "0.99999999999999999999999999999999999999999",
+        "-9223372036854775809",
+    ])
     func anIntegerMemberTakesOnlyAnExactIntegerInRange(_ literal: String) {
         let error = failure(Counter.self, #"{"count": \#(literal)}"#)
         #expect(error?.code == .invalidValue, "\(literal) was accepted")
@@ -34,7 +39,12 @@ import Testing
     }
 
     @Test func wholeNumbersInAnyNotationAreIntegers() throws {
-        for (literal, expected) in [("7", 7), ("-0", 0), ("1.0", 1), ("1e2", 100), ("2.50e1", 25), ("-9E0", -9)] {
+        for (literal, expected) in [
+            ("7", 7), ("-0", 0), ("1.0", 1), ("1e2", 100), ("2.50e1", 25), ("-9E0", -9), ("0e200", 0),
+            ("0.0e-999999999", 0), ("1.000000000000000000000000000000000000000000", 1),
+            ("-9223372036854775808", Int.min), ("-9.223372036854775808e18", Int.min),
+            ("922337203685477580.7e1", Int.max),
+        ] {
             #expect(
                 try ContractDecoder().decode(Counter.self, from: Data(#"{"count": \#(literal)}"#.utf8)).count
                     == expected)

@@ -72,7 +72,10 @@ import Testing
 
     /// MOB-API-001: a closed integer enum takes a number only when it is exactly a declared value. Foundation
     /// read `1.0000000000000001` as 1 (through `Double`), and so as `.low`.
-    @Test(arguments: ["1.0000000000000001", "9007199254740993.5", "1e-400", "2.5", "0.99999999999999999"])
+    @Test(arguments: [
+        "1.0000000000000001", "9007199254740993.5", "1e-400", "2.5", "0.99999999999999999",
+        "1.0000000000000000000000000000000000000001",  // beyond Decimal's 38 digits
+    ])
     func aNumberThatIsNotExactlyADeclaredIntegerIsRefused(value: String) {
         let outcomes = [
             Self.outcome(Priority.self, value),

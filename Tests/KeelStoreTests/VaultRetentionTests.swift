@@ -108,4 +108,23 @@ import Testing
         #expect(try await vaults.shared.get("catalog", id: "p1") == nil)
         #expect(try await vaults.shared.get("catalog", id: "p2") == Data("new product".utf8))
     }
+
+    /// The shared store does not record where it wrote: after an app update moved a dataset to another backup
+    /// policy (another file), its older records are still swept where they are.
+    @Test func sharedRecordsLeftInTheFileOfAnEarlierBackupPolicyAreSweptToo() async throws {
+        try await vaults.shared.put("catalog", id: "old", Data("written under backup exclude".utf8))
+        await vaults.shared.close()
+        var moved = try #require(Self.inventory.datasets["catalog"])
+        moved.backup = .include
+        let updated = try Inventory(Self.inventory.datasets.values.filter { $0.name != "catalog" } + [moved])
+        let keys = try FileKeyStore(directory: root.url("keys"), dataDirectories: [root.url("data")])
+        let after = try Vaults(
+            dataDirectory: root.url("data"), keyStore: keys, inventory: updated, clock: clock.wallClock)
+        clock.advance(by: .seconds(8 * 86_400))
+        #expect(try await after.shared.sweepExpired().deleted == ["catalog": 1])
+        await after.shared.close()
+        let old = root.url("data/shared/exclude.sqlite").path
+        let left = try DatabasePool(path: old)
+        #expect(try await left.read { try $0.scalar(Int.self, #"SELECT count(*) FROM "records.catalog""#) } == 0)
+    }
 }

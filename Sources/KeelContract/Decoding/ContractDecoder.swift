@@ -108,9 +108,6 @@ public struct ContractDecodingError: KeelError, Equatable, CustomStringConvertib
                 self.init(
                     code: .undeclaredEnumValue, path: Self.path(context.codingPath), typeName: undeclared.typeName,
                     value: undeclared.value, message: undeclared.description)
-            } else if context.codingPath.isEmpty, context.underlyingError != nil {
-                self.init(
-                    code: .invalidJSON, path: "", typeName: rootType, value: nil, message: "the data is not valid JSON")
             } else {
                 self.init(
                     code: .invalidValue, path: Self.path(context.codingPath), typeName: rootType, value: nil,

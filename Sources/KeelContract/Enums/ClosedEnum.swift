@@ -39,7 +39,8 @@ extension ClosedRawEnum {
             raw = try container.decode(String.self) as! RawValue
         } else if RawValue.self == Int.self {
             let number = try container.decode(Decimal.self)
-            guard let integer = exactInteger(number) else {
+            // `Decimal` keeps 38 digits; the decoder's own `Int` must agree (Keel's reads the number's text).
+            guard let integer = exactInteger(number), (try? container.decode(Int.self)) == integer else {
                 throw undeclaredMarkerValue(number, of: String(describing: Self.self), codingPath: decoder.codingPath)
             }
             raw = integer as! RawValue

@@ -51,7 +51,8 @@ extension KeyedDecodingContainer {
         if Raw.self == String.self { return try decode(String.self, forKey: key) as! Raw }
         if Raw.self == Int.self {
             let number = try decode(Decimal.self, forKey: key)
-            guard let integer = exactInteger(number) else {
+            // `Decimal` keeps 38 digits; the decoder's own `Int` must agree (Keel's reads the number's text).
+            guard let integer = exactInteger(number), (try? decode(Int.self, forKey: key)) == integer else {
                 throw undeclaredMarkerValue(number, of: String(describing: T.self), codingPath: codingPath + [key])
             }
             return integer as! Raw
@@ -65,7 +66,7 @@ extension KeyedDecodingContainer {
         if Raw.self == String.self { return try decodeIfPresent(String.self, forKey: key).map { $0 as! Raw } }
         if Raw.self == Int.self {
             guard let number = try decodeIfPresent(Decimal.self, forKey: key) else { return nil }
-            guard let integer = exactInteger(number) else {
+            guard let integer = exactInteger(number), (try? decode(Int.self, forKey: key)) == integer else {
                 throw undeclaredMarkerValue(number, of: String(describing: T.self), codingPath: codingPath + [key])
             }
             return .some(integer as! Raw)

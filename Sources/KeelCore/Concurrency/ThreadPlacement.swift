@@ -17,10 +17,12 @@ package enum ThreadPlacement {
         #if canImport(CThreadStack)
             let cpu = keel_first_allowed_cpu()
             guard cpu >= 0 else { return false }
+            // The calling thread first: threads it makes from now on inherit the pin.
+            guard keel_pin_thread(0, cpu) == 0 else { return false }
             let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-            var pinned = keel_pin_thread(0, cpu) == 0
+            var pinned = true
             for thread in threads.compactMap({ pid_t($0) }) where keel_pin_thread(thread, cpu) != 0 {
-                pinned = false
+                if errno != ESRCH { pinned = false }  // a thread that ended meanwhile needs no pin
             }
             return pinned
         #else

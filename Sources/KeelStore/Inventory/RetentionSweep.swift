@@ -24,7 +24,7 @@ enum RetentionSweep {
         try await pool.writeWithoutTransaction { db in
             let previous = try db.scalar(Int.self, "PRAGMA secure_delete") ?? 0
             try db.execute("PRAGMA secure_delete = ON")
-            defer { _ = try? db.execute("PRAGMA secure_delete = \(previous == 0 ? 0 : 1)") }
+            defer { _ = try? db.execute("PRAGMA secure_delete = \(min(max(previous, 0), 2))") }  // OFF, ON or FAST
             let deleted = try db.inTransaction { () throws -> [String: Int] in
                 var counts: [String: Int] = [:]
                 for target in targets {

@@ -222,7 +222,11 @@ package enum DurableFiles {
             } else {
                 parent = "."
             }
-            try syncDirectory(parent)
+            do { try syncDirectory(parent) } catch {
+                // Not made durably: gone again, so that the next call makes (and syncs) it once more.
+                rmdir(path)
+                throw error
+            }
         }
         guard chmod(path, mode) == 0 else { throw Failure(operation: "chmod", path: path, errno: errno) }
     }

@@ -76,15 +76,19 @@ public final class SharedCache: Sendable {
     @discardableResult
     public func sweepExpired(now wallClock: WallClock? = nil) async throws -> DataStore.SweepReport {
         let now = (wallClock ?? clock).now().timeIntervalSince1970
-        var targets: [Dataset.BackupPolicy: [RetentionSweep.Target]] = [:]
+        var expiring: [RetentionSweep.Target] = []
         for dataset in inventory.datasets.values
         where dataset.classification == .public && !dataset.isAccountBound && VaultFiles.isSafeComponent(dataset.name) {
             guard case .duration(let retention) = dataset.retention else { continue }
-            targets[dataset.backup, default: []].append(
+            expiring.append(
                 RetentionSweep.Target(
                     dataset: dataset.name, table: VaultFiles.table(dataset.name), column: "updated_at",
                     cutoff: now - retention.inSeconds))
         }
+        // In every file: a dataset whose backup policy changed with an app update left its older records in
+        // the file of the policy it had (the shared store does not record where it wrote).
+        var targets: [Dataset.BackupPolicy: [RetentionSweep.Target]] = [:]
+        if !expiring.isEmpty { for policy in Dataset.BackupPolicy.allCases { targets[policy] = expiring } }
         var deleted: [String: Int] = [:]
         var scrubbed = true
         for (policy, tables) in targets.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {

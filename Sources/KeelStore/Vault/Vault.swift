@@ -564,6 +564,12 @@ public final class Vault: Sendable {
 
     private func pool(for policy: Dataset.BackupPolicy) throws -> DatabasePool {
         try state.withLock { state throws -> DatabasePool in
+            // Checked under the lock `close()` takes: a database opened after it would never be closed.
+            guard state.isOpen else {
+                throw VaultError(
+                    code: .vaultClosed, namespace: namespace.rawValue,
+                    message: "this vault was closed (account switch or sign-out); nothing more runs on it")
+            }
             if let pool = state.pools[policy] { return pool }
             let pool = try VaultFiles.openDatabase(in: path, policy: policy, namespace: namespace.rawValue)
             state.pools[policy] = pool
