@@ -203,20 +203,21 @@ final class ValueDecoder: Decoder {
     }
 
     static func data(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Data {
-        let text = try string(value, path())
-        guard let data = Data(base64Encoded: text) else {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: path(), debugDescription: "Encountered Data is not valid Base64."))
-        }
-        return data
+        try parsed(value, path(), by: { Data(base64Encoded: $0) }, else: "Encountered Data is not valid Base64.")
     }
 
     static func url(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> URL {
-        let text = try string(value, path())
-        guard let url = URL(string: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: path(), debugDescription: "Invalid URL string."))
+        try parsed(value, path(), by: { URL(string: $0) }, else: "Invalid URL string.")
+    }
+
+    /// A string member read as something else (`Data` from Base64, a `URL`); `problem` when it does not read.
+    private static func parsed<T>(
+        _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey], by parse: (String) -> T?, else problem: String
+    ) throws -> T {
+        guard let result = parse(try string(value, path())) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: path(), debugDescription: problem))
         }
-        return url
+        return result
     }
 
     /// `null` where a value of `type` was required, or a value of another kind.
