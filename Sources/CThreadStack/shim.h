@@ -8,12 +8,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+// Only headers that do not bring in <sys/select.h>: with _GNU_SOURCE its fd_set would differ from the one
+// in Glibc's and Dispatch's modules, and a clean build refuses the mismatch (<sched.h> declares pid_t).
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stddef.h>
-#include <sys/types.h>
 
 /// The lowest usable address of the calling thread's stack, or 0 when it cannot be known.
 static inline uintptr_t keel_thread_stack_low(void) {
