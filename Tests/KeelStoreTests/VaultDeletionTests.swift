@@ -250,6 +250,25 @@ import Testing
         #expect(await Self.code { try await reopened.replaceUnavailableKey("notes") } == "misplaced")
     }
 
+    /// Replacing a key records the dataset's declaration: one that moved the records to another file since
+    /// they were written is refused, so that the vault keeps finding them where they are.
+    @Test func aKeyIsNotReplacedUnderADeclarationThatMovedTheRecords() async throws {
+        let vault = try await fillAlice()
+        await fixture.vaults.close()
+        for id in try keyIDs(vault.namespace) { try fixture.keyStore.delete(id) }
+        var notes = try #require(VaultFixture.inventory.datasets["notes"])
+        notes.backup = .exclude
+        let updated = try Inventory(VaultFixture.inventory.datasets.values.filter { $0.name != "notes" } + [notes])
+        let moved = try Vaults(dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: updated)
+        let reopened = try await moved.open(alice)
+        #expect(await Self.code { try await reopened.replaceUnavailableKey("notes") } == "declarationChanged")
+        await moved.close()
+        // Under the declaration it was written with, the key is replaced and the old ciphertext kept.
+        let same = try await fixture.vaults.open(alice)
+        try await same.replaceUnavailableKey("notes")
+        #expect(try await same.read("notes") { try $0.ids() } == ["n1"])
+    }
+
     @Test func aLogoutInterruptedByAnUnavailableKeyStoreIsFinishedBeforeTheVaultIsUsedAgain() async throws {
         _ = try await fillAlice()
         let moved = fixture.root.url("keys-away")

@@ -313,6 +313,15 @@ public final class Vault: Sendable {
             guard let entry = self.state.withLock({ $0.manifest.datasets[dataset] }), let old = entry.keyID else {
                 return
             }
+            // Its records stay where they were written: a declaration that moved them to another file (or made
+            // them plain) must not be recorded here, or the vault, its sweeps and logout would look elsewhere.
+            if entry.declaration.backup != declaration.backup || !(declaration.classification >= .personal) {
+                throw VaultError(
+                    code: .declarationChanged, namespace: self.namespace.rawValue, dataset: dataset,
+                    message:
+                        "\(dataset) was written with backup \(entry.declaration.backup.rawValue), sealed; the inventory now says backup \(declaration.backup.rawValue)\(declaration.classification >= .personal ? "" : ", plain"). Move it to the new declaration (a vault migration) before replacing its key"
+                )
+            }
             if try self.readKey(old) != nil {
                 throw VaultError(
                     code: .misplaced, namespace: self.namespace.rawValue, dataset: dataset,
