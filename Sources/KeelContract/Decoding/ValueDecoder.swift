@@ -128,58 +128,11 @@ final class ValueDecoder: Decoder {
         _ type: T.Type, _ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]
     ) throws -> T {
         guard case .number(let number) = value else { throw failure(T.self, value, path()) }
-        if let integer = T(number.literal, radix: 10) ?? exactInteger(T.self, literal: number.literal) {
+        if let integer = T(number.literal, radix: 10) ?? number.exactInteger(T.self) {
             return integer
         }
         throw DecodingError.dataCorrupted(
             .init(codingPath: path(), debugDescription: "Number \(number.literal) is not an exact \(T.self)."))
-    }
-
-    /// The JSON number `literal` (`-12.50e1`) as a `T` when it is exactly a whole number in range; nil otherwise.
-    static func exactInteger<T: FixedWidthInteger>(_ type: T.Type, literal: String) -> T? {
-        var utf8 = Array(literal.utf8)[...]
-        let negative = utf8.first == UInt8(ascii: "-")
-        if negative { utf8 = utf8.dropFirst() }
-        // Digits of the significand, and where the decimal point falls in them.
-        var digits: [UInt8] = []
-        var pointAt: Int?
-        var exponent = 0
-        while let byte = utf8.first {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digits.append(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "."): pointAt = digits.count
-            case UInt8(ascii: "e"), UInt8(ascii: "E"):
-                let text = String(decoding: utf8.dropFirst(), as: UTF8.self)
-                // An exponent beyond Int's range only matters for zero (or a fraction of zero), which is 0.
-                guard let value = Int(text) else { return digits.allSatisfy { $0 == 0 } ? 0 : nil }
-                exponent = value
-                utf8 = utf8[utf8.endIndex...]
-                continue
-            default: return nil
-            }
-            utf8 = utf8.dropFirst()
-        }
-        // Without leading zeros, trailing zeros or a point: value = digits × 10^scale.
-        let leading = digits.firstIndex { $0 != 0 } ?? digits.count
-        if leading == digits.count { return 0 }
-        let trailing = digits.count - 1 - (digits.lastIndex { $0 != 0 } ?? 0)
-        let fraction = pointAt.map { digits.count - $0 } ?? 0
-        let significant = digits[leading..<(digits.count - trailing)]
-        let (scaled, overflow) = exponent.subtractingReportingOverflow(fraction)
-        guard !overflow else { return nil }
-        let (scale, overflow2) = scaled.addingReportingOverflow(trailing)
-        guard !overflow2, scale >= 0, scale <= 40 else { return nil }  // a fraction, or far beyond any T
-        // Accumulate toward the sign, so that T.min (one more than T.max in magnitude) fits.
-        var result: T = 0
-        for digit in significant.map(Int.init) + Array(repeating: 0, count: scale) {
-            let (times10, o1) = result.multipliedReportingOverflow(by: 10)
-            let (next, o2) =
-                negative
-                ? times10.subtractingReportingOverflow(T(digit)) : times10.addingReportingOverflow(T(digit))
-            guard !o1, !o2 else { return nil }
-            result = next
-        }
-        return result
     }
 
     static func floatingPoint<T: BinaryFloatingPoint & LosslessStringConvertible>(

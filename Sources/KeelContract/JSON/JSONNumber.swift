@@ -51,27 +51,28 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
     public var isInteger: Bool { withDecimal { $0.exponent >= 0 } }
 
     /// The value as `Int64`, when it is an integer in range.
-    public var int64: Int64? {
-        withDecimal { decimal -> Int64? in
+    public var int64: Int64? { exactInteger(Int64.self) }
+
+    /// The value as a `T`, when it is exactly an integer in `T`'s range, read from the literal's own digits
+    /// and exponent however many there are (`1.0`, `1e2`, `-9.223372036854775808e18`); nil otherwise.
+    package func exactInteger<T: FixedWidthInteger>(_ type: T.Type) -> T? {
+        withDecimal { decimal -> T? in
             guard decimal.exponent >= 0 else { return nil }
             if decimal.count == 0 { return 0 }
-            guard decimal.count + decimal.exponent <= 19 else { return nil }
-            var magnitude: UInt64 = 0
-            for index in 0..<decimal.count {
-                let (times10, o1) = magnitude.multipliedReportingOverflow(by: 10)
-                let (sum, o2) = times10.addingReportingOverflow(UInt64(decimal[index] - 48))
+            // More digits than any fixed-width integer has (UInt128: 39) cannot fit.
+            guard decimal.count + decimal.exponent <= 40 else { return nil }
+            // Accumulated toward the sign, so that T.min (one more than T.max in magnitude) fits.
+            var result: T = 0
+            for index in 0..<(decimal.count + decimal.exponent) {
+                let digit: T = index < decimal.count ? T(decimal[index] - 48) : 0
+                let (times10, o1) = result.multipliedReportingOverflow(by: 10)
+                let (next, o2) =
+                    decimal.isNegative
+                    ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
                 guard !o1, !o2 else { return nil }
-                magnitude = sum
+                result = next
             }
-            for _ in 0..<decimal.exponent {
-                let (times10, overflow) = magnitude.multipliedReportingOverflow(by: 10)
-                guard !overflow else { return nil }
-                magnitude = times10
-            }
-            if decimal.isNegative {
-                return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil
-            }
-            return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+            return result
         }
     }
 

@@ -171,16 +171,20 @@ final class SQLiteConnection {
         -> Bool
     {
         var holdsCopies = false
-        let expected = Int(sqlite3_bind_parameter_count(statement))
-        guard expected == arguments.count else {
-            throw DatabaseError(
-                code: .sqlError, message: "expected \(expected) argument(s), got \(arguments.count)", sql: sql)
-        }
+        try requireArguments(arguments.count, for: statement, sql: sql)
         // Converted one at a time: no intermediate array per call (point reads in a loop feel it).
         for (offset, convertible) in arguments.enumerated() {
             if try bind(convertible, at: Int32(offset + 1), to: statement, sql: sql) { holdsCopies = true }
         }
         return holdsCopies
+    }
+
+    /// Throws unless `statement` has exactly `count` placeholders.
+    private func requireArguments(_ count: Int, for statement: OpaquePointer, sql: String) throws(DatabaseError) {
+        let expected = Int(sqlite3_bind_parameter_count(statement))
+        guard expected == count else {
+            throw DatabaseError(code: .sqlError, message: "expected \(expected) argument(s), got \(count)", sql: sql)
+        }
     }
 
     /// Binds one argument at `index` (1-based); returns whether it was text or a blob.
@@ -268,10 +272,7 @@ final class SQLiteConnection {
         var holdsCopies = false
         defer { finish(statement, clearing: holdsCopies) }
         holdsCopies = try bind(arguments, to: statement, sql: sql)
-        let status = sqlite3_step(statement)
-        if status == SQLITE_DONE { return nil }
-        guard status == SQLITE_ROW else { throw error(status, sql: sql) }
-        return sqlite3_column_count(statement) == 0 ? nil : value(statement, 0)
+        return try firstValue(of: statement, sql: sql)
     }
 
     /// ``firstValue(_:_:)`` with exactly one argument, passed on its own: the caller's one-element array
@@ -282,11 +283,13 @@ final class SQLiteConnection {
         let statement = try prepare(sql)
         var holdsCopies = false
         defer { finish(statement, clearing: holdsCopies) }
-        let expected = Int(sqlite3_bind_parameter_count(statement))
-        guard expected == 1 else {
-            throw DatabaseError(code: .sqlError, message: "expected \(expected) argument(s), got 1", sql: sql)
-        }
+        try requireArguments(1, for: statement, sql: sql)
         holdsCopies = try bind(argument, at: 1, to: statement, sql: sql)
+        return try firstValue(of: statement, sql: sql)
+    }
+
+    /// Steps a bound statement once: its first column, or nil when there is no row (or no column).
+    private func firstValue(of statement: OpaquePointer, sql: String) throws(DatabaseError) -> DatabaseValue? {
         let status = sqlite3_step(statement)
         if status == SQLITE_DONE { return nil }
         guard status == SQLITE_ROW else { throw error(status, sql: sql) }

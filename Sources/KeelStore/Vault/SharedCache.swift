@@ -99,9 +99,7 @@ public final class SharedCache: Sendable {
             do {
                 result = try await RetentionSweep.run(try pool(for: policy, dataset: tables[0].dataset), tables)
             } catch let error as DatabaseError {
-                throw VaultError(
-                    code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
-                    message: "\(file): \(error.description)", underlying: error)
+                throw VaultError(error, message: "\(file): \(error.description)")
             }
             deleted.merge(result.deleted) { $0 + $1 }
             scrubbed = scrubbed && result.scrubbed

@@ -574,11 +574,7 @@ public final class Vault: Sendable {
     private func pool(for policy: Dataset.BackupPolicy) throws -> DatabasePool {
         try state.withLock { state throws -> DatabasePool in
             // Checked under the lock `close()` takes: a database opened after it would never be closed.
-            guard state.isOpen else {
-                throw VaultError(
-                    code: .vaultClosed, namespace: namespace.rawValue,
-                    message: "this vault was closed (account switch or sign-out); nothing more runs on it")
-            }
+            guard state.isOpen else { throw closedError }
             if let pool = state.pools[policy] { return pool }
             let pool = try VaultFiles.openDatabase(in: path, policy: policy, namespace: namespace.rawValue)
             state.pools[policy] = pool
@@ -669,11 +665,14 @@ public final class Vault: Sendable {
     // MARK: - Open and closed
 
     func requireOpen() throws(VaultError) {
-        guard isOpen else {
-            throw VaultError(
-                code: .vaultClosed, namespace: namespace.rawValue,
-                message: "this vault was closed (account switch or sign-out); nothing more runs on it")
-        }
+        guard isOpen else { throw closedError }
+    }
+
+    /// What every call on a closed vault fails with.
+    private var closedError: VaultError {
+        VaultError(
+            code: .vaultClosed, namespace: namespace.rawValue,
+            message: "this vault was closed (account switch or sign-out); nothing more runs on it")
     }
 
     /// Runs `work`, turning the database's `closed`/`interrupted` into `vaultClosed` once the vault is closed.
@@ -684,11 +683,7 @@ public final class Vault: Sendable {
     private func run<T>(dataset: String?, _ work: () async throws -> T) async throws -> T {
         do { return try await work() } catch let error as DatabaseError {
             if !isOpen, error.code == .closed || error.code == .interrupted { try requireOpen() }
-            throw VaultError(
-                code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
-                namespace: namespace.rawValue, dataset: dataset,
-                message: error.description,
-                underlying: error)
+            throw VaultError(error, namespace: namespace.rawValue, dataset: dataset)
         }
     }
 

@@ -31,6 +31,14 @@ public struct VaultError: KeelError {
         self.underlying = underlying
     }
 
+    /// A database failure as the vault reports it: `damaged` when the file is not a database (or is
+    /// corrupt), `databaseFailed` otherwise.
+    init(_ error: DatabaseError, namespace: String? = nil, dataset: String? = nil, message: String? = nil) {
+        self.init(
+            code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
+            namespace: namespace, dataset: dataset, message: message ?? error.description, underlying: error)
+    }
+
     /// A developer-facing explanation: `vault cannotOpen: notes/n1: ...`.
     public var description: String {
         let subject = [dataset, recordID].compactMap { $0 }.joined(separator: "/")

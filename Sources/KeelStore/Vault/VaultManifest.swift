@@ -133,9 +133,7 @@ enum VaultFiles {
         do throws(DatabaseError) {
             pool = try DatabasePool(path: file, configuration: DatabaseConfiguration(synchronous: Vaults.synchronous))
         } catch {
-            throw VaultError(
-                code: error.code == .notADatabase || error.code == .corrupt ? .damaged : .databaseFailed,
-                namespace: namespace, message: "\(file): \(error.description)", underlying: error)
+            throw VaultError(error, namespace: namespace, message: "\(file): \(error.description)")
         }
         for companion in databaseCompanions where DurableFiles.kind(file + companion) == .file {
             try BackupExclusion.apply(to: file + companion, policy: policy)
