@@ -52,8 +52,9 @@ public struct SyncReport: Sendable {
 /// MOB-DATA-005, MOB-DATA-006).
 ///
 /// - **Durable before it returns.** ``create(_:id:fields:operation:)``, ``update(_:id:fields:operation:)`` and
-///   ``delete(_:id:operation:)`` commit the outbox entry and the local copy in one vault transaction; the app
-///   can be killed right after.
+///   ``delete(_:id:operation:)`` commit the outbox entry before they return; the app can be killed right
+///   after. Every read shows the change at once; the entity's stored record takes it with a later write
+///   (the outbox tail, see the sync guide).
 /// - **Honest states.** A change is `pending`, `sending`, `failed` or `conflicted` until the server
 ///   acknowledges it; only then is it `synced`.
 /// - **Exactly once in effect.** Each change carries an idempotency key made once; after a relaunch,
@@ -86,6 +87,9 @@ public actor SyncEngine {
     private var inFlight: Set<String> = []
     private var stopped = false
     private var running: Task<SyncReport, Never>?
+    /// The outbox tail this engine last wrote (``OutboxTail``): used by a transaction only after it checked
+    /// that the vault still holds exactly this tail, so another engine or process on the vault is no risk.
+    private var tail: OutboxTail?
     /// What the engine knows about the network.
     public private(set) var connectivity: Connectivity = .unknown
 
@@ -187,19 +191,29 @@ public actor SyncEngine {
             )
         }
         let storage = storage
-        return try await storageCall {
+        let cached = tail
+        let (queued, written) = try await storageCall {
             try await self.vault.write(storage.all, inline: true) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
+                let state = try transaction.records(storage.state)
+                var tail = try OutboxTail.read(outbox: outbox, state: state, cached: cached)
+                if tail.entries.count + changes.count > OutboxTail.limit {
+                    tail = try OutboxTail.fold(outbox: outbox, entities: entities, state: state, cached: tail)
+                }
+                // More changes than a tail holds (an import): they go into their records at once.
+                let folding = changes.count > OutboxTail.limit
                 // Numbers are taken inside the transaction (the writer is serialized): never twice, even for
-                // enqueues that race. A number whose entry left may be handed out again; nothing refers to a
-                // settled entry by its number alone (states and settlements go by the mutation's id).
-                var sequence = try outbox.lastID().flatMap { UInt64($0) }.map { $0 + 1 } ?? 1
+                // enqueues that race. A number whose entry left may be handed out again once it is folded;
+                // nothing refers to a settled entry by its number alone (states and settlements go by the
+                // mutation's id).
+                var sequence = tail.nextSequence
                 var records: [EntityRef: EntityRecord] = [:]
                 var queued: [PendingMutation] = []
                 for (change, identity) in zip(changes, identities) {
                     let ref = change.entity
-                    var record = try records[ref] ?? Self.entity(ref, in: entities) ?? EntityRecord(ref: ref)
+                    var record =
+                        try records[ref] ?? tail.overlay(Self.entity(ref, in: entities), ref) ?? EntityRecord(ref: ref)
                     switch change.kind {
                     case .create where record.exists:
                         throw SyncError(code: .invalidChange, subject: ref.description, message: "it exists already")
@@ -232,10 +246,26 @@ public actor SyncEngine {
                     records[ref] = record
                     queued.append(mutation)
                 }
-                for record in records.values { try entities.put(record.recordID, SyncRecords.encode(record.json)) }
-                return queued
+                tail.last = sequence - 1
+                if folding {
+                    // The tail was folded above: these records are written whole and the mark moves past them.
+                    for record in records.values {
+                        try entities.put(record.recordID, SyncRecords.encode(record.json))
+                    }
+                    try OutboxTail.mark(tail.last, in: state)
+                    return (queued, OutboxTail(folded: tail.last, isStored: true, last: tail.last, entries: []))
+                }
+                // The common case: one row, the outbox entry; the records take it at the next fold.
+                if !tail.isStored {
+                    try OutboxTail.mark(tail.folded, in: state)
+                    tail.isStored = true
+                }
+                tail.entries += queued
+                return (queued, tail)
             }
         }
+        if written.isNewer(than: tail) { tail = written }
+        return queued
     }
 
     // MARK: - Reading
@@ -245,15 +275,18 @@ public actor SyncEngine {
         try requireRunning()
         let storage = storage
         let sending = inFlight
+        let cached = tail
         return try await storageCall {
             try await self.vault.read(storage.all) { transaction in
-                guard
-                    let record = try Self.entity(
-                        EntityRef(type: type, id: id), in: transaction.records(storage.entities))
+                let outbox = try transaction.records(storage.outbox)
+                let state = try transaction.records(storage.state)
+                let tail = try OutboxTail.read(outbox: outbox, state: state, cached: cached)
+                let ref = EntityRef(type: type, id: id)
+                guard let record = try tail.overlay(Self.entity(ref, in: transaction.records(storage.entities)), ref)
                 else { return nil }
                 // Changes a killed push left without an answer read `sending`, as in `entities(_:)`.
-                let sending = try sending.union(Self.unconfirmed(in: transaction.records(storage.state)))
-                return try Self.synced(record, outbox: transaction.records(storage.outbox), sending: sending)
+                let sending = try sending.union(Self.unconfirmed(in: state))
+                return try Self.synced(record, outbox: outbox, sending: sending)
             }
         }
     }
@@ -264,24 +297,40 @@ public actor SyncEngine {
         try requireRunning()
         let storage = storage
         let sending = inFlight
+        let cached = tail
         return try await storageCall {
             try await self.vault.read(storage.all) { transaction in
                 let entities = try transaction.records(storage.entities)
                 let outbox = try transaction.records(storage.outbox)
-                let sending = try sending.union(Self.unconfirmed(in: transaction.records(storage.state)))
+                let state = try transaction.records(storage.state)
+                let tail = try OutboxTail.read(outbox: outbox, state: state, cached: cached)
+                let sending = try sending.union(Self.unconfirmed(in: state))
                 var result: [SyncedEntity] = []
                 var after: String? = type + "/"
-                while true {
+                paging: while true {
                     let ids = try entities.ids(after: after, limit: 500)
                     for id in ids {
-                        guard id.hasPrefix(type + "/") else { return result }
+                        guard id.hasPrefix(type + "/") else { break paging }
                         guard let data = try entities.get(id) else { continue }
                         let record = try EntityRecord(json: SyncRecords.decode(data, "entity"))
-                        result.append(try Self.synced(record, outbox: outbox, sending: sending))
+                        result.append(try Self.synced(tail.overlay(record), outbox: outbox, sending: sending))
                     }
-                    guard let last = ids.last, ids.count == 500 else { return result }
+                    guard let last = ids.last, ids.count == 500 else { break }
                     after = last
                 }
+                // Entities the tail creates have no record yet.
+                let recorded = Set(result.map(\.ref))
+                var created: [EntityRef] = []
+                for entry in tail.entries where entry.entity.type == type && !recorded.contains(entry.entity) {
+                    if !created.contains(entry.entity) { created.append(entry.entity) }
+                }
+                guard !created.isEmpty else { return result }
+                for ref in created {
+                    result.append(
+                        try Self.synced(tail.overlay(EntityRecord(ref: ref)), outbox: outbox, sending: sending))
+                }
+                // In the records' order: their ids' UTF-8 bytes.
+                return result.sorted { $0.ref.id.utf8.lexicographicallyPrecedes($1.ref.id.utf8) }
             }
         }
     }
@@ -464,8 +513,10 @@ public actor SyncEngine {
         let storage = storage
         let now = clock.now()
         let sending = inFlight
+        let cached = tail
         try await storageCall {
             try await self.vault.write(storage.all, inline: true) { transaction in
+                try OutboxTail.fold(in: transaction, storage, cached: cached)
                 let outbox = try transaction.records(storage.outbox)
                 let outboxID = SyncRecords.outboxID(mutation.sequence)
                 guard let data = try outbox.get(outboxID) else { return }
@@ -509,8 +560,10 @@ public actor SyncEngine {
         let replacementID = random.uuidString(timeOrderedAt: now)
         let key = IdempotencyKey.make(using: random)
         let correlation = CorrelationID.make(using: random)
+        let cached = tail
         return try await storageCall {
             try await self.vault.write(storage.all, inline: true) { transaction in
+                try OutboxTail.fold(in: transaction, storage, cached: cached)
                 let conflicts = try transaction.records(storage.conflicts)
                 guard let data = try conflicts.get(conflictID) else {
                     throw SyncError(code: .unknownConflict, subject: conflictID, message: "no such conflict")
@@ -643,8 +696,10 @@ public actor SyncEngine {
             connectivity = .online
             let now = clock.now()
             let types = policies.types
+            let cached = tail
             try await storageCall {
                 try await self.vault.write(storage.all, inline: true) { transaction in
+                    try OutboxTail.fold(in: transaction, storage, cached: cached)
                     let entities = try transaction.records(storage.entities)
                     let outbox = try transaction.records(storage.outbox)
                     for change in page.changes {
@@ -687,8 +742,11 @@ public actor SyncEngine {
     private func takeBatch() async throws(SyncError) -> [PendingMutation] {
         let storage = storage
         let limit = batchSize
+        let cached = tail
         return try await storageCall {
-            try await self.vault.write([storage.outbox, storage.state], inline: true) { transaction in
+            try await self.vault.write(storage.all, inline: true) { transaction in
+                // Every change goes into its record before any is sent (``OutboxTail``).
+                try OutboxTail.fold(in: transaction, storage, cached: cached)
                 let outbox = try transaction.records(storage.outbox)
                 let state = try transaction.records(storage.state)
                 if let data = try state.get("inflight") {
@@ -794,8 +852,12 @@ public actor SyncEngine {
         let policies = policies
         let now = clock.now()
         let random = random
+        let cached = tail
         let counts = try await storageCall {
             try await self.vault.write(storage.all, inline: true) { transaction in
+                // Changes queued while the batch was out go into their records first: acknowledging moves
+                // their base versions along.
+                try OutboxTail.fold(in: transaction, storage, cached: cached)
                 var counts = (acknowledged: 0, conflicts: 0, rejected: 0)
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)

@@ -1,0 +1,132 @@
+import Foundation
+import KeelContract
+import KeelStore
+
+/// The newest outbox entries, not yet folded into their entities' records.
+///
+/// An enqueue commits one row: the outbox entry. Writing the entity's local copy in the same transaction
+/// would double what every enqueue writes and waits for on disk, so the entity records absorb new entries
+/// later, a batch at a time ("folding"), in the transaction of the next write that needs them. Which
+/// entries are folded is one number in the state dataset, `folded`: every entry with a sequence number up
+/// to it is in its entity's record (its `outstanding` list and visible fields); every entry after it is in
+/// the tail, and nowhere else. Readers put the tail on top of the records they read, in the same snapshot.
+///
+/// Why a kill cannot lose or double anything: an entry is durable when its enqueue commits, and a fold
+/// writes the records it changes and the new `folded` number in one transaction, so after any kill every
+/// entry is either in the tail or in its record — never both, never neither.
+///
+/// Why the tail stays well formed: only an enqueue adds to it (with numbers above every number in the
+/// outbox and above `folded`), and every other write that changes entity records or outbox entries folds
+/// the tail first. So a tail's entries are new, `pending`, never sent — and two snapshots with the same
+/// `folded` number and the same last sequence number have the same tail, which is what lets the engine
+/// keep the tail it last wrote in memory and use it only after checking both numbers in the transaction.
+struct OutboxTail: Sendable {
+    /// The `folded` number: entries up to it are in their records.
+    var folded: UInt64
+    /// Whether `folded` is written down. A vault written before there was a tail has no number, and all of
+    /// its entries are folded; the first enqueue writes it.
+    var isStored: Bool
+    /// The greatest sequence number in the outbox when read (0 when empty).
+    var last: UInt64
+    /// The entries after `folded`, in order.
+    var entries: [PendingMutation]
+
+    /// At most this many entries stay unfolded: the next enqueue beyond it folds them. Bounds what readers
+    /// put on top, what a relaunch reads back, and the size of a fold's transaction.
+    static let limit = 64
+
+    static let key = "folded"
+
+    /// The next sequence number to hand out: above every entry, and above every number already folded (the
+    /// folded entries may have left the outbox since).
+    var nextSequence: UInt64 { max(last, folded) + 1 }
+
+    /// The tail as stored in a transaction — `cached` itself when it still describes it.
+    static func read(outbox: VaultRecords, state: VaultRecords, cached: OutboxTail?) throws -> OutboxTail {
+        let last = try outbox.lastID().flatMap { UInt64($0) } ?? 0
+        guard let data = try state.get(key) else {
+            return OutboxTail(folded: last, isStored: false, last: last, entries: [])
+        }
+        guard
+            let folded = try SyncRecords.decode(data, "outbox fold mark")["through"]?.int.flatMap({
+                UInt64(exactly: $0)
+            })
+        else { throw SyncRecords.damaged("outbox fold mark") }
+        if let cached, cached.isStored, cached.folded == folded, cached.last == last { return cached }
+        var entries: [PendingMutation] = []
+        var after = SyncRecords.outboxID(folded)
+        while true {
+            let ids = try outbox.ids(after: after, limit: 256)
+            for id in ids {
+                guard let data = try outbox.get(id) else { continue }
+                entries.append(try PendingMutation(json: SyncRecords.decode(data, "outbox entry")))
+            }
+            guard let next = ids.last, ids.count == 256 else { break }
+            after = next
+        }
+        return OutboxTail(folded: folded, isStored: true, last: last, entries: entries)
+    }
+
+    /// Writes the `folded` number.
+    static func mark(_ folded: UInt64, in state: VaultRecords) throws {
+        try state.put(key, SyncRecords.encode(["through": .number(JSONNumber(Int64(bitPattern: folded)))]))
+    }
+
+    /// `record` with the tail's entries of its entity on top.
+    func overlay(_ record: EntityRecord) -> EntityRecord {
+        var result = record
+        for entry in entries where entry.entity == record.ref {
+            result.outstanding.append(entry.sequence)
+            result.apply(entry)
+        }
+        return result
+    }
+
+    /// `record`, or a new record when the tail creates the entity, with the tail's entries on top; nil when
+    /// neither has it.
+    func overlay(_ record: EntityRecord?, _ ref: EntityRef) -> EntityRecord? {
+        if let record { return overlay(record) }
+        guard entries.contains(where: { $0.entity == ref }) else { return nil }
+        return overlay(EntityRecord(ref: ref))
+    }
+
+    /// Folds the tail into the entity records and moves `folded` past it; afterwards the tail is empty.
+    /// Every write other than an enqueue calls this first (see the type's comment).
+    @discardableResult
+    static func fold(outbox: VaultRecords, entities: VaultRecords, state: VaultRecords, cached: OutboxTail?) throws
+        -> OutboxTail
+    {
+        let tail = try read(outbox: outbox, state: state, cached: cached)
+        var records: [EntityRef: EntityRecord] = [:]
+        for entry in tail.entries {
+            var record =
+                try records[entry.entity] ?? SyncEngine.entity(entry.entity, in: entities)
+                ?? EntityRecord(ref: entry.entity)
+            record.outstanding.append(entry.sequence)
+            record.apply(entry)
+            records[entry.entity] = record
+        }
+        for record in records.values { try entities.put(record.recordID, SyncRecords.encode(record.json)) }
+        let folded = max(tail.folded, tail.entries.last?.sequence ?? 0)
+        if !tail.isStored || folded != tail.folded { try mark(folded, in: state) }
+        return OutboxTail(folded: folded, isStored: true, last: tail.last, entries: [])
+    }
+}
+
+extension OutboxTail {
+    /// ``fold(outbox:entities:state:cached:)`` in a transaction over the engine's datasets.
+    @discardableResult
+    static func fold(in transaction: VaultTransaction, _ storage: SyncStorage, cached: OutboxTail?) throws
+        -> OutboxTail
+    {
+        try fold(
+            outbox: transaction.records(storage.outbox), entities: transaction.records(storage.entities),
+            state: transaction.records(storage.state), cached: cached)
+    }
+
+    /// Whether `self` describes a later state than `other` (for keeping the newest tail in memory).
+    func isNewer(than other: OutboxTail?) -> Bool {
+        guard let other else { return true }
+        return (folded, last) > (other.folded, other.last)
+    }
+}
