@@ -16,10 +16,17 @@ import KeelStore
 /// entry is either in the tail or in its record — never both, never neither.
 ///
 /// Why the tail stays well formed: only an enqueue adds to it (with numbers above every number in the
-/// outbox and above `folded`), and every other write that changes entity records or outbox entries folds
-/// the tail first. So a tail's entries are new, `pending`, never sent — and two snapshots with the same
-/// `folded` number and the same last sequence number have the same tail, which is what lets the engine
-/// keep the tail it last wrote in memory and use it only after checking both numbers in the transaction.
+/// outbox and above `folded`), and every write that changes entity records, or sends, settles or removes
+/// outbox entries, folds the tail first (retrying failed changes and recording a failed push touch only
+/// entries a push took, which were folded before it took them). So a tail's entries are new, `pending`,
+/// never sent — and two snapshots with the same `folded` number and the same last sequence number have the
+/// same tail: the number only grows, and nothing leaves the tail without moving it. That is what lets the
+/// engine keep a tail it read or wrote in memory and use it only after checking both numbers in the
+/// transaction.
+///
+/// The mark is derived data: when it cannot be read, it is rebuilt from the records
+/// (``recoveredMark(outbox:entities:)``). Engines before the tail did not know it: a vault this engine
+/// wrote must not be opened by an older one (a downgrade), which would not see the tail.
 struct OutboxTail: Sendable {
     /// The `folded` number: entries up to it are in their records.
     var folded: UInt64
@@ -41,18 +48,27 @@ struct OutboxTail: Sendable {
     /// folded entries may have left the outbox since).
     var nextSequence: UInt64 { max(last, folded) + 1 }
 
+    /// The version of the mark's meaning this engine writes; a mark of a later version (a newer Keel) is
+    /// refused, never rewritten.
+    static let format = 1
+
     /// The tail as stored in a transaction — `cached` itself when it still describes it.
-    static func read(outbox: VaultRecords, state: VaultRecords, cached: OutboxTail?) throws -> OutboxTail {
+    ///
+    /// A mark that cannot be read (a damaged record) is rebuilt from the records: it is derived data.
+    static func read(outbox: VaultRecords, entities: VaultRecords, state: VaultRecords, cached: OutboxTail?) throws
+        -> OutboxTail
+    {
         let last = try outbox.lastID().flatMap { UInt64($0) } ?? 0
-        guard let data = try state.get(key) else {
-            return OutboxTail(folded: last, isStored: false, last: last, entries: [])
+        let folded: UInt64
+        var isStored = true
+        switch try storedMark(in: state) {
+        case .none: return OutboxTail(folded: last, isStored: false, last: last, entries: [])
+        case .some(.some(let stored)): folded = stored
+        case .some(.none):
+            folded = try recoveredMark(outbox: outbox, entities: entities)
+            isStored = false  // the next write stores it again
         }
-        guard
-            let folded = try SyncRecords.decode(data, "outbox fold mark")["through"]?.int.flatMap({
-                UInt64(exactly: $0)
-            })
-        else { throw SyncRecords.damaged("outbox fold mark") }
-        if let cached, cached.isStored, cached.folded == folded, cached.last == last { return cached }
+        if isStored, let cached, cached.isStored, cached.folded == folded, cached.last == last { return cached }
         var entries: [PendingMutation] = []
         var after = SyncRecords.outboxID(folded)
         while true {
@@ -64,18 +80,75 @@ struct OutboxTail: Sendable {
             guard let next = ids.last, ids.count == 256 else { break }
             after = next
         }
-        return OutboxTail(folded: folded, isStored: true, last: last, entries: entries)
+        return OutboxTail(folded: folded, isStored: isStored, last: last, entries: entries)
+    }
+
+    /// The stored mark: nil when there is none, `.some(nil)` when it cannot be read.
+    ///
+    /// - Throws: ``SyncError`` `damagedRecord` for a mark a newer Keel wrote.
+    private static func storedMark(in state: VaultRecords) throws -> UInt64?? {
+        let json: JSONValue
+        do {
+            guard let data = try state.get(key) else { return nil }
+            json = try SyncRecords.decode(data, "outbox fold mark")
+        } catch {
+            return .some(nil)
+        }
+        if let version = json["format"]?.int, version > format {
+            throw SyncError(
+                code: .damagedRecord, subject: key,
+                message: "the outbox was written by a newer version of Keel (format \(version)): update the app")
+        }
+        guard let folded = json["through"]?.int.flatMap({ UInt64(exactly: $0) }) else { return .some(nil) }
+        return .some(folded)
+    }
+
+    /// The mark rebuilt from the records: an outbox entry is folded exactly when its number is in its
+    /// entity's `outstanding` list, and the unfolded entries are the newest (at most ``limit``). So the
+    /// mark is the number of the newest entry that is folded.
+    static func recoveredMark(outbox: VaultRecords, entities: VaultRecords) throws -> UInt64 {
+        var newest: [String] = []
+        var after: String?
+        while true {
+            let ids = try outbox.ids(after: after, limit: 256)
+            newest.append(contentsOf: ids)
+            if newest.count > limit + 1 { newest.removeFirst(newest.count - limit - 1) }
+            guard let next = ids.last, ids.count == 256 else { break }
+            after = next
+        }
+        for id in newest.reversed() {
+            guard let data = try outbox.get(id) else { continue }
+            let entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+            if let record = try SyncEngine.entity(entry.entity, in: entities),
+                record.outstanding.contains(entry.sequence)
+            {
+                return entry.sequence
+            }
+        }
+        // Nothing folded among more entries than a tail holds: the records do not match the outbox.
+        guard newest.count <= limit else { throw SyncRecords.damaged("outbox fold mark") }
+        return 0  // every entry present is unfolded
     }
 
     /// Writes the `folded` number.
     static func mark(_ folded: UInt64, in state: VaultRecords) throws {
-        try state.put(key, SyncRecords.encode(["through": .number(JSONNumber(Int64(bitPattern: folded)))]))
+        try state.put(
+            key,
+            SyncRecords.encode([
+                "through": .number(JSONNumber(Int64(bitPattern: folded))),
+                "format": .number(JSONNumber(Int64(format))),
+            ]))
     }
 
     /// `record` with the tail's entries of its entity on top.
     func overlay(_ record: EntityRecord) -> EntityRecord {
+        Self.overlay(record, entries.lazy.filter { $0.entity == record.ref })
+    }
+
+    /// `record` with `changes` (the tail's entries of its entity, in order) on top.
+    static func overlay(_ record: EntityRecord, _ changes: some Sequence<PendingMutation>) -> EntityRecord {
         var result = record
-        for entry in entries where entry.entity == record.ref {
+        for entry in changes {
             result.outstanding.append(entry.sequence)
             result.apply(entry)
         }
@@ -91,12 +164,13 @@ struct OutboxTail: Sendable {
     }
 
     /// Folds the tail into the entity records and moves `folded` past it; afterwards the tail is empty.
-    /// Every write other than an enqueue calls this first (see the type's comment).
+    /// Every write that changes records or sends, settles or removes entries calls this first (see the
+    /// type's comment).
     @discardableResult
     static func fold(outbox: VaultRecords, entities: VaultRecords, state: VaultRecords, cached: OutboxTail?) throws
         -> OutboxTail
     {
-        let tail = try read(outbox: outbox, state: state, cached: cached)
+        let tail = try read(outbox: outbox, entities: entities, state: state, cached: cached)
         var records: [EntityRef: EntityRecord] = [:]
         for entry in tail.entries {
             var record =

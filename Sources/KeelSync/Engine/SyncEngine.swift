@@ -197,7 +197,7 @@ public actor SyncEngine {
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
                 let state = try transaction.records(storage.state)
-                var tail = try OutboxTail.read(outbox: outbox, state: state, cached: cached)
+                var tail = try OutboxTail.read(outbox: outbox, entities: entities, state: state, cached: cached)
                 if tail.entries.count + changes.count > OutboxTail.limit {
                     tail = try OutboxTail.fold(outbox: outbox, entities: entities, state: state, cached: tail)
                 }
@@ -264,7 +264,7 @@ public actor SyncEngine {
                 return (queued, tail)
             }
         }
-        if written.isNewer(than: tail) { tail = written }
+        remember(written)
         return queued
     }
 
@@ -276,19 +276,21 @@ public actor SyncEngine {
         let storage = storage
         let sending = inFlight
         let cached = tail
-        return try await storageCall {
-            try await self.vault.read(storage.all) { transaction in
+        let (found, read) = try await storageCall {
+            try await self.vault.read(storage.all) { transaction -> (SyncedEntity?, OutboxTail) in
                 let outbox = try transaction.records(storage.outbox)
+                let entities = try transaction.records(storage.entities)
                 let state = try transaction.records(storage.state)
-                let tail = try OutboxTail.read(outbox: outbox, state: state, cached: cached)
+                let tail = try OutboxTail.read(outbox: outbox, entities: entities, state: state, cached: cached)
                 let ref = EntityRef(type: type, id: id)
-                guard let record = try tail.overlay(Self.entity(ref, in: transaction.records(storage.entities)), ref)
-                else { return nil }
+                guard let record = try tail.overlay(Self.entity(ref, in: entities), ref) else { return (nil, tail) }
                 // Changes a killed push left without an answer read `sending`, as in `entities(_:)`.
                 let sending = try sending.union(Self.unconfirmed(in: state))
-                return try Self.synced(record, outbox: outbox, sending: sending)
+                return (try Self.synced(record, outbox: outbox, sending: sending), tail)
             }
         }
+        remember(read)
+        return found
     }
 
     /// Every entity of `type` this device has, deleted ones included (check ``SyncedEntity/isDeleted``),
@@ -298,13 +300,19 @@ public actor SyncEngine {
         let storage = storage
         let sending = inFlight
         let cached = tail
-        return try await storageCall {
-            try await self.vault.read(storage.all) { transaction in
+        let (found, read) = try await storageCall {
+            try await self.vault.read(storage.all) { transaction -> ([SyncedEntity], OutboxTail) in
                 let entities = try transaction.records(storage.entities)
                 let outbox = try transaction.records(storage.outbox)
                 let state = try transaction.records(storage.state)
-                let tail = try OutboxTail.read(outbox: outbox, state: state, cached: cached)
+                let tail = try OutboxTail.read(outbox: outbox, entities: entities, state: state, cached: cached)
                 let sending = try sending.union(Self.unconfirmed(in: state))
+                // The tail's changes of this type, by entity, in order.
+                var changes: [EntityRef: [PendingMutation]] = [:]
+                var created: [EntityRef] = []
+                for entry in tail.entries where entry.entity.type == type {
+                    changes[entry.entity, default: []].append(entry)
+                }
                 var result: [SyncedEntity] = []
                 var after: String? = type + "/"
                 paging: while true {
@@ -313,26 +321,32 @@ public actor SyncEngine {
                         guard id.hasPrefix(type + "/") else { break paging }
                         guard let data = try entities.get(id) else { continue }
                         let record = try EntityRecord(json: SyncRecords.decode(data, "entity"))
-                        result.append(try Self.synced(tail.overlay(record), outbox: outbox, sending: sending))
+                        let shown = OutboxTail.overlay(record, changes.removeValue(forKey: record.ref) ?? [])
+                        result.append(try Self.synced(shown, outbox: outbox, sending: sending))
                     }
                     guard let last = ids.last, ids.count == 500 else { break }
                     after = last
                 }
                 // Entities the tail creates have no record yet.
-                let recorded = Set(result.map(\.ref))
-                var created: [EntityRef] = []
-                for entry in tail.entries where entry.entity.type == type && !recorded.contains(entry.entity) {
-                    if !created.contains(entry.entity) { created.append(entry.entity) }
+                for entry in tail.entries where changes[entry.entity] != nil && !created.contains(entry.entity) {
+                    created.append(entry.entity)
                 }
-                guard !created.isEmpty else { return result }
+                guard !created.isEmpty else { return (result, tail) }
                 for ref in created {
-                    result.append(
-                        try Self.synced(tail.overlay(EntityRecord(ref: ref)), outbox: outbox, sending: sending))
+                    let record = OutboxTail.overlay(EntityRecord(ref: ref), changes[ref] ?? [])
+                    result.append(try Self.synced(record, outbox: outbox, sending: sending))
                 }
                 // In the records' order: their ids' UTF-8 bytes.
-                return result.sorted { $0.ref.id.utf8.lexicographicallyPrecedes($1.ref.id.utf8) }
+                return (result.sorted { $0.ref.id.utf8.lexicographicallyPrecedes($1.ref.id.utf8) }, tail)
             }
         }
+        remember(read)
+        return found
+    }
+
+    /// Keeps `read` as the tail to try first, when it is newer than the one kept.
+    private func remember(_ read: OutboxTail) {
+        if read.isStored, read.isNewer(than: tail) { tail = read }
     }
 
     /// Where `mutation` stands now: its outbox state, `synced` once the server applied it, or nil when it
