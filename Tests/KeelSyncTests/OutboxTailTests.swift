@@ -28,6 +28,27 @@ import Testing
         return result
     }
 
+    /// The app relaunched: its engine stopped and its vaults closed, then new ones over the same directories.
+    func relaunch(_ world: SyncWorld, _ device: SyncDevice, _ engine: SyncEngine, token: String) async throws -> (
+        SyncDevice, SyncEngine
+    ) {
+        await engine.stop()
+        await device.vaults.close()
+        let relaunched = try world.device(device.name)
+        return (relaunched, try await relaunched.engine(.alice, token: token))
+    }
+
+    /// A phone whose engine queued 70 new notes in one call: more than a tail holds, so they go into their
+    /// records at once, and the mark is written.
+    func phoneWithSeventyQueuedNotes(_ world: SyncWorld, token: String) async throws -> (SyncDevice, SyncEngine) {
+        let device = try world.device("phone")
+        let engine = try await device.engine(.alice, token: token)
+        let changes = (0..<70).map { LocalChange.create("note", id: "n\($0)", fields: .note("T\($0)")) }
+        try await engine.enqueue(changes, operation: "createNote")
+        #expect(try await recordCount(engine) == 70)
+        return (device, engine)
+    }
+
     @Test func anEnqueueWritesOnlyItsOutboxEntryAndEveryReadShowsIt() async throws {
         let world = try SyncWorld()
         let token = try await world.token(.alice)
@@ -60,10 +81,7 @@ import Testing
         #expect(edit.previous == ["title": "B"])
 
         // Relaunched: the tail is read back from the outbox.
-        await engine.stop()
-        await device.vaults.close()
-        device = try world.device("phone")
-        engine = try await device.engine(.alice, token: token)
+        (device, engine) = try await relaunch(world, device, engine, token: token)
         var relaunched = expected
         relaunched["b"] = "body=\"\",title=\"B2\" deleted=false pending 2"
         #expect(try await notes(engine) == relaunched)
@@ -156,17 +174,9 @@ import Testing
     @Test func aVaultWithoutAFoldMarkHasEverythingFolded() async throws {
         let world = try SyncWorld()
         let token = try await world.token(.alice)
-        var device = try world.device("phone")
-        var engine = try await device.engine(.alice, token: token)
-        // More changes than a tail holds go into their records at once (and write the mark).
-        let changes = (0..<70).map { LocalChange.create("note", id: "n\($0)", fields: .note("T\($0)")) }
-        try await engine.enqueue(changes, operation: "createNote")
-        #expect(try await recordCount(engine) == 70)
+        var (device, engine) = try await phoneWithSeventyQueuedNotes(world, token: token)
         try await engine.vault.write(engine.storage.state) { try $0.delete("folded") }
-        await engine.stop()
-        await device.vaults.close()
-        device = try world.device("phone")
-        engine = try await device.engine(.alice, token: token)
+        (device, engine) = try await relaunch(world, device, engine, token: token)
 
         let notes = try await engine.entities("note")
         #expect(notes.count == 70 && notes.allSatisfy { $0.outstandingChanges == 1 && $0.state == .pending })
@@ -237,17 +247,11 @@ import Testing
     @Test func aDamagedMarkIsRebuiltAndANewerOneIsRefused() async throws {
         let world = try SyncWorld()
         let token = try await world.token(.alice)
-        var device = try world.device("phone")
-        var engine = try await device.engine(.alice, token: token)
-        let changes = (0..<70).map { LocalChange.create("note", id: "n\($0)", fields: .note("T\($0)")) }
-        try await engine.enqueue(changes, operation: "createNote")
+        var (device, engine) = try await phoneWithSeventyQueuedNotes(world, token: token)
         try await engine.update("note", id: "n1", fields: ["title": "edited"], operation: "editNote")
         try await engine.create("note", id: "extra", fields: .note("X"), operation: "createNote")
         try await engine.vault.write(engine.storage.state) { try $0.put("folded", Data("not a mark".utf8)) }
-        await engine.stop()
-        await device.vaults.close()
-        device = try world.device("phone")
-        engine = try await device.engine(.alice, token: token)
+        (device, engine) = try await relaunch(world, device, engine, token: token)
 
         let notes = try await engine.entities("note")
         #expect(notes.count == 71)
