@@ -219,9 +219,10 @@ extension URLSessionTransport: StreamingHTTPTransport {
         continuation.onTermination = { _ in task.cancel() }
         let exchange = StreamExchange(body: body, continuation: continuation, close: { task.cancel() })
         delegate.track(task, exchange)
-        // Connecting (up to the response head) has its own, usually shorter, limit.
+        // Connecting (up to the response head) has its own, usually shorter, limit. Its timer is freed when
+        // the head arrives first (DeadlineSleep), not kept until it would have fired.
         let connectTimer = Task {
-            try? await Task.sleep(for: connectTimeout)
+            try? await DeadlineSleep.wait(connectTimeout)
             if !Task.isCancelled, exchange.expireHead(after: connectTimeout) { task.cancel() }
         }
         defer { connectTimer.cancel() }
