@@ -87,8 +87,9 @@ public actor SyncEngine {
     private var inFlight: Set<String> = []
     private var stopped = false
     private var running: Task<SyncReport, Never>?
-    /// The outbox tail this engine last wrote (``OutboxTail``): used by a transaction only after it checked
-    /// that the vault still holds exactly this tail, so another engine or process on the vault is no risk.
+    /// The newest outbox tail this engine wrote or read (``OutboxTail``): used by a transaction only after it
+    /// checked that the vault still holds exactly this tail, so another engine or process on the vault is no
+    /// risk.
     private var tail: OutboxTail?
     /// What the engine knows about the network.
     public private(set) var connectivity: Connectivity = .unknown
