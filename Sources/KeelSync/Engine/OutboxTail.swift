@@ -62,60 +62,53 @@ struct OutboxTail: Sendable {
         let folded: UInt64
         var isStored = true
         switch try storedMark(in: state) {
-        case .none: return OutboxTail(folded: last, isStored: false, last: last, entries: [])
-        case .some(.some(let stored)): folded = stored
-        case .some(.none):
+        case .absent: return OutboxTail(folded: last, isStored: false, last: last, entries: [])
+        case .stored(let stored): folded = stored
+        case .unreadable:
             folded = try recoveredMark(outbox: outbox, entities: entities)
             isStored = false  // the next write stores it again
         }
         if isStored, let cached, cached.isStored, cached.folded == folded, cached.last == last { return cached }
-        var entries: [PendingMutation] = []
-        var after = SyncRecords.outboxID(folded)
-        while true {
-            let ids = try outbox.ids(after: after, limit: 256)
-            for id in ids {
-                guard let data = try outbox.get(id) else { continue }
-                entries.append(try PendingMutation(json: SyncRecords.decode(data, "outbox entry")))
-            }
-            guard let next = ids.last, ids.count == 256 else { break }
-            after = next
+        // At most `limit` entries, as long as the records match the outbox.
+        let entries = try outbox.ids(after: SyncRecords.outboxID(folded), limit: .max).compactMap { id in
+            try outbox.get(id).map { try PendingMutation(json: SyncRecords.decode($0, "outbox entry")) }
         }
         return OutboxTail(folded: folded, isStored: isStored, last: last, entries: entries)
     }
 
-    /// The stored mark: nil when there is none, `.some(nil)` when it cannot be read.
+    /// What the state dataset holds as the mark.
+    private enum StoredMark {
+        /// No mark: a vault from before the tail (everything folded).
+        case absent
+        case stored(UInt64)
+        /// A record that cannot be opened or read as a mark.
+        case unreadable
+    }
+
+    /// The stored mark.
     ///
     /// - Throws: ``SyncError`` `damagedRecord` for a mark a newer Keel wrote.
-    private static func storedMark(in state: VaultRecords) throws -> UInt64?? {
+    private static func storedMark(in state: VaultRecords) throws -> StoredMark {
         let json: JSONValue
         do {
-            guard let data = try state.get(key) else { return nil }
+            guard let data = try state.get(key) else { return .absent }
             json = try SyncRecords.decode(data, "outbox fold mark")
         } catch {
-            return .some(nil)
+            return .unreadable
         }
         if let version = json["format"]?.int, version > format {
             throw SyncError(
                 code: .damagedRecord, subject: key,
                 message: "the outbox was written by a newer version of Keel (format \(version)): update the app")
         }
-        guard let folded = json["through"]?.int.flatMap({ UInt64(exactly: $0) }) else { return .some(nil) }
-        return .some(folded)
+        return json["through"]?.int.flatMap({ UInt64(exactly: $0) }).map(StoredMark.stored) ?? .unreadable
     }
 
     /// The mark rebuilt from the records: an outbox entry is folded exactly when its number is in its
     /// entity's `outstanding` list, and the unfolded entries are the newest (at most ``limit``). So the
     /// mark is the number of the newest entry that is folded.
     static func recoveredMark(outbox: VaultRecords, entities: VaultRecords) throws -> UInt64 {
-        var newest: [String] = []
-        var after: String?
-        while true {
-            let ids = try outbox.ids(after: after, limit: 256)
-            newest.append(contentsOf: ids)
-            if newest.count > limit + 1 { newest.removeFirst(newest.count - limit - 1) }
-            guard let next = ids.last, ids.count == 256 else { break }
-            after = next
-        }
+        let newest = try outbox.ids().suffix(limit + 1)
         for id in newest.reversed() {
             guard let data = try outbox.get(id) else { continue }
             let entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
@@ -148,10 +141,7 @@ struct OutboxTail: Sendable {
     /// `record` with `changes` (the tail's entries of its entity, in order) on top.
     static func overlay(_ record: EntityRecord, _ changes: some Sequence<PendingMutation>) -> EntityRecord {
         var result = record
-        for entry in changes {
-            result.outstanding.append(entry.sequence)
-            result.apply(entry)
-        }
+        for entry in changes { result.add(entry) }
         return result
     }
 
@@ -176,8 +166,7 @@ struct OutboxTail: Sendable {
             var record =
                 try records[entry.entity] ?? SyncEngine.entity(entry.entity, in: entities)
                 ?? EntityRecord(ref: entry.entity)
-            record.outstanding.append(entry.sequence)
-            record.apply(entry)
+            record.add(entry)
             records[entry.entity] = record
         }
         for record in records.values { try entities.put(record.recordID, SyncRecords.encode(record.json)) }

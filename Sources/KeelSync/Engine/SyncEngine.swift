@@ -242,8 +242,7 @@ public actor SyncEngine {
                         operation: operation, createdAt: now, sequence: sequence)
                     sequence += 1
                     try outbox.put(SyncRecords.outboxID(mutation.sequence), SyncRecords.encode(mutation.json))
-                    record.outstanding.append(mutation.sequence)
-                    record.apply(mutation)
+                    record.add(mutation)
                     records[ref] = record
                     queued.append(mutation)
                 }
@@ -310,7 +309,6 @@ public actor SyncEngine {
                 let sending = try sending.union(Self.unconfirmed(in: state))
                 // The tail's changes of this type, by entity, in order.
                 var changes: [EntityRef: [PendingMutation]] = [:]
-                var created: [EntityRef] = []
                 for entry in tail.entries where entry.entity.type == type {
                     changes[entry.entity, default: []].append(entry)
                 }
@@ -328,13 +326,10 @@ public actor SyncEngine {
                     guard let last = ids.last, ids.count == 500 else { break }
                     after = last
                 }
-                // Entities the tail creates have no record yet.
-                for entry in tail.entries where changes[entry.entity] != nil && !created.contains(entry.entity) {
-                    created.append(entry.entity)
-                }
-                guard !created.isEmpty else { return (result, tail) }
-                for ref in created {
-                    let record = OutboxTail.overlay(EntityRecord(ref: ref), changes[ref] ?? [])
+                // What is left are entities the tail creates: they have no record yet.
+                guard !changes.isEmpty else { return (result, tail) }
+                for (ref, created) in changes {
+                    let record = OutboxTail.overlay(EntityRecord(ref: ref), created)
                     result.append(try Self.synced(record, outbox: outbox, sending: sending))
                 }
                 // In the records' order: their ids' UTF-8 bytes.

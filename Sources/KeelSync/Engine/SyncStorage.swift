@@ -179,6 +179,12 @@ struct EntityRecord {
         for change in changes { apply(change) }
     }
 
+    /// Adds `change` as the newest outstanding change: listed, and on top of what the user sees.
+    mutating func add(_ change: PendingMutation) {
+        outstanding.append(change.sequence)
+        apply(change)
+    }
+
     /// Puts one more change on top of what the user sees.
     mutating func apply(_ change: PendingMutation) {
         switch change.kind {
