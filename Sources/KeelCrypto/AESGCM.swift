@@ -59,6 +59,17 @@ package enum AESGCM {
             OpenSSLAESGCM.fillRandom(buffer)
         #endif
     }
+
+    /// Fills `nonce` (at most 64 bytes) with fresh bytes from the same generator as ``randomBytes(_:)``,
+    /// for a seal. Only for nonces, which are public: on Linux they come out of a buffer of the generator's
+    /// output drawn 4 KiB at a time (see `NoncePool`), never a key.
+    package static func fillNonce(_ nonce: UnsafeMutableRawBufferPointer) {
+        #if canImport(CryptoKit)
+            CryptoKitAESGCM.fillRandom(nonce)
+        #else
+            NoncePool.shared.fill(nonce)
+        #endif
+    }
 }
 
 /// The 32 bytes of one AES-256 key, held in memory of their own and overwritten with zeros when the last

@@ -137,6 +137,35 @@ import Testing
         #expect(!draws.contains([UInt8](repeating: 0, count: 12)))
     }
 
+    /// Nonces from many tasks at once, across several refills of the pool (4 KiB holds 341 nonces): no two
+    /// alike, none of zeros (a byte handed out twice, or one the pool zeroed after use, would show here).
+    @Test func noncesAreFreshAcrossRefillsAndTasks() async {
+        let perTask = 500
+        let draws = await withTaskGroup(of: [[UInt8]].self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    (0..<perTask).map { _ in
+                        var nonce = [UInt8](repeating: 0, count: AESGCM.nonceLength)
+                        nonce.withUnsafeMutableBytes { AESGCM.fillNonce($0) }
+                        return nonce
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(draws.count == 8 * perTask)
+        #expect(Set(draws).count == draws.count)
+        // No run of zero bytes where a nonce should be random: 12 zero bytes by chance is 2⁻⁹⁶.
+        #expect(!draws.contains([UInt8](repeating: 0, count: AESGCM.nonceLength)))
+        // An odd length that does not divide the pool lands across the refill boundary too.
+        let odd = (0..<1000).map { _ in
+            var nonce = [UInt8](repeating: 0, count: 7)
+            nonce.withUnsafeMutableBytes { AESGCM.fillNonce($0) }
+            return nonce
+        }
+        #expect(Set(odd).count == odd.count)
+    }
+
     @Test func keyMaterialComparesInConstantTimeAndByValue() {
         let bytes = AESGCM.randomBytes(32)
         let key = KeyMaterial(bytes)

@@ -356,6 +356,44 @@ import Testing
         try pool.writeSync { try $0.execute("INSERT INTO t VALUES (6)") }
         #expect(try pool.readSync { try $0.scalar(Int.self, "SELECT count(*) FROM t") } == 1)
     }
+
+    /// The stamp a cache of derived state is checked with (the sync engine's outbox tail): it stays put
+    /// while nothing is written, and moves with a write on the same connection (even one rolled back) and
+    /// with a commit by another connection to the file; two connections' stamps never match.
+    @Test func aChangeStampMovesWithEveryWriteByAnyConnectionAndOnlyThen() async throws {
+        let pool = try open()
+        try await pool.write { try $0.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)") }
+        let first = try await pool.write { try $0.changeStamp() }
+        #expect(try await pool.write { try $0.changeStamp() } == first)
+        _ = try await pool.read { try $0.rows("SELECT * FROM t") }
+        #expect(try await pool.write { try $0.changeStamp() } == first)
+
+        let afterInsert = try await pool.write { db in
+            try db.execute("INSERT INTO t (v) VALUES ('a')")
+            return try db.changeStamp()
+        }
+        #expect(afterInsert != first)
+        #expect(try await pool.write { try $0.changeStamp() } == afterInsert)
+
+        struct Abandon: Error {}
+        await #expect(throws: Abandon.self) {
+            try await pool.write { db in
+                try db.execute("UPDATE t SET v = 'b'")
+                throw Abandon()
+            }
+        }
+        let afterRollback = try await pool.write { try $0.changeStamp() }
+        #expect(afterRollback != afterInsert)  // errs towards "changed"
+
+        // Another connection to the same file (another pool, as another process would have).
+        let other = try open()
+        try await other.write { try $0.execute("DELETE FROM t") }
+        let afterOther = try await pool.write { try $0.changeStamp() }
+        #expect(afterOther != afterRollback)
+        #expect(try await pool.write { try $0.changeStamp() } == afterOther)
+        #expect(try await other.write { try $0.changeStamp() } != afterOther)
+        #expect(try await pool.read { try $0.changeStamp() } != afterOther)
+    }
 }
 
 /// A one-way signal that async code can wait for without blocking a cooperative thread.
@@ -365,6 +403,7 @@ final class Flag: Sendable {
     func wait() async {
         while !state.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
     }
+
 }
 
 /// Opening where the process may not write: a typed error, and nothing created or changed.

@@ -169,6 +169,27 @@ import Testing
         #expect(try await first.entity("note", id: "y")?.state == .synced)
     }
 
+    /// The same vault opened a second time (another `Vaults`, as another process would): its writes go
+    /// through a connection of their own, and the engine that remembers a tail still sees them before it
+    /// numbers its next change.
+    @Test func aWriteThroughAnotherConnectionIsSeenBeforeTheNextEnqueue() async throws {
+        let world = try SyncWorld()
+        let token = try await world.token(.alice)
+        let first = try await world.device("phone").engine(.alice, token: token)
+        try await first.create("note", id: "x", fields: .note("X"), operation: "createNote")
+        let again = try world.device("phone")  // after the vault's key exists
+        let second = try await again.engine(.alice, token: token)
+        try await first.update("note", id: "x", fields: ["title": "X2"], operation: "editNote")
+        try await second.create("note", id: "y", fields: .note("Y"), operation: "createNote")
+        await #expect(throws: SyncError.self) {
+            try await first.create("note", id: "y", fields: .note("Y again"), operation: "createNote")
+        }
+        try await first.update("note", id: "y", fields: ["title": "Y2"], operation: "editNote")
+        #expect(try await first.outbox().map(\.sequence) == [1, 2, 3, 4])
+        #expect(try await second.entity("note", id: "y")?.fields["title"] == "Y2")
+        await again.vaults.close()
+    }
+
     /// A vault written before the fold mark existed has every outbox entry in its record already: without a
     /// mark, nothing is put on top twice, and the first enqueue writes the mark.
     @Test func aVaultWithoutAFoldMarkHasEverythingFolded() async throws {

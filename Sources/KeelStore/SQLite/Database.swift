@@ -45,6 +45,11 @@ public final class Database {
 
     /// Rows changed by the last statement.
     public var changes: Int { connection.changes }
+
+    /// Where the database stands for this connection: see ``DatabaseChangeStamp``.
+    package func changeStamp() throws(DatabaseError) -> DatabaseChangeStamp {
+        try connection.changeStamp()
+    }
     /// The rowid of the last insert.
     public var lastInsertRowID: Int64 { connection.lastInsertRowID }
 

@@ -345,6 +345,22 @@ final class SQLiteConnection {
     }
 
     var changes: Int { Int(sqlite3_changes64(handle)) }
+
+    /// Numbers connections for ``DatabaseChangeStamp``.
+    private static let serials = Locked<UInt64>(0)
+    /// This connection's number, unique in the process.
+    private let serial = SQLiteConnection.serials.withLock { serial -> UInt64 in
+        serial += 1
+        return serial
+    }
+
+    /// Where the database stands for this connection (``DatabaseChangeStamp``).
+    func changeStamp() throws(DatabaseError) -> DatabaseChangeStamp {
+        guard case .integer(let version)? = try firstValue("PRAGMA data_version", []) else {
+            throw DatabaseError(code: .other, message: "PRAGMA data_version returned no number", sql: nil)
+        }
+        return DatabaseChangeStamp(connection: serial, dataVersion: version, changes: sqlite3_total_changes64(handle))
+    }
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 

@@ -48,7 +48,7 @@ final class RecordSealer: Sendable {
             output[0] = Self.version
             output.baseAddress!.advanced(by: 1).copyMemory(from: keyIDBytes, byteCount: 16)
             let nonce = UnsafeMutableRawBufferPointer(rebasing: output[17..<Self.headerLength])
-            AESGCM.fillRandom(nonce)
+            AESGCM.fillNonce(nonce)
             withAssociatedData(recordID) { aad in
                 cipher.seal(
                     plaintext, nonce: UnsafeRawBufferPointer(nonce), aad: aad,

@@ -138,7 +138,7 @@ public final class Vault: Sendable {
                     if try self.ensureTable(access, db) { created.append(access) }
                     records[access.dataset] = VaultRecords(database: db, access: access, vault: self)
                 }
-                return (try body(VaultTransaction(records: records)), created)
+                return (try body(VaultTransaction(records: records, database: db)), created)
             }
             if !created.isEmpty { self.rememberTables(created) }
             return result
@@ -159,7 +159,7 @@ public final class Vault: Sendable {
                     records[access.dataset] = VaultRecords(
                         database: db, access: access, vault: self, exists: try self.tableExists(access, db))
                 }
-                return try body(VaultTransaction(records: records))
+                return try body(VaultTransaction(records: records, database: db))
             }
             try self.requireOpen()
             return result
@@ -716,8 +716,18 @@ public final class Vault: Sendable {
 /// inside the closure.
 public final class VaultTransaction {
     private let records: [String: VaultRecords]
+    private let database: Database
 
-    init(records: [String: VaultRecords]) { self.records = records }
+    init(records: [String: VaultRecords], database: Database) {
+        self.records = records
+        self.database = database
+    }
+
+    /// Where the transaction's database file stands (``DatabaseChangeStamp``): taken after the last write,
+    /// it tells a later transaction whether anything changed in between.
+    package func changeStamp() throws(DatabaseError) -> DatabaseChangeStamp {
+        try database.changeStamp()
+    }
 
     /// The records of `dataset`, one of the datasets the transaction was opened with.
     ///

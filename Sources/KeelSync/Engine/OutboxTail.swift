@@ -37,6 +37,10 @@ struct OutboxTail: Sendable {
     var last: UInt64
     /// The entries after `folded`, in order.
     var entries: [PendingMutation]
+    /// Where the database stood when this tail was written, taken after the last write of its transaction
+    /// (set by enqueues, which write nothing after it): a transaction that finds the same stamp uses the
+    /// tail without reading the mark and the last sequence number back. Nil: check those two.
+    var stamp: DatabaseChangeStamp? = nil
 
     /// At most this many entries stay unfolded: the next enqueue beyond it folds them. Bounds what readers
     /// put on top, what a relaunch reads back, and the size of a fold's transaction.
@@ -55,9 +59,12 @@ struct OutboxTail: Sendable {
     /// The tail as stored in a transaction — `cached` itself when it still describes it.
     ///
     /// A mark that cannot be read (a damaged record) is rebuilt from the records: it is derived data.
-    static func read(outbox: VaultRecords, entities: VaultRecords, state: VaultRecords, cached: OutboxTail?) throws
-        -> OutboxTail
-    {
+    static func read(
+        outbox: VaultRecords, entities: VaultRecords, state: VaultRecords, cached: OutboxTail?,
+        stamp: DatabaseChangeStamp? = nil
+    ) throws -> OutboxTail {
+        // Nothing was written to the database since `cached` was: it is the tail (DatabaseChangeStamp).
+        if let stamp, let cached, cached.stamp == stamp { return cached }
         let last = try outbox.lastID().flatMap { UInt64($0) } ?? 0
         let folded: UInt64
         var isStored = true

@@ -198,7 +198,9 @@ public actor SyncEngine {
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
                 let state = try transaction.records(storage.state)
-                var tail = try OutboxTail.read(outbox: outbox, entities: entities, state: state, cached: cached)
+                var tail = try OutboxTail.read(
+                    outbox: outbox, entities: entities, state: state, cached: cached,
+                    stamp: transaction.changeStamp())
                 if tail.entries.count + changes.count > OutboxTail.limit {
                     tail = try OutboxTail.fold(outbox: outbox, entities: entities, state: state, cached: tail)
                 }
@@ -253,7 +255,12 @@ public actor SyncEngine {
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
                     }
                     try OutboxTail.mark(tail.last, in: state)
-                    return (queued, OutboxTail(folded: tail.last, isStored: true, last: tail.last, entries: []))
+                    return (
+                        queued,
+                        OutboxTail(
+                            folded: tail.last, isStored: true, last: tail.last, entries: [],
+                            stamp: try transaction.changeStamp())
+                    )
                 }
                 // The common case: one row, the outbox entry; the records take it at the next fold.
                 if !tail.isStored {
@@ -261,6 +268,8 @@ public actor SyncEngine {
                     tail.isStored = true
                 }
                 tail.entries += queued
+                // After the last write: the next enqueue finds this stamp unless something else wrote.
+                tail.stamp = try transaction.changeStamp()
                 return (queued, tail)
             }
         }
