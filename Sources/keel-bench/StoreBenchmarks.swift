@@ -36,6 +36,25 @@ enum StoreBenchmarks {
             }
         }
 
+        /// The first column of every row of `sql`, as text.
+        func texts(_ sql: String) throws -> [String] {
+            let statement = try prepare(sql)
+            defer { sqlite3_finalize(statement) }
+            var result: [String] = []
+            while sqlite3_step(statement) == SQLITE_ROW {
+                if let text = sqlite3_column_text(statement, 0) { result.append(String(cString: text)) }
+            }
+            return result
+        }
+
+        /// The first column of the first row of `sql`, as an integer (0 when there is none).
+        func integer(_ sql: String) throws -> Int {
+            let statement = try prepare(sql)
+            defer { sqlite3_finalize(statement) }
+            guard sqlite3_step(statement) == SQLITE_ROW else { return 0 }
+            return Int(sqlite3_column_int64(statement, 0))
+        }
+
         func prepare(_ sql: String) throws -> OpaquePointer {
             var statement: OpaquePointer?
             guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {

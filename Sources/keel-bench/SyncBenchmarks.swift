@@ -52,7 +52,14 @@ enum SyncBenchmarks {
             let raw = try StoreBenchmarks.RawDatabase(
                 path: directory.url("raw.sqlite").path, synchronous: Vaults.synchronous.rawValue)
             try raw.exec(VaultBenchmarks.createPlain)
-            let row = Data(repeating: 0x5A, count: 420)  // about one sealed outbox entry
+            // The raw rows are as long as a sealed outbox entry of the measured enqueues really is (a longer
+            // row fills pages sooner, and costs more to write, whoever writes it).
+            let entryBytes = try blockingAwait {
+                try await engine.create("note", id: "probe", fields: noteFields, operation: "createNote")
+                return try sealedEntryBytes(under: directory.url("data"))
+            }
+            print("  outbox.enqueue: a sealed outbox entry is \(entryBytes) bytes; the raw rows are as long")
+            let row = Data(repeating: 0x5A, count: entryBytes)
             let statement = try raw.prepare("INSERT INTO plain (id, value, updated_at) VALUES (?, ?, ?)")
             let rawNext = Counter()
             let engineNext = Counter()
@@ -89,6 +96,24 @@ enum SyncBenchmarks {
 }
 
 extension SyncBenchmarks {
+    /// The stored size of the longest outbox entry in the vault files under `data`, read with SQLite
+    /// itself (the envelope as it sits in the file: nonce, ciphertext and tag).
+    static func sealedEntryBytes(under data: URL) throws -> Int {
+        let files = FileManager.default.enumerator(atPath: data.path)?.compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".sqlite") } ?? []
+        var longest = 0
+        for file in files {
+            let database = try StoreBenchmarks.RawDatabase(path: data.appendingPathComponent(file).path, readOnly: true)
+            let tables = try database.texts("SELECT name FROM sqlite_master WHERE type = 'table'")
+            for table in tables where table.contains("outbox") {
+                let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+                longest = max(longest, try database.integer("SELECT max(length(value)) FROM \(quoted)"))
+            }
+        }
+        guard longest > 0 else { throw BenchError("no outbox entry found under \(data.path)") }
+        return longest
+    }
+
     static let pushed = 10_000
 
     /// `pushed` new notes, in outbox transactions of 1,000 (setup, not measured).

@@ -60,11 +60,13 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
 
     /// The members in literal order; a repeated key keeps its first position and last value.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        members.reserveCapacity(elements.count)
         for (key, value) in elements { self[key] = value }
     }
 
     /// The members, in order, from `pairs`; a repeated key keeps its first position and last value.
     public init(_ pairs: some Sequence<(String, JSONValue)>) {
+        members.reserveCapacity(pairs.underestimatedCount)
         for (key, value) in pairs { self[key] = value }
     }
 

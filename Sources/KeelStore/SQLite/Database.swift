@@ -50,6 +50,7 @@ public final class Database {
     package func changeStamp() throws(DatabaseError) -> DatabaseChangeStamp {
         try connection.changeStamp()
     }
+
     /// The rowid of the last insert.
     public var lastInsertRowID: Int64 { connection.lastInsertRowID }
 

@@ -361,6 +361,7 @@ final class SQLiteConnection {
         }
         return DatabaseChangeStamp(connection: serial, dataVersion: version, changes: sqlite3_total_changes64(handle))
     }
+
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
