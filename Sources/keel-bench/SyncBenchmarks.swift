@@ -99,7 +99,8 @@ extension SyncBenchmarks {
     /// The stored size of the longest outbox entry in the vault files under `data`, read with SQLite
     /// itself (the envelope as it sits in the file: nonce, ciphertext and tag).
     static func sealedEntryBytes(under data: URL) throws -> Int {
-        let files = FileManager.default.enumerator(atPath: data.path)?.compactMap { $0 as? String }
+        let files =
+            FileManager.default.enumerator(atPath: data.path)?.compactMap { $0 as? String }
             .filter { $0.hasSuffix(".sqlite") } ?? []
         var longest = 0
         for file in files {
