@@ -22,7 +22,8 @@ import KeelStore
 /// never sent — and two snapshots with the same `folded` number and the same last sequence number have the
 /// same tail: the number only grows, and nothing leaves the tail without moving it. That is what lets the
 /// engine keep a tail it read or wrote in memory and use it only after checking both numbers in the
-/// transaction.
+/// transaction — or, for a tail an enqueue wrote, after finding the database's change stamp unchanged
+/// (nothing at all was written since).
 ///
 /// The mark is derived data: when it cannot be read, it is rebuilt from the records
 /// (``recoveredMark(outbox:entities:)``). Engines before the tail did not know it: a vault this engine
@@ -167,7 +168,13 @@ struct OutboxTail: Sendable {
     static func fold(outbox: VaultRecords, entities: VaultRecords, state: VaultRecords, cached: OutboxTail?) throws
         -> OutboxTail
     {
-        let tail = try read(outbox: outbox, entities: entities, state: state, cached: cached)
+        try fold(
+            read(outbox: outbox, entities: entities, state: state, cached: cached), entities: entities, state: state)
+    }
+
+    /// Folds `tail`, which this transaction has read (``read(outbox:entities:state:cached:stamp:)``), so it is
+    /// not checked against the vault again.
+    static func fold(_ tail: OutboxTail, entities: VaultRecords, state: VaultRecords) throws -> OutboxTail {
         var records: [EntityRef: EntityRecord] = [:]
         for entry in tail.entries {
             var record =

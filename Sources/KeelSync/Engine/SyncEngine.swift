@@ -202,7 +202,7 @@ public actor SyncEngine {
                     outbox: outbox, entities: entities, state: state, cached: cached,
                     stamp: transaction.changeStamp())
                 if tail.entries.count + changes.count > OutboxTail.limit {
-                    tail = try OutboxTail.fold(outbox: outbox, entities: entities, state: state, cached: tail)
+                    tail = try OutboxTail.fold(tail, entities: entities, state: state)
                 }
                 // More changes than a tail holds (an import): they go into their records at once.
                 let folding = changes.count > OutboxTail.limit
