@@ -1,3 +1,5 @@
+import KeelCore
+
 #if canImport(CryptoKit)
     import CryptoKit
 #elseif canImport(CCrypto)

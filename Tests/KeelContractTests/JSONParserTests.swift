@@ -160,6 +160,9 @@ import Testing
         #expect(JSONNumber(literal: "9223372036854775808")!.int64 == nil)
         #expect(JSONNumber(literal: "922337203685477580.7e1")!.int64 == .max)
         #expect(JSONNumber(Int64.min).literal == "-9223372036854775808" && JSONNumber(0.5).literal == "0.5")
+        // Doubles: Swift's shortest spelling, the exponent without its `+`, the value kept exactly.
+        #expect(JSONNumber(1e20).literal == "1e20" && JSONNumber(-2.5e-7).literal == "-2.5e-07")
+        #expect(JSONNumber(1_764_806_400.125).literal == "1764806400.125" && JSONNumber(1e20).double == 1e20)
         for invalid in ["", "-", "01", "1.", ".5", "1e", "1e+", "+1", "0x10", "1 ", "NaN", "1e1000000000"] {
             #expect(JSONNumber(literal: invalid) == nil, "\(invalid)")
         }

@@ -232,5 +232,12 @@ private func draws(_ count: Int, from source: RandomSource) -> [UInt64] {
         }
         #expect(RandomSource.seeded(7).uuidString(timeOrderedAt: instant(start)) == id)
         #expect(RandomSource.seeded(7).uuidString().prefix(12) != id.prefix(12))
+        // Written by hand, the text is Foundation's canonical form of the same 16 bytes, lowercased.
+        let many = RandomSource.seeded(11)
+        for step in 0..<200 {
+            for made in [many.uuidString(), many.uuidString(timeOrderedAt: instant(start + Int64(step)))] {
+                #expect(UUID(uuidString: made)?.uuidString.lowercased() == made)
+            }
+        }
     }
 }

@@ -20,7 +20,7 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
 
     /// The id of two random words; nil for the all-zero draw (never a valid id).
     private static func from(_ high: UInt64, _ low: UInt64) -> CorrelationID? {
-        high | low == 0 ? nil : CorrelationID(uncheckedRawValue: hex(high) + hex(low))
+        high | low == 0 ? nil : CorrelationID(uncheckedRawValue: Hex.text(high, low))
     }
 
     /// Mints a new id from `source`. Call this once per user operation.
@@ -36,7 +36,7 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
     /// - Throws: ``CorrelationIDError`` when `rawValue` is not 32 lowercase hex digits or is all zeros.
     public init(validating rawValue: String) throws(CorrelationIDError) {
         let utf8 = rawValue.utf8
-        guard utf8.count == 32, utf8.allSatisfy(Self.isLowercaseHexDigit) else {
+        guard utf8.count == 32, utf8.allSatisfy(Hex.isLowercaseDigit) else {
             throw CorrelationIDError(
                 code: .malformed, value: rawValue, reason: "expected 32 lowercase hexadecimal digits")
         }
@@ -71,14 +71,6 @@ public struct CorrelationID: Sendable, Hashable, Codable, CustomStringConvertibl
         try container.encode(rawValue)
     }
 
-    private static func isLowercaseHexDigit(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
 }
 
 /// A stored or received correlation id that is not well formed.

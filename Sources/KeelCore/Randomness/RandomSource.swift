@@ -130,12 +130,21 @@ extension RandomSource {
         return bytes
     }
 
+    /// The 36-character lowercase form, written straight into the string (`UUID.uuidString` and a
+    /// lowercasing pass cost more than the draw: a queued change mints two of these ids).
     private static func uuidString(_ bytes: [UInt8]) -> String {
-        let uuid = UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
-                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
-        return uuid.uuidString.lowercased()
+        String(unsafeUninitializedCapacity: 36) { text in
+            var position = 0
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    text[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                text[position] = Hex.digits[Int(byte >> 4)]
+                text[position + 1] = Hex.digits[Int(byte & 0x0F)]
+                position += 2
+            }
+            return position
+        }
     }
 }

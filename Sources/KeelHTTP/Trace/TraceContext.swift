@@ -16,8 +16,8 @@ public struct TraceID: Sendable, Hashable, HexIdentifier {
 
     /// The id written as 32 lowercase hex digits; nil for anything else or for all zeros.
     public init?(hex: some StringProtocol) {
-        guard hex.utf8.count == 32, let high = TraceHex.value(hex.utf8.prefix(16)),
-            let low = TraceHex.value(hex.utf8.dropFirst(16))
+        guard hex.utf8.count == 32, let high = Hex.value(hex.utf8.prefix(16)),
+            let low = Hex.value(hex.utf8.dropFirst(16))
         else { return nil }
         self.init(high: high, low: low)
     }
@@ -32,11 +32,7 @@ public struct TraceID: Sendable, Hashable, HexIdentifier {
 
     /// 32 lowercase hex digits.
     public var description: String {
-        String(unsafeUninitializedCapacity: 32) { buffer in
-            TraceHex.write(high, into: buffer, at: 0)
-            TraceHex.write(low, into: buffer, at: 16)
-            return 32
-        }
+        Hex.text(high, low)
     }
 
 }
@@ -54,7 +50,7 @@ public struct SpanID: Sendable, Hashable, HexIdentifier {
 
     /// The id written as 16 lowercase hex digits; nil for anything else or for all zeros.
     public init?(hex: some StringProtocol) {
-        guard hex.utf8.count == 16, let value = TraceHex.value(hex.utf8[...]) else { return nil }
+        guard hex.utf8.count == 16, let value = Hex.value(hex.utf8[...]) else { return nil }
         self.init(value)
     }
 
@@ -66,7 +62,7 @@ public struct SpanID: Sendable, Hashable, HexIdentifier {
     }
 
     /// 16 lowercase hex digits.
-    public var description: String { TraceHex.text(value) }
+    public var description: String { Hex.text(value) }
 
 }
 
@@ -110,10 +106,10 @@ public struct TraceParent: Sendable, Hashable {
             buffer[0] = UInt8(ascii: "0")
             buffer[1] = UInt8(ascii: "0")
             buffer[2] = dash
-            TraceHex.write(traceID.high, into: buffer, at: 3)
-            TraceHex.write(traceID.low, into: buffer, at: 19)
+            Hex.write(traceID.high, into: buffer, at: 3)
+            Hex.write(traceID.low, into: buffer, at: 19)
             buffer[35] = dash
-            TraceHex.write(parentID.value, into: buffer, at: 36)
+            Hex.write(parentID.value, into: buffer, at: 36)
             buffer[52] = dash
             buffer[53] = UInt8(ascii: "0")
             buffer[54] = sampled ? UInt8(ascii: "1") : UInt8(ascii: "0")
@@ -135,7 +131,7 @@ public struct TraceParent: Sendable, Hashable {
         func invalid(_ code: TraceContextError.Code, _ message: String) -> TraceContextError {
             TraceContextError(code: code, message: message)
         }
-        guard text.count >= 2, let version = TraceHex.byte(text[0], text[1]) else {
+        guard text.count >= 2, let version = Hex.byte(text[0], text[1]) else {
             throw invalid(.malformedTraceparent, "the version is not two lowercase hex digits")
         }
         guard version != 0xff else { throw invalid(.invalidVersion, "version ff is invalid") }
@@ -155,17 +151,17 @@ public struct TraceParent: Sendable, Hashable {
         guard text[2] == UInt8(ascii: "-"), text[35] == UInt8(ascii: "-"), text[52] == UInt8(ascii: "-") else {
             throw invalid(.malformedTraceparent, "the fields are not separated by '-' at the expected places")
         }
-        guard let high = TraceHex.value(text[3..<19]), let low = TraceHex.value(text[19..<35]) else {
+        guard let high = Hex.value(text[3..<19]), let low = Hex.value(text[19..<35]) else {
             throw invalid(.malformedTraceparent, "the trace id is not 32 lowercase hex digits")
         }
         guard let traceID = TraceID(high: high, low: low) else {
             throw invalid(.zeroTraceID, "the trace id is all zeros")
         }
-        guard let parent = TraceHex.value(text[36..<52]) else {
+        guard let parent = Hex.value(text[36..<52]) else {
             throw invalid(.malformedTraceparent, "the parent id is not 16 lowercase hex digits")
         }
         guard let parentID = SpanID(parent) else { throw invalid(.zeroParentID, "the parent id is all zeros") }
-        guard let flags = TraceHex.byte(text[53], text[54]) else {
+        guard let flags = Hex.byte(text[53], text[54]) else {
             throw invalid(.malformedTraceparent, "the flags are not two lowercase hex digits")
         }
         return TraceParent(version: version, traceID: traceID, parentID: parentID, flags: flags)
@@ -399,50 +395,5 @@ extension HexIdentifier {
                 .init(codingPath: decoder.codingPath, debugDescription: "not a lowercase hex \(Self.self)"))
         }
         self = id
-    }
-}
-
-/// Lowercase hex reading and writing for trace ids.
-enum TraceHex {
-
-    static func nibble(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        default: nil
-        }
-    }
-
-    static func byte(_ high: UInt8, _ low: UInt8) -> UInt8? {
-        guard let high = nibble(high), let low = nibble(low) else { return nil }
-        return high << 4 | low
-    }
-
-    /// The value of up to 16 lowercase hex digits.
-    static func value(_ bytes: some Collection<UInt8>) -> UInt64? {
-        guard !bytes.isEmpty, bytes.count <= 16 else { return nil }
-        var result: UInt64 = 0
-        for byte in bytes {
-            guard let digit = nibble(byte) else { return nil }
-            result = result << 4 | UInt64(digit)
-        }
-        return result
-    }
-
-    /// 16 lowercase hex digits.
-    static func text(_ value: UInt64) -> String {
-        String(unsafeUninitializedCapacity: 16) { buffer in
-            write(value, into: buffer, at: 0)
-            return 16
-        }
-    }
-
-    /// Writes `value` as 16 lowercase hex digits into `buffer` from `offset`.
-    static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
-        for index in 0..<16 {
-            let nibble = Int(truncatingIfNeeded: value >> UInt64(60 - 4 * index)) & 0xf
-            buffer[offset + index] =
-                nibble < 10 ? UInt8(ascii: "0") + UInt8(nibble) : UInt8(ascii: "a") + UInt8(nibble - 10)
-        }
     }
 }

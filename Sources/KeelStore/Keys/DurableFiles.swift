@@ -1,3 +1,4 @@
+import KeelCore
 import KeelCrypto
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import KeelCore
 import KeelCrypto
 
 /// The bytes a key store keeps for one key (a key file, a Keychain item's data):

@@ -1,4 +1,5 @@
 public import Foundation
+import KeelCore
 import KeelCrypto
 
 /// Reports, per vault, whether its data can be read on this device, before anything reads it

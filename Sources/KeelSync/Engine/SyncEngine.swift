@@ -170,7 +170,8 @@ public actor SyncEngine {
     public func enqueue(_ changes: [LocalChange], operation: String) async throws(SyncError) -> [PendingMutation] {
         try requireRunning()
         guard !changes.isEmpty else { return [] }
-        for type in Set(changes.map(\.entity.type)).sorted() where policies.policy(for: type) == nil {
+        let types = changes.count == 1 ? [changes[0].entity.type] : Set(changes.map(\.entity.type)).sorted()
+        for type in types where policies.policy(for: type) == nil {
             throw SyncError(
                 code: .noConflictPolicy, subject: type, message: "\(type) has no conflict policy: it cannot be synced")
         }

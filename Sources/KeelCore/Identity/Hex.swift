@@ -1,0 +1,87 @@
+/// Lowercase hex, read and written byte by byte: digests, key ids, vault namespaces and markers, correlation
+/// ids, UUIDs and trace ids. Ids are minted for every request and every queued change, so writing them goes
+/// straight into the string's storage (no `String(_:radix:)`, no padding, no lowercasing pass).
+package enum Hex {
+    package static let digits = Array("0123456789abcdef".utf8)
+
+    package static func isLowercaseDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte)
+    }
+
+    /// The value of one lowercase hex digit.
+    package static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+
+    /// The byte two lowercase hex digits spell.
+    package static func byte(_ high: UInt8, _ low: UInt8) -> UInt8? {
+        guard let high = nibble(high), let low = nibble(low) else { return nil }
+        return high << 4 | low
+    }
+
+    /// The value of 1…16 lowercase hex digits.
+    package static func value(_ bytes: some Collection<UInt8>) -> UInt64? {
+        guard !bytes.isEmpty, bytes.count <= 16 else { return nil }
+        var result: UInt64 = 0
+        for byte in bytes {
+            guard let digit = nibble(byte) else { return nil }
+            result = result << 4 | UInt64(digit)
+        }
+        return result
+    }
+
+    /// The digit of a value below 16.
+    @inline(__always)
+    private static func digit(_ nibble: UInt64) -> UInt8 {
+        nibble < 10 ? 0x30 + UInt8(truncatingIfNeeded: nibble) : 0x61 - 10 + UInt8(truncatingIfNeeded: nibble)
+    }
+
+    /// Writes `value` as 16 lowercase hex digits (leading zeros included) into `buffer` from `offset`.
+    package static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        for index in 0..<16 { buffer[offset + index] = digit(value >> UInt64(60 - 4 * index) & 0xF) }
+    }
+
+    /// `value` as 16 lowercase hex digits.
+    package static func text(_ value: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            write(value, into: buffer, at: 0)
+            return 16
+        }
+    }
+
+    /// `high` then `low`, as 32 lowercase hex digits.
+    package static func text(_ high: UInt64, _ low: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 32) { buffer in
+            write(high, into: buffer, at: 0)
+            write(low, into: buffer, at: 16)
+            return 32
+        }
+    }
+
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        var text: [UInt8] = []
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    package static func decode(_ text: String) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count.isMultiple(of: 2) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count / 2)
+        var index = 0
+        while index < utf8.count {
+            guard let byte = byte(utf8[index], utf8[index + 1]) else { return nil }
+            bytes.append(byte)
+            index += 2
+        }
+        return bytes
+    }
+}
