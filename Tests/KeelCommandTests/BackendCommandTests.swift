@@ -80,6 +80,19 @@ import Testing
         #expect(try await again.waitForExit() == .exited(0))
     }
 
+    @Test func theEndOfStandardInputDoesNotStopIt() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-stdin")
+        let (child, base) = try await start(directory.url("backend"))
+        // As a script's background job or a harness's child with stdin from /dev/null: input ends at once.
+        child.closeInput()
+        await #expect(throws: WaitTimeout.self) { try await child.waitForExit(timeout: .milliseconds(500)) }
+        let (status, _) = try await send("POST", base.appendingPathComponent("sessions"), json: #"{"account": "bob"}"#)
+        #expect(status == 200)
+        child.kill(signal: ChildProcess.Signal.terminate)
+        #expect(try await child.waitForExit() == .exited(0))
+        #expect(child.output(of: .standardOutput).hasSuffix("stopped\n"))
+    }
+
     @Test func usageErrorsExitWith2() async throws {
         for arguments in [["backend"], ["backend", "--data"], ["backend", "--data", "/tmp/x", "extra"]] {
             let child = try ChildProcess.launch(product: "keel", arguments: arguments)

@@ -89,6 +89,8 @@ import Testing
         (426, #"{"code": "update_required", "minimumVersions": "6.0"}"#),
         (426, #"{"code": "update_required", "minimumVersions": {"ios": "5.0.9"}}"#),  // older than this app
         (403, #"{"code": "version_blocked", "minimumVersions": {"ios": "five"}}"#),
+        (403, #"{"code": "version_blocked", "minimumVersions": {"android": "5.2.0"}}"#),  // another platform only
+        (403, #"{"code": "version_blocked", "minimumVersions": {"ios": "5.1.0"}}"#),  // this app meets it
     ])
     func anAnswerThatDoesNotSayItProperlyIsTechnicalAndChangesNothing(status: Int, body: String) async throws {
         let harness = try Harness(policy: Self.once, versionPolicy: Self.app)

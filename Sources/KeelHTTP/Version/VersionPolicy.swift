@@ -90,36 +90,54 @@ public struct VersionPolicyContract: Sendable, Equatable {
         let claimsUpdate = updateRequiredStatuses.contains(status)
         switch code {
         case updateRequiredCode?:
-            guard let minimum = minimumVersion(in: body) else {
-                return .malformed("a required update without a valid minimum version for \(platform)")
-            }
-            guard let minimum else {
+            switch minimumVersion(in: body) {
+            case .invalid: return .malformed("a required update without a valid minimum version for \(platform)")
+            case .absent, .otherPlatformsOnly:
                 return .malformed("a required update without a minimum version for \(platform)")
+            case .version(let minimum):
+                guard appVersion < minimum else {
+                    return .malformed("a required update to \(minimum), but this app is \(appVersion) already")
+                }
+                return .updateRequired(minimum)
             }
-            guard appVersion < minimum else {
-                return .malformed("a required update to \(minimum), but this app is \(appVersion) already")
-            }
-            return .updateRequired(minimum)
         case blockedCode?:
-            guard let minimum = minimumVersion(in: body) else {
-                return .malformed("a version block with an invalid minimum version")
+            switch minimumVersion(in: body) {
+            case .invalid: return .malformed("a version block with an invalid minimum version")
+            // A block that names minimums, none of them this platform's, is about other apps.
+            case .otherPlatformsOnly: return .malformed("a version block for other platforms than \(platform)")
+            case .absent: return .blocked(nil)  // this version is blocked; no minimum given
+            case .version(let minimum):
+                guard appVersion < minimum else {
+                    return .malformed("a version block below \(minimum), but this app is \(appVersion)")
+                }
+                return .blocked(minimum)
             }
-            return .blocked(minimum)
         default:
             // A required-update status with an unknown (or no) code is not a policy the app can act on.
             return claimsUpdate ? .malformed("status \(status) without a known version code") : .unrelated
         }
     }
 
-    /// This platform's minimum version in an error body: `.some(nil)` when the body names none for this
-    /// platform (or none at all), nil when the member or the version is malformed.
-    private func minimumVersion(in body: Data) -> AppVersion?? {
-        guard let value = try? JSONValue(parsing: body), case .object(let object) = value else { return nil }
-        guard let member = object[minimumVersionsMember] else { return .some(nil) }
-        guard case .object(let versions) = member else { return nil }
-        guard let entry = versions[platform] else { return .some(nil) }
-        guard case .string(let text) = entry, let version = AppVersion(text) else { return nil }
-        return .some(version)
+    /// What an error body says about this platform's minimum version.
+    private enum Minimum {
+        /// The body is not a JSON object, or the member or this platform's version is malformed.
+        case invalid
+        /// No minimum versions at all.
+        case absent
+        /// Minimum versions for other platforms, none for this one.
+        case otherPlatformsOnly
+        /// This platform's minimum.
+        case version(AppVersion)
+    }
+
+    /// This platform's minimum version in an error body.
+    private func minimumVersion(in body: Data) -> Minimum {
+        guard let value = try? JSONValue(parsing: body), case .object(let object) = value else { return .invalid }
+        guard let member = object[minimumVersionsMember] else { return .absent }
+        guard case .object(let versions) = member else { return .invalid }
+        guard let entry = versions[platform] else { return versions.isEmpty ? .absent : .otherPlatformsOnly }
+        guard case .string(let text) = entry, let version = AppVersion(text) else { return .invalid }
+        return .version(version)
     }
 
     /// The policy a successful response states: an update when it announces a version newer than this

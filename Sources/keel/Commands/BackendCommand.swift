@@ -24,8 +24,9 @@ enum BackendCommand {
 
             The first line on standard output is 'listening http://127.0.0.1:<port>'; then one line per
             request: '<method> <path> <status> account=<account> traceparent=<value> correlation=<id>'
-            ('-' where absent). Stops on SIGTERM, SIGINT, 'quit' on standard input or its end, after the
-            requests in flight are answered (at most 10 s).
+            ('-' where absent). Stops on SIGTERM, SIGINT or 'quit' on standard input, after the requests in
+            flight are answered (at most 10 s). The end of standard input does not stop it: started in the
+            background (stdin from /dev/null), it runs until signalled.
 
             OPTIONS:
               --data <dir>   The backend's data directory (created when missing). Required.
@@ -94,11 +95,16 @@ enum BackendCommand {
             source.resume()
             sources.append(source)
         }
-        // Blocking reads of stdin get a thread of their own. End of input stops the backend too, so a
-        // parent that dies cannot leave it running; background it with `tail -f /dev/null | keel backend`.
+        // Blocking reads of stdin get a thread of their own. Only `quit` stops the backend: the contract
+        // names SIGTERM, SIGINT and `quit`, and a backend started in the background of a script or by a
+        // test harness reads its stdin from /dev/null, which ends at once.
         let reader = POSIXThread.spawn(name: "keel-backend-stdin") {
-            while let line = readLine(), line.trimmingCharacters(in: .whitespaces) != "quit" {}
-            stopContinuation.finish()
+            while let line = readLine() {
+                if line.trimmingCharacters(in: .whitespaces) == "quit" {
+                    stopContinuation.finish()
+                    return
+                }
+            }
         }
         for await _ in stop {}
         await backend.stop(timeout: .seconds(10))
