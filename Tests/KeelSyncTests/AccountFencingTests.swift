@@ -169,6 +169,7 @@ import Testing
         await device.vaults.close()
         let reopened = try await device.engine(.alice)
         #expect(try await reopened.state(of: change) == .sending)
+        #expect(try await reopened.outbox().map(\.state) == [.sending])  // sent, answer unknown: not `pending`
         #expect(try await reopened.settlement(of: change.id) == nil)
     }
 }

@@ -83,7 +83,9 @@ import Testing
         let running = Task { await engine.sync() }
         var seenSending = false
         for _ in 0..<100 where !seenSending {
-            seenSending = try await engine.state(of: change) == .sending
+            // The change as the entity shows it and as the outbox lists it (which reads the stored rows).
+            let listed = try await engine.outbox().map(\.state)
+            seenSending = try await engine.state(of: change) == .sending && listed == [.sending]
             try await Task.sleep(for: .milliseconds(5))
         }
         #expect(seenSending)

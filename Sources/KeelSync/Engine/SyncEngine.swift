@@ -389,14 +389,22 @@ public actor SyncEngine {
         }
     }
 
-    /// The outstanding changes, oldest first (at most `limit`).
+    /// The outstanding changes, oldest first (at most `limit`). A change that is out — in the batch being
+    /// pushed, or in one a killed push left without an answer — reads `sending`, as in ``entity(_:id:)``.
     public func outbox(limit: Int = 1000) async throws(SyncError) -> [PendingMutation] {
         try requireRunning()
         let storage = storage
+        let sending = inFlight
         return try await storageCall {
-            try await self.vault.read(storage.outbox) { outbox in
-                try outbox.ids(after: nil, limit: limit).compactMap { id in
-                    try outbox.get(id).map { try PendingMutation(json: SyncRecords.decode($0, "outbox entry")) }
+            try await self.vault.read([storage.outbox, storage.state]) { transaction in
+                let outbox = try transaction.records(storage.outbox)
+                let sending = try sending.union(Self.unconfirmed(in: transaction.records(storage.state)))
+                return try outbox.ids(after: nil, limit: limit).compactMap { id in
+                    try outbox.get(id).map { data in
+                        var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                        if entry.state == .pending, sending.contains(entry.id) { entry.state = .sending }
+                        return entry
+                    }
                 }
             }
         }
