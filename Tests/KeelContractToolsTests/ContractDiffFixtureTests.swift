@@ -742,6 +742,27 @@ import Testing
         #expect(groups.first?.origin == "revision.yaml#/components/schemas/deleted_resource_7/properties/object")
     }
 
+    /// Two new values of one shared enum are two root causes: each gets its entry, named in it, with all of
+    /// its places; neither is folded into the other's entry.
+    @Test func twoNewValuesOfOneSharedEnumAreTwoEntries() throws {
+        let base = PaymentsAPI.yaml(resources: 12)
+        let revision = base.replacingOccurrences(
+            of: "object: {type: string, enum: [resource_7]}\n",
+            with: "object: {type: string, enum: [resource_7, gone, archived]}\n")
+        #expect(revision != base)
+        let changes = try ContractDiff(
+            base: try OpenAPIDocument.parse(base, name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
+        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        let groups = ContractChangeGroup.grouping(changes)
+        #expect(groups.count == 2)
+        for (group, value) in zip(groups, ["gone", "archived"]) {
+            #expect(group.changes.allSatisfy { $0.message.contains("\"\(value)\"") }, "\(value)")
+            #expect(group.text(verbose: false).contains("new value \"\(value)\""))
+            #expect(group.changes.count == changes.count / 2)
+        }
+    }
+
     /// The open-enum pattern with its known values behind a reference: a new value is an extensible-enum
     /// addition, not a new union variant.
     @Test func aNewValueBehindAReferencedOpenEnumIsInfo() throws {
