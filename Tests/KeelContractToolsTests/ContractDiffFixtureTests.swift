@@ -742,6 +742,70 @@ import Testing
         #expect(groups.first?.origin == "revision.yaml#/components/schemas/deleted_resource_7/properties/object")
     }
 
+    /// OpenAPI 3.0 `nullable: true` beside a `$ref` makes that use nullable (as the generator and validation
+    /// read it): adding it in a response, or dropping it in a request, is breaking at the use, with the
+    /// enclosing schema as origin; a target that already admits null makes the keyword change nothing.
+    @Test func nullableBesideAReferenceIsTheUsesOwnChange() throws {
+        func spec(owner: String, payer: String, tag: String) -> String {
+            """
+            openapi: 3.0.3
+            info: {title: Refs, version: 1.0.0}
+            paths:
+              /charges:
+                get:
+                  responses:
+                    '200':
+                      content:
+                        application/json:
+                          schema: {$ref: '#/components/schemas/Charge'}
+                post:
+                  requestBody:
+                    content:
+                      application/json:
+                        schema: {$ref: '#/components/schemas/ChargeInput'}
+                  responses:
+                    '204': {description: ok}
+            components:
+              schemas:
+                Account:
+                  type: object
+                  required: [id]
+                  properties: {id: {type: string}}
+                Tag: {type: string, nullable: true}
+                Charge:
+                  type: object
+                  properties:
+                    owner: \(owner)
+                    tag: \(tag)
+                ChargeInput:
+                  type: object
+                  properties:
+                    payer: \(payer)
+            """
+        }
+        let plain = "{$ref: '#/components/schemas/Account'}"
+        let nullable = "{$ref: '#/components/schemas/Account', nullable: true}"
+        let tag = "{$ref: '#/components/schemas/Tag'}"
+        let tagNullable = "{$ref: '#/components/schemas/Tag', nullable: true}"
+        func changes(_ base: String, _ revision: String) throws -> [ContractChange] {
+            try ContractDiff(
+                base: try OpenAPIDocument.parse(base, name: "base.yaml"),
+                revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
+            ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        }
+        let found = try changes(
+            spec(owner: plain, payer: nullable, tag: tag), spec(owner: nullable, payer: plain, tag: tagNullable))
+        #expect(
+            found.map { "\($0.method ?? "") \($0.rule) \($0.pointer ?? "") \($0.origin ?? "-")" } == [
+                "GET response-property-became-nullable /properties/owner revision.yaml#/components/schemas/Charge/properties/owner",
+                "POST request-property-became-not-nullable /properties/payer revision.yaml#/components/schemas/ChargeInput/properties/payer",
+            ], "\(found)")
+        #expect(
+            try changes(
+                spec(owner: nullable, payer: nullable, tag: tag), spec(owner: nullable, payer: nullable, tag: tag)
+            ).isEmpty)
+    }
+
     /// Two new values of one shared enum are two root causes: each gets its entry, named in it, with all of
     /// its places; neither is folded into the other's entry.
     @Test func twoNewValuesOfOneSharedEnumAreTwoEntries() throws {

@@ -255,16 +255,64 @@ extension Collector {
     ) throws(ContractLoadError) {
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
+        // OpenAPI 3.0 `nullable: true` beside a `$ref` makes this use of the schema nullable, whatever the
+        // target says (SchemaReading.admitsNull): the generator's optionality and validation read it so.
+        let referenceNull = (
+            old: Self.referenceAdmitsNull(oldValue, in: oldFile, of: base),
+            new: Self.referenceAdmitsNull(newValue, in: newFile, of: revision)
+        )
         if !old.location.isEmpty, !new.location.isEmpty {
+            // The pair of named schemas is compared once for all its uses; what the use adds is compared here.
+            if referenceNull.old != referenceNull.new {
+                let targetNull = (
+                    old: SchemaReading.admitsNull(old.value, openAPI30: base.isOpenAPI30),
+                    new: SchemaReading.admitsNull(new.value, openAPI30: revision.isOpenAPI30)
+                )
+                let wasNull = referenceNull.old || targetNull.old
+                let isNull = referenceNull.new || targetNull.new
+                switch walk.direction {
+                // Unless the target's own change explains it (that is reported in the pair, at its origin).
+                case .response where isNull && !wasNull && !(targetNull.new && !targetNull.old):
+                    walk.add(
+                        "response-property-became-nullable", .breaking, pointer, .afterSubject(" may now be null"),
+                        origin: parent)
+                case .request where wasNull && !isNull && !(targetNull.old && !targetNull.new):
+                    walk.add(
+                        "request-property-became-not-nullable", .breaking, pointer,
+                        .afterSubject(" may no longer be null"), origin: parent)
+                default: break
+                }
+            }
             walk.edges.append((pointer, pairID(old, new, walk.direction, .member)))
             return
         }
         // Named on one side only: compared here (the inline side is finite, so this ends).
         let here = origin(new.file, new.location, at: pointer, parent: parent)
         switch walk.direction {
-        case .response: try compareResponse(old, new, pointer: pointer, origin: here, &walk)
-        case .request: try compareRequest(old, new, pointer: pointer, origin: here, &walk)
+        case .response:
+            try compareResponse(old, new, pointer: pointer, origin: here, referenceNull: referenceNull, &walk)
+        case .request:
+            try compareRequest(old, new, pointer: pointer, origin: here, referenceNull: referenceNull, &walk)
         }
+    }
+
+    /// Whether `value` is a `$ref` (or a chain of them) with OpenAPI 3.0 `nullable: true` beside it: that use
+    /// of the target admits `null` (SchemaReading.admitsNull reads the keyword the same way on any schema).
+    static func referenceAdmitsNull(_ value: JSONValue, in file: URL, of document: OpenAPIDocument) -> Bool {
+        guard document.isOpenAPI30 else { return false }
+        var current = value
+        var currentFile = file
+        for _ in 0..<32 {
+            guard case .string(let reference) = current["$ref"] ?? .null else { return false }
+            if current["nullable"] == .bool(true) { return true }
+            let (targetFile, pointer) = Loader.split(reference, relativeTo: currentFile)
+            guard let target = document.documents[targetFile].flatMap({ Loader.walk($0, pointer) }) else {
+                return false
+            }
+            current = target
+            currentFile = targetFile
+        }
+        return false
     }
 
     /// The origin of member `name` of the schema at `pointer`: in the `allOf` part it comes from (`part`, a
@@ -318,11 +366,18 @@ extension Collector {
 
     /// Responses: the client reads what the server sends.
     private mutating func compareResponse(
-        _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?, _ walk: inout Walk
+        _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?,
+        referenceNull: (old: Bool, new: Bool) = (false, false), _ walk: inout Walk
     ) throws(ContractLoadError) {
-        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
-        let a = shape(old.value, in: old.file, of: base)
-        let b = shape(new.value, in: new.file, of: revision)
+        if referenceNull.old == referenceNull.new,
+            Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30)
+        {
+            return
+        }
+        var a = shape(old.value, in: old.file, of: base)
+        var b = shape(new.value, in: new.file, of: revision)
+        a.nullable = a.nullable || referenceNull.old
+        b.nullable = b.nullable || referenceNull.new
         let isBody = walk.isRoot(pointer)
         if !a.types.isEmpty, !b.types.isEmpty, !b.types.isSubset(of: a.types) {
             walk.add(
@@ -386,11 +441,18 @@ extension Collector {
 
     /// Requests: the client sends what the server must accept.
     private mutating func compareRequest(
-        _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?, _ walk: inout Walk
+        _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?,
+        referenceNull: (old: Bool, new: Bool) = (false, false), _ walk: inout Walk
     ) throws(ContractLoadError) {
-        if Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30) { return }
-        let a = shape(old.value, in: old.file, of: base)
-        let b = shape(new.value, in: new.file, of: revision)
+        if referenceNull.old == referenceNull.new,
+            Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30)
+        {
+            return
+        }
+        var a = shape(old.value, in: old.file, of: base)
+        var b = shape(new.value, in: new.file, of: revision)
+        a.nullable = a.nullable || referenceNull.old
+        b.nullable = b.nullable || referenceNull.new
         let prefix: String
         if walk.isRoot(pointer), case .requestRoot(let rulePrefix) = walk.role {
             prefix = rulePrefix
