@@ -806,6 +806,73 @@ import Testing
             ).isEmpty)
     }
 
+    /// A plain member that becomes a union (or the other way) is read as a union of one variant, itself: a
+    /// response that may now send another kind, or a request that no longer accepts one, is breaking; the
+    /// variants of the same kind are compared with each other; widening a request, or narrowing a response,
+    /// is not reported.
+    @Test func aMemberThatBecomesAUnionIsComparedAsAUnionOfItself() throws {
+        func spec(_ members: [String: String]) -> String {
+            """
+            openapi: 3.0.3
+            info: {title: Unions, version: 1.0.0}
+            paths:
+              /charges:
+                get:
+                  responses:
+                    '200':
+                      content:
+                        application/json:
+                          schema:
+                            type: object
+                            properties:
+                              id: \(members["id"]!)
+                              owner: \(members["owner"]!)
+                post:
+                  requestBody:
+                    content:
+                      application/json:
+                        schema:
+                          type: object
+                          properties:
+                            k: \(members["k"]!)
+                            u: \(members["u"]!)
+                            w: \(members["w"]!)
+                  responses:
+                    '204': {description: ok}
+            components:
+              schemas:
+                Account:
+                  type: object
+                  required: [id]
+                  properties: {id: {type: string}}
+            """
+        }
+        let account = "{$ref: '#/components/schemas/Account'}"
+        let expandable = "{anyOf: [{type: string}, \(account)]}"
+        let base = spec([
+            "id": "{type: string}", "owner": account, "k": "{type: string}", "u": expandable, "w": "{type: string}",
+        ])
+        let revision = spec([
+            "id": expandable, "owner": expandable, "k": "{anyOf: [{type: integer}, {type: boolean}]}", "u": account,
+            "w": "{anyOf: [{type: string, maxLength: 10}, {type: integer}]}",
+        ])
+        let found = try ContractDiff(
+            base: try OpenAPIDocument.parse(base, name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
+        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        #expect(
+            found.map { "\($0.method ?? "") \($0.rule) \($0.pointer ?? "")" } == [
+                "GET response-property-any-of-added /properties/id",
+                "GET response-property-any-of-added /properties/owner",
+                "POST request-property-any-of-removed /properties/k",
+                "POST request-property-any-of-removed /properties/u",
+                "POST request-property-max-length-added /properties/w/anyOf/0",
+            ], "\(found.map(\.description))")
+        // Each names the kind that is new to the response, or no longer accepted by the request.
+        let kinds = ["(object)", "(string)", "(string)", "(string)", "maxLength 10"]
+        for (change, kind) in zip(found, kinds) { #expect(change.message.contains(kind), "\(change.message)") }
+    }
+
     /// Two new values of one shared enum are two root causes: each gets its entry, named in it, with all of
     /// its places; neither is folded into the other's entry.
     @Test func twoNewValuesOfOneSharedEnumAreTwoEntries() throws {

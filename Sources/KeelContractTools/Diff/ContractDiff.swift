@@ -415,7 +415,7 @@ struct Collector {
     }
 
     /// The kind of JSON value a variant holds: its type, and its enum or const values.
-    private func kind(of variant: JSONValue, in file: URL, document: OpenAPIDocument) -> String {
+    func kind(of variant: JSONValue, in file: URL, document: OpenAPIDocument) -> String {
         guard let schema = try? document.resolve(variant, in: file).value else { return variant.description }
         var types = SchemaReading.types(schema).filter { $0 != "null" }.sorted()
         if schema["type"] == nil, schema["properties"] != nil { types = ["object"] }

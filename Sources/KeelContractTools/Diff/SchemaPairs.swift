@@ -358,9 +358,47 @@ extension Collector {
             unmatched[at] = nil
         }
         for match in matches.sorted(by: { $0.index < $1.index }) {
-            try child(
-                match.old, old.file, match.new, new.file, pointer: pointer + "/\(newVariants.keyword)/\(match.index)",
-                origin: origin, &walk)
+            // A plain schema read as a union of itself (``unions(_:_:_:_:)``) is at the pointer itself.
+            let variantPointer =
+                newVariants.keyword.isEmpty ? pointer : pointer + "/\(newVariants.keyword)/\(match.index)"
+            try child(match.old, old.file, match.new, new.file, pointer: variantPointer, origin: origin, &walk)
+        }
+    }
+
+    /// The unions of two schemas that both are one.
+    private func bothUnions(_ a: Shape, _ old: Resolved, _ b: Shape, _ new: Resolved) -> (Union, Union)? {
+        guard let oldUnion = variants(of: a.value, in: old.file, document: base),
+            let newUnion = variants(of: b.value, in: new.file, document: revision)
+        else { return nil }
+        return (oldUnion, newUnion)
+    }
+
+    /// A plain schema that became a union without a discriminator (an id that becomes "an id or the
+    /// expanded object", a string that becomes "an integer or a boolean"), or such a union that became a plain
+    /// schema: the plain side is read as a union of one variant, itself (its keyword empty: it is no union in
+    /// the document). The union rules then say what changed — a response that may now send a variant of
+    /// another kind, a request that no longer accepts one — and the variants of the same kind are compared.
+    /// Nil unless that is the case.
+    private func unions(_ a: Shape, _ old: Resolved, _ b: Shape, _ new: Resolved) -> (Union, Union)? {
+        func isPlain(_ shape: Shape) -> Bool {
+            shape.value["discriminator"] == nil && (!shape.types.isEmpty || shape.value["properties"] != nil)
+        }
+        func itself(_ shape: Shape, _ file: URL, _ document: OpenAPIDocument) -> Union {
+            Union(
+                keyword: "",
+                variants: [
+                    Union.Variant(
+                        name: kind(of: shape.value, in: file, document: document), index: 0, schema: shape.value)
+                ])
+        }
+        switch (
+            variants(of: a.value, in: old.file, document: base), variants(of: b.value, in: new.file, document: revision)
+        ) {
+        case (nil, let newUnion?) where isPlain(a) && b.value["discriminator"] == nil:
+            return (itself(a, old.file, base), newUnion)
+        case (let oldUnion?, nil) where isPlain(b) && a.value["discriminator"] == nil:
+            return (oldUnion, itself(b, new.file, revision))
+        default: return nil
         }
     }
 
@@ -402,13 +440,12 @@ extension Collector {
                 }
             }
         }
-        if let oldUnion = variants(of: a.value, in: old.file, document: base),
-            let newUnion = variants(of: b.value, in: new.file, document: revision)
-        {
+        let becameUnion = unions(a, old, b, new)
+        if let (oldUnion, newUnion) = becameUnion ?? bothUnions(a, old, b, new) {
             let discriminated = b.value["discriminator"] != nil
             for variant in addedVariants(oldUnion.names, newUnion.names, discriminated: discriminated) {
-                let rule =
-                    "response-\(isBody ? "body" : "property")-\(newUnion.keyword == "oneOf" ? "one-of" : "any-of")-added"
+                let keyword = newUnion.keyword.isEmpty ? oldUnion.keyword : newUnion.keyword
+                let rule = "response-\(isBody ? "body" : "property")-\(keyword == "oneOf" ? "one-of" : "any-of")-added"
                 walk.add(
                     rule, .breaking, pointer,
                     .afterSubject(
@@ -417,6 +454,8 @@ extension Collector {
             }
             try compareVariants(old, new, oldUnion, newUnion, pointer: pointer, origin: here, &walk)
         }
+        // A schema that became a union was compared with its variant of the same kind above.
+        if becameUnion != nil { return }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
             // A member of an allOf part changes in the part (a removed one, where it was).
@@ -477,18 +516,20 @@ extension Collector {
                     origin: here)
             }
         }
-        if let oldUnion = variants(of: a.value, in: old.file, document: base),
-            let newUnion = variants(of: b.value, in: new.file, document: revision)
-        {
+        let unionOnOneSide = unions(a, old, b, new)
+        if let (oldUnion, newUnion) = unionOnOneSide ?? bothUnions(a, old, b, new) {
             let discriminated = a.value["discriminator"] != nil
+            let keyword = oldUnion.keyword.isEmpty ? newUnion.keyword : oldUnion.keyword
             for variant in addedVariants(newUnion.names, oldUnion.names, discriminated: discriminated) {
                 walk.add(
-                    "\(prefix)-\(oldUnion.keyword == "oneOf" ? "one-of" : "any-of")-removed", .breaking, pointer,
+                    "\(prefix)-\(keyword == "oneOf" ? "one-of" : "any-of")-removed", .breaking, pointer,
                     .afterSubject(
                         " no longer accepts \(discriminated ? variant : "one of its variants (\(variant))")"),
                     origin: here)
             }
             try compareVariants(old, new, oldUnion, newUnion, pointer: pointer, origin: here, &walk)
+            // A union on one side only: everything else was compared variant by variant.
+            if unionOnOneSide != nil { return }
         }
         func number(_ name: String, _ shape: Shape) -> JSONNumber? {
             if case .number(let number) = shape.value[name] ?? .null { return number }
