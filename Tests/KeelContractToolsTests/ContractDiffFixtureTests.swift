@@ -806,6 +806,50 @@ import Testing
             ).isEmpty)
     }
 
+    /// `allOf` with a single `$ref` and a description (the 3.0 way to document a reference) is the
+    /// referenced schema: a new value of the wrapped enum is found at the member, and `nullable: true` on the
+    /// wrapper is the member's own.
+    @Test func aSinglePartAllOfWrapperIsTheSchemaItWraps() throws {
+        func spec(status: String, level: String, wrapper: String) -> String {
+            """
+            openapi: 3.0.3
+            info: {title: Wrappers, version: 1.0.0}
+            paths:
+              /x:
+                get:
+                  responses:
+                    '200':
+                      content:
+                        application/json:
+                          schema: {$ref: '#/components/schemas/X'}
+            components:
+              schemas:
+                Status: {type: string, enum: [\(status)]}
+                Level: {type: integer, enum: [\(level)]}
+                X:
+                  type: object
+                  properties:
+                    s: {allOf: [{$ref: '#/components/schemas/Status'}], description: wrapped\(wrapper)}
+                    l: {allOf: [{$ref: '#/components/schemas/Level'}]}
+            """
+        }
+        let found = try ContractDiff(
+            base: try OpenAPIDocument.parse(spec(status: "a, b", level: "1, 2", wrapper: ""), name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(
+                spec(status: "a, b, c", level: "1, 2, 3", wrapper: ", nullable: true"), name: "revision.yaml")
+        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        #expect(
+            Set(
+                found.map {
+                    "\($0.rule) \($0.pointer ?? "") \($0.message.contains("\"c\"") || $0.message.contains("3"))"
+                })
+                == [
+                    "response-property-enum-value-added /properties/s true",
+                    "response-property-enum-value-added /properties/l true",
+                    "response-property-became-nullable /properties/s false",
+                ], "\(found.map(\.description))")
+    }
+
     /// A plain member that becomes a union (or the other way) is read as a union of one variant, itself: a
     /// response that may now send another kind, or a request that no longer accepts one, is breaking; the
     /// variants of the same kind are compared with each other; widening a request, or narrowing a response,

@@ -79,8 +79,8 @@ extension Collector {
         _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place,
         direction: Direction, role: Role, subject: String
     ) throws(ContractLoadError) {
-        let old = try base.resolve(oldValue, in: oldFile)
-        let new = try revision.resolve(newValue, in: newFile)
+        let old = try base.resolve(Self.unwrappingSingleAllOf(oldValue), in: oldFile)
+        let new = try revision.resolve(Self.unwrappingSingleAllOf(newValue), in: newFile)
         uses.append(Use(place: place, pair: pairID(old, new, direction, role), subject: subject))
     }
 
@@ -253,6 +253,8 @@ extension Collector {
         _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, pointer: String,
         origin parent: OriginBase?, _ walk: inout Walk
     ) throws(ContractLoadError) {
+        let oldValue = Self.unwrappingSingleAllOf(oldValue)
+        let newValue = Self.unwrappingSingleAllOf(newValue)
         let old = try base.resolve(oldValue, in: oldFile)
         let new = try revision.resolve(newValue, in: newFile)
         // OpenAPI 3.0 `nullable: true` beside a `$ref` makes this use of the schema nullable, whatever the
@@ -295,6 +297,27 @@ extension Collector {
             try compareRequest(old, new, pointer: pointer, origin: here, referenceNull: referenceNull, &walk)
         }
     }
+
+    /// `allOf` with a single part and nothing beside it but annotations (`description`, `nullable`, `title`,
+    /// …): the OpenAPI 3.0 way to put a description or `nullable` on a `$ref`. Read as the part itself — the
+    /// referenced schema, compared as such (a new value of a wrapped enum is that enum's new value) — with
+    /// `nullable: true` carried beside it. Anything else is returned as it is (``ContractDiff/mergeAllOf``
+    /// reads the parts of real compositions).
+    static func unwrappingSingleAllOf(_ value: JSONValue) -> JSONValue {
+        guard case .object(let wrapper) = value, case .array(let parts)? = wrapper["allOf"], parts.count == 1,
+            wrapper.keys.allSatisfy({ annotationKeywords.contains($0) || $0.hasPrefix("x-") }),
+            case .object(var part) = parts[0]
+        else { return value }
+        if wrapper["nullable"] == .bool(true) { part["nullable"] = .bool(true) }
+        return .object(part)
+    }
+
+    /// Keywords that say nothing about which values a schema admits (3.0 `nullable` aside, which
+    /// ``unwrappingSingleAllOf(_:)`` carries).
+    static let annotationKeywords: Set<String> = [
+        "allOf", "description", "title", "nullable", "readOnly", "writeOnly", "deprecated", "example", "examples",
+        "default", "externalDocs",
+    ]
 
     /// Whether `value` is a `$ref` (or a chain of them) with OpenAPI 3.0 `nullable: true` beside it: that use
     /// of the target admits `null` (SchemaReading.admitsNull reads the keyword the same way on any schema).
