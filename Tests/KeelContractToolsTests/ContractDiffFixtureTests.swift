@@ -556,6 +556,19 @@ import Testing
             {
                 $0.hasPrefix("response-") && $0.hasSuffix("enum-value-added")
             })
+        // `const` markers are enums of one value (the generator's reading): another value, or none at all
+        // (the member may now hold anything of its type), is breaking in a response.
+        for (old, new, rule) in [
+            ("{type: integer, const: 7}", "{type: integer, const: 8}", "response-property-enum-value-added"),
+            ("{type: string, const: account}", "{type: string, const: customer}", "response-property-enum-value-added"),
+            ("{type: boolean, const: true}", "{type: boolean, const: false}", "response-property-enum-value-added"),
+            ("{type: boolean, enum: [true]}", "{type: boolean}", "response-property-enum-removed"),
+            ("{type: string, enum: [a, b]}", "{type: string}", "response-property-enum-removed"),
+            ("{type: string, const: hello}", "{type: string, const: hello}", nil),
+            ("{type: string, enum: [a], x-extensible-enum: true}", "{type: string}", nil),
+        ] {
+            #expect(try Self.rules(body(old), body(new)) == (rule.map { [$0] } ?? []), "\(old) → \(new)")
+        }
     }
 
     /// Members inherited from `allOf` parts are compared like the schema's own (the generator makes one

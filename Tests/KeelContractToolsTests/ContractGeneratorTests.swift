@@ -1144,6 +1144,27 @@ import Testing
         #expect(beside.map(\.location) == ["#/components/schemas/Pet/discriminator"])
     }
 
+    /// `const` markers are enums of one value, whatever the type beside them: a string or integer member that
+    /// must hold that value is a closed enum (decoding anything else fails), a boolean one a checked `Bool`.
+    @Test func constMarkersAreCheckedLikeOneValueEnums() throws {
+        let code = try generate(
+            """
+                Account:
+                  type: object
+                  required: [object, version, deleted, plain]
+                  properties:
+                    object: {type: string, const: account}
+                    version: {type: integer, const: 3}
+                    deleted: {type: boolean, const: true}
+                    plain: {const: hello}
+            """)
+        #expect(code.contains("public var object: Account.Object\n"))
+        #expect(code.contains("public var version: Account.Version\n"))
+        #expect(code.contains("public var plain: Account.Plain\n"))
+        #expect(code.contains("public enum Version: Int, ClosedIntegerEnum, CaseIterable {"))
+        #expect(code.contains("public var deleted: Bool\n") && code.contains("if self.deleted != true {"))
+    }
+
     @Test func subtypesMayPinTheDiscriminatorWithConstOrASmallerEnumAndMayUseSiblingsOfARef() throws {
         let code = try generate(
             """
@@ -1159,7 +1180,9 @@ import Testing
                   oneOf: [{$ref: '#/components/schemas/Cat'}, {$ref: '#/components/schemas/Dog'}, {$ref: '#/components/schemas/Fish'}]
                   discriminator: {propertyName: petType, mapping: {cat: '#/components/schemas/Cat', dog: '#/components/schemas/Dog', fish: '#/components/schemas/Fish'}}
             """)
-        #expect(code.contains("public struct Cat: Codable, Hashable, Sendable {\n    public var petType: String\n"))
+        // `const: cat` is an enum of one value, as `enum: [dog]` is: the subtype's own closed type.
+        #expect(code.contains("public struct Cat: Codable, Hashable, Sendable {\n    public var petType: Cat.PetType\n"))
+        #expect(code.contains("public enum PetType: String, ClosedEnum, CaseIterable {\n        case cat\n    }"))
         // Fish's petType is Pet's member, so it is Pet's type (not a copy declared in Fish).
         #expect(
             code.contains(

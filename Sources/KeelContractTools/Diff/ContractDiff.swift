@@ -287,6 +287,8 @@ struct Collector {
         if case .array(let list) = value["enum"] ?? .null {
             enumValues = list.filter { $0 != .null }
             extensible = value["x-extensible-enum"] == .bool(true)
+        } else if let constant = value["const"], constant != .null {
+            enumValues = [constant]  // a marker: an enum of one value, as the generator reads it
         }
         if case .array(let list) = value["x-extensible-enum"] ?? .null {
             enumValues = list

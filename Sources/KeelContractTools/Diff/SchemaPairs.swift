@@ -450,6 +450,16 @@ extension Collector {
                 isBody ? "response-body-became-nullable" : "response-property-became-nullable", .breaking, pointer,
                 .afterSubject(" may now be null"), origin: here)
         }
+        if let oldValues = a.enumValues, !a.isExtensibleEnum, b.enumValues == nil, !b.types.isEmpty,
+            b.types.isSubset(of: a.types) || a.types.isEmpty
+        {
+            // A closed enum (or a marker) that became its plain type: any value of it may now come.
+            walk.add(
+                isBody ? "response-body-enum-removed" : "response-property-enum-removed", .breaking, pointer,
+                .afterSubject(
+                    " may now be any \(b.types.sorted().joined(separator: " or ")), not only \(oldValues.map(\.description).joined(separator: ", ")): old clients fail to decode other values"
+                ), origin: here)
+        }
         if let oldValues = a.enumValues, let newValues = b.enumValues {
             for value in newValues where !oldValues.contains(value) {
                 if a.isExtensibleEnum {

@@ -28,6 +28,17 @@ extension ModelBuilder {
         if case .array(let values) = schema["x-extensible-enum"] ?? .null {
             return .extensibleEnum(values, at: "/x-extensible-enum")
         }
+        // `const` is a one-value enum: a marker member that must hold that value (`{const: account}`,
+        // `{type: integer, const: 3}`), closed as an enum of one value is; a boolean is checked where it is a
+        // member (``booleanMarker``). Other numbers, objects and arrays stay what their type says.
+        if schema["enum"] == nil, let constant = schema["const"], constant != .null {
+            switch constant {
+            case .bool: return .scalar(.bool)
+            case .string: return .closedEnum([constant], at: "/const")
+            case .number(let number) where number.int64 != nil: return .closedEnum([constant], at: "/const")
+            default: break
+            }
+        }
         if case .array(let values) = schema["enum"] ?? .null {
             // Booleans: `Bool` (a one-value marker is checked where it is a member: ``booleanMarker``).
             let present = values.filter { $0 != .null }
@@ -107,11 +118,6 @@ extension ModelBuilder {
         case "boolean":
             return .scalar(.bool)
         case nil:
-            if case .string = schema["const"] ?? .null { return .scalar(.string) }
-            if case .bool = schema["const"] ?? .null { return .scalar(.bool) }
-            if case .number(let number)? = schema["const"], number.int64 != nil {
-                return .closedEnum([schema["const"]!], at: "/const")
-            }
             return .scalar(.json)
         case let other?:
             return .unsupported("type \(other) is not a JSON Schema type", at: "/type")
