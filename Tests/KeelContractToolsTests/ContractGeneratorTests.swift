@@ -1181,7 +1181,8 @@ import Testing
                   discriminator: {propertyName: petType, mapping: {cat: '#/components/schemas/Cat', dog: '#/components/schemas/Dog', fish: '#/components/schemas/Fish'}}
             """)
         // `const: cat` is an enum of one value, as `enum: [dog]` is: the subtype's own closed type.
-        #expect(code.contains("public struct Cat: Codable, Hashable, Sendable {\n    public var petType: Cat.PetType\n"))
+        #expect(
+            code.contains("public struct Cat: Codable, Hashable, Sendable {\n    public var petType: Cat.PetType\n"))
         #expect(code.contains("public enum PetType: String, ClosedEnum, CaseIterable {\n        case cat\n    }"))
         // Fish's petType is Pet's member, so it is Pet's type (not a copy declared in Fish).
         #expect(
