@@ -930,6 +930,54 @@ import Testing
         for (change, kind) in zip(found, kinds) { #expect(change.message.contains(kind), "\(change.message)") }
     }
 
+    /// A change in a shared parameter or response (`components/parameters`, `components/responses`, their
+    /// schemas written inline) is one root cause, its origin the component: one entry however many
+    /// operations use it.
+    @Test func sharedParametersAndResponsesAreOriginsToo() throws {
+        func spec(values: String, required: Bool, codes: String) -> String {
+            let paths = (0..<4).map { index in
+                """
+                  /items\(index):
+                    get:
+                      parameters: [{$ref: '#/components/parameters/View'}, {$ref: '#/components/parameters/Limit'}]
+                      responses:
+                        '200': {description: ok}
+                        default: {$ref: '#/components/responses/Error'}
+                """
+            }.joined(separator: "\n")
+            return """
+                openapi: 3.0.3
+                info: {title: Shared, version: 1.0.0}
+                paths:
+                \(paths)
+                components:
+                  parameters:
+                    View: {name: view, in: query, schema: {type: string, enum: [\(values)]}}
+                    Limit: {name: limit, in: query, required: \(required), schema: {type: integer}}
+                  responses:
+                    Error:
+                      description: failed
+                      content:
+                        application/json:
+                          schema: {type: object, properties: {code: {type: string, enum: [\(codes)]}}}
+                """
+        }
+        let changes = try ContractDiff(
+            base: try OpenAPIDocument.parse(
+                spec(values: "full, compact", required: false, codes: "a"), name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(
+                spec(values: "full", required: true, codes: "a, b"), name: "revision.yaml")
+        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        #expect(changes.count == 12)
+        let groups = ContractChangeGroup.grouping(changes)
+        #expect(
+            groups.map { "\($0.rule) \($0.origin ?? "-") \($0.operations)" }.sorted() == [
+                "request-parameter-became-required revision.yaml#/components/parameters/Limit 4",
+                "request-parameter-enum-value-removed revision.yaml#/components/parameters/View/schema 4",
+                "response-property-enum-value-added revision.yaml#/components/responses/Error/content/application~1json/schema/properties/code 4",
+            ], "\(groups.map { $0.text(verbose: false) })")
+    }
+
     /// Two new values of one shared enum are two root causes: each gets its entry, named in it, with all of
     /// its places; neither is folded into the other's entry.
     @Test func twoNewValuesOfOneSharedEnumAreTwoEntries() throws {

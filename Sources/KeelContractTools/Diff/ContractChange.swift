@@ -31,8 +31,10 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
     public let message: String
     /// Where the change happens: the file of the revision and the JSON pointer of the schema that changed
     /// (`notes-api.yaml#/components/schemas/Visibility`). One change to a shared schema reaches many
-    /// operations; their findings share this origin, and reports group by it. Nil when the change is not
-    /// inside a named schema (an operation's own inline schema, a parameter, the document).
+    /// operations; their findings share this origin, and reports group by it. A shared component is an
+    /// origin too: a parameter of `components/parameters` (`…#/components/parameters/Limit`), a schema
+    /// written inline in one (`…/Limit/schema`) or in `components/responses`. Nil when the change is not
+    /// inside anything shared (an operation's own inline schema or parameter, the document).
     public let origin: String?
 
     init(

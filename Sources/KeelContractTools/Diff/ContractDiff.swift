@@ -69,14 +69,25 @@ struct Collector {
         var status: String?
     }
 
-    /// A change outside schemas (an operation, a parameter, the document): no origin.
+    /// A change outside schemas (an operation, a parameter, the document): no origin, unless it happens in a
+    /// shared component (a parameter of `components/parameters` that became required).
     mutating func add(
-        _ rule: String, _ severity: ContractChange.Severity, _ place: Place, _ pointer: String?, _ message: String
+        _ rule: String, _ severity: ContractChange.Severity, _ place: Place, _ pointer: String?, _ message: String,
+        origin: String? = nil
     ) {
         changes.append(
             ContractChange(
                 rule: rule, severity: severity, path: place.path, method: place.method?.uppercased(),
-                status: place.status, pointer: pointer, message: message, origin: nil))
+                status: place.status, pointer: pointer, message: message, origin: origin))
+    }
+
+    /// The origin of a parameter defined in `components/parameters` (by where its schema is); nil for one
+    /// written in its operation or path.
+    func origin(of parameter: OpenAPIDocument.Parameter) -> String? {
+        guard let schema = parameter.schema, schema.location.hasSuffix("/schema") else { return nil }
+        let location = String(schema.location.dropLast("/schema".count))
+        guard Self.isShared(location) else { return nil }
+        return Self.originLabel(directory: revisionDirectory, schema.file, location)
     }
 
     /// `file#pointer` of a schema of the revision, the file relative to the description's directory.
@@ -187,11 +198,13 @@ struct Collector {
                 continue
             }
             if parameter.required, !previous.required {
-                add("request-parameter-became-required", .breaking, place, nil, "parameter \(name) is now required")
+                add(
+                    "request-parameter-became-required", .breaking, place, nil, "parameter \(name) is now required",
+                    origin: origin(of: parameter))
             }
             if let oldSchema = previous.schema, let newSchema = parameter.schema {
                 try use(
-                    oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, direction: .request,
+                    oldSchema, newSchema, place, direction: .request,
                     role: .requestRoot(rulePrefix: "request-parameter"), subject: "parameter \(name)")
             }
         }
@@ -204,7 +217,7 @@ struct Collector {
                         let newSchema = newMedia.schema
                     else { continue }
                     try use(
-                        oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, place, direction: .request,
+                        oldSchema, newSchema, place, direction: .request,
                         role: .requestRoot(rulePrefix: "request-body"), subject: "request body (\(newMedia.name))")
                 }
                 if newBody.required, !oldBody.required {
@@ -236,8 +249,8 @@ struct Collector {
                 }
                 if let oldSchema = oldMedia.schema, let newSchema = newMedia.schema {
                     try use(
-                        oldSchema.value, oldSchema.file, newSchema.value, newSchema.file, responsePlace,
-                        direction: .response, role: .responseBody, subject: "the response body")
+                        oldSchema, newSchema, responsePlace, direction: .response, role: .responseBody,
+                        subject: "the response body")
                 }
             }
         }

@@ -76,13 +76,25 @@ extension Collector {
 
     /// Records that `place` compares `old` with `new` (a body or a parameter): reported by ``emitUses()``.
     mutating func use(
-        _ oldValue: JSONValue, _ oldFile: URL, _ newValue: JSONValue, _ newFile: URL, _ place: Place,
+        _ oldSchema: OpenAPIDocument.SchemaSource, _ newSchema: OpenAPIDocument.SchemaSource, _ place: Place,
         direction: Direction, role: Role, subject: String
     ) throws(ContractLoadError) {
-        let old = try base.resolve(Self.unwrappingSingleAllOf(oldValue), in: oldFile)
-        let new = try revision.resolve(Self.unwrappingSingleAllOf(newValue), in: newFile)
+        var old = try base.resolve(Self.unwrappingSingleAllOf(oldSchema.value), in: oldSchema.file)
+        var new = try revision.resolve(Self.unwrappingSingleAllOf(newSchema.value), in: newSchema.file)
+        // A schema written inline in a shared component (`components/parameters`, `components/responses`,
+        // `components/requestBodies`) is named by where it is: one change there is one root cause, however
+        // many operations use the component, as for a named schema.
+        if old.location.isEmpty, new.location.isEmpty, Self.isShared(oldSchema.location),
+            Self.isShared(newSchema.location)
+        {
+            old.location = oldSchema.location
+            new.location = newSchema.location
+        }
         uses.append(Use(place: place, pair: pairID(old, new, direction, role), subject: subject))
     }
+
+    /// Whether `location` is inside the document's components (shared by whatever references it).
+    static func isShared(_ location: String) -> Bool { location.hasPrefix("#/components/") }
 
     /// The pair of `old` and `new`: one per two named schemas, direction and role; a new one for anything
     /// inline (an operation's own schema is compared where it is).
