@@ -74,6 +74,27 @@ func account(_ raw: String) -> AccountID {
         #expect(!VaultFixture.files(under: fixture.data).contains { $0.path.contains("alice") })
     }
 
+    /// The stored form of a record tells whether it was written again since it was read, without opening it:
+    /// any write (even of the same value: a fresh nonce) changes it, in sealed and plain datasets alike.
+    @Test func aRecordsStoredBytesChangeWithEveryWriteAndOnlyThen() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        let value = Data("milk, eggs".utf8)
+        for dataset in ["notes", "feed-cache"] {
+            try await vault.put(dataset, id: "r1", value)
+            let (read, stored) = try #require(try await vault.read(dataset) { try $0.getStored("r1") })
+            #expect(read == value)
+            #expect(try await vault.read(dataset) { try $0.isStored("r1", as: stored) })
+            #expect(try await vault.read(dataset) { try $0.isStored("r2", as: stored) } == false)  // no such record
+            try await vault.put(dataset, id: "r1", value)  // the same value again
+            let rewritten = try await vault.read(dataset) { try $0.isStored("r1", as: stored) }
+            #expect(rewritten == (dataset == "feed-cache"), "\(dataset)")  // plain bytes are the value itself
+            try await vault.put(dataset, id: "r1", Data("bread".utf8))
+            #expect(try await vault.read(dataset) { try $0.isStored("r1", as: stored) } == false)
+            try await vault.write(dataset) { try $0.delete("r1") }
+            #expect(try await vault.read(dataset) { try $0.isStored("r1", as: stored) } == false)
+        }
+    }
+
     @Test func eachSealedDatasetHasItsOwnKeyOutsideTheDataDirectory() async throws {
         let vault = try await fixture.vaults.open(alice)
         try await vault.put("notes", id: "n1", Data("a".utf8))

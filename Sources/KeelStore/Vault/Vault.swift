@@ -777,6 +777,34 @@ public final class VaultRecords {
         }
     }
 
+    /// Record `id`, opened, with the bytes it is stored as (its sealed envelope; the plaintext itself in a
+    /// dataset that is not sealed), or nil when there is none. ``isStored(_:as:)`` later tells whether the
+    /// record was written again since, without opening it.
+    ///
+    /// - Throws: as ``get(_:)``.
+    package func getStored(_ id: String) throws -> (value: Data, stored: Data)? {
+        guard exists else { return nil }
+        guard access.sealed else {
+            return try database.scalar(Data.self, access.selectSQL, arguments: [id]).map { ($0, $0) }
+        }
+        return try database.connection.withFirstColumnBytes(access.selectSQL, text: id) {
+            raw throws(VaultError) -> (Data, Data) in
+            (try vault.sealer(for: raw, access).open(raw, recordID: id, dataset: access.dataset), Data(raw))
+        }
+    }
+
+    /// Whether record `id` is stored as exactly `stored` (bytes from ``getStored(_:)``): one point read,
+    /// nothing opened. Every write seals with a fresh nonce, so a record written again — even with the same
+    /// value — is not stored as it was.
+    package func isStored(_ id: String, as stored: Data) throws -> Bool {
+        guard exists else { return false }
+        let same = try database.connection.withFirstColumnBytes(access.selectSQL, text: id) { raw -> Bool in
+            guard raw.count == stored.count else { return false }
+            return stored.withUnsafeBytes { $0.elementsEqual(raw) }
+        }
+        return same ?? false
+    }
+
     /// Deletes record `id` (nothing when there is none).
     public func delete(_ id: String) throws {
         guard exists else { return }

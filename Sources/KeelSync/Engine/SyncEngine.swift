@@ -657,7 +657,7 @@ public actor SyncEngine {
     private func pushAll(_ report: inout SyncReport) async throws(SyncError) -> Bool {
         while true {
             guard !fenced else { return false }
-            let batch = try await takeBatch()
+            let (batch, taken) = try await takeBatch()
             guard !batch.isEmpty else { return true }
             inFlight = Set(batch.map(\.id))
             defer { inFlight = [] }
@@ -688,7 +688,7 @@ public actor SyncEngine {
                 return false
             }
             connectivity = .online
-            try await apply(results, of: batch, into: &report)
+            try await apply(results, of: batch, taken: taken, into: &report)
         }
     }
 
@@ -767,7 +767,16 @@ public actor SyncEngine {
     /// (the change is not in the batch) or sees the marker and refuses (it may be applied). Changes of an
     /// earlier marker whose answer never came (the app was killed while they were out) are marked
     /// `sending` first: sent without a known answer.
-    private func takeBatch() async throws(SyncError) -> [PendingMutation] {
+    /// An outbox entry as a batch took it: decoded, and the bytes it was stored as. When they are still the
+    /// stored bytes at the answer, the entry was not written since, and is not opened and decoded again.
+    struct TakenEntry: Sendable {
+        /// The entry as stored (before the batch marked it `sending`).
+        var entry: PendingMutation
+        /// Its stored bytes (``VaultRecords/getStored(_:)``).
+        var stored: Data
+    }
+
+    private func takeBatch() async throws(SyncError) -> (batch: [PendingMutation], taken: [TakenEntry]) {
         let storage = storage
         let limit = batchSize
         let cached = tail
@@ -793,13 +802,15 @@ public actor SyncEngine {
                     try state.delete("inflight")
                 }
                 var batch: [PendingMutation] = []
+                var taken: [TakenEntry] = []
                 var seen: Set<EntityRef> = []
                 var after: String?
                 scanning: while batch.count < limit {
                     let ids = try outbox.ids(after: after, limit: 256)
                     for id in ids {
-                        guard let data = try outbox.get(id) else { continue }
-                        var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                        guard let (data, stored) = try outbox.getStored(id) else { continue }
+                        let original = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                        var entry = original
                         // Only the first outstanding change of an entity may go; a failed or conflicted one
                         // holds the later ones back.
                         guard seen.insert(entry.entity).inserted else { continue }
@@ -807,6 +818,7 @@ public actor SyncEngine {
                         entry.state = .sending
                         entry.attempts += 1
                         batch.append(entry)
+                        taken.append(TakenEntry(entry: original, stored: stored))
                         if batch.count == limit { break scanning }
                     }
                     guard let last = ids.last, ids.count == 256 else { break }
@@ -819,7 +831,7 @@ public actor SyncEngine {
                     ]
                     try state.put("inflight", SyncRecords.encode(marker))
                 }
-                return batch
+                return (batch, taken)
             }
         }
     }
@@ -873,9 +885,9 @@ public actor SyncEngine {
     }
 
     /// Applies the server's answers to the batch, in one transaction.
-    private func apply(_ results: [PushResult], of batch: [PendingMutation], into report: inout SyncReport)
-        async throws(SyncError)
-    {
+    private func apply(
+        _ results: [PushResult], of batch: [PendingMutation], taken: [TakenEntry], into report: inout SyncReport
+    ) async throws(SyncError) {
         let storage = storage
         let policies = policies
         let now = clock.now()
@@ -890,13 +902,20 @@ public actor SyncEngine {
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
                 try transaction.records(storage.state).delete("inflight")  // every answer of the batch is here
-                for (sent, result) in zip(batch, results) {
-                    // A damaged entry is an error (the transaction rolls back, the marker stays): skipping it
+                for ((sent, result), taken) in zip(zip(batch, results), taken) {
+                    // The entry as stored now: the one taken, unless it was written since (then read again). A
+                    // damaged entry is an error (the transaction rolls back, the marker stays): skipping it
                     // would lose that it went out without a recorded answer.
-                    guard let data = try outbox.get(SyncRecords.outboxID(sent.sequence)),
-                        case var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry")),
-                        entry.id == sent.id
-                    else {
+                    let key = SyncRecords.outboxID(sent.sequence)
+                    let current: PendingMutation?
+                    if try outbox.isStored(key, as: taken.stored) {
+                        current = taken.entry
+                    } else {
+                        current = try outbox.get(key).map {
+                            try PendingMutation(json: SyncRecords.decode($0, "outbox entry"))
+                        }
+                    }
+                    guard var entry = current, entry.id == sent.id else {
                         // Gone meanwhile (never while it is marked in flight: `discard` refuses then). Should
                         // the backend still have applied it, that is what is recorded, not a discard.
                         let version: Int??
