@@ -676,6 +676,25 @@ import Testing
         #expect(found.map(\.message) == ["variant Dog cannot be selected: its name is mapped to another variant"])
     }
 
+    /// An integer enum beside a string is a union of two kinds, not the open-enum pattern (which is a string
+    /// enum left open).
+    @Test func anIntegerEnumOrAStringIsAUnionOfTwoKinds() throws {
+        let code = try generate(
+            """
+                Thing:
+                  type: object
+                  required: [level]
+                  properties:
+                    level:
+                      anyOf:
+                        - {type: integer, enum: [1, 2]}
+                        - {type: string}
+            """)
+        #expect(code.contains("case number(Thing.Level.Number)\n        case string(String)"))
+        #expect(code.contains("public enum Number: Int, ClosedIntegerEnum, CaseIterable {"))
+        #expect(!code.contains("Extensible<"))
+    }
+
     @Test func enumDiagnosticsPointAtTheKeywordThatHoldsTheValues() throws {
         let found = try diagnostics(
             """

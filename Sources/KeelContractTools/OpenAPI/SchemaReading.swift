@@ -45,7 +45,11 @@ enum SchemaReading {
         for (known, open) in [(0, 1), (1, 0)] {
             guard alternatives[open]["enum"] == nil, alternatives[open]["type"] == "string",
                 alternatives[open]["$ref"] == nil,
-                let enumSchema = resolve(alternatives[known]), case .array(let values) = enumSchema["enum"] ?? .null
+                let enumSchema = resolve(alternatives[known]), case .array(let values) = enumSchema["enum"] ?? .null,
+                // Known values of strings: `anyOf: [{type: integer, enum: [1, 2]}, {type: string}]` is a union
+                // of two kinds, not a string enum left open.
+                enumSchema["type"] == "string"
+                    || (enumSchema["type"] == nil && values.allSatisfy({ $0.stringValue != nil || $0 == .null }))
             else { continue }
             return (values, known)
         }

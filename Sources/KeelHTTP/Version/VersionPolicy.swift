@@ -90,6 +90,11 @@ public struct VersionPolicyContract: Sendable, Equatable {
         let claimsUpdate = updateRequiredStatuses.contains(status)
         switch code {
         case updateRequiredCode?:
+            // A required update is the contract's status (426) with its code: the code on another status (a
+            // 400, a 500) is a server saying two things at once.
+            guard claimsUpdate else {
+                return .malformed("\(updateRequiredCode) on status \(status), not \(updateRequiredStatuses.sorted())")
+            }
             switch minimumVersion(in: body) {
             case .invalid: return .malformed("a required update without a valid minimum version for \(platform)")
             case .absent, .otherPlatformsOnly:
