@@ -171,6 +171,37 @@ import Testing
         #expect(failure?.requestID == "r-1")
     }
 
+    /// A stream's error answer is read as any call's: a 422 with field errors is `validation`, a 503
+    /// `maintenance` is maintenance, and a 426 `update_required` is a required update that changes the
+    /// client's version policy (every call, streams included, sends the app's version).
+    @Test func aStreamsErrorAnswerIsReadAsAnyCallsAndFeedsTheVersionPolicy() async throws {
+        let server = try TestServer()
+        let client = HTTPClient(
+            configuration: .init(
+                baseURL: server.baseURL, transport: SocketTransport(),
+                versionPolicy: VersionPolicyContract(appVersion: AppVersion("5.1.0")!, platform: "ios")))
+        let json: HeaderFields = ["Content-Type": "application/json"]
+        server.enqueue(
+            TestResponse(
+                status: 422, headers: json,
+                body: #"{"code": "invalid", "errors": [{"field": "since", "code": "too_old"}]}"#))
+        server.enqueue(
+            TestResponse(
+                status: 503, headers: ["Content-Type": "application/json", "Retry-After": "60"],
+                body: #"{"code": "maintenance"}"#))
+        server.enqueue(
+            TestResponse(
+                status: 426, headers: json, body: #"{"code": "update_required", "minimumVersions": {"ios": "5.2.0"}}"#))
+        let invalid = await collect(client.events(.get("/feed"), format: .serverSentEvents)).1
+        #expect(invalid?.kind == .validation && invalid?.status == 422)
+        let maintenance = await collect(client.events(.get("/feed"), format: .serverSentEvents)).1
+        #expect(maintenance?.kind == .maintenance && maintenance?.retryAt != nil)
+        let update = await collect(client.events(.get("/feed"), format: .serverSentEvents)).1
+        #expect(update?.kind == .updateRequired)
+        #expect(client.versionPolicy == .updateRequired(minimum: AppVersion("5.2.0")!))
+        #expect(server.requests.first?.headers["X-App-Version"] == "5.1.0")
+    }
+
     /// Outcomes as for any call (MOB-API-003): a mutating stream that may have reached the server is
     /// `unknown`, never "rejected" (which tells the user nothing was changed).
     @Test func aMutatingStreamThatMayHaveBeenAppliedEndsUnknown() async throws {

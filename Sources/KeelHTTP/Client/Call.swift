@@ -457,6 +457,16 @@ struct Call {
         return prefix.hasPrefix("<!doctype html") || prefix.hasPrefix("<html")
     }
 
+    /// The failure of a stream's non-2xx answer (`response` holds the start of its body): read as any call's
+    /// answer — its kind from the status and error body, `Retry-After`, and the version policy, which a 426
+    /// `update_required` or a 503 `maintenance` changes for streams as for calls.
+    mutating func streamStatusFailure(_ response: TransportResponse) -> HTTPFailure {
+        reachedServer = true
+        let now = configuration.wallClock.now()
+        return statusFailure(
+            response, retryAfter: RetryAfter.delay(from: response.header("Retry-After"), now: now), now: now)
+    }
+
     /// `retryAfter` is the response's `Retry-After` delay, measured from the wall-clock reading `now`.
     private mutating func statusFailure(_ response: TransportResponse, retryAfter: Duration?, now: Date) -> HTTPFailure
     {

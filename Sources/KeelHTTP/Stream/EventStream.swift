@@ -100,6 +100,9 @@ extension HTTPClient {
         return events
     }
 
+    /// How much of a stream's error body is read to tell what the error is.
+    static let errorBodyLimit = 64 << 10
+
     private func runStream(
         _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy, budgetExpired: Locked<Bool>,
         into continuation: AsyncThrowingStream<StreamEvent, any Error>.Continuation
@@ -137,20 +140,19 @@ extension HTTPClient {
         defer { opened.close() }
         let requestID = opened.headers[configuration.requestIDHeader]
         guard (200...299).contains(opened.status) else {
-            let kind: HTTPFailure.Kind
-            switch opened.status {
-            case 401: kind = .authentication
-            case 403: kind = .authorization
-            case 429: kind = .rateLimited
-            case 408: kind = .timeout
-            default: kind = .technical
+            // Read as any call's answer (kind from status and error body, Retry-After, the version policy),
+            // from the start of its body: an error body is small, and one that stalls ends at the no-progress
+            // timeout with what came.
+            var body = Data()
+            do {
+                for try await bytes in opened.body {
+                    body.append(contentsOf: bytes.prefix(Self.errorBodyLimit - body.count))
+                    if body.count >= Self.errorBodyLimit { break }
+                }
+            } catch {
+                // A cut-off error body is read as far as it came.
             }
-            // A 500, 502 or 504 (or a redirect) may come after a mutation was applied, as for any call.
-            let mayHaveApplied =
-                operation.mutates && ([500, 502, 504].contains(opened.status) || (300...399).contains(opened.status))
-            throw failure(
-                kind, mayHaveApplied ? .unknown : .rejected, "status \(opened.status)", status: opened.status,
-                requestID: requestID)
+            throw call.streamStatusFailure(TransportResponse(status: opened.status, headers: opened.headers, body: body))
         }
         // The server accepted the request: a mutation broken off now may be applied, or half done.
         let brokenOff: HTTPFailure.Outcome = operation.mutates ? .unknown : .rejected
