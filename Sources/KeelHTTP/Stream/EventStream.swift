@@ -152,7 +152,8 @@ extension HTTPClient {
             } catch {
                 // A cut-off error body is read as far as it came.
             }
-            throw call.streamStatusFailure(TransportResponse(status: opened.status, headers: opened.headers, body: body))
+            throw call.streamStatusFailure(
+                TransportResponse(status: opened.status, headers: opened.headers, body: body))
         }
         // The server accepted the request: a mutation broken off now may be applied, or half done.
         let brokenOff: HTTPFailure.Outcome = operation.mutates ? .unknown : .rejected
