@@ -31,6 +31,13 @@ import Testing
         #expect(cached.fields["title"] == "Groceries" && cached.state == .synced && cached.serverVersion == 1)
         let freshness = try await engine.freshness(of: "note")
         #expect(freshness.description == "updated 2 h ago" && !freshness.isStale)
+        // Nothing has failed yet, but nothing got through either: an operation no scenario declares is not
+        // queued, and the user is told it is not available offline.
+        #expect(await engine.connectivity == .unknown)
+        do {
+            try await engine.create("note", id: "n3", fields: .note("x"), operation: "publishNote")
+            Issue.record("an undeclared operation was queued")
+        } catch { #expect(error.code == .offline) }
 
         let edit = try await engine.update("note", id: "n1", fields: ["body": "milk, eggs"], operation: "editNote")
         let created = try await engine.create("note", id: "n2", fields: .note("Offline idea"), operation: "createNote")
@@ -56,6 +63,11 @@ import Testing
         engine = try await device.engine(.alice, token: token, clock: time.clock)
         let back = await engine.sync()
         #expect(back.isComplete, "\(back)")
+        // Online, the outbox still does not take it: the app sends it with the HTTP client.
+        do {
+            try await engine.create("note", id: "n3", fields: .note("x"), operation: "publishNote")
+            Issue.record("an undeclared operation was queued")
+        } catch { #expect(error.code == .notOfflineCapable) }
         #expect(try await engine.state(of: edit) == .synced)
         #expect(try await engine.state(of: created) == .synced)
         #expect(try world.backend.noteCount() == 2)

@@ -176,7 +176,9 @@ public actor SyncEngine {
                 code: .noConflictPolicy, subject: type, message: "\(type) has no conflict policy: it cannot be synced")
         }
         guard offline.scenario(for: operation) != nil else {
-            if connectivity == .offline {
+            // Unless the engine knows it is online (a sync got through), the user is told the operation is not
+            // available offline: at a launch without network nothing has failed yet, and it must not be queued.
+            if connectivity != .online {
                 throw SyncError(
                     code: .offline, subject: operation, message: "\(operation) is not available offline")
             }

@@ -30,11 +30,11 @@ public struct SyncError: KeelError {
 }
 
 extension ErrorCode where Domain == SyncError {
-    /// The operation is not declared available offline and the app is offline: it fails fast instead of
-    /// being queued (MOB-DATA-004).
+    /// The operation is not declared available offline and the engine is not known to be online (offline,
+    /// or no sync has got through yet): it fails fast instead of being queued (MOB-DATA-004).
     public static var offline: Self { Self("offline") }
-    /// The operation is not declared in any offline scenario: the outbox does not take it (send it with the
-    /// HTTP client while online).
+    /// The operation is not declared in any offline scenario and the engine is online: the outbox does not
+    /// take it (send it with the HTTP client).
     public static var notOfflineCapable: Self { Self("notOfflineCapable") }
     /// The entity type has no declared conflict policy: it cannot be synced.
     public static var noConflictPolicy: Self { Self("noConflictPolicy") }
