@@ -382,7 +382,9 @@ public final class Vault: Sendable {
     // MARK: - Access to one dataset
 
     /// What a call needs for one dataset: its declaration, its database and, when sealed, its current sealer.
-    struct Access: Sendable {
+    /// A class: every transaction passes its accesses around, and a struct of a dozen strings costs a dozen
+    /// reference counts per copy.
+    final class Access: Sendable {
         let dataset: String
         let declaration: Dataset
         let pool: DatabasePool
@@ -401,6 +403,8 @@ public final class Vault: Sendable {
         let idsAfterSQL: String
         let lastIDSQL: String
         let countSQL: String
+        /// The key under which the vault remembers that the table exists (one per table and backup policy).
+        let tableKey: String
 
         init(
             dataset: String, declaration: Dataset, pool: DatabasePool, sealed: Bool, sealer: RecordSealer?,
@@ -421,6 +425,7 @@ public final class Vault: Sendable {
             idsAfterSQL = "SELECT id FROM \(quoted) WHERE id > ? ORDER BY id LIMIT ?"
             lastIDSQL = "SELECT max(id) FROM \(quoted)"
             countSQL = "SELECT count(*) FROM \(quoted)"
+            tableKey = table + "@" + declaration.backup.rawValue
         }
 
         /// `plaintext` as it is stored: sealed when the dataset is (never plain by accident).
@@ -583,7 +588,7 @@ public final class Vault: Sendable {
     }
 
     private func tableExists(_ access: Access, _ db: Database) throws -> Bool {
-        let key = access.table + "@" + access.declaration.backup.rawValue
+        let key = access.tableKey
         if state.withLock({ $0.tables.contains(key) }) { return true }
         let exists =
             try db.scalar(
@@ -597,7 +602,7 @@ public final class Vault: Sendable {
     /// existing only once that transaction committed (``rememberTables(_:)``): a first write that rolls back
     /// takes its `CREATE TABLE` with it, and the next write must create it again.
     private func ensureTable(_ access: Access, _ db: Database) throws -> Bool {
-        let key = access.table + "@" + access.declaration.backup.rawValue
+        let key = access.tableKey
         guard !state.withLock({ $0.tables.contains(key) }) else { return false }
         try db.execute(
             "CREATE TABLE IF NOT EXISTS \(DataStore.quoted(access.table)) (id TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, updated_at REAL NOT NULL) WITHOUT ROWID"
@@ -611,7 +616,7 @@ public final class Vault: Sendable {
     /// The tables of `accesses` exist: their write transaction committed.
     private func rememberTables(_ accesses: [Access]) {
         state.withLock { state in
-            for access in accesses { state.tables.insert(access.table + "@" + access.declaration.backup.rawValue) }
+            for access in accesses { state.tables.insert(access.tableKey) }
         }
     }
 
