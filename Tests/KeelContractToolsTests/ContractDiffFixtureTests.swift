@@ -474,6 +474,15 @@ import Testing
         #expect(changes.last?.pointer == "/properties/tag")
     }
 
+    /// The findings of `revision` against `base` (files named base.yaml and revision.yaml), the version
+    /// warning left out.
+    static func changes(_ base: String, _ revision: String) throws -> [ContractChange] {
+        try ContractDiff(
+            base: try OpenAPIDocument.parse(base, name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
+        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+    }
+
     static func rules(_ base: String, _ revision: String) throws -> [String] {
         let changes = try ContractDiff(
             base: try OpenAPIDocument.parse(base, name: "base.yaml"),
@@ -739,10 +748,7 @@ import Testing
             of: "object: {type: string, enum: [resource_7]}\n",
             with: "object: {type: string, enum: [resource_7, gone]}\n")
         #expect(revision != base)
-        let changes = try ContractDiff(
-            base: try OpenAPIDocument.parse(base, name: "base.yaml"),
-            revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
-        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        let changes = try Self.changes(base, revision)
         // Every GET reaches the deleted form of resource 7 (owner of resource 0, through parents from the others).
         #expect(Set(changes.compactMap(\.path)).count == 40)
         #expect(Set(changes.map(\.rule)) == ["response-property-enum-value-added"])
@@ -800,13 +806,7 @@ import Testing
         let nullable = "{$ref: '#/components/schemas/Account', nullable: true}"
         let tag = "{$ref: '#/components/schemas/Tag'}"
         let tagNullable = "{$ref: '#/components/schemas/Tag', nullable: true}"
-        func changes(_ base: String, _ revision: String) throws -> [ContractChange] {
-            try ContractDiff(
-                base: try OpenAPIDocument.parse(base, name: "base.yaml"),
-                revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
-            ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
-        }
-        let found = try changes(
+        let found = try Self.changes(
             spec(owner: plain, payer: nullable, tag: tag), spec(owner: nullable, payer: plain, tag: tagNullable))
         #expect(
             found.map { "\($0.method ?? "") \($0.rule) \($0.pointer ?? "") \($0.origin ?? "-")" } == [
@@ -814,7 +814,7 @@ import Testing
                 "POST request-property-became-not-nullable /properties/payer revision.yaml#/components/schemas/ChargeInput/properties/payer",
             ], "\(found)")
         #expect(
-            try changes(
+            try Self.changes(
                 spec(owner: nullable, payer: nullable, tag: tag), spec(owner: nullable, payer: nullable, tag: tag)
             ).isEmpty)
     }
@@ -913,10 +913,7 @@ import Testing
             "id": expandable, "owner": expandable, "k": "{anyOf: [{type: integer}, {type: boolean}]}", "u": account,
             "w": "{anyOf: [{type: string, maxLength: 10}, {type: integer}]}",
         ])
-        let found = try ContractDiff(
-            base: try OpenAPIDocument.parse(base, name: "base.yaml"),
-            revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
-        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        let found = try Self.changes(base, revision)
         #expect(
             found.map { "\($0.method ?? "") \($0.rule) \($0.pointer ?? "")" } == [
                 "GET response-property-any-of-added /properties/id",
@@ -986,10 +983,7 @@ import Testing
             of: "object: {type: string, enum: [resource_7]}\n",
             with: "object: {type: string, enum: [resource_7, gone, archived]}\n")
         #expect(revision != base)
-        let changes = try ContractDiff(
-            base: try OpenAPIDocument.parse(base, name: "base.yaml"),
-            revision: try OpenAPIDocument.parse(revision, name: "revision.yaml")
-        ).changes().filter { $0.rule != "breaking-changes-without-major-version-bump" }
+        let changes = try Self.changes(base, revision)
         let groups = ContractChangeGroup.grouping(changes)
         #expect(groups.count == 2)
         for (group, value) in zip(groups, ["gone", "archived"]) {

@@ -437,20 +437,27 @@ extension Collector {
         }
     }
 
-    /// Responses: the client reads what the server sends.
-    private mutating func compareResponse(
-        _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?,
-        referenceNull: (old: Bool, new: Bool) = (false, false), _ walk: inout Walk
-    ) throws(ContractLoadError) {
+    /// The shapes the rules compare, a `$ref`'s own `nullable` (``referenceAdmitsNull(_:in:of:)``) included;
+    /// nil when the two schemas cannot differ.
+    private func shapes(_ old: Resolved, _ new: Resolved, referenceNull: (old: Bool, new: Bool)) -> (Shape, Shape)? {
         if referenceNull.old == referenceNull.new,
             Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30)
         {
-            return
+            return nil
         }
         var a = shape(old.value, in: old.file, of: base)
         var b = shape(new.value, in: new.file, of: revision)
         a.nullable = a.nullable || referenceNull.old
         b.nullable = b.nullable || referenceNull.new
+        return (a, b)
+    }
+
+    /// Responses: the client reads what the server sends.
+    private mutating func compareResponse(
+        _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?,
+        referenceNull: (old: Bool, new: Bool) = (false, false), _ walk: inout Walk
+    ) throws(ContractLoadError) {
+        guard let (a, b) = shapes(old, new, referenceNull: referenceNull) else { return }
         let isBody = walk.isRoot(pointer)
         if !a.types.isEmpty, !b.types.isEmpty, !b.types.isSubset(of: a.types) {
             walk.add(
@@ -528,15 +535,7 @@ extension Collector {
         _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?,
         referenceNull: (old: Bool, new: Bool) = (false, false), _ walk: inout Walk
     ) throws(ContractLoadError) {
-        if referenceNull.old == referenceNull.new,
-            Self.cannotDiffer(old.value, new.value, sameDialect: base.isOpenAPI30 == revision.isOpenAPI30)
-        {
-            return
-        }
-        var a = shape(old.value, in: old.file, of: base)
-        var b = shape(new.value, in: new.file, of: revision)
-        a.nullable = a.nullable || referenceNull.old
-        b.nullable = b.nullable || referenceNull.new
+        guard let (a, b) = shapes(old, new, referenceNull: referenceNull) else { return }
         let prefix: String
         if walk.isRoot(pointer), case .requestRoot(let rulePrefix) = walk.role {
             prefix = rulePrefix
