@@ -574,10 +574,19 @@ import Testing
             ("{type: boolean, enum: [true]}", "{type: boolean}", "response-property-enum-removed"),
             ("{type: string, enum: [a, b]}", "{type: string}", "response-property-enum-removed"),
             ("{type: string, const: hello}", "{type: string, const: hello}", nil),
+            ("{type: number, const: 1.5}", "{type: number, const: 2.5}", nil),  // a Double: not checked
+            ("{type: number, const: 1.5}", "{type: number}", nil),
             ("{type: string, enum: [a], x-extensible-enum: true}", "{type: string}", nil),
         ] {
             #expect(try Self.rules(body(old), body(new)) == (rule.map { [$0] } ?? []), "\(old) → \(new)")
         }
+        // The open-enum pattern with null beside the known values (3.1, as the 3.0 upgrade writes nullable).
+        func open(_ values: String) -> String {
+            Self.response(
+                "{type: object, properties: {kind: {anyOf: [{type: [string, 'null'], enum: [\(values), null]}, {type: string}]}}}",
+                openAPI: "3.1.0")
+        }
+        #expect(try Self.rules(open("a, b"), open("a, b, c")) == ["response-property-extensible-enum-value-added"])
     }
 
     /// Members inherited from `allOf` parts are compared like the schema's own (the generator makes one
@@ -973,6 +982,32 @@ import Testing
                 "request-parameter-enum-value-removed revision.yaml#/components/parameters/View/schema 4",
                 "response-property-enum-value-added revision.yaml#/components/responses/Error/content/application~1json/schema/properties/code 4",
             ], "\(groups.map { $0.text(verbose: false) })")
+    }
+
+    /// One change to a shared schema is one root cause whichever way each operation reaches it (the body
+    /// itself, array items, a member): the messages name different places, the entry is one.
+    @Test func oneChangeSeenFromDifferentPlacesIsOneEntry() throws {
+        func spec(amount: String) -> String {
+            """
+            openapi: 3.1.0
+            info: {title: Charges, version: 1.0.0}
+            paths:
+              /charge:
+                get: {responses: {'200': {content: {application/json: {schema: {$ref: '#/components/schemas/Charge'}}}}}}
+              /charges:
+                get: {responses: {'200': {content: {application/json: {schema: {type: array, items: {$ref: '#/components/schemas/Charge'}}}}}}}
+              /order:
+                get: {responses: {'200': {content: {application/json: {schema: {type: object, properties: {charge: {$ref: '#/components/schemas/Charge'}}}}}}}}
+            components:
+              schemas:
+                Charge: {type: object, properties: {amount: \(amount)}}
+            """
+        }
+        let changes = try Self.changes(spec(amount: "{type: number}"), spec(amount: "{type: [number, 'null']}"))
+        #expect(Set(changes.map(\.message)).count == 3)  // each names its place
+        let groups = ContractChangeGroup.grouping(changes)
+        #expect(groups.count == 1 && groups.first?.changes.count == 3 && groups.first?.operations == 3)
+        #expect(groups.first?.origin == "revision.yaml#/components/schemas/Charge/properties/amount")
     }
 
     /// Two new values of one shared enum are two root causes: each gets its entry, named in it, with all of

@@ -90,6 +90,7 @@ import Testing
         (426, #"{"code": "update_required", "minimumVersions": {"ios": "5.0.9"}}"#),  // older than this app
         (400, #"{"code": "update_required", "minimumVersions": {"ios": "5.2.0"}}"#),  // not the contract's status
         (500, #"{"code": "update_required", "minimumVersions": {"ios": "5.2.0"}}"#),
+        (503, #"{"code": "version_blocked"}"#),  // a block is a 4xx
         (403, #"{"code": "version_blocked", "minimumVersions": {"ios": "five"}}"#),
         (403, #"{"code": "version_blocked", "minimumVersions": {"android": "5.2.0"}}"#),  // another platform only
         (403, #"{"code": "version_blocked", "minimumVersions": {"ios": "5.1.0"}}"#),  // this app meets it

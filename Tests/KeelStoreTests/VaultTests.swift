@@ -75,8 +75,9 @@ func account(_ raw: String) -> AccountID {
     }
 
     /// The stored form of a record tells whether it was written again since it was read, without opening it:
-    /// any write (even of the same value: a fresh nonce) changes it, in sealed and plain datasets alike.
-    @Test func aRecordsStoredBytesChangeWithEveryWriteAndOnlyThen() async throws {
+    /// in a sealed dataset any write changes it (even of the same value: a fresh nonce); in a plain one any
+    /// write of another value.
+    @Test func aRecordsStoredBytesTellWhetherItWasWrittenSince() async throws {
         let vault = try await fixture.vaults.open(alice)
         let value = Data("milk, eggs".utf8)
         for dataset in ["notes", "feed-cache"] {

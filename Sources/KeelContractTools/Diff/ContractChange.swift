@@ -36,10 +36,19 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
     /// written inline in one (`…/Limit/schema`) or in `components/responses`. Nil when the change is not
     /// inside anything shared (an operation's own inline schema or parameter, the document).
     public let origin: String?
+    /// What changed, without the place it is seen from (`new value "c" of a closed enum`, ` may now be
+    /// null`): with ``rule`` and ``origin``, the root cause a report groups by. The message names the place
+    /// (`response property /properties/charge/properties/amount …`), which differs between the ways into one
+    /// shared schema.
+    let cause: String
+
+    private enum CodingKeys: String, CodingKey {
+        case rule, severity, path, method, status, pointer, message, origin
+    }
 
     init(
         rule: String, severity: Severity, path: String?, method: String?, status: String?, pointer: String?,
-        message: String, origin: String? = nil
+        message: String, origin: String? = nil, cause: String? = nil
     ) {
         self.rule = rule
         self.severity = severity
@@ -49,6 +58,21 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
         self.pointer = pointer
         self.message = message
         self.origin = origin
+        self.cause = cause ?? message
+    }
+
+    /// Decodes a finding written by ``encode(to:)``; its cause is its message.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            rule: try container.decode(String.self, forKey: .rule),
+            severity: try container.decode(Severity.self, forKey: .severity),
+            path: try container.decodeIfPresent(String.self, forKey: .path),
+            method: try container.decodeIfPresent(String.self, forKey: .method),
+            status: try container.decodeIfPresent(String.self, forKey: .status),
+            pointer: try container.decodeIfPresent(String.self, forKey: .pointer),
+            message: try container.decode(String.self, forKey: .message),
+            origin: try container.decodeIfPresent(String.self, forKey: .origin))
     }
 
     /// One line for reports: the severity in capitals, the rule id, the location (method, path, `→ status`,

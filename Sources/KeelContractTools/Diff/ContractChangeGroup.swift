@@ -1,5 +1,5 @@
-/// Findings of ``ContractDiff`` that share a root cause: the same rule, with the same message, at the same
-/// ``ContractChange/origin`` (one change to a shared schema, reached by many operations and responses). Two
+/// Findings of ``ContractDiff`` that share a root cause: the same rule and the same change (the message
+/// without the place it is seen from) at the same ``ContractChange/origin`` (one change to a shared schema, reached by many operations and responses). Two
 /// changes to one schema under the same rule — two new values of one enum — are two root causes, each
 /// named in its own entry. A finding without an origin is a group of its own.
 public struct ContractChangeGroup: Sendable, Hashable {
@@ -18,13 +18,13 @@ public struct ContractChangeGroup: Sendable, Hashable {
         Set(changes.compactMap { change in change.path.map { "\(change.method ?? "") \($0)" } }).count
     }
 
-    /// `changes` grouped by rule, origin and message; breaking first, then warnings, then info, each by the number of
+    /// `changes` grouped by rule, origin and cause; breaking first, then warnings, then info, each by the number of
     /// operations reached (most first), then in the diff's order.
     public static func grouping(_ changes: [ContractChange]) -> [ContractChangeGroup] {
         var order: [String] = []
         var members: [String: [ContractChange]] = [:]
         for (index, change) in changes.enumerated() {
-            let key = change.origin.map { change.rule + " " + $0 + " " + change.message } ?? "#\(index)"
+            let key = change.origin.map { change.rule + " " + $0 + " " + change.cause } ?? "#\(index)"
             if members[key] == nil { order.append(key) }
             members[key, default: []].append(change)
         }

@@ -155,22 +155,28 @@ extension Collector {
             let direction = pairs[use.pair].direction
             for (pointer, finding) in found {
                 let text: String
+                let cause: String
                 switch finding.message {
-                case .plain(let message): text = message
+                case .plain(let message):
+                    text = message
+                    cause = message
                 case .afterSubject(let message):
+                    cause = message
                     switch direction {
                     case .response:
                         text = (pointer.isEmpty ? "the response body" : "response property \(pointer)") + message
                     case .request:
                         text = (pointer.isEmpty ? use.subject : "\(use.subject) property \(pointer)") + message
                     }
-                case .afterRequestSubject(let message): text = use.subject + message
+                case .afterRequestSubject(let message):
+                    text = use.subject + message
+                    cause = message
                 }
                 changes.append(
                     ContractChange(
                         rule: finding.rule, severity: finding.severity, path: use.place.path,
                         method: use.place.method?.uppercased(), status: use.place.status,
-                        pointer: pointer.isEmpty ? nil : pointer, message: text, origin: finding.origin))
+                        pointer: pointer.isEmpty ? nil : pointer, message: text, origin: finding.origin, cause: cause))
             }
         }
     }

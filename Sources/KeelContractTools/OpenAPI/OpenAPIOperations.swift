@@ -82,7 +82,8 @@ extension OpenAPIDocument {
         public var location: String {
             mediaType.map { container + "/" + JSONPointer.escape($0) + "/schema" } ?? container
         }
-        // The location is put together only when asked for (the diff never asks; it walks thousands).
+        // The location is put together only when asked for (the diff asks only for inline schemas, to tell
+        // one written in a shared component; it walks thousands).
         private let container: String
         private let mediaType: String?
 

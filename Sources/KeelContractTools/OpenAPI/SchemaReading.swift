@@ -48,12 +48,19 @@ enum SchemaReading {
                 let enumSchema = resolve(alternatives[known]), case .array(let values) = enumSchema["enum"] ?? .null,
                 // Known values of strings: `anyOf: [{type: integer, enum: [1, 2]}, {type: string}]` is a union
                 // of two kinds, not a string enum left open.
-                enumSchema["type"] == "string"
-                    || (enumSchema["type"] == nil && values.allSatisfy({ $0.stringValue != nil || $0 == .null }))
+                isStringEnum(enumSchema, values)
             else { continue }
             return (values, known)
         }
         return nil
+    }
+
+    /// Whether the known side of the open-enum pattern is a string enum: typed string (null allowed beside it,
+    /// `type: [string, "null"]`), or untyped with string values.
+    private static func isStringEnum(_ schema: JSONValue, _ values: [JSONValue]) -> Bool {
+        let declared = types(schema).filter { $0 != "null" }
+        if !declared.isEmpty { return declared == ["string"] }
+        return values.allSatisfy { $0.stringValue != nil || $0 == .null }
     }
 
     /// A discriminator mapping value as a reference: a bare schema name (`Cat`) names a component schema.

@@ -152,6 +152,16 @@ extension HTTPClient {
             } catch {
                 // A cut-off error body is read as far as it came.
             }
+            // Cancelled (or out of background time) while the error answer came in: that is how it ended.
+            if Task.isCancelled {
+                // As for any call, a 500, 502 or 504 (or a redirect) may come after a mutation was applied.
+                let mayHaveApplied =
+                    operation.mutates
+                    && ([500, 502, 504].contains(opened.status) || (300...399).contains(opened.status))
+                throw failure(
+                    .cancelled, mayHaveApplied ? .unknown : .rejected, "cancelled while the error answer came in",
+                    status: opened.status, requestID: requestID)
+            }
             throw call.streamStatusFailure(
                 TransportResponse(status: opened.status, headers: opened.headers, body: body))
         }

@@ -106,6 +106,10 @@ public struct VersionPolicyContract: Sendable, Equatable {
                 return .updateRequired(minimum)
             }
         case blockedCode?:
+            // A refusal of this version: a 4xx, never a server error.
+            guard (400..<500).contains(status) else {
+                return .malformed("\(blockedCode) on status \(status), not a 4xx")
+            }
             switch minimumVersion(in: body) {
             case .invalid: return .malformed("a version block with an invalid minimum version")
             // A block that names minimums, none of them this platform's, is about other apps.

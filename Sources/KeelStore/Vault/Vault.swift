@@ -799,8 +799,9 @@ public final class VaultRecords {
     }
 
     /// Whether record `id` is stored as exactly `stored` (bytes from ``getStored(_:)``): one point read,
-    /// nothing opened. Every write seals with a fresh nonce, so a record written again — even with the same
-    /// value — is not stored as it was.
+    /// nothing opened. In a sealed dataset every write seals with a fresh nonce, so a record written again —
+    /// even with the same value — is not stored as it was; in a plain one the stored bytes are the value, so
+    /// the same value written again reads as unchanged (as it is).
     package func isStored(_ id: String, as stored: Data) throws -> Bool {
         guard exists else { return false }
         let same = try database.connection.withFirstColumnBytes(access.selectSQL, text: id) { raw -> Bool in

@@ -24,9 +24,9 @@ enum BackendCommand {
 
             The first line on standard output is 'listening http://127.0.0.1:<port>'; then one line per
             request: '<method> <path> <status> account=<account> traceparent=<value> correlation=<id>'
-            ('-' where absent). Stops on SIGTERM, SIGINT or 'quit' on standard input, after the requests in
-            flight are answered (at most 10 s). The end of standard input does not stop it: started in the
-            background (stdin from /dev/null), it runs until signalled.
+            ('-' where absent). Stops on SIGTERM, SIGINT, 'quit' on standard input, or when the process that
+            started it exits, after the requests in flight are answered (at most 10 s). The end of standard
+            input does not stop it: started in the background (stdin from /dev/null), it runs until then.
 
             OPTIONS:
               --data <dir>   The backend's data directory (created when missing). Required.
@@ -106,7 +106,15 @@ enum BackendCommand {
                 }
             }
         }
+        // The process that started it going away (a demo killed with Ctrl-C, a test run that crashed) stops
+        // it too, so it never outlives its launcher holding a port: watched once a second.
+        let launcher = getppid()
+        let orphaned = DispatchSource.makeTimerSource(queue: .global())
+        orphaned.schedule(deadline: .now() + 1, repeating: 1)
+        orphaned.setEventHandler { if getppid() != launcher { stopContinuation.finish() } }
+        orphaned.resume()
         for await _ in stop {}
+        orphaned.cancel()
         await backend.stop(timeout: .seconds(10))
         sources.forEach { $0.cancel() }
         _ = reader  // the reader may stay blocked in read(2); the process exits anyway
