@@ -764,11 +764,6 @@ public actor SyncEngine {
         return Set(ids.compactMap(\.stringValue))
     }
 
-    /// The next batch — the oldest sendable change of each entity whose earlier changes are all settled — and
-    /// the in-flight marker that says it is going out, in one transaction: a `discard` either ran before
-    /// (the change is not in the batch) or sees the marker and refuses (it may be applied). Changes of an
-    /// earlier marker whose answer never came (the app was killed while they were out) are marked
-    /// `sending` first: sent without a known answer.
     /// An outbox entry as a batch took it: decoded, and the bytes it was stored as. When they are still the
     /// stored bytes at the answer, the entry was not written since, and is not opened and decoded again.
     struct TakenEntry: Sendable {
@@ -778,6 +773,11 @@ public actor SyncEngine {
         var stored: Data
     }
 
+    /// The next batch — the oldest sendable change of each entity whose earlier changes are all settled — and
+    /// the in-flight marker that says it is going out, in one transaction: a `discard` either ran before
+    /// (the change is not in the batch) or sees the marker and refuses (it may be applied). Changes of an
+    /// earlier marker whose answer never came (the app was killed while they were out) are marked
+    /// `sending` first: sent without a known answer.
     private func takeBatch() async throws(SyncError) -> (batch: [PendingMutation], taken: [TakenEntry]) {
         let storage = storage
         let limit = batchSize
