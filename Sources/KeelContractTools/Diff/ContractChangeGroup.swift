@@ -1,7 +1,8 @@
 /// Findings of ``ContractDiff`` that share a root cause: the same rule and the same change (the message
-/// without the place it is seen from) at the same ``ContractChange/origin`` (one change to a shared schema, reached by many operations and responses). Two
-/// changes to one schema under the same rule — two new values of one enum — are two root causes, each
-/// named in its own entry. A finding without an origin is a group of its own.
+/// without the place it is seen from) at the same ``ContractChange/origin`` (one change to a shared schema,
+/// reached by many operations and responses). Two changes to one schema under the same rule — two new
+/// values of one enum — are two root causes, each named in its own entry. A finding without an origin is a
+/// group of its own.
 public struct ContractChangeGroup: Sendable, Hashable {
     /// The occurrences, in the diff's order.
     public let changes: [ContractChange]

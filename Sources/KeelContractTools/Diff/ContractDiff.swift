@@ -300,7 +300,7 @@ struct Collector {
         if case .array(let list) = value["enum"] ?? .null {
             enumValues = list.filter { $0 != .null }
             extensible = value["x-extensible-enum"] == .bool(true)
-        } else if let constant = value["const"], Self.isMarker(constant) {
+        } else if let constant = SchemaReading.constMarker(value) {
             enumValues = [constant]  // a marker: an enum of one value, as the generator reads it
         }
         if case .array(let list) = value["x-extensible-enum"] ?? .null {
@@ -327,16 +327,6 @@ struct Collector {
             types: types, nullable: nullable, properties: properties, required: required,
             enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value,
             memberParts: memberParts)
-    }
-
-    /// Whether a `const` is a marker the generated models check (a string, an integer or a boolean): other
-    /// numbers, objects and arrays are models of their plain type.
-    static func isMarker(_ constant: JSONValue) -> Bool {
-        switch constant {
-        case .string, .bool: true
-        case .number(let number): number.int64 != nil
-        default: false
-        }
     }
 
     /// Adds the members, `required` names and object type of `value`'s `allOf` parts.

@@ -273,14 +273,11 @@ extension Collector {
     ) throws(ContractLoadError) {
         let oldValue = Self.unwrappingSingleAllOf(oldValue)
         let newValue = Self.unwrappingSingleAllOf(newValue)
-        let old = try base.resolve(oldValue, in: oldFile)
-        let new = try revision.resolve(newValue, in: newFile)
         // OpenAPI 3.0 `nullable: true` beside a `$ref` makes this use of the schema nullable, whatever the
         // target says (SchemaReading.admitsNull): the generator's optionality and validation read it so.
-        let referenceNull = (
-            old: Self.referenceAdmitsNull(oldValue, in: oldFile, of: base),
-            new: Self.referenceAdmitsNull(newValue, in: newFile, of: revision)
-        )
+        var referenceNull = (old: false, new: false)
+        let old = try base.resolve(oldValue, in: oldFile, nullableBeside: &referenceNull.old)
+        let new = try revision.resolve(newValue, in: newFile, nullableBeside: &referenceNull.new)
         if !old.location.isEmpty, !new.location.isEmpty {
             // The pair of named schemas is compared once for all its uses; what the use adds is compared here.
             if referenceNull.old != referenceNull.new {
@@ -337,25 +334,6 @@ extension Collector {
         "default", "externalDocs",
     ]
 
-    /// Whether `value` is a `$ref` (or a chain of them) with OpenAPI 3.0 `nullable: true` beside it: that use
-    /// of the target admits `null` (SchemaReading.admitsNull reads the keyword the same way on any schema).
-    static func referenceAdmitsNull(_ value: JSONValue, in file: URL, of document: OpenAPIDocument) -> Bool {
-        guard document.isOpenAPI30 else { return false }
-        var current = value
-        var currentFile = file
-        for _ in 0..<32 {
-            guard case .string(let reference) = current["$ref"] ?? .null else { return false }
-            if current["nullable"] == .bool(true) { return true }
-            let (targetFile, pointer) = Loader.split(reference, relativeTo: currentFile)
-            guard let target = document.documents[targetFile].flatMap({ Loader.walk($0, pointer) }) else {
-                return false
-            }
-            current = target
-            currentFile = targetFile
-        }
-        return false
-    }
-
     /// The origin of member `name` of the schema at `pointer`: in the `allOf` part it comes from (`part`, a
     /// location in `file`), else the schema's own.
     private func memberOrigin(_ name: String, _ part: String?, _ file: URL, _ pointer: String, _ here: OriginBase?)
@@ -406,21 +384,15 @@ extension Collector {
         }
     }
 
-    /// The unions of two schemas that both are one.
-    private func bothUnions(_ a: Shape, _ old: Resolved, _ b: Shape, _ new: Resolved) -> (Union, Union)? {
-        guard let oldUnion = variants(of: a.value, in: old.file, document: base),
-            let newUnion = variants(of: b.value, in: new.file, document: revision)
-        else { return nil }
-        return (oldUnion, newUnion)
-    }
-
-    /// A plain schema that became a union without a discriminator (an id that becomes "an id or the
-    /// expanded object", a string that becomes "an integer or a boolean"), or such a union that became a plain
-    /// schema: the plain side is read as a union of one variant, itself (its keyword empty: it is no union in
-    /// the document). The union rules then say what changed — a response that may now send a variant of
-    /// another kind, a request that no longer accepts one — and the variants of the same kind are compared.
-    /// Nil unless that is the case.
-    private func unions(_ a: Shape, _ old: Resolved, _ b: Shape, _ new: Resolved) -> (Union, Union)? {
+    /// The unions to compare: both schemas' own, or — for a plain schema that became a union without a
+    /// discriminator (an id that becomes "an id or the expanded object", a string that becomes "an integer or
+    /// a boolean"), or such a union that became a plain schema — the plain side read as a union of one
+    /// variant, itself (its keyword empty: it is no union in the document; `oneSided`). The union rules then
+    /// say what changed — a response that may now send a variant of another kind, a request that no longer
+    /// accepts one — and the variants of the same kind are compared. Nil when neither is a union.
+    private func unions(_ a: Shape, _ old: Resolved, _ b: Shape, _ new: Resolved) -> (
+        old: Union, new: Union, oneSided: Bool
+    )? {
         func isPlain(_ shape: Shape) -> Bool {
             shape.value["discriminator"] == nil && (!shape.types.isEmpty || shape.value["properties"] != nil)
         }
@@ -435,15 +407,16 @@ extension Collector {
         switch (
             variants(of: a.value, in: old.file, document: base), variants(of: b.value, in: new.file, document: revision)
         ) {
+        case (let oldUnion?, let newUnion?): return (oldUnion, newUnion, false)
         case (nil, let newUnion?) where isPlain(a) && b.value["discriminator"] == nil:
-            return (itself(a, old.file, base), newUnion)
+            return (itself(a, old.file, base), newUnion, true)
         case (let oldUnion?, nil) where isPlain(b) && a.value["discriminator"] == nil:
-            return (oldUnion, itself(b, new.file, revision))
+            return (oldUnion, itself(b, new.file, revision), true)
         default: return nil
         }
     }
 
-    /// The shapes the rules compare, a `$ref`'s own `nullable` (``referenceAdmitsNull(_:in:of:)``) included;
+    /// The shapes the rules compare, a `$ref`'s own `nullable` (`referenceNull`, from `resolve`) included;
     /// nil when the two schemas cannot differ.
     private func shapes(_ old: Resolved, _ new: Resolved, referenceNull: (old: Bool, new: Bool)) -> (Shape, Shape)? {
         if referenceNull.old == referenceNull.new,
@@ -498,8 +471,7 @@ extension Collector {
                 }
             }
         }
-        let becameUnion = unions(a, old, b, new)
-        if let (oldUnion, newUnion) = becameUnion ?? bothUnions(a, old, b, new) {
+        if let (oldUnion, newUnion, oneSided) = unions(a, old, b, new) {
             let discriminated = b.value["discriminator"] != nil
             for variant in addedVariants(oldUnion.names, newUnion.names, discriminated: discriminated) {
                 let keyword = newUnion.keyword.isEmpty ? oldUnion.keyword : newUnion.keyword
@@ -511,9 +483,9 @@ extension Collector {
                     ), origin: here)
             }
             try compareVariants(old, new, oldUnion, newUnion, pointer: pointer, origin: here, &walk)
+            // A union on one side only: everything else was compared variant by variant.
+            if oneSided { return }
         }
-        // A schema that became a union was compared with its variant of the same kind above.
-        if becameUnion != nil { return }
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
             // A member of an allOf part changes in the part (a removed one, where it was).
@@ -566,8 +538,7 @@ extension Collector {
                     origin: here)
             }
         }
-        let unionOnOneSide = unions(a, old, b, new)
-        if let (oldUnion, newUnion) = unionOnOneSide ?? bothUnions(a, old, b, new) {
+        if let (oldUnion, newUnion, oneSided) = unions(a, old, b, new) {
             let discriminated = a.value["discriminator"] != nil
             let keyword = oldUnion.keyword.isEmpty ? newUnion.keyword : oldUnion.keyword
             for variant in addedVariants(newUnion.names, oldUnion.names, discriminated: discriminated) {
@@ -579,7 +550,7 @@ extension Collector {
             }
             try compareVariants(old, new, oldUnion, newUnion, pointer: pointer, origin: here, &walk)
             // A union on one side only: everything else was compared variant by variant.
-            if unionOnOneSide != nil { return }
+            if oneSided { return }
         }
         func number(_ name: String, _ shape: Shape) -> JSONNumber? {
             if case .number(let number) = shape.value[name] ?? .null { return number }

@@ -31,13 +31,9 @@ extension ModelBuilder {
         // `const` is a one-value enum: a marker member that must hold that value (`{const: account}`,
         // `{type: integer, const: 3}`), closed as an enum of one value is; a boolean is checked where it is a
         // member (``booleanMarker``). Other numbers, objects and arrays stay what their type says.
-        if schema["enum"] == nil, let constant = schema["const"], constant != .null {
-            switch constant {
-            case .bool: return .scalar(.bool)
-            case .string: return .closedEnum([constant], at: "/const")
-            case .number(let number) where number.int64 != nil: return .closedEnum([constant], at: "/const")
-            default: break
-            }
+        if let constant = SchemaReading.constMarker(schema) {
+            if case .bool = constant { return .scalar(.bool) }
+            return .closedEnum([constant], at: "/const")
         }
         if case .array(let values) = schema["enum"] ?? .null {
             // Booleans: `Bool` (a one-value marker is checked where it is a member: ``booleanMarker``).

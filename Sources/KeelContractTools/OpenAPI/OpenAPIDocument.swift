@@ -102,12 +102,23 @@ public struct OpenAPIDocument: Sendable {
     public func resolve(_ value: JSONValue, in file: URL? = nil) throws(ContractLoadError) -> (
         value: JSONValue, file: URL, location: String
     ) {
+        var nullableBeside = false
+        return try resolve(value, in: file, nullableBeside: &nullableBeside)
+    }
+
+    /// ``resolve(_:in:)``, also saying whether a `$ref` on the way has OpenAPI 3.0 `nullable: true` beside it:
+    /// that use of the target admits `null` whatever the target says (the reading of
+    /// `SchemaReading.admitsNull`, which the diff applies to the use).
+    func resolve(_ value: JSONValue, in file: URL? = nil, nullableBeside: inout Bool) throws(ContractLoadError) -> (
+        value: JSONValue, file: URL, location: String
+    ) {
         var current = value
         var currentFile = file ?? url
         var location = ""
         var seen: Set<String> = []
         var hops = 0
         while case .string(let reference) = current["$ref"] ?? .null {
+            if isOpenAPI30, current["nullable"] == .bool(true) { nullableBeside = true }
             let (targetFile, pointer) = Loader.split(reference, relativeTo: currentFile)
             // Most references take one hop: record targets from the second hop on (a cycle is still
             // caught, one hop later), so the common case builds no key.

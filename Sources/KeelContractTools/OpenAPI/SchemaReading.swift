@@ -55,6 +55,19 @@ enum SchemaReading {
         return nil
     }
 
+    /// The value of a `const` marker — a member that must hold one value, an enum of one value — when the
+    /// generated models check it: a string, an integer or a boolean, and only without an `enum` beside it.
+    /// Other numbers, objects and arrays are models of their plain type; the generator and the diff read
+    /// `const` alike through this.
+    static func constMarker(_ schema: JSONValue) -> JSONValue? {
+        guard schema["enum"] == nil, let constant = schema["const"] else { return nil }
+        switch constant {
+        case .string, .bool: return constant
+        case .number(let number) where number.int64 != nil: return constant
+        default: return nil
+        }
+    }
+
     /// Whether the known side of the open-enum pattern is a string enum: typed string (null allowed beside it,
     /// `type: [string, "null"]`), or untyped with string values.
     private static func isStringEnum(_ schema: JSONValue, _ values: [JSONValue]) -> Bool {

@@ -34,15 +34,9 @@ package enum Hex {
         return result
     }
 
-    /// The digit of a value below 16.
-    @inline(__always)
-    private static func digit(_ nibble: UInt64) -> UInt8 {
-        nibble < 10 ? 0x30 + UInt8(truncatingIfNeeded: nibble) : 0x61 - 10 + UInt8(truncatingIfNeeded: nibble)
-    }
-
     /// Writes `value` as 16 lowercase hex digits (leading zeros included) into `buffer` from `offset`.
     package static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
-        for index in 0..<16 { buffer[offset + index] = digit(value >> UInt64(60 - 4 * index) & 0xF) }
+        for index in 0..<16 { buffer[offset + index] = digits[Int(value >> UInt64(60 - 4 * index) & 0xF)] }
     }
 
     /// `value` as 16 lowercase hex digits.

@@ -517,9 +517,13 @@ struct Call {
     /// a 502/504 from a gateway whose upstream applied it, a same-origin 3xx (303 See Other) after
     /// processing. Such an answer makes the call's outcome unknown.
     private mutating func recordWhetherApplied(_ response: TransportResponse) {
-        if operation.mutates, [500, 502, 504].contains(response.status) || (300...399).contains(response.status) {
-            sawUnknown = true
-        }
+        if operation.mutates, Self.mayFollowApplying(response.status) { sawUnknown = true }
+    }
+
+    /// Whether an answer with `status` may come after the request was applied (see
+    /// ``recordWhetherApplied(_:)``).
+    static func mayFollowApplying(_ status: Int) -> Bool {
+        [500, 502, 504].contains(status) || (300...399).contains(status)
     }
 
     private mutating func transportFailure(_ error: TransportError) -> HTTPFailure {

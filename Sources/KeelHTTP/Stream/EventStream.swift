@@ -155,9 +155,7 @@ extension HTTPClient {
             // Cancelled (or out of background time) while the error answer came in: that is how it ended.
             if Task.isCancelled {
                 // As for any call, a 500, 502 or 504 (or a redirect) may come after a mutation was applied.
-                let mayHaveApplied =
-                    operation.mutates
-                    && ([500, 502, 504].contains(opened.status) || (300...399).contains(opened.status))
+                let mayHaveApplied = operation.mutates && Call.mayFollowApplying(opened.status)
                 throw failure(
                     .cancelled, mayHaveApplied ? .unknown : .rejected, "cancelled while the error answer came in",
                     status: opened.status, requestID: requestID)
