@@ -36,7 +36,7 @@ enum ContractCommand {
             generate writes Swift Codable models for the contract's component schemas (and the inline JSON
             bodies of operations with an operationId) to <dir>/<Spec>Models.swift: structs whose required
             members must be present, Extensible<...> for x-extensible-enum and the open-enum pattern, closed
-            enums of strings or integers otherwise, markers (enum: [true]) checked on decode, allOf merged,
+            enums of strings or integers otherwise, markers (enum: [true], const) checked on decode, allOf merged,
             oneOf with a discriminator and unions told apart by JSON kind (an id or the expanded object) as
             enums with a case per variant. Output over 5,000 lines is split at declarations into
             <Spec>Models+Part2.swift, +Part3, ... so it compiles in parallel. A schema it cannot generate
