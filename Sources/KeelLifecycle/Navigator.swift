@@ -424,6 +424,9 @@ struct Run {
         }
         top.input = text
         if state.modal != nil { state.modal = top } else { state.stack[state.stack.count - 1] = top }
+        // Input whose lifecycle survives process death is saved as it is typed: a kill gives no warning, and
+        // the app may never see `background` first.
+        if let input = contract.route(top.route)?.input, Self.keepsDrafts(input) { save(top, text) }
     }
 
     mutating func background() {

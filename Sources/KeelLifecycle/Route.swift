@@ -62,7 +62,8 @@ public struct Route: Sendable, Hashable {
     public struct Input: Sendable, Hashable {
         /// The one lifecycle of the input.
         public enum Policy: String, Sendable, Hashable, CaseIterable {
-            /// Leaving or backgrounding saves a draft in the account's drafts; it is restored on return.
+            /// Typing, leaving or backgrounding saves a draft in the account's drafts (so a kill without
+            /// warning loses nothing); it is restored on return.
             case saveDraft
             /// Leaving asks the user to confirm discarding; process death, which cannot ask, applies
             /// ``Input/onDeath``.
@@ -73,7 +74,7 @@ public struct Route: Sendable, Hashable {
 
         /// What process death does with input that could not be confirmed or warned about.
         public enum DeathBehaviour: String, Sendable, Hashable, CaseIterable {
-            /// Saved as a draft, offered again at the next launch.
+            /// Saved as a draft as it is typed (death gives no warning), offered again at the next launch.
             case save
             /// Dropped (declared, so the loss is a decision, not an accident).
             case drop

@@ -113,6 +113,18 @@ func sayJSON(_ value: some Encodable) throws {
     say(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
+/// Calls `stop` on SIGTERM or SIGINT instead of letting the default action end the process, so that a
+/// long-running command shuts down cleanly. Cancel the returned sources once it has stopped.
+func onTerminationSignals(_ stop: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
+    [SIGTERM, SIGINT].map { number in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number)
+        source.setEventHandler(handler: stop)
+        source.resume()
+        return source
+    }
+}
+
 /// Writes "error: `message`" to standard error and returns `status`, the exit status to return.
 func fail(_ message: String, status: Int32 = 2) -> Int32 {
     FileHandle.standardError.write("error: \(message)\n")
@@ -123,11 +135,27 @@ func fail(_ message: String, status: Int32 = 2) -> Int32 {
 /// script), cannot be read as one, or nil when it can: not JSON, or a member name used twice in one object.
 /// Foundation's `JSONDecoder` keeps one of two repeated members silently, so a reviewer could read one value
 /// while the gate checked the other; Keel's own parser refuses them, with the position.
+/// A number beyond what a `Double` holds (`1e400`) is refused here too, where it is named: Foundation would
+/// only say the data "was not valid JSON".
 func strictJSONProblem(_ data: Data) -> String? {
-    do {
-        _ = try JSONValue(parsing: data)
+    let value: JSONValue
+    do { value = try JSONValue(parsing: data) } catch { return "not valid JSON: \(error.description)" }
+    func outOfRange(_ value: JSONValue, at pointer: String) -> String? {
+        switch value {
+        case .number(let number) where !number.double.isFinite:
+            return
+                "not usable: the number \(number.literal) at \(pointer.isEmpty ? "the top level" : pointer) is out of range"
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                if let problem = outOfRange(element, at: pointer + "/\(index)") { return problem }
+            }
+        case .object(let object):
+            for (name, member) in object {
+                if let problem = outOfRange(member, at: pointer + "/" + JSONPointer.escape(name)) { return problem }
+            }
+        default: break
+        }
         return nil
-    } catch {
-        return "not valid JSON: \(error.description)"
     }
+    return outOfRange(value, at: "")
 }

@@ -59,6 +59,13 @@ import Testing
         #expect(status == .exited(2))
         #expect(errors.contains("notes-api.v1.yaml") && errors.contains("#/components/schemas/Nope"), "\(errors)")
 
+        // Something that is there but is no schema (a string, a list, a number) never passes everything.
+        for location in ["#/openapi", "#/components/schemas/Note/required"] {
+            let (notASchema, _, problem) = try await run([Self.contract, "--schema", location, Self.example])
+            #expect(notASchema == .exited(2), "\(location): \(problem)")
+            #expect(problem.contains("not a schema"), "\(problem)")
+        }
+
         try Data("{\"id\": ".utf8).write(to: directory.url("truncated.json"))
         let (truncated, _, message) = try await run([
             Self.contract, "--schema", "#/components/schemas/Note", "truncated.json",

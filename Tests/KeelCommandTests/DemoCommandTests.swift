@@ -38,6 +38,8 @@ import Testing
         (["demo", "--only", ","], "--only names no scenario"),
         // Checked before the run (which takes a while), not after it.
         (["demo", "--only", "links", "--report", "/nonexistent/keel-demo/r.html"], "is not a directory"),
+        (["demo", "--only", "links", "--report", "/tmp"], "--report /tmp: a directory"),
+        (["demo", "--only", "links", "--report", ""], "--report needs a file path"),
     ])
     func usageErrorsExitWithTwo(arguments: [String], message: String) async throws {
         let child = try ChildProcess.launch(product: "keel", arguments: arguments)

@@ -42,6 +42,17 @@ import Testing
         let (bad, badOutput, _) = try await run(["leaky.json", "--check"])
         #expect(bad == .exited(1))
         #expect(badOutput.contains("problem: session-token: credential data may not be in transferable backups"))
+
+        // --format json applies to --check too: one object with structured problems.
+        let (jsonBad, jsonOutput, _) = try await run(["leaky.json", "--check", "--format", "json"])
+        #expect(jsonBad == .exited(1))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(jsonOutput.utf8)) as? [String: Any])
+        #expect(report["sound"] as? Bool == false && report["datasets"] as? Int == 2)
+        let problems = try #require(report["problems"] as? [[String: String]])
+        #expect(problems.contains { $0["dataset"] == "session-token" && $0["field"] == "backup" && $0["code"] != nil })
+        let (jsonOK, soundOutput, _) = try await run(["sound.json", "--check", "--format", "json"])
+        #expect(jsonOK == .exited(0))
+        #expect(soundOutput.contains("\"sound\" : true"))
     }
 
     @Test func jsonOutputAndBadFiles() async throws {

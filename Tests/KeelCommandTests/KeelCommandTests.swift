@@ -153,6 +153,18 @@ import Testing
         #expect(try await child.waitForExit() == .exited(0))
     }
 
+    @Test(arguments: [SIGTERM, SIGINT])
+    func serveStopsCleanlyOnASignal(signal: Int32) async throws {
+        let child = try ChildProcess.launch(product: "keel", arguments: ["serve"])
+        let banner = try #require(try await child.nextLine())
+        let base = try #require(URL(string: String(banner.dropFirst("listening on ".count))))
+        #expect(await fetch(base.appendingPathComponent("a")).status == 404)
+        _ = try await child.waitForLine { $0.hasPrefix("#0 GET /a") }
+        child.kill(signal: signal)
+        #expect(try await child.waitForExit() == .exited(0))
+        #expect(child.output(of: .standardOutput).contains("stopped after 1 request(s)"))
+    }
+
     @Test func serveAsACaptivePortalAnswersEveryPathWithTheLoginPage() async throws {
         let child = try ChildProcess.launch(product: "keel", arguments: ["serve", "--captive-portal", "login"])
         let banner = try #require(try await child.nextLine())
@@ -170,6 +182,7 @@ import Testing
         (#"[{"status": 200}, {"effect": "explode"}]"#, #"response [1]: unknown effect "explode""#),
         (#"[{"effect": "disconnectDuringResponseBody"}]"#, #"needs "afterBytes""#),
         (#"[{"status": 42}]"#, "status 42 is not a three-digit code"),
+        (#"[{"status": 1e400}]"#, "the number 1e400 at /0/status is out of range"),
     ])
     func serveRejectsABadScriptNamingTheFileAndTheProblem(content: String, message: String) async throws {
         let directory = try TemporaryDirectory()

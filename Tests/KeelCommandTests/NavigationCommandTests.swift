@@ -120,6 +120,36 @@ import Testing
         #expect(steps[13].account == nil && steps[13].modal == "signIn")
     }
 
+    @Test func inputThatSurvivesDeathIsSavedAsTypedSoAKillWithoutWarningKeepsIt() async throws {
+        // Windows line endings and a byte-order mark are read as the same script.
+        let (status, steps, errors) = try await simulate(
+            "\u{FEFF}signin alice\r\nopen note noteID=1\r\nopen edit noteID=1\r\n  type half a sentence\r\nkill\r\nlaunch\r\n"
+        )
+        #expect(status == .exited(0), "\(errors)")
+        #expect(
+            steps.map(\.event) == [
+                "signin alice", "open note noteID=1", "open edit noteID=1", "  type half a sentence", "kill", "launch",
+            ])
+        // `edit` is confirmDiscard with onDeath: save — the draft is written as it is typed.
+        #expect(steps[3].effects == ["saveDraft edit noteID=1"])
+        #expect(steps[5].stack == ["home", "note", "edit"])
+        #expect(steps[5].effects == ["restoreDraft edit noteID=1"])
+    }
+
+    @Test func checkJSONHasEveryMemberOfEveryRouteWithNullWhereAbsent() async throws {
+        let (status, json, _) = try await runKeel(["navigation", "check", Self.example, "--format", "json"])
+        #expect(status == .exited(0))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let routes = try #require(report["routes"] as? [[String: Any]])
+        #expect(!routes.isEmpty)
+        for route in routes {
+            #expect(
+                Set(route.keys) == ["id", "parents", "access", "modal", "sensitive", "input", "onDeath", "deepLink"])
+        }
+        let home = try #require(routes.first { $0["id"] as? String == "home" })
+        #expect(home["deepLink"] is NSNull && home["input"] is NSNull && home["onDeath"] is NSNull)
+    }
+
     @Test func simulateNeverShowsThePreviousAccountAfterASwitch() async throws {
         let (_, steps, _) = try await simulate(
             """

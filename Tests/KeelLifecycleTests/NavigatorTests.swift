@@ -170,6 +170,32 @@ struct Harness {
         }
     }
 
+    @Test func aKillWithoutWarningKeepsWhatEachRouteDeclaresBecauseItIsSavedAsTyped() throws {
+        let routes = [
+            Route("home", access: .public, isRoot: true),
+            Route("keep", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .save)),
+            Route("drop", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .drop)),
+            Route("draft", parent: "home", access: .signedIn, input: .init(policy: .saveDraft)),
+            Route("warn", parent: "home", access: .signedIn, input: .init(policy: .warnBeforeLoss)),
+            Route("signIn", access: .public, isModal: true),
+        ]
+        for (route, survives) in [("keep", true), ("drop", false), ("draft", true), ("warn", false)] {
+            var h = try Harness(routes: routes)
+            h.send(.signIn(account: "alice"))
+            h.send(.open(route: route))
+            // The last snapshot the app saved; then typing, then SIGKILL — no background, no other event.
+            let snapshot = try NavigationSnapshot(h.state).encoded()
+            h.send(.type("typed in \(route)"))
+            #expect(h.effects == (survives ? ["saveDraft \(route)"] : []), "\(route)")
+            // Only what the effects wrote survives: the drafts store holds exactly the saved drafts.
+            var stored: [DraftKey: String] = [:]
+            for effect in h.last.effects { if case .saveDraft(let key, let text) = effect { stored[key] = text } }
+            let restored = h.navigator.restore(snapshot, drafts: stored, session: .valid(account: "alice"))
+            #expect(restored.result.state.stack.map(\.route) == ["home", route])
+            #expect(restored.result.state.top?.input == (survives ? "typed in \(route)" : nil), "\(route)")
+        }
+    }
+
     // MARK: - PLAT-008.2 deep links and notifications, cold and warm, then back
 
     @Test func aColdDeepLinkBuildsTheDeclaredParentsAndBackWalksThem() throws {

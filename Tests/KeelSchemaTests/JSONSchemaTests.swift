@@ -112,6 +112,21 @@ import Testing
         }
     }
 
+    @Test func aReferenceToSomethingThatIsNoSchemaIsAnInvalidSchema() throws {
+        for (target, kind): (JSONValue, String) in [("text", "a string"), ([1, 2], "an array"), (3, "a number")] {
+            #expect {
+                // Under a keyword the metaschema does not know, so only the reference can tell.
+                _ = try JSONSchema(["x-target": target, "$ref": "#/x-target"])
+            } throws: { error in
+                (error as? SchemaError)?.code == .invalidSchema
+                    && (error as? SchemaError)?.message.contains("points at \(kind), not a schema") == true
+            }
+        }
+        // Objects and booleans are schemas.
+        #expect(try JSONSchema(["$defs": ["x": false], "$ref": "#/$defs/x"]).validate(1).isValid == false)
+        #expect(try JSONSchema(["$defs": ["x": ["type": "integer"]], "$ref": "#/$defs/x"]).validate(1).isValid)
+    }
+
     @Test func anInvalidRegularExpressionIsAnInvalidSchema() {
         for schema: JSONValue in [["pattern": "(unclosed"], ["patternProperties": ["[a-": true]]] {
             #expect {

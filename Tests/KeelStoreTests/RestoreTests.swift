@@ -414,4 +414,44 @@ import Testing
             try RestoreInspector(dataDirectory: file, keyStore: fixture.keyStore).inspect()
         }
     }
+
+    @Test func aDatabaseCutShortIsDamagedNeverReadable() async throws {
+        try await fillAlice()
+        let name = "vaults/" + VaultNamespace(alice).rawValue + "/include.sqlite"
+        let whole = try Data(contentsOf: fixture.data.appendingPathComponent(name))
+        try #require(whole.count > 4096, "the notes database spans several pages")
+        // Closed vaults are checkpointed: no write-ahead log holds pages the file lacks.
+        try #require((try? Data(contentsOf: fixture.data.appendingPathComponent(name + "-wal")))?.count ?? 0 <= 32)
+        #expect(try inspect(fixture.data, fixture.keyStore).state == .normal)
+        // Cut to its first page (a copy that stopped, a disk that filled), then to less than SQLite's header.
+        for length in [4096, 16] {
+            let copy = try newDevice("cut-\(length)") { try FileManager.default.copyItem(at: fixture.data, to: $0) }
+            let handle = try FileHandle(forWritingTo: copy.data.appendingPathComponent(name))
+            try handle.truncate(atOffset: UInt64(length))
+            try handle.close()
+            let before = Self.snapshot(copy.data)
+            let state = try inspect(copy.data, fixture.keyStore)
+            #expect(state.state == .damaged, "cut to \(length) bytes")
+            #expect(Self.dataset(state, "notes")?.reason == .damaged)
+            #expect(Self.dataset(state, "notes")?.readable == false)
+            #expect(Self.snapshot(copy.data) == before)
+        }
+    }
+
+    @Test func aDataDirectoryThatIsASymlinkIsInspectedAndOpenedLikeTheDirectory() async throws {
+        try await fillAlice()
+        let link = fixture.root.url("linked-data")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: fixture.data)
+        let state = try inspect(link, fixture.keyStore)
+        #expect(state.state == .normal)
+        #expect(Self.dataset(state, "notes")?.readable == true)
+        let plan = try BackupPlan.compute(dataDirectory: link, inventory: VaultFixture.inventory)
+        #expect(plan.items == (try fixture.vaults.backupPlan().items))
+        #expect(plan.items.contains { $0.path.hasSuffix("include.sqlite") })
+
+        let vaults = try Vaults(dataDirectory: link, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
+        let vault = try await vaults.open(alice)
+        #expect(try await vault.get("notes", id: "n1") == Self.note)
+        await vaults.close()
+    }
 }

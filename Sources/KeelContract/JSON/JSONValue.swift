@@ -82,6 +82,21 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension JSONValue {
+    /// What kind of value this is, for messages: "null", "a boolean", "a number", "a string", and "an array" /
+    /// "an object" — or, for people reading YAML, "a list" / "a mapping".
+    package func kindPhrase(yaml: Bool = false) -> String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: yaml ? "a list" : "an array"
+        case .object: yaml ? "a mapping" : "an object"
+        }
+    }
+}
+
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {

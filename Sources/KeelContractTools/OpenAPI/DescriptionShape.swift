@@ -341,34 +341,27 @@ struct DescriptionShape {
 
     private func object(_ value: JSONValue, _ body: (JSONObject) throws -> Void) throws {
         guard case .object(let object) = value else {
-            throw Malformed(message: "must be a mapping, not \(kind(of: value))")
+            throw Malformed(message: "must be a mapping, not \(value.kindPhrase(yaml: true))")
         }
         try body(object)
     }
 
     private func array(_ value: JSONValue, _ element: (JSONValue) throws -> Void) throws {
         guard case .array(let elements) = value else {
-            throw Malformed(message: "must be a list, not \(kind(of: value))")
+            throw Malformed(message: "must be a list, not \(value.kindPhrase(yaml: true))")
         }
         for (index, value) in elements.enumerated() { try within(String(index)) { try element(value) } }
     }
 
     private func string(_ value: JSONValue) throws {
-        guard case .string = value else { throw Malformed(message: "must be a string, not \(kind(of: value))") }
+        guard case .string = value else {
+            throw Malformed(message: "must be a string, not \(value.kindPhrase(yaml: true))")
+        }
     }
 
     private func bool(_ value: JSONValue) throws {
-        guard case .bool = value else { throw Malformed(message: "must be true or false, not \(kind(of: value))") }
-    }
-
-    private func kind(of value: JSONValue) -> String {
-        switch value {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .number: "a number"
-        case .string: "a string"
-        case .array: "a list"
-        case .object: "a mapping"
+        guard case .bool = value else {
+            throw Malformed(message: "must be true or false, not \(value.kindPhrase(yaml: true))")
         }
     }
 }

@@ -213,6 +213,16 @@ final class SchemaRegistry: @unchecked Sendable {
                     code: .unresolvableReference,
                     message: "cannot resolve \(reference): no schema at \(resourceURI)#\(fragment)", location: location)
             }
+            // A reference to a string, a number or an array would make every instance "valid" against
+            // nothing: a broken schema, not a silent pass.
+            switch node.value {
+            case .object, .bool: break
+            default:
+                throw SchemaError(
+                    code: .invalidSchema,
+                    message: "\(reference) points at \(node.value.kindPhrase()), not a schema (an object or a boolean)",
+                    location: location)
+            }
             // A pointer may land where the normal walk never looks (an OpenAPI `components` section,
             // an unknown keyword): index that subtree now, while compiling, so its own references are
             // resolved up front too.

@@ -199,6 +199,23 @@ package enum DurableFiles {
 
     enum FileKind { case directory, file, symlink, other }
 
+    /// `path`, or where it leads when it is a symlink to a directory. For the roots an app or a person names
+    /// (a data directory, its `vaults`): those may be links (macOS's `/tmp` is one). Nothing inside them is
+    /// followed.
+    static func followingLinkToDirectory(_ path: String) -> String {
+        guard kind(path) == .symlink, let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        let target = String(cString: resolved)
+        return kind(target) == .directory ? target : path
+    }
+
+    /// The length in bytes of what is at `path` (not following a final symlink), or nil when nothing is.
+    static func size(_ path: String) -> Int64? {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return nil }
+        return Int64(status.st_size)
+    }
+
     /// The permission bits of `path`.
     static func mode(_ path: String) -> mode_t? {
         var status = stat()

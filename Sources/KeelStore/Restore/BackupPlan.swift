@@ -67,11 +67,10 @@ public struct BackupPlan: Sendable, Equatable, Codable {
     public static func compute(dataDirectory: URL, inventory: Inventory? = nil, keyStore: (any KeyStore)? = nil)
         throws(VaultError) -> BackupPlan
     {
-        let base = dataDirectory.path
+        let (base, root) = VaultFiles.roots(of: dataDirectory)
         guard DurableFiles.kind(base) == .directory else {
             throw VaultError(code: .damaged, message: "\(base) is not a directory")
         }
-        let root = base + "/vaults"
         var items: [Item] = []
         var owned: Set<String> = [fileName]
         if let kind = DurableFiles.kind(root), kind != .directory {

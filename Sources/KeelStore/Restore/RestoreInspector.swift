@@ -41,8 +41,8 @@ public struct RestoreInspector: Sendable {
     /// - Throws: ``VaultError`` `damaged` when the data directory or its `vaults` directory is not a
     ///   directory. A missing data directory is a fresh install.
     public func inspect() throws(VaultError) -> RestoreReport {
-        let root = dataDirectory.path + "/vaults"
-        for directory in [dataDirectory.path, root] {
+        let (data, root) = VaultFiles.roots(of: dataDirectory)
+        for directory in [data, root] {
             switch DurableFiles.kind(directory) {
             case nil, .directory: continue
             default:
@@ -166,10 +166,10 @@ public struct RestoreInspector: Sendable {
             switch DurableFiles.kind(file) {
             case nil: return .missing
             case .file:
-                guard let head = try? DurableFiles.head(file, count: 16) else { return .damaged }
+                guard let head = try? DurableFiles.head(file, count: 100) else { return .damaged }
                 // An empty file is a database SQLite never wrote to: the records are not there.
                 if head.isEmpty { return .missing }
-                if head != Self.sqliteHeader { return .damaged }
+                if !Self.isWholeDatabase(file, head: head) { return .damaged }
             default: return .damaged
             }
         }
@@ -198,6 +198,30 @@ public struct RestoreInspector: Sendable {
 
     /// "SQLite format 3" and a NUL: the first 16 bytes of every SQLite database.
     private static let sqliteHeader: [UInt8] = Array("SQLite format 3\0".utf8)
+
+    /// Whether the database file at `file`, whose first bytes are `head` (up to 100), is whole as far as its
+    /// header tells, without opening it (opening could write): SQLite's 100-byte header with its magic and a
+    /// valid page size, a length of whole pages and — unless a write-ahead log beside it still holds pages
+    /// a checkpoint may not have copied yet — at least as many pages as the header counts. A file cut short
+    /// (a failed copy, a full disk during a restore) is damaged, never "readable".
+    static func isWholeDatabase(_ file: String, head: [UInt8]) -> Bool {
+        guard head.count == 100, head.starts(with: sqliteHeader), let length = DurableFiles.size(file) else {
+            return false
+        }
+        func integer(at offset: Int, bytes: Int) -> Int64 {
+            head[offset..<(offset + bytes)].reduce(0) { $0 << 8 | Int64($1) }
+        }
+        let encoded = integer(at: 16, bytes: 2)
+        let pageSize = encoded == 1 ? 65_536 : encoded
+        guard (512...32_768).contains(pageSize) || pageSize == 65_536, pageSize & (pageSize - 1) == 0,
+            length % pageSize == 0
+        else { return false }
+        // The header's page count is valid only when its "version valid for" equals the change counter.
+        let pages = integer(at: 28, bytes: 4)
+        guard pages > 0, integer(at: 92, bytes: 4) == integer(at: 24, bytes: 4) else { return true }
+        if let log = DurableFiles.size(file + "-wal"), log > 32 { return true }
+        return length >= pages * pageSize
+    }
 
     /// The recovery paths of `conditions`, in the order an app should offer them.
     static func recovery(for conditions: Set<RestoreState>, datasets: [DatasetInspection]) -> [RecoveryPath] {

@@ -100,6 +100,11 @@ struct VaultManifest: Codable, Equatable {
 enum VaultFiles {
     static func database(_ policy: Dataset.BackupPolicy) -> String { "\(policy.rawValue).sqlite" }
     static let filesDirectory = "files"
+    /// The data directory and its `vaults` directory, each followed when it is a symlink to a directory.
+    static func roots(of dataDirectory: URL) -> (data: String, vaults: String) {
+        let data = DurableFiles.followingLinkToDirectory(dataDirectory.path)
+        return (data, DurableFiles.followingLinkToDirectory(data + "/vaults"))
+    }
     /// The suffixes SQLite adds beside a database file.
     static let databaseCompanions = ["", "-wal", "-shm", "-journal"]
 

@@ -54,16 +54,17 @@ public actor Vaults {
         self.schema = schema
         shared = SharedCache(dataDirectory: dataDirectory, inventory: inventory, clock: clock)
         self.clock = clock
-        root = dataDirectory.path + "/vaults"
+        let roots = VaultFiles.roots(of: dataDirectory)
+        root = roots.vaults
         if let files = keyStore as? FileKeyStore,
-            DurableFiles.isSameOrInside(files.directory.path, dataDirectory.path)
-                || DurableFiles.isSameOrInside(dataDirectory.path, files.directory.path)
+            DurableFiles.isSameOrInside(files.directory.path, roots.data)
+                || DurableFiles.isSameOrInside(roots.data, files.directory.path)
         {
             throw KeyStoreError(
                 code: .insideDataDirectory, keyID: nil,
                 message: "key directory \(files.directory.path) and data directory \(dataDirectory.path) overlap")
         }
-        for directory in [dataDirectory.path, root] {
+        for directory in [roots.data, root] {
             do { try DurableFiles.makeDirectory(directory, mode: 0o700) } catch {
                 throw VaultError(
                     code: error.errno == 20 ? .damaged : .ioError,

@@ -87,14 +87,7 @@ enum BackendCommand {
         say("listening \(backend.baseURL.absoluteString)")
 
         let (stop, stopContinuation) = AsyncStream<Void>.makeStream()
-        var sources: [any DispatchSourceSignal] = []
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number)
-            source.setEventHandler { stopContinuation.finish() }
-            source.resume()
-            sources.append(source)
-        }
+        let sources = onTerminationSignals { stopContinuation.finish() }
         // Blocking reads of stdin get a thread of their own. Only `quit` stops the backend: the contract
         // names SIGTERM, SIGINT and `quit`, and a backend started in the background of a script or by a
         // test harness reads its stdin from /dev/null, which ends at once.

@@ -46,8 +46,12 @@ enum DemoCommand {
         }
         // The report's directory is checked before the demo runs, not after a whole run.
         if let path = arguments.value("report") {
-            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            guard !path.isEmpty else { throw UsageError("--report needs a file path") }
             var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw UsageError("--report \(path): a directory; give the path of the HTML file to write")
+            }
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
             guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue,
                 FileManager.default.isWritableFile(atPath: folder)
             else {

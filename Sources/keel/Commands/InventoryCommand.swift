@@ -19,7 +19,9 @@ enum InventoryCommand {
 
             OPTIONS:
               --format markdown|json  Output style (default markdown).
-              --check                 Validate only; exit 0 when sound, 1 with the problems.
+              --check                 Validate only; exit 0 when sound, 1 with the problems. With
+                                      --format json: {"sound", "datasets", "problems": [{"code",
+                                      "dataset", "field", "message"}]}.
               -h, --help              Show this help.
 
             EXIT STATUS: 0 sound (or printed), 1 problems found by --check, 2 unreadable or malformed file.
@@ -27,6 +29,20 @@ enum InventoryCommand {
             """,
         run: run
     )
+
+    /// `--check --format json`: one object.
+    struct CheckReport: Encodable {
+        let sound: Bool
+        let datasets: Int
+        let problems: [ProblemRow]
+    }
+
+    struct ProblemRow: Encodable {
+        let code: String
+        let dataset: String
+        let field: String
+        let message: String
+    }
 
     static func run(_ raw: [String]) async throws -> Int32 {
         let arguments = try Arguments(raw, options: ["format"], flags: ["check"])
@@ -46,6 +62,15 @@ enum InventoryCommand {
         }
         if arguments.has("check") {
             let problems = Inventory.problems(in: datasets)
+            if format == "json" {
+                try sayJSON(
+                    CheckReport(
+                        sound: problems.isEmpty, datasets: datasets.count,
+                        problems: problems.map {
+                            ProblemRow(code: $0.code.name, dataset: $0.dataset, field: $0.field, message: $0.message)
+                        }))
+                return problems.isEmpty ? 0 : 1
+            }
             if problems.isEmpty {
                 say("\(path): \(datasets.count) dataset(s), no problems")
                 return 0

@@ -64,6 +64,21 @@ enum NavigationCommand {
         let input: String?
         let onDeath: String?
         let deepLink: String?
+
+        enum CodingKeys: String, CodingKey { case id, parents, access, modal, sensitive, input, onDeath, deepLink }
+
+        /// Every member, `null` when the route has none (the shape the help lists, for every route).
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(parents, forKey: .parents)
+            try container.encode(access, forKey: .access)
+            try container.encode(modal, forKey: .modal)
+            try container.encode(sensitive, forKey: .sensitive)
+            try container.encode(input, forKey: .input)
+            try container.encode(onDeath, forKey: .onDeath)
+            try container.encode(deepLink, forKey: .deepLink)
+        }
     }
 
     struct ProblemRow: Encodable {
@@ -130,7 +145,10 @@ enum NavigationCommand {
             guard let text = FileManager.default.contents(atPath: script) else {
                 return fail("\(script): cannot read the file")
             }
-            lines = String(decoding: text, as: UTF8.self).components(separatedBy: "\n")
+            // Split on the byte: in a Swift string "\r\n" is one character, which "\n" never matches.
+            lines = text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
+                String(decoding: $0, as: UTF8.self)
+            }
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "keel-navigation-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
@@ -143,14 +161,16 @@ enum NavigationCommand {
         }
         while var line = next() {
             number += 1
-            if line.hasSuffix("\r") { line.removeLast() }
+            if line.utf8.last == UInt8(ascii: "\r") { line = String(decoding: line.utf8.dropLast(), as: UTF8.self) }
+            // A byte-order mark some editors put before the first line is not part of it.
+            if number == 1, line.hasPrefix("\u{FEFF}") { line.removeFirst() }
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             let command: NavigationSimulator.Command
             do { command = try NavigationSimulator.parse(trimmed) } catch {
                 return fail("line \(number): \(error.description): \(trimmed)")
             }
-            say(simulator.run(command, line: trimmed).json)
+            say(simulator.run(command, line: line).json)
         }
         return 0
     }

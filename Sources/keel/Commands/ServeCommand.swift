@@ -67,6 +67,7 @@ enum ServeCommand {
         // Blocking reads of stdin get a thread of their own, not one of the few cooperative-pool threads.
         // End of input stops the server too, so a parent that dies cannot leave it running forever.
         let (quitSignal, quitContinuation) = AsyncStream<Void>.makeStream()
+        let sources = onTerminationSignals { quitContinuation.finish() }
         let reader = POSIXThread.spawn(name: "keel-serve-stdin") {
             while let line = readLine(), line.trimmingCharacters(in: .whitespaces) != "quit" {}
             quitContinuation.finish()
@@ -81,7 +82,8 @@ enum ServeCommand {
             }
         }
         for await _ in quitSignal {}
-        reader.join()
+        sources.forEach { $0.cancel() }
+        _ = reader  // after a signal the reader may stay blocked in read(2); the process exits anyway
         log.cancel()
         server.shutdown()
         say("stopped after \(server.requestCount) request(s)")
