@@ -4,6 +4,8 @@ public import Foundation
 /// persistence played by files in a directory: the snapshot (written on every `saveSnapshot` effect), the
 /// drafts store (every `saveDraft`/`deleteDraft`), and the session (the token store). `kill` throws the
 /// in-memory state away; `launch` restores from those files through ``Navigator/restore(_:drafts:session:migrations:)``.
+/// `expire` and `revoke` also apply while the app is dead: the next launch finds the session expired or the
+/// access gone, as a real relaunch would.
 ///
 /// Event lines: `signin ACCOUNT` · `signout` · `switch ACCOUNT` · `open ROUTE [key=value]...` ·
 /// `back systemBack|gesture|appButton|modalDismiss` · `link URL cold|warm` ·
@@ -223,7 +225,12 @@ public final class NavigationSimulator {
             error = result.error
             if error == nil { persistSession(after: event) }
         case .expire:
-            guard let current = state else { return step(line, error: "the app is not running (launch it)") }
+            guard let current = state else {
+                // The session ran out while the app was not running (PLAT-005.3): the next launch finds it
+                // expired, and restoration asks for sign-in with the target kept.
+                if case .valid(let account) = loadSession() { saveSession(account: account, valid: false) }
+                return step(line)
+            }
             saveSession(account: current.account, valid: false)
             let result = navigator.reduce(current, .sessionExpired)
             state = result.state

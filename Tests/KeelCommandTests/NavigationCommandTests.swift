@@ -136,6 +136,15 @@ import Testing
         #expect(steps[5].effects == ["restoreDraft edit noteID=1"])
     }
 
+    @Test func aSessionThatExpiresWhileTheAppIsDeadAsksForSignInAtLaunch() async throws {
+        let (status, steps, errors) = try await simulate(
+            "signin alice\nopen notes\nopen note noteID=1\nbackground\nkill\nexpire\nlaunch\n")
+        #expect(status == .exited(0), "\(errors)")
+        #expect(steps[5].error == nil && steps[5].stack.isEmpty)
+        #expect(steps[6].account == nil && steps[6].modal == "signIn", "\(steps[6])")
+        #expect(steps[6].effects.contains("signInRequired note noteID=1"), "\(steps[6].effects)")
+    }
+
     @Test func checkJSONHasEveryMemberOfEveryRouteWithNullWhereAbsent() async throws {
         let (status, json, _) = try await runKeel(["navigation", "check", Self.example, "--format", "json"])
         #expect(status == .exited(0))

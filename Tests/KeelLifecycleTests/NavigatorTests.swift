@@ -145,17 +145,21 @@ struct Harness {
         #expect(h.effects.first == "inputLost feedback" && h.stack == ["home"])
     }
 
+    /// One route per input lifecycle, under a root, with sign-in.
+    static let inputRoutes = [
+        Route("home", access: .public, isRoot: true),
+        Route("keep", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .save)),
+        Route("drop", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .drop)),
+        Route("draft", parent: "home", access: .signedIn, input: .init(policy: .saveDraft)),
+        Route("warn", parent: "home", access: .signedIn, input: .init(policy: .warnBeforeLoss)),
+        Route("signIn", access: .public, isModal: true),
+    ]
+    /// Each of ``inputRoutes`` with input, and whether its input survives process death.
+    static let deathRoutes = [("keep", true), ("drop", false), ("draft", true), ("warn", false)]
+
     @Test func processDeathKeepsOrDropsInputAsEachRouteDeclares() throws {
-        let routes = [
-            Route("home", access: .public, isRoot: true),
-            Route("keep", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .save)),
-            Route("drop", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .drop)),
-            Route("draft", parent: "home", access: .signedIn, input: .init(policy: .saveDraft)),
-            Route("warn", parent: "home", access: .signedIn, input: .init(policy: .warnBeforeLoss)),
-            Route("signIn", access: .public, isModal: true),
-        ]
-        for (route, survives) in [("keep", true), ("drop", false), ("draft", true), ("warn", false)] {
-            var h = try Harness(routes: routes)
+        for (route, survives) in Self.deathRoutes {
+            var h = try Harness(routes: Self.inputRoutes)
             h.send(.signIn(account: "alice"))
             h.send(.open(route: route))
             h.send(.type("typed in \(route)"))
@@ -171,16 +175,8 @@ struct Harness {
     }
 
     @Test func aKillWithoutWarningKeepsWhatEachRouteDeclaresBecauseItIsSavedAsTyped() throws {
-        let routes = [
-            Route("home", access: .public, isRoot: true),
-            Route("keep", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .save)),
-            Route("drop", parent: "home", access: .signedIn, input: .init(policy: .confirmDiscard, onDeath: .drop)),
-            Route("draft", parent: "home", access: .signedIn, input: .init(policy: .saveDraft)),
-            Route("warn", parent: "home", access: .signedIn, input: .init(policy: .warnBeforeLoss)),
-            Route("signIn", access: .public, isModal: true),
-        ]
-        for (route, survives) in [("keep", true), ("drop", false), ("draft", true), ("warn", false)] {
-            var h = try Harness(routes: routes)
+        for (route, survives) in Self.deathRoutes {
+            var h = try Harness(routes: Self.inputRoutes)
             h.send(.signIn(account: "alice"))
             h.send(.open(route: route))
             // The last snapshot the app saved; then typing, then SIGKILL — no background, no other event.
