@@ -64,6 +64,16 @@ import Testing
             ])
         #expect(report.summary.breaking == 1 && report.summary.warning == 1 && report.summary.failed)
         #expect(report.changes.first { $0.rule == "response-property-removed" }?.pointer == "/properties/title")
+        // Every member of every finding is there, null where it has none (the version rule has no place).
+        let raw = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        let changes = try #require(raw["changes"] as? [[String: Any]])
+        for change in changes {
+            #expect(
+                Set(change.keys) == ["rule", "severity", "path", "method", "status", "pointer", "message", "origin"])
+        }
+        let version = try #require(
+            changes.first { $0["rule"] as? String == "breaking-changes-without-major-version-bump" })
+        #expect(version["path"] is NSNull && version["origin"] is NSNull)
     }
 
     @Test func failOnWarningCountsWarnings() async throws {

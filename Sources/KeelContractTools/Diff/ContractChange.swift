@@ -75,6 +75,20 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
             origin: try container.decodeIfPresent(String.self, forKey: .origin))
     }
 
+    /// Encodes every member, `null` where a finding has no path, method, status, pointer or origin, so a
+    /// tool can read each key of every finding.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(rule, forKey: .rule)
+        try container.encode(severity, forKey: .severity)
+        try container.encode(path, forKey: .path)
+        try container.encode(method, forKey: .method)
+        try container.encode(status, forKey: .status)
+        try container.encode(pointer, forKey: .pointer)
+        try container.encode(message, forKey: .message)
+        try container.encode(origin, forKey: .origin)
+    }
+
     /// One line for reports: the severity in capitals, the rule id, the location (method, path, `→ status`,
     /// schema pointer, or `(document)` when there is none) and the message.
     public var description: String {
