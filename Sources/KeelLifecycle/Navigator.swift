@@ -403,9 +403,17 @@ struct Run {
             if Self.keepsDrafts(input) { save(entry, entry.input!) } else { effects.append(.inputLost(entry.label)) }
         }
         func keeps(_ entry: NavigationEntry) -> Bool { isPublic(entry) && (entry.input ?? "").isEmpty }
-        state.stack = state.stack.filter(keeps)
+        // What stays is public and belongs to no account now: input typed there later is the next account's
+        // (a draft keyed to the previous one would be written into its store).
+        func disowned(_ entry: NavigationEntry) -> NavigationEntry {
+            var entry = entry
+            entry.account = nil
+            return entry
+        }
+        state.stack = state.stack.filter(keeps).map(disowned)
         if state.stack.first?.route != contract.root.id { state.stack.insert(rootEntry(), at: 0) }
         if let modal = state.modal, !keeps(modal) || modal.route == navigator.signInRoute { state.modal = nil }
+        state.modal = state.modal.map(disowned)
         state.prompt = nil
         state.pendingTarget = nil
         if let account { effects.append(.purgeAccount(account)) }
@@ -426,7 +434,14 @@ struct Run {
         if state.modal != nil { state.modal = top } else { state.stack[state.stack.count - 1] = top }
         // Input whose lifecycle survives process death is saved as it is typed: a kill gives no warning, and
         // the app may never see `background` first.
-        if let input = contract.route(top.route)?.input, Self.keepsDrafts(input) { save(top, text) }
+        guard let input = contract.route(top.route)?.input, Self.keepsDrafts(input) else { return }
+        if !text.isEmpty {
+            save(top, text)
+        } else if let key = draftKey(top), state.drafts[key] != nil {
+            // Everything erased: nothing to offer again.
+            state.drafts[key] = nil
+            effects.append(.deleteDraft(key))
+        }
     }
 
     mutating func background() {
@@ -460,20 +475,28 @@ struct Run {
         effects.append(.saveSnapshot)
     }
 
+    /// `entry`'s input is gone with the access to it: its draft (saved as it was typed) is deleted too,
+    /// so that it neither stays behind for a resource the user cannot reach nor comes back later.
+    mutating func lose(_ entry: NavigationEntry) {
+        if let key = draftKey(entry), state.drafts[key] != nil {
+            state.drafts[key] = nil
+            effects.append(.deleteDraft(key))
+        }
+        effects.append(.inputLost(entry.label))
+    }
+
     mutating func revoke(_ route: String, _ parameters: [String: String]) {
         func matches(_ entry: NavigationEntry) -> Bool {
             entry.route == route && parameters.allSatisfy { entry.parameters[$0.key] == $0.value }
         }
         if let modal = state.modal, matches(modal) {
             effects.append(.accessDenied(modal.label))
-            if let text = modal.input, !text.isEmpty { effects.append(.inputLost(modal.label)) }
+            if let text = modal.input, !text.isEmpty { lose(modal) }
             state.modal = nil
         }
         if let index = state.stack.firstIndex(where: matches) {
             effects.append(.accessDenied(state.stack[index].label))
-            for entry in state.stack[index...] where !(entry.input ?? "").isEmpty {
-                effects.append(.inputLost(entry.label))
-            }
+            for entry in state.stack[index...] where !(entry.input ?? "").isEmpty { lose(entry) }
             state.stack.removeSubrange(index...)
             if state.stack.isEmpty { state.stack = [rootEntry()] }
             state.modal = state.modal.flatMap { navigator.verdict($0, in: state) == .allowed ? $0 : nil }

@@ -114,15 +114,48 @@ func sayJSON(_ value: some Encodable) throws {
 }
 
 /// Calls `stop` on SIGTERM or SIGINT instead of letting the default action end the process, so that a
-/// long-running command shuts down cleanly. Cancel the returned sources once it has stopped.
-func onTerminationSignals(_ stop: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-    [SIGTERM, SIGINT].map { number in
-        signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number)
-        source.setEventHandler(handler: stop)
-        source.resume()
-        return source
+/// long-running command shuts down cleanly. ``TerminationSignals/restore()`` gives both signals their default
+/// action back (a second Ctrl-C during shutdown then ends the process).
+final class TerminationSignals {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ stop: @escaping @Sendable () -> Void) {
+        sources = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler(handler: stop)
+            source.resume()
+            return source
+        }
     }
+
+    func restore() {
+        sources.forEach { $0.cancel() }
+        for number in [SIGTERM, SIGINT] { signal(number, SIG_DFL) }
+    }
+}
+
+/// Hands `body` each line of standard input (without its line ending) until it returns false or input ends.
+/// Reads file descriptor 0 with read(2): a thread blocked here holds no stdio lock, so exiting never waits
+/// for it (`readLine()` blocks in getline holding stdin's lock, and some C libraries lock every stream at
+/// exit).
+func forEachStandardInputLine(_ body: (String) -> Bool) {
+    var pending: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { break }
+        pending.append(contentsOf: buffer[..<count])
+        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            var line = pending[..<newline]
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+            let text = String(decoding: line, as: UTF8.self)
+            pending.removeSubrange(...newline)
+            if !body(text) { return }
+        }
+    }
+    if !pending.isEmpty { _ = body(String(decoding: pending, as: UTF8.self)) }
 }
 
 /// Writes "error: `message`" to standard error and returns `status`, the exit status to return.

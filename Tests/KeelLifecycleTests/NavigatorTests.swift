@@ -192,6 +192,35 @@ struct Harness {
         }
     }
 
+    @Test func draftsSavedAsTypedFollowTheInputAndTheAccountThatTypedIt() throws {
+        var h = try Harness(
+            routes: Self.inputRoutes + [
+                Route("note", parent: "home", access: .public, input: .init(policy: .saveDraft))
+            ])
+        // Erasing everything deletes the draft instead of keeping an empty one.
+        h.send(.signIn(account: "alice"))
+        h.send(.open(route: "keep"))
+        h.send(.type("some text"))
+        h.send(.type(""))
+        #expect(h.effects == ["deleteDraft keep"])
+        #expect(h.state.drafts.isEmpty)
+        // Access revoked: the input is lost and its draft with it, not kept for a screen the user cannot reach.
+        h.send(.type("again"))
+        h.send(.accessRevoked(route: "keep", parameters: [:]))
+        #expect(h.effects.contains("deleteDraft keep") && h.effects.contains("inputLost keep"))
+        #expect(h.state.drafts.isEmpty)
+        // A public screen Alice opened and left empty stays through a switch; what Bob types there is Bob's.
+        h.send(.open(route: "note"))
+        h.send(.switchAccount("bob"))
+        #expect(h.stack.last == "note")
+        let typed = h.send(.type("bob's words"))
+        let keys = typed.effects.compactMap { effect -> DraftKey? in
+            if case .saveDraft(let key, _) = effect { return key }
+            return nil
+        }
+        #expect(keys.map(\.account) == ["bob"])
+    }
+
     // MARK: - PLAT-008.2 deep links and notifications, cold and warm, then back
 
     @Test func aColdDeepLinkBuildsTheDeclaredParentsAndBackWalksThem() throws {

@@ -87,12 +87,11 @@ extension JSONValue {
     /// "an object" — or, for people reading YAML, "a list" / "a mapping".
     package func kindPhrase(yaml: Bool = false) -> String {
         switch self {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .number: "a number"
-        case .string: "a string"
-        case .array: yaml ? "a list" : "an array"
-        case .object: yaml ? "a mapping" : "an object"
+        case .null: kind
+        case .array where yaml: "a list"
+        case .object where yaml: "a mapping"
+        case .array, .object: "an \(kind)"
+        default: "a \(kind)"
         }
     }
 }

@@ -199,9 +199,8 @@ package enum DurableFiles {
 
     enum FileKind { case directory, file, symlink, other }
 
-    /// `path`, or where it leads when it is a symlink to a directory. For the roots an app or a person names
-    /// (a data directory, its `vaults`): those may be links (macOS's `/tmp` is one). Nothing inside them is
-    /// followed.
+    /// `path`, or where it leads when it is a symlink to a directory. For the data directory an app or a
+    /// person names, which may be a link (macOS's `/tmp` is one); nothing inside it is followed.
     static func followingLinkToDirectory(_ path: String) -> String {
         guard kind(path) == .symlink, let resolved = realpath(path, nil) else { return path }
         defer { free(resolved) }

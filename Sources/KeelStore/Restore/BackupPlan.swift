@@ -154,7 +154,9 @@ public struct BackupPlan: Sendable, Equatable, Codable {
         } else {
             keys = "the app's key store (never backed up)"
         }
-        return BackupPlan(dataDirectory: base, items: items.sorted { $0.path < $1.path }, keys: keys)
+        // The directory as the caller named it (the plan compares and reads back the same way before and after).
+        return BackupPlan(
+            dataDirectory: dataDirectory.path, items: items.sorted { $0.path < $1.path }, keys: keys)
     }
 
     /// Applies the plan: on Apple platforms, sets `isExcludedFromBackup` on every recreated and excluded

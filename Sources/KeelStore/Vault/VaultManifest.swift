@@ -100,10 +100,12 @@ struct VaultManifest: Codable, Equatable {
 enum VaultFiles {
     static func database(_ policy: Dataset.BackupPolicy) -> String { "\(policy.rawValue).sqlite" }
     static let filesDirectory = "files"
-    /// The data directory and its `vaults` directory, each followed when it is a symlink to a directory.
+    /// The data directory (followed when it is a symlink to a directory: the path an app or a person names
+    /// may lead through one) and its `vaults` directory, which is never followed (a platform backup would not
+    /// follow it either).
     static func roots(of dataDirectory: URL) -> (data: String, vaults: String) {
         let data = DurableFiles.followingLinkToDirectory(dataDirectory.path)
-        return (data, DurableFiles.followingLinkToDirectory(data + "/vaults"))
+        return (data, data + "/vaults")
     }
     /// The suffixes SQLite adds beside a database file.
     static let databaseCompanions = ["", "-wal", "-shm", "-journal"]

@@ -84,19 +84,19 @@ enum BackendCommand {
         } catch {
             return fail("\(error)", status: 1)
         }
+        // Signals are handled before the banner: whoever reads it may stop the backend at once.
+        let (stop, stopContinuation) = AsyncStream<Void>.makeStream()
+        let signals = TerminationSignals { stopContinuation.finish() }
         say("listening \(backend.baseURL.absoluteString)")
 
-        let (stop, stopContinuation) = AsyncStream<Void>.makeStream()
-        let sources = onTerminationSignals { stopContinuation.finish() }
         // Blocking reads of stdin get a thread of their own. Only `quit` stops the backend: the contract
         // names SIGTERM, SIGINT and `quit`, and a backend started in the background of a script or by a
         // test harness reads its stdin from /dev/null, which ends at once.
         let reader = POSIXThread.spawn(name: "keel-backend-stdin") {
-            while let line = readLine() {
-                if line.trimmingCharacters(in: .whitespaces) == "quit" {
-                    stopContinuation.finish()
-                    return
-                }
+            forEachStandardInputLine { line in
+                guard line.trimmingCharacters(in: .whitespaces) == "quit" else { return true }
+                stopContinuation.finish()
+                return false
             }
         }
         // The process that started it going away (a demo killed with Ctrl-C, a test run that crashed) stops
@@ -109,7 +109,7 @@ enum BackendCommand {
         for await _ in stop {}
         orphaned.cancel()
         await backend.stop(timeout: .seconds(10))
-        sources.forEach { $0.cancel() }
+        signals.restore()
         _ = reader  // the reader may stay blocked in read(2); the process exits anyway
         say("stopped")
         return 0

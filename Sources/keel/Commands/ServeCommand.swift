@@ -62,14 +62,15 @@ enum ServeCommand {
             return fail("\(error)", status: 1)
         }
         script.forEach(server.enqueue)
+        // Signals are handled before the banner: whoever reads it may stop the server at once.
+        let (quitSignal, quitContinuation) = AsyncStream<Void>.makeStream()
+        let signals = TerminationSignals { quitContinuation.finish() }
         say("listening on \(server.baseURL.absoluteString)")
 
         // Blocking reads of stdin get a thread of their own, not one of the few cooperative-pool threads.
         // End of input stops the server too, so a parent that dies cannot leave it running forever.
-        let (quitSignal, quitContinuation) = AsyncStream<Void>.makeStream()
-        let sources = onTerminationSignals { quitContinuation.finish() }
         let reader = POSIXThread.spawn(name: "keel-serve-stdin") {
-            while let line = readLine(), line.trimmingCharacters(in: .whitespaces) != "quit" {}
+            forEachStandardInputLine { $0.trimmingCharacters(in: .whitespaces) != "quit" }
             quitContinuation.finish()
         }
         let log = Task {
@@ -82,7 +83,7 @@ enum ServeCommand {
             }
         }
         for await _ in quitSignal {}
-        sources.forEach { $0.cancel() }
+        signals.restore()
         _ = reader  // after a signal the reader may stay blocked in read(2); the process exits anyway
         log.cancel()
         server.shutdown()
