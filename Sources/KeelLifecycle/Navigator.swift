@@ -435,13 +435,8 @@ struct Run {
         // Input whose lifecycle survives process death is saved as it is typed: a kill gives no warning, and
         // the app may never see `background` first.
         guard let input = contract.route(top.route)?.input, Self.keepsDrafts(input) else { return }
-        if !text.isEmpty {
-            save(top, text)
-        } else if let key = draftKey(top), state.drafts[key] != nil {
-            // Everything erased: nothing to offer again.
-            state.drafts[key] = nil
-            effects.append(.deleteDraft(key))
-        }
+        // Everything erased: nothing to offer again.
+        if text.isEmpty { dropDraft(of: top) } else { save(top, text) }
     }
 
     mutating func background() {
@@ -478,11 +473,15 @@ struct Run {
     /// `entry`'s input is gone with the access to it: its draft (saved as it was typed) is deleted too,
     /// so that it neither stays behind for a resource the user cannot reach nor comes back later.
     mutating func lose(_ entry: NavigationEntry) {
-        if let key = draftKey(entry), state.drafts[key] != nil {
-            state.drafts[key] = nil
-            effects.append(.deleteDraft(key))
-        }
+        dropDraft(of: entry)
         effects.append(.inputLost(entry.label))
+    }
+
+    /// Deletes `entry`'s saved draft, if it has one.
+    mutating func dropDraft(of entry: NavigationEntry) {
+        guard let key = draftKey(entry), state.drafts[key] != nil else { return }
+        state.drafts[key] = nil
+        effects.append(.deleteDraft(key))
     }
 
     mutating func revoke(_ route: String, _ parameters: [String: String]) {

@@ -117,10 +117,11 @@ func sayJSON(_ value: some Encodable) throws {
 /// long-running command shuts down cleanly. ``TerminationSignals/restore()`` gives both signals their default
 /// action back (a second Ctrl-C during shutdown then ends the process).
 final class TerminationSignals {
+    private static let numbers = [SIGTERM, SIGINT]
     private let sources: [any DispatchSourceSignal]
 
     init(_ stop: @escaping @Sendable () -> Void) {
-        sources = [SIGTERM, SIGINT].map { number in
+        sources = Self.numbers.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number)
             source.setEventHandler(handler: stop)
@@ -131,7 +132,7 @@ final class TerminationSignals {
 
     func restore() {
         sources.forEach { $0.cancel() }
-        for number in [SIGTERM, SIGINT] { signal(number, SIG_DFL) }
+        for number in Self.numbers { signal(number, SIG_DFL) }
     }
 }
 
@@ -148,14 +149,18 @@ func forEachStandardInputLine(_ body: (String) -> Bool) {
         guard count > 0 else { break }
         pending.append(contentsOf: buffer[..<count])
         while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-            var line = pending[..<newline]
-            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-            let text = String(decoding: line, as: UTF8.self)
+            let text = textLine(pending[..<newline])
             pending.removeSubrange(...newline)
             if !body(text) { return }
         }
     }
-    if !pending.isEmpty { _ = body(String(decoding: pending, as: UTF8.self)) }
+    if !pending.isEmpty { _ = body(textLine(pending[...])) }
+}
+
+/// One line of text split off at its "\n" byte, without a trailing "\r" (lines are split on the byte: in a
+/// Swift string "\r\n" is one character, which "\n" never matches).
+func textLine<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> String {
+    String(decoding: bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes[...], as: UTF8.self)
 }
 
 /// Writes "error: `message`" to standard error and returns `status`, the exit status to return.

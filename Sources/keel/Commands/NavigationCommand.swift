@@ -140,39 +140,42 @@ enum NavigationCommand {
         if let problem = strictJSONProblem(data) { return fail("\(path): \(problem)") }
         let contract: NavigationContract
         do { contract = try NavigationContract(json: data) } catch { return fail("\(path): \(error.message)") }
-        var lines: [String] = []
-        if let script = arguments.value("script") {
-            guard let text = FileManager.default.contents(atPath: script) else {
-                return fail("\(script): cannot read the file")
+        var script: Data?
+        if let scriptPath = arguments.value("script") {
+            guard let text = FileManager.default.contents(atPath: scriptPath) else {
+                return fail("\(scriptPath): cannot read the file")
             }
-            // Split on the byte: in a Swift string "\r\n" is one character, which "\n" never matches.
-            lines = text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
-                String(decoding: $0, as: UTF8.self)
-            }
+            script = text
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "keel-navigation-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(at: directory) }
         let simulator = try NavigationSimulator(contract: contract, directory: directory)
         var number = 0
-        func next() -> String? {
-            if arguments.value("script") != nil { return number < lines.count ? lines[number] : nil }
-            return readLine(strippingNewline: true)
-        }
-        while var line = next() {
+        var status: Int32 = 0
+        /// Runs one event line and prints its object; false after a malformed line (nothing after it runs).
+        func run(_ text: String) -> Bool {
+            var line = text
             number += 1
-            if line.utf8.last == UInt8(ascii: "\r") { line = String(decoding: line.utf8.dropLast(), as: UTF8.self) }
             // A byte-order mark some editors put before the first line is not part of it.
             if number == 1, line.hasPrefix("\u{FEFF}") { line.removeFirst() }
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { return true }
             let command: NavigationSimulator.Command
             do { command = try NavigationSimulator.parse(trimmed) } catch {
-                return fail("line \(number): \(error.description): \(trimmed)")
+                status = fail("line \(number): \(error.description): \(trimmed)")
+                return false
             }
             say(simulator.run(command, line: line).json)
+            return true
         }
-        return 0
+        if let script {
+            _ = script.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).lazy.map(textLine)
+                .allSatisfy(run)
+        } else {
+            forEachStandardInputLine(run)
+        }
+        return status
     }
 
     /// The parent chain from the root down to the route's parent (stops at an unknown parent or a cycle).
