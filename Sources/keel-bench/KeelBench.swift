@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 import KeelTesting
 
 /// `keel-bench`: every Keel benchmark, each measured against its baseline in the same run.
@@ -103,6 +104,8 @@ enum KeelBench {
             case "--same-process": sameProcess = true
             case "--report":
                 guard let value = arguments.popFirst() else { fail("option '--report' needs a file name") }
+                // Checked now, not after a run of many minutes.
+                if let problem = OutputFile.problem(with: value) { fail("option '--report': \(problem)") }
                 reportPath = value
             case "--list":
                 benchmarks.forEach { print($0.name) }

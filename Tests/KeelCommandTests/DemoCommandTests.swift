@@ -38,12 +38,28 @@ import Testing
         (["demo", "--only", ","], "--only names no scenario"),
         // Checked before the run (which takes a while), not after it.
         (["demo", "--only", "links", "--report", "/nonexistent/keel-demo/r.html"], "is not a directory"),
-        (["demo", "--only", "links", "--report", "/tmp"], "--report /tmp: a directory"),
+        (["demo", "--only", "links", "--report", "/tmp"], "--report /tmp: /tmp is a directory"),
+        (["demo", "--only", "links", "--report", "/nonexistent-keel-demo-dir/"], "is a directory"),
         (["demo", "--only", "links", "--report", ""], "--report needs a file path"),
     ])
     func usageErrorsExitWithTwo(arguments: [String], message: String) async throws {
         let child = try ChildProcess.launch(product: "keel", arguments: arguments)
         #expect(try await child.waitForExit() == .exited(2))
         #expect(child.output(of: .standardError).contains(message), "\(child.output(of: .standardError))")
+    }
+
+    /// keel-bench checks its chart's path before a run of many minutes, as the demo does (exit 2, nothing run).
+    @Test(arguments: [
+        ("/nonexistent/keel-bench/chart.svg", "/nonexistent/keel-bench is not a directory this user can write to"),
+        ("/tmp", "/tmp is a directory"),
+        ("", "an empty path"),
+    ])
+    func benchReportPathIsCheckedBeforeTheRun(path: String, message: String) async throws {
+        let child = try ChildProcess.launch(
+            product: "keel-bench", arguments: ["--filter", "schema.validate", "--rounds", "3", "--report", path])
+        #expect(try await child.waitForExit() == .exited(2))
+        let errors = child.output(of: .standardError)
+        #expect(errors.contains("option '--report': \(message)"), "\(errors)")
+        #expect(!child.output(of: .standardOutput).contains("schema.validate"))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 import KeelReference
 
 /// `keel demo`: the reference app against the reference backend, scenario by scenario, every claim checked.
@@ -47,16 +48,7 @@ enum DemoCommand {
         // The report's directory is checked before the demo runs, not after a whole run.
         if let path = arguments.value("report") {
             guard !path.isEmpty else { throw UsageError("--report needs a file path") }
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-                throw UsageError("--report \(path): a directory; give the path of the HTML file to write")
-            }
-            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue,
-                FileManager.default.isWritableFile(atPath: folder)
-            else {
-                throw UsageError("--report \(path): \(folder) is not a directory this user can write to")
-            }
+            if let problem = OutputFile.problem(with: path) { throw UsageError("--report \(path): \(problem)") }
         }
         let keel =
             Bundle.main.executableURL?.resolvingSymlinksInPath()
