@@ -9,13 +9,11 @@ package enum OutputFile {
     package static func problem(with path: String) -> String? {
         guard !path.isEmpty else { return "an empty path" }
         var isDirectory: ObjCBool = false
-        if path.hasSuffix("/")
-            || (FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-                && isDirectory.boolValue)
-        {
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        if path.hasSuffix("/") || (exists && isDirectory.boolValue) {
             return "\(path) is a directory; give the path of the file to write"
         }
-        if FileManager.default.fileExists(atPath: path), !FileManager.default.isWritableFile(atPath: path) {
+        if exists, !FileManager.default.isWritableFile(atPath: path) {
             return "\(path) exists and this user cannot write it"
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
