@@ -308,11 +308,15 @@ struct Call {
 
     // MARK: - One attempt
 
-    /// Races the transport against the attempt timer on the injected clock; whichever ends first wins
-    /// and the other is cancelled (which closes the connection).
+    /// Runs the exchange against the attempt timer on the injected clock; whichever ends first wins and the
+    /// other is stopped (a timed-out exchange closes its connection). An ``InterruptibleHTTPTransport`` runs
+    /// on this task and the timer interrupts it; any other transport is raced against a timer task.
     private func attempt<C: Clock>(_ request: TransportRequest, timeout: Duration, clock: C) async -> AttemptResult
     where C.Duration == Duration {
         let transport = configuration.transport
+        if let interruptible = transport as? any InterruptibleHTTPTransport {
+            return await attempt(request, on: interruptible, deadline: clock.now.advanced(by: timeout), clock: clock)
+        }
         let result = await Self.race(deadline: clock.now.advanced(by: timeout), clock: clock) {
             () async -> AttemptResult in
             do throws(TransportError) {
@@ -323,6 +327,24 @@ struct Call {
         }
         if Task.isCancelled { return .cancelled }
         return result ?? .timedOut
+    }
+
+    /// One attempt on a transport that the attempt timer can interrupt: the exchange runs on this task, and
+    /// the timer (the process's watchdog on a system clock, a sleeping task on any other) only signals it.
+    private func attempt<C: Clock>(
+        _ request: TransportRequest, on transport: any InterruptibleHTTPTransport, deadline: C.Instant, clock: C
+    ) async -> AttemptResult where C.Duration == Duration {
+        let interruption = TransportInterruption()
+        let timer = AttemptTimer(deadline: deadline, clock: clock) { interruption.interrupt() }
+        let result: AttemptResult
+        do throws(TransportError) {
+            result = .response(try await transport.send(request, interruption: interruption))
+        } catch {
+            result = interruption.isInterrupted ? .timedOut : .transportFailure(error)
+        }
+        timer.cancel()
+        if Task.isCancelled { return .cancelled }
+        return result
     }
 
     /// Runs `work` against a timer on `clock` that fires at `deadline`: the value of `work` when it ends

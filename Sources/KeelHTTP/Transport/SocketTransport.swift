@@ -25,7 +25,8 @@ import KeelCore
 /// - ``Configuration``
 /// - ``init(configuration:)``
 /// - ``send(_:)``
-public final class SocketTransport: HTTPTransport {
+/// - ``send(_:interruption:)``
+public final class SocketTransport: InterruptibleHTTPTransport {
     /// Settings of a ``SocketTransport``.
     public struct Configuration: Sendable {
         /// The longest a connection (name resolution, TCP and TLS handshakes) may take.
@@ -72,8 +73,21 @@ public final class SocketTransport: HTTPTransport {
     ///
     /// - Throws: ``TransportError``.
     public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        try await send(request, interruption: nil)
+    }
+
+    /// ``send(_:)``, ended early (the connection closed at once) when `interruption` is interrupted.
+    public func send(_ request: TransportRequest, interruption: TransportInterruption) async throws(TransportError)
+        -> TransportResponse
+    {
+        try await send(request, interruption: .some(interruption))
+    }
+
+    private func send(_ request: TransportRequest, interruption: TransportInterruption?) async throws(TransportError)
+        -> TransportResponse
+    {
         let exchange = Exchange()
-        return try await onWorker(exchange) { continuation in
+        return try await onWorker(exchange, interruption: interruption) { continuation in
             continuation.resume(
                 with: Result { () throws(TransportError) -> TransportResponse in try self.perform(request, exchange) })
         }
@@ -84,10 +98,21 @@ public final class SocketTransport: HTTPTransport {
     /// wait at once too: a worker stuck where nothing can interrupt it (`getaddrinfo` on a resolver that
     /// never answers) no longer holds the call past its timeout or deadline. Such a worker finishes in the
     /// background; its connection is closed when it gets one.
+    ///
+    /// An `interruption` (the client's attempt timer) ends the exchange the same way, as `timedOut`.
     func onWorker<Value: Sendable>(
-        _ exchange: Exchange, _ work: @escaping @Sendable (WorkerResult<Value>) -> Void
+        _ exchange: Exchange, interruption: TransportInterruption? = nil,
+        _ work: @escaping @Sendable (WorkerResult<Value>) -> Void
     ) async throws(TransportError) -> Value {
         let result = WorkerResult<Value>()
+        // Before the worker starts: an interruption that came first ends the exchange before it is sent.
+        interruption?.onInterrupt {
+            exchange.cancel()
+            result.resume(
+                throwing: TransportError(
+                    code: .timedOut, requestMayHaveBeenSent: exchange.mayHaveSent,
+                    detail: "interrupted by the attempt timer"))
+        }
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in

@@ -14,7 +14,7 @@ import KeelCore
 /// Requests that must not reuse a connection (``HTTPRequest/reusesConnections`` false) go through a
 /// second session whose every request says `Connection: close`, so its pool never holds a connection
 /// that could be silently reused and re-sent on.
-public final class URLSessionTransport: HTTPTransport {
+public final class URLSessionTransport: InterruptibleHTTPTransport {
     private let pooled: URLSession
     fileprivate let fresh: URLSession
     fileprivate let delegate: SessionDelegate
@@ -44,6 +44,19 @@ public final class URLSessionTransport: HTTPTransport {
     ///
     /// - Throws: ``TransportError`` mapped from the `URLError`, saying whether the request may have been sent.
     public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        try await send(request, interruption: nil)
+    }
+
+    /// ``send(_:)``, ended early (the data task cancelled) when `interruption` is interrupted.
+    public func send(_ request: TransportRequest, interruption: TransportInterruption) async throws(TransportError)
+        -> TransportResponse
+    {
+        try await send(request, interruption: .some(interruption))
+    }
+
+    private func send(_ request: TransportRequest, interruption: TransportInterruption?) async throws(TransportError)
+        -> TransportResponse
+    {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
@@ -55,6 +68,14 @@ public final class URLSessionTransport: HTTPTransport {
         let task = (request.reusesConnections ? pooled : fresh).dataTask(with: urlRequest)
         let exchange = Exchange(limit: request.maximumResponseBytes, reusesConnection: request.reusesConnections)
         delegate.track(task, exchange)
+        // Before the task is resumed: an interruption that came first ends the exchange before it is sent.
+        interruption?.onInterrupt {
+            exchange.finish(
+                .failure(
+                    TransportError(
+                        code: .timedOut, requestMayHaveBeenSent: true, detail: "interrupted by the attempt timer")))
+            task.cancel()
+        }
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation {
