@@ -20,10 +20,29 @@ package final class AttemptWatchdog: @unchecked Sendable {
     /// The process's watchdog.
     package static let shared = AttemptWatchdog()
 
-    /// A deadline on one of the system clocks.
-    package enum Deadline: Sendable {
-        case continuous(ContinuousClock.Instant)
-        case suspending(SuspendingClock.Instant)
+    /// A deadline on one of the system clocks, kept as an offset from a fixed instant of its clock (the
+    /// clocks' instants are resilient types: every copy and comparison of one would be a runtime call).
+    package struct Deadline: Sendable {
+        private static let continuousReference = ContinuousClock.now
+        private static let suspendingReference = SuspendingClock.now
+
+        private let isContinuous: Bool
+        private let sinceReference: Duration
+
+        /// A deadline on the continuous clock.
+        package static func continuous(_ instant: ContinuousClock.Instant) -> Deadline {
+            Deadline(isContinuous: true, sinceReference: continuousReference.duration(to: instant))
+        }
+
+        /// A deadline on the suspending clock.
+        package static func suspending(_ instant: SuspendingClock.Instant) -> Deadline {
+            Deadline(isContinuous: false, sinceReference: suspendingReference.duration(to: instant))
+        }
+
+        private init(isContinuous: Bool, sinceReference: Duration) {
+            self.isContinuous = isContinuous
+            self.sinceReference = sinceReference
+        }
 
         /// The deadline `instant` of `clock`, when `clock` is a system clock.
         package init?<C: Clock>(_ instant: C.Instant, on clock: C) {
@@ -38,31 +57,57 @@ package final class AttemptWatchdog: @unchecked Sendable {
 
         /// Time left until the deadline on its own clock (negative once it passed).
         var remaining: Duration {
-            switch self {
-            case .continuous(let instant): ContinuousClock.now.duration(to: instant)
-            case .suspending(let instant): SuspendingClock.now.duration(to: instant)
-            }
+            let elapsed =
+                isContinuous
+                ? Self.continuousReference.duration(to: .now) : Self.suspendingReference.duration(to: .now)
+            return sinceReference - elapsed
         }
     }
 
     /// A scheduled deadline, to cancel once the attempt ended.
     package struct Token: Sendable {
-        fileprivate let id: UInt64
+        fileprivate let slot: UInt32
+        /// 0: nothing was scheduled (the deadline had passed).
+        fileprivate let generation: UInt32
     }
 
-    private struct Entry {
-        var deadline: Deadline
-        var action: @Sendable () -> Void
+    /// Where a deadline lives while scheduled; reused (with the next generation) once it ran or was cancelled.
+    private struct Slot {
+        var generation: UInt32 = 0
+        var deadline = Deadline.continuous(.now)
+        var action: (@Sendable () -> Void)?
+    }
+
+    /// A heap entry: when the slot's deadline is due (uptime nanoseconds), for the generation it was pushed for.
+    private struct Due {
+        var uptime: UInt64
+        var slot: UInt32
+        var generation: UInt32
     }
 
     private struct State {
-        var entries: [UInt64: Entry] = [:]
-        /// (uptime nanoseconds when due, id), a binary min-heap. Cancelled entries stay until they surface
-        /// (16 bytes each) or the heap is rebuilt.
-        var heap: [(due: UInt64, id: UInt64)] = []
-        var nextID: UInt64 = 1
+        var slots: [Slot] = []
+        var freeSlots: [UInt32] = []
+        /// A binary min-heap on `uptime`. Cancelled deadlines stay until they surface (16 bytes each) or the
+        /// heap is rebuilt.
+        var heap: [Due] = []
+        var pending = 0
         /// When the dispatch timer fires next (uptime nanoseconds; `.max`: not armed).
         var armed = UInt64.max
+
+        func isLive(_ due: Due) -> Bool {
+            let slot = slots[Int(due.slot)]
+            return slot.generation == due.generation && slot.action != nil
+        }
+
+        /// Empties `index`'s slot and returns its action.
+        mutating func release(_ index: UInt32) -> (@Sendable () -> Void)? {
+            let action = slots[Int(index)].action
+            slots[Int(index)].action = nil
+            freeSlots.append(index)
+            pending -= 1
+            return action
+        }
     }
 
     private let state = Locked(State())
@@ -83,37 +128,47 @@ package final class AttemptWatchdog: @unchecked Sendable {
         let remaining = deadline.remaining
         guard remaining > .zero else {
             action()
-            return Token(id: 0)
+            return Token(slot: 0, generation: 0)
         }
         let due = Self.uptime(after: remaining)
         return state.withLock { state in
-            let id = state.nextID
-            state.nextID += 1
-            state.entries[id] = Entry(deadline: deadline, action: action)
-            Self.push((due, id), onto: &state.heap)
+            let index: UInt32
+            if let free = state.freeSlots.popLast() {
+                index = free
+            } else {
+                index = UInt32(state.slots.count)
+                state.slots.append(Slot())
+            }
+            var generation = state.slots[Int(index)].generation &+ 1
+            if generation == 0 { generation = 1 }
+            state.slots[Int(index)] = Slot(generation: generation, deadline: deadline, action: action)
+            state.pending += 1
+            Self.push(Due(uptime: due, slot: index, generation: generation), onto: &state.heap)
             if due < state.armed {
                 // Under the lock: two threads arming out of order would leave the later deadline armed.
                 state.armed = due
                 timer.schedule(deadline: DispatchTime(uptimeNanoseconds: due), leeway: .nanoseconds(0))
             }
-            return Token(id: id)
+            return Token(slot: index, generation: generation)
         }
     }
 
     /// Forgets `token`'s deadline; its action never runs (unless it is running already).
     package func cancel(_ token: Token) {
-        guard token.id != 0 else { return }
+        guard token.generation != 0 else { return }
         state.withLock { state in
-            guard state.entries.removeValue(forKey: token.id) != nil else { return }
-            if state.heap.count > 64, state.heap.count > 4 * state.entries.count {
+            let slot = state.slots[Int(token.slot)]
+            guard slot.generation == token.generation, slot.action != nil else { return }
+            _ = state.release(token.slot)
+            if state.heap.count > 64, state.heap.count > 4 * state.pending {
                 // Mostly cancelled entries: rebuild from the live ones (a sorted array is a valid min-heap).
-                state.heap = state.heap.filter { state.entries[$0.id] != nil }.sorted { $0.due < $1.due }
+                state.heap = state.heap.filter(state.isLive).sorted { $0.uptime < $1.uptime }
             }
         }
     }
 
     /// Deadlines scheduled and not yet run or cancelled.
-    package var pendingCount: Int { state.withLock { $0.entries.count } }
+    package var pendingCount: Int { state.withLock { $0.pending } }
 
     /// Deadlines the heap holds, cancelled ones included (tests: cancelled deadlines must not pile up).
     package var storedCount: Int { state.withLock { $0.heap.count } }
@@ -123,21 +178,22 @@ package final class AttemptWatchdog: @unchecked Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         let due = state.withLock { state -> [@Sendable () -> Void] in
             var actions: [@Sendable () -> Void] = []
-            while let top = state.heap.first, top.due <= now {
+            while let top = state.heap.first, top.uptime <= now {
                 Self.popTop(of: &state.heap)
-                guard let entry = state.entries[top.id] else { continue }
+                guard state.isLive(top) else { continue }
                 // The dispatch timer counts uptime; a continuous-clock deadline may be further away than it
                 // thought (or nearer: then it is due now). Ask the deadline's own clock.
-                let remaining = entry.deadline.remaining
+                let remaining = state.slots[Int(top.slot)].deadline.remaining
                 if remaining > .zero {
-                    Self.push((Self.uptime(after: remaining), top.id), onto: &state.heap)
-                } else {
-                    state.entries[top.id] = nil
-                    actions.append(entry.action)
+                    var later = top
+                    later.uptime = Self.uptime(after: remaining)
+                    Self.push(later, onto: &state.heap)
+                } else if let action = state.release(top.slot) {
+                    actions.append(action)
                 }
             }
-            while let top = state.heap.first, state.entries[top.id] == nil { Self.popTop(of: &state.heap) }
-            state.armed = state.heap.first?.due ?? .max
+            while let top = state.heap.first, !state.isLive(top) { Self.popTop(of: &state.heap) }
+            state.armed = state.heap.first?.uptime ?? .max
             timer.schedule(
                 deadline: state.armed == .max ? .distantFuture : DispatchTime(uptimeNanoseconds: state.armed),
                 leeway: .nanoseconds(0))
@@ -152,20 +208,20 @@ package final class AttemptWatchdog: @unchecked Sendable {
         return overflow ? .max - 1 : min(sum, .max - 1)
     }
 
-    // MARK: - Binary heap on (due, id)
+    // MARK: - Binary heap on the uptime
 
-    private static func push(_ element: (due: UInt64, id: UInt64), onto heap: inout [(due: UInt64, id: UInt64)]) {
+    private static func push(_ element: Due, onto heap: inout [Due]) {
         heap.append(element)
         var child = heap.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
-            guard heap[child].due < heap[parent].due else { break }
+            guard heap[child].uptime < heap[parent].uptime else { break }
             heap.swapAt(child, parent)
             child = parent
         }
     }
 
-    private static func popTop(of heap: inout [(due: UInt64, id: UInt64)]) {
+    private static func popTop(of heap: inout [Due]) {
         let last = heap.removeLast()
         guard !heap.isEmpty else { return }
         heap[0] = last
@@ -174,8 +230,8 @@ package final class AttemptWatchdog: @unchecked Sendable {
             let left = 2 * parent + 1
             let right = left + 1
             var smallest = parent
-            if left < heap.count, heap[left].due < heap[smallest].due { smallest = left }
-            if right < heap.count, heap[right].due < heap[smallest].due { smallest = right }
+            if left < heap.count, heap[left].uptime < heap[smallest].uptime { smallest = left }
+            if right < heap.count, heap[right].uptime < heap[smallest].uptime { smallest = right }
             if smallest == parent { return }
             heap.swapAt(parent, smallest)
             parent = smallest
