@@ -51,6 +51,40 @@ import Testing
         #expect(stored[0].get("missing", as: Int.self) == nil)
     }
 
+    /// Each statement is checked against its own number of placeholders, also when statements alternate
+    /// (the connection notes the count of the statement it used last) and on the one-argument point-read path.
+    @Test func anArgumentCountThatDoesNotMatchThePlaceholdersIsRefused() async throws {
+        let pool = try open()
+        try await pool.write { db in
+            try db.execute("CREATE TABLE t (a INTEGER, b INTEGER)")
+            try db.execute("INSERT INTO t VALUES (?, ?)", arguments: [1, 2])
+        }
+        let one = "SELECT b FROM t WHERE a = ?"
+        let two = "SELECT b FROM t WHERE a = ? AND b = ?"
+        let results = try await pool.read { db -> [Bool] in
+            func refuses(_ body: () throws -> Void) -> Bool {
+                do {
+                    try body()
+                    return false
+                } catch let error as DatabaseError {
+                    return error.code == .sqlError && error.message.contains("argument")
+                } catch {
+                    return false
+                }
+            }
+            return [
+                try db.scalar(Int.self, one, arguments: [1]) == 2,
+                refuses { _ = try db.scalar(Int.self, two, arguments: [1]) },
+                try db.scalar(Int.self, two, arguments: [1, 2]) == 2,
+                refuses { _ = try db.scalar(Int.self, one, arguments: [1, 2]) },
+                refuses { _ = try db.scalar(Int.self, one) },
+                refuses { _ = try db.rows(two, arguments: [1]) },
+                try db.scalar(Int.self, one, arguments: [1]) == 2,
+            ]
+        }
+        #expect(results == [true, true, true, true, true, true, true])
+    }
+
     @Test func aThrowingWriteRollsEverythingBack() async throws {
         struct Abort: Error {}
         let pool = try open()

@@ -3,8 +3,10 @@ public import KeelCore
 
 /// The seam between Keel's HTTP logic and the network: send one request, get one response.
 ///
-/// The default is ``URLSessionTransport``. Logic never touches `URLSession` directly, so a test can put
-/// a fault at this seam when a socket cannot express it. Implementations must honour task cancellation
+/// The default is ``SocketTransport`` on Linux and ``URLSessionTransport`` on Apple platforms. Logic never
+/// touches either directly, so a test can put a fault at this seam when a socket cannot express it. A
+/// transport that can also end an exchange on a signal should adopt ``InterruptibleHTTPTransport``: its
+/// attempts then need no timer task of their own. Implementations must honour task cancellation
 /// (stop the exchange, close the connection), must not follow redirects (Keel judges them), and must
 /// stop reading a body as soon as it exceeds ``TransportRequest/maximumResponseBytes`` (a declared
 /// `Content-Length` over the limit is refused before any of the body is read).

@@ -14,7 +14,8 @@ final class SQLiteConnection {
     /// Prepared statements by SQL (bounded; see `prepare`).
     @exclusivity(unchecked) private var statements: [String: OpaquePointer] = [:]
     /// The statement used last, checked before the dictionary (loops of point reads and inserts).
-    @exclusivity(unchecked) private var lastStatement: (sql: String, statement: OpaquePointer)?
+    /// With its number of `?` placeholders (the same SQL keeps it, even re-prepared after a schema change).
+    @exclusivity(unchecked) private var lastStatement: (sql: String, statement: OpaquePointer, parameters: Int)?
     /// Set while ``Database/inTransaction(_:_:)`` runs its body: every statement must then run inside that
     /// transaction. When SQLite has rolled it back on its own (an interrupt, a full disk, an I/O error), a
     /// caller that caught the error and went on would otherwise commit each later statement by itself — half
@@ -138,7 +139,7 @@ final class SQLiteConnection {
         // Statements prepared under a table scope are cached under it (see withTableAccess).
         let key = tableAccess.map { "\u{0}\($0.scope)\u{0}" + sql } ?? sql
         if let cached = statements[key] {
-            lastStatement = (sql, cached)
+            lastStatement = (sql, cached, Int(sqlite3_bind_parameter_count(cached)))
             return cached
         }
         if statements.count >= 256 {
@@ -160,7 +161,7 @@ final class SQLiteConnection {
                 code: .sqlError, message: "more than one statement; use executeScript for scripts", sql: sql)
         }
         statements[key] = statement
-        lastStatement = (sql, statement)
+        lastStatement = (sql, statement, Int(sqlite3_bind_parameter_count(statement)))
         return statement
     }
 
@@ -181,7 +182,10 @@ final class SQLiteConnection {
 
     /// Throws unless `statement` has exactly `count` placeholders.
     private func requireArguments(_ count: Int, for statement: OpaquePointer, sql: String) throws(DatabaseError) {
-        let expected = Int(sqlite3_bind_parameter_count(statement))
+        // `statement` is the one `prepare` just handed out, whose count it noted.
+        let expected =
+            lastStatement.flatMap { $0.statement == statement ? $0.parameters : nil }
+            ?? Int(sqlite3_bind_parameter_count(statement))
         guard expected == count else {
             throw DatabaseError(code: .sqlError, message: "expected \(expected) argument(s), got \(count)", sql: sql)
         }
@@ -293,7 +297,8 @@ final class SQLiteConnection {
         let status = sqlite3_step(statement)
         if status == SQLITE_DONE { return nil }
         guard status == SQLITE_ROW else { throw error(status, sql: sql) }
-        return sqlite3_column_count(statement) == 0 ? nil : value(statement, 0)
+        // A statement that returns a row has at least one column.
+        return value(statement, 0)
     }
 
     /// Runs `sql` with one text argument and hands `body` the first column of the first row as SQLite's
