@@ -68,22 +68,11 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         for sockets in idle.withLock({ $0.values }) { sockets.forEach { $0.close() } }
     }
 
-    /// Performs one exchange on a worker thread (socket I/O blocks); cancelling the task closes the
-    /// connection at once.
+    /// Performs one exchange on a worker thread (socket I/O blocks); cancelling the task, or `interruption`,
+    /// closes the connection at once. (``send(_:)`` is this with an interruption nothing gives.)
     ///
     /// - Throws: ``TransportError``.
-    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
-        try await send(request, interruption: nil)
-    }
-
-    /// ``send(_:)``, ended early (the connection closed at once) when `interruption` is interrupted.
     public func send(_ request: TransportRequest, interruption: TransportInterruption) async throws(TransportError)
-        -> TransportResponse
-    {
-        try await send(request, interruption: .some(interruption))
-    }
-
-    private func send(_ request: TransportRequest, interruption: TransportInterruption?) async throws(TransportError)
         -> TransportResponse
     {
         let exchange = Exchange()

@@ -16,6 +16,16 @@ public protocol InterruptibleHTTPTransport: HTTPTransport {
         -> TransportResponse
 }
 
+extension InterruptibleHTTPTransport {
+    /// Performs one exchange that only task cancellation ends early: ``send(_:interruption:)`` with an
+    /// interruption nothing gives.
+    ///
+    /// - Throws: ``TransportError`` when no complete response arrived.
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        try await send(request, interruption: TransportInterruption())
+    }
+}
+
 /// The client's signal to end one exchange early (its attempt timer fired), handed to an
 /// ``InterruptibleHTTPTransport``.
 public final class TransportInterruption: Sendable {

@@ -39,22 +39,11 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
     }
 
     /// Performs one exchange on a `URLSession` data task: redirects are returned, not followed; a request that
-    /// must not reuse a connection goes out with `Connection: close`; cancelling the calling task cancels the
-    /// data task.
+    /// must not reuse a connection goes out with `Connection: close`; cancelling the calling task, or
+    /// `interruption`, cancels the data task. (``send(_:)`` is this with an interruption nothing gives.)
     ///
     /// - Throws: ``TransportError`` mapped from the `URLError`, saying whether the request may have been sent.
-    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
-        try await send(request, interruption: nil)
-    }
-
-    /// ``send(_:)``, ended early (the data task cancelled) when `interruption` is interrupted.
     public func send(_ request: TransportRequest, interruption: TransportInterruption) async throws(TransportError)
-        -> TransportResponse
-    {
-        try await send(request, interruption: .some(interruption))
-    }
-
-    private func send(_ request: TransportRequest, interruption: TransportInterruption?) async throws(TransportError)
         -> TransportResponse
     {
         var urlRequest = URLRequest(url: request.url)
@@ -69,7 +58,7 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
         let exchange = Exchange(limit: request.maximumResponseBytes, reusesConnection: request.reusesConnections)
         delegate.track(task, exchange)
         // Before the task is resumed: an interruption that came first ends the exchange before it is sent.
-        interruption?.onInterrupt {
+        interruption.onInterrupt {
             exchange.finish(
                 .failure(
                     TransportError(
