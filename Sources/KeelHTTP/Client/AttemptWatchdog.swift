@@ -74,8 +74,8 @@ package final class AttemptWatchdog: @unchecked Sendable {
     /// Where a deadline lives while scheduled; reused (with the next generation) once it ran or was cancelled.
     private struct Slot {
         var generation: UInt32 = 0
-        var deadline = Deadline.continuous(.now)
-        var action: (@Sendable () -> Void)?
+        /// What is scheduled here; nil while the slot is free.
+        var scheduled: (deadline: Deadline, action: @Sendable () -> Void)?
     }
 
     /// A heap entry: when the slot's deadline is due (uptime nanoseconds), for the generation it was pushed for.
@@ -97,13 +97,13 @@ package final class AttemptWatchdog: @unchecked Sendable {
 
         func isLive(_ due: Due) -> Bool {
             let slot = slots[Int(due.slot)]
-            return slot.generation == due.generation && slot.action != nil
+            return slot.generation == due.generation && slot.scheduled != nil
         }
 
         /// Empties `index`'s slot and returns its action.
         mutating func release(_ index: UInt32) -> (@Sendable () -> Void)? {
-            let action = slots[Int(index)].action
-            slots[Int(index)].action = nil
+            let action = slots[Int(index)].scheduled?.action
+            slots[Int(index)].scheduled = nil
             freeSlots.append(index)
             pending -= 1
             return action
@@ -141,7 +141,7 @@ package final class AttemptWatchdog: @unchecked Sendable {
             }
             var generation = state.slots[Int(index)].generation &+ 1
             if generation == 0 { generation = 1 }
-            state.slots[Int(index)] = Slot(generation: generation, deadline: deadline, action: action)
+            state.slots[Int(index)] = Slot(generation: generation, scheduled: (deadline, action))
             state.pending += 1
             Self.push(Due(uptime: due, slot: index, generation: generation), onto: &state.heap)
             if due < state.armed {
@@ -158,7 +158,7 @@ package final class AttemptWatchdog: @unchecked Sendable {
         guard token.generation != 0 else { return }
         state.withLock { state in
             let slot = state.slots[Int(token.slot)]
-            guard slot.generation == token.generation, slot.action != nil else { return }
+            guard slot.generation == token.generation, slot.scheduled != nil else { return }
             _ = state.release(token.slot)
             if state.heap.count > 64, state.heap.count > 4 * state.pending {
                 // Mostly cancelled entries: rebuild from the live ones (a sorted array is a valid min-heap).
@@ -183,7 +183,7 @@ package final class AttemptWatchdog: @unchecked Sendable {
                 guard state.isLive(top) else { continue }
                 // The dispatch timer counts uptime; a continuous-clock deadline may be further away than it
                 // thought (or nearer: then it is due now). Ask the deadline's own clock.
-                let remaining = state.slots[Int(top.slot)].deadline.remaining
+                guard let remaining = state.slots[Int(top.slot)].scheduled?.deadline.remaining else { continue }
                 if remaining > .zero {
                     var later = top
                     later.uptime = Self.uptime(after: remaining)

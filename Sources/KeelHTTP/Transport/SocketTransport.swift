@@ -94,14 +94,14 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         _ work: @escaping @Sendable (WorkerResult<Value>) -> Void
     ) async throws(TransportError) -> Value {
         let result = WorkerResult<Value>()
-        // Before the worker starts: an interruption that came first ends the exchange before it is sent.
-        interruption?.onInterrupt {
+        /// Closes the connection and ends the wait with `code` (a cancel, or the attempt timer).
+        @Sendable func stop(_ code: TransportError.Code, _ detail: String) {
             exchange.cancel()
             result.resume(
-                throwing: TransportError(
-                    code: .timedOut, requestMayHaveBeenSent: exchange.mayHaveSent,
-                    detail: "interrupted by the attempt timer"))
+                throwing: TransportError(code: code, requestMayHaveBeenSent: exchange.mayHaveSent, detail: detail))
         }
+        // Before the worker starts: an interruption that came first ends the exchange before it is sent.
+        interruption?.onInterrupt { stop(.timedOut, "interrupted by the attempt timer") }
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
@@ -109,13 +109,9 @@ public final class SocketTransport: InterruptibleHTTPTransport {
                     DispatchQueue.global().async { work(result) }
                 }
             } onCancel: {
-                exchange.cancel()
-                result.resume(
-                    throwing: TransportError(
-                        code: .cancelled, requestMayHaveBeenSent: exchange.mayHaveSent,
-                        detail: exchange.mayHaveSent
-                            ? "cancelled while sending or receiving" : "cancelled before sending"
-                    ))
+                stop(
+                    .cancelled,
+                    exchange.mayHaveSent ? "cancelled while sending or receiving" : "cancelled before sending")
             }
         } catch let error as TransportError {
             throw error

@@ -57,14 +57,13 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
         let task = (request.reusesConnections ? pooled : fresh).dataTask(with: urlRequest)
         let exchange = Exchange(limit: request.maximumResponseBytes, reusesConnection: request.reusesConnections)
         delegate.track(task, exchange)
-        // Before the task is resumed: an interruption that came first ends the exchange before it is sent.
-        interruption.onInterrupt {
-            exchange.finish(
-                .failure(
-                    TransportError(
-                        code: .timedOut, requestMayHaveBeenSent: true, detail: "interrupted by the attempt timer")))
+        /// Ends the exchange with `code` and cancels the data task (a cancel, or the attempt timer).
+        @Sendable func stop(_ code: TransportError.Code, _ detail: String) {
+            exchange.finish(.failure(TransportError(code: code, requestMayHaveBeenSent: true, detail: detail)))
             task.cancel()
         }
+        // Before the task is resumed: an interruption that came first ends the exchange before it is sent.
+        interruption.onInterrupt { stop(.timedOut, "interrupted by the attempt timer") }
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation {
@@ -73,9 +72,7 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
                     if exchange.attach(continuation) { task.resume() }
                 }
             } onCancel: {
-                exchange.finish(
-                    .failure(TransportError(code: .cancelled, requestMayHaveBeenSent: true, detail: "cancelled")))
-                task.cancel()
+                stop(.cancelled, "cancelled")
             }
         } catch let error as TransportError {
             throw error
