@@ -20,6 +20,9 @@ import Testing
         #expect(outcome.abortion == nil, "\(outcome.abortion ?? "")")
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
         #expect(outcome.verifications.count >= 4, "a scenario proves its point with several checks")
+        for requirement in outcome.scenario.requirements {
+            #expect(!outcome.verifications(for: requirement).isEmpty, "no check of \(id) shows \(requirement)")
+        }
         #expect(outcome.passed)
     }
 
@@ -41,6 +44,35 @@ import Testing
             Set(NotesDemo.scenarios.map(\.id)).isSuperset(of: [
                 "offline", "kill", "conflict", "switch", "links", "portal", "update", "trace",
             ]))
+    }
+
+    @Test func aCheckCountsOnlyForTheRequirementsItChecks() throws {
+        // offline names MOB-DATA-004 and MOB-API-003; its checks show one or the other (or both, untagged).
+        let scenario = try #require(NotesDemo.scenarios.first { $0.id == "offline" })
+        #expect(scenario.requirements == ["MOB-DATA-004", "MOB-API-003"])
+        let stale = NotesDemo.Verification(
+            claim: "the list is marked stale", held: true, expected: "true", seen: "true",
+            requirements: ["MOB-DATA-004"])
+        let notSent = NotesDemo.Verification(
+            claim: "sync says nothing was sent", held: false, expected: "notSent", seen: "unknown",
+            requirements: ["MOB-API-003"])
+        let both = NotesDemo.Verification(claim: "the edit is kept", held: true, expected: "pending", seen: "pending")
+        let report = NotesDemo.Report(
+            outcomes: [
+                .init(
+                    scenario: scenario, timeline: [.verified(stale), .verified(notSent), .verified(both)], abortion: nil
+                )
+            ],
+            duration: .seconds(1))
+        #expect(report.verifications(for: "MOB-DATA-004") == [stale, both])
+        #expect(report.verifications(for: "MOB-API-003") == [notSent, both])
+        let summary = NotesDemo.summary(report)
+        let data = try #require(summary.first { $0.contains("MOB-DATA-004") })
+        let api = try #require(summary.first { $0.contains("MOB-API-003") })
+        #expect(data.contains("2/2 checks") && api.contains("1/2 checks"), "\(summary)")
+        let html = NotesDemo.html(report)
+        #expect(html.contains("✓ 2/2") || html.contains("✗ 2/2"))
+        #expect(html.contains("1/2</td>"))
     }
 
     @Test func aCheckThatDidNotHoldIsShownWithWhatWasExpectedAndSeen() {

@@ -111,6 +111,8 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
 
     /// Removes every field named `name`.
     public mutating func removeAll(named name: String) {
+        // Usually there is none: then the list is left as it is (not even made unique).
+        guard contains(name) else { return }
         fields.removeAll { Self.equalIgnoringCase($0.name, name) }
     }
 

@@ -388,9 +388,7 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         append(target.hostField)
         append("\r\n")
         for field in request.headers where !isOwnedByTransport(field.name) {
-            guard HeaderFields.isToken(field.name.utf8),
-                !field.value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 })
-            else {
+            guard isFieldName(field.name), !hasLineBreakOrNUL(field.value) else {
                 throw TransportError(
                     code: .other, requestMayHaveBeenSent: false,
                     detail: "header field \(field.name.debugDescription) has a line break or is not a field name")
@@ -410,11 +408,28 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         return head
     }
 
+    /// Whether `name` is a token, checked on its contiguous bytes where it has them (every native string).
+    private static func isFieldName(_ name: String) -> Bool {
+        name.utf8.withContiguousStorageIfAvailable { HeaderFields.isToken($0) } ?? HeaderFields.isToken(name.utf8)
+    }
+
+    /// Whether `value` has a CR, LF or NUL, which would end the field early and smuggle whatever follows.
+    private static func hasLineBreakOrNUL(_ value: String) -> Bool {
+        func isBreak(_ byte: UInt8) -> Bool { byte == 13 || byte == 10 || byte == 0 }
+        return value.utf8.withContiguousStorageIfAvailable { $0.contains(where: isBreak) }
+            ?? value.utf8.contains(where: isBreak)
+    }
+
     /// `Host`, `Content-Length`, `Transfer-Encoding` and `Connection`, in any case: the transport writes
     /// them itself.
     private static func isOwnedByTransport(_ name: String) -> Bool {
-        ownedFields.contains { HeaderFields.equalIgnoringCase($0, name) }
+        // Most names have none of the four lengths: no comparison at all (run for every field of every request).
+        switch name.utf8.count {
+        case 4: HeaderFields.equalIgnoringCase(name, "host")
+        case 10: HeaderFields.equalIgnoringCase(name, "connection")
+        case 14: HeaderFields.equalIgnoringCase(name, "content-length")
+        case 17: HeaderFields.equalIgnoringCase(name, "transfer-encoding")
+        default: false
+        }
     }
-
-    private static let ownedFields = ["host", "connection", "content-length", "transfer-encoding"]
 }

@@ -40,7 +40,7 @@ extension NotesDemo {
     public static func summary(_ report: Report) -> [String] {
         var lines = ["", "Requirements demonstrated"]
         for (requirement, outcomes) in report.requirements {
-            let checks = outcomes.flatMap(\.verifications)
+            let checks = report.verifications(for: requirement)
             let held = checks.filter(\.held).count
             let passed = outcomes.allSatisfy(\.passed)
             let title = requirementTitles[requirement] ?? ""
@@ -85,7 +85,7 @@ extension NotesDemo {
 
             """
         for (requirement, outcomes) in report.requirements {
-            let all = outcomes.flatMap(\.verifications)
+            let all = report.verifications(for: requirement)
             let passed = outcomes.allSatisfy(\.passed)
             body += """
                 <tr class="\(passed ? "ok" : "bad")"><td><code>\(requirement)</code></td>\

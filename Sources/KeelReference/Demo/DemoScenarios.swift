@@ -20,6 +20,7 @@ extension DemoRun {
         action("phone starts again 7 h later with no network (\(offline) refuses connections)")
         let later = try relaunch(phone, server: offline, arguments: ["--time-offset", "25200"])
         let list = try await run(later, "list")
+        demonstrating("MOB-DATA-004")
         verify(
             "both synced notes are shown offline", list["notes"]?.arrayValue?.count == 2, expected: "2 notes",
             seen: "\(list["notes"]?.arrayValue?.count ?? 0) notes")
@@ -30,11 +31,13 @@ extension DemoRun {
         verify("an offline edit is queued as pending", try await listed(later, trip)?["state"], equals: "pending")
         let sync = try await run(later, "sync")
         let message = sync["error"]?["message"]?.stringValue ?? ""
+        demonstrating("MOB-API-003")
         verify(
             "sync says nothing was sent (outcome notSent) and that the edit is kept on the device",
             sync["ok"] == false && sync["error"]?["outcome"] == "notSent"
                 && message.contains("saved on this device"),
             expected: "ok false, outcome notSent, a message saying the edit is kept", seen: sync.description)
+        demonstrating("MOB-DATA-004")
         verify(
             "the backend still has version 1 of the note", try await backend.note(trip)?["version"], equals: 1)
         verify(
@@ -171,6 +174,7 @@ extension DemoRun {
         let phone = try device("phone")
         let note = try await signedInNote(phone, account: "farah", title: "Recipe")
         let label = "note noteID=\(note)"
+        demonstrating("MOB-PLAT-008")
         let linked = try await must(phone, "open-link keel-notes://note/\(note)")
         verify(
             "the deep link opens the note above its declared parents", linked["screen"]?["stack"],
@@ -190,6 +194,7 @@ extension DemoRun {
             refused["ok"] == false && refused["screen"]?["stack"] == ["home", "notes"],
             expected: "refused", seen: refused.description)
 
+        demonstrating("MOB-PLAT-005")
         try await must(phone, "open \(note)")
         try await must(phone, "editor \(note)")
         try await must(phone, "type add basil at the end")

@@ -60,13 +60,18 @@ public struct NotesDemo: Sendable {
         public let held: Bool
         /// What was expected, and what was seen (shown when it did not hold).
         public let expected: String, seen: String
+        /// The requirements this check shows being kept, among its scenario's; empty for all of them. A
+        /// scenario that names two requirements shows some of each: the report counts a check only for
+        /// what it checks.
+        public let requirements: [String]
 
         /// A check.
-        public init(claim: String, held: Bool, expected: String, seen: String) {
+        public init(claim: String, held: Bool, expected: String, seen: String, requirements: [String] = []) {
             self.claim = claim
             self.held = held
             self.expected = expected
             self.seen = seen
+            self.requirements = requirements
         }
     }
 
@@ -89,6 +94,12 @@ public struct NotesDemo: Sendable {
         /// Its checks.
         public var verifications: [Verification] {
             timeline.compactMap { if case .verified(let check) = $0 { check } else { nil } }
+        }
+        /// The checks that show `requirement` being kept.
+        public func verifications(for requirement: String) -> [Verification] {
+            verifications.filter {
+                ($0.requirements.isEmpty ? scenario.requirements : $0.requirements).contains(requirement)
+            }
         }
         /// Whether every check held and nothing stopped it.
         public var passed: Bool { abortion == nil && !verifications.isEmpty && verifications.allSatisfy(\.held) }
@@ -115,6 +126,12 @@ public struct NotesDemo: Sendable {
                 NotesDemo.order(a) < NotesDemo.order(b)
             }
             return ids.map { id in (id, outcomes.filter { $0.scenario.requirements.contains(id) }) }
+        }
+
+        /// The checks that show `requirement` being kept, across every scenario: each check counts for the
+        /// requirements it checks, not for every requirement its scenario names.
+        public func verifications(for requirement: String) -> [Verification] {
+            outcomes.flatMap { $0.verifications(for: requirement) }
         }
     }
 
@@ -221,6 +238,8 @@ actor DemoRun {
     let scenario: NotesDemo.Scenario
     let progress: @Sendable (NotesDemo.Event) -> Void
     private(set) var timeline: [NotesDemo.Event] = []
+    /// What the next checks show (see ``demonstrating(_:)``); empty for all of the scenario's requirements.
+    private var demonstrating: [String] = []
     private var devices: [NotesDevice] = []
 
     init(
@@ -241,10 +260,20 @@ actor DemoRun {
         progress(.action(text))
     }
 
+    /// The checks that follow show these requirements being kept (of the scenario's); none named means all
+    /// of the scenario's.
+    func demonstrating(_ requirements: String...) {
+        precondition(
+            requirements.allSatisfy(scenario.requirements.contains),
+            "\(scenario.id) does not name \(requirements) among its requirements")
+        demonstrating = requirements
+    }
+
     /// Records a check; `expected`/`seen` are shown when it does not hold.
     @discardableResult
     func verify(_ claim: String, _ held: Bool, expected: String, seen: String) -> Bool {
-        let check = NotesDemo.Verification(claim: claim, held: held, expected: expected, seen: seen)
+        let check = NotesDemo.Verification(
+            claim: claim, held: held, expected: expected, seen: seen, requirements: demonstrating)
         timeline.append(.verified(check))
         progress(.verified(check))
         return held
