@@ -323,6 +323,19 @@ import Testing
                 $0.rule == "breaking-changes-without-major-version-bump"
             })
         #expect(bump.operations == 0 && bump.occurrences == 1 && bump.places.isEmpty)
+        // Every key is there, absent values as null (as in the per-occurrence report): the bump has no origin.
+        let raw = try #require(try JSONSerialization.jsonObject(with: Data(minor.utf8)) as? [String: Any])
+        let groups = try #require(raw["groups"] as? [[String: Any]])
+        let rawBump = try #require(
+            groups.first { $0["rule"] as? String == "breaking-changes-without-major-version-bump" })
+        #expect(rawBump["origin"] is NSNull)
+        for group in groups {
+            #expect(
+                Set(group.keys) == ["rule", "severity", "origin", "message", "operations", "occurrences", "places"])
+            for place in group["places"] as? [[String: Any]] ?? [] {
+                #expect(Set(place.keys) == ["method", "path", "status", "pointer"])
+            }
+        }
         // Text is grouped already: --group there is a usage error.
         let (usage, _, errors) = try await runKeel(
             ["contract", "diff", "base.yaml", "next.yaml", "--group"], in: directory.url)

@@ -208,8 +208,17 @@ enum ContractCommand {
         if json, arguments.has("group") {
             // One object per root cause, in the text report's order; its places the most direct first (all
             // with --verbose, else the first three).
+            // Absent members are written as null, as in the per-occurrence report: a consumer finds every key.
             struct Place: Encodable {
                 var method: String?; var path: String?; var status: String?; var pointer: String?
+                enum CodingKeys: CodingKey { case method, path, status, pointer }
+                func encode(to encoder: any Encoder) throws {
+                    var container = encoder.container(keyedBy: CodingKeys.self)
+                    try container.encode(method, forKey: .method)
+                    try container.encode(path, forKey: .path)
+                    try container.encode(status, forKey: .status)
+                    try container.encode(pointer, forKey: .pointer)
+                }
             }
             struct Group: Encodable {
                 var rule: String
@@ -219,6 +228,17 @@ enum ContractCommand {
                 var operations: Int
                 var occurrences: Int
                 var places: [Place]
+                enum CodingKeys: CodingKey { case rule, severity, origin, message, operations, occurrences, places }
+                func encode(to encoder: any Encoder) throws {
+                    var container = encoder.container(keyedBy: CodingKeys.self)
+                    try container.encode(rule, forKey: .rule)
+                    try container.encode(severity, forKey: .severity)
+                    try container.encode(origin, forKey: .origin)
+                    try container.encode(message, forKey: .message)
+                    try container.encode(operations, forKey: .operations)
+                    try container.encode(occurrences, forKey: .occurrences)
+                    try container.encode(places, forKey: .places)
+                }
             }
             struct Report: Encodable {
                 var groups: [Group]
