@@ -256,6 +256,14 @@ struct Run {
             error = "a prompt is waiting: confirm or cancel first"
             return
         }
+        // Opening what is already on top (a second tap before the first push showed) shows it once: the
+        // screen is not pushed again over itself, and nothing changes.
+        if let declared = contract.route(route), !declared.isModal, state.modal == nil, let top = state.stack.last,
+            top.route == route, top.parameters == parameters.filter({ declared.parameters.contains($0.key) }),
+            declared.parameters.allSatisfy({ parameters[$0] != nil })
+        {
+            return
+        }
         guard let entry = makeEntry(route, parameters) else { return }
         let isModal = contract.route(route)?.isModal == true
         if state.modal != nil, state.modal?.route != navigator.signInRoute || route != navigator.signInRoute {

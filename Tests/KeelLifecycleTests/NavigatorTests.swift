@@ -45,6 +45,26 @@ struct Harness {
 }
 
 @Suite struct NavigatorTests {
+    @Test func openingTheScreenAlreadyOnTopDoesNotPushItTwice() throws {
+        var h = try Harness()
+        h.deepStack()
+        let before = h.state
+        // A double tap: the same route with the same parameters (an extra one the route does not declare
+        // changes nothing either).
+        let again = h.send(.open(route: "edit", parameters: ["noteID": "1", "utm": "x"]))
+        #expect(h.state == before && again.effects.isEmpty && again.error == nil)
+        #expect(h.stack == ["home", "notes", "note", "edit"])
+        // Another note is another screen: it is pushed.
+        h.send(.open(route: "notes"))
+        h.send(.open(route: "note", parameters: ["noteID": "2"]))
+        h.send(.open(route: "note", parameters: ["noteID": "3"]))
+        #expect(h.stack == ["home", "notes", "note", "edit", "notes", "note", "note"])
+        #expect(h.state.stack.suffix(2).map { $0.parameters["noteID"] } == ["2", "3"])
+        // A missing parameter is still an error, not a silent no-op.
+        let missing = h.send(.open(route: "note"))
+        #expect(missing.error?.contains("missing parameter noteID") == true)
+    }
+
     // MARK: - PLAT-008.1 one decision for every back trigger
 
     /// Many states reached by seeded random event sequences; in each, every back trigger gives the same
