@@ -65,6 +65,20 @@ import Testing
         #expect(try object(output)["tracestate"] == .null)
     }
 
+    @Test func repeatedTracestatesAreOneListAsHTTPCombinesFieldLines() async throws {
+        let (status, output, _) = try await runKeel(
+            [
+                "trace", "parse", Self.traceparent, "--tracestate", "rojo=1", "--tracestate", "congo=2", "--format",
+                "json",
+            ])
+        #expect(status == .exited(0))
+        #expect(try object(output)["tracestate"] == .array([.string("rojo=1"), .string("congo=2")]))
+        // A key repeated across the lines is a duplicate in the one list: the whole tracestate is dropped.
+        let (_, duplicate, _) = try await runKeel(
+            ["trace", "parse", Self.traceparent, "--tracestate", "a=1", "--tracestate", "a=2", "--format", "json"])
+        #expect(try object(duplicate)["tracestate"] == .null)
+    }
+
     @Test(arguments: [
         ["trace"], ["trace", "parse"], ["trace", "parse", "a", "b"], ["trace", "format", "x"],
         ["trace", "parse", traceparent, "--format", "yaml"], ["trace", "parse", traceparent, "--bogus"],

@@ -19,7 +19,9 @@ enum TraceCommand {
             members is dropped whole; empty members are skipped.
 
             OPTIONS:
-              --tracestate <value>  The tracestate received with it.
+              --tracestate <value>  The tracestate received with it. Repeat it for several tracestate
+                                    header lines: they are one list, combined in order as HTTP
+                                    combines field lines (a duplicate key across them drops it all).
               --format text|json    Output style (default text). json prints one object:
                                     {"valid", "version", "traceId", "parentId", "flags", "sampled",
                                      "tracestate": ["key=value", ...] | null, "reason"}
@@ -39,7 +41,8 @@ enum TraceCommand {
         let arguments = try Arguments(Array(raw.dropFirst()), options: ["tracestate", "format"])
         guard arguments.positionals.count == 1 else { throw UsageError("expected one traceparent value") }
         let format = try arguments.choice("format", default: "text", among: ["text", "json"])
-        let tracestate = arguments.value("tracestate")
+        // Several tracestate field lines are one comma-separated list (RFC 9110 §5.3; W3C Trace Context §3.3).
+        let tracestate = arguments.values["tracestate"].map { $0.joined(separator: ",") }
         let parent: TraceParent
         do {
             parent = try TraceParent.parse(arguments.positionals[0])
