@@ -105,6 +105,21 @@ public struct NavigationContract: Sendable, Equatable {
                     .missingDeathBehaviour, route.id,
                     "confirmDiscard cannot ask when the process dies: declare onDeath (save or drop)")
             }
+            // onDeath only decides for confirmDiscard; elsewhere the policy decides, so a declaration that
+            // says otherwise would be silently overruled: dropped input kept on disk, or saved input lost.
+            switch (route.input?.policy, route.input?.onDeath) {
+            case (.saveDraft?, .drop?):
+                problem(
+                    .contradictoryDeathBehaviour, route.id,
+                    "saveDraft keeps the input on disk as it is typed, so process death cannot drop it: declare confirmDiscard with onDeath drop, or no onDeath"
+                )
+            case (.warnBeforeLoss?, .save?):
+                problem(
+                    .contradictoryDeathBehaviour, route.id,
+                    "warnBeforeLoss never saves the input, so process death loses it: declare saveDraft, or confirmDiscard with onDeath save, or no onDeath"
+                )
+            default: break
+            }
             if let link = route.deepLink {
                 if route.isSensitive {
                     problem(.sensitiveDeepLink, route.id, "a sensitive one-time route cannot be opened by a deep link")
@@ -313,6 +328,9 @@ extension ErrorCode where Domain == NavigationProblem {
     public static var invalidParameters: Self { Self("invalidParameters") }
     /// `confirmDiscard` without a declared process-death behaviour.
     public static var missingDeathBehaviour: Self { Self("missingDeathBehaviour") }
+    /// An `onDeath` the policy overrules: `drop` on `saveDraft` (kept on disk anyway), `save` on
+    /// `warnBeforeLoss` (never saved).
+    public static var contradictoryDeathBehaviour: Self { Self("contradictoryDeathBehaviour") }
     /// A sensitive one-time route with a deep link.
     public static var sensitiveDeepLink: Self { Self("sensitiveDeepLink") }
     /// A malformed deep-link pattern, or a placeholder that is not a parameter.

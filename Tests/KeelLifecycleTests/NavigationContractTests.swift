@@ -88,6 +88,15 @@ let exampleRoutes: [Route] = [
                 Route("root", access: .public, isRoot: true),
                 Route("edit", parent: "root", access: .account, input: .init(policy: .confirmDiscard)),
             ]) == ["edit:missingDeathBehaviour"])
+        // onDeath decides only for confirmDiscard: elsewhere a contradicting one is refused, an agreeing one kept.
+        #expect(
+            Self.codes([
+                Route("root", access: .public, isRoot: true),
+                Route("secret", parent: "root", access: .account, input: .init(policy: .saveDraft, onDeath: .drop)),
+                Route("form", parent: "root", access: .public, input: .init(policy: .warnBeforeLoss, onDeath: .save)),
+                Route("note", parent: "root", access: .account, input: .init(policy: .saveDraft, onDeath: .save)),
+                Route("poll", parent: "root", access: .public, input: .init(policy: .warnBeforeLoss, onDeath: .drop)),
+            ]) == ["secret:contradictoryDeathBehaviour", "form:contradictoryDeathBehaviour"])
         #expect(
             Self.codes([
                 Route("root", access: .public, isRoot: true),

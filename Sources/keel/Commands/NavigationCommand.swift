@@ -15,7 +15,8 @@ enum NavigationCommand {
             its parent chain, access, modal, unsaved-input policy and process-death behaviour, sensitive,
             deep link. Checks the same rules as the app does at launch (a root and only one, known and
             acyclic parents, deep links that land only where back can go, confirmDiscard with onDeath,
-            no sensitive deep link, no two deep links of the same shape, at most 64 ancestors). Where two
+            no onDeath the policy overrules, no sensitive deep link, no two deep links of the same shape,
+            at most 64 ancestors). Where two
             deep links overlap, the more specific one wins (app://n/new before app://n/{id}).
 
             OPTIONS:
