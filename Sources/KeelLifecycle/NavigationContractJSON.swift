@@ -1,4 +1,5 @@
 public import Foundation
+import KeelCore
 
 // The contract file: `{"routes": [{"id": "home", "root": true, "access": "public"}, ...]}`, written by
 // `NavigationContract.export()` and read by `keel navigation`. Members with their default value (false,
@@ -44,9 +45,9 @@ extension NavigationContract {
         init(routes: [RouteEntry]) { self.routes = routes }
 
         init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: AnyKey.self)
-            try AnyKey.refuseUnknown(in: container, allowed: Keys.allCases.map(\.rawValue))
-            routes = try container.decode([RouteEntry].self, forKey: AnyKey("routes"))
+            let container = try decoder.container(keyedBy: JSONMemberKey.self)
+            try JSONMemberKey.refuseUnknown(in: container, allowed: Keys.allCases.map(\.rawValue))
+            routes = try container.decode([RouteEntry].self, forKey: JSONMemberKey("routes"))
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -65,9 +66,9 @@ extension NavigationContract {
             private enum InputKeys: String, CodingKey, CaseIterable { case policy, onDeath }
 
             init(from decoder: any Decoder) throws {
-                let container = try decoder.container(keyedBy: AnyKey.self)
-                try AnyKey.refuseUnknown(in: container, allowed: Keys.allCases.map(\.rawValue))
-                func key(_ key: Keys) -> AnyKey { AnyKey(key.rawValue) }
+                let container = try decoder.container(keyedBy: JSONMemberKey.self)
+                try JSONMemberKey.refuseUnknown(in: container, allowed: Keys.allCases.map(\.rawValue))
+                func key(_ key: Keys) -> JSONMemberKey { JSONMemberKey(key.rawValue) }
                 let accessText = try container.decode(String.self, forKey: key(.access))
                 guard let access = Route.Access(accessText) else {
                     throw DecodingError.dataCorruptedError(
@@ -76,20 +77,20 @@ extension NavigationContract {
                 }
                 var input: Route.Input?
                 if container.contains(key(.input)) {
-                    let nested = try container.nestedContainer(keyedBy: AnyKey.self, forKey: key(.input))
-                    try AnyKey.refuseUnknown(in: nested, allowed: InputKeys.allCases.map(\.rawValue))
-                    let policyText = try nested.decode(String.self, forKey: AnyKey("policy"))
+                    let nested = try container.nestedContainer(keyedBy: JSONMemberKey.self, forKey: key(.input))
+                    try JSONMemberKey.refuseUnknown(in: nested, allowed: InputKeys.allCases.map(\.rawValue))
+                    let policyText = try nested.decode(String.self, forKey: JSONMemberKey("policy"))
                     guard let policy = Route.Input.Policy(rawValue: policyText) else {
                         throw DecodingError.dataCorruptedError(
-                            forKey: AnyKey("policy"), in: nested,
+                            forKey: JSONMemberKey("policy"), in: nested,
                             debugDescription:
                                 "input policy \"\(policyText)\" is not saveDraft, confirmDiscard or warnBeforeLoss")
                     }
                     var onDeath: Route.Input.DeathBehaviour?
-                    if let deathText = try nested.decodeIfPresent(String.self, forKey: AnyKey("onDeath")) {
+                    if let deathText = try nested.decodeIfPresent(String.self, forKey: JSONMemberKey("onDeath")) {
                         guard let behaviour = Route.Input.DeathBehaviour(rawValue: deathText) else {
                             throw DecodingError.dataCorruptedError(
-                                forKey: AnyKey("onDeath"), in: nested,
+                                forKey: JSONMemberKey("onDeath"), in: nested,
                                 debugDescription: "onDeath \"\(deathText)\" is not save or drop")
                         }
                         onDeath = behaviour
@@ -121,24 +122,6 @@ extension NavigationContract {
                     try nested.encode(input.policy.rawValue, forKey: .policy)
                     try nested.encodeIfPresent(input.onDeath?.rawValue, forKey: .onDeath)
                 }
-            }
-        }
-    }
-
-    /// Any member name, so unknown ones can be found and refused.
-    struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(_ string: String) { stringValue = string }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-
-        static func refuseUnknown(in container: KeyedDecodingContainer<AnyKey>, allowed: [String]) throws {
-            for key in container.allKeys where !allowed.contains(key.stringValue) {
-                throw DecodingError.dataCorruptedError(
-                    forKey: key, in: container,
-                    debugDescription:
-                        "unknown member \"\(key.stringValue)\" (allowed: \(allowed.joined(separator: ", ")))")
             }
         }
     }

@@ -73,6 +73,30 @@ import Testing
         #expect(typedError.contains("typed.json: not an exported inventory: at [0].name: "), "\(typedError)")
     }
 
+    /// A misspelt member is refused, not ignored: `retension` would read as no retention, and --check would
+    /// judge a dataset other than the one written (here it would even pass: public data needs none).
+    @Test func anUnknownMemberIsRefusedNamingIt() async throws {
+        let misspelt = #"""
+            [{"name": "tips", "purpose": "Hints shown once", "kind": "table", "classification": "public",
+              "isAccountBound": false, "retension": 86400, "backup": "include", "deletionTriggers": [],
+              "role": "sourceOfTruth", "storage": {"table": "tips", "timestampColum": "seen_at"}}]
+            """#
+        try Data(misspelt.utf8).write(to: directory.url("misspelt.json"))
+        let (status, _, error) = try await run(["misspelt.json", "--check"])
+        #expect(status == .exited(2))
+        #expect(error.contains("unknown member \"retension\""), "\(error)")
+        // In the nested storage object too.
+        let storageOnly = misspelt.replacingOccurrences(of: "\"retension\": 86400, ", with: "")
+        try Data(storageOnly.utf8).write(to: directory.url("storage.json"))
+        let (nested, _, nestedError) = try await run(["storage.json", "--check"])
+        #expect(nested == .exited(2))
+        #expect(nestedError.contains("unknown member \"timestampColum\""), "\(nestedError)")
+        // Spelt right, the same file is read and checked.
+        let fixed = storageOnly.replacingOccurrences(of: "timestampColum\"", with: "timestampColumn\"")
+        try Data(fixed.utf8).write(to: directory.url("fixed.json"))
+        #expect(try await run(["fixed.json", "--check"]).0 == .exited(0))
+    }
+
     /// Foundation's decoder keeps one of two repeated members silently: the reviewer would read `public`
     /// while the gate checked `credential` (or the other way round, depending on the decoder).
     @Test func aMemberRepeatedInOneDatasetIsRefusedNotResolved() async throws {

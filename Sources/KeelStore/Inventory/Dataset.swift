@@ -1,3 +1,5 @@
+import KeelCore
+
 /// One persisted dataset, declared once with everything MOB-DATA-001 asks: purpose, classification,
 /// retention, backup policy, deletion triggers, and whether it is a cache or the source of truth.
 public struct Dataset: Sendable, Hashable, Codable {
@@ -249,9 +251,47 @@ extension Dataset.Role {
     }
 }
 
+extension Dataset.TableStorage {
+    private enum CodingKeys: String, CodingKey, CaseIterable { case table, timestampColumn }
+
+    /// Reads `{"table": ..., "timestampColumn": ...}`; an unknown member is refused (a misspelt
+    /// `timestampColumn` would read as none).
+    ///
+    /// - Throws: `DecodingError` for a missing `table`, a wrong type or an unknown member.
+    public init(from decoder: any Decoder) throws {
+        try JSONMemberKey.refuseUnknown(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            table: try container.decode(String.self, forKey: .table),
+            timestampColumn: try container.decodeIfPresent(String.self, forKey: .timestampColumn))
+    }
+}
+
 extension Dataset {
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case name, purpose, kind, classification, isAccountBound, retention, backup, deletionTriggers, role, storage
+    }
+
+    /// Reads the JSON object ``encode(to:)`` writes. The file is hand-writable, so an unknown member is
+    /// refused rather than ignored: a misspelt `retention` would otherwise read as no retention, and the
+    /// checks would judge a dataset other than the one written.
+    ///
+    /// - Throws: `DecodingError` for a missing required member, a wrong type, an unknown raw value or an
+    ///   unknown member.
+    public init(from decoder: any Decoder) throws {
+        try JSONMemberKey.refuseUnknown(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            name: try container.decode(String.self, forKey: .name),
+            purpose: try container.decode(String.self, forKey: .purpose),
+            kind: try container.decode(Kind.self, forKey: .kind),
+            classification: try container.decode(Classification.self, forKey: .classification),
+            isAccountBound: try container.decode(Bool.self, forKey: .isAccountBound),
+            retention: try container.decodeIfPresent(Retention.self, forKey: .retention),
+            backup: try container.decode(BackupPolicy.self, forKey: .backup),
+            deletionTriggers: try container.decode(Set<DeletionTrigger>.self, forKey: .deletionTriggers),
+            role: try container.decode(Role.self, forKey: .role),
+            storage: try container.decodeIfPresent(TableStorage.self, forKey: .storage))
     }
 
     // Deletion triggers are written sorted: the same inventory always exports the same bytes.
