@@ -182,6 +182,9 @@ import Testing
         (#"[{"status": 200}, {"effect": "explode"}]"#, #"response [1]: unknown effect "explode""#),
         (#"[{"effect": "disconnectDuringResponseBody"}]"#, #"needs "afterBytes""#),
         (#"[{"status": 42}]"#, "status 42 is not a three-digit code"),
+        // A misspelt member would answer the default (200) instead of the 503 the author wrote.
+        (#"[{"stauts": 503}]"#, #"unknown member "stauts""#),
+        (#"[{"throttle": {"bytes": 4, "periodMS": 5}}]"#, #"unknown member "periodMS""#),
         (#"[{"status": 1e400}]"#, "the number 1e400 at /0/status is out of range"),
     ])
     func serveRejectsABadScriptNamingTheFileAndTheProblem(content: String, message: String) async throws {

@@ -27,6 +27,35 @@ struct ResponseScript: Decodable {
         struct Throttle: Decodable {
             var bytes: Int
             var periodMs: Int
+
+            private enum CodingKeys: String, CodingKey, CaseIterable { case bytes, periodMs }
+
+            init(from decoder: any Decoder) throws {
+                try JSONMemberKey.refuseUnknown(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                bytes = try container.decode(Int.self, forKey: .bytes)
+                periodMs = try container.decode(Int.self, forKey: .periodMs)
+            }
+        }
+
+        private enum CodingKeys: String, CodingKey, CaseIterable {
+            case status, headers, body, chunkSize, headersDelayMs, bodyDelayMs, throttle, effect, afterBytes
+        }
+
+        /// Every member is optional, so a misspelt one (`"stauts": 503`) would silently answer the default:
+        /// unknown members are refused.
+        init(from decoder: any Decoder) throws {
+            try JSONMemberKey.refuseUnknown(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            status = try container.decodeIfPresent(Int.self, forKey: .status)
+            headers = try container.decodeIfPresent([String: String].self, forKey: .headers)
+            body = try container.decodeIfPresent(String.self, forKey: .body)
+            chunkSize = try container.decodeIfPresent(Int.self, forKey: .chunkSize)
+            headersDelayMs = try container.decodeIfPresent(Int.self, forKey: .headersDelayMs)
+            bodyDelayMs = try container.decodeIfPresent(Int.self, forKey: .bodyDelayMs)
+            throttle = try container.decodeIfPresent(Throttle.self, forKey: .throttle)
+            effect = try container.decodeIfPresent(String.self, forKey: .effect)
+            afterBytes = try container.decodeIfPresent(Int.self, forKey: .afterBytes)
         }
     }
 

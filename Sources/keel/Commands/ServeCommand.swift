@@ -19,7 +19,8 @@ enum ServeCommand {
               --port <port>            Port to listen on (default 0: a free port, printed at start).
               --script <file.json>     Responses to answer with, in order: a JSON array of objects with
                                        status, headers, body, chunkSize, headersDelayMs, bodyDelayMs,
-                                       throttle {bytes, periodMs}, effect and afterBytes. Effects:
+                                       throttle {bytes, periodMs}, effect and afterBytes (any other
+                                       member is refused, so a typo never answers a default). Effects:
                                        \(ResponseScript.effectNames.joined(separator: ", ")).
                                        After the script runs out, requests get 404.
               --captive-portal <mode>  Act as a captive portal for every path: 'login' answers 200 with an
