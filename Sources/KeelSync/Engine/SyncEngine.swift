@@ -195,15 +195,22 @@ public actor SyncEngine {
             )
         }
         let storage = storage
-        let cached = tail
+        // The engine hands its tail over to this transaction: held nowhere else, the tail's entries are then
+        // appended to in place instead of copied (up to `OutboxTail.limit` of them) on every enqueue. A call
+        // that fails leaves the engine without a tail; the next one reads it from the vault.
+        let handedOver = Locked(tail)
+        tail = nil
         let (queued, written) = try await storageCall {
             try await self.vault.write(storage.all, inline: true) { transaction in
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
                 let state = try transaction.records(storage.state)
                 var tail = try OutboxTail.read(
-                    outbox: outbox, entities: entities, state: state, cached: cached,
-                    stamp: transaction.changeStamp())
+                    outbox: outbox, entities: entities, state: state,
+                    cached: handedOver.withLock { taken in
+                        defer { taken = nil }
+                        return taken
+                    }, stamp: transaction.changeStamp())
                 if tail.entries.count + changes.count > OutboxTail.limit {
                     tail = try OutboxTail.fold(tail, entities: entities, state: state)
                 }
