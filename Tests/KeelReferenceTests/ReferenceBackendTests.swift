@@ -264,6 +264,18 @@ final class BackendHarness: Sendable {
         #expect(rest["hasMore"] == false)
         #expect(try await harness.call("GET", "/changes?cursor=garbage", headers: auth).status == 400)
         #expect(try await harness.call("GET", "/changes?limit=0", headers: auth).status == 400)
+        // Only a cursor this backend could have issued: never one past the account's last change (it would
+        // answer "nothing new" for good), never another spelling of one (leading zero, upper case, sign).
+        // Bob's feed is empty, so even Alice's last cursor is not his.
+        let last = try #require(rest["cursor"]?.stringValue)
+        #expect(try await harness.call("GET", "/changes?cursor=\(last)", headers: auth)["changes"] == [])
+        for forged in ["c1.6", "c1.abc", "c1.1e0", "c1.05", "c1.0x1", "c1.A", "c1.+5", "c1.-1", "c1."] {
+            let answer = try await harness.call("GET", "/changes?cursor=\(forged)", headers: auth)
+            #expect(answer.status == 400 && answer["code"] == "invalid_cursor", "\(forged): \(answer.text)")
+        }
+        let bobsAuth = ["Authorization": "Bearer \(bob)"]
+        #expect(try await harness.call("GET", "/changes?cursor=\(last)", headers: bobsAuth).status == 400)
+        #expect(try await harness.call("GET", "/changes?cursor=c1.0", headers: bobsAuth).status == 200)
         // Bob sees none of Alice's notes, and Alice's token is refused when it claims to be Bob's.
         let bobs = try await harness.call("GET", "/changes", headers: ["Authorization": "Bearer \(bob)"])
         #expect(bobs["changes"] == [])

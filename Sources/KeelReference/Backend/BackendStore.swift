@@ -133,9 +133,15 @@ final class BackendStore: Sendable {
 
     /// Notes of `account` changed after sequence number `after`, oldest change first, and the sequence
     /// number of the last one returned.
-    func changes(account: String, after: Int64, limit: Int) throws -> (notes: [JSONObject], last: Int64, hasMore: Bool)
-    {
+    /// Nil when `after` is past the account's last change: no cursor this backend issued points there (a
+    /// forged one, or one from before the backend's data was reset or restored).
+    func changes(account: String, after: Int64, limit: Int) throws -> (
+        notes: [JSONObject], last: Int64, hasMore: Bool
+    )? {
         try pool.readSync { db in
+            let head =
+                try db.scalar(Int64.self, "SELECT last FROM sequences WHERE account = ?", arguments: [account]) ?? 0
+            guard after <= head else { return nil }
             let rows = try db.rows(
                 "SELECT document, version, deleted, seq FROM notes WHERE account = ? AND seq > ? ORDER BY seq LIMIT ?",
                 arguments: [account, after, limit + 1])

@@ -404,7 +404,11 @@ final class BackendHandler: Sendable {
             default: break
             }
         }
-        let page = try store.changes(account: account, after: after, limit: limit)
+        guard let page = try store.changes(account: account, after: after, limit: limit) else {
+            throw BackendFailure(
+                status: 400, code: "invalid_cursor",
+                message: "the cursor is past the end of this account's changes: pull from the start")
+        }
         return Self.json(
             status: 200,
             [
@@ -539,8 +543,12 @@ final class BackendHandler: Sendable {
 enum ChangeCursor {
     static func encode(_ sequence: Int64) -> String { "c1." + String(sequence, radix: 36) }
 
+    /// The sequence number of a cursor in the exact form ``encode(_:)`` writes (no sign, leading zero, upper
+    /// case or prefix of another radix), or nil.
     static func decode(_ text: String) -> Int64? {
-        guard text.hasPrefix("c1."), let value = Int64(text.dropFirst(3), radix: 36), value >= 0 else { return nil }
+        guard text.hasPrefix("c1."), let value = Int64(text.dropFirst(3), radix: 36), value >= 0,
+            encode(value) == text
+        else { return nil }
         return value
     }
 }

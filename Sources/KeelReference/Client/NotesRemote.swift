@@ -132,6 +132,12 @@ public struct NotesRemote: SyncRemote {
             hasMore: page["hasMore"] == .bool(true))
     }
 
+    /// The reference backend refuses a cursor past the end of the account's changes (its data was reset or
+    /// restored) with 400 `invalid_cursor`.
+    public func rejectsCursor(_ failure: HTTPFailure) -> Bool {
+        failure.status == 400 && failure.errorCode == "invalid_cursor"
+    }
+
     /// The note members a mutation may set.
     static let mutableFields: Set<String> = ["title", "body", "kind", "visibility", "pinned", "tags"]
 

@@ -45,6 +45,9 @@ public struct SyncReport: Sendable {
     public internal(set) var droppedAnswers = 0
     /// The vault error that ended the run, when one did (``failure`` is then `technical`, `notSent`).
     public internal(set) var storageError: SyncError?
+    /// Whether the server did not know the stored cursor (``SyncRemote/rejectsCursor(_:)``) and the feed was
+    /// pulled again from its start.
+    public internal(set) var restartedPull = false
 }
 
 /// One account's sync: a durable outbox, pushes with idempotency keys, a resumable pull, conflicts settled by
@@ -719,6 +722,15 @@ public actor SyncEngine {
                 if fenced {
                     report.droppedAnswers += 1
                     return false
+                }
+                if cursor != nil, !report.restartedPull, remote.rejectsCursor(error) {
+                    // The server's feed no longer has this position (reset, restored): read it from the start.
+                    // Pulling what is already here changes nothing (older or equal versions are skipped).
+                    try await storageCall {
+                        try await self.vault.write(storage.state) { state in try state.delete("cursor") }
+                    }
+                    report.restartedPull = true
+                    continue
                 }
                 if [HTTPFailure.Kind.offline, .timeout, .captivePortal].contains(error.kind) {
                     connectivity = .offline

@@ -85,4 +85,15 @@ public protocol SyncRemote: Sendable {
 
     /// The changes after `cursor` (from the start when nil), at most `limit`.
     func pull(after cursor: String?, limit: Int, context: SyncContext) async throws(HTTPFailure) -> PullPage
+
+    /// Whether `failure` (thrown by ``pull(after:limit:context:)`` for a cursor) says the server does not
+    /// know that cursor: its data was reset or restored, or the cursor was never its own. The engine then
+    /// forgets the cursor and pulls from the start, once per run (changes it already has are skipped),
+    /// instead of failing every sync from then on. The default says no.
+    func rejectsCursor(_ failure: HTTPFailure) -> Bool
+}
+
+extension SyncRemote {
+    /// No failure is taken for an unknown cursor: every pull failure ends the run.
+    public func rejectsCursor(_ failure: HTTPFailure) -> Bool { false }
 }
