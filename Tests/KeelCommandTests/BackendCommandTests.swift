@@ -122,7 +122,11 @@ import Testing
     }
 
     @Test func usageErrorsExitWith2() async throws {
-        for arguments in [["backend"], ["backend", "--data"], ["backend", "--data", "/tmp/x", "extra"]] {
+        for arguments in [
+            ["backend"], ["backend", "--data"], ["backend", "--data", "/tmp/x", "extra"], ["backend", "--data", ""],
+            ["backend", "--data", "/tmp/x", "--data", "/tmp/y"],
+            ["backend", "--data", "/tmp/x", "--port", "1", "--port", "2"],
+        ] {
             let child = try ChildProcess.launch(product: "keel", arguments: arguments)
             #expect(try await child.waitForExit() == .exited(2), "\(arguments)")
         }

@@ -198,11 +198,11 @@ final class BackendHarness: Sendable {
         _ = try await harness.mutate(token, batchKey: "batch-0000000000000002", update)
         #expect(try harness.backend.appliedKeys() == ["m1": 1, "m2": 1])
         let again = update.replacingOccurrences(
-            of: #""baseVersion": 1"#, with: #""baseVersion": 2, "idempotencyKey": "m2-reminted""#)
+            of: #""baseVersion": 1"#, with: #""baseVersion": 2, "idempotencyKey": "m2-reminted-00000001""#)
         #expect(again != update)
         let second = try await harness.mutate(token, batchKey: "batch-0000000000000003", again)
         #expect(second["results"]?[0]?["status"] == "applied")
-        #expect(try harness.backend.appliedKeys() == ["m1": 1, "m2": 2, "m2-reminted": 2])
+        #expect(try harness.backend.appliedKeys() == ["m1": 1, "m2": 2, "m2-reminted-00000001": 2])
     }
 
     @Test func aCountedFaultEndsByItselfAndTheNotesAreInspectable() async throws {
@@ -372,6 +372,79 @@ final class BackendHarness: Sendable {
         #expect(badMode.status == 422)
         harness.backend.setFault(.none)
         #expect(try await harness.call("GET", "/changes", headers: current).status == 200)
+    }
+
+    @Test func theContractsBoundsOnDeduplicationAreEnforced() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        // A per-mutation key of 16...128 characters, a base version of 0 or more: else the batch is refused.
+        for (index, mutation) in [
+            BackendHarness.create("m1", note: "n1", key: "short"),
+            BackendHarness.create("m1", note: "n1", key: String(repeating: "k", count: 129)),
+            #"{"id": "m1", "type": "update", "noteID": "n1", "baseVersion": -1, "title": "T"}"#,
+        ].enumerated() {
+            let answer = try await harness.mutate(token, batchKey: "batch-000000000000010\(index)", mutation)
+            #expect(answer.status == 422 && answer["code"] == "validation", "\(mutation): \(answer.text)")
+        }
+        #expect(try harness.backend.appliedKeys().isEmpty)
+        let edge = try await harness.mutate(
+            token, batchKey: "batch-0000000000000110",
+            BackendHarness.create("m1", note: "n1", key: String(repeating: "k", count: 128)))
+        #expect(edge["results"]?[0]?["status"] == "applied")
+        // An app version that does not parse is refused, not let past the minimum.
+        _ = try await harness.call("POST", "/_admin/min-version", json: #"{"platform": "ios", "version": "2.0"}"#)
+        let garbled = try await harness.call(
+            "GET", "/changes",
+            headers: ["Authorization": "Bearer \(token)", "X-App-Platform": "ios", "X-App-Version": "abc"])
+        #expect(garbled.status == 400)
+    }
+
+    @Test func appliedCountsAreScopedPerAccountAsKeysAre() async throws {
+        let harness = try BackendHarness()
+        let key = "shared-key-00000001"
+        for account in ["alice", "bob"] {
+            let token = try await harness.signIn(account)
+            let answer = try await harness.mutate(
+                token, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1", key: key))
+            #expect(answer["results"]?[0]?["status"] == "applied")
+        }
+        // Each account applied its change once: never reported as a double application.
+        #expect(try await harness.call("GET", "/_admin/applied")["applied"] == [key: 1])
+        #expect(try harness.backend.appliedKeys() == [key: 1])
+        let byAccount = try await harness.call("GET", "/_admin/applied-by-account")
+        #expect(byAccount["accounts"] == ["alice": [key: 1], "bob": [key: 1]])
+    }
+
+    @Test func aRefusedAdminBodyChangesNothing() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        let headers = ["Authorization": "Bearer \(token)", "X-App-Platform": "android", "X-App-Version": "1.0"]
+        for body in [
+            #"{"platform": "android", "version": "3.0", "latest": "garbage"}"#,
+            #"{"platform": "android", "version": "3.0", "latest": 5}"#,
+            #"{"platform": "android", "version": "3.0", "latest": "2.0"}"#,
+            #"{"platform": "android", "version": "3.0", "minimum": "3.0"}"#,
+        ] {
+            #expect(try await harness.call("POST", "/_admin/min-version", json: body).status == 422, "\(body)")
+            #expect(try await harness.call("GET", "/changes", headers: headers).status == 200, "\(body)")
+        }
+        for body in [
+            #"{"mode": "unavailable", "retryafter": 5}"#, #"{"mode": "none", "delayAcksMs": 1000000000000}"#,
+        ] {
+            #expect(try await harness.call("POST", "/_admin/fault", json: body).status == 422, "\(body)")
+            #expect(try await harness.call("GET", "/changes", headers: headers).status == 200, "\(body)")
+        }
+        let accepted = #"{"platform": "android", "version": "3.0", "latest": "3.1"}"#
+        #expect(try await harness.call("POST", "/_admin/min-version", json: accepted).status == 200)
+        #expect(try await harness.call("GET", "/changes", headers: headers).status == 426)
+    }
+
+    @Test func everyRequestLogFieldIsOneWordOfVisibleText() {
+        #expect(BackendHandler.logWord(nil) == "-" && BackendHandler.logWord("") == "-")
+        #expect(BackendHandler.logWord("00-ab-01") == "00-ab-01")
+        // A space would add a field, an escape sequence would reach the terminal, a line break a line.
+        #expect(BackendHandler.logWord("evil\u{1b}[31m red account=bob") == "evil%1B[31m%20red%20account=bob")
+        #expect(BackendHandler.logWord("a\u{07}b\nc%\"é") == "a%07b%0Ac%25%22%C3%A9")
     }
 
     @Test func adminEndpointsExistOnlyWithAdmin() async throws {

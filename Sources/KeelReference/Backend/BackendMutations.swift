@@ -133,6 +133,24 @@ extension BackendHandler {
                     status: 422, code: "validation", message: "mutation \(index) needs id, type and noteID",
                     errors: [("mutations/\(index)", "invalid")])
             }
+            // The contract's bounds on what decides deduplication: a key of 16...128 characters (the mutation
+            // id stands in when there is none), a base version that is a version (0 or more).
+            if let value = object["idempotencyKey"] {
+                guard let text = value.stringValue, (16...128).contains(text.count) else {
+                    throw BackendFailure(
+                        status: 422, code: "validation",
+                        message: "mutation \(index): idempotencyKey must be a string of 16...128 characters",
+                        errors: [("mutations/\(index)/idempotencyKey", "length")])
+                }
+            }
+            if let value = object["baseVersion"], value != .null {
+                guard case .number(let number) = value, let version = number.int64, version >= 0 else {
+                    throw BackendFailure(
+                        status: 422, code: "validation",
+                        message: "mutation \(index): baseVersion must be an integer of 0 or more",
+                        errors: [("mutations/\(index)/baseVersion", "minimum")])
+                }
+            }
             let key = object["idempotencyKey"]?.stringValue ?? id
             return IncomingMutation(
                 object: object, id: id, type: type, noteID: noteID, key: key,

@@ -205,18 +205,20 @@ final class BackendStore: Sendable {
 
     /// Every idempotency key that was applied, with how many times its mutation was applied (under any key:
     /// a change sent again under a new key counts twice). Once, unless a client or this backend is broken.
-    func appliedKeys() throws -> [String: Int] {
+    /// Account → idempotency key → how many times the change sent under it was applied (under any key).
+    func appliedKeys() throws -> [String: [String: Int]] {
         try pool.readSync { db in
-            var applied: [String: Int] = [:]
+            var applied: [String: [String: Int]] = [:]
             let rows = try db.rows(
                 """
-                SELECT a.key AS key, (SELECT count(*) FROM applications b
+                SELECT a.account AS account, a.key AS key, (SELECT count(*) FROM applications b
                     WHERE b.account = a.account AND b.mutation_id = a.mutation_id) AS times
                 FROM applications a
                 """)
             for row in rows {
+                let account: String = try row.decode("account")
                 let key: String = try row.decode("key")
-                applied[key, default: 0] += try row.decode("times") as Int
+                applied[account, default: [:]][key, default: 0] += try row.decode("times") as Int
             }
             return applied
         }

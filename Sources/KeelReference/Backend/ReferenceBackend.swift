@@ -146,8 +146,16 @@ public final class ReferenceBackend: Sendable {
     /// Sets the fault every non-admin request meets.
     public func setFault(_ fault: Fault) { handler.state.withLock { $0.fault = fault } }
 
-    /// Every idempotency key that was applied, with how many times.
-    public func appliedKeys() throws -> [String: Int] { try handler.store.appliedKeys() }
+    /// Every idempotency key that was applied, with how many times the change sent under it was applied —
+    /// the most for any one account, as keys are scoped per account (2 is always a double application).
+    public func appliedKeys() throws -> [String: Int] {
+        try handler.store.appliedKeys().values.reduce(into: [:]) { result, keys in
+            for (key, times) in keys { result[key] = max(result[key] ?? 0, times) }
+        }
+    }
+
+    /// Account → idempotency key → how many times the change sent under it was applied.
+    public func appliedKeysByAccount() throws -> [String: [String: Int]] { try handler.store.appliedKeys() }
 
     /// How many publications each note has (once, unless something is broken).
     public func publicationCounts() throws -> [String: Int] { try handler.store.publicationCounts() }
@@ -170,7 +178,7 @@ public final class ReferenceBackend: Sendable {
 }
 
 /// Answers requests: routing, authentication, version policy, faults and the endpoints.
-final class BackendHandler: Sendable {
+package final class BackendHandler: Sendable {
     let store: BackendStore
     let configuration: ReferenceBackend.Configuration
     let state = Locked(State())
@@ -284,13 +292,31 @@ final class BackendHandler: Sendable {
             if state.log.count > 2000 { state.log.removeFirst(state.log.count - 1000) }
         }
         if let log = configuration.log {
-            var line = "\(request.method) \(request.path) \(status == 0 ? "-" : String(status))"
-            line += " account=\(account ?? "-")"
-            line += " traceparent=\(entry.traceparent ?? "-")"
-            if let tracestate = entry.tracestate { line += " tracestate=\(tracestate)" }
-            line += " correlation=\(entry.correlationID ?? "-")"
+            // Every field as one word of visible ASCII: what a client sent is escaped, so it can neither end
+            // the line, add a field nor reach the terminal as a control sequence.
+            var line =
+                "\(Self.logWord(request.method)) \(Self.logWord(request.path)) \(status == 0 ? "-" : String(status))"
+            line += " account=\(Self.logWord(account))"
+            line += " traceparent=\(Self.logWord(entry.traceparent))"
+            line += " tracestate=\(Self.logWord(entry.tracestate))"
+            line += " correlation=\(Self.logWord(entry.correlationID))"
             log(line)
         }
+    }
+
+    /// `value` for the request log: `-` when absent (or empty); a space, `%`, `"`, a control character or
+    /// anything beyond ASCII as `%XX` (its UTF-8 bytes), so each field stays one word of printable text.
+    package static func logWord(_ value: String?) -> String {
+        guard let value, !value.isEmpty else { return "-" }
+        var word = ""
+        for byte in value.utf8 {
+            if byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "%"), byte != UInt8(ascii: "\"") {
+                word.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                word += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return word
     }
 
     // MARK: - Authentication and version policy
@@ -310,6 +336,12 @@ final class BackendHandler: Sendable {
     }
 
     private func checkVersion(_ request: RecordedRequest) throws {
+        // A version that does not parse cannot be judged against the minimum: refused, never let through.
+        if let text = request.headers["X-App-Version"], AppVersion(text) == nil {
+            throw BackendFailure(
+                status: 400, code: "validation", message: "X-App-Version must be 1 to 4 dot-separated integers",
+                errors: [("X-App-Version", "pattern")])
+        }
         guard let platform = request.headers["X-App-Platform"], let text = request.headers["X-App-Version"],
             let version = AppVersion(text)
         else { return }
@@ -422,22 +454,39 @@ final class BackendHandler: Sendable {
     private func admin(_ request: RecordedRequest) throws -> TestResponse {
         switch (request.method, request.path) {
         case ("GET", "/_admin/applied"):
+            // Keys are scoped per account: two accounts may each use a key once. Per key, the most times one
+            // account's change under it was applied (2 is always a double application, never two accounts).
             let applied = try store.appliedKeys()
+            var byKey: [String: Int] = [:]
+            for keys in applied.values {
+                for (key, times) in keys { byKey[key] = max(byKey[key] ?? 0, times) }
+            }
             var object = JSONObject()
-            for key in applied.keys.sorted() { object[key] = .number(JSONNumber(Int64(applied[key]!))) }
+            for key in byKey.keys.sorted() { object[key] = .number(JSONNumber(Int64(byKey[key]!))) }
             return Self.json(
                 status: 200,
                 ["applied": .object(object), "entities": .number(JSONNumber(Int64(try store.liveNoteCount())))])
+        case ("GET", "/_admin/applied-by-account"):
+            let applied = try store.appliedKeys()
+            var byAccount = JSONObject()
+            for account in applied.keys.sorted() {
+                var keys = JSONObject()
+                for (key, times) in applied[account]!.sorted(by: { $0.key < $1.key }) {
+                    keys[key] = .number(JSONNumber(Int64(times)))
+                }
+                byAccount[account] = .object(keys)
+            }
+            return Self.json(status: 200, ["accounts": .object(byAccount)])
         case ("POST", "/_admin/fault"):
-            let body = try Self.object(request.body)
+            let body = try Self.object(request.body, allowing: ["mode", "retryAfter", "delayAcksMs", "count"])
             guard let name = body["mode"]?.stringValue, let mode = ReferenceBackend.Fault.Mode(rawValue: name) else {
                 throw BackendFailure(
                     status: 422, code: "validation",
                     message: "mode must be one of \(ReferenceBackend.Fault.Mode.allCases.map(\.rawValue))")
             }
-            let retryAfter = try Self.optionalInteger(body, "retryAfter")
-            let delay = try Self.optionalInteger(body, "delayAcksMs")
-            let count = try Self.optionalInteger(body, "count")
+            let retryAfter = try Self.optionalInteger(body, "retryAfter", atMost: 86_400)
+            let delay = try Self.optionalInteger(body, "delayAcksMs", atMost: 600_000)
+            let count = try Self.optionalInteger(body, "count", atMost: 1_000_000)
             guard count != 0 else {
                 throw BackendFailure(
                     status: 422, code: "validation", message: "count must be at least 1 (or absent: until changed)")
@@ -455,7 +504,7 @@ final class BackendHandler: Sendable {
             for id in counts.keys.sorted() { object[id] = .number(JSONNumber(Int64(counts[id]!))) }
             return Self.json(status: 200, ["published": .object(object)])
         case ("POST", "/_admin/min-version"):
-            let body = try Self.object(request.body)
+            let body = try Self.object(request.body, allowing: ["platform", "version", "latest"])
             guard let platform = body["platform"]?.stringValue, ["ios", "android"].contains(platform) else {
                 throw BackendFailure(status: 422, code: "validation", message: "platform must be ios or android")
             }
@@ -471,8 +520,15 @@ final class BackendHandler: Sendable {
                 }
                 return text
             }
-            try store.setSetting("minimum.\(platform)", try version("version"))
-            if body["latest"] != nil { try store.setSetting("latest.\(platform)", try version("latest")) }
+            // Everything is checked before anything is changed: a refused body leaves the policy as it was.
+            let minimum = try version("version")
+            let latest = body["latest"] == nil ? nil : try version("latest")
+            if let minimum, let latest, let low = AppVersion(minimum), let high = AppVersion(latest), high < low {
+                throw BackendFailure(
+                    status: 422, code: "validation", message: "latest \(latest) is older than the minimum \(minimum)")
+            }
+            try store.setSetting("minimum.\(platform)", minimum)
+            if body["latest"] != nil { try store.setSetting("latest.\(platform)", latest) }
             return Self.json(status: 200, ["platform": .string(platform)])
         case ("GET", "/_admin/requests"):
             let log = state.withLock { $0.log.suffix(1000) }
@@ -507,10 +563,23 @@ final class BackendHandler: Sendable {
         return object
     }
 
-    private static func optionalInteger(_ body: JSONObject, _ name: String) throws -> Int? {
+    /// A JSON object with no member but `allowed` ones: an admin body with a misspelt member
+    /// (`"retryafter"`) is refused rather than run without it.
+    static func object(_ body: Data, allowing allowed: [String]) throws -> JSONObject {
+        let object = try object(body)
+        if let unknown = object.keys.first(where: { !allowed.contains($0) }) {
+            throw BackendFailure(
+                status: 422, code: "validation",
+                message: "unknown member \"\(unknown)\" (allowed: \(allowed.joined(separator: ", ")))")
+        }
+        return object
+    }
+
+    private static func optionalInteger(_ body: JSONObject, _ name: String, atMost limit: Int64) throws -> Int? {
         guard let value = body[name], value != .null else { return nil }
-        guard case .number(let number) = value, let integer = number.int64, integer >= 0 else {
-            throw BackendFailure(status: 422, code: "validation", message: "\(name) must be a non-negative integer")
+        guard case .number(let number) = value, let integer = number.int64, (0...limit).contains(integer) else {
+            throw BackendFailure(
+                status: 422, code: "validation", message: "\(name) must be an integer from 0 to \(limit)")
         }
         return Int(integer)
     }
@@ -550,5 +619,11 @@ enum ChangeCursor {
             encode(value) == text
         else { return nil }
         return value
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -1,7 +1,8 @@
 /// The options and positional arguments of one subcommand, parsed against what it declares.
 ///
-/// Supports `--name value`, `--name=value`, boolean `--flag`, repeated options and `--` to end options.
-/// Anything undeclared is a ``UsageError``.
+/// Supports `--name value`, `--name=value`, boolean `--flag`, options declared repeatable and `--` to end
+/// options. Anything undeclared is a ``UsageError``, and so is an option given twice that is not declared
+/// repeatable (the second would silently win: `--platform ios --platform android` judged for android).
 struct Arguments {
     struct Declaration {
         var name: String
@@ -12,7 +13,9 @@ struct Arguments {
     private(set) var flags: Set<String> = []
     private(set) var positionals: [String] = []
 
-    init(_ raw: [String], options: [String] = [], flags flagNames: [String] = []) throws(UsageError) {
+    init(_ raw: [String], options: [String] = [], repeatable: [String] = [], flags flagNames: [String] = [])
+        throws(UsageError)
+    {
         var index = 0
         var optionsEnded = false
         while index < raw.count {
@@ -38,7 +41,10 @@ struct Arguments {
             if flagNames.contains(name) {
                 guard inlineValue == nil else { throw UsageError("option '--\(name)' takes no value") }
                 flags.insert(name)
-            } else if options.contains(name) {
+            } else if options.contains(name) || repeatable.contains(name) {
+                if values[name] != nil, !repeatable.contains(name) {
+                    throw UsageError("option '--\(name)' is given more than once")
+                }
                 let value: String
                 if let inlineValue {
                     value = inlineValue
@@ -54,7 +60,7 @@ struct Arguments {
         }
     }
 
-    /// The last value given for `name`.
+    /// The value given for `name` (the last, for a repeatable option).
     func value(_ name: String) -> String? { values[name]?.last }
 
     /// Whether `--name` was given.

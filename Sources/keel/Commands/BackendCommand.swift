@@ -23,8 +23,9 @@ enum BackendCommand {
             HTTP/1.1 server on 127.0.0.1.
 
             The first line on standard output is 'listening http://127.0.0.1:<port>'; then one line per
-            request: '<method> <path> <status> account=<account> traceparent=<value> correlation=<id>'
-            ('-' where absent). Stops on SIGTERM, SIGINT, 'quit' on standard input, or when the process that
+            request: '<method> <path> <status> account=<account> traceparent=<value> tracestate=<value>
+            correlation=<id>' ('-' where absent; a space, '%', '"', a control character or non-ASCII in a
+            value is written %XX, so every field is one word). Stops on SIGTERM, SIGINT, 'quit' on standard input, or when the process that
             started it exits, after the requests in flight are answered (at most 10 s). The end of standard
             input does not stop it: started in the background (stdin from /dev/null), it runs until then.
 
@@ -33,7 +34,9 @@ enum BackendCommand {
               --port <port>  Port to listen on (default 0: a free port, printed at start).
               --admin        Serve the loopback-only endpoints for tests and demos:
                                GET  /_admin/applied      {"applied": {"<idempotency key>": <times applied>},
-                                                          "entities": <notes that exist>}
+                                                          "entities": <notes that exist>} (keys are per
+                                                          account: the most times for any one account)
+                               GET  /_admin/applied-by-account  {"accounts": {"<account>": {"<key>": <times>}}}
                                POST /_admin/fault        {"mode": "none"|"stall"|"drop"|"unavailable"|"portal",
                                                           "retryAfter": <seconds, optional>,
                                                           "delayAcksMs": <optional>, "count": <optional>}
@@ -45,6 +48,8 @@ enum BackendCommand {
                                  delayAcksMs  answers to POST /mutations and publications are held this
                                               long after applying
                                  count        the mode meets this many requests, then service is normal
+                               (retryAfter ≤ 86400, delayAcksMs ≤ 600000; an admin body with a member not
+                               listed is refused with 422, and a refused body changes nothing)
                                POST /_admin/min-version  {"platform": "ios"|"android", "version": "<x.y.z>"|null,
                                                           "latest": "<x.y.z>"|null (optional)}: older versions
                                                           get 426 update_required; older than latest get
@@ -70,6 +75,8 @@ enum BackendCommand {
             throw UsageError("unexpected argument '\(arguments.positionals[0])'")
         }
         guard let data = arguments.value("data") else { throw UsageError("--data <dir> is required") }
+        // An empty path would put the database in whatever directory the backend happens to start in.
+        guard !data.isEmpty else { throw UsageError("--data needs a directory, not an empty path") }
         let port = try arguments.integer("port", default: 0, in: 0...65535)
 
         let backend: ReferenceBackend

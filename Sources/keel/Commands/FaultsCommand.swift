@@ -97,7 +97,7 @@ enum FaultsCommand {
     }
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let arguments = try Arguments(raw, options: ["timeout", "only"], flags: ["json"])
+        let arguments = try Arguments(raw, options: ["timeout"], repeatable: ["only"], flags: ["json"])
         guard arguments.positionals.isEmpty else {
             throw UsageError("unexpected argument '\(arguments.positionals[0])'")
         }

@@ -42,7 +42,7 @@ enum SchemaCommand {
                 raw.first.map { "unknown schema subcommand '\($0)'" } ?? "missing subcommand: keel schema validate ...")
         }
         let arguments = try Arguments(
-            Array(raw.dropFirst()), options: ["schema", "remote", "format"], flags: ["format-assertion"])
+            Array(raw.dropFirst()), options: ["schema", "format"], repeatable: ["remote"], flags: ["format-assertion"])
         guard let schemaPath = arguments.value("schema") else { throw UsageError("missing --schema <schema.json>") }
         guard !arguments.positionals.isEmpty else { throw UsageError("no instance files given") }
         let json = try arguments.choice("format", default: "text", among: ["text", "json"]) == "json"

@@ -38,7 +38,7 @@ enum TraceCommand {
         guard raw.first == "parse" else {
             throw UsageError(raw.first.map { "unknown trace command '\($0)'" } ?? "expected 'parse'")
         }
-        let arguments = try Arguments(Array(raw.dropFirst()), options: ["tracestate", "format"])
+        let arguments = try Arguments(Array(raw.dropFirst()), options: ["format"], repeatable: ["tracestate"])
         guard arguments.positionals.count == 1 else { throw UsageError("expected one traceparent value") }
         let format = try arguments.choice("format", default: "text", among: ["text", "json"])
         // Several tracestate field lines are one comma-separated list (RFC 9110 §5.3; W3C Trace Context §3.3).
