@@ -84,6 +84,25 @@ public struct NavigationContract: Sendable, Equatable {
         }
         var patterns: [String: String] = [:]
         for route in routes {
+            if route.isRoot {
+                // Sign-out and account switch land on the root, and launch restores at least the root.
+                if route.access != .public {
+                    problem(
+                        .protectedRoot, route.id,
+                        "the root is where signing out lands: it must be public, not \(route.access)")
+                }
+                if route.isSensitive {
+                    problem(
+                        .sensitiveRoot, route.id, "the root is always restored: it cannot be a sensitive one-time route"
+                    )
+                }
+            }
+            if let parent = route.parent, byID[parent]?.isModal == true {
+                problem(
+                    .modalParent, route.id,
+                    "parent \(parent) is a modal, which holds one screen: \(route.id) could be neither opened over it nor rebuilt under it"
+                )
+            }
             if let parent = route.parent {
                 if route.isRoot { problem(.rootWithParent, route.id, "the root has no parent") }
                 if byID[parent] == nil {
@@ -170,6 +189,12 @@ public struct NavigationContract: Sendable, Equatable {
                 problem(
                     .ancestorNeedsMoreAccess, route.id,
                     "ancestor \(ancestor.id) needs \(ancestor.access) but \(route.id) only \(route.access): a deep link could land where back cannot go"
+                )
+            }
+            for ancestor in ancestors where ancestor.isSensitive {
+                problem(
+                    .sensitiveAncestor, route.id,
+                    "ancestor \(ancestor.id) is a sensitive one-time route: a deep link to \(route.id) would rebuild it under the target, where back would return to it"
                 )
             }
             for ancestor in ancestors {
@@ -333,6 +358,14 @@ extension ErrorCode where Domain == NavigationProblem {
     public static var contradictoryDeathBehaviour: Self { Self("contradictoryDeathBehaviour") }
     /// A sensitive one-time route with a deep link.
     public static var sensitiveDeepLink: Self { Self("sensitiveDeepLink") }
+    /// A deep-linkable route with a sensitive one-time ancestor (the link would rebuild it).
+    public static var sensitiveAncestor: Self { Self("sensitiveAncestor") }
+    /// A root that is not public (sign-out lands on it).
+    public static var protectedRoot: Self { Self("protectedRoot") }
+    /// A sensitive one-time root (the root is always restored).
+    public static var sensitiveRoot: Self { Self("sensitiveRoot") }
+    /// A route whose parent is a modal (a modal holds one screen).
+    public static var modalParent: Self { Self("modalParent") }
     /// A malformed deep-link pattern, or a placeholder that is not a parameter.
     public static var invalidDeepLink: Self { Self("invalidDeepLink") }
     /// Two deep-link patterns that match the same URLs.

@@ -160,15 +160,27 @@ public final class NavigationSimulator {
                 throw ScriptError(description: "back takes systemBack, gesture, appButton or modalDismiss")
             }
             return .event(.back(trigger))
-        case "link":
-            try exactly(2)
-            return .event(.deepLink(url: rest[0], mode: try mode(rest[1])))
-        case "notify":
-            guard rest.count >= 2 else { throw ScriptError(description: "'notify' needs a route and cold|warm") }
+        case "link", "notify":
+            // An optional `delivery=ID` after cold|warm: the intent's delivery id, so that a redelivered one is
+            // recognised (`alreadyConsumed`).
+            var words = rest
+            var delivery: String?
+            if let last = words.last, last.hasPrefix("delivery="), words.count >= 3 {
+                delivery = String(last.dropFirst("delivery=".count))
+                guard delivery?.isEmpty == false else { throw ScriptError(description: "delivery= needs an id") }
+                words.removeLast()
+            }
+            if verb == "link" {
+                guard words.count == 2 else {
+                    throw ScriptError(description: "'link' takes a URL, cold|warm and optionally delivery=ID")
+                }
+                return .event(.deepLink(url: words[0], mode: try mode(words[1]), id: delivery))
+            }
+            guard words.count >= 2 else { throw ScriptError(description: "'notify' needs a route and cold|warm") }
             return .event(
                 .notification(
-                    route: rest[0], parameters: try pairs(Array(rest.dropFirst().dropLast())), mode: try mode(rest.last)
-                ))
+                    route: words[0], parameters: try pairs(Array(words.dropFirst().dropLast())),
+                    mode: try mode(words.last), id: delivery))
         case "type":
             guard let start = line.range(of: "type ") else { throw ScriptError(description: "'type' needs text") }
             return .event(.type(String(line[start.upperBound...])))
@@ -218,10 +230,17 @@ public final class NavigationSimulator {
             state = restored.result.state
             effects = restored.result.effects
         case .event(let event):
+            if state == nil, event.startsTheApp {
+                // A cold link or notification is a launch: the process starts, restores, then takes it.
+                let snapshot = try? Data(contentsOf: file("snapshot.json"))
+                let restored = navigator.restore(snapshot, drafts: loadDrafts(), session: loadSession())
+                state = restored.result.state
+                effects = restored.result.effects
+            }
             guard let current = state else { return step(line, error: "the app is not running (launch it)") }
             let result = navigator.reduce(current, event)
             state = result.state
-            effects = result.effects
+            effects += result.effects
             error = result.error
             if error == nil { persistSession(after: event) }
         case .expire:
@@ -322,6 +341,16 @@ public final class NavigationSimulator {
         case .signIn(let account), .switchAccount(let account): saveSession(account: account, valid: true)
         case .signOut: saveSession(account: nil, valid: false)
         default: break
+        }
+    }
+}
+
+extension NavigationEvent {
+    /// Whether the event starts a process that was not running: a cold deep link or notification.
+    fileprivate var startsTheApp: Bool {
+        switch self {
+        case .deepLink(_, .cold, _), .notification(_, _, .cold, _): true
+        default: false
         }
     }
 }

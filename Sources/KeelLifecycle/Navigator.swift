@@ -311,6 +311,14 @@ struct Run {
             error = "a prompt is waiting: confirm or cancel first"
             return
         }
+        // A sensitive one-time screen (OTP entry, payment confirmation) is opened by the app's own flow only:
+        // never by a notification or a link from outside, nor rebuilt under its target.
+        if let declared = contract.route(route),
+            declared.isSensitive || contract.ancestors(of: route).contains(where: \.isSensitive)
+        {
+            error = "\(route) is or lies under a sensitive one-time route: a link or notification cannot open it"
+            return
+        }
         guard let target = makeEntry(route, parameters) else { return }
         if let id {
             state.consumed.append(id)

@@ -175,6 +175,26 @@ import Testing
         #expect(steps[5].effects == ["leaveApp"])
     }
 
+    @Test func aRedeliveredIntentIsConsumedOnceAndAColdOneLaunchesTheApp() async throws {
+        let (status, steps, _) = try await simulate(
+            """
+            signin alice
+            notify note noteID=5 warm delivery=push-1
+            back systemBack
+            notify note noteID=5 warm delivery=push-1
+            kill
+            link keel-notes://note/7 cold delivery=link-1
+            notify otp warm
+            """)
+        #expect(status == .exited(0))
+        #expect(steps[1].stack == ["home", "notes", "note"] && steps[1].error == nil)
+        #expect(steps[3].effects == ["alreadyConsumed push-1"] && steps[3].stack == ["home", "notes"])
+        // Not running, a cold link starts the app (restoring it) and is then taken.
+        #expect(steps[5].error == nil && steps[5].stack == ["home", "notes", "note"])
+        // A sensitive one-time screen is never opened from outside.
+        #expect(steps[6].error?.contains("sensitive") == true && steps[6].modal == nil)
+    }
+
     @Test func withoutAScriptEventsComeFromStandardInputAndEachIsAnsweredAtOnce() async throws {
         let child = try ChildProcess.launch(product: "keel", arguments: ["navigation", "simulate", Self.example])
         try child.writeLine("signin alice")

@@ -88,6 +88,19 @@ let exampleRoutes: [Route] = [
                 Route("root", access: .public, isRoot: true),
                 Route("edit", parent: "root", access: .account, input: .init(policy: .confirmDiscard)),
             ]) == ["edit:missingDeathBehaviour"])
+        // The root is public and never one-time; no route hangs under a modal; a deep link never rebuilds a
+        // sensitive one-time screen under its target.
+        #expect(
+            Self.codes([
+                Route("root", access: .account, isSensitive: true, isRoot: true),
+                Route("wizard", access: .public, isModal: true), Route("step2", parent: "wizard", access: .public),
+                Route("confirmPay", parent: "root", access: .account, isSensitive: true),
+                Route("receipt", parent: "confirmPay", access: .account, deepLink: "app://receipt"),
+            ]) == [
+                // One for each sensitive ancestor: confirmPay, and the (refused) sensitive root.
+                "root:protectedRoot", "root:sensitiveRoot", "step2:modalParent", "receipt:sensitiveAncestor",
+                "receipt:sensitiveAncestor",
+            ])
         // onDeath decides only for confirmDiscard: elsewhere a contradicting one is refused, an agreeing one kept.
         #expect(
             Self.codes([

@@ -45,6 +45,21 @@ struct Harness {
 }
 
 @Suite struct NavigatorTests {
+    @Test func aNotificationCannotOpenASensitiveOneTimeScreen() throws {
+        var h = try Harness()
+        h.deepStack()
+        let before = h.state
+        // otp is sensitive: only the app's own flow opens it, never a push from outside (cold or warm).
+        for mode in [EntryMode.warm, .cold] {
+            let pushed = h.send(.notification(route: "otp", mode: mode, id: "push-\(mode)"))
+            #expect(pushed.error?.contains("sensitive") == true)
+            #expect(h.state == before && h.state.modal == nil)
+        }
+        // The app's own flow still opens it.
+        h.send(.open(route: "otp"))
+        #expect(h.state.modal?.route == "otp")
+    }
+
     @Test func openingTheScreenAlreadyOnTopDoesNotPushItTwice() throws {
         var h = try Harness()
         h.deepStack()

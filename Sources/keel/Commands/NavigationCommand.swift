@@ -15,8 +15,9 @@ enum NavigationCommand {
             its parent chain, access, modal, unsaved-input policy and process-death behaviour, sensitive,
             deep link. Checks the same rules as the app does at launch (a root and only one, known and
             acyclic parents, deep links that land only where back can go, confirmDiscard with onDeath,
-            no onDeath the policy overrules, no sensitive deep link, no two deep links of the same shape,
-            at most 64 ancestors). Where two
+            no onDeath the policy overrules, a public root, no route under a modal, no sensitive deep link
+            or sensitive ancestor of one, no two deep links of the same shape, at most 64 ancestors).
+            Where two
             deep links overlap, the more specific one wins (app://n/new before app://n/{id}).
 
             OPTIONS:
@@ -38,6 +39,8 @@ enum NavigationCommand {
               notify ROUTE [key=value]... cold|warm | type TEXT | confirm | cancel | background |
               kill (process death) | launch (cold start, restoring the snapshot) | expire (session expired) |
               revoke ROUTE [key=value]... | grant ROUTE [key=value]...
+            link and notify take an optional delivery=ID last (the intent's delivery id: a redelivered
+            one is alreadyConsumed); a cold one while the app is not running launches it first.
             Blank lines and lines starting with # are skipped. The snapshot, drafts and session live in a
             temporary directory for the run, so kill/launch is a real round trip through files.
             EXIT STATUS: 0 ran every event, 2 unreadable contract or a malformed event line (named by its
