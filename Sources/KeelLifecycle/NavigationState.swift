@@ -11,6 +11,10 @@ public struct NavigationEntry: Sendable, Hashable, Codable {
     public var account: String?
     /// Unsaved input typed into it (nil when none).
     public var input: String?
+    /// Set in a snapshot when the entry held input that no draft could keep (typed while nobody was signed
+    /// in: drafts live in an account's store). Restoring it reports the input lost (`inputLost`) instead of
+    /// losing it without a word. Nil otherwise.
+    public var inputNotKept: Bool?
 
     /// An entry.
     public init(

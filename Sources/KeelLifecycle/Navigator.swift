@@ -451,6 +451,12 @@ struct Run {
         // Input whose lifecycle survives process death is saved as it is typed: a kill gives no warning, and
         // the app may never see `background` first.
         guard let input = contract.route(top.route)?.input, Self.keepsDrafts(input) else { return }
+        guard draftKey(top) != nil else {
+            // Nobody is signed in, so no account's drafts store can keep it: the snapshot marks the input
+            // instead, and a launch after a kill reports it lost rather than dropping it without a word.
+            effects.append(.saveSnapshot)
+            return
+        }
         // Everything erased: nothing to offer again.
         if text.isEmpty { dropDraft(of: top) } else { save(top, text) }
     }

@@ -20,12 +20,16 @@ public struct NavigationSnapshot: Sendable, Hashable, Codable {
     public init(_ state: NavigationState, inFlight: [String] = []) {
         version = Self.currentVersion
         var state = state
-        state.stack = state.stack.map { entry in
+        // Input no draft can keep (nobody signed in) is marked, never written: launch then says it was lost.
+        let signedIn = state.account != nil
+        func withoutInput(_ entry: NavigationEntry) -> NavigationEntry {
             var entry = entry
+            if !(entry.input ?? "").isEmpty, entry.account == nil, !signedIn { entry.inputNotKept = true }
             entry.input = nil
             return entry
         }
-        state.modal?.input = nil
+        state.stack = state.stack.map(withoutInput)
+        state.modal = state.modal.map(withoutInput)
         state.prompt = nil
         state.drafts = [:]
         self.state = state
@@ -144,6 +148,14 @@ extension Navigator {
         // Another account's entries never come back (a switch while the app was dead).
         if case .valid(let account) = session, let previous, previous != account {
             entries = entries.filter(run.isPublic)
+        }
+        // Input typed while nobody was signed in could not be kept as a draft: the process died with it, and
+        // the app says so (for a route whose lifecycle promised to keep it).
+        for index in entries.indices where entries[index].inputNotKept == true {
+            if let input = contract.route(entries[index].route)?.input, Run.keepsDrafts(input) {
+                run.effects.append(.inputLost(entries[index].label))
+            }
+            entries[index].inputNotKept = nil
         }
         // Sensitive one-time entries are never restored.
         let sensitive = entries.filter { contract.route($0.route)?.isSensitive == true }

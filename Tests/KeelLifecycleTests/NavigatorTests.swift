@@ -227,6 +227,41 @@ struct Harness {
         }
     }
 
+    @Test func inputNoDraftCouldKeepIsReportedLostAtTheNextLaunchNotDroppedSilently() throws {
+        // A public screen keeps drafts, but nobody is signed in: there is no account's store to keep one in.
+        var h = try Harness(
+            routes: Self.inputRoutes + [
+                Route("contact", parent: "home", access: .public, input: .init(policy: .saveDraft))
+            ])
+        h.send(.open(route: "contact"))
+        let typed = h.send(.type("hello"))
+        #expect(typed.effects == [.saveSnapshot])  // no draft, but the snapshot marks the input
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        #expect(!String(decoding: snapshot, as: UTF8.self).contains("hello"), "input never reaches the snapshot")
+        // SIGKILL, then a launch from that snapshot.
+        let restored = h.navigator.restore(snapshot, drafts: [:], session: .signedOut)
+        #expect(restored.result.effects.map(\.description) == ["inputLost contact"])
+        #expect(restored.result.state.stack.map(\.route) == ["home", "contact"])
+        #expect(restored.result.state.stack.allSatisfy { $0.inputNotKept == nil })
+        // Signed in, the same input is a draft and comes back; nothing is reported lost.
+        var signed = try Harness(
+            routes: Self.inputRoutes + [
+                Route("contact", parent: "home", access: .public, input: .init(policy: .saveDraft))
+            ])
+        signed.send(.signIn(account: "alice"))
+        signed.send(.open(route: "contact"))
+        let saved = signed.send(.type("hello"))
+        let drafts = Dictionary(
+            uniqueKeysWithValues: saved.effects.compactMap { effect -> (DraftKey, String)? in
+                if case .saveDraft(let key, let text) = effect { return (key, text) }
+                return nil
+            })
+        let back = signed.navigator.restore(
+            try NavigationSnapshot(signed.state).encoded(), drafts: drafts, session: .valid(account: "alice"))
+        #expect(back.result.state.top?.input == "hello")
+        #expect(!back.result.effects.map(\.description).contains { $0.hasPrefix("inputLost") })
+    }
+
     @Test func draftsSavedAsTypedFollowTheInputAndTheAccountThatTypedIt() throws {
         var h = try Harness(
             routes: Self.inputRoutes + [
