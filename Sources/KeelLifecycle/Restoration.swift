@@ -168,6 +168,16 @@ extension Navigator {
             target.flatMap { contract.route($0.route)?.isSensitive == true ? nil : $0 } ?? stack.last!
         run.state.pendingTarget = nil
         let checked = run.checked(stack, modal: modalEntry, target: run.state.pendingTarget ?? remembered)
+        // Access revoked while the app was dead: as when it is revoked while running, the input of what is cut
+        // is lost and its draft deleted (never kept for a screen the user cannot reach, to come back later).
+        let ordered = stack + (modalEntry.map { [$0] } ?? [])
+        if let first = ordered.firstIndex(where: { verdict($0, in: run.state) != .allowed }),
+            verdict(ordered[first], in: run.state) == .denied
+        {
+            for entry in ordered[first...] {
+                if let key = run.draftKey(entry), run.state.drafts[key] != nil { run.lose(entry) }
+            }
+        }
         run.state.stack = checked.stack.isEmpty ? [run.rootEntry()] : checked.stack
         run.state.modal = checked.modal
         // Operations in flight belong to the account that started them: never reattached in another's session.

@@ -71,6 +71,32 @@ import Testing
             restored.result.effects.map(\.description) == ["droppedSensitive otp", "accessDenied note noteID=1"])
     }
 
+    @Test func accessRevokedWhileTheAppWasDeadLosesTheCutInputAsWhileRunning() throws {
+        var h = try Harness()
+        h.deepStack()
+        let typed = h.send(.type("half a sentence"))
+        #expect(typed.effects.map(\.description) == ["saveDraft edit noteID=1"])
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        // Killed; access to the note revoked meanwhile; launched.
+        h.revocations.revoke("note noteID=1")
+        let restored = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: "alice"))
+        #expect(restored.result.state.stack.map(\.route) == ["home", "notes"])
+        #expect(
+            restored.result.effects.map(\.description) == [
+                "accessDenied note noteID=1", "deleteDraft edit noteID=1", "inputLost edit noteID=1",
+            ])
+        #expect(restored.result.state.drafts.isEmpty)
+        // While running, the same revocation says the same.
+        var running = try Harness()
+        running.deepStack()
+        running.send(.type("half a sentence"))
+        running.revocations.revoke("note noteID=1")
+        let cut = running.send(.accessRevoked(route: "note", parameters: ["noteID": "1"]))
+        #expect(
+            Set(cut.effects.map(\.description)).isSuperset(of: ["deleteDraft edit noteID=1", "inputLost edit noteID=1"])
+        )
+    }
+
     @Test func aSnapshotOfAnotherAccountRestoresOnlyPublicEntries() throws {
         var h = try Harness()
         h.deepStack("alice")
