@@ -17,8 +17,7 @@ enum NavigationCommand {
             acyclic parents, deep links that land only where back can go, confirmDiscard with onDeath,
             no onDeath the policy overrules, a public root, no route under a modal, no sensitive deep link
             or sensitive ancestor of one, no two deep links of the same shape, at most 64 ancestors).
-            Where two
-            deep links overlap, the more specific one wins (app://n/new before app://n/{id}).
+            Where two deep links overlap, the more specific one wins (app://n/new before app://n/{id}).
 
             OPTIONS:
               --format text|json  Output style (default text). json prints {"sound": Bool, "routes":
@@ -51,7 +50,7 @@ enum NavigationCommand {
     )
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        guard let verb = raw.first else { throw UsageError("expected 'check'") }
+        guard let verb = raw.first else { throw UsageError("expected 'check' or 'simulate'") }
         switch verb {
         case "check": return try check(Array(raw.dropFirst()))
         case "simulate": return try simulate(Array(raw.dropFirst()))
