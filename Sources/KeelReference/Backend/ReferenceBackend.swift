@@ -313,7 +313,7 @@ package final class BackendHandler: Sendable {
             if byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "%"), byte != UInt8(ascii: "\"") {
                 word.unicodeScalars.append(Unicode.Scalar(byte))
             } else {
-                word += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                word += "%" + Hex.encode([byte]).uppercased()
             }
         }
         return word
@@ -619,11 +619,5 @@ enum ChangeCursor {
             encode(value) == text
         else { return nil }
         return value
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
