@@ -225,18 +225,10 @@ public final class NavigationSimulator {
             return step(line)
         case .launch:
             guard state == nil else { return step(line, error: "the app is running; kill it first") }
-            let snapshot = try? Data(contentsOf: file("snapshot.json"))
-            let restored = navigator.restore(snapshot, drafts: loadDrafts(), session: loadSession())
-            state = restored.result.state
-            effects = restored.result.effects
+            effects = launch()
         case .event(let event):
-            if state == nil, event.startsTheApp {
-                // A cold link or notification is a launch: the process starts, restores, then takes it.
-                let snapshot = try? Data(contentsOf: file("snapshot.json"))
-                let restored = navigator.restore(snapshot, drafts: loadDrafts(), session: loadSession())
-                state = restored.result.state
-                effects = restored.result.effects
-            }
+            // A cold link or notification is a launch: the process starts, restores, then takes it.
+            if state == nil, event.startsTheApp { effects = launch() }
             guard let current = state else { return step(line, error: "the app is not running (launch it)") }
             let result = navigator.reduce(current, event)
             state = result.state
@@ -272,6 +264,14 @@ public final class NavigationSimulator {
         }
         apply(effects)
         return step(line, effects: effects.map(\.description), error: error)
+    }
+
+    /// Starts the app the way a relaunched process does: restores from the snapshot, drafts and session files.
+    private func launch() -> [NavigationEffect] {
+        let snapshot = try? Data(contentsOf: file("snapshot.json"))
+        let restored = navigator.restore(snapshot, drafts: loadDrafts(), session: loadSession())
+        state = restored.result.state
+        return restored.result.effects
     }
 
     private func step(_ line: String, effects: [String] = [], error: String? = nil) -> Step {

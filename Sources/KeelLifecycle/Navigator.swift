@@ -96,7 +96,12 @@ struct Run {
             error = "missing parameter \(name) for route \(route)"
             return nil
         }
-        return mint(route, parameters.filter { declared.parameters.contains($0.key) }, account: state.account)
+        return mint(route, Self.declared(parameters, of: declared), account: state.account)
+    }
+
+    /// `parameters` without those `route` does not declare.
+    static func declared(_ parameters: [String: String], of route: Route) -> [String: String] {
+        parameters.filter { route.parameters.contains($0.key) }
     }
 
     /// A new entry with the next entry id (`e1`, `e2`, ...).
@@ -146,26 +151,28 @@ struct Run {
     }
 
     /// `stack` (and `modal`) cut above the first entry that cannot be shown; sign-in is presented when the
-    /// reason is sign-in, with `target` remembered.
+    /// reason is sign-in, with `target` remembered. `denied` is the first entry access was denied to and
+    /// those after it (in `stack` then `modal` order), when that is why it cut.
     mutating func checked(_ stack: [NavigationEntry], modal: NavigationEntry?, target: NavigationEntry)
-        -> (stack: [NavigationEntry], modal: NavigationEntry?)
+        -> (stack: [NavigationEntry], modal: NavigationEntry?, denied: ArraySlice<NavigationEntry>)
     {
         var kept: [NavigationEntry] = []
-        for entry in stack + (modal.map { [$0] } ?? []) {
+        let ordered = stack + (modal.map { [$0] } ?? [])
+        for (index, entry) in ordered.enumerated() {
             switch navigator.verdict(entry, in: state) {
             case .allowed:
-                if entry == modal { return (kept, restoringDraft(entry)) }
+                if entry == modal { return (kept, restoringDraft(entry), []) }
                 kept.append(restoringDraft(entry))
             case .needsSignIn:
                 effects.append(.signInRequired(target.label))
                 state.pendingTarget = target
-                return (kept, signInEntry())
+                return (kept, signInEntry(), [])
             case .denied:
                 effects.append(.accessDenied(entry.label))
-                return (kept, nil)
+                return (kept, nil, ordered[index...])
             }
         }
-        return (kept, nil)
+        return (kept, nil, [])
     }
 
     mutating func signInEntry() -> NavigationEntry? {
@@ -259,7 +266,7 @@ struct Run {
         // Opening what is already on top (a second tap before the first push showed) shows it once: the
         // screen is not pushed again over itself, and nothing changes.
         if let declared = contract.route(route), !declared.isModal, state.modal == nil, let top = state.stack.last,
-            top.route == route, top.parameters == parameters.filter({ declared.parameters.contains($0.key) }),
+            top.route == route, top.parameters == Self.declared(parameters, of: declared),
             declared.parameters.allSatisfy({ parameters[$0] != nil })
         {
             return

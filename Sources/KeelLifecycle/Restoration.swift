@@ -170,13 +170,8 @@ extension Navigator {
         let checked = run.checked(stack, modal: modalEntry, target: run.state.pendingTarget ?? remembered)
         // Access revoked while the app was dead: as when it is revoked while running, the input of what is cut
         // is lost and its draft deleted (never kept for a screen the user cannot reach, to come back later).
-        let ordered = stack + (modalEntry.map { [$0] } ?? [])
-        if let first = ordered.firstIndex(where: { verdict($0, in: run.state) != .allowed }),
-            verdict(ordered[first], in: run.state) == .denied
-        {
-            for entry in ordered[first...] {
-                if let key = run.draftKey(entry), run.state.drafts[key] != nil { run.lose(entry) }
-            }
+        for entry in checked.denied {
+            if let key = run.draftKey(entry), run.state.drafts[key] != nil { run.lose(entry) }
         }
         run.state.stack = checked.stack.isEmpty ? [run.rootEntry()] : checked.stack
         run.state.modal = checked.modal

@@ -148,11 +148,7 @@ public final class ReferenceBackend: Sendable {
 
     /// Every idempotency key that was applied, with how many times the change sent under it was applied —
     /// the most for any one account, as keys are scoped per account (2 is always a double application).
-    public func appliedKeys() throws -> [String: Int] {
-        try handler.store.appliedKeys().values.reduce(into: [:]) { result, keys in
-            for (key, times) in keys { result[key] = max(result[key] ?? 0, times) }
-        }
-    }
+    public func appliedKeys() throws -> [String: Int] { try handler.store.appliedKeysMost() }
 
     /// Account → idempotency key → how many times the change sent under it was applied.
     public func appliedKeysByAccount() throws -> [String: [String: Int]] { try handler.store.appliedKeys() }
@@ -454,13 +450,7 @@ package final class BackendHandler: Sendable {
     private func admin(_ request: RecordedRequest) throws -> TestResponse {
         switch (request.method, request.path) {
         case ("GET", "/_admin/applied"):
-            // Keys are scoped per account: two accounts may each use a key once. Per key, the most times one
-            // account's change under it was applied (2 is always a double application, never two accounts).
-            let applied = try store.appliedKeys()
-            var byKey: [String: Int] = [:]
-            for keys in applied.values {
-                for (key, times) in keys { byKey[key] = max(byKey[key] ?? 0, times) }
-            }
+            let byKey = try store.appliedKeysMost()
             var object = JSONObject()
             for key in byKey.keys.sorted() { object[key] = .number(JSONNumber(Int64(byKey[key]!))) }
             return Self.json(
