@@ -28,4 +28,16 @@ import Testing
         let error = #expect(throws: SyncError.self) { try PendingMutation(json: .object(object)) }
         #expect(error?.code == .damagedRecord)
     }
+
+    /// Outbox record ids are stored: vaults written by earlier builds hold them in exactly this form, and their
+    /// text order is the queue's order.
+    @Test func outboxIDsAreTwentyDigitsAndSortAsTheirNumbers() {
+        #expect(SyncRecords.outboxID(0) == "00000000000000000000")
+        #expect(SyncRecords.outboxID(42) == "00000000000000000042")
+        #expect(SyncRecords.outboxID(1_000_000_007) == "00000000001000000007")
+        #expect(SyncRecords.outboxID(.max) == "18446744073709551615")
+        let numbers: [UInt64] = [0, 9, 10, 99, 100, 12_345, 1 << 40, .max - 1, .max]
+        #expect(numbers.map(SyncRecords.outboxID) == numbers.map(SyncRecords.outboxID).sorted())
+        #expect(numbers.map(SyncRecords.outboxID).map { UInt64($0) } == numbers)
+    }
 }

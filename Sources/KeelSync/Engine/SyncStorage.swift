@@ -72,8 +72,15 @@ enum SyncRecords {
     }
 
     static func outboxID(_ sequence: UInt64) -> String {
-        let digits = String(sequence)
-        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+        // Written digit by digit into one string (every enqueue, fold and push makes these).
+        String(unsafeUninitializedCapacity: 20) { text in
+            var rest = sequence
+            for position in stride(from: 19, through: 0, by: -1) {
+                text[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            return 20
+        }
     }
 
     static func encode(_ value: JSONValue) -> Data { Data(value.serialized()) }
