@@ -14,6 +14,7 @@ enum KeelBench {
         HTTPBenchmarks.get,
         HTTPBenchmarks.getDefaultTransport,
         HTTPBenchmarks.traceOverhead,
+        HTTPBenchmarks.traceOverheadWire,
         ContractToolsBenchmarks.diff,
         ContractToolsBenchmarks.diffConcurrent,
         ContractToolsBenchmarks.generate,
