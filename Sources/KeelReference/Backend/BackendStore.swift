@@ -203,10 +203,9 @@ final class BackendStore: Sendable {
             arguments: [account, key, bodyHash, response])
     }
 
-    /// Every idempotency key that was applied, with how many times its mutation was applied (under any key:
-    /// a change sent again under a new key counts twice). Once, unless a client or this backend is broken.
-    /// Idempotency key → the most times the change sent under it was applied for any one account (keys are
-    /// scoped per account, so 2 is always a double application, never two accounts).
+    /// Idempotency key → the most times the change sent under it was applied for any one account (under any
+    /// key: a change sent again under a new key counts twice). Keys are scoped per account, so 2 is always a
+    /// double application, never two accounts; 1 unless a client or this backend is broken.
     func appliedKeysMost() throws -> [String: Int] {
         try appliedKeys().values.reduce(into: [:]) { result, keys in
             for (key, times) in keys { result[key] = max(result[key] ?? 0, times) }
