@@ -200,6 +200,18 @@ final class LockedURIs: @unchecked Sendable {
         #expect(!(try JSONSchema(["pattern": "^[$.]+\\.$"]).validate("$.x")).isValid)
     }
 
+    /// From the schema fuzzer: a pattern whose translation is longer than 256 UTF-16 units takes another road
+    /// through corelibs Foundation's regex (which leaks its copy of such a pattern; Fuzz/lsan.supp). It must
+    /// still compile and match as ECMA-262 says.
+    @Test func aPatternLongerThanFoundationsStackBufferStillMatches() throws {
+        let dots = try JSONSchema(["pattern": .string("^\\p{L}+" + String(repeating: ".", count: 38) + "$")])
+        #expect(dots.validate(.string("é" + String(repeating: "x", count: 38))).isValid)
+        #expect(!dots.validate("x!").isValid)
+        let letters = try JSONSchema(["pattern": .string("^" + String(repeating: "a", count: 400) + "$")])
+        #expect(letters.validate(.string(String(repeating: "a", count: 400))).isValid)
+        #expect(!letters.validate(.string(String(repeating: "a", count: 399))).isValid)
+    }
+
     @Test func propertyNamesAreComparedByCodePoints() throws {
         // "OK" and "O\u{212A}" are two properties; Swift's String == would count the second as evaluated.
         let instance = try JSONValue(parsing: #"{"OK": 1, "O\u212A": 2}"#)
