@@ -155,7 +155,7 @@ enum StoreBenchmarks {
             // first timed batch, the reader was opened on another thread than the raw connection, and where
             // its memory then sat cost SQLite's own step 1–2 % more for the rest of the run.
             _ = try pool.readSync { db in
-                try db.scalar(Data.self, "SELECT payload FROM item WHERE id = ?", arguments: [0])
+                try db.scalar(Data.self, "SELECT payload FROM item WHERE id = ?", argument: 0)
             }
             // Each batch reads the next 1,000 keys of one pseudo-random walk over all 100,000 rows; both
             // sides walk the same keys.
@@ -179,9 +179,10 @@ enum StoreBenchmarks {
                     let start = keelNext.take(1000)
                     try pool.readSync { db in
                         for step in start..<(start + 1000) {
+                            // The point read by key (one argument, no argument array).
                             guard
-                                try db.scalar(
-                                    Data.self, "SELECT payload FROM item WHERE id = ?", arguments: [key(step)]) != nil
+                                try db.scalar(Data.self, "SELECT payload FROM item WHERE id = ?", argument: key(step))
+                                    != nil
                             else {
                                 throw BenchError("missing row")
                             }

@@ -86,4 +86,42 @@ import Testing
         // The same statement, read again with another argument, holds none of the previous one.
         #expect(try await pool.read { db in try db.scalar(Int.self, "SELECT ? + 1", arguments: [1]) } == 2)
     }
+
+    /// ``Database/scalar(_:_:argument:)`` — the point read without an argument array — reads what the array
+    /// form reads, for every kind of value, and refuses the same mistakes with the same codes.
+    @Test func theArraylessPointReadMatchesTheArrayForm() async throws {
+        let read = try await pool.read { db in
+            (
+                try db.scalar(Int.self, "SELECT ? + 1", argument: 41),
+                try db.scalar(String.self, "SELECT ? || '!'", argument: "a\u{0}b"),
+                try db.scalar(Data.self, "SELECT ?", argument: Data([0, 1, 2])),
+                try db.scalar(Double.self, "SELECT ? * 2", argument: 1.25),
+                try db.scalar(Int.self, "SELECT ?", argument: String?.none)
+            )
+        }
+        #expect(read.0 == 42 && read.1 == "a\u{0}b!" && read.2 == Data([0, 1, 2]) && read.3 == 2.5 && read.4 == nil)
+        let refused = try await pool.read { db -> [DatabaseError.Code?] in
+            var codes: [DatabaseError.Code?] = []
+            for (sql, argument) in [("SELECT ? + ?", 1), ("SELECT 1", 1)] {
+                do {
+                    _ = try db.scalar(Int.self, sql, argument: argument)
+                    codes.append(nil)
+                } catch { codes.append((error as? DatabaseError)?.code) }
+            }
+            do {
+                _ = try db.scalar(Int.self, "SELECT ?", argument: "not a number")
+                codes.append(nil)
+            } catch { codes.append((error as? DatabaseError)?.code) }
+            return codes
+        }
+        #expect(refused == [.sqlError, .sqlError, .mismatch])
+        // The cached statement is reset and bound afresh on each read: the second key reads its own row.
+        let rows = try await pool.read { db in
+            (
+                try db.scalar(String.self, "SELECT ? || ''", argument: "first"),
+                try db.scalar(String.self, "SELECT ? || ''", argument: "second")
+            )
+        }
+        #expect(rows.0 == "first" && rows.1 == "second")
+    }
 }

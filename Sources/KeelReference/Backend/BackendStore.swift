@@ -82,7 +82,7 @@ final class BackendStore: Sendable {
 
     func account(forToken token: String) throws -> String? {
         try pool.readSync { db in
-            try db.scalar(String.self, "SELECT account FROM sessions WHERE token = ?", arguments: [token])
+            try db.scalar(String.self, "SELECT account FROM sessions WHERE token = ?", argument: token)
         }
     }
 
@@ -121,7 +121,7 @@ final class BackendStore: Sendable {
         try db.execute(
             "INSERT INTO sequences (account, last) VALUES (?, 1) ON CONFLICT(account) DO UPDATE SET last = last + 1",
             arguments: [account])
-        let seq = try db.scalar(Int64.self, "SELECT last FROM sequences WHERE account = ?", arguments: [account]) ?? 1
+        let seq = try db.scalar(Int64.self, "SELECT last FROM sequences WHERE account = ?", argument: account) ?? 1
         try db.execute(
             """
             INSERT INTO notes (account, id, document, version, seq, deleted) VALUES (?, ?, ?, ?, ?, ?)
@@ -140,7 +140,7 @@ final class BackendStore: Sendable {
     )? {
         try pool.readSync { db in
             let head =
-                try db.scalar(Int64.self, "SELECT last FROM sequences WHERE account = ?", arguments: [account]) ?? 0
+                try db.scalar(Int64.self, "SELECT last FROM sequences WHERE account = ?", argument: account) ?? 0
             guard after <= head else { return nil }
             let rows = try db.rows(
                 "SELECT document, version, deleted, seq FROM notes WHERE account = ? AND seq > ? ORDER BY seq LIMIT ?",

@@ -43,6 +43,22 @@ public final class Database {
         return converted
     }
 
+    /// ``scalar(_:_:arguments:)`` with exactly one argument — a point read by key, the most common query
+    /// there is — without an argument array: nothing is allocated before SQLite steps.
+    ///
+    /// - Throws: as ``scalar(_:_:arguments:)``; `sqlError` when `sql` does not have exactly one placeholder.
+    @inlinable
+    public func scalar<T: DatabaseValueConvertible>(
+        _ type: T.Type = T.self, _ sql: String, argument: some DatabaseValueConvertible
+    ) throws(DatabaseError) -> T? {
+        guard let value = try connection.firstValue(sql, bound: argument.databaseValue) else { return nil }
+        if case .null = value { return nil }
+        guard let converted = T.fromDatabaseValue(value) else {
+            throw DatabaseError(code: .mismatch, message: "\(value) is not a \(T.self)", sql: sql)
+        }
+        return converted
+    }
+
     /// Rows changed by the last statement.
     public var changes: Int { connection.changes }
 

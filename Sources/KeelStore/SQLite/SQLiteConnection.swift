@@ -197,9 +197,16 @@ final class SQLiteConnection {
     )
         throws(DatabaseError) -> Bool
     {
+        try bind(convertible.databaseValue, at: index, to: statement, sql: sql)
+    }
+
+    /// Binds one value at `index` (1-based); returns whether it was text or a blob.
+    private func bind(_ value: DatabaseValue, at index: Int32, to statement: OpaquePointer, sql: String)
+        throws(DatabaseError) -> Bool
+    {
         let status: Int32
         var holdsCopy = false
-        switch convertible.databaseValue {
+        switch value {
         case .null: status = sqlite3_bind_null(statement, index)
         case .integer(let value): status = sqlite3_bind_int64(statement, index, value)
         case .real(let value): status = sqlite3_bind_double(statement, index, value)
@@ -284,6 +291,17 @@ final class SQLiteConnection {
     /// query there is).
     @usableFromInline
     func firstValue(_ sql: String, argument: any DatabaseValueConvertible) throws(DatabaseError) -> DatabaseValue? {
+        let statement = try prepare(sql)
+        var holdsCopies = false
+        defer { finish(statement, clearing: holdsCopies) }
+        try requireArguments(1, for: statement, sql: sql)
+        holdsCopies = try bind(argument, at: 1, to: statement, sql: sql)
+        return try firstValue(of: statement, sql: sql)
+    }
+
+    /// ``firstValue(_:argument:)`` with the argument's value already taken (``Database/scalar(_:_:argument:)``).
+    @usableFromInline
+    func firstValue(_ sql: String, bound argument: DatabaseValue) throws(DatabaseError) -> DatabaseValue? {
         let statement = try prepare(sql)
         var holdsCopies = false
         defer { finish(statement, clearing: holdsCopies) }

@@ -49,7 +49,7 @@ public final class SharedCache: Sendable {
         let (pool, table) = try prepare(dataset)
         return try await pool.read { db in
             guard try Self.exists(dataset, db) else { return nil }
-            return try db.scalar(Data.self, "SELECT value FROM \(table) WHERE id = ?", arguments: [id])
+            return try db.scalar(Data.self, "SELECT value FROM \(table) WHERE id = ?", argument: id)
         }
     }
 

@@ -774,7 +774,7 @@ public final class VaultRecords {
     ///   dataset and id; `keyUnavailable` when its key is gone.
     public func get(_ id: String) throws -> Data? {
         guard exists else { return nil }
-        guard access.sealed else { return try database.scalar(Data.self, access.selectSQL, arguments: [id]) }
+        guard access.sealed else { return try database.scalar(Data.self, access.selectSQL, argument: id) }
         // Opened straight from SQLite's buffer into the plaintext: the envelope is never copied.
         return try database.connection.withFirstColumnBytes(access.selectSQL, text: id) {
             raw throws(VaultError) -> Data in
@@ -790,7 +790,7 @@ public final class VaultRecords {
     package func getStored(_ id: String) throws -> (value: Data, stored: Data)? {
         guard exists else { return nil }
         guard access.sealed else {
-            return try database.scalar(Data.self, access.selectSQL, arguments: [id]).map { ($0, $0) }
+            return try database.scalar(Data.self, access.selectSQL, argument: id).map { ($0, $0) }
         }
         return try database.connection.withFirstColumnBytes(access.selectSQL, text: id) {
             raw throws(VaultError) -> (Data, Data) in
