@@ -286,20 +286,9 @@ final class SQLiteConnection {
         return try firstValue(of: statement, sql: sql)
     }
 
-    /// ``firstValue(_:_:)`` with exactly one argument, passed on its own: the caller's one-element array
-    /// never reaches here, so it can stay on the caller's stack (a point read by key is the most common
-    /// query there is).
-    @usableFromInline
-    func firstValue(_ sql: String, argument: any DatabaseValueConvertible) throws(DatabaseError) -> DatabaseValue? {
-        let statement = try prepare(sql)
-        var holdsCopies = false
-        defer { finish(statement, clearing: holdsCopies) }
-        try requireArguments(1, for: statement, sql: sql)
-        holdsCopies = try bind(argument, at: 1, to: statement, sql: sql)
-        return try firstValue(of: statement, sql: sql)
-    }
-
-    /// ``firstValue(_:argument:)`` with the argument's value already taken (``Database/scalar(_:_:argument:)``).
+    /// ``firstValue(_:_:)`` with exactly one argument, passed as its value: no argument array reaches
+    /// here, so the caller's can stay on its stack or never exist (a point read by key is the most common
+    /// query there is; ``Database/scalar(_:_:argument:)``).
     @usableFromInline
     func firstValue(_ sql: String, bound argument: DatabaseValue) throws(DatabaseError) -> DatabaseValue? {
         let statement = try prepare(sql)
