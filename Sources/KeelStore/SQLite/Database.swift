@@ -34,7 +34,8 @@ public final class Database {
     ) throws(DatabaseError) -> T? {
         let found =
             arguments.count == 1
-            ? try connection.firstValue(sql, bound: arguments[0].databaseValue) : try connection.firstValue(sql, arguments)
+            ? try connection.firstValue(sql, bound: arguments[0].databaseValue)
+            : try connection.firstValue(sql, arguments)
         guard let value = found else { return nil }
         if case .null = value { return nil }
         guard let converted = T.fromDatabaseValue(value) else {
