@@ -1,7 +1,8 @@
 // Thread and process facts Swift cannot reach on Linux, because they are GNU extensions the Glibc module
 // does not export: the lowest address of the calling thread's stack (pthread_getattr_np), CPU affinity
-// (sched_getaffinity / sched_setaffinity with the CPU_* macros) and the heap in use (mallinfo2). Header
-// only, libc only. Only KeelCore imports this module (ThreadStack, ThreadPlacement, HeapUsage).
+// (sched_getaffinity / sched_setaffinity with the CPU_* macros), the heap in use (mallinfo2) and the
+// kernel's random bytes in amounts above getentropy's 256 (getrandom). Header only, libc only. Only
+// KeelCore imports this module (ThreadStack, ThreadPlacement, HeapUsage, SystemEntropy).
 #ifndef KEEL_CTHREADSTACK_SHIM_H
 #define KEEL_CTHREADSTACK_SHIM_H
 
@@ -15,6 +16,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/random.h>
 
 /// The lowest usable address of the calling thread's stack, or 0 when it cannot be known.
 static inline uintptr_t keel_thread_stack_low(void) {
@@ -51,5 +53,9 @@ static inline size_t keel_heap_in_use(void) {
     struct mallinfo2 info = mallinfo2();
     return info.uordblks + info.hblkhd;
 }
+
+/// getrandom(2) without flags: up to `length` bytes of the kernel's CSPRNG; the count written, or -1 with
+/// errno set.
+static inline long keel_getrandom(void *buffer, size_t length) { return (long)getrandom(buffer, length, 0); }
 
 #endif

@@ -27,5 +27,15 @@ import Testing
         // Only ASCII letters fold: the Kelvin sign is not a "K".
         #expect(!HeaderFields.equalIgnoringCase("\u{212A}eep", "Keep"))
         #expect(!HeaderFields.equalIgnoringCase("[", "{"))  // 0x5B and 0x7B differ only in the case bit
+        // Names longer than a small string (their bytes on the heap) and small ones compare alike; a
+        // difference in the last byte or in length is found.
+        #expect(HeaderFields.equalIgnoringCase("X-Correlation-Identifier", "x-CORRELATION-identifier"))
+        #expect(!HeaderFields.equalIgnoringCase("X-Correlation-Identifier", "X-Correlation-Identifies"))
+        #expect(!HeaderFields.equalIgnoringCase("X-Trace", "X-Traces"))
+        #expect(HeaderFields.equalIgnoringCase("", ""))
+        // A name that is a slice of a longer text is compared by its own bytes.
+        let line = "traceparent: 00-ab"
+        let name = String(line[..<line.firstIndex(of: ":")!])
+        #expect(HeaderFields.equalIgnoringCase(name, "TraceParent"))
     }
 }

@@ -153,7 +153,7 @@ private func draws(_ count: Int, from source: RandomSource) -> [UInt64] {
         #expect(Set(pairs.flatMap { [$0.0, $0.1] }).count == 200)
     }
 
-    /// On Linux the system source hands out the OS's bytes from a buffer refilled 32 words at a time: across
+    /// On Linux the system source hands out the OS's bytes from a buffer refilled 512 words at a time: across
     /// many refills and many tasks at once, no word may be handed out twice and none may be a wiped (zero)
     /// or stale one.
     @Test func systemDrawsFromManyTasksAtOnceAreNeverHandedOutTwice() async {

@@ -22,7 +22,7 @@ public final class RandomSource: Sendable {
 
     private init(_ storage: Storage) { self.storage = storage }
 
-    /// The operating system's generator (`SystemRandomNumberGenerator`; on Linux its bytes are fetched 256
+    /// The operating system's generator (`SystemRandomNumberGenerator`; on Linux its bytes are fetched 4 KiB
     /// at a time rather than with a system call per draw).
     public static let system = RandomSource(.system)
 

@@ -241,6 +241,8 @@ struct Call {
         if !steps.contains(where: \.mayWait) {
             // Header-only middleware cannot hang: no timer task needed (keel-bench trace.overhead).
             var copy = request
+            // The copy is made once, with room for what middleware adds (not copied, then grown).
+            copy.headers.reserveCapacity(copy.headers.count + 4)
             do throws(MiddlewareRefusal) {
                 for step in steps { try await step.prepare(&copy, context: context) }
                 return copy
@@ -250,6 +252,7 @@ struct Call {
         }
         let outcome = await Self.race(deadline: deadline, clock: clock) { () async -> Prepared in
             var copy = request
+            copy.headers.reserveCapacity(copy.headers.count + 4)
             do throws(MiddlewareRefusal) {
                 for step in steps { try await step.prepare(&copy, context: context) }
                 return .ready(copy)
