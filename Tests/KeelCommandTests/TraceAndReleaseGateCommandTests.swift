@@ -146,6 +146,18 @@ import Testing
             in: directory.url)
         #expect(missing == .exited(2))
         #expect(try object(missingOutput)["error"]?["message"] == .string("cannot read the file"))
+        // So is a usage error, whichever argument is wrong (the usage text goes to standard error).
+        for arguments in [
+            ["--stores", path, "--platform", "ios", "--format", "json"],
+            ["--format=json", "--stores", path, "--platform", "web", "--min-version", "5"],
+            ["--stores", path, "--platform", "ios", "--min-version", "5", "--format", "json", "--bogus"],
+        ] {
+            let (usage, usageOutput, usageError) = try await runKeel(["release-gate"] + arguments)
+            #expect(usage == .exited(2))
+            let answer = try object(usageOutput)["error"]
+            #expect(answer?["usage"] == .bool(true))
+            #expect(answer?["message"]?.stringValue.map { usageError.contains($0) } == true)
+        }
     }
 
     @Test(arguments: [

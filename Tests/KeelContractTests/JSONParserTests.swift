@@ -167,4 +167,26 @@ import Testing
             #expect(JSONNumber(literal: invalid) == nil, "\(invalid)")
         }
     }
+
+    /// A parse error names where reading stopped as a JSON Pointer: the member or element being read, the
+    /// container itself between values, a repeated member by its own name (escaped per RFC 6901).
+    @Test(arguments: [
+        (#"{"a": {"b": [1, 2, }]}}"#, "/a/b/2"),
+        (#"{"a": 01}"#, "/a"),
+        (#"{"a": tru}"#, "/a"),
+        (#"{"a": 1 "b": 2}"#, ""),
+        (#"{"a": {"x": 1, "x": 2}}"#, "/a/x"),
+        (#"[{"a/b~c": 1, "a/b~c": 2}]"#, "/0/a~1b~0c"),
+        (#"{"s\"}": "v", "s\"}": "w"}"#, "/s\"}"),
+        (#"[1, [2, 3"#, "/1/1"),  // the text ends inside a number: that element was being read
+        ("[1, [2, 3\n", "/1"),  // after it: the unterminated array itself
+        (#"{"a": "\u12"}"#, "/a"),
+        ("", ""),
+        ("\u{FEFF}{\"k\": [true, nul]}", "/k/1"),
+    ])
+    func parseErrorsNameWhereReadingStopped(text: String, pointer: String) throws {
+        let bytes = Array(text.utf8)
+        let error = try #require(throws: JSONParseError.self) { try JSONValue(parsing: bytes) }
+        #expect(error.pointer(in: bytes) == pointer, "\(error)")
+    }
 }

@@ -167,7 +167,14 @@ import Testing
             #"{"stores": [{"id": "a", "platform": "ios", "production": true, "releases": [{"version": 5, "rollout": "available"}]}]}"#,
             "/stores/0/releases/0/version"
         ),
-        (#"{"stores": [{"id": "a", "platform": "ios""#, ""),
+        // Not JSON at all: the pointer still names where reading stopped — the unterminated store, the
+        // repeated member (a second "rollout" must not silently win).
+        (#"{"stores": [{"id": "a", "platform": "ios""#, "/stores/0"),
+        (
+            #"{"stores": [{"id": "a", "platform": "ios", "production": true, "releases": [{"version": "5", "rollout": "halted", "rollout": "available"}]}]}"#,
+            "/stores/0/releases/0/rollout"
+        ),
+        ("", ""),
     ])
     func badInputNamesTheOffendingField(json: String, pointer: String) {
         #expect {

@@ -413,3 +413,103 @@ extension ErrorCode where Domain == JSONParseError {
     /// Something other than whitespace follows the value.
     public static var trailingContent: Self { Self("trailingContent") }
 }
+
+extension JSONParseError {
+    /// Where the problem sits in `data` (the text that failed to parse) as a JSON Pointer (RFC 6901): the
+    /// member or element being read when parsing stopped — for a duplicate member, that member itself; ""
+    /// when it is the document. Tools that name bad input by pointer (`keel release-gate`) use it, so a
+    /// repeated member is named like any other bad field rather than as the whole file.
+    package func pointer(in data: some Collection<UInt8>) -> String {
+        var locator = JSONParser(bytes: Array(data), limits: JSONParsingLimits())
+        return locator.pointer(before: offset, naming: code == .duplicateKey)
+    }
+}
+
+/// One open container while ``JSONParser`` locates a position (``JSONParseError/pointer(in:)``).
+private struct OpenContainer {
+    /// Whether it is an object (else an array).
+    let isObject: Bool
+    /// An object's member name last read; nil while none is.
+    var name: String?
+    /// An array's element index.
+    var index = 0
+    /// Whether an object's member value is being read (after its colon); arrays are always reading one.
+    var inValue = false
+    /// Whether the value being read is complete (nothing of it is left to blame).
+    var valueDone = false
+
+    /// The pointer of a position inside `containers`, outermost first: every container names its member or
+    /// element; the innermost one only while that value is being read (after it, the position is between
+    /// values, in the container itself).
+    static func pointer(_ containers: [OpenContainer]) -> String {
+        var pointer = ""
+        for (depth, container) in containers.enumerated() {
+            let innermost = depth == containers.count - 1
+            if innermost, container.valueDone || (container.isObject && !container.inValue) { break }
+            if container.isObject {
+                pointer += "/" + JSONPointer.escape(container.name ?? "")
+            } else {
+                pointer += "/\(container.index)"
+            }
+        }
+        return pointer
+    }
+}
+
+extension JSONParser {
+    /// The pointer of the value being read at byte `end`, from a scan of the text before it (text the
+    /// parser accepted up to there). With `naming`, `end` is at a member name, which is added.
+    fileprivate mutating func pointer(before end: Int, naming: Bool) -> String {
+        var open: [OpenContainer] = []
+        /// Marks the innermost container's value complete.
+        func done(_ open: inout [OpenContainer]) {
+            if !open.isEmpty { open[open.count - 1].valueDone = true }
+        }
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
+        let end = min(end, bytes.count)
+        /// Whether a number or literal is being read (its end comes at whitespace or punctuation).
+        var inScalar = false
+        while index < end {
+            let byte = bytes[index]
+            if inScalar,
+                byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D || byte == UInt8(ascii: ",")
+                    || byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]")
+            {
+                inScalar = false
+                done(&open)
+            }
+            switch byte {
+            case UInt8(ascii: "{"): open.append(OpenContainer(isObject: true))
+            case UInt8(ascii: "["): open.append(OpenContainer(isObject: false))
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                _ = open.popLast()
+                done(&open)
+            case UInt8(ascii: ","):
+                if !open.isEmpty {
+                    open[open.count - 1].index += 1
+                    open[open.count - 1].name = nil
+                    open[open.count - 1].inValue = false
+                    open[open.count - 1].valueDone = false
+                }
+            case UInt8(ascii: ":"):
+                if !open.isEmpty { open[open.count - 1].inValue = true }
+            case UInt8(ascii: "\""):
+                guard let text = try? parseString() else { return OpenContainer.pointer(open) }
+                if let last = open.last, last.isObject, !last.inValue {
+                    open[open.count - 1].name = text
+                } else {
+                    done(&open)
+                }
+                continue  // parseString moved past the closing quote
+            case 0x20, 0x09, 0x0A, 0x0D: break
+            default: inScalar = true  // a number or a literal
+            }
+            index += 1
+        }
+        var pointer = OpenContainer.pointer(open)
+        if naming, index < bytes.count, bytes[index] == UInt8(ascii: "\""), let name = try? parseString() {
+            pointer += "/" + JSONPointer.escape(name)
+        }
+        return pointer
+    }
+}

@@ -104,7 +104,7 @@ public struct StoreCatalog: Sendable, Equatable {
         do {
             document = try JSONValue(parsing: data)
         } catch {
-            throw ReleaseGateInputError(pointer: "", message: "not JSON: \(error)")
+            throw ReleaseGateInputError(pointer: error.pointer(in: data), message: "not JSON: \(error)")
         }
         try self.init(document)
     }

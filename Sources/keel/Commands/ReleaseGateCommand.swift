@@ -44,6 +44,28 @@ enum ReleaseGateCommand {
         + " and delete nothing because of the version"
 
     static func run(_ raw: [String]) async throws -> Int32 {
+        do {
+            return try await gate(raw)
+        } catch let error as UsageError where !error.isHelpRequest && asksForJSON(raw) {
+            // JSON mode answers a usage error with an error object as well (the usage text still goes to
+            // standard error): a pipeline parsing standard output always gets an object, whatever exit 2 was.
+            say(serialize(["error": ["pointer": "", "message": .string(error.description), "usage": true]]))
+            throw error
+        }
+    }
+
+    /// Whether the command line asks for JSON (`--format json` or `--format=json`), read on its own: a usage
+    /// error may stop the parsing before the format is reached.
+    private static func asksForJSON(_ raw: [String]) -> Bool {
+        for (index, argument) in raw.enumerated() {
+            if argument == "--" { return false }
+            if argument == "--format=json" { return true }
+            if argument == "--format", index + 1 < raw.count, raw[index + 1] == "json" { return true }
+        }
+        return false
+    }
+
+    private static func gate(_ raw: [String]) async throws -> Int32 {
         let arguments = try Arguments(
             raw, options: ["stores", "platform", "min-version", "format"], flags: ["incident"])
         guard arguments.positionals.isEmpty else {
