@@ -1,5 +1,6 @@
 import Foundation
 import KeelContract
+import KeelCore
 
 /// A compiled regular expression shared between validations.
 final class NSRegularExpressionBox: @unchecked Sendable {
@@ -7,9 +8,85 @@ final class NSRegularExpressionBox: @unchecked Sendable {
     let regex: NSRegularExpression?
     init(_ pattern: String) { regex = try? NSRegularExpression(pattern: pattern) }
 
+    /// The compiled `pattern` (ICU syntax), from the process-wide ``CompiledPatterns``.
+    static func compiled(_ pattern: String) -> NSRegularExpressionBox { CompiledPatterns.shared.box(for: pattern) }
+
     func matches(_ string: String) -> Bool {
         guard let regex else { return false }
         return regex.firstMatch(in: string, range: NSRange(string.startIndex..., in: string)) != nil
+    }
+}
+
+/// Regular expressions compiled once per process, by their ICU pattern, up to a bound.
+///
+/// corelibs Foundation leaks 2 bytes per UTF-16 unit of every pattern longer than 256 units it compiles
+/// (`_CFRegularExpressionCreate` copies it into a buffer it never frees; see `Fuzz/lsan.supp`). A registry
+/// already compiles each of its patterns once, but an app that compiles the same schema again and again (per
+/// request, per screen), or validates the same `format: regex` values, would leak that much every time. Here
+/// a pattern is compiled once per process while it stays in the cache: at most ``capacity`` patterns and
+/// ``maximumUnits`` UTF-16 units of them, the oldest forgotten first (a forgotten pattern is compiled again
+/// when it comes back).
+final class CompiledPatterns: Sendable {
+    /// The cache every registry and the `regex` format check use.
+    static let shared = CompiledPatterns()
+
+    /// Most patterns kept.
+    let capacity: Int
+    /// Most UTF-16 units of patterns kept (a hostile document cannot make the cache hold much text).
+    let maximumUnits: Int
+
+    private struct State {
+        var boxes: [String: NSRegularExpressionBox] = [:]
+        /// Patterns in the order they were added, for forgetting the oldest.
+        var order: [String] = []
+        var units = 0
+        /// `NSRegularExpression`s made (valid or not).
+        var compilations = 0
+    }
+
+    private let state = Locked(State())
+
+    init(capacity: Int = 512, maximumUnits: Int = 1 << 20) {
+        self.capacity = max(capacity, 1)
+        self.maximumUnits = max(maximumUnits, 1)
+    }
+
+    /// How many patterns were compiled so far (each compiled pattern longer than 256 units is a leak).
+    var compilations: Int { state.withLock { $0.compilations } }
+
+    /// How many patterns are kept.
+    var count: Int { state.withLock { $0.boxes.count } }
+
+    /// How many UTF-16 units the kept patterns have.
+    var units: Int { state.withLock { $0.units } }
+
+    /// Whether `pattern` is kept.
+    func contains(_ pattern: String) -> Bool { state.withLock { $0.boxes[pattern] != nil } }
+
+    /// `pattern` compiled: the kept one, or a new one (kept unless it alone exceeds the unit bound).
+    func box(for pattern: String) -> NSRegularExpressionBox {
+        if let kept = state.withLock({ $0.boxes[pattern] }) { return kept }
+        // Compiled outside the lock: another thread may compile the same pattern at the same moment; the
+        // first to store it wins and both get a working regex.
+        let compiled = NSRegularExpressionBox(pattern)
+        let units = pattern.utf16.count
+        return state.withLock { state in
+            state.compilations += 1
+            if let kept = state.boxes[pattern] { return kept }
+            guard units <= maximumUnits else { return compiled }
+            state.boxes[pattern] = compiled
+            state.order.append(pattern)
+            state.units += units
+            var forgotten = 0
+            while state.boxes.count > capacity || state.units > maximumUnits {
+                let oldest = state.order[forgotten]
+                forgotten += 1
+                state.boxes[oldest] = nil
+                state.units -= oldest.utf16.count
+            }
+            if forgotten > 0 { state.order.removeFirst(forgotten) }
+            return compiled
+        }
     }
 }
 

@@ -142,12 +142,14 @@ final class SchemaRegistry: @unchecked Sendable {
         }
     }
 
-    /// The compiled form of the ECMA-262 `pattern`, compiled at most once per registry (patterns met
-    /// while compiling the schema are cached then; validation only reads them).
+    /// The compiled form of the ECMA-262 `pattern`: looked up once per registry (patterns met while
+    /// compiling the schema are cached then; validation only reads them), compiled once per process while
+    /// ``CompiledPatterns`` keeps it.
     func regex(for pattern: String) -> NSRegularExpressionBox {
-        regexCache.withLock { cache in
+        if let cached = regexCache.withLock({ $0[pattern] }) { return cached }
+        let compiled = NSRegularExpressionBox.compiled(ECMAScriptPattern.translate(pattern))
+        return regexCache.withLock { cache in
             if let cached = cache[pattern] { return cached }
-            let compiled = NSRegularExpressionBox(ECMAScriptPattern.translate(pattern))
             cache[pattern] = compiled
             return compiled
         }
