@@ -16,7 +16,6 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stddef.h>
-#include <sys/random.h>
 
 /// The lowest usable address of the calling thread's stack, or 0 when it cannot be known.
 static inline uintptr_t keel_thread_stack_low(void) {
@@ -54,8 +53,12 @@ static inline size_t keel_heap_in_use(void) {
     return info.uordblks + info.hblkhd;
 }
 
+/// getrandom(2), declared here rather than through <sys/random.h>, which brings in <sys/select.h> (see the
+/// top of this file). Its `ssize_t` is `long` on every 64-bit Linux ABI.
+extern long getrandom(void *buffer, size_t length, unsigned int flags);
+
 /// getrandom(2) without flags: up to `length` bytes of the kernel's CSPRNG; the count written, or -1 with
 /// errno set.
-static inline long keel_getrandom(void *buffer, size_t length) { return (long)getrandom(buffer, length, 0); }
+static inline long keel_getrandom(void *buffer, size_t length) { return getrandom(buffer, length, 0); }
 
 #endif
