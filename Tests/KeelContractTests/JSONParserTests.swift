@@ -178,8 +178,15 @@ import Testing
         (#"{"a": {"x": 1, "x": 2}}"#, "/a/x"),
         (#"[{"a/b~c": 1, "a/b~c": 2}]"#, "/0/a~1b~0c"),
         (#"{"s\"}": "v", "s\"}": "w"}"#, "/s\"}"),
-        (#"[1, [2, 3"#, "/1/1"),  // the text ends inside a number: that element was being read
-        ("[1, [2, 3\n", "/1"),  // after it: the unterminated array itself
+        // The text ends after a whole number or literal: the unterminated container is to blame, whether
+        // whitespace follows or not; a number cut short is itself being read.
+        (#"[1, [2, 3"#, "/1"),
+        ("[1, [2, 3\n", "/1"),
+        (#"{"a": true"#, ""),
+        (#"{"a": "x""#, ""),
+        (#"[1, 2e"#, "/1"),
+        (#"[1x]"#, ""),
+        (#"[1 x]"#, ""),
         (#"{"a": "\u12"}"#, "/a"),
         ("", ""),
         ("\u{FEFF}{\"k\": [true, nul]}", "/k/1"),

@@ -33,9 +33,10 @@ import Testing
         #expect(!HeaderFields.equalIgnoringCase("X-Correlation-Identifier", "X-Correlation-Identifies"))
         #expect(!HeaderFields.equalIgnoringCase("X-Trace", "X-Traces"))
         #expect(HeaderFields.equalIgnoringCase("", ""))
-        // A name that is a slice of a longer text is compared by its own bytes.
+        // A name cut from a longer text, as a server reads it, compares by its own bytes.
         let line = "traceparent: 00-ab"
         let name = String(line[..<line.firstIndex(of: ":")!])
         #expect(HeaderFields.equalIgnoringCase(name, "TraceParent"))
+        #expect(!HeaderFields.equalIgnoringCase(name, "TraceParenT-"))
     }
 }

@@ -39,6 +39,36 @@ import Testing
         #expect(!cache.contains(huge) && cache.units <= 100)
     }
 
+    @Test func theLeastRecentlyUsedPatternIsForgottenFirst() {
+        let cache = CompiledPatterns(capacity: 2)
+        let kept = cache.box(for: "x")
+        _ = cache.box(for: "y")
+        #expect(cache.box(for: "x") === kept)  // used again: now the newest
+        _ = cache.box(for: "z")
+        #expect(cache.contains("x") && !cache.contains("y") && cache.contains("z"))
+    }
+
+    /// ICU compiles code points as written: two canonically equivalent patterns are two regexes, which
+    /// Swift's `==` (and so a `String` key) would take for one.
+    @Test func canonicallyEquivalentPatternsAreKeptApart() throws {
+        let cache = CompiledPatterns()
+        let composed = cache.box(for: "^\u{E9}$")
+        let decomposed = cache.box(for: "^e\u{301}$")
+        #expect(composed !== decomposed)
+        #expect(composed.matches("\u{E9}") && !composed.matches("e\u{301}"))
+        #expect(decomposed.matches("e\u{301}") && !decomposed.matches("\u{E9}"))
+        // Through schemas, in one process (one shared cache) and one after the other.
+        let first = try JSONSchema(["pattern": "^\u{E9}$"])
+        let second = try JSONSchema(["pattern": "^e\u{301}$"])
+        #expect(first.validate("\u{E9}").isValid && !first.validate("e\u{301}").isValid)
+        #expect(second.validate("e\u{301}").isValid && !second.validate("\u{E9}").isValid)
+        let both = try JSONSchema([
+            "patternProperties": ["^\u{E9}$": ["type": "string"], "^e\u{301}$": ["type": "number"]]
+        ])
+        #expect(both.validate(["\u{E9}": "a", "e\u{301}": 1]).isValid)
+        #expect(!both.validate(["e\u{301}": "a"]).isValid)
+    }
+
     @Test func tasksAskingForOnePatternAtOnceAllGetItAndOneIsKept() async {
         let cache = CompiledPatterns()
         let pattern = "^" + String(repeating: "q", count: 300) + "\\z"
@@ -53,7 +83,8 @@ import Testing
         #expect(boxes.filter { $0 === cache.box(for: pattern) }.count >= 1)
     }
 
-    /// Schemas compiled again and again, and the `regex` format, go through the process-wide cache.
+    /// Schemas compiled again and again go through the process-wide cache; `format: regex` values (instance
+    /// data) through a cache of their own, so they cannot push the schemas' patterns out.
     @Test func schemasAndTheRegexFormatShareTheProcessCache() throws {
         let unique = UUID().uuidString.filter(\.isLetter).lowercased()
         let pattern = "^" + unique + String(repeating: "k", count: 300) + "$"
@@ -66,6 +97,7 @@ import Testing
         #expect(FormatChecker.isRegex(format))
         var translator = ECMARegexTranslator(format)
         let translated = translator.translate()
-        #expect(translated.map(CompiledPatterns.shared.contains) == true)
+        #expect(translated.map(CompiledPatterns.formats.contains) == true)
+        #expect(translated.map(CompiledPatterns.shared.contains) == false)
     }
 }

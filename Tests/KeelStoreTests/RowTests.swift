@@ -100,6 +100,19 @@ import Testing
             )
         }
         #expect(read.0 == 42 && read.1 == "a\u{0}b!" && read.2 == Data([0, 1, 2]) && read.3 == 2.5 && read.4 == nil)
+        // And what the array form reads, value for value.
+        let viaArray = try await pool.read { db in
+            (
+                try db.scalar(Int.self, "SELECT ? + 1", arguments: [41]),
+                try db.scalar(String.self, "SELECT ? || '!'", arguments: ["a\u{0}b"]),
+                try db.scalar(Data.self, "SELECT ?", arguments: [Data([0, 1, 2])]),
+                try db.scalar(Double.self, "SELECT ? * 2", arguments: [1.25]),
+                try db.scalar(Int.self, "SELECT ?", arguments: [String?.none])
+            )
+        }
+        #expect(
+            read.0 == viaArray.0 && read.1 == viaArray.1 && read.2 == viaArray.2 && read.3 == viaArray.3
+                && read.4 == viaArray.4)
         let refused = try await pool.read { db -> [DatabaseError.Code?] in
             var codes: [DatabaseError.Code?] = []
             for (sql, argument) in [("SELECT ? + ?", 1), ("SELECT 1", 1)] {

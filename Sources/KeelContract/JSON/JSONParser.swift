@@ -421,7 +421,7 @@ extension JSONParseError {
     /// repeated member is named like any other bad field rather than as the whole file.
     package func pointer(in data: some Collection<UInt8>) -> String {
         var locator = JSONParser(bytes: Array(data), limits: JSONParsingLimits())
-        return locator.pointer(before: offset, naming: code == .duplicateKey)
+        return locator.pointer(before: offset, code: code)
     }
 }
 
@@ -457,9 +457,10 @@ private struct OpenContainer {
 }
 
 extension JSONParser {
-    /// The pointer of the value being read at byte `end`, from a scan of the text before it (text the
-    /// parser accepted up to there). With `naming`, `end` is at a member name, which is added.
-    fileprivate mutating func pointer(before end: Int, naming: Bool) -> String {
+    /// The pointer of the value being read at byte `end` when the parser stopped with `code`, from a scan of
+    /// the text before it (text the parser accepted up to there). For a duplicate member, `end` is at its
+    /// name, which is added.
+    fileprivate mutating func pointer(before end: Int, code: JSONParseError.Code) -> String {
         var open: [OpenContainer] = []
         /// Marks the innermost container's value complete.
         func done(_ open: inout [OpenContainer]) {
@@ -467,8 +468,10 @@ extension JSONParser {
         }
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
         let end = min(end, bytes.count)
-        /// Whether a number or literal is being read (its end comes at whitespace or punctuation).
+        /// Whether a number or literal is being read (its end comes at whitespace or punctuation), and where
+        /// it starts.
         var inScalar = false
+        var scalarStart = 0
         while index < end {
             let byte = bytes[index]
             if inScalar,
@@ -502,12 +505,21 @@ extension JSONParser {
                 }
                 continue  // parseString moved past the closing quote
             case 0x20, 0x09, 0x0A, 0x0D: break
-            default: inScalar = true  // a number or a literal
+            default:  // a number or a literal
+                if !inScalar { scalarStart = index }
+                inScalar = true
             }
             index += 1
         }
+        if inScalar, code != .invalidNumber {
+            // The scan stopped right after a number or literal (the text ends there, or something other than
+            // punctuation follows it): when it is a whole one, the parser had finished it.
+            let text = String(decoding: bytes[scalarStart..<end], as: UTF8.self)
+            if text == "true" || text == "false" || text == "null" || JSONNumber(literal: text) != nil { done(&open) }
+        }
         var pointer = OpenContainer.pointer(open)
-        if naming, index < bytes.count, bytes[index] == UInt8(ascii: "\""), let name = try? parseString() {
+        if code == .duplicateKey, index < bytes.count, bytes[index] == UInt8(ascii: "\""), let name = try? parseString()
+        {
             pointer += "/" + JSONPointer.escape(name)
         }
         return pointer

@@ -8,7 +8,7 @@ extension FormatChecker {
     static func isRegex(_ pattern: String) -> Bool {
         var translator = ECMARegexTranslator(pattern)
         guard let translated = translator.translate() else { return false }
-        return NSRegularExpressionBox.compiled(translated).regex != nil
+        return CompiledPatterns.formats.box(for: translated).regex != nil
     }
 }
 

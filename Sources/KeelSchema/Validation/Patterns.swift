@@ -8,9 +8,6 @@ final class NSRegularExpressionBox: @unchecked Sendable {
     let regex: NSRegularExpression?
     init(_ pattern: String) { regex = try? NSRegularExpression(pattern: pattern) }
 
-    /// The compiled `pattern` (ICU syntax), from the process-wide ``CompiledPatterns``.
-    static func compiled(_ pattern: String) -> NSRegularExpressionBox { CompiledPatterns.shared.box(for: pattern) }
-
     func matches(_ string: String) -> Bool {
         guard let regex else { return false }
         return regex.firstMatch(in: string, range: NSRange(string.startIndex..., in: string)) != nil
@@ -22,24 +19,40 @@ final class NSRegularExpressionBox: @unchecked Sendable {
 /// corelibs Foundation leaks 2 bytes per UTF-16 unit of every pattern longer than 256 units it compiles
 /// (`_CFRegularExpressionCreate` copies it into a buffer it never frees; see `Fuzz/lsan.supp`). A registry
 /// already compiles each of its patterns once, but an app that compiles the same schema again and again (per
-/// request, per screen), or validates the same `format: regex` values, would leak that much every time. Here
-/// a pattern is compiled once per process while it stays in the cache: at most ``capacity`` patterns and
-/// ``maximumUnits`` UTF-16 units of them, the oldest forgotten first (a forgotten pattern is compiled again
-/// when it comes back).
+/// request, per screen) would leak that much every time. Here a pattern is compiled once while the cache
+/// keeps it: at most ``capacity`` patterns and ``maximumUnits`` UTF-16 units of them, the least recently used
+/// forgotten first (a forgotten pattern is compiled again when it comes back). Patterns are told apart by
+/// their exact bytes, as ICU compiles them: `é` and `e` + U+0301 are two patterns, though Swift's `==` would
+/// call the two strings equal.
 final class CompiledPatterns: Sendable {
-    /// The cache every registry and the `regex` format check use.
+    /// The cache of schema patterns (`pattern`, `patternProperties`).
     static let shared = CompiledPatterns()
+    /// The cache of `format: regex` checks: their patterns are instance data, possibly a client's, so they
+    /// live apart and cannot push the schemas' own patterns out.
+    static let formats = CompiledPatterns(capacity: 64, maximumUnits: 64 << 10)
 
     /// Most patterns kept.
     let capacity: Int
     /// Most UTF-16 units of patterns kept (a hostile document cannot make the cache hold much text).
     let maximumUnits: Int
 
+    /// A pattern's exact UTF-8 bytes.
+    private struct Key: Hashable {
+        let bytes: [UInt8]
+        init(_ pattern: String) { bytes = Array(pattern.utf8) }
+    }
+
+    private struct Entry {
+        let box: NSRegularExpressionBox
+        let units: Int
+        /// When it was last asked for (a counter): the smallest is forgotten first.
+        var used: UInt64
+    }
+
     private struct State {
-        var boxes: [String: NSRegularExpressionBox] = [:]
-        /// Patterns in the order they were added, for forgetting the oldest.
-        var order: [String] = []
+        var entries: [Key: Entry] = [:]
         var units = 0
+        var uses: UInt64 = 0
         /// `NSRegularExpression`s made (valid or not).
         var compilations = 0
     }
@@ -55,38 +68,45 @@ final class CompiledPatterns: Sendable {
     var compilations: Int { state.withLock { $0.compilations } }
 
     /// How many patterns are kept.
-    var count: Int { state.withLock { $0.boxes.count } }
+    var count: Int { state.withLock { $0.entries.count } }
 
     /// How many UTF-16 units the kept patterns have.
     var units: Int { state.withLock { $0.units } }
 
     /// Whether `pattern` is kept.
-    func contains(_ pattern: String) -> Bool { state.withLock { $0.boxes[pattern] != nil } }
+    func contains(_ pattern: String) -> Bool { state.withLock { $0.entries[Key(pattern)] != nil } }
 
     /// `pattern` compiled: the kept one, or a new one (kept unless it alone exceeds the unit bound).
     func box(for pattern: String) -> NSRegularExpressionBox {
-        if let kept = state.withLock({ $0.boxes[pattern] }) { return kept }
+        let key = Key(pattern)
+        if let kept = state.withLock({ state in Self.use(key, in: &state) }) { return kept }
         // Compiled outside the lock: another thread may compile the same pattern at the same moment; the
         // first to store it wins and both get a working regex.
         let compiled = NSRegularExpressionBox(pattern)
         let units = pattern.utf16.count
         return state.withLock { state in
             state.compilations += 1
-            if let kept = state.boxes[pattern] { return kept }
+            if let kept = Self.use(key, in: &state) { return kept }
             guard units <= maximumUnits else { return compiled }
-            state.boxes[pattern] = compiled
-            state.order.append(pattern)
+            state.uses += 1
+            state.entries[key] = Entry(box: compiled, units: units, used: state.uses)
             state.units += units
-            var forgotten = 0
-            while state.boxes.count > capacity || state.units > maximumUnits {
-                let oldest = state.order[forgotten]
-                forgotten += 1
-                state.boxes[oldest] = nil
-                state.units -= oldest.utf16.count
+            while state.entries.count > capacity || state.units > maximumUnits {
+                // The least recently used; a scan, only when adding beyond the bounds (at most `capacity`).
+                guard let oldest = state.entries.min(by: { $0.value.used < $1.value.used }) else { break }
+                state.entries[oldest.key] = nil
+                state.units -= oldest.value.units
             }
-            if forgotten > 0 { state.order.removeFirst(forgotten) }
             return compiled
         }
+    }
+
+    /// The kept box for `key`, marked as just used.
+    private static func use(_ key: Key, in state: inout State) -> NSRegularExpressionBox? {
+        guard let entry = state.entries[key] else { return nil }
+        state.uses += 1
+        state.entries[key]?.used = state.uses
+        return entry.box
     }
 }
 

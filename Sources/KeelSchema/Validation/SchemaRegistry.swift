@@ -39,7 +39,8 @@ final class SchemaRegistry: @unchecked Sendable {
     /// is read-only and safe from any number of threads.
     private var isSealed = false
     private let resolver: JSONSchema.Resolver?
-    private let regexCache = Locked<[String: NSRegularExpressionBox]>([:])
+    /// Compiled patterns by their exact UTF-8 bytes (canonically equivalent patterns are different regexes).
+    private let regexCache = Locked<[[UInt8]: NSRegularExpressionBox]>([:])
 
     init(resolver: JSONSchema.Resolver?) { self.resolver = resolver }
 
@@ -146,11 +147,12 @@ final class SchemaRegistry: @unchecked Sendable {
     /// compiling the schema are cached then; validation only reads them), compiled once per process while
     /// ``CompiledPatterns`` keeps it.
     func regex(for pattern: String) -> NSRegularExpressionBox {
-        if let cached = regexCache.withLock({ $0[pattern] }) { return cached }
-        let compiled = NSRegularExpressionBox.compiled(ECMAScriptPattern.translate(pattern))
+        let key = Array(pattern.utf8)
+        if let cached = regexCache.withLock({ $0[key] }) { return cached }
+        let compiled = CompiledPatterns.shared.box(for: ECMAScriptPattern.translate(pattern))
         return regexCache.withLock { cache in
-            if let cached = cache[pattern] { return cached }
-            cache[pattern] = compiled
+            if let cached = cache[key] { return cached }
+            cache[key] = compiled
             return compiled
         }
     }
