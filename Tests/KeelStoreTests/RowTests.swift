@@ -61,16 +61,24 @@ import Testing
 
     /// A one-argument query takes its own path (the point read by key): it checks the count and binds every
     /// kind of value as the general path does.
-    @Test func aSingleArgumentIsBoundAndCheckedLikeAnyOther() async throws {
-        let read = try await pool.read { db in
-            (
-                try db.scalar(Int.self, "SELECT ? + 1", arguments: [41]),
-                try db.scalar(String.self, "SELECT ? || '!'", arguments: ["a\u{0}b"]),
-                try db.scalar(Data.self, "SELECT ?", arguments: [Data([0, 1, 2])]),
-                try db.scalar(Double.self, "SELECT ? * 2", arguments: [1.25]),
-                try db.scalar(Int.self, "SELECT ?", arguments: [String?.none])
-            )
+    /// One read of every kind of value with one argument: through the array form, or without an array.
+    private static func singleArgumentReads(_ db: Database, arrayless: Bool) throws -> SingleArgumentReads {
+        func read<T: DatabaseValueConvertible>(_ type: T.Type, _ sql: String, _ argument: some DatabaseValueConvertible)
+            throws -> T?
+        {
+            arrayless ? try db.scalar(type, sql, argument: argument) : try db.scalar(type, sql, arguments: [argument])
         }
+        return (
+            try read(Int.self, "SELECT ? + 1", 41), try read(String.self, "SELECT ? || '!'", "a\u{0}b"),
+            try read(Data.self, "SELECT ?", Data([0, 1, 2])), try read(Double.self, "SELECT ? * 2", 1.25),
+            try read(Int.self, "SELECT ?", String?.none)
+        )
+    }
+
+    private typealias SingleArgumentReads = (Int?, String?, Data?, Double?, Int?)
+
+    @Test func aSingleArgumentIsBoundAndCheckedLikeAnyOther() async throws {
+        let read = try await pool.read { db in try Self.singleArgumentReads(db, arrayless: false) }
         #expect(read.0 == 42 && read.1 == "a\u{0}b!" && read.2 == Data([0, 1, 2]) && read.3 == 2.5 && read.4 == nil)
         let refused = try await pool.read { db -> [DatabaseError.Code?] in
             var codes: [DatabaseError.Code?] = []
@@ -90,26 +98,10 @@ import Testing
     /// ``Database/scalar(_:_:argument:)`` — the point read without an argument array — reads what the array
     /// form reads, for every kind of value, and refuses the same mistakes with the same codes.
     @Test func theArraylessPointReadMatchesTheArrayForm() async throws {
-        let read = try await pool.read { db in
-            (
-                try db.scalar(Int.self, "SELECT ? + 1", argument: 41),
-                try db.scalar(String.self, "SELECT ? || '!'", argument: "a\u{0}b"),
-                try db.scalar(Data.self, "SELECT ?", argument: Data([0, 1, 2])),
-                try db.scalar(Double.self, "SELECT ? * 2", argument: 1.25),
-                try db.scalar(Int.self, "SELECT ?", argument: String?.none)
-            )
-        }
+        let read = try await pool.read { db in try Self.singleArgumentReads(db, arrayless: true) }
         #expect(read.0 == 42 && read.1 == "a\u{0}b!" && read.2 == Data([0, 1, 2]) && read.3 == 2.5 && read.4 == nil)
         // And what the array form reads, value for value.
-        let viaArray = try await pool.read { db in
-            (
-                try db.scalar(Int.self, "SELECT ? + 1", arguments: [41]),
-                try db.scalar(String.self, "SELECT ? || '!'", arguments: ["a\u{0}b"]),
-                try db.scalar(Data.self, "SELECT ?", arguments: [Data([0, 1, 2])]),
-                try db.scalar(Double.self, "SELECT ? * 2", arguments: [1.25]),
-                try db.scalar(Int.self, "SELECT ?", arguments: [String?.none])
-            )
-        }
+        let viaArray = try await pool.read { db in try Self.singleArgumentReads(db, arrayless: false) }
         #expect(
             read.0 == viaArray.0 && read.1 == viaArray.1 && read.2 == viaArray.2 && read.3 == viaArray.3
                 && read.4 == viaArray.4)
