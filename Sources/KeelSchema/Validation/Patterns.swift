@@ -36,12 +36,6 @@ final class CompiledPatterns: Sendable {
     /// Most UTF-16 units of patterns kept (a hostile document cannot make the cache hold much text).
     let maximumUnits: Int
 
-    /// A pattern's exact UTF-8 bytes.
-    private struct Key: Hashable {
-        let bytes: [UInt8]
-        init(_ pattern: String) { bytes = Array(pattern.utf8) }
-    }
-
     private struct Entry {
         let box: NSRegularExpressionBox
         let units: Int
@@ -50,7 +44,8 @@ final class CompiledPatterns: Sendable {
     }
 
     private struct State {
-        var entries: [Key: Entry] = [:]
+        /// By the pattern's exact UTF-8 bytes.
+        var entries: [[UInt8]: Entry] = [:]
         var units = 0
         var uses: UInt64 = 0
         /// `NSRegularExpression`s made (valid or not).
@@ -74,11 +69,11 @@ final class CompiledPatterns: Sendable {
     var units: Int { state.withLock { $0.units } }
 
     /// Whether `pattern` is kept.
-    func contains(_ pattern: String) -> Bool { state.withLock { $0.entries[Key(pattern)] != nil } }
+    func contains(_ pattern: String) -> Bool { state.withLock { $0.entries[Array(pattern.utf8)] != nil } }
 
     /// `pattern` compiled: the kept one, or a new one (kept unless it alone exceeds the unit bound).
     func box(for pattern: String) -> NSRegularExpressionBox {
-        let key = Key(pattern)
+        let key = Array(pattern.utf8)
         if let kept = state.withLock({ state in Self.use(key, in: &state) }) { return kept }
         // Compiled outside the lock: another thread may compile the same pattern at the same moment; the
         // first to store it wins and both get a working regex.
@@ -102,7 +97,7 @@ final class CompiledPatterns: Sendable {
     }
 
     /// The kept box for `key`, marked as just used.
-    private static func use(_ key: Key, in state: inout State) -> NSRegularExpressionBox? {
+    private static func use(_ key: [UInt8], in state: inout State) -> NSRegularExpressionBox? {
         guard let entry = state.entries[key] else { return nil }
         state.uses += 1
         state.entries[key]?.used = state.uses

@@ -36,12 +36,7 @@ public final class Database {
             arguments.count == 1
             ? try connection.firstValue(sql, bound: arguments[0].databaseValue)
             : try connection.firstValue(sql, arguments)
-        guard let value = found else { return nil }
-        if case .null = value { return nil }
-        guard let converted = T.fromDatabaseValue(value) else {
-            throw DatabaseError(code: .mismatch, message: "\(value) is not a \(T.self)", sql: sql)
-        }
-        return converted
+        return try Self.converted(found, sql: sql)
     }
 
     /// ``scalar(_:_:arguments:)`` with exactly one argument — a point read by key, the most common query
@@ -52,7 +47,15 @@ public final class Database {
     public func scalar<T: DatabaseValueConvertible>(
         _ type: T.Type = T.self, _ sql: String, argument: some DatabaseValueConvertible
     ) throws(DatabaseError) -> T? {
-        guard let value = try connection.firstValue(sql, bound: argument.databaseValue) else { return nil }
+        try Self.converted(try connection.firstValue(sql, bound: argument.databaseValue), sql: sql)
+    }
+
+    /// A scalar read's value as `T`: nil for no row or NULL; `mismatch` when it is not a `T`.
+    @inlinable
+    static func converted<T: DatabaseValueConvertible>(_ found: DatabaseValue?, sql: String) throws(DatabaseError)
+        -> T?
+    {
+        guard let value = found else { return nil }
         if case .null = value { return nil }
         guard let converted = T.fromDatabaseValue(value) else {
             throw DatabaseError(code: .mismatch, message: "\(value) is not a \(T.self)", sql: sql)

@@ -49,7 +49,7 @@ enum ReleaseGateCommand {
         } catch let error as UsageError where !error.isHelpRequest && asksForJSON(raw) {
             // JSON mode answers a usage error with an error object as well (the usage text still goes to
             // standard error): a pipeline parsing standard output always gets an object, whatever exit 2 was.
-            say(serialize(["error": ["pointer": "", "message": .string(error.description), "usage": true]]))
+            say(errorObject(pointer: "", message: error.description, usage: true))
             throw error
         }
     }
@@ -85,7 +85,7 @@ enum ReleaseGateCommand {
         guard let data = FileManager.default.contents(atPath: path) else {
             // JSON mode answers every bad input with an error object, a missing file included.
             if format == "json" {
-                say(serialize(["error": ["pointer": "", "message": .string("cannot read the file")]]))
+                say(errorObject(pointer: "", message: "cannot read the file"))
             }
             return fail("\(path): cannot read the file")
         }
@@ -95,7 +95,7 @@ enum ReleaseGateCommand {
                 catalog: try StoreCatalog(json: Array(data)), platform: platform, minimumVersion: version)
         } catch {
             if format == "json" {
-                say(serialize(["error": ["pointer": .string(error.pointer), "message": .string(error.message)]]))
+                say(errorObject(pointer: error.pointer, message: error.message))
             }
             return fail("\(path): \(error)")
         }
@@ -105,6 +105,14 @@ enum ReleaseGateCommand {
             say(text(gate, incident: incident), terminator: "")
         }
         return gate.allowed || incident ? 0 : 1
+    }
+
+    /// The one line JSON mode prints for an exit 2: `{"error": {"pointer", "message"}}`, plus `"usage": true`
+    /// for a usage error.
+    private static func errorObject(pointer: String, message: String, usage: Bool = false) -> String {
+        var error: JSONObject = ["pointer": .string(pointer), "message": .string(message)]
+        if usage { error["usage"] = true }
+        return serialize(["error": .object(error)])
     }
 
     private static func serialize(_ object: JSONObject) -> String {
