@@ -52,6 +52,31 @@ private struct HangingPreparation: HTTPMiddleware {
     }
 }
 
+/// Prepares only once released, whatever cancellation says (a token refresh that awaits a refresh shared
+/// with other calls: an unstructured task's value ignores the waiter's cancellation).
+private final class UncancellablePreparation: HTTPMiddleware, Sendable {
+    private let waiters = Locked((released: false, waiting: [CheckedContinuation<Void, Never>]()))
+
+    func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let released = waiters.withLock { state -> Bool in
+                if !state.released { state.waiting.append(waiter) }
+                return state.released
+            }
+            if released { waiter.resume() }
+        }
+    }
+
+    func release() {
+        let waiting = waiters.withLock { state in
+            state.released = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for waiter in waiting { waiter.resume() }
+    }
+}
+
 /// Asks for a replay after a 401 only once a token refresh that hangs has finished (never, until cancelled).
 private final class HangingReplayDecision: HTTPMiddleware, Sendable {
     private let state = Locked(false)
@@ -90,6 +115,23 @@ private final class HangingReplayDecision: HTTPMiddleware, Sendable {
         #expect(harness.server.requests.map { $0.headers["Authorization"] } == ["Bearer token-1", "Bearer token-2"])
         #expect(harness.events.withLock { $0.contains(.replayScheduled(nextAttempt: 2, status: 401)) })
         #expect(harness.scheduledDelays.isEmpty)  // no backoff, no retry budget
+    }
+
+    @Test func anAnswerThatAsksToWaitIsNotReplayedAtOnce() async throws {
+        // RFC 9110 §10.2.3: a middleware asking for a replay does not make the client ignore Retry-After; the
+        // retry rules send it again, after the wait and within the retry budget.
+        for status in [503, 429, 500] {
+            let harness = try Harness(
+                policy: CallPolicy(
+                    deadline: .seconds(60), backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(50))),
+                middleware: [AlwaysReplay()])
+            harness.server.enqueue(TestResponse(status: status, headers: ["Retry-After": "2"]))
+            harness.server.enqueue(.json("{}"))
+            let reply = try #require(await harness.send(.get("/notes")).success, "\(status)")
+            #expect(reply.attempts == 2)
+            #expect(harness.scheduledDelays == [.seconds(2)], "\(status)")
+            #expect(harness.events.withLock { $0.contains(.replayRefused(afterAttempt: 1, status: status)) })
+        }
     }
 
     @Test func onlyOneReplayPerCall() async throws {
@@ -185,6 +227,32 @@ private final class HangingReplayDecision: HTTPMiddleware, Sendable {
         try await harness.clock.waitForSleepers(count: 1)
         harness.clock.advance(by: .seconds(3))
         let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .timeout)
+        #expect(failure.outcome == .notSent)
+        #expect(harness.server.requestCount == 0)
+    }
+
+    @Test func aPreparationThatIgnoresCancellationStillEndsAtTheDeadline() async throws {
+        // MOB-API-002: the call ends at its deadline even when the middleware does not stop when asked to.
+        let stuck = UncancellablePreparation()
+        // Released after 20 s of real time at the latest, so that a call that waits for it fails this test
+        // instead of holding the test process.
+        let watchdog = Task {
+            try? await Task.sleep(for: .seconds(20))
+            stuck.release()
+        }
+        defer {
+            watchdog.cancel()
+            stuck.release()
+        }
+        let harness = try Harness(
+            policy: CallPolicy(attemptTimeout: .seconds(2), deadline: .seconds(3)), middleware: [stuck])
+        let start = ContinuousClock.now
+        let call = Task { await harness.send(.post("/notes", body: Data("{}".utf8))) }
+        try await harness.clock.waitForSleepers(count: 1)
+        harness.clock.advance(by: .seconds(3))
+        let failure = try #require(await call.value.failure)
+        #expect(ContinuousClock.now - start < .seconds(20), "the call waited for the middleware")
         #expect(failure.kind == .timeout)
         #expect(failure.outcome == .notSent)
         #expect(harness.server.requestCount == 0)

@@ -50,6 +50,25 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    @Test func aResolverThatNeverAnswersDoesNotHoldAStreamPastItsConnectTimeout() async throws {
+        // A stream has no attempt timer: its connect timeout alone bounds the name lookup.
+        let release = DispatchSemaphore(value: 0)
+        var configuration = SocketTransport.Configuration()
+        configuration.beforeConnecting = { _ = release.wait(timeout: .now() + 30) }
+        defer { release.signal() }
+        let start = ContinuousClock.now
+        do throws(TransportError) {
+            _ = try await SocketTransport(configuration: configuration).openStream(
+                TransportRequest(method: "GET", url: server.url("/events")), connectTimeout: .milliseconds(300),
+                noProgressTimeout: .seconds(30))
+            Issue.record("the stream must not open")
+        } catch {
+            #expect(error.code == .timedOut && !error.requestMayHaveBeenSent, "\(error)")
+        }
+        #expect(ContinuousClock.now - start < .seconds(20))  // not when the resolver gave up (30 s)
+        #expect(server.requestCount == 0)
+    }
+
     @Test func sendsTheRequestAndReadsTheResponse() async throws {
         server.enqueue(.json(#"{"id": 7}"#, status: 201, headers: ["X-Request-ID": "r-1"]))
         let response = try await transport.send(
@@ -201,6 +220,26 @@ import Testing
             #expect(error.code == .other && !error.requestMayHaveBeenSent)
         }
         #expect(server.requestCount == 0)
+    }
+
+    @Test func aPercentEscapedHostCannotPassForAnIPv6AddressAndWriteALine() async throws {
+        // `%3A` decodes to a colon, which once made any host count as an IPv6 address and skip the check of
+        // the host as written: its decoded line break would have reached the Host field.
+        for url in ["http://a%3Ab%0D%0AX-Injected%3A%201/x", "http://%3A%3A1%0D%0AX-Injected%3A%201/x"] {
+            let request = TransportRequest(method: "GET", url: try #require(URL(string: url)))
+            do throws(TransportError) {
+                _ = try await transport.send(request)
+                Issue.record("\(url) must be refused")
+            } catch {
+                #expect(error.code == .other && !error.requestMayHaveBeenSent, "\(url): \(error)")
+            }
+        }
+        for address in ["::1", "fe80::1%en0", "::ffff:127.0.0.1", "2001:DB8::8:800:200C:417A"] {
+            #expect(SocketTransport.isIPv6(address), "\(address)")
+        }
+        for host in ["a:b\r\nX: 1", "::1 x", "example.com", "fe80::1%en 0", "12"] {
+            #expect(!SocketTransport.isIPv6(host), "\(host.debugDescription)")
+        }
     }
 
     @Test func cancellingClosesTheConnectionAtOnce() async throws {

@@ -15,6 +15,17 @@ private struct RefusingJournal: OperationJournal {
     func entry(_ operationID: String) async throws -> JournalEntry? { nil }
 }
 
+/// A journal that records but cannot be read back (a damaged entry, an I/O error): it cannot say whether
+/// an operation sent again was sent before.
+private struct UnreadableJournal: OperationJournal {
+    struct Unreadable: Error {}
+    let recorded = Locked(0)
+    func record(_ entry: JournalEntry) async throws { recorded.withLock { $0 += 1 } }
+    func complete(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws {}
+    func unresolved() async throws -> [JournalEntry] { [] }
+    func entry(_ operationID: String) async throws -> JournalEntry? { throw Unreadable() }
+}
+
 /// A backend that applies each Idempotency-Key at most once and answers the operation-status endpoint,
 /// as the sample contract (1.2) says.
 private final class IdempotentBackend: Sendable {
@@ -144,6 +155,23 @@ private final class IdempotentBackend: Sendable {
         }
         #expect(failure?.outcome == .notSent)
         #expect(server.requestCount == 0)
+    }
+
+    @Test func anOperationSentAgainIsNotSentWhenTheJournalCannotSayWhetherItWasSentBefore() async throws {
+        // Overwriting an entry it could not read could turn an earlier "may have been applied" into a later
+        // "not applied"; the call stops first, having sent nothing.
+        let server = try TestServer()
+        let journal = UnreadableJournal()
+        var operation = HTTPOperation.post(
+            "/mutations", body: Self.body, idempotency: .keyed(IdempotencyKey("k-0123456789abcdef")))
+        operation.operationID = "operation-1"
+        let sent = operation
+        let failure = await #expect(throws: HTTPFailure.self) {
+            try await makeClient(server, journal: journal).send(sent)
+        }
+        #expect(failure?.outcome == .notSent)
+        #expect(server.requestCount == 0)
+        #expect(journal.recorded.withLock { $0 } == 0)
     }
 
     /// First launch: a keyed POST `operationID` reaches `server`, whose backend applies it, but the answer is

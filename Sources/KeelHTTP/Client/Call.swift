@@ -66,10 +66,37 @@ struct Call {
         case refused(MiddlewareRefusal)
     }
 
-    /// Who ended a race against a timer.
-    private enum Lap<Value: Sendable>: Sendable {
-        case finished(Value)
-        case timerFired
+    /// The first of a race's runners to end: the work with its value, or the timer (or the caller's
+    /// cancellation) with nil. Whoever comes later is ignored.
+    private final class Finish<Value: Sendable>: Sendable {
+        private struct State {
+            var ended = false
+            var value: Value?
+            var waiter: CheckedContinuation<Value?, Never>?
+        }
+        private let state = Locked(State())
+
+        func end(with value: Value?) {
+            let waiter = state.withLock { state -> CheckedContinuation<Value?, Never>? in
+                guard !state.ended else { return nil }
+                state.ended = true
+                state.value = value
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: value)
+        }
+
+        func wait(_ waiter: CheckedContinuation<Value?, Never>) {
+            let ended = state.withLock { state -> Value?? in
+                guard state.ended else {
+                    state.waiter = waiter
+                    return nil
+                }
+                return .some(state.value)
+            }
+            if let ended { waiter.resume(returning: ended) }
+        }
     }
 
     /// Replays middleware may ask for per call (a refreshed token gets one more try, not a loop).
@@ -291,12 +318,16 @@ struct Call {
     }
 
     /// The client's rules for a replay a middleware asked for: it is an attempt (within the maximum), it
-    /// must fit in the deadline, and an operation that may not be repeated is replayed only after a 4xx
-    /// refusal when no earlier attempt may have been applied.
+    /// must fit in the deadline, it is never made at once after an answer that asks the client to wait
+    /// (429, 503, a `Retry-After`: the retry rules, which honour it and the retry budget, decide), and an
+    /// operation that may not be repeated is replayed only after a 4xx refusal when no earlier attempt may
+    /// have been applied.
     private func mayReplay<C: Clock>(after response: TransportResponse, deadline: C.Instant, clock: C) -> Bool
     where C.Duration == Duration {
         let allowed: Bool
         if !(attempts < policy.maximumAttempts) {
+            allowed = false
+        } else if response.status == 429 || response.status == 503 || response.header("Retry-After") != nil {
             allowed = false
         } else if clock.now.duration(to: deadline) < Self.minimumAttemptTime(policy) {
             allowed = false
@@ -351,32 +382,27 @@ struct Call {
     }
 
     /// Runs `work` against a timer on `clock` that fires at `deadline`: the value of `work` when it ends
-    /// first, nil when the timer does (or the caller is cancelled). The loser is cancelled.
+    /// first, nil when the timer does (or the caller is cancelled). The loser is cancelled, and the race
+    /// returns without waiting for it: work that ignores cancellation (a token refresh awaiting a shared
+    /// task, a custom transport) cannot hold the call past its deadline; what it returns later is dropped.
     private static func race<C: Clock, Value: Sendable>(
         deadline: C.Instant, clock: C, _ work: @escaping @Sendable () async -> Value
     ) async -> Value? where C.Duration == Duration {
-        return await withTaskGroup(of: Lap<Value>?.self) { group in
-            group.addTask { .finished(await work()) }
-            group.addTask {
-                do {
-                    try await DeadlineSleep.sleep(until: deadline, on: clock)
-                    return .timerFired
-                } catch {
-                    return nil  // cancelled: either the work finished first, or the caller cancelled
-                }
-            }
-            var value: Value?
-            for await lap in group {
-                if case .finished(let finished) = lap {
-                    value = finished
-                    break
-                }
-                if case .timerFired = lap { break }
-                if Task.isCancelled { break }
-            }
-            group.cancelAll()
-            return value
+        let finish = Finish<Value>()
+        let worker = Task { finish.end(with: await work()) }
+        let timer = Task {
+            // Cancelled: the work ended first (or the caller was cancelled), and nothing is left to end.
+            guard (try? await DeadlineSleep.sleep(until: deadline, on: clock)) != nil else { return }
+            finish.end(with: nil)
         }
+        let value = await withTaskCancellationHandler {
+            await withCheckedContinuation { finish.wait($0) }
+        } onCancel: {
+            finish.end(with: nil)
+        }
+        worker.cancel()
+        timer.cancel()
+        return value
     }
 
     private func makeRequest() -> TransportRequest {

@@ -194,7 +194,15 @@ public final class HTTPClient: Sendable {
         if case .keyed(let value) = operation.idempotency { key = value }
         // The same operation sent again (reconcile's re-send, an app retrying its outbox entry): when an
         // earlier send may have been applied, this one cannot make it "not applied" by failing.
-        let earlier = operation.operationID == nil ? nil : try? await journal.entry(operationID)
+        // A journal that cannot say whether it was sent before cannot keep the outcome honest: not sent.
+        let earlier: JournalEntry?
+        do {
+            earlier = operation.operationID == nil ? nil : try await journal.entry(operationID)
+        } catch {
+            throw HTTPFailure(
+                kind: .technical, outcome: .notSent, correlationID: call.correlationID, attempts: 0,
+                detail: Redacted("the operation journal could not be read, so the operation was not sent: \(error)"))
+        }
         let earlierMayHaveApplied = earlier.map { !$0.isResolved } ?? false
         let entry = JournalEntry(
             operationID: operationID, idempotencyKey: key, correlationID: call.correlationID, method: operation.method,

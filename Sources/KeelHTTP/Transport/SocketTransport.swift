@@ -369,9 +369,36 @@ public final class SocketTransport: InterruptibleHTTPTransport {
             hostField: port == defaultPort ? bracketed : "\(bracketed):\(port)")
     }
 
-    /// Whether `host` is an IPv6 address (the only hosts with a colon), checked on its bytes: Foundation's
+    /// Whether `host` is an IPv6 address as URLComponents gives one from between its brackets: hex digits,
+    /// colons and dots (an embedded IPv4 address), then perhaps `%` and a zone id of unreserved characters.
+    /// A colon alone does not make one: a percent-escaped host decodes to anything (`%3A%0D%0A...`), and
+    /// only an address may skip the check of the host as written. Checked on its bytes: Foundation's
     /// `contains` on strings goes through CFStringFind, a measurable share of every request.
-    private static func isIPv6(_ host: String) -> Bool { host.utf8.contains(UInt8(ascii: ":")) }
+    package static func isIPv6(_ host: String) -> Bool {
+        var colons = 0
+        var inZone = false
+        for byte in host.utf8 {
+            if inZone {
+                // RFC 3986 unreserved: letters, digits, `-`, `.`, `_`, `~`.
+                let letter = byte | 0x20
+                guard
+                    (letter >= UInt8(ascii: "a") && letter <= UInt8(ascii: "z"))
+                        || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                        || [UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~")].contains(byte)
+                else { return false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: ":"): colons += 1
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+                UInt8(ascii: "A")...UInt8(ascii: "F"), UInt8(ascii: "."):
+                break
+            case UInt8(ascii: "%"): inZone = true
+            default: return false
+            }
+        }
+        return colons >= 2
+    }
 
     /// The request line and header fields. Fields the transport owns (`Host`, `Content-Length`,
     /// `Transfer-Encoding`, `Connection`) are written by it; a name or value with a line break or NUL is
@@ -388,6 +415,10 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         append(request.method)
         head.append(32)
         append(target.requestTarget)
+        // The URL was checked (`target(of:)`); checked again here, where a line break would do harm.
+        guard !hasLineBreakOrNUL(target.hostField) else {
+            throw TransportError(code: .other, requestMayHaveBeenSent: false, detail: "the host has a line break")
+        }
         append(" HTTP/1.1\r\nHost: ")
         append(target.hostField)
         append("\r\n")

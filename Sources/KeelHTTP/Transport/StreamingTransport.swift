@@ -48,17 +48,49 @@ extension SocketTransport: StreamingHTTPTransport {
         let exchange = Exchange()
         let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         continuation.onTermination = { _ in exchange.cancel() }
-        return try await onWorker(exchange) { opened in
+        let connecting = ConnectTimer(timeout: connectTimeout)
+        return try await onWorker(exchange, interruption: connecting.interruption) { opened in
             self.runStream(
                 request, connectTimeout: connectTimeout, noProgressTimeout: noProgressTimeout, exchange: exchange,
-                opened: opened, body: body, continuation: continuation)
+                connecting: connecting, opened: opened, body: body, continuation: continuation)
+        }
+    }
+
+    /// Bounds connecting by `connectTimeout`, the name lookup included, which no socket deadline reaches
+    /// (`getaddrinfo` on a resolver that never answers): armed before the worker starts, disarmed once the
+    /// connection is made; firing first interrupts the exchange, which ends the wait as `timedOut`.
+    final class ConnectTimer: Sendable {
+        private enum Phase { case connecting, connected, expired }
+        private let phase = Locked(Phase.connecting)
+        let interruption = TransportInterruption()
+
+        init(timeout: Duration) {
+            let delay = DispatchTimeInterval.nanoseconds(Int(clamping: timeout.inNanoseconds))
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [phase, interruption] in
+                let expired = phase.withLock { phase -> Bool in
+                    guard phase == .connecting else { return false }
+                    phase = .expired
+                    return true
+                }
+                if expired { interruption.interrupt() }
+            }
+        }
+
+        /// Whether the connection was made in time (false: the timer fired first and the exchange is
+        /// being stopped).
+        func connected() -> Bool {
+            phase.withLock { phase in
+                guard phase == .connecting else { return false }
+                phase = .connected
+                return true
+            }
         }
     }
 
     /// The worker: connect, send, read the head (then hand the stream over), then read the body into it.
     private func runStream(
         _ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration, exchange: Exchange,
-        opened: WorkerResult<TransportStream>, body: AsyncThrowingStream<[UInt8], any Error>,
+        connecting: ConnectTimer, opened: WorkerResult<TransportStream>, body: AsyncThrowingStream<[UInt8], any Error>,
         continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
     ) {
         var stream = request
@@ -70,6 +102,12 @@ extension SocketTransport: StreamingHTTPTransport {
             let target = try Self.target(of: stream)
             let head = try Self.head(of: stream, target: target)
             socket = try connect(target.endpoint, deadline: .now + connectTimeout, exchange: exchange)
+            guard connecting.connected() else {
+                socket.close()
+                throw TransportError(
+                    code: .timedOut, requestMayHaveBeenSent: false,
+                    detail: "connecting took longer than \(connectTimeout)")
+            }
             exchange.markSending()
             do throws(ClientSocket.Failure) {
                 try socket.write(head + [UInt8](stream.body ?? Data()), deadline: .now + noProgressTimeout)
