@@ -241,6 +241,22 @@ import Testing
         #expect(try world.backend.noteCount() == 24)
     }
 
+    /// An entity without a type or an id cannot be addressed (the backend refuses the whole batch it is in):
+    /// such a change is refused when queued, and nothing of its call is queued.
+    @Test func aChangeOfAnEntityWithoutAnIDIsRefusedAndNothingIsQueued() async throws {
+        let world = try SyncWorld()
+        let engine = try await world.device("phone").engine(.alice)
+        for (type, id) in [("note", ""), ("", "n1")] {
+            let error = await #expect(throws: SyncError.self) {
+                try await engine.enqueue(
+                    [.create("note", id: "fine", fields: .note("F")), .create(type, id: id, fields: .note("X"))],
+                    operation: "createNote")
+            }
+            #expect(error?.code == .invalidChange)
+        }
+        #expect(try await engine.outstandingCount() == 0)
+    }
+
     /// A change that went out without a known answer may already be applied: it cannot be discarded as if it
     /// never left, and it reads `sending` until the backend answers.
     @Test func aChangeSentWithoutAKnownAnswerCannotBeDiscarded() async throws {

@@ -173,6 +173,11 @@ public actor SyncEngine {
     public func enqueue(_ changes: [LocalChange], operation: String) async throws(SyncError) -> [PendingMutation] {
         try requireRunning()
         guard !changes.isEmpty else { return [] }
+        // Nothing can address an entity without a type and an id (the backend refuses the whole batch).
+        if let nameless = changes.first(where: { $0.entity.type.isEmpty || $0.entity.id.isEmpty }) {
+            throw SyncError(
+                code: .invalidChange, subject: nameless.entity.description, message: "an entity needs a type and an id")
+        }
         let types = changes.count == 1 ? [changes[0].entity.type] : Set(changes.map(\.entity.type)).sorted()
         for type in types where policies.policy(for: type) == nil {
             throw SyncError(
@@ -669,7 +674,7 @@ public actor SyncEngine {
     private func pushAll(_ report: inout SyncReport) async throws(SyncError) -> Bool {
         while true {
             guard !fenced else { return false }
-            let (batch, taken) = try await takeBatch()
+            let (batch, taken, marker) = try await takeBatch()
             guard !batch.isEmpty else { return true }
             inFlight = Set(batch.map(\.id))
             defer { inFlight = [] }
@@ -683,7 +688,7 @@ public actor SyncEngine {
                     report.droppedAnswers += 1
                     return false
                 }
-                try await recordFailure(error, for: batch)
+                try await recordFailure(error, for: batch, marker: marker)
                 report.failure = SyncFailure(error)
                 return false
             }
@@ -691,22 +696,33 @@ public actor SyncEngine {
                 report.droppedAnswers += 1
                 return false
             }
-            guard results.count == batch.count else {
+            // An answer that does not fit the batch (a result too many or too few, an entity that is not the
+            // mutation's) cannot be matched to the changes: what the backend did with them is not known.
+            let misfit =
+                results.count != batch.count
+                ? "\(results.count) results for \(batch.count) mutations"
+                : zip(batch, results).first { !Self.result($1, belongsTo: $0) }.map {
+                    "the result for \($0.0.entity) names another entity"
+                }
+            if let misfit {
                 let failure = HTTPFailure(
                     kind: .contractViolation, outcome: .unknown, correlationID: batch[0].correlationID,
-                    detail: Redacted("\(results.count) results for \(batch.count) mutations"))
-                try await recordFailure(failure, for: batch)
+                    detail: Redacted(misfit))
+                try await recordFailure(failure, for: batch, marker: marker)
                 report.failure = SyncFailure(failure)
                 return false
             }
             connectivity = .online
-            try await apply(results, of: batch, taken: taken, into: &report)
+            try await apply(results, of: batch, taken: taken, marker: marker, into: &report)
         }
     }
 
     /// Pulls pages until the feed's end; false when the run must stop.
     private func pullAll(_ report: inout SyncReport) async throws(SyncError) -> Bool {
         let storage = storage
+        // The cursors this run was handed: a feed that says there is more but leads back to a position it
+        // already gave would be read forever, holding every later sync behind this one.
+        var cursors: Set<String> = []
         while true {
             guard !fenced else { return false }
             let cursor = try await storageCall {
@@ -730,6 +746,7 @@ public actor SyncEngine {
                         try await self.vault.write(storage.state) { state in try state.delete("cursor") }
                     }
                     report.restartedPull = true
+                    cursors.removeAll()
                     continue
                 }
                 if [HTTPFailure.Kind.offline, .timeout, .captivePortal].contains(error.kind) {
@@ -772,15 +789,32 @@ public actor SyncEngine {
             }
             report.pulled += page.changes.count
             if !page.hasMore { return true }
+            guard page.cursor != cursor, cursors.insert(page.cursor).inserted else {
+                report.failure = SyncFailure(kind: .contractViolation, outcome: .rejected)
+                return false
+            }
         }
     }
 
-    /// The changes a push wrote down as going out whose answer has not been recorded.
+    /// Whether `result` can be the answer for `mutation`: an entity it names is the mutation's.
+    static func result(_ result: PushResult, belongsTo mutation: PendingMutation) -> Bool {
+        switch result {
+        case .applied(let entity), .conflict(let entity), .duplicate(let entity?): entity.ref == mutation.entity
+        case .duplicate(nil), .rejected: true
+        }
+    }
+
+    /// The changes a push wrote down as going out whose answer has not been recorded (every engine's push
+    /// on this vault: an app and its extension may push at the same time).
     static func unconfirmed(in state: VaultRecords) throws -> Set<String> {
-        guard let data = try state.get("inflight"),
-            case .array(let ids)? = try SyncRecords.decode(data, "in-flight marker")["ids"]
-        else { return [] }
-        return Set(ids.compactMap(\.stringValue))
+        var unconfirmed: Set<String> = []
+        for key in try InFlightMarker.keys(in: state) {
+            guard let data = try state.get(key),
+                case .array(let ids)? = try SyncRecords.decode(data, "in-flight marker")["ids"]
+            else { continue }
+            unconfirmed.formUnion(ids.compactMap(\.stringValue))
+        }
+        return unconfirmed
     }
 
     /// An outbox entry as a batch took it: decoded, and the bytes it was stored as. When they are still the
@@ -797,7 +831,9 @@ public actor SyncEngine {
     /// (the change is not in the batch) or sees the marker and refuses (it may be applied). Changes of an
     /// earlier marker whose answer never came (the app was killed while they were out) are marked
     /// `sending` first: sent without a known answer.
-    private func takeBatch() async throws(SyncError) -> (batch: [PendingMutation], taken: [TakenEntry]) {
+    private func takeBatch() async throws(SyncError) -> (
+        batch: [PendingMutation], taken: [TakenEntry], marker: String
+    ) {
         let storage = storage
         let limit = batchSize
         let cached = tail
@@ -807,7 +843,11 @@ public actor SyncEngine {
                 try OutboxTail.fold(in: transaction, storage, cached: cached)
                 let outbox = try transaction.records(storage.outbox)
                 let state = try transaction.records(storage.state)
-                if let data = try state.get("inflight") {
+                // Another engine's batch may still be out (an app and its extension): its changes are marked
+                // `sending` like a killed push's, and its marker goes only once they are; it deletes its own
+                // marker, never this one (``InFlightMarker``).
+                for markerKey in try InFlightMarker.keys(in: state) {
+                    guard let data = try state.get(markerKey) else { continue }
                     let marker = try SyncRecords.decode(data, "in-flight marker")
                     if case .array(let ids)? = marker["ids"], case .array(let sequences)? = marker["sequences"] {
                         for (id, sequence) in zip(ids.compactMap(\.stringValue), sequences.compactMap(\.int)) {
@@ -820,7 +860,7 @@ public actor SyncEngine {
                             try outbox.put(key, SyncRecords.encode(entry.json))
                         }
                     }
-                    try state.delete("inflight")
+                    try state.delete(markerKey)
                 }
                 var batch: [PendingMutation] = []
                 var taken: [TakenEntry] = []
@@ -845,14 +885,17 @@ public actor SyncEngine {
                     guard let last = ids.last, ids.count == 256 else { break }
                     after = last
                 }
+                // Named after the batch's key: two pushes with the same key carry the same changes, which the
+                // later one marked `sending` before it went.
+                let markerKey = batch.isEmpty ? "" : InFlightMarker.key(Self.batchKey(batch).rawValue)
                 if !batch.isEmpty {
                     let marker: JSONValue = [
                         "ids": .array(batch.map { .string($0.id) }),
                         "sequences": .array(batch.map { .number(JSONNumber(Int64(bitPattern: $0.sequence))) }),
                     ]
-                    try state.put("inflight", SyncRecords.encode(marker))
+                    try state.put(markerKey, SyncRecords.encode(marker))
                 }
-                return (batch, taken)
+                return (batch, taken, markerKey)
             }
         }
     }
@@ -866,7 +909,9 @@ public actor SyncEngine {
 
     /// Records why a push did not get through: not sent or refused → pending again (or failed when someone
     /// must act); unknown → still `sending`, to be sent again with the same key.
-    private func recordFailure(_ failure: HTTPFailure, for batch: [PendingMutation]) async throws(SyncError) {
+    private func recordFailure(_ failure: HTTPFailure, for batch: [PendingMutation], marker: String)
+        async throws(SyncError)
+    {
         if [HTTPFailure.Kind.offline, .timeout, .captivePortal].contains(failure.kind) { connectivity = .offline }
         let needsSomeone: Set<HTTPFailure.Kind> = [
             .authentication, .authorization, .validation, .updateRequired, .versionBlocked,
@@ -875,10 +920,14 @@ public actor SyncEngine {
         let recorded = SyncFailure(failure)
         // 409: the backend is still applying one of these keys (an earlier attempt): the outcome is not known.
         let unknown = failure.outcome == .unknown || failure.status == 409
+        // A validation refusal of a batch of one change refuses that change's content, which an earlier attempt
+        // sent as well: it was not applied then either. A batch of several is refused as a whole — perhaps
+        // for another change in it — and says nothing about an earlier attempt of each one.
+        let refusesItAlone = failure.kind == .validation && batch.count == 1
         try await storageCall {
             try await self.vault.write([storage.outbox, storage.state], inline: true) { transaction in
                 let outbox = try transaction.records(storage.outbox)
-                try transaction.records(storage.state).delete("inflight")  // the outcome is written below
+                try transaction.records(storage.state).delete(marker)  // the outcome is written below
                 for sent in batch {
                     let id = SyncRecords.outboxID(sent.sequence)
                     guard let data = try outbox.get(id) else { continue }
@@ -888,12 +937,12 @@ public actor SyncEngine {
                     if unknown {
                         entry.state = .sending
                         entry.attempts += 1
-                    } else if entry.state == .sending, failure.kind != .validation {
+                    } else if entry.state == .sending, !refusesItAlone {
                         // An earlier attempt's answer is still unknown (stored `sending`): this one did not
                         // get through, or was refused before the backend looked at its key (offline,
-                        // sign-in, access, app version), so it says nothing about the earlier one. It stays
-                        // `sending` — sent again with the same key, never discardable as if it had not
-                        // left. A validation refusal is an answer for the key: the change was not applied.
+                        // sign-in, access, app version) or for the request as a whole, so it says nothing
+                        // about the earlier one. It stays `sending` — sent again with the same key, never
+                        // discardable as if it had not left.
                         if failure.outcome == .rejected { entry.attempts += 1 }
                     } else {
                         entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
@@ -907,7 +956,8 @@ public actor SyncEngine {
 
     /// Applies the server's answers to the batch, in one transaction.
     private func apply(
-        _ results: [PushResult], of batch: [PendingMutation], taken: [TakenEntry], into report: inout SyncReport
+        _ results: [PushResult], of batch: [PendingMutation], taken: [TakenEntry], marker: String,
+        into report: inout SyncReport
     ) async throws(SyncError) {
         let storage = storage
         let policies = policies
@@ -922,7 +972,7 @@ public actor SyncEngine {
                 var counts = (acknowledged: 0, conflicts: 0, rejected: 0)
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
-                try transaction.records(storage.state).delete("inflight")  // every answer of the batch is here
+                try transaction.records(storage.state).delete(marker)  // every answer of the batch is here
                 for ((sent, result), taken) in zip(zip(batch, results), taken) {
                     // The entry as stored now: the one taken, unless it was written since (then read again). A
                     // damaged entry is an error (the transaction rolls back, the marker stays): skipping it
@@ -1131,5 +1181,31 @@ extension JSONObject {
     /// The members of `self` whose names `fields` has.
     func filter(_ fields: JSONObject) -> JSONObject {
         JSONObject(fields.keys.compactMap { name in self[name].map { (name, $0) } })
+    }
+}
+
+/// The state records that say a push went out whose answer is not recorded yet: one per push, `inflight:`
+/// and its batch's key, written with the batch it marks and deleted with that batch's answer. Two engines
+/// on one vault (an app and its extension) may push at the same time; each deletes only its own marker, so
+/// neither can make the other's changes look unsent. `inflight` alone is the single marker engines wrote
+/// before; a push still reads it (a vault from then may hold one).
+enum InFlightMarker {
+    static let legacy = "inflight"
+    static let prefix = "inflight:"
+
+    /// The marker of the push `id`.
+    static func key(_ id: String) -> String { prefix + id }
+
+    /// Every marker in `state`.
+    static func keys(in state: VaultRecords) throws -> [String] {
+        var keys = try state.get(legacy) == nil ? [] : [legacy]
+        var after = prefix
+        while true {
+            let page = try state.ids(after: after, limit: 64)
+            let markers = page.prefix { $0.hasPrefix(prefix) }
+            keys += markers
+            guard markers.count == 64, let last = markers.last else { return keys }
+            after = last
+        }
     }
 }

@@ -1,0 +1,232 @@
+import Foundation
+import KeelContract
+import KeelCore
+import KeelHTTP
+import KeelReference
+import KeelStore
+import KeelSync
+import KeelTesting
+import Testing
+
+/// What one scripted push does with the reference backend's answer.
+enum PushStep: Sendable {
+    /// Sends the batch and hands back the answer.
+    case forward
+    /// Sends the batch (the backend applies it) and loses the answer.
+    case forwardAndLoseTheAnswer
+    /// Loses the request before it reaches the backend, without knowing that it did not.
+    case loseUnsent
+    /// Refuses the whole request without sending it on (a gateway's 400, a batch-level 422).
+    case refuse(HTTPFailure.Kind, status: Int)
+    /// Fails before anything is sent (no network).
+    case offline
+    /// Sends the batch, then holds the answer at `gate` until it opens.
+    case forwardAndHold(Gate)
+    /// Sends the batch and changes the answer (a buggy or hostile backend).
+    case forwardAndRewrite(@Sendable ([PushResult]) -> [PushResult])
+}
+
+/// The reference backend behind a script: pushes follow `steps` (then go through), pulls are answered by
+/// `pages` when it is set.
+final class ScriptedRemote: SyncRemote {
+    let inner: NotesRemote
+    private let steps: Locked<[PushStep]>
+    private let pages: (@Sendable (String?) -> PullPage)?
+
+    init(_ inner: NotesRemote, steps: [PushStep] = [], pages: (@Sendable (String?) -> PullPage)? = nil) {
+        self.inner = inner
+        self.steps = Locked(steps)
+        self.pages = pages
+    }
+
+    func push(_ batch: [PendingMutation], batchKey: IdempotencyKey, context: SyncContext) async throws(HTTPFailure)
+        -> [PushResult]
+    {
+        let step = steps.withLock { $0.isEmpty ? PushStep.forward : $0.removeFirst() }
+        switch step {
+        case .forward:
+            return try await inner.push(batch, batchKey: batchKey, context: context)
+        case .forwardAndLoseTheAnswer:
+            _ = try await inner.push(batch, batchKey: batchKey, context: context)
+            throw HTTPFailure(kind: .timeout, outcome: .unknown, correlationID: context.correlationID)
+        case .loseUnsent:
+            throw HTTPFailure(kind: .timeout, outcome: .unknown, correlationID: context.correlationID)
+        case .refuse(let kind, let status):
+            throw HTTPFailure(
+                kind: kind, outcome: .rejected, status: status, errorCode: "validation",
+                correlationID: context.correlationID)
+        case .offline:
+            throw HTTPFailure(kind: .offline, outcome: .notSent, correlationID: context.correlationID)
+        case .forwardAndHold(let gate):
+            let results = try await inner.push(batch, batchKey: batchKey, context: context)
+            await gate.enter()
+            return results
+        case .forwardAndRewrite(let rewrite):
+            return rewrite(try await inner.push(batch, batchKey: batchKey, context: context))
+        }
+    }
+
+    func pull(after cursor: String?, limit: Int, context: SyncContext) async throws(HTTPFailure) -> PullPage {
+        if let pages { return pages(cursor) }
+        return try await inner.pull(after: cursor, limit: limit, context: context)
+    }
+}
+
+/// Answers that do not fit what was asked: the engine settles no change on them, and reads no feed forever
+/// (MOB-DATA-004: a change is `synced` only on the backend's confirmation, and one sent without a known
+/// answer is never discarded as if it had not left).
+@Suite(.timeLimit(.minutes(1))) struct HostileAnswerTests {
+    private func engine(
+        _ world: SyncWorld, _ device: SyncDevice, steps: [PushStep] = [],
+        pages: (@Sendable (String?) -> PullPage)? = nil, seed: UInt64
+    ) async throws -> SyncEngine {
+        let token = try await world.token(.alice)
+        let remote = ScriptedRemote(
+            NotesRemote(client: world.client(), account: .alice, token: token), steps: steps, pages: pages)
+        return try SyncEngine(
+            vault: try await device.vaults.switchAccount(to: .alice), remote: remote, policies: NotesSync.policies,
+            offline: NotesSync.offline, random: .seeded(seed))
+    }
+
+    @Test func aRefusalOfTheWholeBatchLeavesAChangeWhoseAnswerWasLostUnknown() async throws {
+        let world = try SyncWorld()
+        let engine = try await engine(
+            world, try world.device("phone"), steps: [.forwardAndLoseTheAnswer, .refuse(.validation, status: 422)],
+            seed: 501)
+        let lost = try await engine.create("note", id: "a", fields: .note("A"), operation: "createNote")
+        #expect(await engine.push().failure?.outcome == .unknown)
+        #expect(try await engine.state(of: lost) == .sending)
+        // The next batch holds it and a new note; the request as a whole is refused (a gateway, a batch rule).
+        let fresh = try await engine.create("note", id: "e", fields: .note("E"), operation: "createNote")
+        #expect(await engine.push().failure?.kind == .validation)
+        // That refusal does not answer for the earlier attempt, which the backend applied.
+        #expect(try await engine.state(of: lost) == .sending)
+        await #expect(throws: SyncError.self) { try await engine.discard(lost) }
+        #expect(try await engine.state(of: fresh) == .failed)
+        // Sent again, the backend finds it applied: synced, and there once.
+        let report = await engine.push()
+        #expect(report.failure == nil)
+        #expect(try await engine.state(of: lost) == .synced)
+        let other = try await self.engine(world, try world.device("tablet"), seed: 502)
+        #expect(await other.sync().isComplete)
+        #expect(try await other.entities("note").map(\.ref.id) == ["a"])
+    }
+
+    @Test func aRefusalOfAChangeSentAloneIsItsAnswer() async throws {
+        // One change in the batch: the refusal is of its content, which its earlier attempt sent as well.
+        let world = try SyncWorld()
+        let engine = try await engine(
+            world, try world.device("phone"), steps: [.loseUnsent, .refuse(.validation, status: 422)], seed: 511)
+        let change = try await engine.create("note", id: "a", fields: .note("A"), operation: "createNote")
+        _ = await engine.push()
+        #expect(try await engine.state(of: change) == .sending)
+        #expect(await engine.push().failure?.kind == .validation)
+        #expect(try await engine.state(of: change) == .failed)
+        try await engine.discard(change)
+        #expect(try await engine.outstandingCount() == 0)
+    }
+
+    @Test func anAnswerNamingAnotherEntityIsNotTakenForTheChangesAnswer() async throws {
+        let world = try SyncWorld()
+        let stranger = EntityRef(type: "note", id: "someone-else")
+        let engine = try await engine(
+            world, try world.device("phone"),
+            steps: [
+                .forwardAndRewrite { results in
+                    results.map { result in
+                        guard case .applied = result else { return result }
+                        return .applied(
+                            RemoteEntity(
+                                ref: stranger, version: 1_000_000, isDeleted: false, fields: .note("Not yours")))
+                    }
+                }
+            ], seed: 521)
+        let change = try await engine.create("note", id: "a", fields: .note("A"), operation: "createNote")
+        let report = await engine.push()
+        #expect(report.failure?.kind == .contractViolation)
+        #expect(report.failure?.outcome == .unknown)
+        // Applied on the backend, but the answer was not about it: unknown, and the local copy is the user's.
+        #expect(try await engine.state(of: change) == .sending)
+        #expect(try await engine.entity("note", id: "a")?.fields["title"] == "A")
+        #expect(try await engine.entity("note", id: "someone-else") == nil)
+        // The true answer comes with the next push (the backend knows the key).
+        #expect(await engine.push().failure == nil)
+        #expect(try await engine.state(of: change) == .synced)
+        let synced = try #require(try await engine.entity("note", id: "a"))
+        #expect(synced.fields["title"] == "A" && synced.serverVersion == 1)
+    }
+
+    /// `engine.pull()`, or nil when it has not ended after `limit` (then the engine is stopped, which ends
+    /// the run): a feed read forever fails the test instead of holding the test process.
+    private func pullEnding(_ engine: SyncEngine, within limit: Duration = .seconds(20)) async -> SyncReport? {
+        let report = Locked<SyncReport?>(nil)
+        let run = Task {
+            let value = await engine.pull()
+            report.withLock { $0 = value }
+        }
+        let start = ContinuousClock.now
+        while report.withLock({ $0 == nil }), ContinuousClock.now - start < limit {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        guard let ended = report.withLock({ $0 }) else {
+            await engine.stop()
+            await run.value
+            return nil
+        }
+        return ended
+    }
+
+    @Test func aFeedThatDoesNotMoveOnEndsTheRunInsteadOfReadingForever() async throws {
+        let world = try SyncWorld()
+        // The same position again and again.
+        let stuck = try await engine(
+            world, try world.device("phone"),
+            pages: { _ in PullPage(changes: [], cursor: "stuck", hasMore: true) }, seed: 531)
+        let report = try #require(await pullEnding(stuck), "the run must end")
+        #expect(report.failure?.kind == .contractViolation)
+        #expect(!report.isComplete)
+        // A cycle: one, two, one.
+        let cycling = try await engine(
+            world, try world.device("tablet"),
+            pages: { cursor in PullPage(changes: [], cursor: cursor == "one" ? "two" : "one", hasMore: true) },
+            seed: 532)
+        #expect(try #require(await pullEnding(cycling), "the run must end").failure?.kind == .contractViolation)
+        // The engine is free for the next run.
+        #expect(await cycling.push().isComplete)
+    }
+
+    @Test func twoEnginesPushingAtOnceKeepEachOthersChangesUnknownUntilAnswered() async throws {
+        // An app and its extension on one vault, each with its own push: the app's answer must not clear
+        // the record that the extension's changes are out.
+        let world = try SyncWorld()
+        let token = try await world.token(.alice)
+        let vault = try await world.device("phone").vaults.switchAccount(to: .alice)
+        let (appGate, widgetGate) = (Gate(), Gate())
+        func engine(_ steps: [PushStep], seed: UInt64) throws -> SyncEngine {
+            try SyncEngine(
+                vault: vault,
+                remote: ScriptedRemote(
+                    NotesRemote(client: world.client(), account: .alice, token: token), steps: steps),
+                policies: NotesSync.policies, offline: NotesSync.offline, random: .seeded(seed))
+        }
+        // The app's first push is answered late; its next one finds no network.
+        let app = try engine([.forwardAndHold(appGate), .offline], seed: 541)
+        let widget = try engine([.forwardAndHold(widgetGate)], seed: 542)
+        let first = try await app.create("note", id: "a1", fields: .note("A1"), operation: "createNote")
+        let appPush = Task { await app.push() }
+        await appGate.waitUntilEntered()
+        let second = try await widget.create("note", id: "b1", fields: .note("B1"), operation: "createNote")
+        let widgetPush = Task { await widget.push() }
+        await widgetGate.waitUntilEntered()
+        // The backend has applied b1; its answer waits. The app records its own answer, then fails to send.
+        appGate.open()
+        let appReport = await appPush.value
+        #expect(appReport.acknowledged == 1 && appReport.failure?.kind == .offline)
+        #expect(try await app.state(of: first) == .synced)
+        #expect(try await app.state(of: second) == .sending)
+        await #expect(throws: SyncError.self) { try await app.discard(second) }
+        widgetGate.open()
+        #expect(await widgetPush.value.failure == nil)
+        #expect(try await app.state(of: second) == .synced)
+    }
+}
