@@ -246,6 +246,41 @@ import Testing
             edits: [("body: {type: [string, 'null'], minLength: 0}", "body: {type: string, minLength: 0}")],
             version: "2.0.0", expected: ["request-property-became-not-nullable"]),
         Fixture(
+            name: "request enum added",
+            edits: [
+                (
+                    "        priority: {type: integer, minimum: 0}",
+                    "        priority: {type: integer, minimum: 0, enum: [0, 1, 2]}"
+                )
+            ],
+            version: "2.0.0", expected: ["request-property-enum-added"]),
+        Fixture(
+            name: "request const added",
+            edits: [
+                (
+                    "        body: {type: [string, 'null'], minLength: 0}",
+                    "        body: {type: [string, 'null'], minLength: 0, const: fixed}"
+                )
+            ],
+            version: "2.0.0", expected: ["request-property-enum-added"]),
+        Fixture(
+            name: "request extensible enum added is no narrowing",
+            edits: [
+                (
+                    "        priority: {type: integer, minimum: 0}",
+                    "        priority: {type: integer, minimum: 0, enum: [0, 1], x-extensible-enum: true}"
+                )
+            ],
+            version: "1.1.0", expected: []),
+        Fixture(
+            name: "request media type removed",
+            edits: [
+                (
+                    "          application/json:\n            schema: {$ref: '#/components/schemas/NoteInput'}",
+                    "          multipart/form-data:\n            schema: {$ref: '#/components/schemas/NoteInput'}"
+                )
+            ], version: "2.0.0", expected: ["request-media-type-removed"]),
+        Fixture(
             name: "request body became required",
             edits: [("    put:\n      requestBody:\n", "    put:\n      requestBody:\n        required: true\n")],
             version: "2.0.0", expected: ["request-body-became-required"]),
@@ -378,7 +413,8 @@ import Testing
             "new-required-request-property", "request-body-became-required", "request-parameter-became-required",
             "request-parameter-enum-value-removed", "request-parameter-type-changed",
             "request-property-became-not-nullable",
-            "request-property-became-required", "request-property-enum-value-removed",
+            "request-property-became-required", "request-property-enum-value-removed", "request-property-enum-added",
+            "request-media-type-removed",
             "request-property-max-items-decreased",
             "request-property-max-length-decreased", "request-property-maximum-added",
             "request-property-min-length-increased",

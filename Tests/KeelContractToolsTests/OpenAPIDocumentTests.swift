@@ -299,6 +299,47 @@ import Testing
         }
     }
 
+    @Test func aSymbolicLinkInTheTreeDoesNotLeadOutOfIt() throws {
+        // The path of a reference stays inside the tree; where a link inside it points does not have to.
+        let outside = try TemporaryDirectory(prefix: "keel-openapi-outside")
+        try Data("components: {schemas: {Secret: {type: string}}}".utf8).write(to: outside.url("secret.yaml"))
+        try FileManager.default.createSymbolicLink(
+            at: directory.url("linked.yaml"), withDestinationURL: outside.url("secret.yaml"))
+        try FileManager.default.createSymbolicLink(
+            at: directory.url("elsewhere"), withDestinationURL: outside.url("secret.yaml").deletingLastPathComponent())
+        for target in ["linked.yaml", "elsewhere/secret.yaml"] {
+            let url = try write(
+                "through-link.yaml",
+                """
+                openapi: 3.1.0
+                info: {title: x, version: 1.0.0}
+                components:
+                  schemas:
+                    A: {$ref: '\(target)#/components/schemas/Secret'}
+                """)
+            do {
+                _ = try OpenAPIDocument.load(from: url)
+                Issue.record("\(target) leads out of the tree and must be refused")
+            } catch {
+                #expect(error.code == .outsideRoot, "\(target): \(error)")
+            }
+        }
+        // A link that stays inside the tree is followed.
+        try Data("components: {schemas: {Inside: {type: string}}}".utf8).write(to: directory.url("inside.yaml"))
+        try FileManager.default.createSymbolicLink(
+            at: directory.url("alias.yaml"), withDestinationURL: directory.url("inside.yaml"))
+        let url = try write(
+            "through-inner-link.yaml",
+            """
+            openapi: 3.1.0
+            info: {title: x, version: 1.0.0}
+            components:
+              schemas:
+                A: {$ref: 'alias.yaml#/components/schemas/Inside'}
+            """)
+        _ = try OpenAPIDocument.load(from: url)
+    }
+
     @Test func aCycleOfPureReferencesIsAnErrorNotAHang() throws {
         let document = try OpenAPIDocument.parse(
             """

@@ -76,6 +76,24 @@ import Testing
         #expect(value["list"]?[1]?["maxLength"] == 10)
     }
 
+    @Test func aliasesCannotNestPastTheDepthLimit() throws {
+        // Each alias adds its anchored tree where it stands: a chain of them nests deeper than any collection
+        // in the text (which the depth limit alone checks).
+        let limits = YAML.Limits(maximumDepth: 8)
+        let chain = """
+            a: &a [[[1]]]
+            b: &b [[[*a]]]
+            c: [[*b]]
+            """
+        #expect {
+            _ = try YAML.parse(chain, limits: limits)
+        } throws: { error in
+            (error as? YAMLError)?.code == .tooDeep
+        }
+        // Up to the limit, aliases are fine.
+        _ = try YAML.parse("a: &a [[[1]]]\nb: &b [[[*a]]]\nc: [*b]\n", limits: limits)
+    }
+
     @Test func anAliasBombIsStoppedByTheNodeLimit() {
         let bomb = """
             a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]

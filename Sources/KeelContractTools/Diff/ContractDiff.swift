@@ -220,6 +220,11 @@ struct Collector {
                         oldSchema, newSchema, place, direction: .request,
                         role: .requestRoot(rulePrefix: "request-body"), subject: "request body (\(newMedia.name))")
                 }
+                for oldMedia in oldBody.content where !newBody.content.contains(where: { $0.name == oldMedia.name }) {
+                    add(
+                        "request-media-type-removed", .breaking, place, nil,
+                        "request media type \(oldMedia.name) is no longer accepted")
+                }
                 if newBody.required, !oldBody.required {
                     add("request-body-became-required", .breaking, place, nil, "the request body is now required")
                 }

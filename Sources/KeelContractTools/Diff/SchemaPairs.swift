@@ -537,6 +537,13 @@ extension Collector {
                     "\(prefix)-enum-value-removed", .breaking, pointer, .afterSubject(" no longer accepts \(value)"),
                     origin: here)
             }
+        } else if let newValues = b.enumValues, !b.isExtensibleEnum {
+            // Any value was accepted; now only these (an `enum` or a `const` added): what old clients send may be
+            // refused.
+            walk.add(
+                "\(prefix)-enum-added", .breaking, pointer,
+                .afterSubject(" now accepts only \(newValues.map(\.description).joined(separator: ", "))"), origin: here
+            )
         }
         if let (oldUnion, newUnion, oneSided) = unions(a, old, b, new) {
             let discriminated = a.value["discriminator"] != nil

@@ -169,7 +169,13 @@ struct Loader {
 
     mutating func document(at url: URL, referencedFrom: String?) throws(ContractLoadError) -> JSONValue {
         if let loaded = documents[url] { return loaded }
-        guard url.path.hasPrefix(rootDirectory.path + "/") || url.deletingLastPathComponent().path == rootDirectory.path
+        // Where the file really is: a symbolic link inside the tree (a file or a directory on the way) may point
+        // anywhere. The root description itself is the one file named by whoever runs the tool.
+        let resolved = url.resolvingSymlinksInPath()
+        let root = rootDirectory.resolvingSymlinksInPath()
+        guard
+            referencedFrom == nil || resolved.path.hasPrefix(root.path + "/")
+                || resolved.deletingLastPathComponent().path == root.path
         else {
             throw ContractLoadError(
                 code: .outsideRoot, file: referencedFrom ?? url.path, location: "",

@@ -200,7 +200,9 @@ public enum YAML {
         private var stack: [Frame] = []
         private let keys = Scratch<String>()
         private let values = Scratch<JSONValue>()
-        private var anchors: [String: (value: JSONValue, nodes: Int)] = [:]
+        /// Anchored values with their node count and depth (a scalar 0, a collection 1 + its deepest child):
+        /// an alias adds both where it appears.
+        private var anchors: [String: (value: JSONValue, nodes: Int, depth: Int)] = [:]
         private var nodes = 0
         private var documents = 0
         private var result: JSONValue?
@@ -234,6 +236,11 @@ public enum YAML {
                     throw mark.error(.syntax, "alias to an undefined anchor")
                 }
                 try count(anchored.nodes, at: mark)
+                // The anchored tree goes where the alias is: nested past the limit there, it is too deep, as
+                // written out it would have been (a chain of aliases would otherwise nest without bound).
+                guard stack.count + anchored.depth <= limits.maximumDepth else {
+                    throw mark.error(.tooDeep, "nesting deeper than \(limits.maximumDepth) levels (through an alias)")
+                }
                 try add(anchored.value, at: mark)
             case YAML_SCALAR_EVENT.rawValue:
                 let bytes = UnsafeBufferPointer(rebasing: text[event.value])
@@ -244,7 +251,7 @@ public enum YAML {
                     value = try resolve(bytes, plain: event.plain, at: mark)
                 }
                 try count(1, at: mark)
-                if let anchor = string(event.anchor) { anchors[anchor] = (value, 1) }
+                if let anchor = string(event.anchor) { anchors[anchor] = (value, 1, 0) }
                 try add(value, at: mark)
             case YAML_SEQUENCE_START_EVENT.rawValue, YAML_MAPPING_START_EVENT.rawValue:
                 guard stack.count < limits.maximumDepth else {
@@ -278,7 +285,7 @@ public enum YAML {
                             })
                     }
                 }
-                if let anchor = frame.anchor { anchors[anchor] = (value, Self.nodeCount(value)) }
+                if let anchor = frame.anchor { anchors[anchor] = (value, Self.nodeCount(value), Self.depth(value)) }
                 try add(value, at: mark)
             default:
                 return nil
@@ -341,6 +348,16 @@ public enum YAML {
             }
             keys.append(key)
             stack[top].hasPendingKey = true
+        }
+
+        /// How deep `value` nests: 0 for a scalar, 1 + the deepest element for a collection. Every value built
+        /// is within the depth limit, so this recursion is too.
+        static func depth(_ value: JSONValue) -> Int {
+            switch value {
+            case .array(let elements): 1 + elements.reduce(0) { max($0, depth($1)) }
+            case .object(let object): 1 + object.reduce(0) { max($0, depth($1.value)) }
+            default: 0
+            }
         }
 
         static func nodeCount(_ value: JSONValue) -> Int {
