@@ -86,7 +86,12 @@ public actor EffectLedger {
     public func begin(_ id: String, action: String, reference: String? = nil) throws -> Begin {
         if let existing = entries[id] { return .recorded(existing) }
         entries[id] = Entry(id: id, action: action, state: .started, result: nil, reference: reference)
-        try persist()
+        do { try persist() } catch {
+            // Not recorded, so not run: the ledger must not remember a start it never wrote down (a retry
+            // would be refused as already started, and only a relaunch would let it run).
+            entries[id] = nil
+            throw error
+        }
         return .run
     }
 
@@ -95,10 +100,14 @@ public actor EffectLedger {
         guard var entry = entries[id] else {
             throw EffectLedgerError(code: .unknownOperation, message: "\(id) was never begun")
         }
+        let before = entry
         entry.state = state
         entry.result = result
         entries[id] = entry
-        try persist()
+        do { try persist() } catch {
+            entries[id] = before  // what is on disk
+            throw error
+        }
     }
 
     /// What is known about `id`.

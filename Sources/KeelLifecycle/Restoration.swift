@@ -146,8 +146,25 @@ extension Navigator {
         let target = run.state.top
         var entries = run.state.stack + [run.state.modal].compactMap { $0 }
         // Another account's entries never come back (a switch while the app was dead).
+        let otherAccount: Bool
         if case .valid(let account) = session, let previous, previous != account {
             entries = entries.filter(run.isPublic)
+            otherAccount = true
+        } else {
+            otherAccount = false
+        }
+        // Public entries that stay belong to no account when the session is not the snapshot's (another
+        // account, or nobody): input typed there later is the next account's, as after a switch while running.
+        if otherAccount || (session == .signedOut && previous != nil) {
+            for index in entries.indices where run.isPublic(entries[index]) { entries[index].account = nil }
+        }
+        // The target sign-in was holding when the app died (a deep link opened while signed out), unless it
+        // was another account's.
+        var held = snapshot.state.pendingTarget
+        if let entry = held,
+            contract.route(entry.route)?.isSensitive == true || (otherAccount && !run.isPublic(entry))
+        {
+            held = nil
         }
         // Input typed while nobody was signed in could not be kept as a draft: the process died with it, and
         // the app says so (for a route whose lifecycle promised to keep it).
@@ -167,7 +184,11 @@ extension Navigator {
         let remembered =
             target.flatMap { contract.route($0.route)?.isSensitive == true ? nil : $0 } ?? stack.last!
         run.state.pendingTarget = nil
-        let checked = run.checked(stack, modal: modalEntry, target: run.state.pendingTarget ?? remembered)
+        let checked = run.checked(stack, modal: modalEntry, target: held ?? remembered)
+        // Sign-in is what the user sees again: it still leads to the target it was holding.
+        if run.state.pendingTarget == nil, let held, checked.modal?.route == signInRoute {
+            run.state.pendingTarget = held
+        }
         // Access revoked while the app was dead: as when it is revoked while running, the input of what is cut
         // is lost and its draft deleted (never kept for a screen the user cannot reach, to come back later).
         for entry in checked.denied {

@@ -35,6 +35,34 @@ import Testing
         #expect(again.state == .succeeded)
     }
 
+    /// Found in review: a start the ledger could not write down stayed in its memory, so a retry was
+    /// refused as already started (and would only run after a relaunch).
+    @Test func aStartOrAnEndThatCouldNotBeWrittenIsNotRemembered() async throws {
+        let folder = directory.url("ledgers")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("ledger.json")
+        let ledger = try EffectLedger(file: file)
+        // The folder becomes a file: nothing can be written to the ledger (as on a failing disk).
+        func breakDisk() throws {
+            try FileManager.default.removeItem(at: folder)
+            try Data().write(to: folder)
+        }
+        func repairDisk() throws {
+            try FileManager.default.removeItem(at: folder)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
+        try breakDisk()
+        await #expect(throws: EffectLedgerError.self) { try await ledger.begin("pay@e4#1", action: "pay") }
+        #expect(await ledger.entry("pay@e4#1") == nil)
+        try repairDisk()
+        #expect(try await ledger.begin("pay@e4#1", action: "pay") == .run)
+        try breakDisk()
+        await #expect(throws: EffectLedgerError.self) {
+            try await ledger.complete("pay@e4#1", .succeeded, result: "paid")
+        }
+        #expect(await ledger.entry("pay@e4#1")?.state == .started)  // what the disk last said
+    }
+
     @Test func aDamagedLedgerIsRefusedAndNeverReplaced() async throws {
         let file = directory.url("ledger.json")
         try Data("{ not a ledger".utf8).write(to: file)

@@ -97,6 +97,48 @@ import Testing
         )
     }
 
+    /// Found in review: a deep link opened while signed out waits behind sign-in; when the app died there,
+    /// the restored sign-in had forgotten it (and the link, consumed, could not be delivered again).
+    @Test func aTargetHeldBySignInSurvivesProcessDeath() throws {
+        var h = try Harness()
+        h.send(.deepLink(url: "keel-notes://note/42", mode: .cold, id: "link-1"))
+        #expect(h.state.modal?.route == "signIn")
+        #expect(h.state.pendingTarget?.parameters == ["noteID": "42"])
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        for session in [SessionCheck.signedOut, .expired] {
+            let restored = h.navigator.restore(snapshot, drafts: [:], session: session)
+            #expect(restored.result.state.modal?.route == "signIn", "\(session)")
+            #expect(restored.result.state.pendingTarget?.parameters == ["noteID": "42"], "\(session)")
+            let signedIn = h.navigator.reduce(restored.result.state, .signIn(account: "alice")).state
+            #expect(signedIn.top?.route == "note" && signedIn.top?.parameters == ["noteID": "42"], "\(session)")
+        }
+    }
+
+    /// Found in review: public entries kept from another account's snapshot still named that account, so
+    /// input typed there was keyed to its drafts (refused by the vault of the account now signed in).
+    @Test func publicEntriesKeptFromAnotherAccountBelongToTheAccountNowSignedIn() throws {
+        let routes =
+            exampleRoutes + [Route("feedback", parent: "home", access: .public, input: .init(policy: .saveDraft))]
+        var h = try Harness(routes: routes)
+        h.send(.signIn(account: "alice"))
+        h.send(.open(route: "feedback"))
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        func draftAccounts(_ state: NavigationState) -> [String] {
+            h.navigator.reduce(state, .type("hello")).effects.compactMap { effect -> String? in
+                if case .saveDraft(let key, _) = effect { return key.account }
+                return nil
+            }
+        }
+        let asBob = h.navigator.restore(snapshot, drafts: [:], session: .valid(account: "bob")).result.state
+        #expect(asBob.stack.map(\.route) == ["home", "feedback"])
+        #expect(draftAccounts(asBob) == ["bob"])
+        let signedOut = h.navigator.restore(snapshot, drafts: [:], session: .signedOut).result.state
+        #expect(draftAccounts(h.navigator.reduce(signedOut, .signIn(account: "bob")).state) == ["bob"])
+        // The same account keeps its own.
+        let asAlice = h.navigator.restore(snapshot, drafts: [:], session: .valid(account: "alice")).result.state
+        #expect(draftAccounts(asAlice) == ["alice"])
+    }
+
     @Test func aSnapshotOfAnotherAccountRestoresOnlyPublicEntries() throws {
         var h = try Harness()
         h.deepStack("alice")
