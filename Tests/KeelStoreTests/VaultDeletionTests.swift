@@ -68,6 +68,53 @@ import Testing
         #expect(try await again.get("drafts", id: "d1") == Self.draft)  // kept, with its key
     }
 
+    /// Found in review: a first write to a sealed dataset that passed the open check just before a logout
+    /// made its key and wrote its (older) manifest after the logout's purge: a key left for a purged
+    /// dataset, and a manifest that listed it again.
+    @Test func aFirstSealedWriteOvertakenByALogoutMakesNoKeyAfterIt() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("drafts", id: "d1", Self.draft)  // kept by a logout, with its key
+        let keysBefore = try keyIDs(vault.namespace)
+        let (paused, resume) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        vault.beforeFirstKey.withLock {
+            $0 = {
+                paused.signal()
+                _ = resume.wait(timeout: .now() + 30)
+            }
+        }
+        let write = Task.detached { try await vault.put("notes", id: "n1", Self.note) }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                paused.wait()
+                done.resume()
+            }
+        }
+        _ = try await fixture.vaults.logout()
+        resume.signal()
+        let code = await Self.code { _ = try await write.value }
+        #expect(code == "vaultClosed")
+        #expect(try keyIDs(vault.namespace) == keysBefore)
+        let reopened = try await fixture.vaults.open(alice)
+        #expect(try await reopened.get("notes", id: "n1") == nil)
+        #expect(try await reopened.get("drafts", id: "d1") == Self.draft)
+    }
+
+    /// Found in review: a file was written before its dataset was recorded in the manifest, which a logout's
+    /// purge goes by; when the manifest could not be written (a full disk), the file outlived the logout.
+    @Test func aFileIsNotWrittenWhenItsDatasetCannotBeRecorded() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        // A directory stands where the manifest is replaced: it cannot be written, as on a full disk.
+        let manifest = vault.directory.appendingPathComponent("vault.json")
+        try FileManager.default.removeItem(at: manifest)
+        try FileManager.default.createDirectory(
+            at: manifest.appendingPathComponent("blocked"), withIntermediateDirectories: true)
+        let code = await Self.code {
+            try await vault.writeFile("feed-cache", named: "page1", contents: Data("alice's feed".utf8))
+        }
+        #expect(code != nil)
+        #expect(VaultFixture.files(under: fixture.data, containing: Data("alice's feed".utf8)).isEmpty)
+    }
+
     @Test func accountDeletionErasesTheNamespaceAndEveryKeyOfIt() async throws {
         let vault = try await fillAlice()
         _ = try await fixture.vaults.switchAccount(to: bob)

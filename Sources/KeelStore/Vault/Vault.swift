@@ -33,6 +33,9 @@ public final class Vault: Sendable {
     private let state: Locked<State>
     /// Serializes file work and manifest updates; closing drains it.
     private let fileQueue = DispatchQueue(label: "keel.vault.files")
+    /// Tests only: runs when a write is about to make a dataset's first key, before it waits for the file
+    /// queue (where a close() may overtake it).
+    package let beforeFirstKey = Locked<(@Sendable () -> Void)?>(nil)
 
     struct State {
         var isOpen = true
@@ -206,13 +209,15 @@ public final class Vault: Sendable {
             try self.requireOpen()
             let directory = try self.filesDirectory(access, create: true)
             let bytes = try access.stored(contents, recordID: Self.fileRecordID(name))
+            // Recorded first: a file the manifest does not list would outlive a logout's purge (which goes by
+            // the manifest) if the manifest could not be written after it (a full disk).
+            try self.markWritten(access, files: true)
             do throws(DurableFiles.Failure) {
                 try DurableFiles.write([UInt8](bytes), to: directory + "/" + name, mode: 0o600, exclusive: false)
             } catch {
                 throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description)
             }
             try BackupExclusion.apply(to: directory + "/" + name, policy: access.declaration.backup)
-            try self.markWritten(access, files: true)
         }
     }
 
@@ -500,7 +505,11 @@ public final class Vault: Sendable {
                     guard !writing, error.code == .keyUnavailable || error.code == .locked else { throw error }
                 }
             } else if writing {
+                beforeFirstKey.withLock { $0 }?()
                 sealer = try fileQueue.sync { () throws -> RecordSealer in
+                    // Checked again here, in line with close(): a vault closed since the check in `prepare`
+                    // (a logout, a switch) makes no key and writes no manifest (its purge may be done).
+                    try self.requireOpen()
                     if let keyID = state.withLock({ $0.manifest.datasets[dataset]?.keyID }) {
                         return try self.sealer(keyID, dataset: dataset)
                     }
@@ -541,7 +550,8 @@ public final class Vault: Sendable {
             )
         }
         let sealer = RecordSealer(key: key, account: account, dataset: dataset)
-        state.withLock { $0.sealers[keyID] = sealer }
+        // Kept only while the vault is open: close() releases the cached keys, and none may come back after it.
+        state.withLock { state in if state.isOpen { state.sealers[keyID] = sealer } }
         return sealer
     }
 
