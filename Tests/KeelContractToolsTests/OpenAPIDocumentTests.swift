@@ -282,16 +282,21 @@ import Testing
         }
     }
 
-    @Test func referencesOutsideTheDescriptionTreeAreRefused() throws {
-        let url = try write(
-            "escape.yaml",
+    /// A description `name` whose one schema, `A`, is a reference to `target`.
+    private func writeReferring(_ name: String, to target: String) throws -> URL {
+        try write(
+            name,
             """
             openapi: 3.1.0
             info: {title: x, version: 1.0.0}
             components:
               schemas:
-                A: {$ref: '../../../etc/passwd#/x'}
+                A: {$ref: '\(target)'}
             """)
+    }
+
+    @Test func referencesOutsideTheDescriptionTreeAreRefused() throws {
+        let url = try writeReferring("escape.yaml", to: "../../../etc/passwd#/x")
         #expect {
             _ = try OpenAPIDocument.load(from: url)
         } throws: { error in
@@ -308,15 +313,7 @@ import Testing
         try FileManager.default.createSymbolicLink(
             at: directory.url("elsewhere"), withDestinationURL: outside.url("secret.yaml").deletingLastPathComponent())
         for target in ["linked.yaml", "elsewhere/secret.yaml"] {
-            let url = try write(
-                "through-link.yaml",
-                """
-                openapi: 3.1.0
-                info: {title: x, version: 1.0.0}
-                components:
-                  schemas:
-                    A: {$ref: '\(target)#/components/schemas/Secret'}
-                """)
+            let url = try writeReferring("through-link.yaml", to: target + "#/components/schemas/Secret")
             do {
                 _ = try OpenAPIDocument.load(from: url)
                 Issue.record("\(target) leads out of the tree and must be refused")
@@ -328,16 +325,8 @@ import Testing
         try Data("components: {schemas: {Inside: {type: string}}}".utf8).write(to: directory.url("inside.yaml"))
         try FileManager.default.createSymbolicLink(
             at: directory.url("alias.yaml"), withDestinationURL: directory.url("inside.yaml"))
-        let url = try write(
-            "through-inner-link.yaml",
-            """
-            openapi: 3.1.0
-            info: {title: x, version: 1.0.0}
-            components:
-              schemas:
-                A: {$ref: 'alias.yaml#/components/schemas/Inside'}
-            """)
-        _ = try OpenAPIDocument.load(from: url)
+        _ = try OpenAPIDocument.load(
+            from: try writeReferring("through-inner-link.yaml", to: "alias.yaml#/components/schemas/Inside"))
     }
 
     @Test func aCycleOfPureReferencesIsAnErrorNotAHang() throws {
