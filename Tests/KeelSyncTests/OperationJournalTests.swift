@@ -159,7 +159,8 @@ private final class IdempotentBackend: Sendable {
 
     @Test func anOperationSentAgainIsNotSentWhenTheJournalCannotSayWhetherItWasSentBefore() async throws {
         // Overwriting an entry it could not read could turn an earlier "may have been applied" into a later
-        // "not applied"; the call stops first, having sent nothing.
+        // "not applied"; the call stops first, having sent nothing, and says what is known: an earlier send
+        // may have been applied.
         let server = try TestServer()
         let journal = UnreadableJournal()
         var operation = HTTPOperation.post(
@@ -169,7 +170,7 @@ private final class IdempotentBackend: Sendable {
         let failure = await #expect(throws: HTTPFailure.self) {
             try await makeClient(server, journal: journal).send(sent)
         }
-        #expect(failure?.outcome == .notSent)
+        #expect(failure?.outcome == .unknown)
         #expect(server.requestCount == 0)
         #expect(journal.recorded.withLock { $0 } == 0)
     }

@@ -194,14 +194,17 @@ public final class HTTPClient: Sendable {
         if case .keyed(let value) = operation.idempotency { key = value }
         // The same operation sent again (reconcile's re-send, an app retrying its outbox entry): when an
         // earlier send may have been applied, this one cannot make it "not applied" by failing.
-        // A journal that cannot say whether it was sent before cannot keep the outcome honest: not sent.
+        // A journal that cannot say whether the operation was sent before cannot keep its outcome honest:
+        // nothing is sent, and an earlier send may have been applied (`unknown`, never "not applied").
         let earlier: JournalEntry?
         do {
             earlier = operation.operationID == nil ? nil : try await journal.entry(operationID)
         } catch {
             throw HTTPFailure(
-                kind: .technical, outcome: .notSent, correlationID: call.correlationID, attempts: 0,
-                detail: Redacted("the operation journal could not be read, so the operation was not sent: \(error)"))
+                kind: .technical, outcome: .unknown, correlationID: call.correlationID, attempts: 0,
+                detail: Redacted(
+                    "the operation journal could not be read, so the operation was not sent again (an earlier send may have been applied): \(error)"
+                ))
         }
         let earlierMayHaveApplied = earlier.map { !$0.isResolved } ?? false
         let entry = JournalEntry(

@@ -351,7 +351,8 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         guard let components = URLComponents(url: request.url, resolvingAgainstBaseURL: true),
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = components.host, !host.isEmpty, let encodedHost = components.percentEncodedHost,
-            isIPv6(host) || encodedHost.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "%") })
+            isAddress(host, written: encodedHost)
+                || encodedHost.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "%") })
         else {
             throw TransportError(
                 code: .other, requestMayHaveBeenSent: false, detail: "\(request.url) is not an http(s) URL with a host")
@@ -363,10 +364,16 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         if let query = components.percentEncodedQuery { requestTarget += "?" + query }
         // The Host field is the host as written in the URL (never a decoded form that could carry a line
         // break; a percent-escaped name is refused above).
-        let bracketed = isIPv6(host) ? "[\(host)]" : encodedHost
+        let bracketed = isAddress(host, written: encodedHost) ? "[\(host)]" : encodedHost
         return Target(
             endpoint: Endpoint(isSecure: isSecure, host: host, port: port), requestTarget: requestTarget,
             hostField: port == defaultPort ? bracketed : "\(bracketed):\(port)")
+    }
+
+    /// Whether the URL's host is an IPv6 address written as one: `host` (decoded) is an address and the host
+    /// as written escapes nothing but the zone separator (`%25`): `%3A%3A1` is a name that decodes to `::1`.
+    private static func isAddress(_ host: String, written: String) -> Bool {
+        isIPv6(host) && (written == host || written.replacingOccurrences(of: "%25", with: "%") == host)
     }
 
     /// Whether `host` is an IPv6 address as URLComponents gives one from between its brackets: hex digits,

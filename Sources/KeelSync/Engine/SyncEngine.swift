@@ -844,8 +844,7 @@ public actor SyncEngine {
                 let outbox = try transaction.records(storage.outbox)
                 let state = try transaction.records(storage.state)
                 // Another engine's batch may still be out (an app and its extension): its changes are marked
-                // `sending` like a killed push's, and its marker goes only once they are; it deletes its own
-                // marker, never this one (``InFlightMarker``).
+                // `sending` like a killed push's, and its marker goes only once they are (``InFlightMarker``).
                 for markerKey in try InFlightMarker.keys(in: state) {
                     guard let data = try state.get(markerKey) else { continue }
                     let marker = try SyncRecords.decode(data, "in-flight marker")
@@ -1186,9 +1185,11 @@ extension JSONObject {
 
 /// The state records that say a push went out whose answer is not recorded yet: one per push, `inflight:`
 /// and its batch's key, written with the batch it marks and deleted with that batch's answer. Two engines
-/// on one vault (an app and its extension) may push at the same time; each deletes only its own marker, so
-/// neither can make the other's changes look unsent. `inflight` alone is the single marker engines wrote
-/// before; a push still reads it (a vault from then may hold one).
+/// on one vault (an app and its extension) may push at the same time: an answer clears only its own push's
+/// marker, and a push that finds another's marks those changes `sending` in storage before it clears it
+/// (two pushes of the same batch share a key, and then all of their changes are stored `sending`). Either
+/// way no change that is out looks unsent. `inflight` alone is the single marker engines wrote before; a
+/// push still reads it (a vault from then may hold one).
 enum InFlightMarker {
     static let legacy = "inflight"
     static let prefix = "inflight:"
