@@ -285,7 +285,10 @@ public enum YAML {
                             })
                     }
                 }
-                if let anchor = frame.anchor { anchors[anchor] = (value, Self.nodeCount(value), Self.depth(value)) }
+                if let anchor = frame.anchor {
+                    let size = Self.size(value)
+                    anchors[anchor] = (value, size.nodes, size.depth)
+                }
                 try add(value, at: mark)
             default:
                 return nil
@@ -350,22 +353,24 @@ public enum YAML {
             stack[top].hasPendingKey = true
         }
 
-        /// How deep `value` nests: 0 for a scalar, 1 + the deepest element for a collection. Every value built
-        /// is within the depth limit, so this recursion is too.
-        static func depth(_ value: JSONValue) -> Int {
-            switch value {
-            case .array(let elements): 1 + elements.reduce(0) { max($0, depth($1)) }
-            case .object(let object): 1 + object.reduce(0) { max($0, depth($1.value)) }
-            default: 0
+        /// How many nodes `value` has and how deep it nests (0 for a scalar, 1 + the deepest element for a
+        /// collection), in one walk. Every value built is within the depth limit, so this recursion is too.
+        static func size(_ value: JSONValue) -> (nodes: Int, depth: Int) {
+            func add(_ total: inout (nodes: Int, depth: Int), _ child: JSONValue) {
+                let size = size(child)
+                total = (total.nodes + size.nodes, max(total.depth, size.depth + 1))
             }
-        }
-
-        static func nodeCount(_ value: JSONValue) -> Int {
+            var total = (nodes: 1, depth: 0)
             switch value {
-            case .array(let elements): 1 + elements.reduce(0) { $0 + nodeCount($1) }
-            case .object(let object): 1 + object.reduce(0) { $0 + nodeCount($1.value) }
-            default: 1
+            case .array(let elements):
+                total.depth = 1
+                for element in elements { add(&total, element) }
+            case .object(let object):
+                total.depth = 1
+                for (_, member) in object { add(&total, member) }
+            default: break
             }
+            return total
         }
 
         /// An untagged scalar straight from libyaml's buffer: the common case (a word or a quoted string)

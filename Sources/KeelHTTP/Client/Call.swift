@@ -66,39 +66,6 @@ struct Call {
         case refused(MiddlewareRefusal)
     }
 
-    /// The first of a race's runners to end: the work with its value, or the timer (or the caller's
-    /// cancellation) with nil. Whoever comes later is ignored.
-    private final class Finish<Value: Sendable>: Sendable {
-        private struct State {
-            var ended = false
-            var value: Value?
-            var waiter: CheckedContinuation<Value?, Never>?
-        }
-        private let state = Locked(State())
-
-        func end(with value: Value?) {
-            let waiter = state.withLock { state -> CheckedContinuation<Value?, Never>? in
-                guard !state.ended else { return nil }
-                state.ended = true
-                state.value = value
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume(returning: value)
-        }
-
-        func wait(_ waiter: CheckedContinuation<Value?, Never>) {
-            let ended = state.withLock { state -> Value?? in
-                guard state.ended else {
-                    state.waiter = waiter
-                    return nil
-                }
-                return .some(state.value)
-            }
-            if let ended { waiter.resume(returning: ended) }
-        }
-    }
-
     /// Replays middleware may ask for per call (a refreshed token gets one more try, not a loop).
     static let maximumReplays = 1
 
@@ -388,17 +355,19 @@ struct Call {
     private static func race<C: Clock, Value: Sendable>(
         deadline: C.Instant, clock: C, _ work: @escaping @Sendable () async -> Value
     ) async -> Value? where C.Duration == Duration {
-        let finish = Finish<Value>()
-        let worker = Task { finish.end(with: await work()) }
+        // The work's value, or nil from the timer or the caller's cancellation: whichever comes first.
+        let first = FirstResult<Value?>()
+        let worker = Task { first.resume(returning: await work()) }
         let timer = Task {
             // Cancelled: the work ended first (or the caller was cancelled), and nothing is left to end.
             guard (try? await DeadlineSleep.sleep(until: deadline, on: clock)) != nil else { return }
-            finish.end(with: nil)
+            first.resume(returning: nil)
         }
+        // Nothing is ever thrown into it: `try?` only unwraps.
         let value = await withTaskCancellationHandler {
-            await withCheckedContinuation { finish.wait($0) }
+            (try? await withCheckedThrowingContinuation { first.start($0) }) ?? nil
         } onCancel: {
-            finish.end(with: nil)
+            first.resume(returning: nil)
         }
         worker.cancel()
         timer.cancel()

@@ -91,9 +91,9 @@ public final class SocketTransport: InterruptibleHTTPTransport {
     /// An `interruption` (the client's attempt timer) ends the exchange the same way, as `timedOut`.
     func onWorker<Value: Sendable>(
         _ exchange: Exchange, interruption: TransportInterruption? = nil,
-        _ work: @escaping @Sendable (WorkerResult<Value>) -> Void
+        _ work: @escaping @Sendable (FirstResult<Value>) -> Void
     ) async throws(TransportError) -> Value {
-        let result = WorkerResult<Value>()
+        let result = FirstResult<Value>()
         /// Closes the connection and ends the wait with `code` (a cancel, or the attempt timer).
         @Sendable func stop(_ code: TransportError.Code, _ detail: String) {
             exchange.cancel()
@@ -127,45 +127,6 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         let isSecure: Bool
         let host: String
         let port: Int
-    }
-
-    /// The result of a worker, handed back once: by the worker, or by a cancellation that comes first (the
-    /// worker's later result is then dropped).
-    final class WorkerResult<Value: Sendable>: Sendable {
-        private let state = Locked<
-            (continuation: CheckedContinuation<Value, any Error>?, early: Result<Value, any Error>?, done: Bool)
-        >(
-            (nil, nil, false))
-
-        /// The waiting continuation; resumed at once when a result came first.
-        func start(_ continuation: CheckedContinuation<Value, any Error>) {
-            let early = state.withLock { state -> Result<Value, any Error>? in
-                guard let early = state.early else {
-                    state.continuation = continuation
-                    return nil
-                }
-                state.done = true
-                return early
-            }
-            if let early { continuation.resume(with: early) }
-        }
-
-        func resume(with result: Result<Value, any Error>) {
-            let waiting = state.withLock { state -> CheckedContinuation<Value, any Error>? in
-                guard !state.done else { return nil }
-                guard let continuation = state.continuation else {
-                    if state.early == nil { state.early = result }
-                    return nil
-                }
-                state.continuation = nil
-                state.done = true
-                return continuation
-            }
-            waiting?.resume(with: result)
-        }
-
-        func resume(returning value: Value) { resume(with: .success(value)) }
-        func resume(throwing error: any Error) { resume(with: .failure(error)) }
     }
 
     /// The socket of an exchange, so that cancellation (from another thread) can reach it.

@@ -48,49 +48,27 @@ extension SocketTransport: StreamingHTTPTransport {
         let exchange = Exchange()
         let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         continuation.onTermination = { _ in exchange.cancel() }
-        let connecting = ConnectTimer(timeout: connectTimeout)
-        return try await onWorker(exchange, interruption: connecting.interruption) { opened in
+        // Connecting is bounded by `connectTimeout`, the name lookup included, which no socket deadline reaches
+        // (`getaddrinfo` on a resolver that never answers): the attempt watchdog interrupts the exchange then,
+        // which ends the wait as `timedOut`. Disarmed once connected.
+        let connecting = TransportInterruption()
+        let timer = AttemptTimer(deadline: .now + connectTimeout, clock: ContinuousClock()) {
+            connecting.interrupt()
+        }
+        return try await onWorker(exchange, interruption: connecting) { opened in
             self.runStream(
                 request, connectTimeout: connectTimeout, noProgressTimeout: noProgressTimeout, exchange: exchange,
-                connecting: connecting, opened: opened, body: body, continuation: continuation)
-        }
-    }
-
-    /// Bounds connecting by `connectTimeout`, the name lookup included, which no socket deadline reaches
-    /// (`getaddrinfo` on a resolver that never answers): armed before the worker starts, disarmed once the
-    /// connection is made; firing first interrupts the exchange, which ends the wait as `timedOut`.
-    final class ConnectTimer: Sendable {
-        private enum Phase { case connecting, connected, expired }
-        private let phase = Locked(Phase.connecting)
-        let interruption = TransportInterruption()
-
-        init(timeout: Duration) {
-            let delay = DispatchTimeInterval.nanoseconds(Int(clamping: timeout.inNanoseconds))
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [phase, interruption] in
-                let expired = phase.withLock { phase -> Bool in
-                    guard phase == .connecting else { return false }
-                    phase = .expired
-                    return true
-                }
-                if expired { interruption.interrupt() }
-            }
-        }
-
-        /// Whether the connection was made in time (false: the timer fired first and the exchange is
-        /// being stopped).
-        func connected() -> Bool {
-            phase.withLock { phase in
-                guard phase == .connecting else { return false }
-                phase = .connected
-                return true
-            }
+                connected: {
+                    timer.cancel()
+                    return !connecting.isInterrupted
+                }, opened: opened, body: body, continuation: continuation)
         }
     }
 
     /// The worker: connect, send, read the head (then hand the stream over), then read the body into it.
     private func runStream(
         _ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration, exchange: Exchange,
-        connecting: ConnectTimer, opened: WorkerResult<TransportStream>, body: AsyncThrowingStream<[UInt8], any Error>,
+        connected: () -> Bool, opened: FirstResult<TransportStream>, body: AsyncThrowingStream<[UInt8], any Error>,
         continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
     ) {
         var stream = request
@@ -102,7 +80,8 @@ extension SocketTransport: StreamingHTTPTransport {
             let target = try Self.target(of: stream)
             let head = try Self.head(of: stream, target: target)
             socket = try connect(target.endpoint, deadline: .now + connectTimeout, exchange: exchange)
-            guard connecting.connected() else {
+            // Disarms the connect timer; false when it fired first (the exchange is being stopped).
+            guard connected() else {
                 socket.close()
                 throw TransportError(
                     code: .timedOut, requestMayHaveBeenSent: false,

@@ -674,11 +674,11 @@ public actor SyncEngine {
     private func pushAll(_ report: inout SyncReport) async throws(SyncError) -> Bool {
         while true {
             guard !fenced else { return false }
-            let (batch, taken, marker) = try await takeBatch()
+            let (batch, taken, key) = try await takeBatch()
             guard !batch.isEmpty else { return true }
             inFlight = Set(batch.map(\.id))
             defer { inFlight = [] }
-            let key = Self.batchKey(batch)
+            let marker = InFlightMarker.key(key.rawValue)
             let results: [PushResult]
             guard !fenced else { return false }  // stopped while the batch was prepared: nothing goes out
             do throws(HTTPFailure) {
@@ -808,10 +808,8 @@ public actor SyncEngine {
     /// on this vault: an app and its extension may push at the same time).
     static func unconfirmed(in state: VaultRecords) throws -> Set<String> {
         var unconfirmed: Set<String> = []
-        for key in try InFlightMarker.keys(in: state) {
-            guard let data = try state.get(key),
-                case .array(let ids)? = try SyncRecords.decode(data, "in-flight marker")["ids"]
-            else { continue }
+        for (_, marker) in try InFlightMarker.markers(in: state) {
+            guard case .array(let ids)? = marker["ids"] else { continue }
             unconfirmed.formUnion(ids.compactMap(\.stringValue))
         }
         return unconfirmed
@@ -832,7 +830,7 @@ public actor SyncEngine {
     /// earlier marker whose answer never came (the app was killed while they were out) are marked
     /// `sending` first: sent without a known answer.
     private func takeBatch() async throws(SyncError) -> (
-        batch: [PendingMutation], taken: [TakenEntry], marker: String
+        batch: [PendingMutation], taken: [TakenEntry], key: IdempotencyKey
     ) {
         let storage = storage
         let limit = batchSize
@@ -845,9 +843,7 @@ public actor SyncEngine {
                 let state = try transaction.records(storage.state)
                 // Another engine's batch may still be out (an app and its extension): its changes are marked
                 // `sending` like a killed push's, and its marker goes only once they are (``InFlightMarker``).
-                for markerKey in try InFlightMarker.keys(in: state) {
-                    guard let data = try state.get(markerKey) else { continue }
-                    let marker = try SyncRecords.decode(data, "in-flight marker")
+                for (markerKey, marker) in try InFlightMarker.markers(in: state) {
                     if case .array(let ids)? = marker["ids"], case .array(let sequences)? = marker["sequences"] {
                         for (id, sequence) in zip(ids.compactMap(\.stringValue), sequences.compactMap(\.int)) {
                             let key = SyncRecords.outboxID(UInt64(sequence))
@@ -886,7 +882,8 @@ public actor SyncEngine {
                 }
                 // Named after the batch's key: two pushes with the same key carry the same changes, which the
                 // later one marked `sending` before it went.
-                let markerKey = batch.isEmpty ? "" : InFlightMarker.key(Self.batchKey(batch).rawValue)
+                let key = Self.batchKey(batch)
+                let markerKey = InFlightMarker.key(key.rawValue)
                 if !batch.isEmpty {
                     let marker: JSONValue = [
                         "ids": .array(batch.map { .string($0.id) }),
@@ -894,7 +891,7 @@ public actor SyncEngine {
                     ]
                     try state.put(markerKey, SyncRecords.encode(marker))
                 }
-                return (batch, taken, markerKey)
+                return (batch, taken, key)
             }
         }
     }
@@ -1197,15 +1194,21 @@ enum InFlightMarker {
     /// The marker of the push `id`.
     static func key(_ id: String) -> String { prefix + id }
 
-    /// Every marker in `state`.
-    static func keys(in state: VaultRecords) throws -> [String] {
-        var keys = try state.get(legacy) == nil ? [] : [legacy]
-        var after = prefix
+    /// Every marker in `state`, read: its key and its record. One scan of the ids from `inflighs` on (ids
+    /// sort by their bytes: `inflight`, then every `inflight:…`, come right after it; the state dataset's
+    /// other ids are the engine's own and none starts with `inflighs`), so a vault without markers costs one
+    /// query: entity reads ask for the unconfirmed changes every time.
+    static func markers(in state: VaultRecords) throws -> [(key: String, marker: JSONValue)] {
+        var markers: [(key: String, marker: JSONValue)] = []
+        var after = "inflighs"
         while true {
             let page = try state.ids(after: after, limit: 64)
-            let markers = page.prefix { $0.hasPrefix(prefix) }
-            keys += markers
-            guard markers.count == 64, let last = markers.last else { return keys }
+            let keys = page.prefix { $0 == legacy || $0.hasPrefix(prefix) }
+            for key in keys {
+                guard let data = try state.get(key) else { continue }
+                markers.append((key, try SyncRecords.decode(data, "in-flight marker")))
+            }
+            guard keys.count == 64, let last = keys.last else { return markers }
             after = last
         }
     }
