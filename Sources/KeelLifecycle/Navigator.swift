@@ -1,3 +1,5 @@
+public import KeelCore
+
 /// The navigation state machine (MOB-PLAT-008): one pure function from a state and an event to a new
 /// state and effects. It performs no I/O, so every rule below is a unit test away.
 ///
@@ -19,17 +21,26 @@ public struct Navigator: Sendable {
     public let access: any AccessChecker
     /// The modal shown when sign-in is needed (by default the route `signIn`, when the contract has one).
     public let signInRoute: String?
+    /// Where fresh states get their lineage (``NavigationState/lineage``).
+    public let random: RandomSource
 
     /// A navigator over `contract`.
-    public init(contract: NavigationContract, access: any AccessChecker = AllowAllAccess(), signInRoute: String? = nil)
-    {
+    ///
+    /// - Parameter random: the source of each fresh state's lineage (seed it in tests).
+    public init(
+        contract: NavigationContract, access: any AccessChecker = AllowAllAccess(), signInRoute: String? = nil,
+        random: RandomSource = .system
+    ) {
         self.contract = contract
         self.access = access
         self.signInRoute = signInRoute ?? (contract.route("signIn") != nil ? "signIn" : nil)
+        self.random = random
     }
 
-    /// The state of a fresh launch.
-    public var initialState: NavigationState { NavigationState(root: contract.root.id) }
+    /// The state of a fresh launch, with a new lineage: its entry ids are never those of another launch.
+    public var initialState: NavigationState {
+        NavigationState(root: contract.root.id, lineage: NavigationState.newLineage(from: random))
+    }
 
     // MARK: - Events
 
@@ -104,10 +115,12 @@ struct Run {
         parameters.filter { route.parameters.contains($0.key) }
     }
 
-    /// A new entry with the next entry id (`e1`, `e2`, ...).
+    /// A new entry with the next entry id (`e2-<lineage>`, `e3-<lineage>`, ...).
     mutating func mint(_ route: String, _ parameters: [String: String] = [:], account: String?) -> NavigationEntry {
         defer { state.nextEntry += 1 }
-        return NavigationEntry(id: "e\(state.nextEntry)", route: route, parameters: parameters, account: account)
+        return NavigationEntry(
+            id: NavigationState.entryID(state.nextEntry, lineage: state.lineage), route: route,
+            parameters: parameters, account: account)
     }
 
     /// Whether `entry`'s route is declared `public`.

@@ -20,8 +20,10 @@ struct Harness {
     var state: NavigationState
     var last = NavigationResult(state: NavigationState(root: "home"))
 
-    init(routes: [Route] = exampleRoutes) throws {
-        navigator = Navigator(contract: try NavigationContract(routes), access: revocations)
+    /// A navigator over `routes`, its lineages drawn from `seed` (a process of its own: another launch is
+    /// another seed).
+    init(routes: [Route] = exampleRoutes, seed: UInt64 = 5) throws {
+        navigator = Navigator(contract: try NavigationContract(routes), access: revocations, random: .seeded(seed))
         state = navigator.initialState
     }
 

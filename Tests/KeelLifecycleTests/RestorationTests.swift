@@ -1,5 +1,6 @@
 import Foundation
 import KeelLifecycle
+import KeelTesting
 import Testing
 
 @Suite struct RestorationTests {
@@ -19,6 +20,57 @@ import Testing
             try NavigationSnapshot(rebuilt.result.state).encoded(), drafts: h.state.drafts,
             session: .valid(account: "alice"))
         #expect(again.result.state == h.state && again.result.effects.isEmpty)
+    }
+
+    /// Found in review: entry numbers started again at `e2` with every fresh state (a first launch, a
+    /// discarded snapshot), so an operation confirmed on `e5` in one launch was answered "already done"
+    /// for a different `e5` in the next launch, and the new operation never ran.
+    @Test func aFreshLaunchNeverGivesAnEntryTheIDOfAnEntryOfAnEarlierLaunch() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-lineage")
+        let ledger = try EffectLedger(file: directory.url("ledger.json"))
+        var first = try Harness()
+        first.deepStack()
+        let published = try #require(first.state.top).id
+        let firstID = EffectLedger.operationID(entry: published, action: "publish")
+        #expect(try await ledger.begin(firstID, action: "publish") == .run)
+        try await ledger.complete(firstID, .succeeded, result: "published as #1")
+
+        // The next launch has no snapshot it can use; the user walks the same screens and publishes again.
+        var second = try Harness(seed: 6)
+        second.state =
+            second.navigator.restore(Data("not a snapshot".utf8), drafts: [:], session: .signedOut).result.state
+        second.deepStack()
+        let secondEntry = try #require(second.state.top)
+        #expect(secondEntry.route == "edit" && secondEntry.id != published)
+        let secondID = EffectLedger.operationID(entry: secondEntry.id, action: "publish")
+        #expect(try await ledger.begin(secondID, action: "publish") == .run, "a new publish was taken for the old")
+        // Within one lineage the ids stay what they were: a restored snapshot gives the same entry ids.
+        let restored = second.navigator.restore(
+            try NavigationSnapshot(second.state).encoded(), drafts: [:], session: .valid(account: "alice"))
+        #expect(restored.result.state.top?.id == secondEntry.id)
+        #expect(restored.result.state.lineage == second.state.lineage && !second.state.lineage.isEmpty)
+    }
+
+    /// A snapshot written before entry lineages existed restores with its `e<number>` ids, and the entries
+    /// opened after it go on counting in the same form.
+    @Test func aSnapshotWithoutALineageKeepsItsEntryIDs() throws {
+        var h = try Harness()
+        h.deepStack()
+        var object = try #require(
+            try JSONSerialization.jsonObject(with: try NavigationSnapshot(h.state).encoded()) as? [String: Any])
+        var state = try #require(object["state"] as? [String: Any])
+        state["lineage"] = nil
+        var stack = try #require(state["stack"] as? [[String: Any]])
+        for index in stack.indices { stack[index]["id"] = "e\(index + 1)" }
+        state["stack"] = stack
+        state["nextEntry"] = stack.count + 1
+        object["state"] = state
+        let old = try JSONSerialization.data(withJSONObject: object)
+        var restored = h.navigator.restore(old, drafts: [:], session: .valid(account: "alice")).result.state
+        #expect(restored.lineage.isEmpty)
+        #expect(restored.stack.map(\.id) == ["e1", "e2", "e3", "e4"])
+        restored = h.navigator.reduce(restored, .open(route: "notes")).state
+        #expect(restored.top?.id == "e5")
     }
 
     /// Found in review: operations in flight of the account in the snapshot were handed back in another
