@@ -162,6 +162,32 @@ import Testing
         _ = try await server.awaitConnectionEvent(timeout: .seconds(10)) { $0.kind == .closedByClient }
     }
 
+    /// Found in review: events were parsed as fast as the server sent them and queued without limit for a
+    /// reader that was slower, so a busy screen on a fast feed grew without bound. Events now wait in a
+    /// 1 MiB buffer, and when it is full the stream stops reading (and the server stops sending).
+    @Test func aReaderSlowerThanTheServerHoldsTheServerBack() async throws {
+        let server = try TestServer()
+        let line = #"{"pad":""# + String(repeating: "x", count: 1000) + "\"}\n"
+        let count = 64 << 10  // 64 MiB of events
+        // Written in 64 KiB slices, so that the server's count of bytes sent says how far it got.
+        server.enqueue(TestResponse(body: String(repeating: line, count: count)).throttled(bytes: 64 << 10, per: .zero))
+        var stream: AsyncThrowingStream<StreamEvent, any Error>? = client(server).events(
+            .get("/feed"), format: .newlineDelimitedJSON)
+        var iterator = stream?.makeAsyncIterator()
+        #expect(try await iterator?.next()?.data.count == line.utf8.count - 1)
+        // A reader busy elsewhere for a second: an unbounded queue takes in the whole feed in that time.
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await iterator?.next()?.data.count == line.utf8.count - 1)
+        iterator = nil
+        stream = nil
+        let size = line.utf8.count * count
+        // A client that read the whole body never closes mid-body.
+        let closed = try? await server.awaitConnectionEvent(timeout: .seconds(10)) { $0.kind == .closedByClient }
+        #expect(
+            closed.map { $0.bytesSent < size / 4 } == true,
+            "the server sent \((closed?.bytesSent ?? size) >> 20) MiB to a reader of two events")
+    }
+
     @Test func aRefusedStreamFailsWithTheStatusKind() async throws {
         let server = try TestServer()
         server.enqueue(TestResponse(status: 401, headers: ["X-Request-ID": "r-1"], body: "{}"))

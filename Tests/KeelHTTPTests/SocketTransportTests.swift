@@ -69,6 +69,30 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    /// Found in review: a stream's body was read off the socket as fast as the server sent it and held
+    /// until the reader took it, so a reader slower than the server buffered the whole stream in memory.
+    /// The worker now waits while 256 KiB are unread, and the server's writes wait on TCP.
+    @Test func aStreamReaderSlowerThanTheServerHoldsTheServerBack() async throws {
+        let size = 256 << 20
+        server.enqueue(TestResponse().generatedBody(count: size))
+        var stream: TransportStream? = try await transport.openStream(
+            TransportRequest(method: "GET", url: server.url("/feed")), connectTimeout: .seconds(5),
+            noProgressTimeout: .seconds(30))
+        var iterator = stream?.body.makeAsyncIterator()
+        #expect(try await iterator?.next()?.isEmpty == false)
+        // A reader busy elsewhere for a second: an unbounded buffer takes the whole body in that time.
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await iterator?.next()?.isEmpty == false)
+        // Dropped without close() while the worker waits for room: the connection closes all the same.
+        iterator = nil
+        stream = nil
+        // A client that read the whole body never closes mid-body.
+        let closed = try? await server.awaitConnectionEvent(timeout: .seconds(10)) { $0.kind == .closedByClient }
+        #expect(
+            closed.map { $0.bytesSent < size / 8 } == true,
+            "the server sent \((closed?.bytesSent ?? size) >> 20) MiB to a reader that took two reads")
+    }
+
     @Test func sendsTheRequestAndReadsTheResponse() async throws {
         server.enqueue(.json(#"{"id": 7}"#, status: 201, headers: ["X-Request-ID": "r-1"]))
         let response = try await transport.send(

@@ -17,6 +17,9 @@ public struct StreamEvent: Sendable, Equatable {
         self.type = type
         self.id = id
     }
+
+    /// About what it holds in memory: its text and a fixed share for the value itself.
+    var bufferedSize: Int { data.utf8.count + (type?.utf8.count ?? 0) + (id?.utf8.count ?? 0) + 64 }
 }
 
 /// How a stream's body is split into events.
@@ -73,14 +76,16 @@ extension HTTPClient {
     public func events(
         _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy = StreamPolicy()
     ) -> AsyncThrowingStream<StreamEvent, any Error> {
-        let (events, continuation) = AsyncThrowingStream<StreamEvent, any Error>.makeStream()
+        // Bounded: a reader slower than the server holds the stream back (and, through the transport's own
+        // bounded buffer and TCP, the server) instead of piling events up in memory.
+        let events = StreamHandoff<StreamEvent>(capacity: Self.eventBufferBytes)
         let budgetExpired = Locked(false)
         let task = Task {
             do throws(HTTPFailure) {
                 try await self.runStream(
-                    operation, format: format, policy: policy, budgetExpired: budgetExpired, into: continuation)
+                    operation, format: format, policy: policy, budgetExpired: budgetExpired, into: events)
             } catch {
-                continuation.finish(throwing: error)
+                events.finish(throwing: error)
             }
         }
         // In the background the stream lives only as long as the time the OS granted (MOB-API-004): when it
@@ -93,19 +98,21 @@ extension HTTPClient {
                 task.cancel()
             }
         }
-        continuation.onTermination = { _ in
+        return events.stream(onTermination: {
             task.cancel()
             watcher?.cancel()
-        }
-        return events
+        })
     }
+
+    /// How many bytes of events may wait for a reader that is slower than the server (1 MiB).
+    static let eventBufferBytes = 1 << 20
 
     /// How much of a stream's error body is read to tell what the error is.
     static let errorBodyLimit = 64 << 10
 
     private func runStream(
         _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy, budgetExpired: Locked<Bool>,
-        into continuation: AsyncThrowingStream<StreamEvent, any Error>.Continuation
+        into events: StreamHandoff<StreamEvent>
     ) async throws(HTTPFailure) {
         var call = Call(
             configuration: configuration, operation: operation, policy: configuration.policy, basePrefix: basePrefix,
@@ -169,9 +176,10 @@ extension HTTPClient {
         do {
             for try await bytes in opened.body {
                 for event in try parser.feed(bytes) {
-                    continuation.yield(event)
+                    // Waits while the reader is behind; false when it went away.
+                    guard await events.send(event, weight: event.bufferedSize) else { return }
                     if policy.isTerminal(event) {
-                        continuation.finish()
+                        events.finish()
                         return
                     }
                 }
@@ -180,11 +188,11 @@ extension HTTPClient {
                 if budgetExpired.withLock({ $0 }) {
                     throw failure(.cancelled, brokenOff, "the background time budget expired", requestID: requestID)
                 }
-                continuation.finish()
+                events.finish()
                 return
             }
             try parser.finish()
-            continuation.finish()
+            events.finish()
         } catch let error as HTTPFailure {
             throw error
         } catch let error as TransportError {

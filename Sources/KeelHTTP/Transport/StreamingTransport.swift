@@ -23,6 +23,8 @@ public struct TransportStream: Sendable {
     /// The body's bytes as they arrive; the sequence ends at the body's clean end (the last chunk, the
     /// declared length, or the server closing a close-delimited body) and throws ``TransportError``
     /// otherwise (`timedOut` after the no-progress timeout, `connectionLost`, `malformedResponse`).
+    /// ``SocketTransport`` keeps at most 256 KiB unread: a reader slower than the server makes it stop
+    /// reading the socket, and TCP holds the server back.
     public let body: AsyncThrowingStream<[UInt8], any Error>
     /// Closes the connection now (the reader stops; ``body`` ends). Call it when done with the stream
     /// before its end, e.g. after a terminal event.
@@ -46,8 +48,10 @@ extension SocketTransport: StreamingHTTPTransport {
         async throws(TransportError) -> TransportStream
     {
         let exchange = Exchange()
-        let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-        continuation.onTermination = { _ in exchange.cancel() }
+        // The body goes from the worker to the reader through a bounded buffer: a reader slower than the
+        // server makes the worker wait, and the server's writes wait on TCP, instead of the body piling up
+        // here.
+        let body = StreamHandoff<[UInt8]>(capacity: Self.streamBufferBytes)
         // Connecting is bounded by `connectTimeout`, the name lookup included, which no socket deadline reaches
         // (`getaddrinfo` on a resolver that never answers): the attempt watchdog interrupts the exchange then,
         // which ends the wait as `timedOut`. Disarmed once connected.
@@ -55,21 +59,41 @@ extension SocketTransport: StreamingHTTPTransport {
         let timer = AttemptTimer(deadline: .now + connectTimeout, clock: ContinuousClock()) {
             connecting.interrupt()
         }
-        return try await onWorker(exchange, interruption: connecting) { opened in
-            self.runStream(
-                request, connectTimeout: connectTimeout, noProgressTimeout: noProgressTimeout, exchange: exchange,
-                connected: {
-                    timer.cancel()
-                    return !connecting.isInterrupted
-                }, opened: opened, body: body, continuation: continuation)
+        let head: StreamHead
+        do {
+            head = try await onWorker(exchange, interruption: connecting) { opened in
+                self.runStream(
+                    request, connectTimeout: connectTimeout, noProgressTimeout: noProgressTimeout, exchange: exchange,
+                    connected: {
+                        timer.cancel()
+                        return !connecting.isInterrupted
+                    }, opened: opened, body: body)
+            }
+        } catch {
+            // Nobody will read the body: a worker that got the head after all stops at its first byte.
+            body.cancel()
+            throw error
         }
+        // The stream is made here, not on the worker: the worker holds only the buffer, so dropping the
+        // stream is seen (the connection closes) even while the worker waits for room.
+        return TransportStream(
+            status: head.status, headers: head.headers, body: body.stream(onTermination: { exchange.cancel() }),
+            close: { body.cancel() })
+    }
+
+    /// How many body bytes may wait for a reader that is slower than the server (256 KiB).
+    static let streamBufferBytes = 256 << 10
+
+    /// A stream's response head, handed from the worker.
+    struct StreamHead: Sendable {
+        let status: Int
+        let headers: HeaderFields
     }
 
     /// The worker: connect, send, read the head (then hand the stream over), then read the body into it.
     private func runStream(
         _ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration, exchange: Exchange,
-        connected: () -> Bool, opened: FirstResult<TransportStream>, body: AsyncThrowingStream<[UInt8], any Error>,
-        continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+        connected: () -> Bool, opened: FirstResult<StreamHead>, body: StreamHandoff<[UInt8]>
     ) {
         var stream = request
         stream.reusesConnections = false
@@ -99,15 +123,13 @@ extension SocketTransport: StreamingHTTPTransport {
             do throws(ResponseReadFailure) {
                 let head = try reader.readStreamHead(method: stream.method)
                 framing = head.framing
-                opened.resume(
-                    returning: TransportStream(
-                        status: head.status, headers: head.headers, body: body, close: { exchange.cancel() }))
+                opened.resume(returning: StreamHead(status: head.status, headers: head.headers))
             } catch {
                 socket.close()
                 throw Self.streamFailure(error, phase: "reading the response head")
             }
         } catch {
-            continuation.finish(throwing: error)
+            body.finish(throwing: error)
             opened.resume(throwing: error)
             return
         }
@@ -118,12 +140,13 @@ extension SocketTransport: StreamingHTTPTransport {
         while true {
             do throws(ResponseReadFailure) {
                 guard let bytes = try reader.nextBodyBytes(&framing) else {
-                    continuation.finish()
+                    body.finish()
                     return
                 }
-                if case .terminated = continuation.yield(bytes) { return }
+                // Waits while the reader is behind; false when it went away (the connection then closes).
+                guard body.put(bytes, weight: bytes.count) else { return }
             } catch {
-                continuation.finish(throwing: Self.streamFailure(error, phase: "reading the stream"))
+                body.finish(throwing: Self.streamFailure(error, phase: "reading the stream"))
                 return
             }
         }
