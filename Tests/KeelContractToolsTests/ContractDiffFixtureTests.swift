@@ -385,6 +385,75 @@ import Testing
                 ("        title: {type: string}\n", "        title: {type: string, nullable: false}\n"),
                 ("body: {type: [string, 'null'], minLength: 0}", "body: {type: string, minLength: 0}"),
             ]),
+        // Found in review: a parameter that left (or moved to another place) was never reported, and a
+        // request body removed was silent.
+        Fixture(
+            name: "query parameter removed",
+            edits: [("        - {name: view, in: query, schema: {type: string, enum: [full, compact]}}\n", "")],
+            version: "1.1.0", expected: ["request-parameter-removed"]),
+        Fixture(
+            name: "parameter moved from the query to a header",
+            edits: [("{name: view, in: query,", "{name: view, in: header,")],
+            version: "1.1.0", expected: ["request-parameter-removed", "new-optional-request-parameter"]),
+        Fixture(
+            name: "request body removed",
+            edits: [
+                (
+                    "      requestBody:\n        content:\n          application/json:\n            schema: {$ref: '#/components/schemas/NoteInput'}\n",
+                    ""
+                )
+            ], version: "1.1.0", expected: ["request-body-removed"]),
+        // Found in review: `application/json; charset=utf-8` read as another media type — the old one "gone",
+        // and the schema under it never compared.
+        Fixture(
+            name: "media type parameters and case name the same type, whose schema is still compared",
+            edits: [
+                (
+                    "            application/json:\n              schema: {$ref: '#/components/schemas/Note'}",
+                    "            Application/JSON; charset=utf-8:\n              schema: {$ref: '#/components/schemas/Note'}"
+                ),
+                ("        tags: {type: array, items: {type: string}}\n", ""),
+            ], version: "1.1.0",
+            expected: ["breaking-changes-without-major-version-bump", "response-property-removed"]),
+        // Found in review: `format` and `additionalProperties` were never compared.
+        Fixture(
+            name: "response format removed",
+            edits: [("id: {type: string, format: uuid}", "id: {type: string}")], version: "2.0.0",
+            expected: ["response-property-format-removed"],
+            baseEdits: [("        id: {type: string}\n", "        id: {type: string, format: uuid}\n")]),
+        Fixture(
+            name: "response format narrowed is no change for the client",
+            edits: [("format: int64", "format: int32")], version: "1.1.0", expected: [],
+            baseEdits: [("        id: {type: string}\n", "        id: {type: integer, format: int64}\n")]),
+        Fixture(
+            name: "request format added",
+            edits: [("priority: {type: integer, minimum: 0}", "priority: {type: integer, minimum: 0, format: int32}")],
+            version: "2.0.0", expected: ["request-property-format-added"]),
+        Fixture(
+            name: "request format widened accepts all it did",
+            edits: [("format: int32", "format: int64")], version: "1.1.0", expected: [],
+            baseEdits: [
+                ("priority: {type: integer, minimum: 0}", "priority: {type: integer, minimum: 0, format: int32}")
+            ]),
+        Fixture(
+            name: "request closed to members it does not name",
+            edits: [
+                (
+                    "    NoteInput:\n      type: object\n",
+                    "    NoteInput:\n      type: object\n      additionalProperties: false\n"
+                )
+            ],
+            version: "2.0.0", expected: ["request-body-additional-properties-disallowed"]),
+        Fixture(
+            name: "request additional properties tightened",
+            edits: [("additionalProperties: {type: string}", "additionalProperties: {type: string, maxLength: 10}")],
+            version: "2.0.0", expected: ["request-property-max-length-added"],
+            baseEdits: [
+                (
+                    "    NoteInput:\n      type: object\n",
+                    "    NoteInput:\n      type: object\n      additionalProperties: {type: string}\n"
+                )
+            ]),
     ]
 
     @Test(arguments: fixtures)
@@ -422,11 +491,18 @@ import Testing
             "request-property-pattern-changed", "request-property-type-changed", "response-body-type-changed",
             "response-media-type-removed", "response-property-became-nullable", "response-property-became-optional",
             "response-property-enum-value-added", "response-property-one-of-added", "response-property-removed",
-            "response-property-type-changed", "response-success-status-removed",
+            "response-property-type-changed", "response-success-status-removed", "response-property-format-removed",
+            "request-property-format-added", "request-body-additional-properties-disallowed",
+            "request-property-max-length-added",
         ] {
             table[rule] = .breaking
         }
-        table["breaking-changes-without-major-version-bump"] = .warning
+        // What an installed client sends is no longer read: someone must decide whether that loses anything.
+        for rule in [
+            "breaking-changes-without-major-version-bump", "request-parameter-removed", "request-body-removed",
+        ] {
+            table[rule] = .warning
+        }
         for rule in [
             "api-path-added", "api-version-changed-without-changes", "new-optional-request-parameter",
             "response-property-extensible-enum-value-added",

@@ -157,6 +157,13 @@ struct Collector {
         }
     }
 
+    /// A media type without its parameters, in lowercase (`Application/JSON; charset=utf-8` →
+    /// `application/json`): what it names (RFC 9110 §8.3.1; type and subtype are case-insensitive).
+    static func mediaEssence(_ name: String) -> String {
+        let type = name.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return type.trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
     /// Whether the two descriptions are the same files with the same content, but for `info.version`.
     func sameButForVersion() -> Bool {
         guard Self.withoutVersion(base.root) == Self.withoutVersion(revision.root),
@@ -188,6 +195,19 @@ struct Collector {
             "\(parameter.location.rawValue):\(parameter.name)"
         }
         let oldParameters = Dictionary(old.parameters.map { (key($0), $0) }, uniquingKeysWith: { _, last in last })
+        let newKeys = Set(new.parameters.map(key))
+        // A parameter the server no longer reads (removed, or moved to another place — `query` to `header`):
+        // what installed clients send there is ignored without a word, which a warning makes someone decide.
+        for parameter in old.parameters where !newKeys.contains(key(parameter)) {
+            let moved = new.parameters.first { $0.name == parameter.name && $0.location != parameter.location }
+            add(
+                "request-parameter-removed", .warning, place, nil,
+                "parameter \(key(parameter)) is no longer read"
+                    + (moved.map {
+                        ": it moved to \($0.location.rawValue) (installed clients still send it where it was)"
+                    }
+                        ?? ""))
+        }
         for parameter in new.parameters {
             let name = key(parameter)
             guard let previous = oldParameters[name] else {
@@ -209,18 +229,25 @@ struct Collector {
             }
         }
 
-        // Request body.
+        // Request body. Media types are matched by what they name (`application/json; charset=utf-8` is
+        // `application/json`): parameters and case do not make another type.
         if let newBody = new.requestBody {
             if let oldBody = old.requestBody {
                 for newMedia in newBody.content {
-                    guard let oldSchema = oldBody.content.first(where: { $0.name == newMedia.name })?.schema,
+                    let essence = Self.mediaEssence(newMedia.name)
+                    guard
+                        let oldSchema = oldBody.content.first(where: { Self.mediaEssence($0.name) == essence })?
+                            .schema,
                         let newSchema = newMedia.schema
                     else { continue }
                     try use(
                         oldSchema, newSchema, place, direction: .request,
                         role: .requestRoot(rulePrefix: "request-body"), subject: "request body (\(newMedia.name))")
                 }
-                for oldMedia in oldBody.content where !newBody.content.contains(where: { $0.name == oldMedia.name }) {
+                for oldMedia in oldBody.content
+                where !newBody.content.contains(where: {
+                    Self.mediaEssence($0.name) == Self.mediaEssence(oldMedia.name)
+                }) {
                     add(
                         "request-media-type-removed", .breaking, place, nil,
                         "request media type \(oldMedia.name) is no longer accepted")
@@ -231,6 +258,11 @@ struct Collector {
             } else if newBody.required {
                 add("request-body-required-added", .breaking, place, nil, "a required request body was added")
             }
+        } else if old.requestBody != nil {
+            // What installed clients send is no longer read: the server may refuse it, or drop it unsaved.
+            add(
+                "request-body-removed", .warning, place, nil,
+                "the request body is no longer read: what installed clients send may be refused or ignored")
         }
 
         // Responses: what the client reads.
@@ -246,7 +278,9 @@ struct Collector {
                 continue
             }
             for oldMedia in oldResponse.content {
-                guard let newMedia = newResponse.content.first(where: { $0.name == oldMedia.name }) else {
+                let essence = Self.mediaEssence(oldMedia.name)
+                guard let newMedia = newResponse.content.first(where: { Self.mediaEssence($0.name) == essence })
+                else {
                     add(
                         "response-media-type-removed", .breaking, responsePlace, nil,
                         "response media type \(oldMedia.name) is gone")

@@ -471,6 +471,21 @@ extension Collector {
                 }
             }
         }
+        // A `format` the client relies on (a date-time it parses, a uuid, an int32 it stores): a value of
+        // another format, or of any, may now come. One the old includes (int64 → int32) is no change for it.
+        if let oldFormat = a.value["format"]?.stringValue {
+            let newFormat = b.value["format"]?.stringValue
+            if newFormat != oldFormat, !(newFormat.map { Self.formatIncludes(oldFormat, $0) } ?? false) {
+                let part = isBody ? "body" : "property"
+                walk.add(
+                    newFormat == nil ? "response-\(part)-format-removed" : "response-\(part)-format-changed",
+                    .breaking, pointer,
+                    .afterSubject(
+                        newFormat.map { " changed format from \(oldFormat) to \($0)" }
+                            ?? " is no longer promised to be \(oldFormat)"), origin: here)
+            }
+        }
+        try compareAdditionalProperties(a, old, b, new, pointer: pointer, origin: here, &walk)
         if let (oldUnion, newUnion, oneSided) = unions(a, old, b, new) {
             let discriminated = b.value["discriminator"] != nil
             for variant in addedVariants(oldUnion.names, newUnion.names, discriminated: discriminated) {
@@ -506,6 +521,25 @@ extension Collector {
         if let oldItems = a.items, let newItems = b.items {
             try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)
         }
+    }
+
+    /// Whether every value of format `narrow` is also of format `wide` (an int32 is an int64, a float a
+    /// double): the widenings a client never notices.
+    static func formatIncludes(_ wide: String, _ narrow: String) -> Bool {
+        (wide == "int64" && narrow == "int32") || (wide == "double" && narrow == "float")
+    }
+
+    /// `additionalProperties` schemas on both sides: compared as a member (in the pair's direction).
+    private mutating func compareAdditionalProperties(
+        _ a: Shape, _ old: Resolved, _ b: Shape, _ new: Resolved, pointer: String, origin here: OriginBase?,
+        _ walk: inout Walk
+    ) throws(ContractLoadError) {
+        guard case .object(let oldSchema)? = a.value["additionalProperties"],
+            case .object(let newSchema)? = b.value["additionalProperties"]
+        else { return }
+        try child(
+            .object(oldSchema), old.file, .object(newSchema), new.file, pointer: pointer + "/additionalProperties",
+            origin: here, &walk)
     }
 
     /// Requests: the client sends what the server must accept.
@@ -589,6 +623,27 @@ extension Collector {
                 "\(prefix)-pattern-\(a.value["pattern"] == nil ? "added" : "changed")", .breaking, pointer,
                 .afterSubject(" must now match \(newPattern.debugDescription)"), origin: here)
         }
+        // A `format` the server now checks: what installed clients send may not be of it (a widening, such
+        // as int32 → int64, accepts everything it did).
+        if let newFormat = b.value["format"]?.stringValue {
+            let oldFormat = a.value["format"]?.stringValue
+            if newFormat != oldFormat, !(oldFormat.map { Self.formatIncludes(newFormat, $0) } ?? false) {
+                walk.add(
+                    "\(prefix)-format-\(oldFormat == nil ? "added" : "changed")", .breaking, pointer,
+                    .afterSubject(
+                        oldFormat.map { " changed format from \($0) to \(newFormat)" } ?? " must now be \(newFormat)"),
+                    origin: here)
+            }
+        }
+        // Members the schema does not name: refused now where they were accepted.
+        if b.value["additionalProperties"] == .bool(false), a.value["additionalProperties"] != .bool(false),
+            b.types.isEmpty || b.types.contains("object")
+        {
+            walk.add(
+                "\(prefix)-additional-properties-disallowed", .breaking, pointer,
+                .afterSubject(" no longer accepts members it does not name"), origin: here)
+        }
+        try compareAdditionalProperties(a, old, b, new, pointer: pointer, origin: here, &walk)
         for name in b.required.subtracting(a.required).sorted() {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
             let owner = memberOrigin(name, b.memberParts[name], new.file, pointer, here)
