@@ -3,10 +3,11 @@ public import KeelCore
 /// One screen on the stack: a route with its parameters, the account it was opened under, and the input
 /// typed into it that is not saved yet.
 public struct NavigationEntry: Sendable, Hashable, Codable {
-    /// Unique across launches: `e<number>-<lineage>` (`e3-9f86d081884c7d65`), where the lineage is
-    /// minted at random with each fresh state (see ``NavigationState/lineage``). Effect ledgers key
-    /// irreversible operations by it, so an entry of one launch must never share an id with an entry of
-    /// another. States restored from snapshots written before lineages existed keep `e<number>`.
+    /// Unique across launches: `e<number>-<lineage>` (`e3-9f86d081884c7d65`), where the lineage is that
+    /// of the ``Navigator`` that opened it, minted at random when it was made (see ``Navigator/lineage``).
+    /// Effect ledgers key irreversible operations by it, so an entry of one launch must never share an id
+    /// with an entry of another. Entries restored from snapshots written before lineages existed keep
+    /// `e<number>`.
     public var id: String
     /// The route's id.
     public var route: String
@@ -111,23 +112,16 @@ public struct NavigationState: Sendable, Hashable, Codable {
     public var drafts: [DraftKey: String]
     /// The next entry number.
     public var nextEntry: Int
-    /// What makes this state's entry ids its own: random, minted with the fresh state and kept by every
-    /// snapshot of it. Entry numbers start again at 1 with every fresh state (a first launch, a snapshot
-    /// that was discarded), and without it an operation confirmed on `e4` in one launch would be answered
-    /// "already done" for a different `e4` in the next (``EffectLedger``). Empty for states restored from
-    /// snapshots written before lineages existed (their entries keep `e<number>`).
-    public var lineage: String
 
     /// The state of a fresh launch: the root alone, nobody signed in.
     ///
     /// - Parameters:
     ///   - root: the root route.
-    ///   - lineage: what makes this state's entry ids unique across launches; by default 16 random hex
-    ///     digits from the system's generator (``Navigator`` passes one from its injected source).
+    ///   - lineage: the lineage of the root entry's id (``Navigator/lineage``); by default 16 random hex
+    ///     digits from the system's generator.
     public init(root: String, lineage: String = NavigationState.newLineage(from: .system)) {
         account = nil
         sessionValid = false
-        self.lineage = lineage
         stack = [NavigationEntry(id: Self.entryID(1, lineage: lineage), route: root)]
         modal = nil
         prompt = nil
@@ -146,13 +140,13 @@ public struct NavigationState: Sendable, Hashable, Codable {
         return String(repeating: "0", count: 16 - value.count) + value
     }
 
-    /// The id of entry `number` of a state with `lineage`.
+    /// The id of entry `number` opened with `lineage` (an empty one gives the old `e<number>`).
     static func entryID(_ number: Int, lineage: String) -> String {
         lineage.isEmpty ? "e\(number)" : "e\(number)-\(lineage)"
     }
 
     private enum CodingKeys: String, CodingKey {
-        case account, sessionValid, stack, modal, prompt, pendingTarget, consumed, nextEntry, lineage
+        case account, sessionValid, stack, modal, prompt, pendingTarget, consumed, nextEntry
     }
 
     /// Decodes a snapshot (drafts come from the drafts store, not from the snapshot).
@@ -166,7 +160,6 @@ public struct NavigationState: Sendable, Hashable, Codable {
         pendingTarget = try container.decodeIfPresent(NavigationEntry.self, forKey: .pendingTarget)
         consumed = try container.decode([String].self, forKey: .consumed)
         nextEntry = try container.decode(Int.self, forKey: .nextEntry)
-        lineage = try container.decodeIfPresent(String.self, forKey: .lineage) ?? ""
         drafts = [:]
     }
 
@@ -181,6 +174,5 @@ public struct NavigationState: Sendable, Hashable, Codable {
         try container.encodeIfPresent(pendingTarget, forKey: .pendingTarget)
         try container.encode(consumed, forKey: .consumed)
         try container.encode(nextEntry, forKey: .nextEntry)
-        try container.encode(lineage, forKey: .lineage)
     }
 }

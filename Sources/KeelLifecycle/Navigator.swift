@@ -21,12 +21,17 @@ public struct Navigator: Sendable {
     public let access: any AccessChecker
     /// The modal shown when sign-in is needed (by default the route `signIn`, when the contract has one).
     public let signInRoute: String?
-    /// Where fresh states get their lineage (``NavigationState/lineage``).
-    public let random: RandomSource
+    /// What makes the ids of the entries this navigator opens its own: 16 random hex digits, minted when it
+    /// is made (once per launch). Entry numbers are kept in the state, and a state can come back from a
+    /// snapshot older than the last entries a dead process opened (or start over, with none at all): an
+    /// entry number can be handed out again, and without the lineage an operation confirmed on `e6` in
+    /// one launch would be answered "already done" (``EffectLedger``) for a different `e6` in the next.
+    /// Restored entries keep the ids they had.
+    public let lineage: String
 
     /// A navigator over `contract`.
     ///
-    /// - Parameter random: the source of each fresh state's lineage (seed it in tests).
+    /// - Parameter random: where ``lineage`` comes from (seed it in tests).
     public init(
         contract: NavigationContract, access: any AccessChecker = AllowAllAccess(), signInRoute: String? = nil,
         random: RandomSource = .system
@@ -34,13 +39,11 @@ public struct Navigator: Sendable {
         self.contract = contract
         self.access = access
         self.signInRoute = signInRoute ?? (contract.route("signIn") != nil ? "signIn" : nil)
-        self.random = random
+        lineage = NavigationState.newLineage(from: random)
     }
 
-    /// The state of a fresh launch, with a new lineage: its entry ids are never those of another launch.
-    public var initialState: NavigationState {
-        NavigationState(root: contract.root.id, lineage: NavigationState.newLineage(from: random))
-    }
+    /// The state of a fresh launch.
+    public var initialState: NavigationState { NavigationState(root: contract.root.id, lineage: lineage) }
 
     // MARK: - Events
 
@@ -119,7 +122,7 @@ struct Run {
     mutating func mint(_ route: String, _ parameters: [String: String] = [:], account: String?) -> NavigationEntry {
         defer { state.nextEntry += 1 }
         return NavigationEntry(
-            id: NavigationState.entryID(state.nextEntry, lineage: state.lineage), route: route,
+            id: NavigationState.entryID(state.nextEntry, lineage: navigator.lineage), route: route,
             parameters: parameters, account: account)
     }
 
