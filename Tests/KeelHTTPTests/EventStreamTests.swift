@@ -264,6 +264,37 @@ import Testing
         #expect(refused?.outcome == .rejected)
     }
 
+    /// Found in review: with the event buffer full (a reader that stopped reading, as an app does when it
+    /// goes to the background), the stream waited for room and never saw the budget expire — the connection
+    /// stayed open past the time the OS granted.
+    @Test func anExpiredBudgetEndsAStreamWhoseReaderStoppedReading() async throws {
+        let server = try TestServer()
+        let line = #"{"pad":""# + String(repeating: "x", count: 1000) + "\"}\n"
+        server.enqueue(
+            TestResponse(body: String(repeating: line, count: 16 << 10)).throttled(bytes: 64 << 10, per: .zero))
+        let budget = ManualBackgroundBudget(remaining: .seconds(30))
+        let client = HTTPClient(
+            configuration: .init(baseURL: server.baseURL, transport: SocketTransport(), backgroundBudget: budget))
+        let stream = client.events(.get("/feed"), format: .newlineDelimitedJSON)
+        var iterator = stream.makeAsyncIterator()
+        _ = try await iterator.next()
+        // The reader stops reading; the buffers fill (the server cannot finish its 16 MiB), then time runs out.
+        try await Task.sleep(for: .milliseconds(500))
+        budget.expire()
+        let closed = try await server.awaitConnectionEvent(timeout: .seconds(10)) { $0.kind == .closedByClient }
+        #expect(closed.bytesSent < line.utf8.count * (16 << 10))
+        // When the reader comes back, it is told what happened after the events that had arrived.
+        var failure: HTTPFailure?
+        do {
+            while try await iterator.next() != nil {}
+        } catch {
+            failure = error as? HTTPFailure
+        }
+        #expect(failure?.kind == .cancelled)
+        #expect(failure?.detail.unredacted.contains("background time budget expired") == true)
+        #expect(try await iterator.next() == nil)  // and after that, the stream is over
+    }
+
     /// MOB-API-004: in the background a stream lives only as long as the time the OS granted.
     @Test func anExpiredBackgroundBudgetEndsAStreamAndClosesItsConnection() async throws {
         let server = try TestServer()

@@ -174,10 +174,14 @@ extension HTTPClient {
         let brokenOff: HTTPFailure.Outcome = operation.mutates ? .unknown : .rejected
         var parser = EventParser(format: format, maximumEventBytes: policy.maximumEventBytes)
         do {
-            for try await bytes in opened.body {
+            reading: for try await bytes in opened.body {
                 for event in try parser.feed(bytes) {
-                    // Waits while the reader is behind; false when it went away.
-                    guard await events.send(event, weight: event.bufferedSize) else { return }
+                    // Waits while the reader is behind. Stops when the reader went away (nobody to tell), or
+                    // when this task was cancelled while it waited (the OS's time ran out: said below).
+                    guard await events.send(event, weight: event.bufferedSize) else {
+                        if events.isActive { break reading }
+                        return
+                    }
                     if policy.isTerminal(event) {
                         events.finish()
                         return

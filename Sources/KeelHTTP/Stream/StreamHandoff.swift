@@ -21,6 +21,8 @@ final class StreamHandoff<Element: Sendable>: @unchecked Sendable {
     private var waitingBytes = 0
     /// How the stream ended, once the producer said so (the consumer sees it after the waiting elements).
     private var ending: Result<Void, any Error>?
+    /// The consumer was handed the end: every later `next()` is nil.
+    private var ended = false
     /// The consumer went away: nothing more is handed out, and producers stop.
     private var cancelled = false
     private var onTermination: (@Sendable () -> Void)?
@@ -44,20 +46,32 @@ final class StreamHandoff<Element: Sendable>: @unchecked Sendable {
         return !cancelled
     }
 
-    /// Hands `element` over, then suspends while more than `capacity` bytes wait unread. False when the
-    /// consumer has gone away (stop producing).
+    /// Hands `element` over, then suspends while more than `capacity` bytes wait unread — until there is
+    /// room, the consumer goes away, or this task is cancelled (a wait for a reader that stopped reading
+    /// must not outlive the time the OS granted). False when it should stop producing: then ``isActive``
+    /// says whether the consumer went away (false) or the task was cancelled (true).
     func send(_ element: Element, weight: Int) async -> Bool {
         guard let (resumed, full) = append(element, weight: weight) else { return false }
         resumed?.resume(returning: element)
-        guard full else { return true }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        guard full else { return !Task.isCancelled }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                condition.lock()
+                // Checked under the lock: a cancellation that came before the continuation was stored is seen
+                // here, one that comes after finds it stored.
+                let goesOn = cancelled || waitingBytes < capacity || Task.isCancelled
+                if !goesOn { producer = continuation }
+                condition.unlock()
+                if goesOn { continuation.resume() }
+            }
+        } onCancel: {
             condition.lock()
-            let room = cancelled || waitingBytes < capacity
-            if !room { producer = continuation }
+            let suspended = producer
+            producer = nil
             condition.unlock()
-            if room { continuation.resume() }
+            suspended?.resume()
         }
-        return isActive
+        return isActive && !Task.isCancelled
     }
 
     /// Ends the stream (with `error`, or cleanly) after the elements still waiting.
@@ -69,9 +83,16 @@ final class StreamHandoff<Element: Sendable>: @unchecked Sendable {
         }
         ending = error.map { .failure($0) } ?? .success(())
         let waitingConsumer = head == waiting.count ? consumer : nil
-        if waitingConsumer != nil { consumer = nil }
+        var terminate: (@Sendable () -> Void)?
+        if waitingConsumer != nil {
+            consumer = nil
+            ended = true
+            terminate = onTermination
+            onTermination = nil
+        }
         condition.unlock()
         guard let waitingConsumer else { return }
+        terminate?()
         if let error { waitingConsumer.resume(throwing: error) } else { waitingConsumer.resume(returning: nil) }
     }
 
@@ -121,8 +142,10 @@ final class StreamHandoff<Element: Sendable>: @unchecked Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Element?, any Error>) in
                 condition.lock()
+                precondition(consumer == nil, "a stream is read by one task at a time")
                 let result: Result<Element?, any Error>?
-                if cancelled {
+                var terminate: (@Sendable () -> Void)?
+                if cancelled || ended {
                     result = .success(nil)
                 } else if head < waiting.count {
                     let taken = waiting[head]
@@ -137,7 +160,11 @@ final class StreamHandoff<Element: Sendable>: @unchecked Sendable {
                     }
                     result = .success(taken.element)
                 } else if let ending {
+                    // Handed out once; after it the stream is over (nil), and whatever its end releases goes.
                     result = ending.map { nil }
+                    ended = true
+                    terminate = onTermination
+                    onTermination = nil
                 } else {
                     consumer = continuation
                     result = nil
@@ -151,6 +178,7 @@ final class StreamHandoff<Element: Sendable>: @unchecked Sendable {
                 }
                 condition.unlock()
                 suspendedProducer?.resume()
+                terminate?()
                 if let result { continuation.resume(with: result) }
             }
         } onCancel: {

@@ -27,7 +27,9 @@ public struct TransportStream: Sendable {
     /// reading the socket, and TCP holds the server back.
     public let body: AsyncThrowingStream<[UInt8], any Error>
     /// Closes the connection now (the reader stops; ``body`` ends). Call it when done with the stream
-    /// before its end, e.g. after a terminal event.
+    /// before its end, e.g. after a terminal event. With ``SocketTransport`` the bytes not read yet are
+    /// dropped and ``body`` ends without an error (you ended it); with `URLSessionTransport` it ends with
+    /// `cancelled`.
     public let close: @Sendable () -> Void
 
     /// A stream (transports make these).
