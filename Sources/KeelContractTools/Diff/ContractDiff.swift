@@ -157,8 +157,14 @@ struct Collector {
         }
     }
 
-    /// A media type without its parameters, in lowercase (`Application/JSON; charset=utf-8` →
-    /// `application/json`): what it names (RFC 9110 §8.3.1; type and subtype are case-insensitive).
+    /// Whether two media types name the same type: equal without their parameters, ignoring case
+    /// (`Application/JSON; charset=utf-8` is `application/json`; RFC 9110 §8.3.1). Equal text, the common
+    /// case, is decided without building anything.
+    static func sameMediaType(_ a: String, _ b: String) -> Bool {
+        a == b || mediaEssence(a) == mediaEssence(b)
+    }
+
+    /// `name` without its parameters, in lowercase.
     static func mediaEssence(_ name: String) -> String {
         let type = name.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         return type.trimmingCharacters(in: .whitespaces).lowercased()
@@ -234,9 +240,8 @@ struct Collector {
         if let newBody = new.requestBody {
             if let oldBody = old.requestBody {
                 for newMedia in newBody.content {
-                    let essence = Self.mediaEssence(newMedia.name)
                     guard
-                        let oldSchema = oldBody.content.first(where: { Self.mediaEssence($0.name) == essence })?
+                        let oldSchema = oldBody.content.first(where: { Self.sameMediaType($0.name, newMedia.name) })?
                             .schema,
                         let newSchema = newMedia.schema
                     else { continue }
@@ -246,7 +251,7 @@ struct Collector {
                 }
                 for oldMedia in oldBody.content
                 where !newBody.content.contains(where: {
-                    Self.mediaEssence($0.name) == Self.mediaEssence(oldMedia.name)
+                    Self.sameMediaType($0.name, oldMedia.name)
                 }) {
                     add(
                         "request-media-type-removed", .breaking, place, nil,
@@ -278,8 +283,7 @@ struct Collector {
                 continue
             }
             for oldMedia in oldResponse.content {
-                let essence = Self.mediaEssence(oldMedia.name)
-                guard let newMedia = newResponse.content.first(where: { Self.mediaEssence($0.name) == essence })
+                guard let newMedia = newResponse.content.first(where: { Self.sameMediaType($0.name, oldMedia.name) })
                 else {
                     add(
                         "response-media-type-removed", .breaking, responsePlace, nil,
