@@ -191,7 +191,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "KeelStoreTests", dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelTesting"],
+            name: "KeelStoreTests",
+            dependencies: ["KeelStore", "KeelStoreFixtures", "KeelCore", "KeelCrypto", "KeelTesting"],
             swiftSettings: swiftSettings),
         .testTarget(name: "KeelCryptoTests", dependencies: ["KeelCrypto"], swiftSettings: swiftSettings),
         .testTarget(name: "KeelCoreTests", dependencies: ["KeelCore", "KeelTesting"], swiftSettings: swiftSettings),

@@ -1,5 +1,6 @@
 import Foundation
 import KeelCore
+import KeelCrypto
 import KeelStore
 import KeelStoreFixtures
 import KeelTesting
@@ -215,6 +216,91 @@ func account(_ raw: String) -> AccountID {
         } catch let error as VaultError { #expect(error.code == .cannotOpen) }
     }
 
+    /// Found in review: a file `x` and a record with id `file:x` of the same dataset were sealed with the
+    /// same associated data, so one's ciphertext, moved into the other, opened as it.
+    @Test func aFilesCiphertextNeverOpensAsARecordNorARecordsAsAFile() async throws {
+        let a = try await fixture.vaults.open(alice)
+        try await a.writeFile("media", named: "p.jpg", contents: Data("the photo".utf8))
+        try await a.put("media", id: "file:p.jpg", Data("a record".utf8))
+        try await a.writeFile("media", named: "q.jpg", contents: Data("the other photo".utf8))
+        try await a.put("media", id: "file:q.jpg", Data("another record".utf8))
+        await fixture.vaults.close()
+        let files = VaultFixture.files(under: fixture.data).map { fixture.data.path + "/" + $0.path }
+        func path(_ name: String) throws -> String {
+            let found = files.filter { $0.hasSuffix("/" + name) }
+            return try #require(found.count == 1 ? found[0] : nil, "\(name): \(found)")
+        }
+        // The vault file that holds the dataset's records (which one depends on its backup policy).
+        var holder: (String, DatabasePool)?
+        for file in files where file.hasSuffix(".sqlite") {
+            let pool = try DatabasePool(path: file)
+            let tables = try await pool.read {
+                try $0.scalar(Int.self, "SELECT count(*) FROM sqlite_master WHERE name = 'records.media'")
+            }
+            if tables == 1 { holder = (file, pool) } else { await pool.close() }
+        }
+        let (database, raw) = try #require(holder)
+        // p.jpg's sealed bytes into record `file:p.jpg`; record `file:q.jpg`'s envelope into file q.jpg.
+        let photo = try Data(contentsOf: URL(fileURLWithPath: try path("p.jpg")))
+        let record = try await raw.closedEnvelope(
+            URL(fileURLWithPath: database), id: "file:q.jpg", table: "records.media")
+        try await raw.write { db in
+            try db.execute(#"UPDATE "records.media" SET value = ? WHERE id = 'file:p.jpg'"#, arguments: [photo])
+        }
+        await raw.close()
+        try record.write(to: URL(fileURLWithPath: try path("q.jpg")))
+        let a2 = try await fixture.vaults.open(alice)
+        await #expect(throws: VaultError.self, "a file opened as a record") {
+            _ = try await a2.get("media", id: "file:p.jpg")
+        }
+        await #expect(throws: VaultError.self, "a record opened as a file") {
+            _ = try await a2.readFile("media", named: "q.jpg")
+        }
+        #expect(try await a2.readFile("media", named: "p.jpg") == Data("the photo".utf8))
+    }
+
+    /// Records sealed before files got their own kind of associated data (envelope version 1) still open:
+    /// a version 1 envelope made here by hand, as the sealing format documents it, reads back.
+    @Test func aVersion1EnvelopeStillOpens() async throws {
+        let a = try await fixture.vaults.open(alice)
+        try await a.put("notes", id: "n1", Data("sealed today".utf8))
+        let file = fixture.data.appendingPathComponent("vaults/\(a.namespace)/include.sqlite")
+        await fixture.vaults.close()
+        let raw = try DatabasePool(path: file.path)
+        let current = try await raw.closedEnvelope(file, id: "n1")
+        #expect(current[0] == 2)
+        let keyIDBytes = [UInt8](current[1..<17])
+        let keyID = try #require(KeyID(rawValue: keyIDBytes.map { String(format: "%02x", $0) }.joined()))
+        let key = try #require(try fixture.keyStore.key(keyID))
+        let cipher = AESGCM.cipher(key: key.withKeyBytes { KeyMaterial($0) })
+        func lengthPrefixed(_ text: String) -> [UInt8] {
+            let count = UInt32(text.utf8.count)
+            return [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+                + Array(text.utf8)
+        }
+        // "keel.seal" 0x00 | version | key id | u32 length + account | u32 length + dataset | u32 length + record
+        let aad =
+            Array("keel.seal".utf8) + [0, 1] + keyIDBytes + lengthPrefixed(alice.rawValue) + lengthPrefixed("notes")
+            + lengthPrefixed("n1")
+        let plaintext = Array("sealed long ago".utf8)
+        let nonce = AESGCM.randomBytes(AESGCM.nonceLength)
+        var sealed = [UInt8](repeating: 0, count: plaintext.count + AESGCM.tagLength)
+        plaintext.withUnsafeBytes { text in
+            nonce.withUnsafeBytes { nonce in
+                aad.withUnsafeBytes { aad in
+                    sealed.withUnsafeMutableBytes { cipher.seal(text, nonce: nonce, aad: aad, into: $0) }
+                }
+            }
+        }
+        let envelope = Data([1] + keyIDBytes + nonce + sealed)
+        try await raw.write { db in
+            try db.execute(#"UPDATE "records.notes" SET value = ? WHERE id = 'n1'"#, arguments: [envelope])
+        }
+        await raw.close()
+        let a2 = try await fixture.vaults.open(alice)
+        #expect(try await a2.get("notes", id: "n1") == Data("sealed long ago".utf8))
+    }
+
     @Test func damagedEnvelopesAreTypedErrorsNeverGarbage() async throws {
         let a = try await fixture.vaults.open(alice)
         try await a.put("notes", id: "n1", Data(repeating: 0x41, count: 100))
@@ -226,8 +312,12 @@ func account(_ raw: String) -> AccountID {
             ("truncated", envelope.prefix(20)), ("empty", Data()), ("tag cut", envelope.dropLast(1)),
         ]
         var version = envelope
-        version[0] = 2
+        version[0] = 3
         variants.append(("unknown version", version))
+        // The version is bound into the associated data: relabelled as the older format, it does not open.
+        var older = envelope
+        older[0] = 1
+        variants.append(("relabelled version 1", older))
         for index in [0, 1, 17, 29, 60, envelope.count - 1] {
             var flipped = envelope
             flipped[index] ^= 0x04

@@ -208,7 +208,7 @@ public final class Vault: Sendable {
         try await onFileQueue {
             try self.requireOpen()
             let directory = try self.filesDirectory(access, create: true)
-            let bytes = try access.stored(contents, recordID: Self.fileRecordID(name))
+            let bytes = try access.stored(contents, recordID: Self.fileRecordID(name), kind: .file)
             // Recorded first: a file the manifest does not list would outlive a logout's purge (which goes by
             // the manifest) if the manifest could not be written after it (a full disk).
             try self.markWritten(access, files: true)
@@ -234,7 +234,8 @@ public final class Vault: Sendable {
             }
             guard access.sealed else { return Data(bytes) }
             return try bytes.withUnsafeBytes { raw throws(VaultError) -> Data in
-                try self.sealer(for: raw, access).open(raw, recordID: Self.fileRecordID(name), dataset: dataset)
+                try self.sealer(for: raw, access).open(
+                    raw, recordID: Self.fileRecordID(name), dataset: dataset, kind: .file)
             }
         }
     }
@@ -434,13 +435,15 @@ public final class Vault: Sendable {
         }
 
         /// `plaintext` as it is stored: sealed when the dataset is (never plain by accident).
-        func stored(_ plaintext: Data, recordID: String) throws(VaultError) -> Data {
+        func stored(_ plaintext: Data, recordID: String, kind: RecordSealer.Kind = .record) throws(VaultError)
+            -> Data
+        {
             guard sealed else { return plaintext }
             guard let sealer else {
                 throw VaultError(
                     code: .keyUnavailable, dataset: dataset, recordID: recordID, message: "no key to seal with")
             }
-            return plaintext.withUnsafeBytes { sealer.seal($0, recordID: recordID) }
+            return plaintext.withUnsafeBytes { sealer.seal($0, recordID: recordID, kind: kind) }
         }
     }
 
