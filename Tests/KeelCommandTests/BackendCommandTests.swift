@@ -93,32 +93,41 @@ import Testing
         #expect(child.output(of: .standardOutput).hasSuffix("stopped\n"))
     }
 
-    /// Started by a process that then dies (a killed demo, a crashed test run), it stops instead of holding
-    /// its port forever.
-    @Test func itStopsWhenTheProcessThatStartedItExits() async throws {
+    /// With `--exit-with-parent`, started by a process that then dies (a killed demo, a crashed test run),
+    /// it stops instead of holding its port forever; without it (the contract: signals and `quit` stop it),
+    /// a CI step that starts it in the background and ends leaves it running for the next step.
+    @Test(arguments: [true, false])
+    func itOutlivesTheProcessThatStartedItUnlessAskedNotTo(exitWithParent: Bool) async throws {
         let directory = try TemporaryDirectory(prefix: "keel-backend-orphan")
         let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
         // A shell starts it in the background (stdin from /dev/null; a session of its own, so that nothing
         // but its launcher's exit can reach it), says its pid, and waits.
+        let flag = exitWithParent ? " --exit-with-parent" : ""
         let shell = try ChildProcess.launch(
             executable: "/bin/sh",
             arguments: [
-                "-c", "setsid \"$0\" backend --data \"$1\" > /dev/null 2>&1 & echo $!; sleep 60", keel,
+                "-c", "setsid \"$0\" backend --data \"$1\"\(flag) > /dev/null 2>&1 & echo $!; sleep 60", keel,
                 directory.url("b").path,
             ])
         let line = try await shell.nextLine(timeout: .seconds(20))
         let pid = try #require(line.flatMap { Int32($0) })
+        defer { kill(pid, SIGKILL) }
         try await Task.sleep(for: .milliseconds(1500))
         #expect(kill(pid, 0) == 0)  // running while its launcher is
         kill(shell.pid, SIGKILL)  // the shell alone, not its process group: the backend is orphaned, not killed
         _ = try await shell.waitForExit()
         var gone = false
-        for _ in 0..<100 where !gone {
+        for _ in 0..<30 where !gone {
             try await Task.sleep(for: .milliseconds(100))
             gone = kill(pid, 0) != 0
         }
-        #expect(gone)
-        if !gone { kill(pid, SIGKILL) }
+        if exitWithParent {
+            for _ in 0..<70 where !gone {
+                try await Task.sleep(for: .milliseconds(100))
+                gone = kill(pid, 0) != 0
+            }
+        }
+        #expect(gone == exitWithParent, gone ? "it stopped with its launcher" : "it outlived its launcher")
     }
 
     @Test func usageErrorsExitWith2() async throws {

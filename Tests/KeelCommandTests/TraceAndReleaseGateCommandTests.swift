@@ -114,6 +114,27 @@ import Testing
                 ]))
     }
 
+    /// Found in review: an input that is a pipe (`<(…)`, `/dev/stdin`) read as "cannot read the file".
+    @Test func theStoresFileMayBeAPipe() async throws {
+        let path = try writeStores(ReleaseGateExamples.example)
+        let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
+        let shell = try ChildProcess.launch(
+            executable: "/bin/bash",
+            arguments: [
+                "-c", "\"$0\" release-gate --stores <(cat \"$1\") --platform ios --min-version 5.2.0 --format json",
+                keel, path,
+            ])
+        shell.closeInput()
+        #expect(try await shell.waitForExit(timeout: .seconds(60)) == .exited(0), "\(shell.output(of: .standardError))")
+        #expect(try object(shell.output(of: .standardOutput))["allowed"] == .bool(true))
+        // A directory is still unreadable input.
+        #expect(
+            try await runKeel([
+                "release-gate", "--stores", directory.url("").path, "--platform", "ios", "--min-version", "5.2.0",
+            ]).0
+                == .exited(2))
+    }
+
     @Test func anIncidentExitsZeroAndSaysWhatTheBlockScreenKeeps() async throws {
         let path = try writeStores(ReleaseGateExamples.example)
         let (status, output, _) = try await runKeel(

@@ -315,8 +315,9 @@ public struct ReleaseGateInputError: KeelError, Equatable, CustomStringConvertib
         self.message = message
     }
 
-    /// `pointer: message`.
-    public var description: String { "\(pointer.isEmpty ? "/" : pointer): \(message)" }
+    /// `pointer: message`; `the document: message` for the whole document (whose JSON pointer is empty:
+    /// `/` would name a member with the empty name).
+    public var description: String { "\(pointer.isEmpty ? "the document" : pointer): \(message)" }
 }
 
 extension ErrorCode where Domain == ReleaseGateInputError {

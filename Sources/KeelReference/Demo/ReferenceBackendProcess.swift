@@ -18,7 +18,8 @@ public final class ReferenceBackendProcess: Sendable {
     ///
     /// - Throws: ``NotesDemoError`` `backend` when it does not start listening within 20 seconds.
     public init(keel: String, data: URL) async throws {
-        process = try ChildProcess.launch(executable: keel, arguments: ["backend", "--data", data.path, "--admin"])
+        process = try ChildProcess.launch(
+            executable: keel, arguments: ["backend", "--data", data.path, "--admin", "--exit-with-parent"])
         let line: String?
         do { line = try await process.nextLine(timeout: .seconds(20)) } catch { line = nil }
         guard let line, line.hasPrefix("listening "), let url = URL(string: String(line.dropFirst("listening ".count)))

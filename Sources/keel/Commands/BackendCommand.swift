@@ -15,7 +15,7 @@ enum BackendCommand {
         name: "backend",
         summary: "Run the reference backend (the sample notes contract, persisted in SQLite) on 127.0.0.1.",
         usage: """
-            USAGE: keel backend --data <dir> [--port <port>] [--admin]
+            USAGE: keel backend --data <dir> [--port <port>] [--admin] [--exit-with-parent]
 
             Runs Keel's reference backend: contracts/notes-api.v1.4.yaml (sign-in, notes, idempotent batch
             mutations, publishing, a changes feed with an opaque cursor, operation status, version policy),
@@ -25,9 +25,10 @@ enum BackendCommand {
             The first line on standard output is 'listening http://127.0.0.1:<port>'; then one line per
             request: '<method> <path> <status> account=<account> traceparent=<value> tracestate=<value>
             correlation=<id>' ('-' where absent; a space, '%', '"', a control character or non-ASCII in a
-            value is written %XX, so every field is one word). Stops on SIGTERM, SIGINT, 'quit' on standard input, or when the process that
-            started it exits, after the requests in flight are answered (at most 10 s). The end of standard
-            input does not stop it: started in the background (stdin from /dev/null), it runs until then.
+            value is written %XX, so every field is one word). Stops on SIGTERM, SIGINT or 'quit' on standard
+            input (with --exit-with-parent also when the process that started it exits), after the requests in
+            flight are answered (at most 10 s). The end of standard input does not stop it: started in the
+            background of a CI step (stdin from /dev/null), it runs until it is told to stop.
 
             OPTIONS:
               --data <dir>   The backend's data directory (created when missing). Required.
@@ -60,6 +61,10 @@ enum BackendCommand {
                                GET  /_admin/published    {"published": {"<note id>": <publications>}}
                                GET  /_admin/requests     the last 1,000 requests with their account, status,
                                                           traceparent, tracestate and correlation id
+              --exit-with-parent
+                             Also stop when the process that started it exits (checked once a second), so
+                             that a launcher killed without cleaning up (a demo stopped with Ctrl-C, a test
+                             run that crashed) never leaves it holding its port. `keel demo` uses it.
               -h, --help     Show this help.
 
             EXIT STATUS: 0 after a clean stop, 1 when the data directory or the port cannot be used, 2 for
@@ -70,7 +75,7 @@ enum BackendCommand {
     )
 
     static func run(_ raw: [String]) async throws -> Int32 {
-        let arguments = try Arguments(raw, options: ["data", "port"], flags: ["admin"])
+        let arguments = try Arguments(raw, options: ["data", "port"], flags: ["admin", "exit-with-parent"])
         guard arguments.positionals.isEmpty else {
             throw UsageError("unexpected argument '\(arguments.positionals[0])'")
         }
@@ -106,15 +111,22 @@ enum BackendCommand {
                 return false
             }
         }
-        // The process that started it going away (a demo killed with Ctrl-C, a test run that crashed) stops
-        // it too, so it never outlives its launcher holding a port: watched once a second.
-        let launcher = getppid()
-        let orphaned = DispatchSource.makeTimerSource(queue: .global())
-        orphaned.schedule(deadline: .now() + 1, repeating: 1)
-        orphaned.setEventHandler { if getppid() != launcher { stopContinuation.finish() } }
-        orphaned.resume()
+        // Asked for (--exit-with-parent): the process that started it going away (a demo killed with Ctrl-C,
+        // a test run that crashed) stops it too, so it never outlives its launcher holding a port. Watched
+        // once a second. Not by default: a CI step that starts it in the background and ends must leave it
+        // running for the next step, as the contract's stop conditions (signals, `quit`) say.
+        var orphaned: (any DispatchSourceTimer)?
+        if arguments.has("exit-with-parent") {
+            let launcher = getppid()
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + 1, repeating: 1)
+            // A launcher already gone when it started (parent 1) is gone: stop at the first check.
+            timer.setEventHandler { if launcher == 1 || getppid() != launcher { stopContinuation.finish() } }
+            timer.resume()
+            orphaned = timer
+        }
         for await _ in stop {}
-        orphaned.cancel()
+        orphaned?.cancel()
         await backend.stop(timeout: .seconds(10))
         signals.restore()
         _ = reader  // the reader may stay blocked in read(2); the process exits anyway

@@ -49,7 +49,7 @@ enum InventoryCommand {
         guard arguments.positionals.count == 1 else { throw UsageError("expected one inventory file") }
         let path = arguments.positionals[0]
         let format = try arguments.choice("format", default: "markdown", among: ["markdown", "json"])
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = readInputFile(path) else {
             return fail("\(path): cannot read the file")
         }
         if let problem = strictJSONProblem(data) { return fail("\(path): \(problem)") }

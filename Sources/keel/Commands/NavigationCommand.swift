@@ -101,7 +101,7 @@ enum NavigationCommand {
         guard arguments.positionals.count == 1 else { throw UsageError("expected one contract file") }
         let path = arguments.positionals[0]
         let format = try arguments.choice("format", default: "text", among: ["text", "json"])
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = readInputFile(path) else {
             return fail("\(path): cannot read the file")
         }
         if let problem = strictJSONProblem(data) { return fail("\(path): \(problem)") }
@@ -137,7 +137,7 @@ enum NavigationCommand {
         let arguments = try Arguments(raw, options: ["script"])
         guard arguments.positionals.count == 1 else { throw UsageError("expected one contract file") }
         let path = arguments.positionals[0]
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = readInputFile(path) else {
             return fail("\(path): cannot read the file")
         }
         if let problem = strictJSONProblem(data) { return fail("\(path): \(problem)") }
@@ -145,7 +145,7 @@ enum NavigationCommand {
         do { contract = try NavigationContract(json: data) } catch { return fail("\(path): \(error.message)") }
         var script: Data?
         if let scriptPath = arguments.value("script") {
-            guard let text = FileManager.default.contents(atPath: scriptPath) else {
+            guard let text = readInputFile(scriptPath) else {
                 return fail("\(scriptPath): cannot read the file")
             }
             script = text

@@ -82,7 +82,7 @@ enum ReleaseGateCommand {
         }
         let format = try arguments.choice("format", default: "text", among: ["text", "json"])
         let incident = arguments.has("incident")
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = readInputFile(path) else {
             // JSON mode answers every bad input with an error object, a missing file included.
             if format == "json" {
                 say(errorObject(pointer: "", message: "cannot read the file"))

@@ -159,7 +159,7 @@ enum SchemaCommand {
 
     /// The file at `path` parsed as JSON, or a message naming the file and the position of the problem.
     static func readJSON(_ path: String) -> Result<JSONValue, FileProblem> {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = readInputFile(path) else {
             return .failure(FileProblem(message: "\(path): cannot read the file"))
         }
         do {
@@ -182,7 +182,7 @@ enum SchemaCommand {
             } else if let url = URL(string: uri), url.isFileURL, url.standardizedFileURL.path.hasPrefix(root + "/") {
                 file = url.standardizedFileURL
             }
-            guard let file, let data = FileManager.default.contents(atPath: file.path) else { return nil }
+            guard let file, let data = readInputFile(file.path) else { return nil }
             do {
                 return try JSONValue(parsing: data)
             } catch {

@@ -58,7 +58,7 @@ enum VaultCommand {
         }
         var inventory: Inventory?
         if let path = arguments.value("inventory") {
-            guard let bytes = FileManager.default.contents(atPath: path) else {
+            guard let bytes = readInputFile(path) else {
                 return fail("--inventory \(path): cannot read the file")
             }
             if let problem = strictJSONProblem(bytes) { return fail("--inventory \(path): \(problem)") }
@@ -69,7 +69,7 @@ enum VaultCommand {
         }
         var schema: VaultSchema.Summary?
         if let path = arguments.value("schema") {
-            guard let bytes = FileManager.default.contents(atPath: path) else {
+            guard let bytes = readInputFile(path) else {
                 return fail("--schema \(path): cannot read the file")
             }
             if let problem = strictJSONProblem(bytes) { return fail("--schema \(path): \(problem)") }
