@@ -120,8 +120,8 @@ enum BackendCommand {
             let launcher = getppid()
             let timer = DispatchSource.makeTimerSource(queue: .global())
             timer.schedule(deadline: .now() + 1, repeating: 1)
-            // A launcher already gone when it started (parent 1) is gone: stop at the first check.
-            timer.setEventHandler { if launcher == 1 || getppid() != launcher { stopContinuation.finish() } }
+            // (A launcher that is process 1 itself, as in a container, is never seen to go.)
+            timer.setEventHandler { if getppid() != launcher { stopContinuation.finish() } }
             timer.resume()
             orphaned = timer
         }
