@@ -75,6 +75,70 @@ final class BackendHarness: Sendable {
 }
 
 @Suite(.timeLimit(.minutes(1))) struct ReferenceBackendTests {
+    /// Found in review: a batch re-sent with its members in another order (or other spacing, or `1.0` for
+    /// `1`) under the same keys was refused as a reused key, though it is the same batch; a `bearer` token
+    /// in lower case was refused; a batch key equal to a mutation key in flight elsewhere read as in progress.
+    @Test func theSameBatchInAnotherSpellingIsTheSameBatch() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        let batch = "spelling-batch-000001"
+        let first = try await harness.mutate(
+            token, batchKey: batch, BackendHarness.create("m1", note: "n1", key: "spelling-key-000000001"))
+        #expect(first.status == 200, "\(first.text)")
+        let update =
+            #"{"id": "m2", "type": "update", "noteID": "n1", "baseVersion": 1, "title": "U", "idempotencyKey": "spelling-key-000000002"}"#
+        #expect(try await harness.mutate(token, batchKey: "spelling-batch-000002", update).status == 200)
+        // The first batch again, members reordered and spaced otherwise: replayed, not refused.
+        let reordered = try await harness.call(
+            "POST", "/mutations", headers: ["Authorization": "Bearer \(token)", "Idempotency-Key": batch],
+            json:
+                #"{ "mutations" : [ {"idempotencyKey":"spelling-key-000000001","title":"T","noteID":"n1","type":"create","id":"m1"} ] }"#
+        )
+        #expect(reordered.status == 200, "\(reordered.text)")
+        #expect(reordered.text == first.text)
+        // The update again with 1.0 for its base version, under a new batch key: a duplicate, not a reuse.
+        let respelled = try await harness.mutate(
+            token, batchKey: "spelling-batch-000003",
+            update.replacingOccurrences(of: #""baseVersion": 1,"#, with: #""baseVersion": 1.0,"#))
+        #expect(respelled.status == 200, "\(respelled.text)")
+        #expect(respelled["results"]?[0]?["status"] == "duplicate", "\(respelled.text)")
+        // The scheme name in any case.
+        let lower = try await harness.call("GET", "/notes/n1", headers: ["Authorization": "bearer \(token)"])
+        #expect(lower.status == 200, "\(lower.text)")
+        // A batch whose key is the key of a mutation another batch is still applying is not in progress.
+        _ = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "none", "delayAcksMs": 1500, "count": 1}"#)
+        let held = Task {
+            try await harness.mutate(
+                token, batchKey: "holding-batch-0000001",
+                BackendHarness.create("m3", note: "n3", key: "shared-key-0000000001"))
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let other = try await harness.mutate(
+            token, batchKey: "shared-key-0000000001",
+            BackendHarness.create("m4", note: "n4", key: "other-key-00000000001"))
+        #expect(other.status == 200, "\(other.text)")
+        #expect(try await held.value.status == 200)
+    }
+
+    /// Found in review: admin endpoints answered any caller that reached the loopback port — a web page the
+    /// user had open could switch faults on.
+    @Test func adminEndpointsRefuseWebPages() async throws {
+        let harness = try BackendHarness()
+        let page = try await harness.call(
+            "POST", "/_admin/fault", headers: ["Origin": "http://evil.example"], json: #"{"mode": "portal"}"#)
+        #expect(page.status == 403, "\(page.text)")
+        let rebound = try await harness.call(
+            "POST", "/_admin/fault", headers: ["Host": "evil.example:80"], json: #"{"mode": "portal"}"#)
+        #expect(rebound.status == 403, "\(rebound.text)")
+        #expect(
+            try await harness.call("GET", "/_admin/applied", headers: ["Origin": "http://evil.example"]).status == 403)
+        // Nothing changed, and a local caller is answered.
+        let local = try await harness.call(
+            "POST", "/_admin/fault", headers: ["Origin": "http://127.0.0.1:8080"], json: #"{"mode": "none"}"#)
+        #expect(local.status == 200, "\(local.text)")
+        #expect(try await harness.call("GET", "/_admin/applied").status == 200)
+    }
+
     @Test func eachIdempotencyKeyIsAppliedOnceAndItsResultReplayed() async throws {
         let harness = try BackendHarness()
         let token = try await harness.signIn("alice")
@@ -269,16 +333,37 @@ final class BackendHarness: Sendable {
         // Bob's feed is empty, so even Alice's last cursor is not his.
         let last = try #require(rest["cursor"]?.stringValue)
         #expect(try await harness.call("GET", "/changes?cursor=\(last)", headers: auth)["changes"] == [])
-        for forged in ["c1.6", "c1.abc", "c1.1e0", "c1.05", "c1.0x1", "c1.A", "c1.+5", "c1.-1", "c1."] {
+        let scope = String(last.dropFirst(3).prefix { $0 != "." })
+        let forgeries =
+            ["6", "abc", "1e0", "05", "0x1", "A", "+5", "-1", ""].map { "c2.\(scope).\($0)" } + [
+                "c1.0", "c1.2", "c2.000000000000.2", "c2.\(scope)", "C2.\(scope).2",
+            ]
+        for forged in forgeries {
             let answer = try await harness.call("GET", "/changes?cursor=\(forged)", headers: auth)
             #expect(answer.status == 400 && answer["code"] == "invalid_cursor", "\(forged): \(answer.text)")
         }
+        // Found in review: a cursor was a bare sequence number, so Alice's cursor read Bob's feed from the
+        // same number on (an app that switched accounts and kept its cursor skipped Bob's first changes).
         let bobsAuth = ["Authorization": "Bearer \(bob)"]
+        for index in 1...5 {
+            _ = try await harness.mutate(
+                bob, batchKey: "bob-batch-00000000000\(index)", BackendHarness.create("b\(index)", note: "b\(index)"),
+                account: "bob")
+        }
+        let alicesMiddle = try #require(first["cursor"]?.stringValue)
+        let crossed = try await harness.call("GET", "/changes?cursor=\(alicesMiddle)", headers: bobsAuth)
+        #expect(crossed.status == 400 && crossed["code"] == "invalid_cursor", "\(crossed.text)")
         #expect(try await harness.call("GET", "/changes?cursor=\(last)", headers: bobsAuth).status == 400)
-        #expect(try await harness.call("GET", "/changes?cursor=c1.0", headers: bobsAuth).status == 200)
+        let bobsFirst = try await harness.call("GET", "/changes?limit=2", headers: bobsAuth)
+        let bobsCursor = try #require(bobsFirst["cursor"]?.stringValue)
+        #expect(try await harness.call("GET", "/changes?cursor=\(bobsCursor)", headers: bobsAuth).status == 200)
         // Bob sees none of Alice's notes, and Alice's token is refused when it claims to be Bob's.
         let bobs = try await harness.call("GET", "/changes", headers: ["Authorization": "Bearer \(bob)"])
-        #expect(bobs["changes"] == [])
+        if case .array(let changes)? = bobs["changes"] {
+            #expect(changes.map { $0["id"] } == ["b1", "b2", "b3", "b4", "b5"])
+        } else {
+            Issue.record("no changes array: \(bobs.text)")
+        }
         #expect(try await harness.call("GET", "/notes/n1", headers: ["Authorization": "Bearer \(bob)"]).status == 404)
         #expect(try await harness.call("GET", "/notes/n1", headers: auth)["title"] == "T")
         let claimed = try await harness.mutate(

@@ -20,22 +20,32 @@ extension BackendHandler {
                 status: 422, code: "validation", message: "a batch carries each idempotency key once",
                 errors: [("mutations", "duplicateKey")])
         }
-        let bodyHash = SHA256Digest.hex([UInt8](request.body))
+        // The batch as parsed, its members sorted and numbers in one spelling: the same batch re-sent by an
+        // encoder that orders members or spaces them differently (a Swift dictionary, another launch) is the
+        // same batch. Batches stored under the earlier raw-bytes hash are still recognized.
+        let bodyHash = SHA256Digest.hex(Self.canonical(.object(try Self.object(request.body))).serialized())
+        let rawHash = SHA256Digest.hex([UInt8](request.body))
         let correlation = request.headers["X-Correlation-ID"].map { account + "\u{0}" + $0 }
 
+        // Batch keys and mutation keys are claimed apart: a batch key equal to some mutation's key is not
+        // that mutation in progress.
         return try withKeysClaimed(
-            ([batchKey] + keys).map { account + "\u{0}" + $0 }, operation: correlation,
+            [account + "\u{0}batch\u{0}" + batchKey] + keys.map { account + "\u{0}mutation\u{0}" + $0 },
+            operation: correlation,
             busy: "a request with one of these idempotency keys is still being applied"
         ) {
-            try applyBatch(request, batchKey: batchKey, mutations: mutations, bodyHash: bodyHash, account: account)
+            try applyBatch(
+                request, batchKey: batchKey, mutations: mutations, bodyHash: bodyHash, rawHash: rawHash,
+                account: account)
         }
     }
 
     private func applyBatch(
-        _ request: RecordedRequest, batchKey: String, mutations: [IncomingMutation], bodyHash: String, account: String
+        _ request: RecordedRequest, batchKey: String, mutations: [IncomingMutation], bodyHash: String,
+        rawHash: String, account: String
     ) throws -> TestResponse {
         if let stored = try store.batchKey(batchKey, account: account) {
-            guard stored.bodyHash == bodyHash else { throw Self.keyReused("Idempotency-Key") }
+            guard stored.bodyHash == bodyHash || stored.bodyHash == rawHash else { throw Self.keyReused(batchKey) }
             return TestResponse(
                 status: 200, headers: ["Content-Type": "application/json"], body: Data(stored.response.utf8))
         }
@@ -163,6 +173,10 @@ extension BackendHandler {
         case .object(let object):
             return .object(JSONObject(object.keys.sorted().map { ($0, canonical(object[$0]!)) }))
         case .array(let items): return .array(items.map(canonical))
+        case .number(let number):
+            // One spelling per integer (`1.0`, `1e0` and `1` are the same base version); other numbers as
+            // written.
+            return number.int64.map { .number(JSONNumber($0)) } ?? value
         default: return value
         }
     }

@@ -122,6 +122,10 @@ public final class ReferenceBackend: Sendable {
     ///   when the port cannot be bound.
     public init(configuration: Configuration) throws {
         let store = try BackendStore(directory: configuration.dataDirectory)
+        // What makes this database's cursors its own (see ChangeCursor): made once, kept.
+        if store.setting(ChangeCursor.epochSetting) == nil {
+            try store.setSetting(ChangeCursor.epochSetting, BackendHandler.randomHex(configuration.random, bytes: 8))
+        }
         let handler = BackendHandler(store: store, configuration: configuration)
         self.handler = handler
         server = try TestServer(
@@ -195,7 +199,10 @@ package final class BackendHandler: Sendable {
         let path = request.path
         if path.hasPrefix("/_admin/") {
             guard configuration.admin else { return Self.json(status: 404, ["code": "not_found"]) }
-            return guarded { try self.admin(request) }  // not logged: the log is what the app sent
+            return guarded {
+                try Self.requireLocalCaller(request)
+                return try self.admin(request)
+            }  // not logged: the log is what the app sent
         }
         let fault = state.withLock { state -> ReferenceBackend.Fault in
             let fault = state.fault
@@ -318,8 +325,11 @@ package final class BackendHandler: Sendable {
     // MARK: - Authentication and version policy
 
     private func authenticate(_ request: RecordedRequest) throws -> String {
-        guard let authorization = request.headers["Authorization"], authorization.hasPrefix("Bearer "),
-            let account = try store.account(forToken: String(authorization.dropFirst("Bearer ".count)))
+        // The scheme's name is case-insensitive (RFC 9110 §11.1): `bearer <token>` is a bearer token.
+        guard let authorization = request.headers["Authorization"], authorization.count > 7,
+            authorization.prefix(7).lowercased() == "bearer ",
+            let account = try store.account(
+                forToken: String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         else {
             throw BackendFailure(
                 status: 401, code: "authentication_required", message: "a valid bearer token is needed")
@@ -414,13 +424,16 @@ package final class BackendHandler: Sendable {
     }
 
     private func changes(_ request: RecordedRequest, account: String) throws -> TestResponse {
+        let scope = ChangeCursor.scope(account: account, epoch: store.setting(ChangeCursor.epochSetting) ?? "")
         var after: Int64 = 0
         var limit = 100
         for item in request.queryItems {
             switch item.name {
             case "cursor":
-                guard let value = item.value, let decoded = ChangeCursor.decode(value) else {
-                    throw BackendFailure(status: 400, code: "invalid_cursor", message: "the cursor is not one of ours")
+                guard let value = item.value, let decoded = ChangeCursor.decode(value, scope: scope) else {
+                    throw BackendFailure(
+                        status: 400, code: "invalid_cursor",
+                        message: "the cursor is not one this backend issued for this account: pull from the start")
                 }
                 after = decoded
             case "limit":
@@ -440,12 +453,41 @@ package final class BackendHandler: Sendable {
         return Self.json(
             status: 200,
             [
-                "changes": .array(page.notes.map(JSONValue.object)), "cursor": .string(ChangeCursor.encode(page.last)),
+                "changes": .array(page.notes.map(JSONValue.object)),
+                "cursor": .string(ChangeCursor.encode(page.last, scope: scope)),
                 "hasMore": .bool(page.hasMore),
             ])
     }
 
     // MARK: - Admin
+
+    /// Admin endpoints answer only what a test or a demo on this machine sends: the server listens on
+    /// loopback only, but a web page the user has open can still send to it. A browser names the page in
+    /// `Origin` on every cross-origin POST (refused unless it is loopback), and puts the name it reached
+    /// the server under in `Host` (a DNS-rebinding page reaches 127.0.0.1 under its own name: refused).
+    static func requireLocalCaller(_ request: RecordedRequest) throws {
+        func isLoopback(_ authority: String) -> Bool {
+            var host = Substring(authority)
+            if host.hasPrefix("[") {
+                host = host.dropFirst().prefix { $0 != "]" }
+            } else if let colon = host.lastIndex(of: ":") {
+                host = host[..<colon]
+            }
+            return ["127.0.0.1", "localhost", "::1"].contains(host.lowercased())
+        }
+        // No Host at all is an HTTP/1.0 client, never a browser.
+        if let host = request.headers["Host"], !isLoopback(host) {
+            throw BackendFailure(status: 403, code: "forbidden", message: "admin answers only loopback hosts")
+        }
+        if let origin = request.headers["Origin"] {
+            let authority = URL(string: origin).map { url in
+                (url.host.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "") + (url.port.map { ":\($0)" } ?? "")
+            }
+            guard let authority, isLoopback(authority) else {
+                throw BackendFailure(status: 403, code: "forbidden", message: "admin answers no web page")
+            }
+        }
+    }
 
     private func admin(_ request: RecordedRequest) throws -> TestResponse {
         switch (request.method, request.path) {
@@ -597,16 +639,32 @@ package final class BackendHandler: Sendable {
     }
 }
 
-/// The changes feed's cursor: opaque to clients (`c1.` and the sequence number in base 36), so that its
-/// form can change without a contract change.
+/// The changes feed's cursor: opaque to clients, so that its form can change without a contract change.
+/// `c2.<scope>.<sequence in base 36>`, where the scope is 12 hex digits of SHA-256 of this database's
+/// random epoch and the account: a cursor of another account (an app that switched accounts and kept its
+/// cursor) or of another database (a backend restored from an older backup, or reset) is refused with
+/// `invalid_cursor` — the client pulls from the start — instead of silently skipping changes that happen to
+/// be numbered below it. (`c1.` cursors, which had no scope, are refused the same way: one pull from the
+/// start.)
 enum ChangeCursor {
-    static func encode(_ sequence: Int64) -> String { "c1." + String(sequence, radix: 36) }
+    /// The setting that holds the database's epoch.
+    static let epochSetting = "cursor-epoch"
 
-    /// The sequence number of a cursor in the exact form ``encode(_:)`` writes (no sign, leading zero, upper
-    /// case or prefix of another radix), or nil.
-    static func decode(_ text: String) -> Int64? {
-        guard text.hasPrefix("c1."), let value = Int64(text.dropFirst(3), radix: 36), value >= 0,
-            encode(value) == text
+    /// The scope of `account`'s cursors in the database of `epoch`.
+    static func scope(account: String, epoch: String) -> String {
+        String(SHA256Digest.hex(Array((epoch + "\u{0}" + account).utf8)).prefix(12))
+    }
+
+    static func encode(_ sequence: Int64, scope: String) -> String {
+        "c2." + scope + "." + String(sequence, radix: 36)
+    }
+
+    /// The sequence number of a cursor of `scope` in the exact form ``encode(_:scope:)`` writes (no sign,
+    /// leading zero, upper case or prefix of another radix), or nil.
+    static func decode(_ text: String, scope: String) -> Int64? {
+        let prefix = "c2." + scope + "."
+        guard text.hasPrefix(prefix), let value = Int64(text.dropFirst(prefix.count), radix: 36), value >= 0,
+            encode(value, scope: scope) == text
         else { return nil }
         return value
     }

@@ -51,6 +51,8 @@ enum BackendCommand {
                                  count        the mode meets this many requests, then service is normal
                                (retryAfter ≤ 86400, delayAcksMs ≤ 600000; an admin body with a member not
                                listed is refused with 422, and a refused body changes nothing)
+                             Admin requests from a web page are refused (403): an Origin or a Host that is
+                             not 127.0.0.1, localhost or ::1.
                                POST /_admin/min-version  {"platform": "ios"|"android", "version": "<x.y.z>"|null,
                                                           "latest": "<x.y.z>"|null (optional)}: older versions
                                                           get 426 update_required; older than latest get
