@@ -130,6 +130,47 @@ import Testing
         #expect(gone == exitWithParent, gone ? "it stopped with its launcher" : "it outlived its launcher")
     }
 
+    /// Found in review: the request log was written on each request's own thread, so a reader of standard
+    /// output that stopped reading (a harness that only wanted the `listening` line) hung the backend once
+    /// the pipe filled, and one that closed its end killed it (SIGPIPE) at the next request.
+    @Test(arguments: ["head -n 1", "head -n 1; sleep 30"])
+    func aStandardOutputNobodyReadsNeitherHangsNorKillsTheBackend(reader: String) async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-log")
+        let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
+        let shell = try ChildProcess.launch(
+            executable: "/bin/bash",
+            arguments: [
+                "-c", "\"$0\" backend --data \"$1\" > >(\(reader)) & echo \"pid $!\"; wait $!", keel,
+                directory.url("b").path,
+            ])
+        defer { shell.kill(signal: ChildProcess.Signal.kill) }
+        var pid: Int32?
+        var base: URL?
+        for _ in 0..<2 {
+            let line = try #require(try await shell.nextLine(timeout: .seconds(20)))
+            if line.hasPrefix("pid ") { pid = Int32(line.dropFirst(4)) }
+            if line.hasPrefix("listening ") { base = URL(string: String(line.dropFirst("listening ".count))) }
+        }
+        let backend = try #require(pid)
+        let url = try #require(base).appendingPathComponent("notes/n1")
+        defer { kill(backend, SIGKILL) }
+        try await Task.sleep(for: .milliseconds(300))  // the reader has had its line (and, closing, gone away)
+        // Some 150 KB of log lines, more than a pipe holds.
+        var answered = 0
+        for _ in 0..<1000 {
+            guard await fetch(url, timeout: 5).status == 401 else { break }
+            answered += 1
+        }
+        #expect(answered == 1000, "the backend stopped answering after \(answered) requests")
+        kill(backend, SIGTERM)
+        var gone = false
+        for _ in 0..<100 where !gone {
+            try await Task.sleep(for: .milliseconds(100))
+            gone = kill(backend, 0) != 0
+        }
+        #expect(gone, "it did not stop on SIGTERM")
+    }
+
     @Test func usageErrorsExitWith2() async throws {
         for arguments in [
             ["backend"], ["backend", "--data"], ["backend", "--data", "/tmp/x", "extra"], ["backend", "--data", ""],

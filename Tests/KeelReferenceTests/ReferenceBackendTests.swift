@@ -120,6 +120,46 @@ final class BackendHarness: Sendable {
         #expect(try await held.value.status == 200)
     }
 
+    /// Found in review: a stop did not wait for a request whose body was still arriving (it counted only
+    /// complete requests), and an answer held back by `delayAcksMs` kept the stop waiting for the whole delay
+    /// and was then cut off, its mutation applied and never acknowledged.
+    @Test func aStopFinishesARequestStillArrivingAndSendsHeldAnswersAtOnce() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        // Held: a mutation whose answer waits 30 s.
+        _ = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "none", "delayAcksMs": 30000}"#)
+        let held = Task {
+            try await harness.mutate(
+                token, batchKey: "held-batch-0000000001", BackendHarness.create("m1", note: "n1"), account: nil)
+        }
+        // Arriving: a request whose head is in and whose body is not.
+        let body = #"{"mutations": [{"id": "m2", "type": "create", "noteID": "n2", "title": "T"}]}"#
+        let head =
+            "POST /mutations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
+            + "Idempotency-Key: slow-batch-0000000001\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n"
+        let socket = try POSIX.connect(host: "127.0.0.1", port: UInt16(harness.backend.port))
+        defer { POSIX.close(socket) }
+        #expect(POSIX.writeAll(socket, Array(head.utf8) + Array(body.utf8.prefix(10))))
+        try await Task.sleep(for: .milliseconds(500))  // both are in flight
+        let start = ContinuousClock.now
+        let stopped = Task { await harness.backend.stop(timeout: .seconds(10)) }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(POSIX.writeAll(socket, Array(body.utf8.dropFirst(10))))
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while answer.count < 12, ContinuousClock.now - start < .seconds(15),
+            POSIX.waitReadable([socket], timeoutMilliseconds: 500).contains(0)
+        {
+            guard let count = buffer.withUnsafeMutableBytes({ POSIX.read(socket, into: $0) }), count > 0 else { break }
+            answer += buffer[..<count]
+        }
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "the arriving request was cut off")
+        #expect(try await held.value.status == 200, "the held answer was cut off")
+        await stopped.value
+        #expect(ContinuousClock.now - start < .seconds(8), "the stop waited for the held answer's delay")
+    }
+
     /// Found in review: admin endpoints answered any caller that reached the loopback port — a web page the
     /// user had open could switch faults on.
     @Test func adminEndpointsRefuseWebPages() async throws {

@@ -103,9 +103,12 @@ extension BackendHandler {
     }
 
     /// A late answer (`delayAcksMs`): applied and committed, but its keys stay in progress until it leaves.
+    /// Held in short waits, so that a backend that stops answers at once instead of after the delay.
     func holdLateAnswer() {
-        if let delay = state.withLock({ $0.fault.delayAcks }) {
-            Thread.sleep(forTimeInterval: delay.inSeconds)
+        guard let delay = state.withLock({ $0.fault.delayAcks }) else { return }
+        let until = ContinuousClock.now + delay
+        while ContinuousClock.now < until, !state.withLock({ $0.stopping }) {
+            Thread.sleep(forTimeInterval: min(0.02, max(0, (until - ContinuousClock.now).inSeconds)))
         }
     }
 

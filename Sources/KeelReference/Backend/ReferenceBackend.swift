@@ -141,6 +141,9 @@ public final class ReferenceBackend: Sendable {
 
     /// Stops: refuses new connections, finishes the requests in flight (at most `timeout`), closes.
     public func stop(timeout: Duration = .seconds(10)) async {
+        // Answers held back (`delayAcksMs`) go out now: their mutations are applied, and the drain waits
+        // for them.
+        handler.state.withLock { $0.stopping = true }
         await server.drain(timeout: timeout)
     }
 
@@ -188,6 +191,8 @@ package final class BackendHandler: Sendable {
         var keysInProgress: Set<String> = []
         var operationsInProgress: Set<String> = []
         var log: [ReferenceBackend.LoggedRequest] = []
+        /// Set when the backend stops: late answers are no longer held.
+        var stopping = false
     }
 
     init(store: BackendStore, configuration: ReferenceBackend.Configuration) {

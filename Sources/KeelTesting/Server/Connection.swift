@@ -100,6 +100,10 @@ final class Connection: @unchecked Sendable {
             case .ended(let ending): return ending
             case .rejected(let status, let reason): return reject(status: status, reason: reason)
             }
+            // In flight from its head on: a server draining for shutdown waits for a request whose body is
+            // still arriving, as for one being answered.
+            server.beginExchange()
+            defer { server.finishExchange() }
 
             if head.expectsContinue {
                 _ = send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
@@ -131,7 +135,6 @@ final class Connection: @unchecked Sendable {
                 if body.peerClosed { return .peerClosed }
                 return .closeGracefully
             }
-            defer { server.finishExchange() }
             if body.peerClosed { return .peerClosed }
             if bodyLimit != nil { return .closeGracefully }  // disconnectDuringRequestBody, cut or not
             precondition(

@@ -188,7 +188,6 @@ final class ServerCore: Sendable {
             let request = makeRequest(state.requestTotal)
             state.requestTotal += 1
             if configuration.recordsRequests { state.requests.append(request) }
-            if request.isComplete { state.inFlight += 1 }
             return (request, state.dispatcher)
         }
         guard request.isComplete else { return nil }
@@ -196,8 +195,14 @@ final class ServerCore: Sendable {
         return dispatcher?.respond(request) ?? configuration.responseWhenQueueIsEmpty
     }
 
-    /// Called by a connection once the response ``record(reserved:_:)`` returned is written (or the
-    /// exchange ended without it).
+    /// Called by a connection when a request's head has arrived: the exchange is in flight until
+    /// ``finishExchange()``.
+    func beginExchange() {
+        state.withLock { $0.inFlight += 1 }
+    }
+
+    /// Called by a connection once the exchange ``beginExchange()`` started has ended: its response written,
+    /// or the exchange over without one.
     func finishExchange() {
         state.withLock { $0.inFlight -= 1 }
     }

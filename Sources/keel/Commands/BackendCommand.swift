@@ -27,8 +27,11 @@ enum BackendCommand {
             correlation=<id>' ('-' where absent; a space, '%', '"', a control character or non-ASCII in a
             value is written %XX, so every field is one word). Stops on SIGTERM, SIGINT or 'quit' on standard
             input (with --exit-with-parent also when the process that started it exits), after the requests in
-            flight are answered (at most 10 s). The end of standard input does not stop it: started in the
-            background of a CI step (stdin from /dev/null), it runs until it is told to stop.
+            flight — those whose head has arrived — are answered (at most 10 s; answers held by delayAcksMs go
+            out at once); a second SIGTERM or SIGINT ends it at once. Standard output that is not read holds
+            no request: log lines wait in memory (beyond 10,000 they are dropped and counted), and a closed
+            standard output ends the log, not the backend. The end of standard input does not stop it:
+            started in the background of a CI step (stdin from /dev/null), it runs until it is told to stop.
 
             OPTIONS:
               --data <dir>   The backend's data directory (created when missing). Required.
@@ -85,13 +88,17 @@ enum BackendCommand {
         // An empty path would put the database in whatever directory the backend happens to start in.
         guard !data.isEmpty else { throw UsageError("--data needs a directory, not an empty path") }
         let port = try arguments.integer("port", default: 0, in: 0...65535)
+        // A reader of standard output that goes away (a harness that closed its end) ends the log, never the
+        // backend: writes then fail with EPIPE instead of raising SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        let log = RequestLog()
 
         let backend: ReferenceBackend
         do {
             backend = try ReferenceBackend(
                 configuration: .init(
                     dataDirectory: URL(fileURLWithPath: data), port: port, admin: arguments.has("admin"),
-                    log: { say($0) }))
+                    log: { log.write($0) }))
         } catch let error as CocoaError {
             // The data directory could not be created or used (a file of that name, no permission).
             return fail("--data \(data) cannot be used: \(error.localizedDescription)", status: 1)
@@ -101,7 +108,7 @@ enum BackendCommand {
         // Signals are handled before the banner: whoever reads it may stop the backend at once.
         let (stop, stopContinuation) = AsyncStream<Void>.makeStream()
         let signals = TerminationSignals { stopContinuation.finish() }
-        say("listening \(backend.baseURL.absoluteString)")
+        log.start(with: "listening \(backend.baseURL.absoluteString)")
 
         // Blocking reads of stdin get a thread of their own. Only `quit` stops the backend: the contract
         // names SIGTERM, SIGINT and `quit`, and a backend started in the background of a script or by a
@@ -129,10 +136,11 @@ enum BackendCommand {
         }
         for await _ in stop {}
         orphaned?.cancel()
-        await backend.stop(timeout: .seconds(10))
+        // A second SIGTERM or Ctrl-C while the requests in flight finish ends the process at once.
         signals.restore()
+        await backend.stop(timeout: .seconds(10))
         _ = reader  // the reader may stay blocked in read(2); the process exits anyway
-        say("stopped")
+        log.finish(with: "stopped", timeout: .seconds(2))
         return 0
     }
 }
