@@ -117,7 +117,8 @@ public final class NavigationSimulator {
     ///
     /// - Throws: ``ScriptError`` naming what is wrong.
     public static func parse(_ line: String) throws(ScriptError) -> Command {
-        let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        // Words are separated by spaces or tabs.
+        let words = line.split(omittingEmptySubsequences: true) { $0 == " " || $0 == "\t" }.map(String.init)
         guard let verb = words.first else { throw ScriptError(description: "empty event") }
         let rest = Array(words.dropFirst())
         func pairs(_ items: [String]) throws(ScriptError) -> [String: String] {
@@ -126,7 +127,12 @@ public final class NavigationSimulator {
                 guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
                     throw ScriptError(description: "expected key=value, got '\(item)'")
                 }
-                values[String(item[..<equals])] = String(item[item.index(after: equals)...])
+                let key = String(item[..<equals])
+                // Which of two values would be meant is anybody's guess: the line is refused, not read as
+                // the last one.
+                guard values.updateValue(String(item[item.index(after: equals)...]), forKey: key) == nil else {
+                    throw ScriptError(description: "parameter '\(key)' is given twice")
+                }
             }
             return values
         }

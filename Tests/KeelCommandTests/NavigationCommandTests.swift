@@ -213,4 +213,16 @@ import Testing
         #expect(errors.contains("line 4"))
         #expect(steps.map(\.event) == ["signin alice"])
     }
+
+    /// Found in review: a parameter given twice was read as its last value, and a tab between words made
+    /// the line malformed.
+    @Test func aParameterGivenTwiceIsMalformedAndTabsSeparateWords() async throws {
+        let (twice, steps, errors) = try await simulate("signin alice\nopen note noteID=1 noteID=2\n")
+        #expect(twice == .exited(2))
+        #expect(errors.contains("line 2") && errors.contains("noteID"), "\(errors)")
+        #expect(steps.map(\.event) == ["signin alice"])
+        let (tabbed, tabbedSteps, _) = try await simulate("signin\talice\nopen\tnotes\n")
+        #expect(tabbed == .exited(0))
+        #expect(tabbedSteps.last?.stack == ["home", "notes"])
+    }
 }
