@@ -54,13 +54,28 @@ public actor EffectLedger {
     /// The ledger file.
     public nonisolated let file: URL
     private var entries: [String: Entry]
+    /// Held for the ledger's life on `<file>.lock`: the ledger is read once and rewritten whole, so a
+    /// second ledger on the same file (an app extension, a second instance) would drop this one's entries
+    /// and let an operation run twice.
+    private let lock: ExclusiveFileLock
 
     /// The ledger in `file` (created on first write).
     ///
     /// - Throws: ``EffectLedgerError`` `damaged` when the file exists but is not a ledger: it is never
-    ///   replaced, since it is the only thing preventing a second payment.
+    ///   replaced, since it is the only thing preventing a second payment; `inUse` while another ledger
+    ///   (another process, or another instance in this one) has the same file.
     public init(file: URL) throws {
         self.file = file
+        do { lock = try ExclusiveFileLock(file.path + ".lock") } catch {
+            switch error {
+            case .held:
+                throw EffectLedgerError(
+                    code: .inUse, message: "\(file.path) is in use by another effect ledger (another process?)")
+            case .failed(let code):
+                throw EffectLedgerError(
+                    code: .ioError, message: "cannot lock \(file.path).lock: \(String(cString: strerror(code)))")
+            }
+        }
         let bytes: [UInt8]
         do { bytes = try DurableFiles.read(file.path, limit: 64 << 20) } catch {
             // Only a ledger that does not exist is empty: one that cannot be read must not look empty.
@@ -154,4 +169,7 @@ extension ErrorCode where Domain == EffectLedgerError {
     public static var unknownOperation: Self { Self("unknownOperation") }
     /// The ledger could not be written (the operation must not run).
     public static var ioError: Self { Self("ioError") }
+    /// Another effect ledger (another process, or another instance in this one) has the same file: one at
+    /// a time, or each would rewrite the file without the other's entries.
+    public static var inUse: Self { Self("inUse") }
 }

@@ -72,6 +72,34 @@ import Testing
         #expect(throws: Never.self) { try JSONValue(parsing: fine) }
     }
 
+    /// Found in review: nesting within the parser's limit (512) still overflowed a small thread stack (a
+    /// background thread's 512 KiB on Apple platforms; a debug build's frames are large) and crashed the
+    /// process. Parsed, and decoded into a recursive model, on a thread with a 256 KiB stack, it now ends
+    /// with a typed error (or succeeds), never a crash.
+    @Test func deepNestingOnASmallStackIsAnErrorNotACrash() async {
+        struct Node: Decodable { let child: [Node]? }
+        let arrays = String(repeating: "[", count: 500) + String(repeating: "]", count: 500)
+        let nodes = String(repeating: #"{"child": ["#, count: 250) + String(repeating: "]}", count: 250)
+        let outcomes = await withCheckedContinuation { (continuation: CheckedContinuation<[String], Never>) in
+            let thread = Thread {
+                var outcomes: [String] = []
+                do {
+                    _ = try JSONValue(parsing: arrays)
+                    outcomes.append("parsed")
+                } catch { outcomes.append((error as? JSONParseError)?.code == .tooDeep ? "tooDeep" : "\(error)") }
+                do {
+                    _ = try ContractDecoder().decode(Node.self, from: Data(nodes.utf8))
+                    outcomes.append("decoded")
+                } catch { outcomes.append(error is ContractDecodingError ? "refused" : "\(error)") }
+                continuation.resume(returning: outcomes)
+            }
+            thread.stackSize = 256 << 10
+            thread.start()
+        }
+        #expect(["parsed", "tooDeep"].contains(outcomes[0]), "\(outcomes[0])")
+        #expect(["decoded", "refused"].contains(outcomes[1]), "\(outcomes[1])")
+    }
+
     @Test func keepsIntegersBigNumbersAndMemberOrderWithoutLoss() throws {
         let text = #"{"z":1,"a":12345678901234567890123,"m":-0.000000000000000000001,"f":1.50,"e":1E400}"#
         let value = try JSONValue(parsing: text)

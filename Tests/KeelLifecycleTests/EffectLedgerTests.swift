@@ -11,7 +11,7 @@ import Testing
     /// a ledger reopened after a relaunch — and its result comes from the ledger.
     @Test func anOperationIsBegunOnceAndItsResultComesFromTheLedger() async throws {
         let file = directory.url("ledger.json")
-        let ledger = try EffectLedger(file: file)
+        var ledger: EffectLedger! = try EffectLedger(file: file)
         let id = EffectLedger.operationID(entry: "e4", action: "pay")
         #expect(id == EffectLedger.operationID(entry: "e4", action: "pay"))
         #expect(id != EffectLedger.operationID(entry: "e5", action: "pay"))
@@ -25,6 +25,7 @@ import Testing
         #expect(await ledger.unsettled().map(\.id) == [id])
         try await ledger.complete(id, .succeeded, result: "paid 12.00")
 
+        ledger = nil  // the process ends; the next launch opens the ledger again
         let reopened = try EffectLedger(file: file)
         #expect(await reopened.entry(id)?.result == "paid 12.00")
         #expect(await reopened.unsettled().isEmpty)
@@ -33,6 +34,26 @@ import Testing
             return
         }
         #expect(again.state == .succeeded)
+    }
+
+    /// Found in review: the ledger is read once and rewritten whole, so a second ledger on the same file
+    /// (an app extension, a second instance) dropped the first one's entries, and an operation it had
+    /// started could run again. A second ledger on the file is refused with `inUse` while the first lives.
+    @Test func aSecondLedgerOnTheSameFileIsRefusedWhileTheFirstLives() async throws {
+        let file = directory.url("shared-ledger.json")
+        var first: EffectLedger? = try EffectLedger(file: file)
+        #expect(try await first?.begin("pay@e1#1", action: "pay") == .run)
+        #expect {
+            _ = try EffectLedger(file: file)
+        } throws: { error in
+            (error as? EffectLedgerError)?.code == .inUse
+        }
+        first = nil
+        let second = try EffectLedger(file: file)
+        guard case .recorded = try await second.begin("pay@e1#1", action: "pay") else {
+            Issue.record("the first ledger's start was lost")
+            return
+        }
     }
 
     /// Found in review: a start the ledger could not write down stayed in its memory, so a retry was

@@ -260,4 +260,18 @@ import Testing
         }
         #expect(throws: Never.self) { try Inventory([Self.notes, Self.feed]) }
     }
+
+    /// Found in review: `Notes` and `notes` were two datasets, yet one vault table (SQLite ignores the case
+    /// of table names) and, on Apple platforms, one files directory: each overwrote and purged the other.
+    @Test func twoDatasetsCannotDifferOnlyInCase() {
+        var shouting = Self.notes
+        shouting.name = Self.notes.name.uppercased()
+        shouting.storage = nil
+        #expect {
+            try Inventory([Self.notes, shouting])
+        } throws: { error in
+            let problems = (error as? InventoryError)?.problems ?? []
+            return problems.contains { $0.code == .declaredTwice && $0.dataset == shouting.name && $0.field == "name" }
+        }
+    }
 }

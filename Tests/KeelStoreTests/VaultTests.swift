@@ -301,6 +301,54 @@ func account(_ raw: String) -> AccountID {
         #expect(try await a2.get("notes", id: "n1") == Data("sealed long ago".utf8))
     }
 
+    /// Found in review: dataset names read from a vault's manifest were never checked, and a purge deletes
+    /// `files/<dataset>`: a manifest that came back from a backup naming `../<another namespace>` could
+    /// make a logout delete another account's vault.
+    @Test func aManifestNamingAnUnsafeDatasetIsDamagedAndNothingIsDeleted() async throws {
+        let a = try await fixture.vaults.open(alice)
+        try await a.put("notes", id: "n1", Data("mine".utf8))
+        let manifestURL = a.directory.appendingPathComponent("vault.json")
+        await fixture.vaults.close()
+        var manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: manifestURL)) as? [String: Any])
+        var datasets = try #require(manifest["datasets"] as? [String: Any])
+        datasets["../elsewhere"] = datasets["notes"]
+        manifest["datasets"] = datasets
+        try JSONSerialization.data(withJSONObject: manifest).write(to: manifestURL)
+        let before = VaultFixture.files(under: fixture.data).map(\.path)
+        await #expect {
+            _ = try await fixture.vaults.open(alice)
+        } throws: { error in
+            (error as? VaultError)?.code == .damaged
+        }
+        #expect(VaultFixture.files(under: fixture.data).map(\.path) == before)
+    }
+
+    /// Found in review: a vault's manifest was rewritten whole from the copy read at open, so two openers
+    /// of one vault (an app and its extension; here two `Vaults` of one data directory) dropped each
+    /// other's datasets: a dataset the other made first lost its entry (its records no longer opened, and a
+    /// logout would judge its files without it), or got a second key that nothing recorded.
+    @Test func twoOpenersOfOneVaultKeepEachOthersDatasetsAndKeys() async throws {
+        let app = try await fixture.vaults.open(alice)
+        try await app.put("notes", id: "n1", Data("app's note".utf8))
+        let other = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
+        let widget = try await other.open(alice)
+        // The widget makes `drafts` (its key, its manifest entry); the app, whose copy predates that, then
+        // writes `drafts` and `media` for the first time itself.
+        try await widget.put("drafts", id: "d1", Data("widget's draft".utf8))
+        try await app.put("drafts", id: "d2", Data("app's draft".utf8))
+        try await app.writeFile("media", named: "p.jpg", contents: Data("app's photo".utf8))
+        try await widget.put("notes", id: "n2", Data("widget's note".utf8))
+        await other.close()
+        await fixture.vaults.close()
+        let reopened = try await fixture.vaults.open(alice)
+        #expect(try await reopened.get("drafts", id: "d1") == Data("widget's draft".utf8))
+        #expect(try await reopened.get("drafts", id: "d2") == Data("app's draft".utf8))
+        #expect(try await reopened.get("notes", id: "n2") == Data("widget's note".utf8))
+        #expect(try await reopened.readFile("media", named: "p.jpg") == Data("app's photo".utf8))
+    }
+
     @Test func damagedEnvelopesAreTypedErrorsNeverGarbage() async throws {
         let a = try await fixture.vaults.open(alice)
         try await a.put("notes", id: "n1", Data(repeating: 0x41, count: 100))

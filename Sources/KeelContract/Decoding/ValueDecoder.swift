@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 
 /// `Decoder` over a ``JSONValue`` that Keel's own parser produced: what ``ContractDecoder`` decodes with.
 ///
@@ -76,6 +77,14 @@ final class ValueDecoder: Decoder {
         if T.self == Data.self { return try Self.data(value, path()) as! T }
         if T.self == URL.self { return try Self.url(value, path()) as! T }
         if T.self == JSONValue.self { return value as! T }  // as parsed: exact numbers, members in order
+        // A model that nests (replies, folders) decodes level by level, each level several frames deep: a
+        // reply nested within the parser's limit can still be more than a small stack holds.
+        if codingPath.count >= 32, codingPath.count % 8 == 0, ThreadStack().isNearlyExhausted() {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: path(),
+                    debugDescription: "nested \(codingPath.count) levels deep: more than this thread's stack holds"))
+        }
         return try T(from: ValueDecoder(value, at: path(), options: options))
     }
 

@@ -19,6 +19,10 @@ extension FormatChecker {
     /// An internationalised host name: labels are LDH labels, A-labels or U-labels, separated by any of the
     /// four full stops IDNA2003 recognised (RFC 3490 §3.1); length limits apply to the A-label form.
     static func isIDNHostname(_ value: String) -> Bool {
+        // An A-label is never shorter than its U-label (every code point gives at least one character), so
+        // what is too long as written is too long encoded: refused before the label checks and Punycode,
+        // which take time quadratic in a label's length (a 8,000-character label took 17 s).
+        guard value.unicodeScalars.count <= 253 else { return false }
         let scalars = Array(value.unicodeScalars)
         let rawLabels = scalars.split(omittingEmptySubsequences: false) { scalar in
             scalar == "." || scalar == "\u{3002}" || scalar == "\u{FF0E}" || scalar == "\u{FF61}"
@@ -31,6 +35,7 @@ extension FormatChecker {
                 asciiLength += raw.count
                 labels.append(label)
             } else {
+                guard raw.count <= 59 else { return false }  // "xn--" and at least as many characters
                 let label = raw.map(IDNA.asciiLowercased)
                 guard IDNA.isValidULabel(label), let encoded = Punycode.encode(label), encoded.count + 4 <= 63 else {
                     return false

@@ -29,11 +29,21 @@ public struct Inventory: Sendable {
         var problems: [InventoryProblem] = []
         // SQLite compares table names without regard to ASCII case.
         var tables: [String: String] = [:]
+        // So do vault tables (`records.<name>`) and, on Apple platforms, the file system a dataset's files
+        // directory is on: `Notes` and `notes` would be one dataset, each overwriting and purging the other.
+        var folded: [String: String] = [:]
         for dataset in datasets {
             if !names.insert(dataset.name).inserted {
                 problems.append(
                     InventoryProblem(
                         code: .declaredTwice, dataset: dataset.name, field: "name", message: "declared twice"))
+            } else if let other = folded[dataset.name.lowercased()] {
+                problems.append(
+                    InventoryProblem(
+                        code: .declaredTwice, dataset: dataset.name, field: "name",
+                        message: "\(dataset.name) and \(other) differ only in case: they would share storage"))
+            } else {
+                folded[dataset.name.lowercased()] = dataset.name
             }
             if let table = dataset.storage?.table {
                 if let owner = tables[table.lowercased()], owner != dataset.name {

@@ -517,13 +517,23 @@ public final class Vault: Sendable {
                         return try self.sealer(keyID, dataset: dataset)
                     }
                     // The key is stored durably and recorded in the manifest before anything is sealed with it.
-                    let key = try createKey()
-                    try updateManifest { manifest in
-                        manifest.datasets[dataset] = VaultManifest.Entry(
-                            declaration: declaration, sealed: true, keyID: key.id, retiredKeyIDs: [], hasRecords: false,
-                            hasFiles: false)
+                    // Decided on the manifest as it is on disk: another process with this vault open may
+                    // have made the dataset's key first, and then that is its key.
+                    let keyID = try withLockedManifest { manifest throws(VaultError) -> KeyID in
+                        if let existing = manifest.datasets[dataset]?.keyID { return existing }
+                        let key = try createKey()
+                        var entry =
+                            manifest.datasets[dataset]
+                            ?? VaultManifest.Entry(
+                                declaration: declaration, sealed: true, keyID: nil, retiredKeyIDs: [],
+                                hasRecords: false, hasFiles: false)
+                        entry.keyID = key.id
+                        entry.sealed = true
+                        entry.declaration = declaration
+                        manifest.datasets[dataset] = entry
+                        return key.id
                     }
-                    return try self.sealer(key.id, dataset: dataset)
+                    return try self.sealer(keyID, dataset: dataset)
                 }
             }
         }
@@ -647,13 +657,36 @@ public final class Vault: Sendable {
     }
 
     /// Applies `change` to the manifest and writes it durably (on the file queue, or during open/close).
+    ///
+    /// Another process with this vault open (an app and its extension; another `Vaults` of the data
+    /// directory) writes the manifest too, and it is rewritten whole: a change is applied to the manifest
+    /// as it is on disk, read again under a lock (``withLockedManifest(_:)``), never to this process's
+    /// older copy, which would drop the other's datasets — their keys, and at a logout their files. A
+    /// change this process's copy already has costs no I/O.
     func updateManifest(_ change: (inout VaultManifest) -> Void) throws(VaultError) {
-        var manifest = state.withLock { $0.manifest }
+        var copy = state.withLock { $0.manifest }
+        let before = copy
+        change(&copy)
+        guard copy != before else { return }
+        try withLockedManifest { manifest throws(VaultError) in change(&manifest) }
+    }
+
+    /// Runs `body` on the manifest as it is on disk, under an exclusive lock on the vault's directory (an
+    /// advisory `flock` every Keel process takes before writing the manifest), writes it when `body`
+    /// changed it, and keeps what was written as this process's copy.
+    func withLockedManifest<R>(_ body: (inout VaultManifest) throws(VaultError) -> R) throws(VaultError) -> R {
+        let lock: ExclusiveFileLock
+        do { lock = try ExclusiveFileLock(path, waiting: true) } catch {
+            throw VaultError(
+                code: .ioError, namespace: namespace.rawValue, message: "cannot lock \(path) to write its manifest")
+        }
+        defer { lock.release() }
+        var manifest = try VaultManifest.read(directory: path) ?? state.withLock { $0.manifest }
         let before = manifest
-        change(&manifest)
-        guard manifest != before else { return }
-        try manifest.write(directory: path)
+        let result = try body(&manifest)
+        if manifest != before { try manifest.write(directory: path) }
         state.withLock { $0.manifest = manifest }
+        return result
     }
 
     var manifest: VaultManifest { state.withLock { $0.manifest } }

@@ -75,9 +75,19 @@ struct VaultManifest: Codable, Equatable {
                 code: .formatTooNew,
                 message: "vault manifest \(path) has format \(version.format); this app knows up to \(currentFormat)")
         }
-        do { return try JSONDecoder().decode(VaultManifest.self, from: Data(bytes)) } catch {
+        let manifest: VaultManifest
+        do { manifest = try JSONDecoder().decode(VaultManifest.self, from: Data(bytes)) } catch {
             throw VaultError(code: .damaged, message: "vault manifest \(path) is damaged: \(error)")
         }
+        // Dataset names become paths (a dataset's files directory, deleted by a purge): a manifest that came
+        // back from a backup, or was altered, must not name `../another-namespace`.
+        let names = Array(manifest.datasets.keys) + (manifest.pendingPurge?.datasets ?? [])
+        if let unsafe = names.first(where: { !VaultFiles.isSafeComponent($0) }) {
+            throw VaultError(
+                code: .damaged,
+                message: "vault manifest \(path) names a dataset \(unsafe.debugDescription) that is not a safe name")
+        }
+        return manifest
     }
 
     func write(directory: String) throws(VaultError) {
