@@ -47,6 +47,26 @@ import Testing
         }
     }
 
+    /// Found in review: a sign-out purged the outbox whatever it held, so an app that signs out on an error
+    /// (a 401) lost the user's unsent changes without a word. It now refuses until told they may go.
+    @Test func aSignOutNeverLosesUnsentChangesUnlessTold() async throws {
+        let world = try SyncWorld()
+        let tokens = [AccountID.alice: try await world.token(.alice)]
+        let app = try App(world: world, tokens: tokens)
+        let engine = try await app.relaunch(.alice, online: false)
+        try await engine.create("note", id: "n1", fields: .note("Written offline"), operation: "createNote")
+        await #expect {
+            _ = try await app.accounts.signOut()
+        } throws: { error in
+            (error as? SyncError)?.code == .unsentChanges
+        }
+        // Nothing was signed out: the engine runs, the change is still queued.
+        #expect(try await engine.outstandingCount() == 1)
+        let report = try await app.accounts.signOut(discardingUnsent: true)
+        #expect(report.deletedDatasets.contains(engine.storage.outbox))
+        #expect(await engine.isStopped)
+    }
+
     /// DATA-006.1: offline, Alice has a cached note, a draft, a photo and a pending change; the switch to Bob
     /// shows him none of it and sends none of it; back on Alice (online) everything is intact and her change
     /// goes out under her own account, once.

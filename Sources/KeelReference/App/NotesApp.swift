@@ -300,7 +300,8 @@ public actor NotesApp {
         let outstanding = try await engine?.outstandingCount() ?? 0
         let account = engine?.vault.account
         _ = try await navigate(.signOut)
-        let report = try await accounts.signOut()
+        // The reference app signs out when asked and says how many changes were lost (its caller decided).
+        let report = try await accounts.signOut(discardingUnsent: true)
         engine = nil
         try? FileManager.default.removeItem(at: sessionFile)
         if let account {

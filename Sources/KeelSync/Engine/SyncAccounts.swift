@@ -53,9 +53,25 @@ public actor SyncAccounts {
     }
 
     /// Stops the active account's sync, then signs it out (its vault purged as the inventory says).
-    public func signOut() async throws -> PurgeReport {
+    ///
+    /// - Parameter discardingUnsent: whether changes the server never confirmed may go with the vault. By
+    ///   default they may not: with changes outstanding the sign-out throws ``SyncError`` `unsentChanges`
+    ///   and changes nothing, so that an app signing out on an error (a 401) never loses the user's work
+    ///   without a word. Ask the user (``SyncEngine/outstandingCount()`` says how many), then sign out again
+    ///   with `true` — or sign in again and let the changes go out.
+    public func signOut(discardingUnsent: Bool = false) async throws -> PurgeReport {
         await turnstile.enter()
         defer { turnstile.leave() }
+        if !discardingUnsent, let engine {
+            let outstanding = try await engine.outstandingCount()
+            guard outstanding == 0 else {
+                throw SyncError(
+                    code: .unsentChanges,
+                    message:
+                        "\(outstanding) change(s) the server never confirmed would be lost; nothing was signed out (sign out with discardingUnsent: true to lose them)"
+                )
+            }
+        }
         await stopCurrent()
         return try await vaults.logout()
     }

@@ -33,6 +33,9 @@ extension ErrorCode where Domain == SyncError {
     /// The operation is not declared available offline and the engine is not known to be online (offline,
     /// or no sync has got through yet): it fails fast instead of being queued (MOB-DATA-004).
     public static var offline: Self { Self("offline") }
+    /// A sign-out would lose changes the server never confirmed, and the caller did not say they may go
+    /// (``SyncAccounts/signOut(discardingUnsent:)``). Nothing was signed out.
+    public static var unsentChanges: Self { Self("unsentChanges") }
     /// The operation is not declared in any offline scenario and the engine is online: the outbox does not
     /// take it (send it with the HTTP client).
     public static var notOfflineCapable: Self { Self("notOfflineCapable") }
