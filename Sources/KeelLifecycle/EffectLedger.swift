@@ -66,7 +66,7 @@ public actor EffectLedger {
     ///   (another process, or another instance in this one) has the same file.
     public init(file: URL) throws {
         self.file = file
-        do { lock = try ExclusiveFileLock(file.path + ".lock") } catch {
+        do { lock = try ExclusiveFileLock(file.path + ".lock", .file) } catch {
             switch error {
             case .held:
                 throw EffectLedgerError(

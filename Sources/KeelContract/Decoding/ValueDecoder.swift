@@ -79,7 +79,7 @@ final class ValueDecoder: Decoder {
         if T.self == JSONValue.self { return value as! T }  // as parsed: exact numbers, members in order
         // A model that nests (replies, folders) decodes level by level, each level several frames deep: a
         // reply nested within the parser's limit can still be more than a small stack holds.
-        if codingPath.count >= 32, codingPath.count % 8 == 0, ThreadStack().isNearlyExhausted() {
+        if codingPath.count >= 32, codingPath.count % 8 == 0, ThreadStack.current.isNearlyExhausted() {
             throw DecodingError.dataCorrupted(
                 .init(
                     codingPath: path(),

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(CThreadStack)
     import CThreadStack
 #elseif canImport(Darwin)
@@ -8,7 +10,7 @@
 /// nested within their own depth limits still ends with an error, not a stack overflow, on threads with
 /// small stacks (512 KiB on Apple platforms' secondary threads; a debug build's frames are several times
 /// larger than a release build's).
-package struct ThreadStack {
+package struct ThreadStack: Sendable {
     /// Below this address the thread's stack keeps only its safety margin; nil when the bounds are unknown.
     private let limit: UInt?
 
@@ -16,6 +18,18 @@ package struct ThreadStack {
     package init(margin: Int = 128 * 1024) {
         limit = Self.lowestAddress().map { $0 + UInt(margin) }
     }
+
+    /// The calling thread's stack, found once per thread and kept with it: finding it is a system call, and
+    /// on Linux's main thread a read of /proc/self/maps.
+    package static var current: ThreadStack {
+        let values = Thread.current.threadDictionary
+        if let cached = values[cacheKey] as? ThreadStack { return cached }
+        let stack = ThreadStack()
+        values[cacheKey] = stack
+        return stack
+    }
+
+    private static let cacheKey = "keel.threadStack"
 
     /// Whether the calling thread (the one that made this value) is down to its safety margin.
     @inline(never)

@@ -307,6 +307,7 @@ public actor NotesApp {
         if let account {
             ledger = nil
             try? FileManager.default.removeItem(at: ledgerFile(account))
+            try? FileManager.default.removeItem(atPath: ledgerFile(account).path + ".lock")
         }
         return [
             "ok": true, "unsentChangesLost": .number(JSONNumber(Int64(outstanding))),
@@ -325,6 +326,7 @@ public actor NotesApp {
         try? FileManager.default.removeItem(at: sessionFile)
         ledger = nil
         try? FileManager.default.removeItem(at: ledgerFile(account))
+        try? FileManager.default.removeItem(atPath: ledgerFile(account).path + ".lock")
         return ["ok": true, "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen]
     }
 

@@ -647,9 +647,10 @@ package final class BackendHandler: Sendable {
 /// The changes feed's cursor: opaque to clients, so that its form can change without a contract change.
 /// `c2.<scope>.<sequence in base 36>`, where the scope is 12 hex digits of SHA-256 of this database's
 /// random epoch and the account: a cursor of another account (an app that switched accounts and kept its
-/// cursor) or of another database (a backend restored from an older backup, or reset) is refused with
-/// `invalid_cursor` — the client pulls from the start — instead of silently skipping changes that happen to
-/// be numbered below it. (`c1.` cursors, which had no scope, are refused the same way: one pull from the
+/// cursor) or of another database (a backend whose data was reset) is refused with `invalid_cursor` — the
+/// client pulls from the start — instead of silently skipping changes that happen to be numbered below it.
+/// (A database restored from an older backup keeps its epoch: there, only a cursor past the account's last
+/// change is refused.) (`c1.` cursors, which had no scope, are refused the same way: one pull from the
 /// start.)
 enum ChangeCursor {
     /// The setting that holds the database's epoch.

@@ -15,24 +15,46 @@ import KeelCore
 package final class ExclusiveFileLock: Sendable {
     /// Why a lock was not taken.
     package enum Failure: Error {
-        /// Someone else holds it.
+        /// Someone else holds it (and, when waiting, kept it for the whole wait).
         case held
-        /// The path cannot be opened or locked (`errno`).
+        /// The path cannot be opened or locked (`errno`; `ENOENT` for a directory that is gone).
         case failed(Int32)
+    }
+
+    /// What is locked.
+    package enum Target {
+        /// An existing directory (never created: a vault deleted meanwhile stays deleted).
+        case directory
+        /// A lock file, created 0600 when missing (opened read-only when it exists).
+        case file
     }
 
     private let descriptor: Locked<Int32?>
 
-    /// Locks `path` (a directory, or a file created 0600 when missing); with `waiting`, waits for a
-    /// holder to let go instead of failing with ``Failure/held``.
-    package init(_ path: String, waiting: Bool = false) throws(Failure) {
-        var fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY)
-        if fd < 0 && errno == ENOTDIR { fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
-        if fd < 0 && errno == ENOENT { fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
+    /// Locks `path`; with `waitingUpTo`, waits at most that long for a holder to let go (a holder in a
+    /// suspended app extension must not hang this process), otherwise fails at once with ``Failure/held``.
+    package init(_ path: String, _ target: Target, waitingUpTo wait: Duration? = nil) throws(Failure) {
+        var fd: Int32
+        switch target {
+        case .directory:
+            fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY)
+        case .file:
+            // flock needs no write access: an existing lock file is opened read-only.
+            fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 && errno == ENOENT {
+                fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+                if fd < 0 && errno == EEXIST { fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+            }
+        }
         guard fd >= 0 else { throw .failed(errno) }
-        while flock(fd, waiting ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
+        let deadline = wait.map { ContinuousClock.now + $0 }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
+            if code == EWOULDBLOCK, let deadline, ContinuousClock.now < deadline {
+                usleep(5_000)
+                continue
+            }
             close(fd)
             throw code == EWOULDBLOCK ? .held : .failed(code)
         }

@@ -675,16 +675,8 @@ public final class Vault: Sendable {
     /// advisory `flock` every Keel process takes before writing the manifest), writes it when `body`
     /// changed it, and keeps what was written as this process's copy.
     func withLockedManifest<R>(_ body: (inout VaultManifest) throws(VaultError) -> R) throws(VaultError) -> R {
-        let lock: ExclusiveFileLock
-        do { lock = try ExclusiveFileLock(path, waiting: true) } catch {
-            throw VaultError(
-                code: .ioError, namespace: namespace.rawValue, message: "cannot lock \(path) to write its manifest")
-        }
-        defer { lock.release() }
-        var manifest = try VaultManifest.read(directory: path) ?? state.withLock { $0.manifest }
-        let before = manifest
-        let result = try body(&manifest)
-        if manifest != before { try manifest.write(directory: path) }
+        let (manifest, result) = try VaultManifest.update(
+            directory: path, namespace: namespace.rawValue, fallback: state.withLock { $0.manifest }, body)
         state.withLock { $0.manifest = manifest }
         return result
     }

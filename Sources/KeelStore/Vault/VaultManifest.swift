@@ -90,6 +90,37 @@ struct VaultManifest: Codable, Equatable {
         return manifest
     }
 
+    /// Runs `body` on the manifest in `directory` as it is on disk (or `fallback` when there is none yet),
+    /// under an exclusive lock on the directory, and writes it when `body` changed it. Every Keel process
+    /// changes a manifest this way, so none writes back an older copy over another's change. The lock is
+    /// waited for at most 10 s (a holder in a suspended app extension must not hang this one).
+    static func update<R>(
+        directory: String, namespace: String, fallback: VaultManifest?,
+        _ body: (inout VaultManifest) throws(VaultError) -> R
+    ) throws(VaultError) -> (VaultManifest, R) {
+        let lock: ExclusiveFileLock
+        do { lock = try ExclusiveFileLock(directory, .directory, waitingUpTo: .seconds(10)) } catch {
+            switch error {
+            case .held:
+                throw VaultError(
+                    code: .ioError, namespace: namespace,
+                    message: "another process held the vault's manifest for 10 s; nothing was changed")
+            case .failed(let code):
+                throw VaultError(
+                    code: code == ENOENT ? .vaultClosed : .ioError, namespace: namespace,
+                    message: "cannot lock \(directory) to change its manifest: \(String(cString: strerror(code)))")
+            }
+        }
+        defer { lock.release() }
+        guard var manifest = try read(directory: directory) ?? fallback else {
+            throw VaultError(code: .damaged, namespace: namespace, message: "\(directory) has no vault manifest")
+        }
+        let before = manifest
+        let result = try body(&manifest)
+        if manifest != before { try manifest.write(directory: directory) }
+        return (manifest, result)
+    }
+
     func write(directory: String) throws(VaultError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

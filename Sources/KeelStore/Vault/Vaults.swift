@@ -300,8 +300,11 @@ public actor Vaults {
             // An unfinished purge of another trigger is finished with this one, never replaced by it: its
             // datasets may already have lost their keys.
             affected = Set(triggered + (manifest.pendingPurge?.datasets ?? [])).sorted()
-            manifest.pendingPurge = .init(trigger: trigger, datasets: affected)
-            try manifest.write(directory: directory)
+            // On the manifest as it is on disk, under its lock (another process may have this vault open).
+            (manifest, _) = try VaultManifest.update(directory: directory, namespace: namespace.rawValue, fallback: nil)
+            { fresh throws(VaultError) in
+                fresh.pendingPurge = .init(trigger: trigger, datasets: affected)
+            }
         }
         // 1. Shred: without its key, whatever a crash leaves of the data below is unreadable.
         for name in affected {
@@ -356,9 +359,11 @@ public actor Vaults {
         for name in affected {
             try removeTree(directory + "/" + VaultFiles.filesDirectory + "/" + name)
         }
-        for name in affected { manifest.datasets.removeValue(forKey: name) }
-        manifest.pendingPurge = nil
-        try manifest.write(directory: directory)
+        (manifest, _) = try VaultManifest.update(directory: directory, namespace: namespace.rawValue, fallback: nil) {
+            fresh throws(VaultError) in
+            for name in affected { fresh.datasets.removeValue(forKey: name) }
+            fresh.pendingPurge = nil
+        }
         report.deletedDatasets = affected
         report.keptDatasets = manifest.datasets.keys.sorted()
         return report

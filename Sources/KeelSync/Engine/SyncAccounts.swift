@@ -63,7 +63,9 @@ public actor SyncAccounts {
         await turnstile.enter()
         defer { turnstile.leave() }
         if !discardingUnsent, let engine {
-            let outstanding = try await engine.outstandingCount()
+            // Read from the vault, so that an engine the app already stopped is no obstacle.
+            let outbox = engine.storage.outbox
+            let outstanding = try await engine.vault.read(outbox) { try $0.count() }
             guard outstanding == 0 else {
                 throw SyncError(
                     code: .unsentChanges,
