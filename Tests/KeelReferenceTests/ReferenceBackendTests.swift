@@ -177,6 +177,9 @@ final class BackendHarness: Sendable {
             "POST", "/_admin/fault", headers: ["Origin": "http://127.0.0.1:8080"], json: #"{"mode": "none"}"#)
         #expect(local.status == 200, "\(local.text)")
         #expect(try await harness.call("GET", "/_admin/applied").status == 200)
+        for host in ["LOCALHOST:8080", "localhost.:8080", "[::1]:8080", "127.0.0.1"] {
+            #expect(try await harness.call("GET", "/_admin/applied", headers: ["Host": host]).status == 200, "\(host)")
+        }
     }
 
     @Test func eachIdempotencyKeyIsAppliedOnceAndItsResultReplayed() async throws {

@@ -478,6 +478,7 @@ package final class BackendHandler: Sendable {
             } else if let colon = host.lastIndex(of: ":") {
                 host = host[..<colon]
             }
+            if host.hasSuffix(".") { host = host.dropLast() }  // `localhost.`, the name written absolute
             return ["127.0.0.1", "localhost", "::1"].contains(host.lowercased())
         }
         // No Host at all is an HTTP/1.0 client, never a browser.

@@ -49,6 +49,9 @@ final class RequestLog: @unchecked Sendable {
             dropped += 1
             return
         }
+        // Where the dropped lines would have been: after what was queued before them.
+        if dropped > 0 { lines.append(Self.droppedNotice(dropped)) }
+        dropped = 0
         lines.append(line)
         condition.signal()
     }
@@ -57,7 +60,11 @@ final class RequestLog: @unchecked Sendable {
     /// does not read is given up on then.
     func finish(with last: String, timeout: DispatchTimeInterval) {
         condition.lock()
-        if !broken { lines.append(last) }
+        if !broken {
+            if dropped > 0 { lines.append(Self.droppedNotice(dropped)) }
+            dropped = 0
+            lines.append(last)
+        }
         finishing = true
         started = true
         condition.signal()
@@ -69,12 +76,8 @@ final class RequestLog: @unchecked Sendable {
         while true {
             condition.lock()
             while !started || (lines.isEmpty && !finishing) { condition.wait() }
-            var batch = lines
+            let batch = lines
             lines.removeAll(keepingCapacity: true)
-            if dropped > 0 {
-                batch.insert("log: \(dropped) lines dropped (standard output was not read)", at: 0)
-                dropped = 0
-            }
             let last = finishing && batch.isEmpty
             condition.unlock()
             if last { return }
@@ -86,6 +89,10 @@ final class RequestLog: @unchecked Sendable {
                 return
             }
         }
+    }
+
+    private static func droppedNotice(_ count: Int) -> String {
+        "log: \(count) lines dropped (standard output was not read)"
     }
 
     /// Writes `line` and a line feed to standard output; false when it cannot be written (the reader went
