@@ -62,10 +62,6 @@ struct JSONParser {
     let limits: JSONParsingLimits
     var index = 0
     var depth = 0
-    /// The parsing thread's stack, looked at once nesting is deep (most documents never are): a depth within
-    /// the limit can still be more than a small stack holds (a debug build's frames on a 512 KiB thread
-    /// overflowed at ~150 levels).
-    private var stack: ThreadStack?
 
     init(bytes: [UInt8], limits: JSONParsingLimits) {
         self.bytes = bytes
@@ -126,11 +122,11 @@ struct JSONParser {
         guard depth <= limits.maximumDepth else {
             throw error(.tooDeep, "nesting deeper than \(limits.maximumDepth) levels")
         }
-        if depth >= 32, depth % 8 == 0 {
-            if stack == nil { stack = ThreadStack() }
-            if stack!.isNearlyExhausted() {
-                throw error(.tooDeep, "nesting of \(depth) levels is more than this thread's stack holds")
-            }
+        // The thread's stack, looked at once nesting is deep (most documents never are): a depth within the
+        // limit can still be more than a small stack holds (a debug build's frames on a 512 KiB thread
+        // overflowed at ~150 levels).
+        if depth >= 32, depth % 8 == 0, ThreadStack.current.isNearlyExhausted() {
+            throw error(.tooDeep, "nesting of \(depth) levels is more than this thread's stack holds")
         }
     }
 

@@ -13,7 +13,8 @@ extension BackendHandler {
                 status: 422, code: "validation", message: "Idempotency-Key (16...128 characters) is required",
                 errors: [("Idempotency-Key", "required")])
         }
-        let mutations = try Self.parseBatch(request.body)
+        let batch = try Self.object(request.body)
+        let mutations = try Self.parseBatch(batch)
         let keys = mutations.map { $0.key }
         guard Set(keys).count == keys.count else {
             throw BackendFailure(
@@ -23,7 +24,7 @@ extension BackendHandler {
         // The batch as parsed, its members sorted and numbers in one spelling: the same batch re-sent by an
         // encoder that orders members or spaces them differently (a Swift dictionary, another launch) is the
         // same batch. Batches stored under the earlier raw-bytes hash are still recognized.
-        let bodyHash = SHA256Digest.hex(Self.canonical(.object(try Self.object(request.body))).serialized())
+        let bodyHash = SHA256Digest.hex(Self.canonical(.object(batch)).serialized())
         let rawHash = SHA256Digest.hex([UInt8](request.body))
         let correlation = request.headers["X-Correlation-ID"].map { account + "\u{0}" + $0 }
 
@@ -130,8 +131,7 @@ extension BackendHandler {
         var hash: String
     }
 
-    static func parseBatch(_ body: Data) throws -> [IncomingMutation] {
-        let batch = try object(body)
+    static func parseBatch(_ batch: JSONObject) throws -> [IncomingMutation] {
         guard case .array(let items)? = batch["mutations"], (1...100).contains(items.count) else {
             throw BackendFailure(
                 status: 422, code: "validation", message: "mutations must be an array of 1...100 mutations",

@@ -27,7 +27,7 @@ struct Evaluator {
     private static let maximumDepth = 2000
     /// The stack of the thread validating: a chain of references within `maximumDepth` can still be
     /// deeper than a small stack holds (a debug build overflowed an 8 MiB one at ~1,900 levels).
-    private let stack = ThreadStack()
+    private let stack = ThreadStack.current
 
     private enum InstanceStep {
         case member(String)

@@ -1,12 +1,6 @@
 import Foundation
 import KeelTesting
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The backend's request log on standard output, written by a thread of its own and never by a request's:
 /// a reader that stops reading (a harness that only wanted the `listening` line) holds no request. Once
 /// 10,000 lines wait, new ones are dropped and counted (`log: N lines dropped`, written when there is room
@@ -97,28 +91,5 @@ final class RequestLog: @unchecked Sendable {
 
     /// Writes `line` and a line feed to standard output; false when it cannot be written (the reader went
     /// away: EPIPE, with SIGPIPE ignored).
-    static func writeLine(_ line: String) -> Bool {
-        var bytes = Array((line + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { buffer in
-                systemWrite(1, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += written
-        }
-        return true
-    }
-}
-
-/// write(2).
-private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
-    #if canImport(Glibc)
-        Glibc.write(descriptor, bytes, count)
-    #else
-        Darwin.write(descriptor, bytes, count)
-    #endif
+    private static func writeLine(_ line: String) -> Bool { POSIX.writeAll(1, Array((line + "\n").utf8)) }
 }
