@@ -200,6 +200,44 @@ final class LockedURIs: @unchecked Sendable {
         #expect(!(try JSONSchema(["pattern": "^[$.]+\\.$"]).validate("$.x")).isValid)
     }
 
+    /// Each construct whose meaning differs between ECMA-262 (what a schema's `pattern` is) and ICU (what
+    /// NSRegularExpression runs): every pair below is decided the JavaScript way (`new RegExp(p, "u")`).
+    @Test func patternsMatchAsJavaScriptDoesWhereICUWouldDiffer() throws {
+        func matches(_ pattern: String, _ text: String) throws -> Bool {
+            try JSONSchema(["pattern": .string(pattern)]).validate(.string(text)).isValid
+        }
+        // Class escapes inside a class keep ECMA's ASCII meaning: U+0663 ARABIC-INDIC DIGIT THREE is not a
+        // \d, `é` is not a \w, U+FEFF is a \s.
+        #expect(try matches("^[\\D]$", "\u{663}"))
+        #expect(try !matches("^[^\\D]$", "\u{663}"))
+        #expect(try matches("^[^\\D]$", "3"))
+        #expect(try matches("^[\\W]$", "é"))
+        #expect(try matches("^[x\\W]+$", "xé"))
+        #expect(try !matches("^[\\S]$", "\u{FEFF}"))
+        #expect(try matches("^[\\s]$", "\u{FEFF}"))
+        // \b and \B look at ASCII word characters only.
+        #expect(try matches("a\\b", "aé"))
+        #expect(try !matches("a\\B", "aé"))
+        #expect(try matches("^\\bcafé$", "café"))
+        #expect(try !matches("^[a\\b]$", "b"))
+        #expect(try matches("^[a\\b]$", "\u{8}"))
+        // \v is U+000B alone; \0 is NUL; \u{…} is a code point.
+        #expect(try matches("^\\v$", "\u{B}"))
+        #expect(try !matches("^\\v$", "\n"))
+        #expect(try matches("^a\\0b$", "a\u{0}b"))
+        #expect(try matches("^\\u{1F600}$", "😀"))
+        // Inside a class `[` and `&&` are characters, not ICU's nested sets and intersections.
+        #expect(try matches("^[a&&b]$", "&"))
+        #expect(try matches("^[a&&b]$", "a"))
+        #expect(try matches("^[[a]$", "["))
+        // ECMA's empty class never matches; its negation matches any character.
+        #expect(try !matches("^a[]$", "a"))
+        #expect(try matches("^a[^]$", "a\n"))
+        // The pattern is read by scalar: a combining mark after an escape is an element of its own.
+        #expect(try matches("^\\d\u{301}$", "3\u{301}"))
+        #expect(try !matches("^\\d\u{301}$", "\u{663}\u{301}"))
+    }
+
     /// From the schema fuzzer: a pattern whose translation is longer than 256 UTF-16 units takes another road
     /// through corelibs Foundation's regex (which leaks its copy of such a pattern; Fuzz/lsan.supp). It must
     /// still compile and match as ECMA-262 says.

@@ -105,46 +105,101 @@ final class CompiledPatterns: Sendable {
     }
 }
 
-/// Rewrites the ECMA-262 constructs whose meaning differs in ICU (the engine behind NSRegularExpression).
+/// Rewrites the ECMA-262 constructs whose meaning differs in ICU (the engine behind NSRegularExpression), so
+/// that a schema's `pattern` matches what it matches in JavaScript (with the `u` flag, as JSON Schema reads
+/// patterns). Syntax ICU accepts and ECMA-262 does not (inline flags such as `(?i)`) is left to ICU: many
+/// published contracts carry patterns written for other engines, and refusing their schemas would help no one.
+///
+/// What differs, and what it becomes:
+/// - `\d`, `\w`, `\s` and their negations are ASCII (and ECMA's own white space) classes, ICU's are
+///   Unicode-wide; inside a class the negations become nested sets (`[a\D]` → `[a[^0-9]]`).
+/// - `\b` and `\B` are boundaries between ASCII word characters (ICU's use Unicode letters); inside a class
+///   `\b` is a backspace. `\v` is U+000B (ICU's is every vertical white space). `\u{…}` is a code point
+///   and `\0` is U+0000.
+/// - Inside a class, `[` and `&` are plain characters (ICU reads nested sets and `&&` intersections); `[]`
+///   never matches and `[^]` matches anything.
+/// - Outside a class, `$` matches only at the very end (ICU's also before a final line break) and `.`
+///   excludes only line terminators (ICU's also excludes U+000B, U+000C and U+0085).
+///
+/// The pattern is read by Unicode scalar, never by `Character`: a combining mark after an escape or a
+/// bracket is its own element in ECMA-262, as in ICU.
 enum ECMAScriptPattern {
-    /// ECMA-262 WhiteSpace and LineTerminator code points (ICU's \\s lacks U+FEFF).
+    /// ECMA-262 WhiteSpace and LineTerminator code points (ICU's \s lacks U+FEFF).
     private static let whitespace = "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{FEFF}\\p{Zs}\\x{2028}\\x{2029}"
+    private static let word = "a-zA-Z0-9_"
+    /// A position between an ASCII word character and anything else (or an end).
+    private static let boundary = "(?:(?<=[\(word)])(?![\(word)])|(?<![\(word)])(?=[\(word)]))"
+    private static let nonBoundary = "(?:(?<=[\(word)])(?=[\(word)])|(?<![\(word)])(?![\(word)]))"
 
     static func translate(_ pattern: String) -> String {
-        // ECMA-262 \d, \w and \s are ASCII/explicit classes; ICU's are Unicode-wide. `$` and `.` differ too.
+        let scalars = Array(pattern.unicodeScalars)
         var result = ""
-        var iterator = pattern.makeIterator()
+        var index = 0
         var inClass = false
-        while let character = iterator.next() {
-            if character == "\\", let next = iterator.next() {
+        func peek(_ offset: Int) -> Unicode.Scalar? {
+            index + offset < scalars.count ? scalars[index + offset] : nil
+        }
+        while index < scalars.count {
+            let scalar = scalars[index]
+            if scalar == "\\", let next = peek(1) {
+                index += 2
                 switch next {
                 case "s": result += inClass ? whitespace : "[" + whitespace + "]"
-                case "S": result += inClass ? "\\S" : "[^" + whitespace + "]"
+                case "S": result += "[^" + whitespace + "]"
                 case "d": result += inClass ? "0-9" : "[0-9]"
-                case "D": result += inClass ? "\\D" : "[^0-9]"
-                case "w": result += inClass ? "a-zA-Z0-9_" : "[a-zA-Z0-9_]"
-                case "W": result += inClass ? "\\W" : "[^a-zA-Z0-9_]"
-                default: result += "\\" + String(next)
+                case "D": result += "[^0-9]"
+                case "w": result += inClass ? word : "[" + word + "]"
+                case "W": result += "[^" + word + "]"
+                case "v": result += "\\x{0B}"
+                case "b": result += inClass ? "\\x{08}" : boundary
+                case "B" where !inClass: result += nonBoundary
+                case "0" where !(peek(0).map { ("0"..."9").contains($0) } ?? false):
+                    result += "\\x{00}"  // ECMA's NUL; ICU reads `\0` as the start of an octal escape
+                case "u" where peek(0) == "{":
+                    // `\u{1F600}`: ICU spells a code point `\x{…}`; anything else is left for ICU to refuse.
+                    var end = index + 1
+                    while end < scalars.count, scalars[end].properties.isASCIIHexDigit { end += 1 }
+                    if end < scalars.count, scalars[end] == "}", end > index + 1 {
+                        result += "\\x{" + String(String.UnicodeScalarView(scalars[(index + 1)..<end])) + "}"
+                        index = end + 1
+                    } else {
+                        result += "\\u"
+                    }
+                default:
+                    result += "\\"
+                    result.unicodeScalars.append(next)
                 }
                 continue
             }
-            if !inClass {
-                // Without the `m` flag an ECMA-262 `$` matches only at the very end; ICU's also matches
-                // before a final line break ("abc\n" would pass `^[a-z]+$`).
-                if character == "$" {
-                    result += "\\z"
-                    continue
+            index += 1
+            if inClass {
+                switch scalar {
+                case "]": inClass = false
+                case "[", "&":
+                    result += "\\"
+                default: break
                 }
-                // An ECMA-262 `.` excludes only \n, \r, U+2028 and U+2029; ICU's also excludes \v, \f and
-                // U+0085.
-                if character == "." {
-                    result += "[^\\n\\r\\x{2028}\\x{2029}]"
-                    continue
-                }
+                result.unicodeScalars.append(scalar)
+                continue
             }
-            if character == "[" { inClass = true }
-            if character == "]" { inClass = false }
-            result.append(character)
+            switch scalar {
+            case "$": result += "\\z"
+            case ".": result += "[^\\n\\r\\x{2028}\\x{2029}]"
+            case "[" where peek(0) == "]":
+                result += "(?!)"  // ECMA's empty class never matches; ICU has no empty class
+                index += 1
+            case "[" where peek(0) == "^" && peek(1) == "]":
+                result += "[\\s\\S]"  // ECMA's negated empty class matches any character
+                index += 2
+            case "[":
+                inClass = true
+                result += "["
+                if peek(0) == "^" {
+                    result += "^"
+                    index += 1
+                }
+            default: result.unicodeScalars.append(scalar)
+            }
         }
         return result
     }
