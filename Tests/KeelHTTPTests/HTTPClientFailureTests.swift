@@ -71,12 +71,21 @@ struct FaultTransport: HTTPTransport {
     }
 
     @Test func aGatewayErrorOnAMutationIsOutcomeUnknown() async throws {
-        for status in [500, 502, 504, 303] {
-            let failure = try await failure(
-                for: TestResponse(status: status), HTTPOperation(method: "POST", path: "/pay", body: Data("{}".utf8)))
+        // A 500 after the commit; a gateway's 5xx after its upstream applied it (Cloudflare's 520–524, a
+        // proxy's 503 after an upstream reset, 507); a same-origin 3xx after processing.
+        let post = HTTPOperation(method: "POST", path: "/pay", body: Data("{}".utf8))
+        for status in [500, 502, 503, 504, 507, 520, 522, 524, 599, 303] {
+            let failure = try await failure(for: TestResponse(status: status), post)
             #expect(failure.outcome == .unknown, "status \(status)")  // applied, then failed; or applied upstream
         }
-        #expect(try await failure(for: TestResponse(status: 503)).outcome == .rejected)
+        // Answers that say the request was not taken up at all: the backend's maintenance answer, a method it
+        // does not implement, an HTTP version it does not speak, a portal's 511.
+        let maintenance = try await failure(for: .json(#"{"code": "maintenance"}"#, status: 503), post)
+        #expect(maintenance.kind == .maintenance && maintenance.outcome == .rejected)
+        for status in [501, 505, 511] {
+            #expect(try await failure(for: TestResponse(status: status), post).outcome != .unknown, "status \(status)")
+        }
+        #expect(try await failure(for: TestResponse(status: 503)).outcome == .rejected)  // a read changes nothing
     }
 
     @Test func aRefusedConnectionIsOfflineAndNotSent() async throws {

@@ -50,6 +50,47 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    /// MOB-API-003: an attempt the timer ends before the request left (a name lookup or connect that hung)
+    /// sent nothing: its outcome is "not sent", never "unknown", and even an unsafe POST may be tried again.
+    @Test func anAttemptTimedOutBeforeSendingIsNotSentAndMayBeRetried() async throws {
+        let lookups = Locked(0)
+        let release = DispatchSemaphore(value: 0)
+        var configuration = SocketTransport.Configuration()
+        configuration.beforeConnecting = {
+            // The first lookup hangs; the retry's answers at once.
+            let first = lookups.withLock { count in
+                count += 1
+                return count == 1
+            }
+            if first { _ = release.wait(timeout: .now() + 30) }
+        }
+        defer {
+            release.signal()  // one hung lookup per round
+            release.signal()
+        }
+        let post = HTTPOperation.post("/payments", body: Data("{}".utf8))
+        for attempts in [1, 2] {
+            lookups.withLock { $0 = 0 }
+            let harness = try Harness(
+                policy: CallPolicy(
+                    attemptTimeout: .seconds(1), deadline: .seconds(30), maximumAttempts: attempts,
+                    backoff: .init(base: .milliseconds(10), cap: .milliseconds(10))),
+                transport: SocketTransport(configuration: configuration), server: server)
+            server.enqueue(.json("{}", status: 201))
+            let call = Task { await harness.send(post) }
+            while lookups.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try await harness.clock.waitForSleepers(count: 1)
+            harness.clock.advance(by: .seconds(1))
+            if attempts == 1 {
+                let failure = try #require(await call.value.failure)
+                #expect(failure.kind == .timeout && failure.outcome == .notSent)
+            } else {
+                #expect(await call.value.failure == nil)  // the harness pumps the backoff before the retry
+                #expect(server.requestCount == 1)  // one POST reached the server: the retry's
+            }
+        }
+    }
+
     @Test func aResolverThatNeverAnswersDoesNotHoldAStreamPastItsConnectTimeout() async throws {
         // A stream has no attempt timer: its connect timeout alone bounds the name lookup.
         let release = DispatchSemaphore(value: 0)

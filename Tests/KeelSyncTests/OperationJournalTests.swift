@@ -26,6 +26,19 @@ private struct UnreadableJournal: OperationJournal {
     func entry(_ operationID: String) async throws -> JournalEntry? { throw Unreadable() }
 }
 
+/// A journal that reads an earlier send as unknown but cannot record the new one (a full disk after a
+/// relaunch).
+private struct FullJournalWithAnUnknownEntry: OperationJournal {
+    struct DiskFull: Error {}
+    let earlier: JournalEntry
+    func record(_ entry: JournalEntry) async throws { throw DiskFull() }
+    func complete(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws {}
+    func unresolved() async throws -> [JournalEntry] { [earlier] }
+    func entry(_ operationID: String) async throws -> JournalEntry? {
+        operationID == earlier.operationID ? earlier : nil
+    }
+}
+
 /// A backend that applies each Idempotency-Key at most once and answers the operation-status endpoint,
 /// as the sample contract (1.2) says.
 private final class IdempotentBackend: Sendable {
@@ -36,7 +49,8 @@ private final class IdempotentBackend: Sendable {
         if request.method == "GET", request.path.hasPrefix("/operations/") {
             let id = String(request.path.dropFirst("/operations/".count))
             guard let status = statuses.withLock({ $0[id] }) else {
-                return TestResponse(status: 404, headers: ["X-Request-ID": "r-404"], body: #"{"code": "not_found"}"#)
+                return TestResponse(
+                    status: 404, headers: ["X-Request-ID": "r-404"], body: #"{"code": "operation_not_found"}"#)
             }
             return TestResponse(status: 200, headers: ["X-Request-ID": "r-status"], body: #"{"status": "\#(status)"}"#)
         }
@@ -175,6 +189,108 @@ private final class IdempotentBackend: Sendable {
         #expect(journal.recorded.withLock { $0 } == 0)
     }
 
+    /// An operation without an idempotency key is never put on the wire again once a send of it may have been
+    /// applied (its outcome unknown, or confirmed): a second payment is worse than an unanswered first. Only
+    /// reconcile, which asks the server, settles it.
+    @Test func anUnsafeOperationThatMayHaveBeenAppliedIsNeverSentAgain() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        var lost = HTTPOperation.post("/payments", body: Self.body)
+        lost.operationID = "pay-lost"
+        let first = lost
+        await #expect(throws: HTTPFailure.self) { try await client.send(first) }
+        #expect(try await journal.entry("pay-lost")?.state == .unknown)
+        // The user taps Retry (or the app's outbox replays it), in this process or after a relaunch.
+        for sender in [client, makeClient(server, journal: journal)] {
+            let again = await #expect(throws: HTTPFailure.self) { try await sender.send(first) }
+            #expect(again?.outcome == .unknown && again?.kind == .inProgress && again?.attempts == 0)
+            #expect(again?.requestID == nil)
+        }
+        #expect(server.requestCount == 1)
+        #expect(try await journal.entry("pay-lost")?.state == .unknown)
+        // Confirmed before: not sent again, and the confirmation stays.
+        server.enqueue(TestResponse(status: 201, headers: ["X-Request-ID": "r-paid"], body: "{}"))
+        var paid = HTTPOperation.post("/payments", body: Self.body)
+        paid.operationID = "pay-done"
+        let done = paid
+        _ = try await client.send(done)
+        let again = await #expect(throws: HTTPFailure.self) { try await client.send(done) }
+        #expect(again?.outcome == .unknown && again?.attempts == 0)
+        #expect(server.requestCount == 2)
+        #expect(try await journal.entry("pay-done")?.state == .succeeded)
+        // A relaunch that kept only the operation's correlation id (no operation id) finds it the same way.
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        var byCorrelation = HTTPOperation.post("/payments", body: Self.body)
+        byCorrelation.correlationID = try CorrelationID(validating: "0123456789abcdef0123456789abcdef")
+        let kept = byCorrelation
+        await #expect(throws: HTTPFailure.self) { try await client.send(kept) }
+        let resent = await #expect(throws: HTTPFailure.self) {
+            try await makeClient(server, journal: journal).send(kept)
+        }
+        #expect(resent?.outcome == .unknown && resent?.attempts == 0)
+        #expect(server.requestCount == 3)
+        #expect(try await journal.entry("0123456789abcdef0123456789abcdef")?.state == .unknown)
+    }
+
+    /// A keyed operation may be sent again, but a re-send that fails takes back nothing an earlier one got:
+    /// a confirmed entry stays confirmed, and the failure says it may have been applied, never "not sent".
+    @Test func aFailedResendOfAConfirmedKeyedOperationKeepsItConfirmed() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        server.enqueue(TestResponse(status: 201, headers: ["X-Request-ID": "r-1"], body: "{}"))
+        var operation = HTTPOperation.post(
+            "/mutations", body: Self.body, idempotency: .keyed(IdempotencyKey("k-confirmed-0123456789")))
+        operation.operationID = "keyed-done"
+        let sent = operation
+        _ = try await client.send(sent)
+        server.shutdown()  // offline now: the re-send never leaves
+        let failure = await #expect(throws: HTTPFailure.self) { try await client.send(sent) }
+        #expect(failure?.outcome == .unknown)
+        let entry = try #require(try await journal.entry("keyed-done"))
+        #expect(entry.state == .succeeded && entry.requestID == "r-1")
+    }
+
+    /// A double tap: the second send of an operation whose first send is still on its way is refused at once,
+    /// and nothing reaches the server twice; reconcile leaves the running send alone.
+    @Test func theSameOperationIsNeverOnTheWireTwiceAtOnce() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)).delayingHeaders(by: .seconds(1)))
+        var operation = HTTPOperation.post(
+            "/mutations", body: Self.body, idempotency: .keyed(IdempotencyKey("k-double-tap-0123456789")))
+        operation.operationID = "double-tap"
+        let sent = operation
+        let first = Task { try await client.send(sent) }
+        _ = try await server.takeRequest()
+        let second = await #expect(throws: HTTPFailure.self) { try await client.send(sent) }
+        #expect(second?.kind == .inProgress && second?.outcome == .unknown && second?.attempts == 0)
+        #expect(try await client.reconcile().isEmpty)  // in flight here: its own call settles it
+        _ = try await first.value
+        #expect(server.requestCount == 1)
+        #expect(try await journal.entry("double-tap")?.state == .succeeded)
+    }
+
+    @Test func aJournalThatCannotRecordAResendOfAnUnknownOperationSaysItMayHaveBeenApplied() async throws {
+        let server = try TestServer()
+        let earlier = JournalEntry(
+            operationID: "resend", idempotencyKey: IdempotencyKey("k-resend-0123456789"),
+            correlationID: try CorrelationID(validating: "fedcba9876543210fedcba9876543210"), method: "POST",
+            path: "/mutations",
+            bodyDigest: nil, createdAt: Date(timeIntervalSince1970: 0), state: .unknown)
+        var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(earlier.idempotencyKey!))
+        operation.operationID = "resend"
+        let sent = operation
+        let failure = await #expect(throws: HTTPFailure.self) {
+            try await makeClient(server, journal: FullJournalWithAnUnknownEntry(earlier: earlier)).send(sent)
+        }
+        #expect(failure?.outcome == .unknown)
+        #expect(server.requestCount == 0)
+    }
+
     /// First launch: a keyed POST `operationID` reaches `server`, whose backend applies it, but the answer is
     /// lost; the journal says unknown. Returns the operation, to be rebuilt after the relaunch.
     private func sendAppliedWithTheAnswerLost(
@@ -254,7 +370,7 @@ private final class IdempotentBackend: Sendable {
         let server = try TestServer()
         let journal = try SQLiteOperationJournal(path: path)
         let client = makeClient(server, journal: journal)
-        for id in ["html", "other-code", "ours"] {
+        for id in ["html", "other-code", "generic", "ours"] {
             server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
             var operation = HTTPOperation.post("/payments", body: Self.body)
             operation.operationID = id
@@ -263,11 +379,14 @@ private final class IdempotentBackend: Sendable {
         server.enqueue(
             TestResponse(status: 404, headers: ["Content-Type": "text/html"], body: "<html>Not Found</html>"))
         server.enqueue(TestResponse(status: 404, body: #"{"code": "route_missing"}"#))
+        // The code a backend answers for any missing route (the reference backend's own among them): a backend
+        // without the status endpoint, or a mistyped path, must not settle a payment as never applied.
         server.enqueue(TestResponse(status: 404, body: #"{"code": "not_found"}"#))
+        server.enqueue(TestResponse(status: 404, body: #"{"code": "operation_not_found"}"#))
         let settled = try await client.reconcile()
         #expect(
             settled.map { "\($0.operationID)=\($0.state)" } == [
-                "html=unknown", "other-code=unknown", "ours=notApplied",
+                "html=unknown", "other-code=unknown", "generic=unknown", "ours=notApplied",
             ])
     }
 

@@ -341,7 +341,18 @@ struct Call {
         do throws(TransportError) {
             result = .response(try await transport.send(request, interruption: interruption))
         } catch {
-            result = interruption.isInterrupted ? .timedOut : .transportFailure(error)
+            if !interruption.isInterrupted {
+                result = .transportFailure(error)
+            } else if error.requestMayHaveBeenSent {
+                result = .timedOut
+            } else {
+                // The timer ended an attempt that provably never left (a connect or name lookup that hung): a
+                // timeout, but nothing was sent, so nothing may have been applied and a retry is safe.
+                result = .transportFailure(
+                    TransportError(
+                        code: .timedOut, requestMayHaveBeenSent: false,
+                        detail: "attempt \(attempts) timed out before the request was sent: \(error.detail)"))
+            }
         }
         timer.cancel()
         if Task.isCancelled { return .cancelled }
@@ -525,7 +536,7 @@ struct Call {
                 detail += ": \(why)"
             }
         }
-        recordWhetherApplied(response)
+        recordWhetherApplied(response, kind: kind)
         return HTTPFailure(
             kind: kind, outcome: outcome, status: response.status, errorCode: details.code,
             requestID: response.header(configuration.requestIDHeader), correlationID: correlationID, attempts: attempts,
@@ -533,17 +544,22 @@ struct Call {
         )
     }
 
-    /// A mutation may have been applied although the answer is an error: a 500 can come after the commit,
-    /// a 502/504 from a gateway whose upstream applied it, a same-origin 3xx (303 See Other) after
-    /// processing. Such an answer makes the call's outcome unknown.
-    private mutating func recordWhetherApplied(_ response: TransportResponse) {
-        if operation.mutates, Self.mayFollowApplying(response.status) { sawUnknown = true }
+    /// A mutation may have been applied although the answer is an error: a 500 can come after the commit, any
+    /// gateway's 5xx (502, 504, Cloudflare's 520–524, a proxy's 503 after its upstream reset) after the
+    /// origin applied it, a same-origin 3xx (303 See Other) after processing. Such an answer makes the
+    /// call's outcome unknown. `kind`: what the answer was read as — the contract's maintenance answer (a
+    /// 503 with a maintenance code) says the backend did nothing.
+    private mutating func recordWhetherApplied(_ response: TransportResponse, kind: HTTPFailure.Kind? = nil) {
+        guard operation.mutates, kind != .maintenance else { return }
+        if Self.mayFollowApplying(response.status) { sawUnknown = true }
     }
 
     /// Whether an answer with `status` may come after the request was applied (see
-    /// ``recordWhetherApplied(_:)``).
+    /// ``recordWhetherApplied(_:kind:)``): every 5xx but those that say the request was not understood at all
+    /// (501 Not Implemented, 505 HTTP Version Not Supported, 511 Network Authentication Required — a portal's),
+    /// and every 3xx.
     static func mayFollowApplying(_ status: Int) -> Bool {
-        [500, 502, 504].contains(status) || (300...399).contains(status)
+        ((500...599).contains(status) && ![501, 505, 511].contains(status)) || (300...399).contains(status)
     }
 
     private mutating func transportFailure(_ error: TransportError) -> HTTPFailure {

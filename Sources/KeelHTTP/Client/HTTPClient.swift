@@ -164,6 +164,11 @@ public final class HTTPClient: Sendable {
     /// reading the origin from a URL and looking it up in every allowlist cost more than the headers they add.
     let middlewareForBase: [any HTTPMiddleware]
 
+    /// The journaled operations this client is sending now, by operation id: the same operation is never on
+    /// the wire twice at once (a double tap, an outbox replay racing the first send), and reconcile leaves
+    /// them alone (their calls settle them).
+    let operationsInFlight = Locked<Set<String>>([])
+
     /// A client with `configuration`.
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -190,15 +195,24 @@ public final class HTTPClient: Sendable {
         }
         // Journaled: durably recorded before the first byte leaves, settled when the call ends.
         let operationID = operation.operationID ?? call.correlationID.rawValue
+        guard operationsInFlight.withLock({ $0.insert(operationID).inserted }) else {
+            throw HTTPFailure(
+                kind: .inProgress, outcome: .unknown, correlationID: call.correlationID, attempts: 0,
+                detail: Redacted(
+                    "operation \(operationID) is being sent already: it is not sent a second time while the first send runs"
+                ))
+        }
+        defer { operationsInFlight.withLock { _ = $0.remove(operationID) } }
         var key: IdempotencyKey?
         if case .keyed(let value) = operation.idempotency { key = value }
-        // The same operation sent again (reconcile's re-send, an app retrying its outbox entry): when an
-        // earlier send may have been applied, this one cannot make it "not applied" by failing.
-        // A journal that cannot say whether the operation was sent before cannot keep its outcome honest:
-        // nothing is sent, and an earlier send may have been applied (`unknown`, never "not applied").
+        // The same operation sent again (reconcile's re-send, an app retrying its outbox entry, a relaunch that
+        // reuses the persisted correlation id): found by the id it was journaled under. A journal that cannot
+        // say whether the operation was sent before cannot keep its outcome honest: nothing is sent, and an
+        // earlier send may have been applied (`unknown`, never "not applied").
         let earlier: JournalEntry?
         do {
-            earlier = operation.operationID == nil ? nil : try await journal.entry(operationID)
+            let reused = operation.operationID != nil || operation.correlationID != nil
+            earlier = reused ? try await journal.entry(operationID) : nil
         } catch {
             throw HTTPFailure(
                 kind: .technical, outcome: .unknown, correlationID: call.correlationID, attempts: 0,
@@ -206,7 +220,19 @@ public final class HTTPClient: Sendable {
                     "the operation journal could not be read, so the operation was not sent again (an earlier send may have been applied): \(error)"
                 ))
         }
-        let earlierMayHaveApplied = earlier.map { !$0.isResolved } ?? false
+        // Whether an earlier send was applied, or may have been: this send cannot make it "not applied" by
+        // failing, and an operation that may not be repeated is not sent again at all.
+        let earlierMayHaveApplied = earlier.map { !$0.isResolved || $0.state == .succeeded } ?? false
+        if earlierMayHaveApplied, let earlier, !operation.allowsRetryAfterSending {
+            let what =
+                earlier.state == .succeeded
+                ? "was applied already (the journal records its success)"
+                : "may have been applied (its outcome is unknown until reconcile() asks the server)"
+            throw HTTPFailure(
+                kind: .inProgress, outcome: .unknown, correlationID: call.correlationID, attempts: 0,
+                detail: Redacted(
+                    "operation \(operationID) \(what), and it has no idempotency key: it is not sent again"))
+        }
         let entry = JournalEntry(
             operationID: operationID, idempotencyKey: key, correlationID: call.correlationID, method: operation.method,
             path: operation.path, bodyDigest: operation.bodyDigest,
@@ -215,7 +241,8 @@ public final class HTTPClient: Sendable {
             try await journal.record(entry)
         } catch {
             throw HTTPFailure(
-                kind: .technical, outcome: .notSent, correlationID: call.correlationID, attempts: 0,
+                kind: .technical, outcome: earlierMayHaveApplied ? .unknown : .notSent,
+                correlationID: call.correlationID, attempts: 0,
                 detail: Redacted("the operation journal could not record the operation, so it was not sent: \(error)"))
         }
         do {
@@ -224,7 +251,12 @@ public final class HTTPClient: Sendable {
             return reply
         } catch {
             let unknown = error.outcome == .unknown || earlierMayHaveApplied
-            await settle(journal, operationID, unknown ? .unknown : .failed(error.kind), requestID: error.requestID)
+            if earlier?.state == .succeeded {
+                // Confirmed before: a failed re-send (of a keyed or idempotent operation) takes nothing back.
+                await settle(journal, operationID, .succeeded, requestID: earlier?.requestID)
+            } else {
+                await settle(journal, operationID, unknown ? .unknown : .failed(error.kind), requestID: error.requestID)
+            }
             guard unknown, error.outcome != .unknown else { throw error }
             // Not sent (or refused) this time, but an earlier send of the same operation may have been applied.
             throw HTTPFailure(

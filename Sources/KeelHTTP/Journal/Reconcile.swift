@@ -5,12 +5,13 @@ import KeelContract
 /// How the backend answers "did you apply the operation with this correlation id?" (MOB-API-004).
 ///
 /// The default matches Keel's sample contract (`GET /operations/{correlationID}` answering
-/// `{"status": "applied" | "notApplied" | "inProgress"}`; a 404 whose error body has the code `not_found`
-/// means it never arrived).
+/// `{"status": "applied" | "notApplied" | "inProgress"}`; a 404 whose error body has the code
+/// `operation_not_found` means it never arrived).
 ///
-/// A 404 is believed only with one of ``notFoundCodes`` in the backend's error body: a gateway, a CDN, a
-/// captive portal or a backend without the endpoint answers 404 too, and reading any of those as "never
-/// applied" would let the app offer to do a payment again that went through.
+/// A 404 is believed only with one of ``notFoundCodes`` in the backend's error body, a code that names the
+/// operation (not a generic `not_found`): a gateway, a CDN, a captive portal, a backend without the endpoint
+/// or one routing a mistyped path answers 404 too, often with a generic code, and reading any of those as
+/// "never applied" would let the app offer to do a payment again that went through.
 public struct OperationStatusQuery: Sendable {
     /// The path to ask, for an entry.
     public var path: @Sendable (JournalEntry) -> String
@@ -30,7 +31,7 @@ public struct OperationStatusQuery: Sendable {
     public init(
         path: @escaping @Sendable (JournalEntry) -> String = { "/operations/\($0.correlationID.rawValue)" },
         statusMember: String = "status", applied: String = "applied", notApplied: String = "notApplied",
-        notFoundMeansNotApplied: Bool = true, notFoundCodes: Set<String> = ["not_found"]
+        notFoundMeansNotApplied: Bool = true, notFoundCodes: Set<String> = ["operation_not_found"]
     ) {
         self.path = path
         self.statusMember = statusMember
@@ -63,7 +64,10 @@ extension HTTPClient {
     ) async throws -> [JournalEntry] {
         guard let journal = configuration.journal else { return [] }
         var results: [JournalEntry] = []
-        for entry in try await journal.unresolved() {
+        // An entry this client is sending right now is not left over from a suspension or a kill: its own call
+        // settles it (a status lookup racing it could read "never arrived" for a request still on its way).
+        for entry in try await journal.unresolved()
+        where !operationsInFlight.withLock({ $0.contains(entry.operationID) }) {
             results.append(try await reconcile(entry, journal: journal, rebuild: rebuild, status: status))
         }
         return results

@@ -423,7 +423,8 @@ package final class BackendHandler: Sendable {
             return Self.json(status: 200, ["status": "inProgress"])
         }
         guard let status = try store.operationStatus(correlationID, account: account) else {
-            throw BackendFailure(status: 404, code: "not_found", message: "no operation with this correlation id")
+            throw BackendFailure(
+                status: 404, code: "operation_not_found", message: "no operation with this correlation id")
         }
         return Self.json(status: 200, ["status": .string(status)])
     }
