@@ -67,6 +67,30 @@ import Testing
         #expect(await engine.isStopped)
     }
 
+    /// Found in review: with no engine (the app could not make one — no token stored — and signs out on that
+    /// error), the sign-out did not count the outbox at all and purged the account's unsent changes.
+    @Test func aSignOutWithoutAnEngineStillKeepsUnsentChanges() async throws {
+        struct NoToken: Error {}
+        let world = try SyncWorld()
+        let app = try App(world: world, tokens: [.alice: try await world.token(.alice)])
+        let engine = try await app.relaunch(.alice, online: false)
+        try await engine.create("note", id: "n1", fields: .note("Written offline"), operation: "createNote")
+        await app.accounts.deactivate()
+        // The next launch opens Alice's vault, but her engine cannot be made.
+        let launch = SyncAccounts(vaults: app.device.vaults) { _ in throw NoToken() }
+        await #expect(throws: NoToken.self) { _ = try await launch.activate(.alice) }
+        let open = await app.device.vaults.active
+        #expect(await launch.engine == nil && open != nil)
+        await #expect {
+            _ = try await launch.signOut()
+        } throws: { error in
+            (error as? SyncError)?.code == .unsentChanges
+        }
+        // Nothing was purged: signed in again, the change is still queued.
+        let again = try await app.accounts.activate(.alice)
+        #expect(try await again.outstandingCount() == 1)
+    }
+
     /// DATA-006.1: offline, Alice has a cached note, a draft, a photo and a pending change; the switch to Bob
     /// shows him none of it and sends none of it; back on Alice (online) everything is intact and her change
     /// goes out under her own account, once.

@@ -15,6 +15,8 @@ public actor SyncAccounts {
     /// The vaults the accounts live in.
     public nonisolated let vaults: Vaults
     let makeEngine: @Sendable (Vault) async throws -> SyncEngine
+    /// Where the engines keep their outbox (what a sign-out counts when no engine runs).
+    public nonisolated let storage: SyncStorage
 
     /// The active account's engine, if one is active.
     public private(set) var engine: SyncEngine?
@@ -22,9 +24,13 @@ public actor SyncAccounts {
     private let turnstile = Turnstile()
 
     /// Accounts over `vaults`; `makeEngine` builds an engine for a freshly opened vault, with that account's
-    /// own remote (credentials).
-    public init(vaults: Vaults, makeEngine: @escaping @Sendable (Vault) async throws -> SyncEngine) {
+    /// own remote (credentials), keeping its data in `storage`'s datasets.
+    public init(
+        vaults: Vaults, storage: SyncStorage = .default,
+        makeEngine: @escaping @Sendable (Vault) async throws -> SyncEngine
+    ) {
         self.vaults = vaults
+        self.storage = storage
         self.makeEngine = makeEngine
     }
 
@@ -62,20 +68,42 @@ public actor SyncAccounts {
     public func signOut(discardingUnsent: Bool = false) async throws -> PurgeReport {
         await turnstile.enter()
         defer { turnstile.leave() }
-        if !discardingUnsent, let engine {
-            // Read from the vault, so that an engine the app already stopped is no obstacle.
-            let outbox = engine.storage.outbox
-            let outstanding = try await engine.vault.read(outbox) { try $0.count() }
-            guard outstanding == 0 else {
-                throw SyncError(
-                    code: .unsentChanges,
-                    message:
-                        "\(outstanding) change(s) the server never confirmed would be lost; nothing was signed out (sign out with discardingUnsent: true to lose them)"
-                )
-            }
+        guard !discardingUnsent else {
+            await stopCurrent()
+            return try await vaults.logout()
         }
+        // Counted in the vault that would be purged — the active one, whether an engine runs on it or not (an
+        // app whose engine could not be made, no token, signs out on that error too); read from the vault, so
+        // that an engine the app already stopped is no obstacle.
+        guard let vault = await vaults.active else {
+            await stopCurrent()
+            return try await vaults.logout()  // nothing open, nothing to lose
+        }
+        let outbox = engine.map { $0.vault === vault ? $0.storage.outbox : storage.outbox } ?? storage.outbox
+        try await requireNothingUnsent(in: vault, outbox)
+        // Stopped, then counted again: a change that committed between the count and the stop would go with
+        // the vault. Then the account keeps an engine, as if nothing happened.
+        let stopped = engine
         await stopCurrent()
+        do {
+            try await requireNothingUnsent(in: vault, outbox)
+        } catch {
+            if stopped != nil, vault.isOpen { engine = try? await makeEngine(vault) }
+            throw error
+        }
         return try await vaults.logout()
+    }
+
+    /// Throws ``SyncError`` `unsentChanges` when `outbox` in `vault` holds a change.
+    private func requireNothingUnsent(in vault: Vault, _ outbox: String) async throws {
+        let outstanding = try await vault.read(outbox) { try $0.count() }
+        guard outstanding == 0 else {
+            throw SyncError(
+                code: .unsentChanges,
+                message:
+                    "\(outstanding) change(s) the server never confirmed would be lost; nothing was signed out (sign out with discardingUnsent: true to lose them)"
+            )
+        }
     }
 
     /// Stops the active account's sync if it is `account`, then deletes the account's data.
