@@ -967,6 +967,18 @@ import Testing
         #expect(code.contains(#"= "rtl\u{202e}eviltxt""#))
     }
 
+    /// Found in review: the case name of `Int64.min` negated the value and crashed the generator (overflow).
+    @Test func anIntegerEnumHoldingTheSmallestInt64IsNamedNotACrash() throws {
+        let code = try generate(
+            """
+                Extreme:
+                  type: integer
+                  enum: [-9223372036854775808, 9223372036854775807, -1]
+            """)
+        #expect(code.contains("valueMinus9223372036854775808"))
+        #expect(code.contains("value9223372036854775807") && code.contains("valueMinus1"))
+    }
+
     @Test func variantsMayBeAliasesAndWrappersOfObjects() throws {
         let code = try generate(
             """

@@ -76,6 +76,27 @@ import Testing
         #expect(value["list"]?[1]?["maxLength"] == 10)
     }
 
+    /// Found in review: a YAML 1.1 merge key (`<<: *common`) was read as a member named "<<", so the merged
+    /// members were lost without a word (a property's schema silently gone). It is refused, with where it is;
+    /// a quoted "<<" is an ordinary name, and `<<` as a value is a string.
+    @Test func aMergeKeyIsRefusedNeverReadAsAMember() throws {
+        let merged = """
+            common: &common {id: {type: string}, created: {type: string}}
+            properties:
+              <<: *common
+              title: {type: string}
+            """
+        #expect {
+            _ = try YAML.parse(merged)
+        } throws: { error in
+            guard let error = error as? YAMLError else { return false }
+            return error.code == .mergeKey && error.line == 3 && error.message.contains("merge keys")
+        }
+        #expect(throws: YAMLError.self) { _ = try YAML.parse("a: {<<: {b: 1}}") }
+        let quoted = try YAML.parse("\"<<\": 1\nb: <<\nc: ['<<']\n")
+        #expect(quoted["<<"] == 1 && quoted["b"] == "<<" && quoted["c"]?[0] == "<<")
+    }
+
     @Test func aliasesCannotNestPastTheDepthLimit() throws {
         // Each alias adds its anchored tree where it stands: a chain of them nests deeper than any collection
         // in the text (which the depth limit alone checks).

@@ -846,7 +846,7 @@ struct ModelBuilder {
             if integers, case .number(let number) = value, let integer = number.int64 {
                 let raw = String(integer)
                 guard raws.insert(raw).inserted else { continue }
-                let name = "value" + (integer < 0 ? "Minus" + String(-integer) : raw)
+                let name = "value" + (integer < 0 ? "Minus" + String(integer.magnitude) : raw)
                 cases.append(
                     EnumCasePlan(swiftName: SwiftNames.unique(name, in: &names), rawValue: raw, integer: true))
                 continue

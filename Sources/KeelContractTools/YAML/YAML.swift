@@ -244,6 +244,16 @@ public enum YAML {
                 try add(anchored.value, at: mark)
             case YAML_SCALAR_EVENT.rawValue:
                 let bytes = UnsafeBufferPointer(rebasing: text[event.value])
+                // A plain `<<` key is YAML 1.1's merge key: read as a member named "<<", the merged members
+                // would be lost without a word. Refused instead; a quoted "<<" is an ordinary name.
+                if event.plain, bytes.count == 2, bytes[0] == UInt8(ascii: "<"), bytes[1] == UInt8(ascii: "<"),
+                    let top = stack.last, top.isMapping, !top.hasPendingKey
+                {
+                    throw mark.error(
+                        .mergeKey,
+                        "merge keys (<<) are not supported: write the merged members out (or quote \"<<\" for a member of that name)"
+                    )
+                }
                 let value: JSONValue
                 if let tag = string(event.tag) {
                     value = try resolve(String(decoding: bytes, as: UTF8.self), plain: event.plain, tag: tag, at: mark)
@@ -556,4 +566,6 @@ extension ErrorCode where Domain == YAMLError {
     public static var invalidScalar: Self { Self("invalidScalar") }
     /// A tag outside the YAML 1.2 core schema.
     public static var unsupportedTag: Self { Self("unsupportedTag") }
+    /// A YAML 1.1 merge key (`<<: *anchor`), which Keel does not expand.
+    public static var mergeKey: Self { Self("mergeKey") }
 }
