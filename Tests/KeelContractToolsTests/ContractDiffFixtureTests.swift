@@ -75,6 +75,14 @@ import Testing
         Fixture(
             name: "path renamed", edits: [("/notes/{id}:", "/items/{id}:")], version: "2.0.0",
             expected: ["api-path-added", "api-path-removed"]),
+        // Found in review: the names are the description's own, the wire carries neither.
+        Fixture(
+            name: "path parameter renamed",
+            edits: [("/notes/{id}:", "/notes/{noteId}:"), ("{name: id, in: path", "{name: noteId, in: path")],
+            version: "1.0.0", expected: []),
+        Fixture(
+            name: "header name case changed", edits: [("{name: X-Trace, in: header", "{name: x-trace, in: header")],
+            version: "1.0.0", expected: []),
         Fixture(
             name: "operation removed", edits: [("    put:\n      requestBody:", "    x-put:\n      requestBody:")],
             version: "2.0.0", expected: ["api-operation-removed"]),

@@ -108,24 +108,28 @@ struct Collector {
     // MARK: - Document, paths, operations
 
     mutating func compareDocuments() throws(ContractLoadError) {
-        let basePaths = objectMembers(base.root["paths"])
-        let revisionPaths = objectMembers(revision.root["paths"])
+        // Paths are matched by what goes on the wire: `/notes/{id}` and `/notes/{noteId}` are one path (the
+        // template's parameter names are the description's own; its path parameters match by position).
+        let basePaths = Set(objectMembers(base.root["paths"]).keys.map(Self.wirePath))
+        let revisionPaths = Set(objectMembers(revision.root["paths"]).keys.map(Self.wirePath))
         let revisionOperations = Dictionary(
-            try revision.operations().map { ($0.path + " " + $0.method, $0) }, uniquingKeysWith: { first, _ in first })
+            try revision.operations().map { (Self.wirePath($0.path) + " " + $0.method, $0) },
+            uniquingKeysWith: { first, _ in first })
         for operation in try base.operations() {
             let place = Place(path: operation.path, method: operation.method)
-            guard revisionPaths[operation.path] != nil else { continue }  // the whole path is reported below
-            guard let revised = revisionOperations[operation.path + " " + operation.method] else {
+            let path = Self.wirePath(operation.path)
+            guard revisionPaths.contains(path) else { continue }  // the whole path is reported below
+            guard let revised = revisionOperations[path + " " + operation.method] else {
                 add("api-operation-removed", .breaking, place, nil, "the operation is gone")
                 continue
             }
             try compareOperation(operation, revised, place)
         }
         try emitUses()
-        for path in basePaths.keys where revisionPaths[path] == nil {
+        for path in objectMembers(base.root["paths"]).keys where !revisionPaths.contains(Self.wirePath(path)) {
             add("api-path-removed", .breaking, Place(path: path), nil, "the path is gone")
         }
-        for path in revisionPaths.keys where basePaths[path] == nil {
+        for path in objectMembers(revision.root["paths"]).keys where !basePaths.contains(Self.wirePath(path)) {
             add("api-path-added", .info, Place(path: path), nil, "a new path")
         }
         compareVersions()
@@ -185,6 +189,42 @@ struct Collector {
         return true
     }
 
+    /// A path template as the wire sees it: every `{name}` is `{}`.
+    static func wirePath(_ template: String) -> String {
+        var result = ""
+        var inName = false
+        for character in template {
+            if inName {
+                if character == "}" {
+                    inName = false
+                    result += "{}"
+                }
+            } else if character == "{" {
+                inName = true
+            } else {
+                result.append(character)
+            }
+        }
+        return inName ? template : result
+    }
+
+    /// The names of `template`'s path parameters, in order.
+    static func pathParameterNames(_ template: String) -> [String] {
+        var names: [String] = []
+        var name: String?
+        for character in template {
+            if character == "{" {
+                name = ""
+            } else if character == "}", let complete = name {
+                names.append(complete)
+                name = nil
+            } else if name != nil {
+                name!.append(character)
+            }
+        }
+        return names
+    }
+
     /// The document with `info.version` removed (to tell "only the version changed").
     static func withoutVersion(_ root: JSONValue) -> JSONValue {
         guard case .object(var object) = root, case .object(var info) = object["info"] ?? .null else { return root }
@@ -196,15 +236,29 @@ struct Collector {
     mutating func compareOperation(_ old: OpenAPIDocument.Operation, _ new: OpenAPIDocument.Operation, _ place: Place)
         throws(ContractLoadError)
     {
-        // Parameters (path-level ones merged with the operation's own by the typed view).
+        // Parameters (path-level ones merged with the operation's own by the typed view), matched as the wire
+        // sees them: a header's name in any case is one header, and a path parameter is its place in the
+        // template (renaming `{id}` to `{noteId}` changes no request).
+        func match(_ parameter: OpenAPIDocument.Parameter, in operation: OpenAPIDocument.Operation) -> String {
+            switch parameter.location {
+            case .header: return "header:" + parameter.name.lowercased()
+            case .path:
+                guard let index = Self.pathParameterNames(operation.path).firstIndex(of: parameter.name) else {
+                    return "path:" + parameter.name
+                }
+                return "path:#\(index)"
+            default: return key(parameter)
+            }
+        }
         func key(_ parameter: OpenAPIDocument.Parameter) -> String {
             "\(parameter.location.rawValue):\(parameter.name)"
         }
-        let oldParameters = Dictionary(old.parameters.map { (key($0), $0) }, uniquingKeysWith: { _, last in last })
-        let newKeys = Set(new.parameters.map(key))
+        let oldParameters = Dictionary(
+            old.parameters.map { (match($0, in: old), $0) }, uniquingKeysWith: { _, last in last })
+        let newKeys = Set(new.parameters.map { match($0, in: new) })
         // A parameter the server no longer reads (removed, or moved to another place — `query` to `header`):
         // what installed clients send there is ignored without a word, which a warning makes someone decide.
-        for parameter in old.parameters where !newKeys.contains(key(parameter)) {
+        for parameter in old.parameters where !newKeys.contains(match(parameter, in: old)) {
             let moved = new.parameters.first { $0.name == parameter.name && $0.location != parameter.location }
             add(
                 "request-parameter-removed", .warning, place, nil,
@@ -216,7 +270,7 @@ struct Collector {
         }
         for parameter in new.parameters {
             let name = key(parameter)
-            guard let previous = oldParameters[name] else {
+            guard let previous = oldParameters[match(parameter, in: new)] else {
                 add(
                     parameter.required ? "new-required-request-parameter" : "new-optional-request-parameter",
                     parameter.required ? .breaking : .info,

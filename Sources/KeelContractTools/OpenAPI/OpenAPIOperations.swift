@@ -126,8 +126,11 @@ extension OpenAPIDocument {
                 for parameter in try parameters(
                     operation.value["parameters"], file: operation.file, location: location + "/parameters")
                 {
+                    // The same parameter: same place and name (a header's name in any case).
                     if let index = merged.firstIndex(where: {
-                        $0.name == parameter.name && $0.location == parameter.location
+                        $0.location == parameter.location
+                            && ($0.location == .header
+                                ? $0.name.lowercased() == parameter.name.lowercased() : $0.name == parameter.name)
                     }) {
                         merged[index] = parameter
                     } else {
