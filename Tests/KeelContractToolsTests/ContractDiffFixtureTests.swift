@@ -1205,6 +1205,114 @@ import Testing
         #expect(!rules.contains("api-version-changed-without-changes"), "\(rules)")
     }
 
+    /// Found in review: `allOf` parts written in another file were left out of the merged object, so every
+    /// change in them went unreported (the generator merges them, so models and gate disagreed), and moving
+    /// an inline member into such a part was reported as its removal.
+    @Test func allOfPartsInAnotherFileAreTheSchemasOwnMembers() throws {
+        let directory = try TemporaryDirectory(prefix: "keel-diff-allof-files")
+        let common = [
+            "base": """
+            Base:
+              type: object
+              required: [id]
+              properties:
+                id: {type: string}
+                status: {type: string, enum: [a, b]}
+                owner: {$ref: 'owner.yaml#/Owner'}
+            BaseInput:
+              type: object
+              properties:
+                owner: {type: string}
+            """,
+            "revision": """
+            Base:
+              type: object
+              properties:
+                id: {type: string}
+                status: {type: string, enum: [a, b, c]}
+                owner: {$ref: 'owner.yaml#/Owner'}
+            BaseInput:
+              type: object
+              required: [owner, tenant]
+              properties:
+                owner: {type: string}
+                tenant: {type: string}
+            """,
+        ]
+        for side in ["base", "revision"] {
+            try FileManager.default.createDirectory(at: directory.url("\(side)/ext"), withIntermediateDirectories: true)
+            try Data(
+                """
+                openapi: 3.1.0
+                info: {title: Notes, version: 1.0.0}
+                paths:
+                  /notes:
+                    get:
+                      responses:
+                        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Note'}}}}
+                    post:
+                      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/NoteInput'}}}}
+                      responses:
+                        '200': {description: ok}
+                components:
+                  schemas:
+                    Note:
+                      allOf:
+                        - {$ref: 'ext/common.yaml#/Base'}
+                        - {type: object, properties: {title: {type: string}}}
+                    NoteInput:
+                      allOf:
+                        - {$ref: 'ext/common.yaml#/BaseInput'}
+                        - {type: object, properties: {title: {type: string}}}
+                """.utf8
+            ).write(to: directory.url("\(side)/api.yaml"))
+            try Data(common[side]!.utf8).write(to: directory.url("\(side)/ext/common.yaml"))
+            // A `$ref` inside the part is read from the part's own file.
+            let ownerType = side == "base" ? "string" : "integer"
+            try Data("Owner: {type: \(ownerType)}\n".utf8).write(to: directory.url("\(side)/ext/owner.yaml"))
+        }
+        let documents = try OpenAPIDocument.load(from: [
+            directory.url("base/api.yaml"), directory.url("revision/api.yaml"),
+        ])
+        let changes = try ContractDiff(base: documents[0], revision: documents[1]).changes()
+        let breaking = changes.filter { $0.severity == .breaking }.map(\.rule).sorted()
+        #expect(
+            breaking == [
+                "new-required-request-property",
+                "request-property-became-required", "response-property-became-optional",
+                "response-property-enum-value-added", "response-property-type-changed",
+            ], "\(changes)")
+    }
+
+    /// Found in review: parts shared by several `allOf` branches were walked once per path to them, so a
+    /// dozen schemas took minutes. Each named part is merged once.
+    @Test(.timeLimit(.minutes(1))) func sharedAllOfPartsAreMergedOnce() throws {
+        var schemas = ""
+        for index in 0..<14 {
+            let next = "{$ref: '#/components/schemas/S\(index + 1)'}"
+            schemas += "    S\(index):\n      type: object\n      properties: {p\(index): {type: string}}\n"
+            schemas += "      allOf: [\(next), \(next), \(next)]\n"
+        }
+        schemas += "    S14:\n      type: object\n      properties: {last: {type: string}}\n"
+        func spec(_ lastType: String) -> String {
+            """
+            openapi: 3.1.0
+            info: {title: T, version: 1.0.0}
+            paths:
+              /s:
+                get:
+                  responses:
+                    '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/S0'}}}}
+            components:
+              schemas:
+
+            """ + schemas.replacingOccurrences(of: "last: {type: string}", with: "last: {type: \(lastType)}")
+        }
+        // 3^14 walks before (minutes: the time limit ends it); one per part now.
+        let changes = try Self.changes(spec("string"), spec("integer"))
+        #expect(changes.contains { $0.rule == "response-property-type-changed" }, "\(changes)")
+    }
+
     @Test func thereAreAtLeastFortyFixtures() {
         #expect(Self.fixtures.count >= 40)
         #expect(Set(Self.fixtures.map(\.name)).count == Self.fixtures.count)

@@ -382,9 +382,12 @@ struct Collector {
         var isExtensibleEnum: Bool
         var items: JSONValue?
         var value: JSONValue
-        /// Members that come from a `$ref`'d `allOf` part: the part's location (in the same file). A change
-        /// to such a member happens in the part, and its origin says so.
+        /// Members that come from a `$ref`'d `allOf` part: the part's location (in ``memberFiles``' file, or
+        /// the schema's own). A change to such a member happens in the part, and its origin says so.
         var memberParts: [String: String] = [:]
+        /// Members written in another file than the schema (an `allOf` part there): the file their schemas
+        /// and `$ref`s are read in.
+        var memberFiles: [String: URL] = [:]
     }
 
     func shape(_ value: JSONValue, in file: URL, of document: OpenAPIDocument) -> Shape {
@@ -417,38 +420,47 @@ struct Collector {
         // `allOf` parts are one object, as the generator makes them one struct: their members and `required`
         // are the schema's own (parts in this file, `$ref`s followed; the first definition of a member wins).
         var memberParts: [String: String] = [:]
+        var memberFiles: [String: URL] = [:]
+        var merged: Set<String> = []
         Self.mergeAllOf(
             value, in: file, of: document, into: &properties, required: &required, types: &types,
-            parts: &memberParts, part: nil, depth: 0)
+            parts: &memberParts, files: &memberFiles, root: file, merged: &merged, part: nil, depth: 0)
         return Shape(
             types: types, nullable: nullable, properties: properties, required: required,
             enumValues: enumValues, isExtensibleEnum: extensible, items: value["items"], value: value,
-            memberParts: memberParts)
+            memberParts: memberParts, memberFiles: memberFiles)
     }
 
-    /// Adds the members, `required` names and object type of `value`'s `allOf` parts.
+    /// Adds the members, `required` names and object type of `value`'s `allOf` parts, in whatever file they
+    /// are (a member from another file than `root` is noted in `files`, where its schema is read). A named
+    /// part already merged (`merged`, by file and location) is not walked again: parts shared by several
+    /// branches would otherwise be walked once per path to them, exponentially many.
     static func mergeAllOf(
         _ value: JSONValue, in file: URL, of document: OpenAPIDocument, into properties: inout JSONObject,
         required: inout Set<String>, types: inout Set<String>, parts origins: inout [String: String],
-        part enclosing: String?, depth: Int
+        files: inout [String: URL], root: URL, merged: inout Set<String>, part enclosing: String?, depth: Int
     ) {
         guard depth < 16, case .array(let parts) = value["allOf"] ?? .null else { return }
         for part in parts {
-            // Members of a part in another file name their `$ref`s relative to it: not merged here.
-            guard let resolved = try? document.resolve(part, in: file), resolved.file == file else { continue }
+            guard let resolved = try? document.resolve(part, in: file) else { continue }
+            if !resolved.location.isEmpty {
+                guard merged.insert(resolved.file.path + "#" + resolved.location).inserted else { continue }
+            }
             let schema = resolved.value
+            // A part in another file is located in it: its origin and its members' `$ref`s are read there.
             let location = resolved.location.isEmpty ? enclosing : resolved.location
             for (name, member) in objectMembers(schema["properties"]) where properties[name] == nil {
                 properties[name] = member
                 if let location { origins[name] = location }
+                if resolved.file != root { files[name] = resolved.file }
             }
             if case .array(let list) = schema["required"] ?? .null {
                 required.formUnion(list.compactMap { $0.stringValue })
             }
             if SchemaReading.types(schema).contains("object") || schema["properties"] != nil { types.insert("object") }
             mergeAllOf(
-                schema, in: file, of: document, into: &properties, required: &required, types: &types,
-                parts: &origins, part: location, depth: depth + 1)
+                schema, in: resolved.file, of: document, into: &properties, required: &required, types: &types,
+                parts: &origins, files: &files, root: root, merged: &merged, part: location, depth: depth + 1)
         }
     }
 

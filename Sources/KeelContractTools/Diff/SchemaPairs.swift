@@ -504,7 +504,11 @@ extension Collector {
         for (name, oldProperty) in a.properties.sorted(by: { $0.key < $1.key }) {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
             // A member of an allOf part changes in the part (a removed one, where it was).
-            let owner = memberOrigin(name, b.memberParts[name] ?? a.memberParts[name], new.file, pointer, here)
+            // (A member gone from the revision is placed where the base had it, named in the revision's terms.)
+            let owner =
+                b.memberParts[name] != nil
+                ? memberOrigin(name, b.memberParts[name], b.memberFiles[name] ?? new.file, pointer, here)
+                : memberOrigin(name, a.memberParts[name], new.file, pointer, here)
             guard let newProperty = b.properties[name] else {
                 walk.add(
                     "response-property-removed", .breaking, childPointer, .plain("property \(name) is no longer sent"),
@@ -516,7 +520,9 @@ extension Collector {
                     "response-property-became-optional", .breaking, childPointer,
                     .plain("property \(name) may now be missing"), origin: owner)
             }
-            try child(oldProperty, old.file, newProperty, new.file, pointer: childPointer, origin: owner, &walk)
+            try child(
+                oldProperty, a.memberFiles[name] ?? old.file, newProperty, b.memberFiles[name] ?? new.file,
+                pointer: childPointer, origin: owner, &walk)
         }
         if let oldItems = a.items, let newItems = b.items {
             try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)
@@ -646,7 +652,7 @@ extension Collector {
         try compareAdditionalProperties(a, old, b, new, pointer: pointer, origin: here, &walk)
         for name in b.required.subtracting(a.required).sorted() {
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
-            let owner = memberOrigin(name, b.memberParts[name], new.file, pointer, here)
+            let owner = memberOrigin(name, b.memberParts[name], b.memberFiles[name] ?? new.file, pointer, here)
             if a.properties[name] == nil {
                 walk.add(
                     "new-required-request-property", .breaking, childPointer,
@@ -660,9 +666,9 @@ extension Collector {
         for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
             guard let oldProperty = a.properties[name] else { continue }
             try child(
-                oldProperty, old.file, newProperty, new.file,
+                oldProperty, a.memberFiles[name] ?? old.file, newProperty, b.memberFiles[name] ?? new.file,
                 pointer: pointer + "/properties/" + JSONPointer.escape(name),
-                origin: memberOrigin(name, b.memberParts[name], new.file, pointer, here), &walk)
+                origin: memberOrigin(name, b.memberParts[name], b.memberFiles[name] ?? new.file, pointer, here), &walk)
         }
         if let oldItems = a.items, let newItems = b.items {
             try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)

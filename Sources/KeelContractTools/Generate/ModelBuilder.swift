@@ -30,6 +30,9 @@ struct ModelBuilder {
     private var building: [String: [String]] = [:]
     /// The schema whose members are being gathered (where a too-deep `allOf` chain is reported).
     private var gatherOrigin: (file: URL, pointer: String)?
+    /// The `allOf` parts (file and location) whose members one `gather` has already collected: a part shared
+    /// by several branches is collected once, not once per path to it (exponentially many).
+    private var gathered: Set<String> = []
     /// The type of each member a top-level struct declares itself, by `file#pointer` of the member's schema:
     /// a struct that gathers the same member through an `allOf` part uses that type (`Resource.Parent`)
     /// instead of declaring a copy of it.
@@ -403,6 +406,7 @@ struct ModelBuilder {
         var required: Set<String> = []
         var visiting: Set<String> = []
         gatherOrigin = (file, pointer)
+        gathered = []
         guard gather(schema, file: file, pointer: pointer, into: &members, required: &required, visiting: &visiting)
         else { return nil }
         // A required member without a schema in `properties` may hold any value: a `JSONValue`, still required.
@@ -484,13 +488,17 @@ struct ModelBuilder {
                     return false
                 }
             }
-            guard visiting.insert(targetFile.path + location).inserted else {
+            let part = targetFile.path + location
+            guard visiting.insert(part).inserted else {
                 diagnose(targetFile, location, "an allOf that includes itself (a cycle) is not supported")
                 return false
             }
-            succeeded = gather(
-                target, file: targetFile, pointer: location, into: &members, required: &required, visiting: &visiting)
-            visiting.remove(targetFile.path + location)
+            if gathered.insert(part).inserted {
+                succeeded = gather(
+                    target, file: targetFile, pointer: location, into: &members, required: &required,
+                    visiting: &visiting)
+            }
+            visiting.remove(part)
             // In 3.1 the keywords beside a $ref apply too (`required: [title]` next to `$ref: Base`).
             guard refWithSiblings(value, file: file) else { return succeeded }
         } else if !Self.isNeutral(value), !isObjectSchema(value, file: file) {
@@ -627,6 +635,7 @@ struct ModelBuilder {
             var members: [Member] = []
             var required: Set<String> = []
             var visiting: Set<String> = []
+            gathered = []
             guard isObjectSchema(target, file: targetFile) else {
                 diagnose(file, location, "variant \(rawName) is not an object schema")
                 failed = true
