@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
+import KeelCore
 import KeelHTTP
 import KeelTesting
 import Testing
@@ -17,6 +18,27 @@ import Testing
         #expect(configuration.httpShouldSetCookies)
         #expect(configuration.urlCache === cache)
         #expect(configuration.httpAdditionalHeaders?["Connection"] == nil)
+    }
+
+    /// Found in review: libcurl writes the fields URLSession hands it as they are, so a value with a line
+    /// break (a token from a server's answer, an app's header) wrote a second field, or a second request.
+    /// Refused before anything is sent, as SocketTransport refuses it; a stream's request too.
+    @Test func hostileHeaderFieldsAreRefusedBeforeAnythingIsSent() async throws {
+        let server = try TestServer()
+        let transport = URLSessionTransport()
+        for headers: HeaderFields in [["X-A": "1\r\nX-Injected: 2"], ["X-A": "1\nX-Injected: 2"], ["X A": "1"]] {
+            let request = TransportRequest(method: "GET", url: server.url("/x"), headers: headers)
+            await #expect {
+                _ = try await transport.send(request)
+            } throws: { error in
+                (error as? TransportError).map { $0.code == .other && !$0.requestMayHaveBeenSent } ?? false
+            }
+            await #expect(throws: TransportError.self) {
+                _ = try await transport.openStream(
+                    request, connectTimeout: .seconds(5), noProgressTimeout: .seconds(5))
+            }
+        }
+        #expect(server.requestCount == 0)
     }
 
     @Test func aRequestThatMustNotBeResentNeverRidesAPooledConnection() async throws {

@@ -46,6 +46,8 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
     public func send(_ request: TransportRequest, interruption: TransportInterruption) async throws(TransportError)
         -> TransportResponse
     {
+        // A line break in a field would end it early and smuggle what follows; nothing is sent.
+        if let refusal = SocketTransport.hostileField(in: request.headers) { throw refusal }
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
@@ -214,6 +216,7 @@ extension URLSessionTransport: StreamingHTTPTransport {
     public func openStream(_ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration)
         async throws(TransportError) -> TransportStream
     {
+        if let refusal = SocketTransport.hostileField(in: request.headers) { throw refusal }
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
