@@ -98,6 +98,26 @@ import Testing
                     "            application/xml:\n              schema: {$ref: '#/components/schemas/Note'}"
                 )
             ], version: "2.0.0", expected: ["response-media-type-removed"]),
+        // Found in review: a member a response never carries (writeOnly), or a request never sends (readOnly),
+        // is one-way, as the generator reads it.
+        Fixture(
+            name: "writeOnly response property removed",
+            edits: [("        password: {type: string, writeOnly: true}\n", "")], version: "1.0.0", expected: [],
+            baseEdits: [
+                (
+                    "        tags: {type: array, items: {type: string}}\n",
+                    "        tags: {type: array, items: {type: string}}\n        password: {type: string, writeOnly: true}\n"
+                )
+            ]),
+        Fixture(
+            name: "required readOnly member added to a request body",
+            edits: [
+                ("      required: [title]\n", "      required: [title, id]\n"),
+                (
+                    "        labels: {type: array, maxItems: 10, items: {type: string}}\n",
+                    "        labels: {type: array, maxItems: 10, items: {type: string}}\n        id: {type: string, readOnly: true}\n"
+                ),
+            ], version: "1.0.0", expected: []),
         Fixture(
             name: "response property removed", edits: [("        tags: {type: array, items: {type: string}}\n", "")],
             version: "2.0.0", expected: ["response-property-removed"]),

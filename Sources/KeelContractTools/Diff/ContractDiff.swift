@@ -464,6 +464,25 @@ struct Collector {
         }
     }
 
+    /// Whether a member's schema says `keyword: true` (`readOnly`, `writeOnly`): on itself, through `$ref`s, or
+    /// on a single-part `allOf` wrapper's part (as the generator reads it).
+    static func isMarked(
+        _ keyword: String, _ schema: JSONValue, in file: URL, of document: OpenAPIDocument, depth: Int = 0
+    )
+        -> Bool
+    {
+        guard depth < 32 else { return false }
+        if schema[keyword] == .bool(true) { return true }
+        if case .string = schema["$ref"] ?? .null {
+            guard let target = try? document.resolve(schema, in: file) else { return false }
+            return isMarked(keyword, target.value, in: target.file, of: document, depth: depth + 1)
+        }
+        if case .array(let parts) = schema["allOf"] ?? .null, parts.count == 1 {
+            return isMarked(keyword, parts[0], in: file, of: document, depth: depth + 1)
+        }
+        return false
+    }
+
     /// Whether comparing two schemas can report nothing, decided without building their shapes: they are
     /// equal JSON, hold no `$ref` (a reference is followed in its own document, so equal text can still
     /// name different schemas) and both documents read them the same way (3.0's `nullable` is not 3.1's).

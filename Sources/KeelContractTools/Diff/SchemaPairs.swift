@@ -509,6 +509,10 @@ extension Collector {
                 b.memberParts[name] != nil
                 ? memberOrigin(name, b.memberParts[name], b.memberFiles[name] ?? new.file, pointer, here)
                 : memberOrigin(name, a.memberParts[name], new.file, pointer, here)
+            // A writeOnly member is never in a response: nothing a client reads changes with it.
+            if Self.isMarked("writeOnly", oldProperty, in: a.memberFiles[name] ?? old.file, of: base) {
+                continue
+            }
             guard let newProperty = b.properties[name] else {
                 walk.add(
                     "response-property-removed", .breaking, childPointer, .plain("property \(name) is no longer sent"),
@@ -651,6 +655,12 @@ extension Collector {
         }
         try compareAdditionalProperties(a, old, b, new, pointer: pointer, origin: here, &walk)
         for name in b.required.subtracting(a.required).sorted() {
+            // A readOnly member is never sent by a client: its `required` holds for responses only.
+            if let property = b.properties[name],
+                Self.isMarked("readOnly", property, in: b.memberFiles[name] ?? new.file, of: revision)
+            {
+                continue
+            }
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
             let owner = memberOrigin(name, b.memberParts[name], b.memberFiles[name] ?? new.file, pointer, here)
             if a.properties[name] == nil {
