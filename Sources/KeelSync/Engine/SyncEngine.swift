@@ -310,7 +310,9 @@ public actor SyncEngine {
                 let state = try transaction.records(storage.state)
                 let tail = try OutboxTail.read(outbox: outbox, entities: entities, state: state, cached: cached)
                 let ref = EntityRef(type: type, id: id)
-                guard let record = try tail.overlay(Self.entity(ref, in: entities), ref) else { return (nil, tail) }
+                guard let record = try tail.overlay(Self.entity(ref, in: entities), ref), record.isKnown else {
+                    return (nil, tail)
+                }
                 // Changes a killed push left without an answer read `sending`, as in `entities(_:)`.
                 let sending = try sending.union(Self.unconfirmed(in: state))
                 return (try Self.synced(record, outbox: outbox, sending: sending), tail)
@@ -348,6 +350,7 @@ public actor SyncEngine {
                         guard let data = try entities.get(id) else { continue }
                         let record = try EntityRecord(json: SyncRecords.decode(data, "entity"))
                         let shown = OutboxTail.overlay(record, changes.removeValue(forKey: record.ref) ?? [])
+                        guard shown.isKnown else { continue }
                         result.append(try Self.synced(shown, outbox: outbox, sending: sending))
                     }
                     guard let last = ids.last, ids.count == 500 else { break }
@@ -582,7 +585,12 @@ public actor SyncEngine {
                 if var record = try Self.entity(mutation.entity, in: entities) {
                     record.outstanding.removeAll { $0 == mutation.sequence }
                     try record.rebuild(with: Self.outstanding(record, in: outbox))
-                    try entities.put(record.recordID, SyncRecords.encode(record.json))
+                    if record.isKnown {
+                        try entities.put(record.recordID, SyncRecords.encode(record.json))
+                    } else {
+                        // Its only change is gone and the server never had it: nothing of it is left to show.
+                        try entities.delete(record.recordID)
+                    }
                 }
             }
         }

@@ -146,6 +146,10 @@ struct EntityRecord {
 
     var exists: Bool { !visibleDeleted && (server != nil || !outstanding.isEmpty || !visible.isEmpty) }
 
+    /// Whether there is anything of the entity to show: a server copy or a change of this device. A record
+    /// with neither (a create discarded before the server had it) is no entity, never an empty "synced" one.
+    var isKnown: Bool { server != nil || !outstanding.isEmpty }
+
     var recordID: String { ref.description }
 
     var json: JSONValue {
