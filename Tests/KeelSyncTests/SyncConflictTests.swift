@@ -96,6 +96,27 @@ import Testing
         #expect(note.serverVersion == 5 && note.fields["title"] == "v5" && note.state == .synced)
     }
 
+    /// Found in review: a note deleted and created again before the delete was confirmed went out as a create
+    /// against no version, which the server's tombstone refused — a conflict with the user's own delete (or,
+    /// under a serverWins policy, the new note dropped) — and showed the deleted note's old fields.
+    @Test func aNoteDeletedAndCreatedAgainBeforeTheDeleteIsConfirmedIsNoConflict() async throws {
+        let world = try SyncWorld()
+        let engine = try await world.device("phone").engine(.alice)
+        var old = JSONObject.note("Old")
+        old["tags"] = ["old-tag"]
+        try await engine.create("note", id: "n1", fields: old, operation: "createNote")
+        #expect(await engine.sync().isComplete)
+        try await engine.delete("note", id: "n1", operation: "deleteNote")
+        let created = try await engine.create("note", id: "n1", fields: .note("New"), operation: "createNote")
+        let shown = try #require(try await engine.entity("note", id: "n1"))
+        #expect(shown.fields["title"] == "New" && shown.fields["tags"] == nil && !shown.isDeleted)
+        let report = await engine.sync()
+        #expect(report.isComplete && report.acknowledged == 2 && report.conflicts == 0, "\(report)")
+        #expect(try await engine.state(of: created) == .synced)
+        let note = try #require(try await engine.entity("note", id: "n1"))
+        #expect(note.fields["title"] == "New" && !note.isDeleted && note.state == .synced)
+    }
+
     /// Concurrent updates from two devices: each field follows its declared policy — tags merge (union),
     /// `pinned` is last-write-wins (declared), `kind` keeps the server's, title/body go to the user — and the
     /// two devices converge.

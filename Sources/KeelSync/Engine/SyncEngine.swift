@@ -246,9 +246,12 @@ public actor SyncEngine {
                     // Made against the newest version this device knows: nil on top of a create the server
                     // has not confirmed, the tombstone's version for a create over a known deletion.
                     // Acknowledging an earlier outstanding change moves this base along.
+                    // A create over a deletion of this device not confirmed yet is made against the version
+                    // that deletion is based on: acknowledging the deletion moves it to the tombstone's.
                     let baseVersion: Int? =
                         switch change.kind {
-                        case .create: record.server.flatMap { $0.isDeleted ? $0.version : nil }
+                        case .create:
+                            record.server.flatMap { $0.isDeleted || record.visibleDeleted ? $0.version : nil }
                         case .update, .delete: record.server?.version
                         }
                     // The values the change replaces, as this device saw them: the base of a three-way merge.

@@ -200,8 +200,9 @@ struct EntityRecord {
     mutating func apply(_ change: PendingMutation) {
         switch change.kind {
         case .create:
+            // A new entity: nothing of a deleted one under the same id shows through.
             visibleDeleted = false
-            for (name, value) in change.fields { visible[name] = value }
+            visible = change.fields
         case .update:
             for (name, value) in change.fields { visible[name] = value }
         case .delete:
