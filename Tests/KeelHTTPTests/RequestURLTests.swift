@@ -23,6 +23,23 @@ import Testing
         #expect(server.requests.first?.target == target)
     }
 
+    /// Found in review: an id from a deep link interpolated into a path (`"/notes/\(id)"`, id `../admin/x`)
+    /// reached the server as `/notes/../admin/x`, which a server normalizing dot segments routes to
+    /// `/admin/x` — with the app's credentials. Refused before anything is sent; dots inside a segment
+    /// (`v1.2`, `a..b`, `.well-known`) are ordinary characters.
+    @Test func aPathWithADotSegmentIsNeverSent() async throws {
+        let server = try TestServer()
+        let harness = try Harness(server: server)
+        for path in ["/notes/../admin/x", "/notes/./7", "/notes/..", "notes/..%2f/x/.."] {
+            let failure = try #require(await harness.send(.get(path)).failure, "\(path)")
+            #expect(failure.outcome == .notSent && failure.attempts == 0, "\(path)")
+        }
+        #expect(server.requestCount == 0)
+        server.enqueue(.json("{}"))
+        _ = try #require(await harness.send(.get("/v1.2/a..b/.well-known")).success)
+        #expect(server.requests.first?.target == "/v1.2/a..b/.well-known")
+    }
+
     @Test func theClientsIdsAreTheOnlyOnesOnTheWire() async throws {
         // An app's own Idempotency-Key or X-Correlation-ID would reach the server ahead of the client's: a
         // server reading the first would dedupe on a key the journal does not know.

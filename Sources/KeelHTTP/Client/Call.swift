@@ -76,6 +76,7 @@ struct Call {
         // In the background, the OS's budget may end the call sooner than its own deadline.
         let allowed = configuration.backgroundBudget?.remaining().map { min($0, policy.deadline) } ?? policy.deadline
         let deadline = start.advanced(by: allowed)
+        try refuseDotSegments()
         let request = makeRequest()
         var replays = 0
         var isReplay = false
@@ -214,6 +215,7 @@ struct Call {
     mutating func preparedRequest<C: Clock>(clock: C, within timeout: Duration) async throws(HTTPFailure)
         -> TransportRequest where C.Duration == Duration
     {
+        try refuseDotSegments()
         let request = makeRequest()
         attempts = 1
         let context = trace.map {
@@ -440,6 +442,23 @@ struct Call {
         components.path = basePath + path
         if !operation.query.isEmpty { components.queryItems = operation.query }
         return components.url!
+    }
+
+    /// Refuses a path with a `.` or `..` segment: no API path needs one, and one that does is an id from a
+    /// deep link or a push interpolated into the path (`"/notes/\(id)"` with `../admin/x`), which a server
+    /// normalizing dot segments would route elsewhere on the same origin — with the app's credentials.
+    private func refuseDotSegments() throws(HTTPFailure) {
+        let path = operation.path
+        // Most paths have no "." at all: one scan, no split.
+        guard path.utf8.contains(UInt8(ascii: ".")) else { return }
+        for segment in path.split(separator: "/", omittingEmptySubsequences: false)
+        where segment == "." || segment == ".." {
+            throw HTTPFailure(
+                kind: .technical, outcome: .notSent, correlationID: correlationID, attempts: 0,
+                detail: Redacted(
+                    "the path has a \"\(segment)\" segment, which a server may resolve to another path: nothing was sent (percent-encode values put into a path)"
+                ))
+        }
     }
 
     /// Bytes a URL path carries as they are: unreserved, sub-delims, `:`, `@`, `/` (no `%`, `?`, `#`).
