@@ -56,6 +56,20 @@ import Testing
         #expect(shown.message.contains("kept"))
     }
 
+    /// Found in review: a reachability probe's 2xx — which a portal, a CDN or an endpoint exempt from the
+    /// version check may give — ended a required update (or a block) as if the backend accepted the app.
+    @Test func aReachabilityProbeNeverEndsARequiredUpdate() async throws {
+        let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
+        harness.server.enqueue(
+            Self.error(426, #"{"code": "update_required", "minimumVersions": {"ios": "5.2.0"}}"#))
+        _ = try #require(await harness.send(.get("/notes")).failure)
+        let required = VersionPolicy.updateRequired(minimum: AppVersion("5.2.0")!)
+        #expect(harness.client.versionPolicy == required)
+        harness.server.enqueue(TestResponse(status: 204))
+        #expect(await harness.client.probeReachability() == .reachable)
+        #expect(harness.client.versionPolicy == required)
+    }
+
     @Test func maintenanceCarriesItsRetryTime() async throws {
         let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
         harness.server.enqueue(Self.error(503, #"{"code": "maintenance"}"#, headers: ["Retry-After": "120"]))

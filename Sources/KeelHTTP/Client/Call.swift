@@ -140,7 +140,9 @@ struct Call {
                 } else if (200...299).contains(response.status) {
                     configuration.budget.recordSuccess(refunding: spentOnRetries)
                     // The backend accepted this version just now; it may announce a newer one.
-                    if let policy = configuration.versionPolicy?.policy(afterSuccess: response) {
+                    if operation.successStatesVersionPolicy,
+                        let policy = configuration.versionPolicy?.policy(afterSuccess: response)
+                    {
                         versionPolicy.set(policy)
                     }
                     return HTTPClient.Reply(

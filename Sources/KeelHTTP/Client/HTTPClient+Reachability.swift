@@ -21,7 +21,8 @@ extension HTTPClient {
     ) async -> Reachability {
         let policy = CallPolicy(
             attemptTimeout: timeout, deadline: timeout, maximumAttempts: 1, maximumResponseBytes: 64 * 1024)
-        let probe = HTTPOperation(method: "GET", path: path, expectsJSON: false)
+        var probe = HTTPOperation(method: "GET", path: path, expectsJSON: false)
+        probe.successStatesVersionPolicy = false
         do {
             let reply = try await send(probe, policy: policy)
             return reply.status == expectedStatus && reply.body.isEmpty ? .reachable : .captivePortal

@@ -68,6 +68,11 @@ public struct HTTPOperation: Sendable {
     /// to its allowlisted origins.
     public var trace: TraceContext?
 
+    /// Whether a successful answer states the version policy (an `X-Update-Available`, or none: supported).
+    /// False for a reachability probe, which anything on the way may answer: its 2xx says nothing about
+    /// which app versions the backend accepts, and must not end a required update or a block.
+    var successStatesVersionPolicy = true
+
     /// An operation. `idempotency` may be omitted for GET/HEAD/OPTIONS (idempotent) and POST/PATCH
     /// (unsafe); for PUT, DELETE and other methods omitting it is a programming error.
     public init(
