@@ -1333,6 +1333,43 @@ import Testing
         #expect(changes.contains { $0.rule == "response-property-type-changed" }, "\(changes)")
     }
 
+    /// Found in review: an enum inside a union (the usual 3.1 nullable form, `oneOf: [{$ref: Kind}, {type:
+    /// 'null'}]`) was named by its values, so a new value made it "a variant removed and one added": an
+    /// extensible enum's new value (MOB-API-001's allowed change) failed the gate, and a closed one's was
+    /// misnamed. The variant is the same; its enum changes, under the enum rules.
+    @Test func anEnumInsideAUnionChangesAsAnEnum() throws {
+        func spec(_ values: String, extensible: Bool) -> String {
+            """
+            openapi: 3.1.0
+            info: {title: T, version: 1.0.0}
+            paths:
+              /notes:
+                get:
+                  responses:
+                    '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Note'}}}}
+                post:
+                  requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Note'}}}}
+                  responses:
+                    '200': {description: ok}
+            components:
+              schemas:
+                Note:
+                  type: object
+                  properties:
+                    kind:
+                      oneOf: [{$ref: '#/components/schemas/Kind'}, {type: 'null'}]
+                Kind: {type: string, enum: [\(values)]\(extensible ? ", x-extensible-enum: true" : "")}
+            """
+        }
+        let extensible = try Self.changes(spec("a, b", extensible: true), spec("a, b, c", extensible: true))
+        #expect(!extensible.contains { $0.severity == .breaking }, "\(extensible)")
+        #expect(extensible.map(\.rule) == ["response-property-extensible-enum-value-added"], "\(extensible)")
+        let added = try Self.changes(spec("a, b", extensible: false), spec("a, b, c", extensible: false))
+        #expect(added.map(\.rule) == ["response-property-enum-value-added"], "\(added)")
+        let removed = try Self.changes(spec("a, b, c", extensible: false), spec("a, b", extensible: false))
+        #expect(removed.map(\.rule) == ["request-property-enum-value-removed"], "\(removed)")
+    }
+
     @Test func thereAreAtLeastFortyFixtures() {
         #expect(Self.fixtures.count >= 40)
         #expect(Set(Self.fixtures.map(\.name)).count == Self.fixtures.count)

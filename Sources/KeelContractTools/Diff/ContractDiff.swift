@@ -557,15 +557,16 @@ struct Collector {
         return Union(keyword: keyword, variants: values)
     }
 
-    /// The kind of JSON value a variant holds: its type, and its enum or const values.
+    /// The kind of JSON value a variant holds: its type, and whether it is an enum (a closed set of values) or
+    /// a const. The values themselves are not part of it: a variant whose enum gains or loses a value is the
+    /// same variant, paired with its counterpart and compared by the enum rules (which know an extensible
+    /// enum from a closed one) — not a variant removed and another added.
     func kind(of variant: JSONValue, in file: URL, document: OpenAPIDocument) -> String {
         guard let schema = try? document.resolve(variant, in: file).value else { return variant.description }
         var types = SchemaReading.types(schema).filter { $0 != "null" }.sorted()
         if schema["type"] == nil, schema["properties"] != nil { types = ["object"] }
         var text = types.isEmpty ? "any value" : types.joined(separator: " or ")
-        if case .array(let values) = schema["enum"] ?? .null {
-            text += " enum " + values.map(\.description).sorted().joined(separator: ", ")
-        }
+        if case .array = schema["enum"] ?? .null { text += " enum" }
         if let constant = schema["const"] { text += " const \(constant)" }
         return text
     }
