@@ -239,6 +239,75 @@ import Testing
             name: "request property type changed",
             edits: [("priority: {type: integer, minimum: 0}", "priority: {type: string}")], version: "2.0.0",
             expected: ["request-property-type-changed"]),
+        // Found in review: narrowings of what a request accepts, and widenings of what a response sends,
+        // that no rule looked at.
+        Fixture(
+            name: "request property without a type gets one",
+            edits: [("priority: {description: anything}", "priority: {type: string}")], version: "2.0.0",
+            expected: ["request-property-type-added"],
+            baseEdits: [("priority: {type: integer, minimum: 0}", "priority: {description: anything}")]),
+        Fixture(
+            name: "request number limits tightened",
+            edits: [
+                (
+                    "priority: {type: integer, minimum: 0}",
+                    "priority: {type: integer, minimum: 0, multipleOf: 5, exclusiveMaximum: 100}"
+                )
+            ], version: "2.0.0",
+            expected: ["request-property-multiple-of-added", "request-property-exclusive-maximum-added"]),
+        Fixture(
+            name: "request multipleOf that the old one implies is fine",
+            edits: [
+                (
+                    "priority: {type: integer, minimum: 0, multipleOf: 10}",
+                    "priority: {type: integer, minimum: 0, multipleOf: 5}"
+                )
+            ],
+            version: "1.0.0", expected: [],
+            baseEdits: [
+                ("priority: {type: integer, minimum: 0}", "priority: {type: integer, minimum: 0, multipleOf: 10}")
+            ]),
+        Fixture(
+            name: "request array and object limits tightened",
+            edits: [
+                (
+                    "labels: {type: array, maxItems: 10, items: {type: string}}",
+                    "labels: {type: array, maxItems: 10, uniqueItems: true, items: {type: string}}"
+                ),
+                (
+                    "    NoteInput:\n      type: object\n",
+                    "    NoteInput:\n      type: object\n      maxProperties: 4\n"
+                ),
+            ], version: "2.0.0",
+            expected: ["request-property-unique-items-added", "request-body-max-properties-added"]),
+        Fixture(
+            name: "request property removed from a closed object",
+            edits: [("        priority: {type: integer, minimum: 0}", "")], version: "2.0.0",
+            expected: ["request-body-property-removed-from-closed-object"],
+            baseEdits: [
+                (
+                    "    NoteInput:\n      type: object\n",
+                    "    NoteInput:\n      type: object\n      additionalProperties: false\n"
+                )
+            ]),
+        Fixture(
+            name: "response property type dropped",
+            edits: [("        id: {type: string}", "        id: {description: anything}")], version: "2.0.0",
+            expected: ["response-property-type-removed"]),
+        Fixture(
+            name: "response array items dropped",
+            edits: [("        tags: {type: array, items: {type: string}}", "        tags: {type: array}")],
+            version: "2.0.0", expected: ["response-property-items-removed"]),
+        Fixture(
+            name: "response extra members widened",
+            edits: [("meta: {type: object, additionalProperties: {type: string}}", "meta: {type: object}")],
+            version: "2.0.0", expected: ["response-property-additional-properties-widened"],
+            baseEdits: [
+                (
+                    "        tags: {type: array, items: {type: string}}",
+                    "        tags: {type: array, items: {type: string}}\n        meta: {type: object, additionalProperties: {type: string}}"
+                )
+            ]),
         Fixture(
             name: "maxLength decreased", edits: [("maxLength: 200", "maxLength: 100")], version: "2.0.0",
             expected: ["request-property-max-length-decreased"]),
@@ -521,7 +590,11 @@ import Testing
             "response-property-enum-value-added", "response-property-one-of-added", "response-property-removed",
             "response-property-type-changed", "response-success-status-removed", "response-property-format-removed",
             "request-property-format-added", "request-body-additional-properties-disallowed",
-            "request-property-max-length-added",
+            "request-property-max-length-added", "request-property-type-added", "request-property-multiple-of-added",
+            "request-property-exclusive-maximum-added", "request-property-unique-items-added",
+            "request-body-max-properties-added", "request-body-property-removed-from-closed-object",
+            "response-property-type-removed", "response-property-items-removed",
+            "response-property-additional-properties-widened",
         ] {
             table[rule] = .breaking
         }

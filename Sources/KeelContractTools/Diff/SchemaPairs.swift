@@ -443,10 +443,31 @@ extension Collector {
                 isBody ? "response-body-type-changed" : "response-property-type-changed", .breaking, pointer,
                 .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
         }
+        // A type the schema no longer states: any JSON value may now come where old clients decode one type.
+        if !a.types.isEmpty, b.types.isEmpty, Self.isUnconstrained(b.value) {
+            walk.add(
+                isBody ? "response-body-type-removed" : "response-property-type-removed", .breaking, pointer,
+                .afterSubject(" may now be any JSON value, not only \(a.types.sorted().joined(separator: " or "))"),
+                origin: here)
+        }
         if b.nullable, !a.nullable {
             walk.add(
                 isBody ? "response-body-became-nullable" : "response-property-became-nullable", .breaking, pointer,
                 .afterSubject(" may now be null"), origin: here)
+        }
+        // Elements, or extra members, whose schema is gone: any value may now come where old clients decode one.
+        if a.items != nil, b.items == nil, b.types.isEmpty || b.types.contains("array") {
+            walk.add(
+                isBody ? "response-body-items-removed" : "response-property-items-removed", .breaking, pointer,
+                .afterSubject("'s elements may now be any JSON value"), origin: here)
+        }
+        if case .object? = a.value["additionalProperties"],
+            b.value["additionalProperties"] == nil || b.value["additionalProperties"] == .bool(true)
+        {
+            walk.add(
+                isBody
+                    ? "response-body-additional-properties-widened" : "response-property-additional-properties-widened",
+                .breaking, pointer, .afterSubject("'s extra members may now be any JSON value"), origin: here)
         }
         if let oldValues = a.enumValues, !a.isExtensibleEnum, b.enumValues == nil, !b.types.isEmpty,
             b.types.isSubset(of: a.types) || a.types.isEmpty
@@ -533,6 +554,13 @@ extension Collector {
         }
     }
 
+    /// Whether a schema without a `type` admits any JSON value: no composition, enum or const that would
+    /// give its values a shape (those are compared by their own rules).
+    static func isUnconstrained(_ schema: JSONValue) -> Bool {
+        ["oneOf", "anyOf", "allOf", "not", "enum", "const", "$ref", "properties", "items", "x-extensible-enum"]
+            .allSatisfy { schema[$0] == nil }
+    }
+
     /// Whether every value of format `narrow` is also of format `wide` (an int32 is an int64, a float a
     /// double): the widenings a client never notices.
     static func formatIncludes(_ wide: String, _ narrow: String) -> Bool {
@@ -568,6 +596,12 @@ extension Collector {
             walk.add(
                 "\(prefix)-type-changed", .breaking, pointer,
                 .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+        }
+        // Any value was accepted; now one type: what old clients send may be of another.
+        if a.types.isEmpty, !b.types.isEmpty, Self.isUnconstrained(a.value) {
+            walk.add(
+                "\(prefix)-type-added", .breaking, pointer,
+                .afterSubject(" must now be \(b.types.sorted().joined(separator: " or "))"), origin: here)
         }
         if a.nullable, !b.nullable {
             walk.add(
@@ -609,7 +643,8 @@ extension Collector {
         }
         for (keyword, tighterWhenLower) in [
             ("maxLength", true), ("maxItems", true), ("maximum", true), ("minimum", false), ("minLength", false),
-            ("minItems", false),
+            ("minItems", false), ("exclusiveMaximum", true), ("exclusiveMinimum", false), ("maxProperties", true),
+            ("minProperties", false),
         ] {
             let oldLimit = number(keyword, a)
             let newLimit = number(keyword, b)
@@ -627,6 +662,25 @@ extension Collector {
                     rule, .breaking, pointer,
                     .afterSubject(": \(keyword) \(oldLimit.map { "\($0) → " } ?? "")\(newLimit)"), origin: here)
             }
+        }
+        // A multiple the value must now be of: unless the old one was already a multiple of it, what old clients
+        // send may not be (0.01 → 0.05 refuses 0.02).
+        if let newMultiple = number("multipleOf", b)?.double, newMultiple > 0 {
+            let oldMultiple = number("multipleOf", a)?.double
+            let implied = oldMultiple.map { old in
+                let ratio = old / newMultiple
+                return ratio >= 1 && abs(ratio - ratio.rounded()) < 1e-9
+            }
+            if implied != true {
+                walk.add(
+                    "\(prefix)-multiple-of-\(oldMultiple == nil ? "added" : "changed")", .breaking, pointer,
+                    .afterSubject(" must now be a multiple of \(number("multipleOf", b)!)"), origin: here)
+            }
+        }
+        if b.value["uniqueItems"] == .bool(true), a.value["uniqueItems"] != .bool(true) {
+            walk.add(
+                "\(prefix)-unique-items-added", .breaking, pointer, .afterSubject(" must now hold no repeated element"),
+                origin: here)
         }
         if let newPattern = b.value["pattern"]?.stringValue, newPattern != a.value["pattern"]?.stringValue {
             walk.add(
@@ -654,6 +708,20 @@ extension Collector {
                 .afterSubject(" no longer accepts members it does not name"), origin: here)
         }
         try compareAdditionalProperties(a, old, b, new, pointer: pointer, origin: here, &walk)
+        // A closed object (no members it does not name) that no longer names a member: old clients that send it
+        // are refused.
+        if b.value["additionalProperties"] == .bool(false), b.types.isEmpty || b.types.contains("object") {
+            for name in a.properties.keys.sorted() where b.properties[name] == nil {
+                if Self.isMarked("readOnly", a.properties[name]!, in: a.memberFiles[name] ?? old.file, of: base) {
+                    continue  // never sent by a client
+                }
+                walk.add(
+                    "\(prefix)-property-removed-from-closed-object", .breaking,
+                    pointer + "/properties/" + JSONPointer.escape(name),
+                    .afterRequestSubject(" no longer accepts property \(name) (it accepts no member it does not name)"),
+                    origin: memberOrigin(name, a.memberParts[name], new.file, pointer, here))
+            }
+        }
         for name in b.required.subtracting(a.required).sorted() {
             // A readOnly member is never sent by a client: its `required` holds for responses only.
             if let property = b.properties[name],
