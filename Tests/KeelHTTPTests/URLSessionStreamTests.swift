@@ -27,6 +27,33 @@ import Testing
         #expect(ContinuousClock.now - start < .seconds(10))
     }
 
+    /// Found in review: URLSession kept delivering into an unbounded buffer, so a reader slower than the
+    /// server (or a hostile server) grew memory without end. URLSession cannot make the server wait, so past
+    /// 8 MiB unread the stream ends — what arrived is still read first, nothing after — and the exchange is
+    /// cancelled.
+    @Test func aReaderFarBehindTheServerEndsTheStreamInsteadOfBufferingIt() async throws {
+        let server = try TestServer()
+        let size = 256 << 20
+        server.enqueue(TestResponse().generatedBody(count: size))
+        let transport = URLSessionTransport()
+        let stream = try await transport.openStream(
+            TransportRequest(method: "GET", url: server.url("/feed")), connectTimeout: .seconds(5),
+            noProgressTimeout: .seconds(30))
+        var iterator = stream.body.makeAsyncIterator()
+        #expect(try await iterator.next()?.isEmpty == false)
+        // A reader busy elsewhere for a second: the server goes on sending. (FoundationNetworking may go on
+        // downloading after the task is cancelled; what arrives then is dropped, never kept.)
+        try await Task.sleep(for: .seconds(1))
+        var read = 0
+        do {
+            while let chunk = try await iterator.next() { read += chunk.count }
+            Issue.record("the stream ended without an error after \(read) bytes")
+        } catch {
+            #expect((error as? TransportError)?.code == .responseTooLarge, "\(error)")
+        }
+        #expect(read > 0 && read <= (8 << 20) + (1 << 20))  // what was waiting is handed out first
+    }
+
     @Test func aStallEndsWithTimeout() async throws {
         let server = try TestServer()
         let first = "{\"n\":1}\n"

@@ -46,6 +46,16 @@ final class StreamHandoff<Element: Sendable>: @unchecked Sendable {
         return !cancelled
     }
 
+    /// Hands `element` over without waiting (for a producer that must never block, such as a URLSession
+    /// delegate queue shared by every task): true when it was taken, false when the consumer has gone away,
+    /// nil when more than `capacity` bytes now wait unread — the consumer is that far behind, and the
+    /// caller ends the stream rather than buffer on.
+    func offer(_ element: Element, weight: Int) -> Bool? {
+        guard let (resumed, full) = append(element, weight: weight) else { return false }
+        resumed?.resume(returning: element)
+        return full ? nil : true
+    }
+
     /// Hands `element` over, then suspends while more than `capacity` bytes wait unread — until there is
     /// room, the consumer goes away, or this task is cancelled (a wait for a reader that stopped reading
     /// must not outlive the time the OS granted). False when it should stop producing: then ``isActive``
@@ -104,11 +114,12 @@ final class StreamHandoff<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Appends; returns the consumer to resume with `element` (which then never waits here) and whether
-    /// the producer must now wait for room. Nil when cancelled.
+    /// the producer must now wait for room. Nil when cancelled or ended.
     private func append(_ element: Element, weight: Int) -> (CheckedContinuation<Element?, any Error>?, Bool)? {
         condition.lock()
         defer { condition.unlock() }
-        guard !cancelled else { return nil }
+        // Cancelled, or already ended (``finish(throwing:)``): nothing more is taken.
+        guard !cancelled, ending == nil else { return nil }
         if let waitingConsumer = consumer {
             consumer = nil
             return (waitingConsumer, false)

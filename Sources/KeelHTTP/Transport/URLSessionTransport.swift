@@ -38,6 +38,11 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
         fresh.finishTasksAndInvalidate()
     }
 
+    /// How many bytes of a stream may wait unread before the stream ends with ``ErrorCode/responseTooLarge``
+    /// (8 MiB). URLSession cannot be made to wait for a slow reader the way ``SocketTransport`` makes the
+    /// server wait; this keeps memory bounded instead.
+    static let streamBufferBytes = 8 << 20
+
     /// Performs one exchange on a `URLSession` data task: redirects are returned, not followed; a request that
     /// must not reuse a connection goes out with `Connection: close`; cancelling the calling task, or
     /// `interruption`, cancels the data task. (``send(_:)`` is this with an interruption nothing gives.)
@@ -135,16 +140,16 @@ extension Exchange: TaskReceiver {}
 /// A long-lived exchange: the head resumes ``opened``; body pieces go to ``continuation`` as they arrive.
 private final class StreamExchange: TaskReceiver {
     private let opened = Locked<CheckedContinuation<TransportStream, any Error>?>(nil)
-    private let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+    /// What arrived and was not read yet. URLSession delivers on a delegate queue every task of the session
+    /// shares, which must never wait for one slow reader: past ``URLSessionTransport/streamBufferBytes``
+    /// unread, the stream ends with an error instead of growing without end.
+    private let handoff: StreamHandoff<[UInt8]>
     private let body: AsyncThrowingStream<[UInt8], any Error>
     private let close: @Sendable () -> Void
 
-    init(
-        body: AsyncThrowingStream<[UInt8], any Error>,
-        continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation, close: @escaping @Sendable () -> Void
-    ) {
-        self.body = body
-        self.continuation = continuation
+    init(handoff: StreamHandoff<[UInt8]>, close: @escaping @Sendable () -> Void) {
+        self.handoff = handoff
+        self.body = handoff.stream(onTermination: close)
         self.close = close
     }
 
@@ -168,7 +173,7 @@ private final class StreamExchange: TaskReceiver {
         waiting.resume(
             throwing: TransportError(
                 code: .timedOut, requestMayHaveBeenSent: true, detail: "no response head within \(limit)"))
-        continuation.finish()
+        handoff.finish()
         return true
     }
 
@@ -190,8 +195,20 @@ private final class StreamExchange: TaskReceiver {
     }
 
     func append(_ data: Data) -> Bool {
-        if case .terminated = continuation.yield([UInt8](data)) { return false }
-        return true
+        switch handoff.offer([UInt8](data), weight: data.count) {
+        case true?: return true
+        case false?: return false
+        case nil:
+            // The reader fell this far behind the server: the stream ends (what was unread is still handed
+            // out first) rather than hold the rest of the feed in memory.
+            handoff.finish(
+                throwing: TransportError(
+                    code: .responseTooLarge, requestMayHaveBeenSent: true,
+                    detail:
+                        "the reader fell more than \(handoff.capacity) bytes behind the server: the stream was ended"))
+            close()
+            return false
+        }
     }
 
     func complete(error: (any Error)?) {
@@ -205,7 +222,7 @@ private final class StreamExchange: TaskReceiver {
                     ?? TransportError(
                         code: .malformedResponse, requestMayHaveBeenSent: true, detail: "no HTTP response"))
         }
-        if let mapped { continuation.finish(throwing: mapped) } else { continuation.finish() }
+        handoff.finish(throwing: mapped)
     }
 }
 
@@ -225,9 +242,8 @@ extension URLSessionTransport: StreamingHTTPTransport {
         // URLSession's request timeout is an idle limit between packets: the no-progress limit.
         urlRequest.timeoutInterval = TimeInterval(noProgressTimeout.inWholeSecondsRoundedUp(minimum: 1))
         let task = fresh.dataTask(with: urlRequest)
-        let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-        continuation.onTermination = { _ in task.cancel() }
-        let exchange = StreamExchange(body: body, continuation: continuation, close: { task.cancel() })
+        let exchange = StreamExchange(
+            handoff: StreamHandoff(capacity: Self.streamBufferBytes), close: { task.cancel() })
         delegate.track(task, exchange)
         // Connecting (up to the response head) has its own, usually shorter, limit. Its timer is freed when
         // the head arrives first (DeadlineSleep), not kept until it would have fired.
