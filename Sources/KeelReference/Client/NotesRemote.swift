@@ -71,10 +71,29 @@ public struct NotesRemote: SyncRemote {
         ["Authorization": "Bearer \(token)", "X-Account-ID": account.rawValue, "Content-Type": "application/json"]
     }
 
-    /// Sends the batch; one result per mutation.
+    /// Sends the batch; one result per mutation. A change that sets a member a note does not have (an app's
+    /// typo, `titel`) is refused here with `unknown_field` and never sent: dropped from the request, it would
+    /// come back applied, and the user's value would vanish under a "synced" note. Members only the server
+    /// sets (`updatedAt`) are left out of the request.
     public func push(_ batch: [PendingMutation], batchKey: IdempotencyKey, context: SyncContext)
         async throws(HTTPFailure)
         -> [PushResult]
+    {
+        let refused = Set(
+            batch.filter {
+                $0.fields.keys.contains { !Self.mutableFields.contains($0) && !Self.serverFields.contains($0) }
+            }
+            .map(\.id))
+        let sending = refused.isEmpty ? batch : batch.filter { !refused.contains($0.id) }
+        var answers: [PushResult] = []
+        if !sending.isEmpty { answers = try await send(sending, batchKey: batchKey, context: context) }
+        var next = answers.makeIterator()
+        return batch.map { refused.contains($0.id) ? .rejected(code: "unknown_field") : next.next()! }
+    }
+
+    /// Sends `batch` as one request; one result per mutation, in order.
+    private func send(_ batch: [PendingMutation], batchKey: IdempotencyKey, context: SyncContext)
+        async throws(HTTPFailure) -> [PushResult]
     {
         let mutations = batch.map { mutation -> JSONValue in
             var object: JSONObject = [
@@ -82,6 +101,8 @@ public struct NotesRemote: SyncRemote {
                 "type": .string(mutation.kind.rawValue), "noteID": .string(mutation.entity.id),
             ]
             if let base = mutation.baseVersion { object["baseVersion"] = .number(JSONNumber(Int64(base))) }
+            // The server's own members (a note's `updatedAt`, carried by a change made from what the device
+            // shows) are the server's to set: not sent.
             for (name, value) in mutation.fields where Self.mutableFields.contains(name) { object[name] = value }
             return .object(object)
         }
@@ -140,6 +161,8 @@ public struct NotesRemote: SyncRemote {
 
     /// The note members a mutation may set.
     static let mutableFields: Set<String> = ["title", "body", "kind", "visibility", "pinned", "tags"]
+    /// The note members only the server sets (a change made from what the device shows may carry them).
+    static let serverFields: Set<String> = ["updatedAt"]
 
     private func entity(_ value: JSONValue, _ reply: HTTPClient.Reply) throws(HTTPFailure) -> RemoteEntity {
         guard case .object(var fields) = value, let id = fields["id"]?.stringValue,
