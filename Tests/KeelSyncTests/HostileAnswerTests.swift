@@ -133,6 +133,38 @@ final class ScriptedRemote: SyncRemote {
         #expect(try await engine.state(of: again) == .pending)
     }
 
+    /// Found in review: a backend may answer "applied before" (a duplicate) without the entity; the engine
+    /// then rebuilt it from the copy from before the change — an acknowledged create showed as nothing (and
+    /// could not be edited), an update as undone, a delete as not done, all "synced". The change stands.
+    @Test func aDuplicateAnswerWithoutTheEntityKeepsWhatTheChangeMade() async throws {
+        let world = try SyncWorld()
+        let engine = try await engine(
+            world, try world.device("phone"),
+            steps: Array(
+                repeating: .forwardAndRewrite { results in
+                    results.map { result in
+                        guard case .applied = result else { return result }
+                        return .duplicate(nil)
+                    }
+                }, count: 4), seed: 531)
+        try await engine.create("note", id: "a", fields: .note("A"), operation: "createNote")
+        #expect(await engine.push().isComplete)
+        var note = try #require(try await engine.entity("note", id: "a"))
+        #expect(note.fields["title"] == "A" && !note.isDeleted && note.state == .synced)
+        try await engine.update("note", id: "a", fields: ["title": "A2"], operation: "editNote")  // it exists
+        #expect(await engine.push().isComplete)
+        note = try #require(try await engine.entity("note", id: "a"))
+        #expect(note.fields["title"] == "A2" && note.fields["body"] == "" && note.state == .synced)
+        try await engine.delete("note", id: "a", operation: "deleteNote")
+        #expect(await engine.push().isComplete)
+        #expect(try await engine.entity("note", id: "a")?.isDeleted == true)
+        // The changes feed brings the server's own copy, which replaces the one made here.
+        #expect(await engine.sync().isComplete)
+        note = try #require(try await engine.entity("note", id: "a"))
+        #expect(note.isDeleted)
+        #expect(note.serverVersion == 3, "\(String(describing: note.serverVersion))")
+    }
+
     @Test func anAnswerNamingAnotherEntityIsNotTakenForTheChangesAnswer() async throws {
         let world = try SyncWorld()
         let stranger = EntityRef(type: "note", id: "someone-else")

@@ -1100,16 +1100,31 @@ public actor SyncEngine {
             "settled:" + entry.id, SyncRecords.encode(SyncRecords.json(of: .applied(version: server?.version), at: now))
         )
         record.outstanding.removeAll { $0 == entry.sequence }
-        if let server, record.server.map({ $0.version < server.version }) ?? true { record.server = server }
-        if let server {
-            for sequence in record.outstanding {
-                let id = SyncRecords.outboxID(sequence)
-                guard let data = try outbox.get(id) else { continue }
-                var later = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
-                guard later.attempts == 0, later.baseVersion == entry.baseVersion else { continue }
-                later.baseVersion = server.version
-                try outbox.put(id, SyncRecords.encode(later.json))
-            }
+        // Applied before (a duplicate), without the entity: the server's copy is taken to be what this change
+        // made of the one known here, one version on — the least the server can be at, since the change was
+        // applied after that version. The changes feed's own copy replaces it; later changes made against it
+        // are answered with a conflict if the server moved further. Never the copy from before the change:
+        // that would show the change undone, and a create as nothing at all.
+        let server =
+            server
+            ?? {
+                let known = record.server
+                var fields = entry.kind == .create ? JSONObject() : (known?.fields ?? [:])
+                if entry.kind != .delete {
+                    for (name, value) in entry.fields { fields[name] = value }
+                }
+                return RemoteEntity(
+                    ref: record.ref, version: (known?.version ?? 0) + 1, isDeleted: entry.kind == .delete,
+                    fields: fields)
+            }()
+        if record.server.map({ $0.version < server.version }) ?? true { record.server = server }
+        for sequence in record.outstanding {
+            let id = SyncRecords.outboxID(sequence)
+            guard let data = try outbox.get(id) else { continue }
+            var later = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+            guard later.attempts == 0, later.baseVersion == entry.baseVersion else { continue }
+            later.baseVersion = server.version
+            try outbox.put(id, SyncRecords.encode(later.json))
         }
         try record.rebuild(with: Self.outstanding(record, in: outbox))
         try transaction.records(storage.entities).put(record.recordID, SyncRecords.encode(record.json))
