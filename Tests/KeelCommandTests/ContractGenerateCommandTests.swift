@@ -391,6 +391,9 @@ import Testing
             print("clear", String(decoding: try ContractEncoder().encode(Patch(title: "t", dueDate: .null)), as: UTF8.self))
             // Open at this use although ModelIDs itself is closed.
             print("model", try decoder.decode(Chat.self, from: Data(#"{"model": "o3"}"#.utf8)).model, check(ModelIDs.self, #""o3""#))
+            // Members named like the library's JSONKind and ClosedIntegerEnum, beside a union and an integer enum.
+            let weird = try decoder.decode(Weird.self, from: Data(#"{"JSONKind": {"a": "x"}, "ClosedIntegerEnum": {"b": "y"}, "either": 3, "level": 2}"#.utf8))
+            print("weird", weird.jsonKind?.a ?? "-", weird.closedIntegerEnum?.b ?? "-", check(Weird.self, #"{"level": 3}"#))
             """#
         let output = try await compileAndRun(program: program, generated: directory.url("EdgeModels.swift"))
         #expect(
@@ -407,6 +410,7 @@ import Testing
                 patch absent {"any":null}
                 clear {"dueDate":null,"title":"t"}
                 model unknown(o3) undeclaredEnumValue at 
+                weird x y undeclaredEnumValue at level
 
                 """)
         // Descriptions with other line breaks stay comments: nothing from them was compiled (the program

@@ -43,7 +43,7 @@ struct ModelBuilder {
         "CodingKeys", "DiscriminatorKey", "Codable", "Hashable", "Sendable", "CodingKey", "Decoder", "Encoder",
         "DecodingError",
         "CaseIterable", "ClosedEnum", "ExtensibleEnum", "Extensible", "Nullable", "UndeclaredEnumValue", "Optional",
-        "Array", "Dictionary",
+        "Array", "Dictionary", "ClosedIntegerEnum", "JSONKind",
     ]).union(SwiftNames.shadowedTypes)
 
     init(document: OpenAPIDocument) {
