@@ -193,6 +193,37 @@ import Testing
         #expect(try NotesSchema.invariantViolations(database, rows: 3000).isEmpty)
     }
 
+    /// Found in review: two processes migrating one database at launch (an app and its extension) — the one
+    /// that got the lock second had read its pending list before the first finished, found the backfill's
+    /// checkpoint gone (the first removes it when done) and started the finished backfill over, failing a
+    /// healthy database. Each step checks, in its own transaction, that it is not applied already.
+    @Test func twoProcessesMigratingAtOnceNeverRunAStepTwice() async throws {
+        let path = directory.url("shared.sqlite").path
+        let seed = try ChildProcess.launch(
+            product: "keel-fixtures", arguments: ["seed", "--db", path, "--version", "2", "--rows", "300"])
+        #expect(try await seed.waitForExit(timeout: .seconds(120)) == .exited(0))
+        // The first stops inside its first batch, holding the write lock.
+        let first = try ChildProcess.launch(
+            product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50", "--lockstep"])
+        _ = try await first.waitForLine { $0.hasPrefix("batch ") }
+        // The second reads its pending list meanwhile and waits for the lock.
+        let second = try ChildProcess.launch(
+            product: "keel-fixtures", arguments: ["migrate", "--db", path, "--batch-size", "50"])
+        try await Task.sleep(for: .milliseconds(500))
+        try first.writeLine("go")
+        while let line = try await first.nextLine(timeout: .seconds(60)) {
+            if line.hasPrefix("batch ") { try first.writeLine("go") }
+            if line.hasPrefix("done") { break }
+        }
+        #expect(try await first.waitForExit(timeout: .seconds(60)) == .exited(0))
+        let ended = try await second.waitForExit(timeout: .seconds(60))
+        #expect(ended == .exited(0), "\(second.output(of: .standardError))")
+        #expect(!second.output(of: .standardOutput).contains("batch "), "the finished backfill ran again")
+        let database = try DatabasePool(path: path)
+        #expect(try NotesSchema.invariantViolations(database, rows: 300).isEmpty)
+        #expect(try await NotesSchema.migrator().state(of: database) == .upToDate)
+    }
+
     /// A child process runs the backfill and is killed with SIGKILL at 30 different moments; after every
     /// kill the database holds all data and consistent progress, and the last run completes.
     @Test func surviveSIGKILLAtThirtyMomentsDuringAMigration() async throws {

@@ -134,6 +134,53 @@ import Testing
         #expect(try fixture.keyStore.listKeys().isEmpty)
     }
 
+    /// Found in review: account deletion went through the manifest, so with it missing (a crash half-way
+    /// through an earlier deletion, whose file removal has no order) it "succeeded" and left the data, and
+    /// with it damaged it failed before shredding a key. It needs no manifest; a logout, which must tell
+    /// what it deletes from what it keeps, refuses instead of succeeding without deleting the credentials.
+    @Test func accountDeletionNeedsNoManifestAndALogoutWithoutOneRefuses() async throws {
+        let vault = try await fillAlice()
+        let manifest = vault.directory.appendingPathComponent("vault.json")
+        try FileManager.default.removeItem(at: manifest)
+        #expect(await Self.code { _ = try await fixture.vaults.logout() } == "damaged")
+        #expect(try keyIDs(vault.namespace).count == 4)  // nothing deleted on a guess
+        #expect(FileManager.default.fileExists(atPath: vault.directory.appendingPathComponent("include.sqlite").path))
+        _ = try await fixture.vaults.deleteAccount(alice)
+        #expect(try keyIDs(vault.namespace).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: vault.directory.path))
+        // A damaged manifest: the same.
+        let again = try await fillAlice()
+        try Data("{ not json".utf8).write(to: again.directory.appendingPathComponent("vault.json"))
+        _ = try await fixture.vaults.deleteAccount(alice)
+        #expect(try keyIDs(again.namespace).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: again.directory.path))
+        // A deletion cut short after the rename: the tombstone goes at the next launch, and Alice can start over.
+        let third = try await fillAlice()
+        await fixture.vaults.close()
+        let tombstone = fixture.data.appendingPathComponent("vaults/.deleting-\(third.namespace.rawValue)-cut")
+        try FileManager.default.moveItem(at: third.directory, to: tombstone)
+        let relaunched = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
+        #expect(!FileManager.default.fileExists(atPath: tombstone.path))
+        #expect(relaunched.namespaces().isEmpty)
+    }
+
+    /// Found in review: a database file gone while the manifest says its datasets hold records was created
+    /// again, empty, by the first read — which then found nothing (a session token "absent", so "sign in"),
+    /// and the inspector, which had reported the vault partial, reported it normal afterwards.
+    @Test func aMissingDatabaseIsDamagedNeverRecreatedEmpty() async throws {
+        let vault = try await fillAlice()
+        await fixture.vaults.close()
+        let database = vault.directory.appendingPathComponent("include.sqlite").path
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
+        let reopened = try await fixture.vaults.open(alice)
+        #expect(await Self.code { _ = try await reopened.get("notes", id: "n1") } == "damaged")
+        #expect(await Self.code { try await reopened.put("notes", id: "n2", Data("x".utf8)) } == "damaged")
+        #expect(!FileManager.default.fileExists(atPath: database))
+        let state = try fixture.vaults.inspect().vaults.first { $0.namespace == vault.namespace.rawValue }?.state
+        #expect(state != .normal, "\(String(describing: state))")
+    }
+
     @Test func accessRevocationDeletesWhatItsTriggerNames() async throws {
         _ = try await fillAlice()
         let report = try await fixture.vaults.revokeAccess(alice)

@@ -305,9 +305,11 @@ public actor NotesApp {
         engine = nil
         try? FileManager.default.removeItem(at: sessionFile)
         if let account {
-            ledger = nil
+            // Removed while the ledger still holds its lock: a ledger opened meanwhile elsewhere waits for
+            // it, and then finds its lock file gone and takes the new one (ExclusiveFileLock).
             try? FileManager.default.removeItem(at: ledgerFile(account))
             try? FileManager.default.removeItem(atPath: ledgerFile(account).path + ".lock")
+            ledger = nil
         }
         return [
             "ok": true, "unsentChangesLost": .number(JSONNumber(Int64(outstanding))),
@@ -324,9 +326,9 @@ public actor NotesApp {
         engine = nil
         tokens.withLock { $0[account] = nil }
         try? FileManager.default.removeItem(at: sessionFile)
-        ledger = nil
         try? FileManager.default.removeItem(at: ledgerFile(account))
         try? FileManager.default.removeItem(atPath: ledgerFile(account).path + ".lock")
+        ledger = nil
         return ["ok": true, "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen]
     }
 

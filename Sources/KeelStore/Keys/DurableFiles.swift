@@ -177,6 +177,13 @@ package enum DurableFiles {
         return found
     }
 
+    /// Renames `path` to `destination` (one step: either name holds it, never both, never neither).
+    static func move(_ path: String, to destination: String) throws(Failure) {
+        guard rename(path, destination) == 0 else {
+            throw Failure(operation: "rename", path: path, errno: errno)
+        }
+    }
+
     /// Removes the file at `path`; true when it was there.
     @discardableResult
     static func remove(_ path: String) throws(Failure) -> Bool {

@@ -34,6 +34,27 @@ package final class ExclusiveFileLock: Sendable {
     /// Locks `path`; with `waitingUpTo`, waits at most that long for a holder to let go (a holder in a
     /// suspended app extension must not hang this process), otherwise fails at once with ``Failure/held``.
     package init(_ path: String, _ target: Target, waitingUpTo wait: Duration? = nil) throws(Failure) {
+        let deadline = wait.map { ContinuousClock.now + $0 }
+        var attempts = 0
+        while true {
+            let fd = try Self.lock(path, target, until: deadline)
+            // The lock is on what was opened; it is this path's lock only if the path still names it. A lock
+            // file unlinked by its holder (before releasing, as it must) or replaced meanwhile is another
+            // file now: taken anyway, two holders would each believe they are alone. Open the path again.
+            if Self.isStillAt(path, fd) {
+                descriptor = Locked(fd)
+                return
+            }
+            close(fd)
+            attempts += 1
+            guard target == .file, attempts < 16 else { throw .failed(ENOENT) }
+        }
+    }
+
+    /// Opens `path` and takes the lock on what was opened.
+    private static func lock(_ path: String, _ target: Target, until deadline: ContinuousClock.Instant?)
+        throws(Failure) -> Int32
+    {
         var fd: Int32
         switch target {
         case .directory:
@@ -47,7 +68,6 @@ package final class ExclusiveFileLock: Sendable {
             }
         }
         guard fd >= 0 else { throw .failed(errno) }
-        let deadline = wait.map { ContinuousClock.now + $0 }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
@@ -58,7 +78,15 @@ package final class ExclusiveFileLock: Sendable {
             close(fd)
             throw code == EWOULDBLOCK ? .held : .failed(code)
         }
-        descriptor = Locked(fd)
+        return fd
+    }
+
+    /// Whether `path` still names the file open as `fd` (same device and inode).
+    private static func isStillAt(_ path: String, _ fd: Int32) -> Bool {
+        var opened = stat()
+        var named = stat()
+        guard fstat(fd, &opened) == 0, stat(path, &named) == 0 else { return false }
+        return opened.st_dev == named.st_dev && opened.st_ino == named.st_ino
     }
 
     /// Releases the lock (once; later calls do nothing).

@@ -207,6 +207,9 @@ public struct Migrator: Sendable {
         if foreignKeys { try database.execute("PRAGMA foreign_keys = OFF") }
         let outcome = Result<Void, any Error> {
             try database.inTransaction(.immediate) {
+                // Another process may have applied it since the pending list was read (the app and its extension
+                // migrating at launch): then there is nothing to do, and doing it again would fail or double it.
+                guard try !Self.isApplied(name, in: database) else { return }
                 try body(database)
                 try database.requireOpenTransaction()
                 let violations = try database.rows("PRAGMA foreign_key_check")
@@ -233,6 +236,11 @@ public struct Migrator: Sendable {
         try outcome.get()
     }
 
+    /// Whether migration `name` is recorded as applied (read in the caller's transaction).
+    private static func isApplied(_ name: String, in database: Database) throws -> Bool {
+        try database.scalar(Int.self, "SELECT count(*) FROM keel_migration WHERE name = ?", argument: name) ?? 0 > 0
+    }
+
     /// Runs batches until the step reports completion; each batch and its checkpoint commit together.
     private func runBackfill(_ name: String, position: Int, batchSize: Int, _ step: BackfillStep, in database: Database)
         throws -> Int
@@ -240,6 +248,8 @@ public struct Migrator: Sendable {
         var batches = 0
         while true {
             let finished = try database.inTransaction(.immediate) { () -> Bool in
+                // Finished by another process meanwhile (which also removed the checkpoint): never started over.
+                if try Self.isApplied(name, in: database) { return true }
                 let progress = try database.rows(
                     "SELECT checkpoint FROM keel_migration_progress WHERE name = ?", arguments: [name]
                 ).first

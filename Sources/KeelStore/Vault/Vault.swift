@@ -604,6 +604,21 @@ public final class Vault: Sendable {
             // Checked under the lock `close()` takes: a database opened after it would never be closed.
             guard state.isOpen else { throw closedError }
             if let pool = state.pools[policy] { return pool }
+            // A database the manifest says holds records, and that is gone (a partial restore, a file removed):
+            // opening would create it empty, every read would find nothing, and the evidence of the loss would
+            // be gone with the first read. Damaged instead; nothing is created.
+            let file = path + "/" + VaultFiles.database(policy)
+            if DurableFiles.kind(file) == nil,
+                let dataset = state.manifest.datasets.first(where: {
+                    $0.value.declaration.backup == policy && $0.value.hasRecords
+                })?.key
+            {
+                throw VaultError(
+                    code: .damaged, namespace: namespace.rawValue, dataset: dataset,
+                    message:
+                        "\(VaultFiles.database(policy)) is missing, though the manifest says \(dataset) has records: nothing was recreated"
+                )
+            }
             let pool = try VaultFiles.openDatabase(in: path, policy: policy, namespace: namespace.rawValue)
             state.pools[policy] = pool
             return pool

@@ -140,6 +140,8 @@ struct VaultManifest: Codable, Equatable {
 /// (and can share a transaction); a platform backup copies whole files, so policies never mix in one.
 enum VaultFiles {
     static func database(_ policy: Dataset.BackupPolicy) -> String { "\(policy.rawValue).sqlite" }
+    /// Names of vault directories being deleted (never a namespace: those are 32 hex digits).
+    static let tombstonePrefix = ".deleting-"
     static let filesDirectory = "files"
     /// The data directory (followed when it is a symlink to a directory: the path an app or a person names
     /// may lead through one) and its `vaults` directory, which is never followed (a platform backup would not

@@ -71,6 +71,11 @@ public actor Vaults {
                     message: "\(directory) cannot be used as a data directory: \(error.description)")
             }
         }
+        // What an account deletion that was cut short left (its keys are shredded already).
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        where name.hasPrefix(VaultFiles.tombstonePrefix) {
+            try? FileManager.default.removeItem(atPath: root + "/" + name)
+        }
     }
 
     /// How vault databases commit: `full` — every write that returned is on disk, across power loss as well
@@ -280,11 +285,39 @@ public actor Vaults {
     {
         let directory = root + "/" + namespace.rawValue
         var report = PurgeReport(trigger: trigger, namespace: namespace)
-        guard DurableFiles.kind(directory) == .directory, var manifest = try VaultManifest.read(directory: directory)
-        else {
-            if trigger == .accountDeletion {
-                // No vault, but keys may be left (an earlier installation): shred them.
-                report.shreddedKeys = try shredAllKeys(of: namespace)
+        if trigger == .accountDeletion {
+            // Everything of the account goes, so nothing needs the manifest (missing or damaged, it must not
+            // keep the data): every key of the namespace is shredded, then the directory is renamed out of
+            // the namespaces in one step and deleted. A crash leaves either a vault without keys (deleting the
+            // account again finishes it) or a tombstone the next launch removes — never a half-deleted vault
+            // that opens as damaged forever.
+            report.deletedDatasets = (try? VaultManifest.read(directory: directory))?.datasets.keys.sorted() ?? []
+            report.shreddedKeys = try shredAllKeys(of: namespace)
+            if DurableFiles.kind(directory) != nil {
+                let tombstone = root + "/" + VaultFiles.tombstonePrefix + namespace.rawValue + "-" + UUID().uuidString
+                do {
+                    try DurableFiles.move(directory, to: tombstone)
+                    try DurableFiles.syncDirectory(root)
+                } catch {
+                    throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
+                }
+                try removeTree(tombstone)
+            }
+            do { try DurableFiles.syncDirectory(root) } catch {
+                throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
+            }
+            return report
+        }
+        guard DurableFiles.kind(directory) == .directory else { return report }
+        guard var manifest = try VaultManifest.read(directory: directory) else {
+            // Data whose manifest is gone cannot be told apart into what the trigger deletes and what it keeps:
+            // signing out without deleting the credentials would be a lie, deleting everything a guess.
+            guard try !VaultFiles.holdsData(directory, namespace: namespace.rawValue) else {
+                throw VaultError(
+                    code: .damaged, namespace: namespace.rawValue,
+                    message:
+                        "the vault's manifest is missing, so what \(trigger) must delete cannot be told from what it keeps: nothing was deleted (deleting the account removes everything)"
+                )
             }
             return report
         }
@@ -316,15 +349,6 @@ public actor Vaults {
                 }
                 report.shreddedKeys.append(id)
             }
-        }
-        if trigger == .accountDeletion {
-            report.shreddedKeys += try shredAllKeys(of: namespace)
-            report.deletedDatasets = affected
-            try removeTree(directory)
-            do { try DurableFiles.syncDirectory(root) } catch {
-                throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
-            }
-            return report
         }
         // 2. Delete the data: records tables (secure delete, WAL emptied) and files.
         let byPolicy = Dictionary(grouping: affected.filter { manifest.datasets[$0]?.hasRecords == true }) {
