@@ -151,6 +151,11 @@ final class ScriptedRemote: SyncRemote {
         #expect(await engine.push().isComplete)
         var note = try #require(try await engine.entity("note", id: "a"))
         #expect(note.fields["title"] == "A" && !note.isDeleted && note.state == .synced)
+        #expect(note.fields["updatedAt"] == nil)  // made here: what the server sets is not known yet
+        // The feed brings the server's own copy, at the same version: it replaces the one made here.
+        #expect(await engine.sync().isComplete)
+        note = try #require(try await engine.entity("note", id: "a"))
+        #expect(note.fields["updatedAt"] != nil && note.serverVersion == 1)
         try await engine.update("note", id: "a", fields: ["title": "A2"], operation: "editNote")  // it exists
         #expect(await engine.push().isComplete)
         note = try #require(try await engine.entity("note", id: "a"))

@@ -234,6 +234,41 @@ private final class IdempotentBackend: Sendable {
         #expect(try await journal.entry("0123456789abcdef0123456789abcdef")?.state == .unknown)
     }
 
+    /// Found in review of the above: one user operation may span several different calls under one
+    /// correlation id (OBS-LOG-004); without an operation id, only the very same request (method, path, body,
+    /// key) counts as sent again — another call of the operation is sent, alone or at the same time.
+    @Test func otherCallsOfOneUserOperationAreNotTakenForResends() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        let correlation = try CorrelationID(validating: "00112233445566778899aabbccddeeff")
+        func call(_ path: String, _ body: String) -> HTTPOperation {
+            var operation = HTTPOperation.post(path, body: Data(body.utf8))
+            operation.correlationID = correlation
+            return operation
+        }
+        server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
+        server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
+        _ = try await client.send(call("/orders", #"{"item": 1}"#))
+        _ = try await client.send(call("/payments", #"{"amount": 5}"#))  // another call: sent
+        #expect(server.requestCount == 2)
+        // The same request again: refused, it was applied.
+        let again = await #expect(throws: HTTPFailure.self) {
+            try await client.send(call("/payments", #"{"amount": 5}"#))
+        }
+        #expect(again?.attempts == 0 && server.requestCount == 2)
+        // Two different calls at the same time: both go.
+        server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)).delayingHeaders(by: .milliseconds(300)))
+        server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
+        let first = Task { try await client.send(call("/a", "{}")) }
+        _ = try await server.takeRequest()
+        _ = try await server.takeRequest()
+        _ = try await server.takeRequest()
+        _ = try await client.send(call("/b", "{}"))
+        _ = try await first.value
+        #expect(server.requestCount == 4)
+    }
+
     /// A keyed operation may be sent again, but a re-send that fails takes back nothing an earlier one got:
     /// a confirmed entry stays confirmed, and the failure says it may have been applied, never "not sent".
     @Test func aFailedResendOfAConfirmedKeyedOperationKeepsItConfirmed() async throws {

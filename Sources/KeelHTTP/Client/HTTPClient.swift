@@ -164,10 +164,19 @@ public final class HTTPClient: Sendable {
     /// reading the origin from a URL and looking it up in every allowlist cost more than the headers they add.
     let middlewareForBase: [any HTTPMiddleware]
 
-    /// The journaled operations this client is sending now, by operation id: the same operation is never on
-    /// the wire twice at once (a double tap, an outbox replay racing the first send), and reconcile leaves
-    /// them alone (their calls settle them).
-    let operationsInFlight = Locked<Set<String>>([])
+    /// The journaled calls this client is sending now, and the journal entries reconcile is resolving.
+    struct JournalTraffic {
+        /// The calls being sent (see `send`'s `identity`): the same one is never on the wire twice at once
+        /// (a double tap, an outbox replay racing the first send).
+        var calls: Set<String> = []
+        /// Journal keys with a call in flight, and how many: reconcile leaves those entries alone (their calls
+        /// settle them).
+        var keys: [String: Int] = [:]
+        /// Journal keys whose entry reconcile is asking the server about: a call for one waits for the answer
+        /// (it is refused, `unknown`), so that "never arrived" cannot be written over a send just started.
+        var reconciling: Set<String> = []
+    }
+    let journalTraffic = Locked(JournalTraffic())
 
     /// A client with `configuration`.
     public init(configuration: Configuration) {
@@ -195,24 +204,54 @@ public final class HTTPClient: Sendable {
         }
         // Journaled: durably recorded before the first byte leaves, settled when the call ends.
         let operationID = operation.operationID ?? call.correlationID.rawValue
-        guard operationsInFlight.withLock({ $0.insert(operationID).inserted }) else {
-            throw HTTPFailure(
-                kind: .inProgress, outcome: .unknown, correlationID: call.correlationID, attempts: 0,
-                detail: Redacted(
-                    "operation \(operationID) is being sent already: it is not sent a second time while the first send runs"
-                ))
-        }
-        defer { operationsInFlight.withLock { _ = $0.remove(operationID) } }
         var key: IdempotencyKey?
         if case .keyed(let value) = operation.idempotency { key = value }
+        // Which call this is: its operation id when the app gave one; otherwise the correlation id names the
+        // user operation, which may span several different calls (OBS-LOG-004), so the call is that id with
+        // its method, path, body and key — the same request sent again, not another one of the operation.
+        let identity =
+            operation.operationID.map { "id\u{0}" + $0 }
+            ?? [
+                "call", operationID, operation.method, operation.path, operation.bodyDigest ?? "", key?.rawValue ?? "",
+            ].joined(separator: "\u{0}")
+        let refusal = journalTraffic.withLock { traffic -> String? in
+            if traffic.reconciling.contains(operationID) {
+                return "reconcile() is asking the server what became of it: it is not sent meanwhile"
+            }
+            guard traffic.calls.insert(identity).inserted else {
+                return "it is being sent already: it is not sent a second time while the first send runs"
+            }
+            traffic.keys[operationID, default: 0] += 1
+            return nil
+        }
+        if let refusal {
+            throw HTTPFailure(
+                kind: .inProgress, outcome: .unknown, correlationID: call.correlationID, attempts: 0,
+                detail: Redacted("operation \(operationID): \(refusal)"))
+        }
+        defer {
+            journalTraffic.withLock { traffic in
+                traffic.calls.remove(identity)
+                let left = (traffic.keys[operationID] ?? 1) - 1
+                traffic.keys[operationID] = left > 0 ? left : nil
+            }
+        }
         // The same operation sent again (reconcile's re-send, an app retrying its outbox entry, a relaunch that
-        // reuses the persisted correlation id): found by the id it was journaled under. A journal that cannot
-        // say whether the operation was sent before cannot keep its outcome honest: nothing is sent, and an
-        // earlier send may have been applied (`unknown`, never "not applied").
+        // reuses the persisted correlation id): found by the id it was journaled under — without an operation id,
+        // only when the entry is this very request. A journal that cannot say whether the operation was sent
+        // before cannot keep its outcome honest: nothing is sent, and an earlier send may have been applied
+        // (`unknown`, never "not applied").
         let earlier: JournalEntry?
         do {
             let reused = operation.operationID != nil || operation.correlationID != nil
-            earlier = reused ? try await journal.entry(operationID) : nil
+            let found = reused ? try await journal.entry(operationID) : nil
+            earlier =
+                operation.operationID != nil
+                ? found
+                : found.flatMap {
+                    $0.method == operation.method && $0.path == operation.path
+                        && $0.bodyDigest == operation.bodyDigest && $0.idempotencyKey == key ? $0 : nil
+                }
         } catch {
             throw HTTPFailure(
                 kind: .technical, outcome: .unknown, correlationID: call.correlationID, attempts: 0,

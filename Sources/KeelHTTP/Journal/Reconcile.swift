@@ -64,10 +64,15 @@ extension HTTPClient {
     ) async throws -> [JournalEntry] {
         guard let journal = configuration.journal else { return [] }
         var results: [JournalEntry] = []
-        // An entry this client is sending right now is not left over from a suspension or a kill: its own call
-        // settles it (a status lookup racing it could read "never arrived" for a request still on its way).
-        for entry in try await journal.unresolved()
-        where !operationsInFlight.withLock({ $0.contains(entry.operationID) }) {
+        for entry in try await journal.unresolved() {
+            // An entry this client is sending right now is not left over from a suspension or a kill: its own
+            // call settles it (a status lookup racing it could read "never arrived" for a request still on its
+            // way). While this one is resolved, no call for it starts (``HTTPClient/JournalTraffic``).
+            let taken = journalTraffic.withLock { traffic in
+                traffic.keys[entry.operationID] == nil && traffic.reconciling.insert(entry.operationID).inserted
+            }
+            guard taken else { continue }
+            defer { journalTraffic.withLock { _ = $0.reconciling.remove(entry.operationID) } }
             results.append(try await reconcile(entry, journal: journal, rebuild: rebuild, status: status))
         }
         return results
@@ -83,7 +88,9 @@ extension HTTPClient {
             operation.correlationID = entry.correlationID
             operation.operationID = entry.operationID
             operation.trace = entry.trace
-            // The journal records the re-send and settles it like any call.
+            // The journal records the re-send and settles it like any call (a keyed re-send is safe: the entry
+            // is handed back to calls for it).
+            journalTraffic.withLock { _ = $0.reconciling.remove(entry.operationID) }
             _ = try? await send(operation)
             return try await journal.entry(entry.operationID) ?? entry
         }

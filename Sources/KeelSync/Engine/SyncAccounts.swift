@@ -62,9 +62,16 @@ public actor SyncAccounts {
     ///
     /// - Parameter discardingUnsent: whether changes the server never confirmed may go with the vault. By
     ///   default they may not: with changes outstanding the sign-out throws ``SyncError`` `unsentChanges`
-    ///   and changes nothing, so that an app signing out on an error (a 401) never loses the user's work
+    ///   and purges nothing, so that an app signing out on an error (a 401) never loses the user's work
     ///   without a word. Ask the user (``SyncEngine/outstandingCount()`` says how many), then sign out again
-    ///   with `true` — or sign in again and let the changes go out.
+    ///   with `true` — or sign in again and let the changes go out. The count is taken before the engine
+    ///   stops and again after (a change may commit in between); when only the second finds one, the
+    ///   account gets a new engine — read ``engine`` again (the one the app held is stopped) — or none, if it
+    ///   cannot be made (then ``activate(_:)`` again).
+    ///
+    /// Without an engine (one that could not be made), the open vault's outbox is counted by ``storage``'s
+    /// names: pass the app's own ``SyncStorage`` to ``init(vaults:storage:makeEngine:)`` when it is not the
+    /// default.
     public func signOut(discardingUnsent: Bool = false) async throws -> PurgeReport {
         await turnstile.enter()
         defer { turnstile.leave() }

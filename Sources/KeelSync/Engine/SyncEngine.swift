@@ -782,8 +782,7 @@ public actor SyncEngine {
                     for change in page.changes {
                         var record = try Self.entity(change.ref, in: entities) ?? EntityRecord(ref: change.ref)
                         // Already as new (an acknowledgement brought it, or a page is read twice): nothing to do.
-                        if let known = record.server, known.version >= change.version { continue }
-                        record.server = change
+                        guard record.take(change) else { continue }
                         try record.rebuild(with: Self.outstanding(record, in: outbox))
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
                     }
@@ -1029,7 +1028,7 @@ public actor SyncEngine {
                     case .conflict(let server):
                         counts.conflicts += 1
                         let local = record.visible
-                        if record.server.map({ $0.version < server.version }) ?? true { record.server = server }
+                        _ = record.take(server)
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
                         // Each field is judged against what it held when the user changed it.
                         let (outcome, decisions) = ConflictResolver.resolve(
@@ -1100,31 +1099,37 @@ public actor SyncEngine {
             "settled:" + entry.id, SyncRecords.encode(SyncRecords.json(of: .applied(version: server?.version), at: now))
         )
         record.outstanding.removeAll { $0 == entry.sequence }
-        // Applied before (a duplicate), without the entity: the server's copy is taken to be what this change
-        // made of the one known here, one version on — the least the server can be at, since the change was
-        // applied after that version. The changes feed's own copy replaces it; later changes made against it
-        // are answered with a conflict if the server moved further. Never the copy from before the change:
-        // that would show the change undone, and a create as nothing at all.
-        let server =
-            server
-            ?? {
-                let known = record.server
-                var fields = entry.kind == .create ? JSONObject() : (known?.fields ?? [:])
-                if entry.kind != .delete {
-                    for (name, value) in entry.fields { fields[name] = value }
-                }
-                return RemoteEntity(
-                    ref: record.ref, version: (known?.version ?? 0) + 1, isDeleted: entry.kind == .delete,
-                    fields: fields)
-            }()
-        if record.server.map({ $0.version < server.version }) ?? true { record.server = server }
-        for sequence in record.outstanding {
-            let id = SyncRecords.outboxID(sequence)
-            guard let data = try outbox.get(id) else { continue }
-            var later = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
-            guard later.attempts == 0, later.baseVersion == entry.baseVersion else { continue }
-            later.baseVersion = server.version
-            try outbox.put(id, SyncRecords.encode(later.json))
+        // Applied before (a duplicate), without the entity. When the copy known here is the one the change was
+        // made against, the server's copy is taken to be that one with the change applied, one version on — the
+        // least the server can be at — and marked provisional: the server's own copy, at that version or later,
+        // replaces it when the changes feed brings it, and later changes made against it are answered with a
+        // conflict if the server moved further. When a newer copy is known (the feed brought one meanwhile), it
+        // stays: it is the server's. Never the copy from before the change: that would show the change undone,
+        // and a create as nothing at all.
+        var server = server
+        if server == nil, record.server?.version == entry.baseVersion {
+            let known = record.server
+            var fields = entry.kind == .create ? JSONObject() : (known?.fields ?? [:])
+            if entry.kind != .delete {
+                for (name, value) in entry.fields { fields[name] = value }
+            }
+            let provisional = RemoteEntity(
+                ref: record.ref, version: (known?.version ?? 0) + 1, isDeleted: entry.kind == .delete, fields: fields)
+            record.server = provisional
+            record.serverIsProvisional = true
+            server = provisional
+        } else if let server {
+            _ = record.take(server)
+        }
+        if let server {
+            for sequence in record.outstanding {
+                let id = SyncRecords.outboxID(sequence)
+                guard let data = try outbox.get(id) else { continue }
+                var later = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                guard later.attempts == 0, later.baseVersion == entry.baseVersion else { continue }
+                later.baseVersion = server.version
+                try outbox.put(id, SyncRecords.encode(later.json))
+            }
         }
         try record.rebuild(with: Self.outstanding(record, in: outbox))
         try transaction.records(storage.entities).put(record.recordID, SyncRecords.encode(record.json))

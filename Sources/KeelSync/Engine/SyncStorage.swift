@@ -143,6 +143,20 @@ struct EntityRecord {
     var visibleDeleted: Bool
     /// Outbox sequence numbers of the changes of this entity not yet settled, in order.
     var outstanding: [UInt64]
+    /// Whether ``server`` was made here, not sent by the server: a change acknowledged as applied before
+    /// without the entity, applied to the copy it was made against, one version on. Any copy from the server
+    /// at that version or later replaces it.
+    var serverIsProvisional = false
+
+    /// Takes `copy` from the server when it is newer than the one kept (or as new as a provisional one).
+    mutating func take(_ copy: RemoteEntity) -> Bool {
+        if let known = server, known.version > copy.version || (known.version == copy.version && !serverIsProvisional) {
+            return false
+        }
+        server = copy
+        serverIsProvisional = false
+        return true
+    }
 
     var exists: Bool { !visibleDeleted && (server != nil || !outstanding.isEmpty || !visible.isEmpty) }
 
@@ -158,6 +172,7 @@ struct EntityRecord {
             "outstanding": .array(outstanding.map { .number(JSONNumber(Int64(bitPattern: $0))) }),
         ]
         if let server { object["server"] = SyncRecords.json(of: server) }
+        if serverIsProvisional { object["provisional"] = true }
         // Most of the time nothing is outstanding and the user sees the server's fields: kept once.
         if !(outstanding.isEmpty && server?.fields == visible) { object["visible"] = .object(visible) }
         return .object(object)
@@ -181,6 +196,7 @@ struct EntityRecord {
         self.visible = visible
         self.visibleDeleted = visibleDeleted
         self.outstanding = outstanding.compactMap { $0.int.map { UInt64(bitPattern: Int64($0)) } }
+        serverIsProvisional = json["provisional"] == .bool(true)
     }
 
     /// Recomputes what the user sees: the server's fields, then each outstanding change in order.
