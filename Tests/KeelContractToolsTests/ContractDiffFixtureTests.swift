@@ -254,7 +254,16 @@ import Testing
                     "priority: {type: integer, minimum: 0, multipleOf: 5, exclusiveMaximum: 100}"
                 )
             ], version: "2.0.0",
-            expected: ["request-property-multiple-of-added", "request-property-exclusive-maximum-added"]),
+            expected: ["request-property-multiple-of-added", "request-property-maximum-added"]),
+        // Found in review of the above: the same bound written another way is no change.
+        Fixture(
+            name: "request bound rewritten as an exclusive one",
+            edits: [("priority: {type: integer, minimum: 0}", "priority: {type: integer, exclusiveMinimum: -1}")],
+            version: "1.0.0", expected: []),
+        Fixture(
+            name: "request bound made exclusive",
+            edits: [("priority: {type: integer, minimum: 0}", "priority: {type: integer, exclusiveMinimum: 0}")],
+            version: "2.0.0", expected: ["request-property-minimum-increased"]),
         Fixture(
             name: "request multipleOf that the old one implies is fine",
             edits: [
@@ -298,6 +307,21 @@ import Testing
             name: "response array items dropped",
             edits: [("        tags: {type: array, items: {type: string}}", "        tags: {type: array}")],
             version: "2.0.0", expected: ["response-property-items-removed"]),
+        Fixture(
+            name: "response items that admitted anything dropped",
+            edits: [("        tags: {type: array, items: {}}", "        tags: {type: array}")], version: "1.0.0",
+            expected: [],
+            baseEdits: [
+                ("        tags: {type: array, items: {type: string}}", "        tags: {type: array, items: {}}")
+            ]),
+        Fixture(
+            name: "response array made nullable through a union",
+            edits: [
+                (
+                    "        tags: {type: array, items: {type: string}}",
+                    "        tags: {oneOf: [{type: array, items: {type: string}}, {type: 'null'}]}"
+                )
+            ], version: "2.0.0", expected: ["response-property-became-nullable"]),
         Fixture(
             name: "response extra members widened",
             edits: [("meta: {type: object, additionalProperties: {type: string}}", "meta: {type: object}")],
@@ -591,7 +615,7 @@ import Testing
             "response-property-type-changed", "response-success-status-removed", "response-property-format-removed",
             "request-property-format-added", "request-body-additional-properties-disallowed",
             "request-property-max-length-added", "request-property-type-added", "request-property-multiple-of-added",
-            "request-property-exclusive-maximum-added", "request-property-unique-items-added",
+            "request-property-unique-items-added",
             "request-body-max-properties-added", "request-body-property-removed-from-closed-object",
             "response-property-type-removed", "response-property-items-removed",
             "response-property-additional-properties-widened",

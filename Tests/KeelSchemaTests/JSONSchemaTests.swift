@@ -233,6 +233,16 @@ final class LockedURIs: @unchecked Sendable {
         // ECMA's empty class never matches; its negation matches any character.
         #expect(try !matches("^a[]$", "a"))
         #expect(try matches("^a[^]$", "a\n"))
+        // A `-` beside a class escape, at either end, or after a range is the character itself (review: ICU
+        // read `[\w-.]` as a range from `_` to `.` and refused the schema); `[+--]` is the range + to -.
+        #expect(try matches("^[\\w-.]+$", "a-b.c_d"))
+        #expect(try !matches("^[\\w-.]+$", "a b"))
+        #expect(try matches("^[\\s-x]+$", " -x"))
+        #expect(try matches("^[+--]+$", "+,-"))
+        #expect(try !matches("^[+--]$", "."))
+        #expect(try matches("^[-a]+$", "-a") && matches("^[a-]+$", "a-"))
+        #expect(try matches("^[a-c-e]+$", "ac-e") && !matches("^[a-c-e]$", "d"))
+        #expect(try matches("^[\\d-9]+$", "1-9"))
         // The pattern is read by scalar: a combining mark after an escape is an element of its own.
         #expect(try matches("^\\d\u{301}$", "3\u{301}"))
         #expect(try !matches("^\\d\u{301}$", "\u{663}\u{301}"))

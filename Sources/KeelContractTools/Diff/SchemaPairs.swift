@@ -369,8 +369,25 @@ extension Collector {
                 pending.append(variant)
             }
         }
+        // Variants of one kind that are enums are told apart by the values they share (the values are not part
+        // of the kind, so that a value added to one is a change of that enum): the counterpart is the one with
+        // the most values in common, then the first.
+        let (base, revision) = (self.base, self.revision)
+        func values(_ schema: JSONValue?, _ file: URL, _ document: OpenAPIDocument) -> Set<JSONValue> {
+            guard let schema, case .array(let list)? = (try? document.resolve(schema, in: file))?.value["enum"]
+            else { return [] }
+            return Set(list)
+        }
         for variant in pending {
-            guard let at = unmatched.firstIndex(where: { $0?.name == variant.name }) else { continue }
+            let mine = values(variant.schema, new.file, revision)
+            var best: (index: Int, shared: Int)?
+            for index in unmatched.indices where unmatched[index]?.name == variant.name {
+                let shared =
+                    mine.isEmpty ? 0 : values(unmatched[index]?.schema, old.file, base).intersection(mine).count
+                // The earlier wins a tie.
+                if best.map({ shared > $0.shared }) ?? true { best = (index, shared) }
+            }
+            guard let at = best?.index else { continue }
             if let old = unmatched[at]?.schema, let new = variant.schema, let index = variant.index {
                 matches.append((old, new, index))
             }
@@ -456,13 +473,17 @@ extension Collector {
                 .afterSubject(" may now be null"), origin: here)
         }
         // Elements, or extra members, whose schema is gone: any value may now come where old clients decode one.
-        if a.items != nil, b.items == nil, b.types.isEmpty || b.types.contains("array") {
+        // (A schema that admits anything — `{}`, `true` — is no schema to lose; a composition on the new side
+        // is compared by its own rules.)
+        if let oldItems = a.items, !Self.admitsAnything(oldItems), b.items == nil,
+            b.types.isEmpty || b.types.contains("array"), Self.isComposed(b.value) == false
+        {
             walk.add(
                 isBody ? "response-body-items-removed" : "response-property-items-removed", .breaking, pointer,
                 .afterSubject("'s elements may now be any JSON value"), origin: here)
         }
-        if case .object? = a.value["additionalProperties"],
-            b.value["additionalProperties"] == nil || b.value["additionalProperties"] == .bool(true)
+        if let oldExtra = a.value["additionalProperties"], case .object = oldExtra, !Self.admitsAnything(oldExtra),
+            b.value["additionalProperties"].map(Self.admitsAnything) ?? true, Self.isComposed(b.value) == false
         {
             walk.add(
                 isBody
@@ -554,6 +575,18 @@ extension Collector {
         }
     }
 
+    /// Whether `schema` admits every value: `true` or `{}`.
+    static func admitsAnything(_ schema: JSONValue) -> Bool {
+        if schema == .bool(true) { return true }
+        if case .object(let members) = schema { return members.isEmpty }
+        return false
+    }
+
+    /// Whether `schema` is a composition or a reference (its shape comes from elsewhere).
+    static func isComposed(_ schema: JSONValue) -> Bool {
+        ["oneOf", "anyOf", "allOf", "$ref"].contains { schema[$0] != nil }
+    }
+
     /// Whether a schema without a `type` admits any JSON value: no composition, enum or const that would
     /// give its values a shape (those are compared by their own rules).
     static func isUnconstrained(_ schema: JSONValue) -> Bool {
@@ -641,10 +674,55 @@ extension Collector {
             if case .number(let number) = shape.value[name] ?? .null { return number }
             return nil
         }
+        // Numeric bounds are compared as what they admit: a value and whether it is exclusive, from `minimum`
+        // with 3.0's boolean `exclusiveMinimum` or from 2020-12's numeric `exclusiveMinimum` (the tighter of
+        // both); for an integer, `exclusiveMinimum: 0` is `minimum: 1`.
+        func bound(_ shape: Shape, lower: Bool) -> (value: Double, exclusive: Bool)? {
+            var result: (value: Double, exclusive: Bool)?
+            if let value = number(lower ? "minimum" : "maximum", shape)?.double {
+                result = (value, shape.value[lower ? "exclusiveMinimum" : "exclusiveMaximum"] == .bool(true))
+            }
+            if let value = number(lower ? "exclusiveMinimum" : "exclusiveMaximum", shape)?.double,
+                result.map({ lower ? value >= $0.value : value <= $0.value }) ?? true
+            {
+                result = (value, true)
+            }
+            if let found = result, found.exclusive, shape.types == ["integer"], found.value == found.value.rounded() {
+                result = (lower ? found.value + 1 : found.value - 1, false)
+            }
+            return result
+        }
+        for lower in [true, false] {
+            guard let newBound = bound(b, lower: lower) else { continue }
+            let oldBound = bound(a, lower: lower)
+            let tightened =
+                oldBound.map { old in
+                    let stricter = lower ? newBound.value > old.value : newBound.value < old.value
+                    return stricter || (newBound.value == old.value && newBound.exclusive && !old.exclusive)
+                } ?? true
+            guard tightened else { continue }
+            let keyword = lower ? "minimum" : "maximum"
+            func number(_ value: Double) -> String {
+                value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+            }
+            // `maximum 20 → 10`; an exclusive bound is named so (`exclusiveMinimum 0`).
+            func text(_ bound: (value: Double, exclusive: Bool), named: Bool) -> String {
+                let name =
+                    bound.exclusive ? "exclusive" + keyword.prefix(1).uppercased() + keyword.dropFirst() : keyword
+                return (named ? name + " " : "") + number(bound.value)
+            }
+            let sameKind = oldBound.map { $0.exclusive == newBound.exclusive } ?? true
+            let change = oldBound == nil ? "added" : (lower ? "increased" : "decreased")
+            walk.add(
+                "\(prefix)-\(keyword)-\(change)", .breaking, pointer,
+                .afterSubject(
+                    ": "
+                        + (oldBound.map { text($0, named: true) + " → " + text(newBound, named: !sameKind) }
+                            ?? text(newBound, named: true))), origin: here)
+        }
         for (keyword, tighterWhenLower) in [
-            ("maxLength", true), ("maxItems", true), ("maximum", true), ("minimum", false), ("minLength", false),
-            ("minItems", false), ("exclusiveMaximum", true), ("exclusiveMinimum", false), ("maxProperties", true),
-            ("minProperties", false),
+            ("maxLength", true), ("maxItems", true), ("minLength", false), ("minItems", false),
+            ("maxProperties", true), ("minProperties", false),
         ] {
             let oldLimit = number(keyword, a)
             let newLimit = number(keyword, b)

@@ -136,13 +136,28 @@ enum ECMAScriptPattern {
         var result = ""
         var index = 0
         var inClass = false
+        /// Inside a class: whether the last element written can start a range (a single character; not the
+        /// class's start, a class escape such as `\\d`, or a `-`). A `-` is a range only between two of those;
+        /// anywhere else ECMA-262 reads it as itself, and ICU must be told so (`[\\w-.]`, `[+--]`).
+        var rangeStart = false
+        /// Inside a class: a range operator was just written; the next element ends the range (and cannot
+        /// start another: in `[a-z-9]` the second `-` is itself).
+        var rangeOpen = false
+        func wrote(character: Bool) {
+            rangeStart = character && !rangeOpen
+            rangeOpen = false
+        }
         func peek(_ offset: Int) -> Unicode.Scalar? {
             index + offset < scalars.count ? scalars[index + offset] : nil
+        }
+        func isClassEscape(at offset: Int) -> Bool {
+            peek(offset) == "\\" && peek(offset + 1).map { "dDwWsS".unicodeScalars.contains($0) } == true
         }
         while index < scalars.count {
             let scalar = scalars[index]
             if scalar == "\\", let next = peek(1) {
                 index += 2
+                if inClass { wrote(character: !"dDwWsS".unicodeScalars.contains(next)) }
                 switch next {
                 case "s": result += inClass ? whitespace : "[" + whitespace + "]"
                 case "S": result += "[^" + whitespace + "]"
@@ -177,7 +192,18 @@ enum ECMAScriptPattern {
                 case "]": inClass = false
                 case "[", "&":
                     result += "\\"
-                default: break
+                    wrote(character: true)
+                case "-":
+                    // A range operator only between two characters (the end may be a `-` itself: `[+--]`);
+                    // otherwise the character itself, which ICU must be told.
+                    if !rangeOpen, rangeStart, peek(0) != nil, peek(0) != "]", !isClassEscape(at: 0) {
+                        rangeStart = false
+                        rangeOpen = true
+                    } else {
+                        result += "\\"
+                        wrote(character: true)
+                    }
+                default: wrote(character: true)
                 }
                 result.unicodeScalars.append(scalar)
                 continue
@@ -193,6 +219,8 @@ enum ECMAScriptPattern {
                 index += 2
             case "[":
                 inClass = true
+                rangeStart = false
+                rangeOpen = false
                 result += "["
                 if peek(0) == "^" {
                     result += "^"
