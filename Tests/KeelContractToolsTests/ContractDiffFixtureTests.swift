@@ -1465,6 +1465,15 @@ import Testing
         #expect(added.map(\.rule) == ["response-property-enum-value-added"], "\(added)")
         let removed = try Self.changes(spec("a, b, c", extensible: false), spec("a, b", extensible: false))
         #expect(removed.map(\.rule) == ["request-property-enum-value-removed"], "\(removed)")
+        // Two enum variants of one kind, reordered: each pairs with the one sharing its values — no change.
+        func union(_ first: String, _ second: String) -> String {
+            spec("a, b", extensible: false).replacingOccurrences(
+                of: "oneOf: [{$ref: '#/components/schemas/Kind'}, {type: 'null'}]",
+                with: "oneOf: [{type: string, enum: [\(first)]}, {type: string, enum: [\(second)]}, {type: integer}]")
+        }
+        #expect(try Self.changes(union("a, b", "c, d"), union("c, d", "a, b")).isEmpty)
+        let grown = try Self.changes(union("a, b", "c, d"), union("c, d, e", "a, b"))
+        #expect(grown.map(\.rule) == ["response-property-enum-value-added"], "\(grown)")
     }
 
     @Test func thereAreAtLeastFortyFixtures() {
