@@ -1404,13 +1404,7 @@ import Testing
     /// Found in review: parts shared by several `allOf` branches were walked once per path to them, so a
     /// dozen schemas took minutes. Each named part is merged once.
     @Test(.timeLimit(.minutes(1))) func sharedAllOfPartsAreMergedOnce() throws {
-        var schemas = ""
-        for index in 0..<14 {
-            let next = "{$ref: '#/components/schemas/S\(index + 1)'}"
-            schemas += "    S\(index):\n      type: object\n      properties: {p\(index): {type: string}}\n"
-            schemas += "      allOf: [\(next), \(next), \(next)]\n"
-        }
-        schemas += "    S14:\n      type: object\n      properties: {last: {type: string}}\n"
+        let schemas = Self.sharedAllOfSchemas(levels: 14)
         func spec(_ lastType: String) -> String {
             """
             openapi: 3.1.0
@@ -1474,6 +1468,18 @@ import Testing
         #expect(try Self.changes(union("a, b", "c, d"), union("c, d", "a, b")).isEmpty)
         let grown = try Self.changes(union("a, b", "c, d"), union("c, d, e", "a, b"))
         #expect(grown.map(\.rule) == ["response-property-enum-value-added"], "\(grown)")
+    }
+
+    /// Schemas `S0`…`S<levels>` (under `components: schemas:`, indented by 4): each has a member `p<i>` and
+    /// three `allOf` parts that are all the next one, which has `last` at the end — 3^levels paths to it.
+    static func sharedAllOfSchemas(levels: Int) -> String {
+        var schemas = ""
+        for index in 0..<levels {
+            let next = "{$ref: '#/components/schemas/S\(index + 1)'}"
+            schemas += "    S\(index):\n      type: object\n      properties: {p\(index): {type: string}}\n"
+            schemas += "      allOf: [\(next), \(next), \(next)]\n"
+        }
+        return schemas + "    S\(levels):\n      type: object\n      properties: {last: {type: string}}\n"
     }
 
     @Test func thereAreAtLeastFortyFixtures() {

@@ -970,13 +970,7 @@ import Testing
     /// Found in review: a part shared by several `allOf` branches was collected once per path to it, so
     /// fourteen schemas took minutes. Each part is collected once, and every member still arrives.
     @Test(.timeLimit(.minutes(1))) func sharedAllOfPartsAreCollectedOnce() throws {
-        var schemas = ""
-        for index in 0..<14 {
-            let next = "{$ref: '#/components/schemas/S\(index + 1)'}"
-            schemas += "    S\(index):\n      type: object\n      properties: {p\(index): {type: string}}\n"
-            schemas += "      allOf: [\(next), \(next), \(next)]\n"
-        }
-        schemas += "    S14:\n      type: object\n      properties: {last: {type: string}}\n"
+        let schemas = ContractDiffFixtureTests.sharedAllOfSchemas(levels: 14)
         let code = try generate(
             schemas,
             paths:
