@@ -174,6 +174,11 @@ import Testing
         #expect(stale.isStale && stale.description == "updated 6 h ago")
         time.advance(by: 2 * 86_400)
         #expect(try await engine.freshness(of: "note").description == "updated 2 d ago")
+        // The clock set back past the last pull (found in review: it read as fresh): the data's age is not
+        // known, so it is stale.
+        time.advance(by: -3 * 86_400)
+        #expect(try await engine.freshness(of: "note").isStale)
+        time.advance(by: 3 * 86_400)
         // A failed pull does not make old data look fresh.
         world.backend.setFault(.init(mode: .unavailable, retryAfter: 30))
         #expect(await engine.pull().failure?.kind == .maintenance)

@@ -453,8 +453,10 @@ struct Call {
         let path = operation.path
         // Most paths have no "." at all: one scan, no split.
         guard path.utf8.contains(UInt8(ascii: ".")) else { return }
-        for segment in path.split(separator: "/", omittingEmptySubsequences: false)
-        where segment == "." || segment == ".." {
+        // `..;x` counts too: servlet containers drop a segment's `;` parameters before resolving it.
+        for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
+            let name = segment.prefix(while: { $0 != ";" })
+            guard name == "." || name == ".." else { continue }
             throw HTTPFailure(
                 kind: .technical, outcome: .notSent, correlationID: correlationID, attempts: 0,
                 detail: Redacted(

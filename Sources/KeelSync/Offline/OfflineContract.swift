@@ -170,9 +170,10 @@ public struct Freshness: Sendable, Hashable, CustomStringConvertible {
     public let age: Duration?
     /// The scenario's maximum staleness for this data.
     public let maximumStaleness: Duration?
-    /// Whether the data is older than allowed (or was never pulled).
+    /// Whether the data is older than allowed (or was never pulled, or its age cannot be known: a last pull
+    /// "in the future" means the clock was set back, and the data may be any age).
     public var isStale: Bool {
-        guard let age else { return true }
+        guard let age, age >= .zero else { return true }
         guard let maximumStaleness else { return false }
         return age > maximumStaleness
     }
