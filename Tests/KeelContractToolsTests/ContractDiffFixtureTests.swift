@@ -1359,29 +1359,18 @@ import Testing
         for side in ["base", "revision"] {
             try FileManager.default.createDirectory(at: directory.url("\(side)/ext"), withIntermediateDirectories: true)
             try Data(
-                """
-                openapi: 3.1.0
-                info: {title: Notes, version: 1.0.0}
-                paths:
-                  /notes:
-                    get:
-                      responses:
-                        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Note'}}}}
-                    post:
-                      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/NoteInput'}}}}
-                      responses:
-                        '200': {description: ok}
-                components:
-                  schemas:
-                    Note:
-                      allOf:
-                        - {$ref: 'ext/common.yaml#/Base'}
-                        - {type: object, properties: {title: {type: string}}}
-                    NoteInput:
-                      allOf:
-                        - {$ref: 'ext/common.yaml#/BaseInput'}
-                        - {type: object, properties: {title: {type: string}}}
-                """.utf8
+                (Self.readAndWrite(read: "Note", write: "NoteInput")
+                    + """
+                        Note:
+                          allOf:
+                            - {$ref: 'ext/common.yaml#/Base'}
+                            - {type: object, properties: {title: {type: string}}}
+                        NoteInput:
+                          allOf:
+                            - {$ref: 'ext/common.yaml#/BaseInput'}
+                            - {type: object, properties: {title: {type: string}}}
+
+                    """).utf8
             ).write(to: directory.url("\(side)/api.yaml"))
             try Data(common[side]!.utf8).write(to: directory.url("\(side)/ext/common.yaml"))
             // A `$ref` inside the part is read from the part's own file.
@@ -1430,27 +1419,15 @@ import Testing
     /// misnamed. The variant is the same; its enum changes, under the enum rules.
     @Test func anEnumInsideAUnionChangesAsAnEnum() throws {
         func spec(_ values: String, extensible: Bool) -> String {
-            """
-            openapi: 3.1.0
-            info: {title: T, version: 1.0.0}
-            paths:
-              /notes:
-                get:
-                  responses:
-                    '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Note'}}}}
-                post:
-                  requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Note'}}}}
-                  responses:
-                    '200': {description: ok}
-            components:
-              schemas:
-                Note:
-                  type: object
-                  properties:
-                    kind:
-                      oneOf: [{$ref: '#/components/schemas/Kind'}, {type: 'null'}]
-                Kind: {type: string, enum: [\(values)]\(extensible ? ", x-extensible-enum: true" : "")}
-            """
+            Self.readAndWrite(read: "Note", write: "Note")
+                + """
+                    Note:
+                      type: object
+                      properties:
+                        kind:
+                          oneOf: [{$ref: '#/components/schemas/Kind'}, {type: 'null'}]
+                    Kind: {type: string, enum: [\(values)]\(extensible ? ", x-extensible-enum: true" : "")}
+                """
         }
         let extensible = try Self.changes(spec("a, b", extensible: true), spec("a, b, c", extensible: true))
         #expect(!extensible.contains { $0.severity == .breaking }, "\(extensible)")
@@ -1468,6 +1445,27 @@ import Testing
         #expect(try Self.changes(union("a, b", "c, d"), union("c, d", "a, b")).isEmpty)
         let grown = try Self.changes(union("a, b", "c, d"), union("c, d, e", "a, b"))
         #expect(grown.map(\.rule) == ["response-property-enum-value-added"], "\(grown)")
+    }
+
+    /// A 3.1 description whose `GET /notes` answers the component `read` and whose `POST /notes` takes the
+    /// component `write`, up to `components: schemas:` (append the schemas, indented by 4).
+    static func readAndWrite(read: String, write: String) -> String {
+        """
+        openapi: 3.1.0
+        info: {title: Notes, version: 1.0.0}
+        paths:
+          /notes:
+            get:
+              responses:
+                '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/\(read)'}}}}
+            post:
+              requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/\(write)'}}}}
+              responses:
+                '200': {description: ok}
+        components:
+          schemas:
+
+        """
     }
 
     /// Schemas `S0`…`S<levels>` (under `components: schemas:`, indented by 4): each has a member `p<i>` and

@@ -388,6 +388,9 @@ struct Collector {
         /// Members written in another file than the schema (an `allOf` part there): the file their schemas
         /// and `$ref`s are read in.
         var memberFiles: [String: URL] = [:]
+
+        /// The file member `name`'s schema is read in: its part's, or `file` (the schema's own).
+        func file(of name: String, else file: URL) -> URL { memberFiles[name] ?? file }
     }
 
     func shape(_ value: JSONValue, in file: URL, of document: OpenAPIDocument) -> Shape {

@@ -334,6 +334,14 @@ extension Collector {
         "default", "externalDocs",
     ]
 
+    /// The origin of member `name` of `shape` (the schema at `pointer`): in the `allOf` part it comes from, in
+    /// that part's file (`file` when it is the schema's own), else the schema's own.
+    private func memberOrigin(_ name: String, in shape: Shape, _ file: URL, _ pointer: String, _ here: OriginBase?)
+        -> OriginBase?
+    {
+        memberOrigin(name, shape.memberParts[name], shape.file(of: name, else: file), pointer, here)
+    }
+
     /// The origin of member `name` of the schema at `pointer`: in the `allOf` part it comes from (`part`, a
     /// location in `file`), else the schema's own.
     private func memberOrigin(_ name: String, _ part: String?, _ file: URL, _ pointer: String, _ here: OriginBase?)
@@ -549,10 +557,10 @@ extension Collector {
             // (A member gone from the revision is placed where the base had it, named in the revision's terms.)
             let owner =
                 b.memberParts[name] != nil
-                ? memberOrigin(name, b.memberParts[name], b.memberFiles[name] ?? new.file, pointer, here)
+                ? memberOrigin(name, in: b, new.file, pointer, here)
                 : memberOrigin(name, a.memberParts[name], new.file, pointer, here)
             // A writeOnly member is never in a response: nothing a client reads changes with it.
-            if Self.isMarked("writeOnly", oldProperty, in: a.memberFiles[name] ?? old.file, of: base) {
+            if Self.isMarked("writeOnly", oldProperty, in: a.file(of: name, else: old.file), of: base) {
                 continue
             }
             guard let newProperty = b.properties[name] else {
@@ -567,7 +575,7 @@ extension Collector {
                     .plain("property \(name) may now be missing"), origin: owner)
             }
             try child(
-                oldProperty, a.memberFiles[name] ?? old.file, newProperty, b.memberFiles[name] ?? new.file,
+                oldProperty, a.file(of: name, else: old.file), newProperty, b.file(of: name, else: new.file),
                 pointer: childPointer, origin: owner, &walk)
         }
         if let oldItems = a.items, let newItems = b.items {
@@ -590,8 +598,8 @@ extension Collector {
     /// Whether a schema without a `type` admits any JSON value: no composition, enum or const that would
     /// give its values a shape (those are compared by their own rules).
     static func isUnconstrained(_ schema: JSONValue) -> Bool {
-        ["oneOf", "anyOf", "allOf", "not", "enum", "const", "$ref", "properties", "items", "x-extensible-enum"]
-            .allSatisfy { schema[$0] == nil }
+        !isComposed(schema)
+            && ["not", "enum", "const", "properties", "items", "x-extensible-enum"].allSatisfy { schema[$0] == nil }
     }
 
     /// Whether every value of format `narrow` is also of format `wide` (an int32 is an int64, a float a
@@ -702,14 +710,13 @@ extension Collector {
                 } ?? true
             guard tightened else { continue }
             let keyword = lower ? "minimum" : "maximum"
-            func number(_ value: Double) -> String {
-                value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
-            }
             // `maximum 20 → 10`; an exclusive bound is named so (`exclusiveMinimum 0`).
             func text(_ bound: (value: Double, exclusive: Bool), named: Bool) -> String {
-                let name =
-                    bound.exclusive ? "exclusive" + keyword.prefix(1).uppercased() + keyword.dropFirst() : keyword
-                return (named ? name + " " : "") + number(bound.value)
+                let name = bound.exclusive ? (lower ? "exclusiveMinimum" : "exclusiveMaximum") : keyword
+                let value =
+                    bound.value == bound.value.rounded() && abs(bound.value) < 1e15
+                    ? String(Int64(bound.value)) : "\(bound.value)"
+                return (named ? name + " " : "") + value
             }
             let sameKind = oldBound.map { $0.exclusive == newBound.exclusive } ?? true
             let change = oldBound == nil ? "added" : (lower ? "increased" : "decreased")
@@ -790,7 +797,7 @@ extension Collector {
         // are refused.
         if b.value["additionalProperties"] == .bool(false), b.types.isEmpty || b.types.contains("object") {
             for name in a.properties.keys.sorted() where b.properties[name] == nil {
-                if Self.isMarked("readOnly", a.properties[name]!, in: a.memberFiles[name] ?? old.file, of: base) {
+                if Self.isMarked("readOnly", a.properties[name]!, in: a.file(of: name, else: old.file), of: base) {
                     continue  // never sent by a client
                 }
                 walk.add(
@@ -803,12 +810,12 @@ extension Collector {
         for name in b.required.subtracting(a.required).sorted() {
             // A readOnly member is never sent by a client: its `required` holds for responses only.
             if let property = b.properties[name],
-                Self.isMarked("readOnly", property, in: b.memberFiles[name] ?? new.file, of: revision)
+                Self.isMarked("readOnly", property, in: b.file(of: name, else: new.file), of: revision)
             {
                 continue
             }
             let childPointer = pointer + "/properties/" + JSONPointer.escape(name)
-            let owner = memberOrigin(name, b.memberParts[name], b.memberFiles[name] ?? new.file, pointer, here)
+            let owner = memberOrigin(name, in: b, new.file, pointer, here)
             if a.properties[name] == nil {
                 walk.add(
                     "new-required-request-property", .breaking, childPointer,
@@ -822,9 +829,9 @@ extension Collector {
         for (name, newProperty) in b.properties.sorted(by: { $0.key < $1.key }) {
             guard let oldProperty = a.properties[name] else { continue }
             try child(
-                oldProperty, a.memberFiles[name] ?? old.file, newProperty, b.memberFiles[name] ?? new.file,
+                oldProperty, a.file(of: name, else: old.file), newProperty, b.file(of: name, else: new.file),
                 pointer: pointer + "/properties/" + JSONPointer.escape(name),
-                origin: memberOrigin(name, b.memberParts[name], b.memberFiles[name] ?? new.file, pointer, here), &walk)
+                origin: memberOrigin(name, in: b, new.file, pointer, here), &walk)
         }
         if let oldItems = a.items, let newItems = b.items {
             try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)

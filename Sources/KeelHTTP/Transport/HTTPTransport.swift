@@ -125,3 +125,31 @@ extension ErrorCode where Domain == TransportError {
     /// protocol version. Nothing was sent.
     public static var secureConnectionFailed: Self { Self("secureConnectionFailed") }
 }
+
+/// What a header field must be to go on the wire as it is: a token for a name, no CR, LF or NUL in a value
+/// (either would end the field early and smuggle whatever follows). Every transport checks it before anything
+/// is sent: SocketTransport as it writes the head, URLSessionTransport up front (libcurl, under URLSession on
+/// Linux, writes fields as they are).
+enum FieldSyntax {
+    /// Whether `name` is a token, checked on its contiguous bytes where it has them (every native string).
+    static func isFieldName(_ name: String) -> Bool {
+        name.utf8.withContiguousStorageIfAvailable { HeaderFields.isToken($0) } ?? HeaderFields.isToken(name.utf8)
+    }
+
+    /// Whether `value` has a CR, LF or NUL.
+    static func hasLineBreakOrNUL(_ value: String) -> Bool {
+        func isBreak(_ byte: UInt8) -> Bool { byte == 13 || byte == 10 || byte == 0 }
+        return value.utf8.withContiguousStorageIfAvailable { $0.contains(where: isBreak) }
+            ?? value.utf8.contains(where: isBreak)
+    }
+
+    /// A refusal (nothing sent) of the first field of `headers` that cannot go on the wire as it is.
+    static func hostileField(in headers: HeaderFields) -> TransportError? {
+        for field in headers where !isFieldName(field.name) || hasLineBreakOrNUL(field.value) {
+            return TransportError(
+                code: .other, requestMayHaveBeenSent: false,
+                detail: "header field \(field.name.debugDescription) has a line break or is not a field name")
+        }
+        return nil
+    }
+}

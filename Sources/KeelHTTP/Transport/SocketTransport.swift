@@ -384,14 +384,14 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         head.append(32)
         append(target.requestTarget)
         // The URL was checked (`target(of:)`); checked again here, where a line break would do harm.
-        guard !hasLineBreakOrNUL(target.hostField) else {
+        guard !FieldSyntax.hasLineBreakOrNUL(target.hostField) else {
             throw TransportError(code: .other, requestMayHaveBeenSent: false, detail: "the host has a line break")
         }
         append(" HTTP/1.1\r\nHost: ")
         append(target.hostField)
         append("\r\n")
         for field in request.headers where !isOwnedByTransport(field.name) {
-            guard isFieldName(field.name), !hasLineBreakOrNUL(field.value) else {
+            guard FieldSyntax.isFieldName(field.name), !FieldSyntax.hasLineBreakOrNUL(field.value) else {
                 throw TransportError(
                     code: .other, requestMayHaveBeenSent: false,
                     detail: "header field \(field.name.debugDescription) has a line break or is not a field name")
@@ -409,30 +409,6 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         if !request.reusesConnections { append("Connection: close\r\n") }
         append("\r\n")
         return head
-    }
-
-    /// Whether `name` is a token, checked on its contiguous bytes where it has them (every native string).
-    static func isFieldName(_ name: String) -> Bool {
-        name.utf8.withContiguousStorageIfAvailable { HeaderFields.isToken($0) } ?? HeaderFields.isToken(name.utf8)
-    }
-
-    /// Whether `value` has a CR, LF or NUL, which would end the field early and smuggle whatever follows.
-    static func hasLineBreakOrNUL(_ value: String) -> Bool {
-        func isBreak(_ byte: UInt8) -> Bool { byte == 13 || byte == 10 || byte == 0 }
-        return value.utf8.withContiguousStorageIfAvailable { $0.contains(where: isBreak) }
-            ?? value.utf8.contains(where: isBreak)
-    }
-
-    /// A refusal of the first field of `headers` whose name is not a token or whose value has a line break
-    /// or NUL (what a transport that writes fields through another library must check itself: libcurl, under
-    /// URLSession on Linux, writes them as they are).
-    static func hostileField(in headers: HeaderFields) -> TransportError? {
-        for field in headers where !isFieldName(field.name) || hasLineBreakOrNUL(field.value) {
-            return TransportError(
-                code: .other, requestMayHaveBeenSent: false,
-                detail: "header field \(field.name.debugDescription) has a line break or is not a field name")
-        }
-        return nil
     }
 
     /// `Host`, `Content-Length`, `Transfer-Encoding` and `Connection`, in any case: the transport writes

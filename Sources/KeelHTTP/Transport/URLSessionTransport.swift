@@ -52,7 +52,7 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
         -> TransportResponse
     {
         // A line break in a field would end it early and smuggle what follows; nothing is sent.
-        if let refusal = SocketTransport.hostileField(in: request.headers) { throw refusal }
+        if let refusal = FieldSyntax.hostileField(in: request.headers) { throw refusal }
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
@@ -233,7 +233,7 @@ extension URLSessionTransport: StreamingHTTPTransport {
     public func openStream(_ request: TransportRequest, connectTimeout: Duration, noProgressTimeout: Duration)
         async throws(TransportError) -> TransportStream
     {
-        if let refusal = SocketTransport.hostileField(in: request.headers) { throw refusal }
+        if let refusal = FieldSyntax.hostileField(in: request.headers) { throw refusal }
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
