@@ -394,6 +394,10 @@ import Testing
             // Members named like the library's JSONKind and ClosedIntegerEnum, beside a union and an integer enum.
             let weird = try decoder.decode(Weird.self, from: Data(#"{"JSONKind": {"a": "x"}, "ClosedIntegerEnum": {"b": "y"}, "either": 3, "level": 2}"#.utf8))
             print("weird", weird.jsonKind?.a ?? "-", weird.closedIntegerEnum?.b ?? "-", check(Weird.self, #"{"level": 3}"#))
+            // Money as Decimal (0.1 + 0.2 is 0.3, and 17 digits stay 17), a UInt64 beyond Int64, a UInt8 bound.
+            let amounts = try decoder.decode(Amounts.self, from: Data(#"{"price": 12345678901234.56789, "total": 18446744073709551615, "ceiling": 255}"#.utf8))
+            let sum = try decoder.decode(Amounts.self, from: Data(#"{"price": 0.1, "total": 0, "ceiling": 0}"#.utf8)).price + Decimal(string: "0.2")!
+            print("amounts", amounts.price, amounts.total, amounts.ceiling, sum == Decimal(string: "0.3")!, check(Amounts.self, #"{"price": 1, "total": -1, "ceiling": 0}"#), check(Amounts.self, #"{"price": 1, "total": 0, "ceiling": 256}"#), String(decoding: try ContractEncoder().encode(amounts), as: UTF8.self))
             """#
         let output = try await compileAndRun(program: program, generated: directory.url("EdgeModels.swift"))
         #expect(
@@ -411,6 +415,7 @@ import Testing
                 clear {"dueDate":null,"title":"t"}
                 model unknown(o3) undeclaredEnumValue at 
                 weird x y undeclaredEnumValue at level
+                amounts 12345678901234.56789 18446744073709551615 255 true invalidValue at total invalidValue at ceiling {"ceiling":255,"price":12345678901234.56789,"total":18446744073709551615}
 
                 """)
         // Descriptions with other line breaks stay comments: nothing from them was compiled (the program

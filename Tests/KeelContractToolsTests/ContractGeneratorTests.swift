@@ -174,7 +174,7 @@ import Testing
             """
                 Sample:
                   type: object
-                  required: [a, b, c, d, e, f, g, h]
+                  required: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q]
                   properties:
                     a: {type: string, format: date-time}
                     b: {type: string, format: uuid}
@@ -184,10 +184,20 @@ import Testing
                     f: {type: number}
                     g: {type: number, format: float}
                     h: {type: boolean}
+                    i: {type: number, format: decimal}
+                    j: {type: number, format: decimal128}
+                    k: {type: integer, format: uint64}
+                    l: {type: integer, format: uint32}
+                    m: {type: integer, format: uint16}
+                    n: {type: integer, format: uint8}
+                    o: {type: integer, format: int16}
+                    p: {type: integer, format: int8}
+                    q: {type: integer, format: int128}
             """)
         for (name, type) in [
             ("a", "Date"), ("b", "String"), ("c", "Int"), ("d", "Int32"), ("e", "Int64"), ("f", "Double"),
-            ("g", "Float"), ("h", "Bool"),
+            ("g", "Float"), ("h", "Bool"), ("i", "Decimal"), ("j", "Decimal"), ("k", "UInt64"), ("l", "UInt32"),
+            ("m", "UInt16"), ("n", "UInt8"), ("o", "Int16"), ("p", "Int8"), ("q", "Int"),
         ] {
             #expect(code.contains("public var \(name): \(type)\n"), "\(name)")
         }

@@ -104,13 +104,9 @@ extension ModelBuilder {
         case "string":
             return .scalar(schema["format"]?.stringValue == "date-time" ? .date : .string)
         case "integer":
-            switch schema["format"]?.stringValue {
-            case "int32": return .scalar(.int32)
-            case "int64": return .scalar(.int64)
-            default: return .scalar(.int)
-            }
+            return .scalar(.integer(format: schema["format"]?.stringValue))
         case "number":
-            return .scalar(schema["format"]?.stringValue == "float" ? .float : .double)
+            return .scalar(.number(format: schema["format"]?.stringValue))
         case "boolean":
             return .scalar(.bool)
         case nil:
@@ -182,7 +178,8 @@ extension ModelBuilder {
         case .scalar(let builtin):
             switch builtin {
             case .string, .date: return .string
-            case .int, .int32, .int64, .double, .float: return .number
+            case .int, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64, .double, .float, .decimal:
+                return .number
             case .bool: return .boolean
             case .json: return nil
             }

@@ -767,7 +767,7 @@ struct ModelBuilder {
             case .string: name = expandable ? "id" : "string"
             case .number:
                 let type = jsonKindScalar(alternative, file: file)
-                name = [Builtin.int, .int32, .int64].contains(type) ? "integer" : "number"
+                name = type?.isInteger == true ? "integer" : "number"
             case .boolean: name = "bool"
             case .array: name = "array"
             case .null: name = "null"

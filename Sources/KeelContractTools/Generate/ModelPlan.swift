@@ -47,7 +47,38 @@ indirect enum TypeUse: Equatable {
 enum Builtin: String, CaseIterable {
     case string = "String", date = "Date", int = "Int", int32 = "Int32", int64 = "Int64", double = "Double", float =
         "Float"
+    case int8 = "Int8", int16 = "Int16", uint8 = "UInt8", uint16 = "UInt16", uint32 = "UInt32", uint64 = "UInt64"
+    case decimal = "Decimal"
     case bool = "Bool", json = "JSONValue"
+
+    /// The Swift integer type of an `integer` schema's `format` (the OpenAPI format registry's sized
+    /// integers); `Int` for none or one it does not know.
+    static func integer(format: String?) -> Builtin {
+        switch format {
+        case "int8": .int8
+        case "int16": .int16
+        case "int32": .int32
+        case "int64": .int64
+        case "uint8": .uint8
+        case "uint16": .uint16
+        case "uint32": .uint32
+        case "uint64": .uint64
+        default: .int
+        }
+    }
+
+    /// The Swift type of a `number` schema's `format`: `Decimal` for `decimal`/`decimal128` (an amount of money
+    /// read as `Double` would not be the amount the server sent), `Float` for `float`, otherwise `Double`.
+    static func number(format: String?) -> Builtin {
+        switch format {
+        case "decimal", "decimal128": .decimal
+        case "float": .float
+        default: .double
+        }
+    }
+
+    /// Whether the type holds whole numbers only.
+    var isInteger: Bool { [.int, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32, .uint64].contains(self) }
 }
 
 struct PropertyPlan {

@@ -22,7 +22,7 @@ struct SwiftEmitter {
     var lineCount: Int { lines.count }
 
     private static let modules: [String: String] = [
-        "Date": "Foundation",
+        "Date": "Foundation", "Decimal": "Foundation",
         "JSONValue": "KeelContract", "Extensible": "KeelContract", "ExtensibleEnum": "KeelContract",
         "ClosedEnum": "KeelContract", "ClosedIntegerEnum": "KeelContract",
         "undeclaredMarkerValue": "KeelContract",
