@@ -267,6 +267,52 @@ private final class IdempotentBackend: Sendable {
         _ = try await client.send(call("/b", "{}"))
         _ = try await first.value
         #expect(server.requestCount == 4)
+        // Four calls, four entries (none took another's place, also while two ran at once).
+        let entries = try await journal.all()
+        #expect(
+            Set(entries.map(\.path)) == ["/orders", "/payments", "/a", "/b"]
+                && Set(entries.map(\.operationID)).count == 4)
+        #expect(entries.allSatisfy { $0.state == .succeeded })
+    }
+
+    /// Found in review: without an operation id, every call of one user operation was journaled under its
+    /// correlation id, so a second call wrote over the first one's entry — an `unknown` payment was then
+    /// neither reconciled nor guarded, and the first call could be sent again.
+    @Test func eachCallOfOneUserOperationKeepsAJournalEntryOfItsOwn() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        let correlation = try CorrelationID(validating: "ffeeddccbbaa99887766554433221100")
+        func call(_ path: String, _ body: String) -> HTTPOperation {
+            var operation = HTTPOperation.post(path, body: Data(body.utf8))
+            operation.correlationID = correlation
+            return operation
+        }
+        // The order's answer is lost (the connection drops after the request arrived): unknown.
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        let lost = await #expect(throws: HTTPFailure.self) { try await client.send(call("/orders", #"{"item": 1}"#)) }
+        #expect(lost?.outcome == .unknown)
+        // The payment of the same user operation goes through.
+        server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
+        _ = try await client.send(call("/payments", #"{"amount": 5}"#))
+        let entries = try await journal.all()
+        #expect(entries.count == 2)
+        let order = try #require(entries.first { $0.path == "/orders" })
+        let payment = try #require(entries.first { $0.path == "/payments" })
+        #expect(order.operationID == correlation.rawValue && order.state == .unknown)
+        #expect(payment.operationID.hasPrefix(correlation.rawValue + "~") && payment.state == .succeeded)
+        #expect(order.correlationID == correlation && payment.correlationID == correlation)
+        // The order is still guarded (it may have been applied) and still waits for reconcile.
+        let again = await #expect(throws: HTTPFailure.self) { try await client.send(call("/orders", #"{"item": 1}"#)) }
+        #expect(again?.attempts == 0 && again?.outcome == .unknown)
+        #expect(server.requestCount == 2)
+        #expect(try await journal.unresolved().map(\.operationID) == [correlation.rawValue])
+        // The payment, sent again, is found under its own key: applied already, not sent.
+        let paidAgain = await #expect(throws: HTTPFailure.self) {
+            try await client.send(call("/payments", #"{"amount": 5}"#))
+        }
+        #expect(paidAgain?.attempts == 0 && server.requestCount == 2)
+        #expect(try await journal.all().count == 2)
     }
 
     /// A keyed operation may be sent again, but a re-send that fails takes back nothing an earlier one got:

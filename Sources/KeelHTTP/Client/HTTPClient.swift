@@ -1,6 +1,7 @@
 public import Foundation
 public import KeelCore
 public import KeelContract
+import KeelCrypto
 
 /// The HTTP client every Keel call goes through (MOB-API-002, MOB-API-003).
 ///
@@ -203,31 +204,38 @@ public final class HTTPClient: Sendable {
             return try await run(call)
         }
         // Journaled: durably recorded before the first byte leaves, settled when the call ends.
-        let operationID = operation.operationID ?? call.correlationID.rawValue
         var key: IdempotencyKey?
         if case .keyed(let value) = operation.idempotency { key = value }
         // Which call this is: its operation id when the app gave one; otherwise the correlation id names the
         // user operation, which may span several different calls (OBS-LOG-004), so the call is that id with
         // its method, path, body and key — the same request sent again, not another one of the operation.
+        let plainID = operation.operationID ?? call.correlationID.rawValue
         let identity =
             operation.operationID.map { "id\u{0}" + $0 }
             ?? [
-                "call", operationID, operation.method, operation.path, operation.bodyDigest ?? "", key?.rawValue ?? "",
+                "call", plainID, operation.method, operation.path, operation.bodyDigest ?? "", key?.rawValue ?? "",
             ].joined(separator: "\u{0}")
-        let refusal = journalTraffic.withLock { traffic -> String? in
-            if traffic.reconciling.contains(operationID) {
-                return "reconcile() is asking the server what became of it: it is not sent meanwhile"
-            }
-            guard traffic.calls.insert(identity).inserted else {
-                return "it is being sent already: it is not sent a second time while the first send runs"
-            }
+        // Its journal key. Without an operation id: the correlation id for the operation's first call, and for
+        // every other call the correlation id with a suffix of its own, so that one call's entry never takes
+        // another's place (a second call of the operation would otherwise overwrite an `unknown` first one, and
+        // the first could then be sent again, or never be reconciled).
+        let ownID = operation.operationID == nil ? Self.journalID(plainID, call: identity) : plainID
+        let reused = operation.operationID != nil || operation.correlationID != nil
+        var operationID = plainID
+        let busy = journalTraffic.withLock { traffic -> Bool in
+            guard traffic.calls.insert(identity).inserted else { return true }
+            // The correlation id's own entry is being written by another call of the operation: this one has
+            // its own.
+            if operation.operationID == nil, traffic.keys[plainID] != nil { operationID = ownID }
             traffic.keys[operationID, default: 0] += 1
-            return nil
+            return false
         }
-        if let refusal {
+        if busy {
             throw HTTPFailure(
                 kind: .inProgress, outcome: .unknown, correlationID: call.correlationID, attempts: 0,
-                detail: Redacted("operation \(operationID): \(refusal)"))
+                detail: Redacted(
+                    "operation \(plainID): it is being sent already: it is not sent a second time while the first send runs"
+                ))
         }
         defer {
             journalTraffic.withLock { traffic in
@@ -237,26 +245,38 @@ public final class HTTPClient: Sendable {
             }
         }
         // The same operation sent again (reconcile's re-send, an app retrying its outbox entry, a relaunch that
-        // reuses the persisted correlation id): found by the id it was journaled under — without an operation id,
-        // only when the entry is this very request. A journal that cannot say whether the operation was sent
-        // before cannot keep its outcome honest: nothing is sent, and an earlier send may have been applied
-        // (`unknown`, never "not applied").
-        let earlier: JournalEntry?
+        // reuses the persisted correlation id): found by the key it was journaled under. A journal that cannot
+        // say whether the operation was sent before cannot keep its outcome honest: nothing is sent, and an
+        // earlier send may have been applied (`unknown`, never "not applied").
+        var earlier: JournalEntry?
         do {
-            let reused = operation.operationID != nil || operation.correlationID != nil
-            let found = reused ? try await journal.entry(operationID) : nil
-            earlier =
-                operation.operationID != nil
-                ? found
-                : found.flatMap {
-                    $0.method == operation.method && $0.path == operation.path
-                        && $0.bodyDigest == operation.bodyDigest && $0.idempotencyKey == key ? $0 : nil
+            if reused { earlier = try await journal.entry(operationID) }
+            if operation.operationID == nil, let found = earlier,
+                found.method != operation.method || found.path != operation.path
+                    || found.bodyDigest != operation.bodyDigest || found.idempotencyKey != key
+            {
+                // The correlation id's entry is another call of the operation: this call has its own.
+                journalTraffic.withLock { traffic in
+                    let left = (traffic.keys[operationID] ?? 1) - 1
+                    traffic.keys[operationID] = left > 0 ? left : nil
+                    traffic.keys[ownID, default: 0] += 1
                 }
+                operationID = ownID
+                earlier = try await journal.entry(ownID)
+            }
         } catch {
             throw HTTPFailure(
                 kind: .technical, outcome: .unknown, correlationID: call.correlationID, attempts: 0,
                 detail: Redacted(
                     "the operation journal could not be read, so the operation was not sent again (an earlier send may have been applied): \(error)"
+                ))
+        }
+        let journalKey = operationID
+        if journalTraffic.withLock({ $0.reconciling.contains(journalKey) }) {
+            throw HTTPFailure(
+                kind: .inProgress, outcome: .unknown, correlationID: call.correlationID, attempts: 0,
+                detail: Redacted(
+                    "operation \(journalKey): reconcile() is asking the server what became of it: it is not sent meanwhile"
                 ))
         }
         // Whether an earlier send was applied, or may have been: this send cannot make it "not applied" by
@@ -305,6 +325,12 @@ public final class HTTPClient: Sendable {
                 detail: Redacted(
                     "\(error.detail.unredacted); an earlier send of operation \(operationID) may have been applied"))
         }
+    }
+
+    /// The journal key of a call of user operation `correlationID` other than the one its correlation id
+    /// names: that id, `~`, and 16 hex digits of the call's identity (method, path, body digest, key).
+    static func journalID(_ correlationID: String, call identity: String) -> String {
+        correlationID + "~" + SHA256Digest.hex(Array(identity.utf8)).prefix(16)
     }
 
     /// Runs `call`; with a background budget, raced against its expiry: an expired budget cancels the call,

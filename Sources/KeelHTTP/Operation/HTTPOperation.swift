@@ -57,7 +57,9 @@ public struct HTTPOperation: Sendable {
     /// The user operation this call belongs to; minted once by the client when nil.
     public var correlationID: CorrelationID?
     /// The operation's id in the ``OperationJournal`` (the app's own id for it, e.g. its outbox entry);
-    /// nil: the correlation id.
+    /// nil: the correlation id — for the first call of a user operation that spans several (OBS-LOG-004);
+    /// each other call of it is journaled under the correlation id followed by `~` and a suffix of its own
+    /// (method, path, body and key), so that no call's entry takes another's place.
     public var operationID: String?
     /// SHA-256 of the body (lowercase hex), as the ``OperationJournal`` keeps it; nil without a body.
     var bodyDigest: String? { body.map { SHA256Digest.hex([UInt8]($0)) } }
