@@ -471,6 +471,45 @@ private final class IdempotentBackend: Sendable {
             ])
     }
 
+    /// Found in review: one row the journal could not read back (damaged, or written by a newer release)
+    /// made `unresolved()` throw, and with it `reconcile()`: no operation was reconciled any more.
+    @Test func anUnreadableEntryDoesNotKeepTheOthersFromBeingReconciled() async throws {
+        let server = try TestServer()
+        let backend = IdempotentBackend()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        for id in ["before", "damaged", "after"] {
+            server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+            var operation = HTTPOperation.post("/payments", body: Self.body)
+            operation.operationID = id
+            await #expect(throws: HTTPFailure.self) { try await client.send(operation) }
+        }
+        let entries = try await journal.all()
+        for entry in entries { backend.statuses.withLock { $0[entry.correlationID.rawValue] = "applied" } }
+        let file = try DatabasePool(path: path)
+        try await file.write { db in
+            try db.execute(
+                "UPDATE keel_operation_journal SET correlation_id = 'not a correlation id' WHERE operation_id = 'damaged'"
+            )
+        }
+        await file.close()
+        server.setDispatcher(TestServer.Dispatcher(backend.respond))
+        let settled = try await client.reconcile()
+        #expect(settled.map { "\($0.operationID)=\($0.state)" } == ["before=succeeded", "after=succeeded"])
+        let unreadable = try await journal.unreadable()
+        #expect(unreadable.map(\.operationID) == ["damaged"])
+        #expect(unreadable.first?.reason.contains("correlation id") == true)
+        // Still there, untouched, and never sent again (its own lookup cannot say it was not applied).
+        var again = HTTPOperation.post("/payments", body: Self.body)
+        again.operationID = "damaged"
+        let retried = again
+        let refused = await #expect(throws: HTTPFailure.self) { try await client.send(retried) }
+        #expect(refused?.outcome == .unknown && refused?.attempts == 0)
+        #expect(server.requests.filter { $0.method == "POST" }.count == 3)
+        #expect(try await journal.unreadable().map(\.operationID) == ["damaged"])
+        #expect(try await journal.all().map(\.operationID) == ["before", "after"])
+    }
+
     @Test func anUnkeyedOperationIsLookedUpNeverResent() async throws {
         let server = try TestServer()
         let backend = IdempotentBackend()

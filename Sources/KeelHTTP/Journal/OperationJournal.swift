@@ -79,8 +79,32 @@ public protocol OperationJournal: Sendable {
     func record(_ entry: JournalEntry) async throws
     /// Moves entry `operationID` to `state` (with the request id of the deciding answer, when present).
     func complete(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws
-    /// Every entry still `sending` or `unknown`, oldest first.
+    /// Every entry still `sending` or `unknown`, oldest first. An entry that cannot be read back (damaged, or
+    /// written by a newer release) is not among them: it is listed by ``unreadable()``, so that one bad row
+    /// does not keep every other operation from being reconciled.
     func unresolved() async throws -> [JournalEntry]
     /// The entry for `operationID`, if any.
     func entry(_ operationID: String) async throws -> JournalEntry?
+    /// Entries the journal holds but cannot read back, with the reason. Nothing resolves or removes them:
+    /// what became of their operations is for a person to find out (the default: none).
+    func unreadable() async throws -> [UnreadableJournalEntry]
+}
+
+extension OperationJournal {
+    /// None: a journal that reads back everything it records.
+    public func unreadable() async throws -> [UnreadableJournalEntry] { [] }
+}
+
+/// An entry of an ``OperationJournal`` that cannot be read back (``OperationJournal/unreadable()``).
+public struct UnreadableJournalEntry: Sendable, Equatable {
+    /// The entry's operation id, as stored.
+    public let operationID: String
+    /// What cannot be read.
+    public let reason: String
+
+    /// An unreadable entry.
+    public init(operationID: String, reason: String) {
+        self.operationID = operationID
+        self.reason = reason
+    }
 }

@@ -56,6 +56,8 @@ extension HTTPClient {
     ///   this attempt's own outcome: offline, a 401 for an expired token, a 5xx.
     /// - An entry that cannot be resolved (no answer, no status endpoint, a malformed answer) stays
     ///   `unknown`, and visible to the app.
+    /// - An entry the journal cannot read back is not touched (``OperationJournal/unreadable()`` lists it);
+    ///   the others are reconciled all the same.
     ///
     /// - Throws: the journal's error when it cannot be read.
     public func reconcile(

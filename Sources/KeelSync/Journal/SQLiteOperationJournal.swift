@@ -71,12 +71,29 @@ public final class SQLiteOperationJournal: OperationJournal {
         }
     }
 
-    /// Entries still `sending` or `unknown`, oldest first.
+    /// Entries still `sending` or `unknown`, oldest first; one that cannot be read is left out (see
+    /// ``unreadable()``), so that it does not keep the others from being reconciled.
     public func unresolved() async throws -> [JournalEntry] {
         try await pool.read { db in
             try db.rows(
                 "SELECT * FROM keel_operation_journal WHERE state IN ('sending', 'unknown') ORDER BY rowid"
-            ).map(Self.entry)
+            ).compactMap { try? Self.entry($0) }
+        }
+    }
+
+    /// Entries that cannot be read back (a damaged row, or one a newer release wrote), oldest first, with
+    /// the reason. They stay in the file, untouched: nothing resolves, replaces or removes them here.
+    public func unreadable() async throws -> [UnreadableJournalEntry] {
+        try await pool.read { db in
+            try db.rows("SELECT * FROM keel_operation_journal ORDER BY rowid").compactMap { row in
+                do {
+                    _ = try Self.entry(row)
+                    return nil
+                } catch {
+                    let id = row.get("operation_id", as: String.self) ?? "(no operation id)"
+                    return UnreadableJournalEntry(operationID: id, reason: String(describing: error))
+                }
+            }
         }
     }
 
@@ -88,10 +105,11 @@ public final class SQLiteOperationJournal: OperationJournal {
         }
     }
 
-    /// Every entry, oldest first (for diagnostics and for the app's "what happened" screen).
+    /// Every entry, oldest first (for diagnostics and for the app's "what happened" screen); those that
+    /// cannot be read are listed by ``unreadable()`` instead.
     public func all() async throws -> [JournalEntry] {
         try await pool.read { db in
-            try db.rows("SELECT * FROM keel_operation_journal ORDER BY rowid").map(Self.entry)
+            try db.rows("SELECT * FROM keel_operation_journal ORDER BY rowid").compactMap { try? Self.entry($0) }
         }
     }
 
