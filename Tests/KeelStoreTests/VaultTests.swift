@@ -75,6 +75,32 @@ func account(_ raw: String) -> AccountID {
         #expect(!VaultFixture.files(under: fixture.data).contains { $0.path.contains("alice") })
     }
 
+    /// Found in review: a value of 2 GiB or more reached the cipher's 32-bit length and trapped — the app
+    /// crashed. It is refused with a typed error before anything is written, and what was there stays.
+    @Test func aValueTooLargeForTheVaultIsRefusedNotACrash() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("notes", id: "n1", Data("kept".utf8))
+        try await vault.writeFile("media", named: "p1.jpg", contents: Data("photo".utf8))
+        // Zero pages, never touched: the refusal comes before the bytes are read.
+        let huge = Data(count: Vault.maximumValueSize + 1)
+        // A sealed record, a sealed file over an existing one, a new sealed file, a plain file.
+        for target in ["notes/n1", "media/p1.jpg", "media/new.bin", "feed-cache/page"] {
+            let parts = target.split(separator: "/").map(String.init)
+            let error = await #expect(throws: VaultError.self, "\(target)") {
+                if parts[0] == "notes" {
+                    try await vault.put(parts[0], id: parts[1], huge)
+                } else {
+                    try await vault.writeFile(parts[0], named: parts[1], contents: huge)
+                }
+            }
+            #expect(error?.code == .tooLarge, "\(target)")
+        }
+        #expect(try await vault.get("notes", id: "n1") == Data("kept".utf8))
+        #expect(try await vault.readFile("media", named: "p1.jpg") == Data("photo".utf8))
+        #expect(try await vault.fileNames("media") == ["p1.jpg"])
+        #expect(try await vault.fileNames("feed-cache").isEmpty)
+    }
+
     /// The stored form of a record tells whether it was written again since it was read, without opening it:
     /// in a sealed dataset any write changes it (even of the same value: a fresh nonce); in a plain one any
     /// write of another value.

@@ -65,6 +65,19 @@ public final class Vault: Sendable {
     /// Whether the vault is still the open one.
     public var isOpen: Bool { state.withLock { $0.isOpen } }
 
+    /// The largest record value or file a vault stores, in bytes (just under 2 GiB: what a file read
+    /// back whole, sealed, can hold). A larger one is refused with ``VaultError`` `tooLarge` before anything
+    /// is written; keep media that large outside the vault, or split it. (A record in a dataset that is not
+    /// sealed meets SQLite's own limit first, 1,000,000,000 bytes by default: `databaseFailed`.)
+    public static let maximumValueSize = Int(Int32.max) - RecordSealer.overhead
+
+    static func tooLarge(_ count: Int, dataset: String, recordID: String) -> VaultError {
+        VaultError(
+            code: .tooLarge, dataset: dataset, recordID: recordID,
+            message:
+                "\(count) bytes is more than a vault keeps in one piece (\(maximumValueSize) bytes): nothing was written")
+    }
+
     // MARK: - Records
 
     /// Writes records of `dataset` in one transaction: committed when `body` returns, rolled back when it
@@ -205,6 +218,10 @@ public final class Vault: Sendable {
     ///   starting with a dot; otherwise as ``write(_:_:)``.
     public func writeFile(_ dataset: String, named name: String, contents: Data) async throws {
         let access = try prepare(dataset, writing: true, file: name)
+        // Checked before anything is recorded: a file this large would not be read back (nor sealed).
+        guard contents.count <= Self.maximumValueSize else {
+            throw Self.tooLarge(contents.count, dataset: dataset, recordID: name)
+        }
         try await onFileQueue {
             try self.requireOpen()
             let directory = try self.filesDirectory(access, create: true)
@@ -439,6 +456,9 @@ public final class Vault: Sendable {
             -> Data
         {
             guard sealed else { return plaintext }
+            guard plaintext.count <= Vault.maximumValueSize else {
+                throw Vault.tooLarge(plaintext.count, dataset: dataset, recordID: recordID)
+            }
             guard let sealer else {
                 throw VaultError(
                     code: .keyUnavailable, dataset: dataset, recordID: recordID, message: "no key to seal with")

@@ -88,4 +88,7 @@ extension ErrorCode where Domain == VaultError {
     public static var databaseFailed: Self { Self("databaseFailed") }
     /// Reading or writing a vault file failed.
     public static var ioError: Self { Self("ioError") }
+    /// A value or file larger than a vault keeps in one piece (``Vault/maximumValueSize``): nothing was
+    /// written.
+    public static var tooLarge: Self { Self("tooLarge") }
 }
