@@ -75,7 +75,8 @@ public final class Vault: Sendable {
         VaultError(
             code: .tooLarge, dataset: dataset, recordID: recordID,
             message:
-                "\(count) bytes is more than a vault keeps in one piece (\(maximumValueSize) bytes): nothing was written")
+                "\(count) bytes is more than a vault keeps in one piece (\(maximumValueSize) bytes): nothing was written"
+        )
     }
 
     // MARK: - Records
