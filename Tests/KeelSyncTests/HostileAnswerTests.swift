@@ -32,6 +32,8 @@ final class ScriptedRemote: SyncRemote {
     let inner: NotesRemote
     private let steps: Locked<[PushStep]>
     private let pages: (@Sendable (String?) -> PullPage)?
+    /// The correlation id of every push, in order.
+    let pushCorrelations = Locked<[CorrelationID]>([])
 
     init(_ inner: NotesRemote, steps: [PushStep] = [], pages: (@Sendable (String?) -> PullPage)? = nil) {
         self.inner = inner
@@ -42,6 +44,7 @@ final class ScriptedRemote: SyncRemote {
     func push(_ batch: [PendingMutation], batchKey: IdempotencyKey, context: SyncContext) async throws(HTTPFailure)
         -> [PushResult]
     {
+        pushCorrelations.withLock { $0.append(context.correlationID) }
         let step = steps.withLock { $0.isEmpty ? PushStep.forward : $0.removeFirst() }
         switch step {
         case .forward:
@@ -86,6 +89,43 @@ final class ScriptedRemote: SyncRemote {
         return try SyncEngine(
             vault: try await device.vaults.switchAccount(to: .alice), remote: remote, policies: NotesSync.policies,
             offline: NotesSync.offline, random: .seeded(seed))
+    }
+
+    /// Found in review: every push minted a correlation id of its own, so the attempts of one change (a
+    /// lost answer, the push after it, the push after a relaunch) could not be told to be one operation in
+    /// the backend's logs (OBS-LOG-004); the change's own, persisted id was never sent.
+    @Test func everyPushOfTheSameChangesCarriesTheSameCorrelationID() async throws {
+        let world = try SyncWorld()
+        let token = try await world.token(.alice)
+        let remote = ScriptedRemote(
+            NotesRemote(client: world.client(), account: .alice, token: token),
+            steps: [.forwardAndLoseTheAnswer, .forward, .forwardAndLoseTheAnswer])
+        let device = try world.device("phone")
+        func engine() async throws -> SyncEngine {
+            try SyncEngine(
+                vault: try await device.vaults.switchAccount(to: .alice), remote: remote, policies: NotesSync.policies,
+                offline: NotesSync.offline, random: .seeded(521))
+        }
+        let first = try await engine()
+        let alone = try await first.create("note", id: "a", fields: .note("A"), operation: "createNote")
+        #expect(await first.push().failure?.outcome == .unknown)
+        #expect(await first.push().failure == nil)
+        // A batch of one: the change's own correlation id, on both attempts.
+        #expect(remote.pushCorrelations.withLock { $0 } == [alone.correlationID, alone.correlationID])
+        let b = try await first.create("note", id: "b", fields: .note("B"), operation: "createNote")
+        let c = try await first.create("note", id: "c", fields: .note("C"), operation: "createNote")
+        #expect(await first.push().failure?.outcome == .unknown)
+        await first.stop()
+        // Relaunched: a new engine on the same vault pushes the same batch with the same correlation id.
+        let relaunched = try await engine()
+        #expect(await relaunched.push().failure == nil)
+        #expect(try await relaunched.state(of: b) == .synced)
+        #expect(try await relaunched.state(of: c) == .synced)
+        let batch = remote.pushCorrelations.withLock { Array($0.suffix(2)) }
+        #expect(batch.count == 2 && batch[0] == batch[1])
+        #expect(
+            !batch.contains(b.correlationID) && !batch.contains(c.correlationID) && !batch.contains(alone.correlationID)
+        )
     }
 
     @Test func aRefusalOfTheWholeBatchLeavesAChangeWhoseAnswerWasLostUnknown() async throws {

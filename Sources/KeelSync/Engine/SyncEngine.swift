@@ -681,6 +681,22 @@ public actor SyncEngine {
         SyncContext(account: vault.account, epoch: vault.epoch, correlationID: CorrelationID.make(using: random))
     }
 
+    /// The context of a push of `batch`: its correlation id is the same for every attempt, retry and
+    /// resumption after a relaunch (OBS-LOG-004) — the change's own, persisted when the user made it, for a
+    /// batch of one; for several, one named by the batch's key, which the same batch always has.
+    private func pushContext(_ batch: [PendingMutation], key: IdempotencyKey) -> SyncContext {
+        SyncContext(
+            account: vault.account, epoch: vault.epoch,
+            correlationID: batch.count == 1 ? batch[0].correlationID : Self.batchCorrelation(key))
+    }
+
+    /// The correlation id of a push of several changes: 32 hex digits of their batch key's digest.
+    static func batchCorrelation(_ key: IdempotencyKey) -> CorrelationID {
+        let hex = String(SHA256Digest.hex(Array(("correlation\u{0}" + key.rawValue).utf8)).prefix(32))
+        // 32 lowercase hex digits: always a valid correlation id.
+        return (try? CorrelationID(validating: hex)) ?? CorrelationID.make(using: .system)
+    }
+
     /// Pushes batches until nothing is sendable; false when the run must stop.
     private func pushAll(_ report: inout SyncReport) async throws(SyncError) -> Bool {
         while true {
@@ -693,7 +709,7 @@ public actor SyncEngine {
             let results: [PushResult]
             guard !fenced else { return false }  // stopped while the batch was prepared: nothing goes out
             do throws(HTTPFailure) {
-                results = try await remote.push(batch, batchKey: key, context: context())
+                results = try await remote.push(batch, batchKey: key, context: pushContext(batch, key: key))
             } catch {
                 if fenced {
                     report.droppedAnswers += 1

@@ -61,7 +61,8 @@ public struct SyncContext: Sendable, Hashable {
     public let account: AccountID
     /// The epoch of the account's vault (``KeelStore/Vault/epoch``).
     public let epoch: UInt64
-    /// The correlation id of this push or pull.
+    /// The correlation id of this push or pull. A push's is the same for every attempt of the same batch:
+    /// its change's own for a batch of one, else one derived from the batch key.
     public let correlationID: CorrelationID
 
     /// A context (the engine makes one per call).
