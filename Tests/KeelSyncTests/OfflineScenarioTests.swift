@@ -329,6 +329,48 @@ import Testing
         #expect(try world.backend.appliedKeys() == [change.idempotencyKey.rawValue: 1])
     }
 
+    /// Found in review: the scenario's queue and data were declared and never checked — a scenario naming
+    /// another queue was accepted, and its operations queued changes of types it does not show.
+    @Test func aScenarioIsHeldToItsQueueAndItsData() async throws {
+        let world = try SyncWorld()
+        let vault = try await world.device("phone").vaults.open(.alice)
+        let remote = NotesRemote(client: world.client(), account: .alice, token: "t")
+        var policies = NotesSync.policies
+        try policies.register("task", .serverWins(because: "tasks are assigned by the server"))
+        func contract(queue: String) throws -> OfflineContract {
+            try OfflineContract([
+                OfflineScenario(
+                    name: "notes", operations: ["createNote"], entityTypes: ["note"], maximumStaleness: .seconds(60),
+                    queue: queue, display: .banner, conditions: [.manual]),
+                OfflineScenario(
+                    name: "tasks", operations: ["createTask"], entityTypes: ["task"], maximumStaleness: .seconds(60),
+                    display: .banner, conditions: [.manual]),
+            ])
+        }
+        let elsewhere = try contract(queue: "mail")
+        let refused = #expect(throws: SyncError.self) {
+            try SyncEngine(vault: vault, remote: remote, policies: policies, offline: elsewhere)
+        }
+        #expect(refused?.code == .invalidDeclaration && refused?.subject == "notes")
+        let engine = try SyncEngine(
+            vault: vault, remote: remote, policies: policies,
+            offline: try contract(queue: SyncStorage.default.outbox))
+        let stray = await #expect(throws: SyncError.self) {
+            try await engine.create("task", id: "t1", fields: ["title": "T"], operation: "createNote")
+        }
+        #expect(stray?.code == .invalidChange && stray?.subject == "task/t1")
+        let mixed = await #expect(throws: SyncError.self) {
+            try await engine.enqueue(
+                [.create("note", id: "n1", fields: ["title": "N"]), .create("task", id: "t2", fields: [:])],
+                operation: "createNote")
+        }
+        #expect(mixed?.code == .invalidChange)
+        #expect(try await engine.outstandingCount() == 0)  // all of it or none
+        try await engine.create("task", id: "t1", fields: ["title": "T"], operation: "createTask")
+        try await engine.create("note", id: "n1", fields: ["title": "N"], operation: "createNote")
+        #expect(try await engine.outstandingCount() == 2)
+    }
+
     /// A scenario that shows a type without a conflict policy is refused when the engine is made.
     @Test func anEngineForATypeWithoutAPolicyIsRefused() async throws {
         let world = try SyncWorld()

@@ -102,13 +102,22 @@ public actor SyncEngine {
     /// - Parameters:
     ///   - batchSize: at most this many changes per push (1...100).
     ///   - pullLimit: at most this many changes per pulled page.
-    /// - Throws: ``SyncError`` `noConflictPolicy` when a scenario shows an entity type without a policy.
+    /// - Throws: ``SyncError`` `noConflictPolicy` when a scenario shows an entity type without a policy;
+    ///   `invalidDeclaration` when a scenario names a queue other than this engine's outbox (its changes
+    ///   would not wait where the declaration says).
     public init(
         vault: Vault, remote: any SyncRemote, policies: ConflictPolicies, offline: OfflineContract,
         storage: SyncStorage = .default, clock: WallClock = .system, random: RandomSource = .system,
         batchSize: Int = 100, pullLimit: Int = 200
     ) throws(SyncError) {
         for scenario in offline.scenarios {
+            guard scenario.queue == storage.outbox else {
+                throw SyncError(
+                    code: .invalidDeclaration, subject: scenario.name,
+                    message:
+                        "scenario \(scenario.name) declares the queue \(scenario.queue), but this engine's outbox is \(storage.outbox)"
+                )
+            }
             if let type = scenario.entityTypes.sorted().first(where: { policies.policy(for: $0) == nil }) {
                 throw SyncError(
                     code: .noConflictPolicy, subject: type,
@@ -132,7 +141,8 @@ public actor SyncEngine {
     /// Creates entity `id` of `type` with `fields`, through the outbox.
     ///
     /// - Throws: ``SyncError``: `offline` / `notOfflineCapable` when no scenario declares `operation`,
-    ///   `noConflictPolicy`, `invalidChange` when the entity exists here, `stopped`, `storage`.
+    ///   `noConflictPolicy`, `invalidChange` when the entity exists here or `type` is not among the data of
+    ///   the operation's scenario, `stopped`, `storage`.
     @discardableResult
     public func create(_ type: String, id: String, fields: JSONObject, operation: String) async throws(SyncError)
         -> PendingMutation
@@ -183,7 +193,7 @@ public actor SyncEngine {
             throw SyncError(
                 code: .noConflictPolicy, subject: type, message: "\(type) has no conflict policy: it cannot be synced")
         }
-        guard offline.scenario(for: operation) != nil else {
+        guard let scenario = offline.scenario(for: operation) else {
             // Unless the engine knows it is online (a sync got through), the user is told the operation is not
             // available offline: at a launch without network nothing has failed yet, and it must not be queued.
             if connectivity != .online {
@@ -193,6 +203,15 @@ public actor SyncEngine {
             throw SyncError(
                 code: .notOfflineCapable, subject: operation,
                 message: "no offline scenario declares \(operation): send it with the HTTP client instead of the outbox"
+            )
+        }
+        // The scenario says which data its operations change: a change of another type would sync data the
+        // declaration does not show, with no staleness and no state display declared for it.
+        if let stray = changes.first(where: { !scenario.entityTypes.contains($0.entity.type) }) {
+            throw SyncError(
+                code: .invalidChange, subject: stray.entity.description,
+                message:
+                    "\(operation) belongs to scenario \(scenario.name), which declares the data \(scenario.entityTypes.sorted().joined(separator: ", ")), not \(stray.entity.type)"
             )
         }
         let now = clock.now()
