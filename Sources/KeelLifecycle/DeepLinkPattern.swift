@@ -3,7 +3,8 @@ import Foundation
 /// A deep-link pattern such as `keel-notes://note/{noteID}`: a scheme, then `/`-separated segments (the
 /// first is the host), each either literal or a `{parameter}` placeholder standing for a whole segment.
 /// Scheme and host match case-insensitively, path segments exactly; a query (`?a=b`) may supply
-/// parameters the path does not.
+/// parameters the path does not. A placeholder's value is percent-decoded and must stay one segment: a
+/// value that decodes to a `/`, to `.` or `..`, or to control characters does not match.
 public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
     enum Segment: Sendable, Hashable {
         case literal(String)
@@ -95,7 +96,11 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
             case .literal(let text):
                 guard index == 0 ? part.lowercased() == text.lowercased() : part == text else { return nil }
             case .parameter(let name):
-                guard !part.isEmpty, let value = String(part).removingPercentEncoding else { return nil }
+                // One whole segment, decoded: never a path (`%2F`), a dot segment, or control characters
+                // (`%00`, a line break) that an app building a path or a log line from it would act on.
+                guard !part.isEmpty, let value = String(part).removingPercentEncoding, value != ".", value != "..",
+                    !value.unicodeScalars.contains(where: { $0 == "/" || $0.value < 0x20 || $0.value == 0x7F })
+                else { return nil }
                 values[name] = value
             }
         }

@@ -96,6 +96,9 @@ public struct NavigationContract: Sendable, Equatable {
                         .sensitiveRoot, route.id, "the root is always restored: it cannot be a sensitive one-time route"
                     )
                 }
+                if route.isModal {
+                    problem(.modalRoot, route.id, "the root is the bottom of the stack: it cannot be modal")
+                }
             }
             if let parent = route.parent, byID[parent]?.isModal == true {
                 problem(
@@ -364,6 +367,8 @@ extension ErrorCode where Domain == NavigationProblem {
     public static var protectedRoot: Self { Self("protectedRoot") }
     /// A sensitive one-time root (the root is always restored).
     public static var sensitiveRoot: Self { Self("sensitiveRoot") }
+    /// A modal root (the root is the bottom of the stack, under every modal).
+    public static var modalRoot: Self { Self("modalRoot") }
     /// A route whose parent is a modal (a modal holds one screen).
     public static var modalParent: Self { Self("modalParent") }
     /// A malformed deep-link pattern, or a placeholder that is not a parameter.

@@ -120,7 +120,7 @@ struct Run {
 
     /// A new entry with the next entry id (`e2-<lineage>`, `e3-<lineage>`, ...).
     mutating func mint(_ route: String, _ parameters: [String: String] = [:], account: String?) -> NavigationEntry {
-        defer { state.nextEntry += 1 }
+        defer { state.nextEntry &+= 1 }  // a counter from disk is never trusted not to be at its limit
         return NavigationEntry(
             id: NavigationState.entryID(state.nextEntry, lineage: navigator.lineage), route: route,
             parameters: parameters, account: account)
@@ -153,9 +153,21 @@ struct Run {
     }
 
     /// The target and its declared ancestors, each with the parameters it declares.
-    mutating func syntheticStack(for target: NavigationEntry) -> (stack: [NavigationEntry], modal: NavigationEntry?) {
+    ///
+    /// `rebuilding` (a target sign-in held, possibly across a relaunch and an app update): an ancestor that
+    /// is a sensitive one-time route is left out — rebuilt, it would be a fresh payment confirmation under
+    /// the receipt, whose operation the ledger would let run again — and so is one whose parameters the
+    /// target does not carry (it was reached from the app's own flow); sign-in never fails for either.
+    mutating func syntheticStack(for target: NavigationEntry, rebuilding: Bool = false) -> (
+        stack: [NavigationEntry], modal: NavigationEntry?
+    ) {
         var stack: [NavigationEntry] = []
         for ancestor in contract.ancestors(of: target.route) {
+            if rebuilding,
+                ancestor.isSensitive || !ancestor.parameters.allSatisfy({ target.parameters[$0] != nil })
+            {
+                continue
+            }
             guard let entry = makeEntry(ancestor.id, target.parameters) else { return ([], nil) }
             stack.append(entry)
         }
@@ -258,7 +270,7 @@ struct Run {
             }
             leaveTop()
         case .replace(let stack, let modal):
-            replace(with: stack, modal: modal, discardingAll: true)
+            replace(with: stack, modal: modal, discarding: prompt.entry)
         }
     }
 
@@ -358,7 +370,7 @@ struct Run {
             state.prompt = NavigationPrompt(kind: kind, entry: asking.id, pending: .replace(stack: stack, modal: modal))
             return
         }
-        replace(with: stack, modal: modal, discardingAll: false, target: target)
+        replace(with: stack, modal: modal, discarding: nil, target: target)
     }
 
     /// Entries (stack, then modal) holding unsaved input.
@@ -366,27 +378,30 @@ struct Run {
         (state.stack + (state.modal.map { [$0] } ?? [])).filter { !($0.input ?? "").isEmpty }
     }
 
+    /// Replaces the stack and modal; `discarding` is the entry whose input the user agreed to lose (a
+    /// confirmed prompt, which asked about that one entry).
     mutating func replace(
-        with stack: [NavigationEntry], modal: NavigationEntry?, discardingAll: Bool, target: NavigationEntry? = nil
+        with stack: [NavigationEntry], modal: NavigationEntry?, discarding: String?, target: NavigationEntry? = nil
     ) {
         // Input of the stack being replaced: saved where its lifecycle keeps drafts, else reported lost
-        // (never silently). A confirmed prompt already discarded it.
-        if !discardingAll {
-            for entry in inputEntries() {
-                guard let input = contract.route(entry.route)?.input else { continue }
-                if Self.keepsDrafts(input) {
-                    save(entry, entry.input!)
-                } else {
-                    effects.append(.inputLost(entry.label))
-                }
-            }
-        } else {
-            for entry in inputEntries() where contract.route(entry.route)?.input?.policy == .saveDraft {
+        // (never silently). A confirmed prompt already discarded its own entry's.
+        for entry in inputEntries() {
+            guard let input = contract.route(entry.route)?.input else { continue }
+            if entry.id == discarding {
+                if input.policy == .saveDraft { save(entry, entry.input!) }
+            } else if Self.keepsDrafts(input) {
                 save(entry, entry.input!)
+            } else {
+                effects.append(.inputLost(entry.label))
             }
         }
         state.pendingTarget = nil
-        let target = target ?? modal ?? stack.last!
+        guard let target = target ?? modal ?? stack.last else {
+            state.stack = [rootEntry()]
+            state.modal = nil
+            effects.append(.saveSnapshot)
+            return
+        }
         let checked = checked(stack, modal: modal, target: target)
         state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
         state.modal = checked.modal
@@ -406,8 +421,14 @@ struct Run {
             state.pendingTarget = nil
             if let owner = target.account, owner != account { return }
             target.account = account
-            let (stack, modal) = syntheticStack(for: target)
+            let (stack, modal) = syntheticStack(for: target, rebuilding: true)
             guard error == nil else { return }
+            // The screens the target replaces (public ones the user typed into while signed out): their input
+            // is kept as a draft where its lifecycle says so, else reported lost — never dropped silently.
+            for entry in inputEntries() {
+                guard let input = contract.route(entry.route)?.input else { continue }
+                if Self.keepsDrafts(input) { save(entry, entry.input!) } else { effects.append(.inputLost(entry.label)) }
+            }
             let checked = checked(stack, modal: modal, target: target)
             state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
             state.modal = checked.modal
@@ -537,6 +558,8 @@ struct Run {
             effects.append(.accessDenied(modal.label))
             if let text = modal.input, !text.isEmpty { lose(modal) }
             state.modal = nil
+            // A prompt about it asks about nothing now; confirmed, it would act on the screen below.
+            if state.prompt?.entry == modal.id { state.prompt = nil }
         }
         if let index = state.stack.firstIndex(where: matches) {
             effects.append(.accessDenied(state.stack[index].label))

@@ -30,6 +30,9 @@ public struct NavigationSnapshot: Sendable, Hashable, Codable {
         }
         state.stack = state.stack.map(withoutInput)
         state.modal = state.modal.map(withoutInput)
+        // The target sign-in holds carries the input typed there before the session expired: not written
+        // either (kept only where its lifecycle saved it as a draft, in the account's vault).
+        state.pendingTarget = state.pendingTarget.map(withoutInput)
         state.prompt = nil
         state.drafts = [:]
         self.state = state
@@ -179,7 +182,9 @@ extension Navigator {
         for entry in sensitive { run.effects.append(.droppedSensitive(entry.label)) }
         entries.removeAll { contract.route($0.route)?.isSensitive == true }
         if entries.first?.route != contract.root.id { entries.insert(run.rootEntry(), at: 0) }
-        let modalEntry = entries.last.flatMap { contract.route($0.route)?.isModal == true ? $0 : nil }
+        // The root stays in the stack even where a contract declares it modal: the stack is never empty.
+        let modalEntry =
+            entries.count > 1 ? entries.last.flatMap { contract.route($0.route)?.isModal == true ? $0 : nil } : nil
         let stack = modalEntry == nil ? entries : Array(entries.dropLast())
         let remembered =
             target.flatMap { contract.route($0.route)?.isSensitive == true ? nil : $0 } ?? stack.last!

@@ -85,7 +85,14 @@ public struct VaultDrafts: Sendable {
         try await vault.write(dataset) { records in
             for (id, value) in list {
                 if let existing = try records.get(id), (try? JSONDecoder().decode(Stored.self, from: existing)) == nil {
-                    try records.put(Self.unreadablePrefix + id, existing)
+                    // Beside any copy kept aside before (a second round must not write over the first).
+                    var aside = Self.unreadablePrefix + id
+                    var round = 1
+                    while let kept = try records.get(aside), kept != existing {
+                        round += 1
+                        aside = Self.unreadablePrefix + "\(round):" + id
+                    }
+                    try records.put(aside, existing)
                 }
                 if let value { try records.put(id, value) } else { try records.delete(id) }
             }

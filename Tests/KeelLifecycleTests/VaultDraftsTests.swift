@@ -80,6 +80,14 @@ import Testing
         #expect(try await drafts.load().isEmpty)
         #expect(try await drafts.unreadable() == ["unreadable:edit noteID=1"])
         #expect(try await vault.get("drafts", id: "unreadable:edit noteID=1") == future)
+        // Found in review: a second unreadable draft under the same id was set aside over the first copy.
+        let newer = Data(#"{"format": 10, "blocks": ["written by an even newer app"]}"#.utf8)
+        try await vault.put("drafts", id: "edit noteID=1", newer)
+        try await drafts.apply([.saveDraft(key, "typed again")])
+        #expect(try await vault.get("drafts", id: "unreadable:edit noteID=1") == future)
+        #expect(try await vault.get("drafts", id: "unreadable:2:edit noteID=1") == newer)
+        #expect(try await drafts.unreadable() == ["unreadable:2:edit noteID=1", "unreadable:edit noteID=1"])
+        #expect(try await drafts.load() == [key: "typed again"])
     }
 
     /// Found in review: the record id joined parameters with spaces and `=` unescaped, so a crafted value
