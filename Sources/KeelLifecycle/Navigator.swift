@@ -427,7 +427,11 @@ struct Run {
             // is kept as a draft where its lifecycle says so, else reported lost — never dropped silently.
             for entry in inputEntries() {
                 guard let input = contract.route(entry.route)?.input else { continue }
-                if Self.keepsDrafts(input) { save(entry, entry.input!) } else { effects.append(.inputLost(entry.label)) }
+                if Self.keepsDrafts(input) {
+                    save(entry, entry.input!)
+                } else {
+                    effects.append(.inputLost(entry.label))
+                }
             }
             let checked = checked(stack, modal: modal, target: target)
             state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
