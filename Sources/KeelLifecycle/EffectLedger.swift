@@ -41,6 +41,9 @@ public actor EffectLedger {
         public var result: String?
         /// The HTTP operation journal's id for it, when it is a network operation.
         public var reference: String?
+        /// The account that started it (nil: not recorded — a ledger written before owners were, or an
+        /// operation of nobody signed in).
+        public var account: String?
     }
 
     /// What ``begin(_:action:reference:)`` decided.
@@ -98,9 +101,13 @@ public actor EffectLedger {
     }
 
     /// Records `id` before it runs, or returns what is already known about it.
-    public func begin(_ id: String, action: String, reference: String? = nil) throws -> Begin {
+    ///
+    /// - Parameter account: the account starting it; ``unsettled(account:)`` then hands it back only in that
+    ///   account's session (one ledger for all accounts of the device).
+    public func begin(_ id: String, action: String, reference: String? = nil, account: String? = nil) throws -> Begin {
         if let existing = entries[id] { return .recorded(existing) }
-        entries[id] = Entry(id: id, action: action, state: .started, result: nil, reference: reference)
+        entries[id] = Entry(
+            id: id, action: action, state: .started, result: nil, reference: reference, account: account)
         do { try persist() } catch {
             // Not recorded, so not run: the ledger must not remember a start it never wrote down (a retry
             // would be refused as already started, and only a relaunch would let it run).
@@ -131,6 +138,13 @@ public actor EffectLedger {
     /// Operations started and not settled: after a relaunch, reattach them (look their outcome up through
     /// ``Entry/reference``) instead of starting them again.
     public func unsettled() -> [Entry] { entries.values.filter { $0.state == .started }.sorted { $0.id < $1.id } }
+
+    /// The unsettled operations `account` started (those begun without an account too): what a snapshot
+    /// taken in `account`'s session lists as in flight. Another account's operation — started before a
+    /// switch, still running when the app was killed — is never reattached in this one's session.
+    public func unsettled(account: String?) -> [Entry] {
+        unsettled().filter { $0.account == nil || $0.account == account }
+    }
 
     /// Writes the ledger atomically and durably (a temporary file synced, renamed, the directory synced).
     private func persist() throws {

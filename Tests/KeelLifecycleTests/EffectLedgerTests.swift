@@ -93,3 +93,30 @@ import Testing
         await #expect(throws: EffectLedgerError.self) { try await ledger.complete("never-begun", .failed, result: nil) }
     }
 }
+
+/// Found in review: ledger entries had no owner, and a snapshot of `unsettled()` taken in another account's
+/// session (a switch while A's payment was in flight, then a kill) reattached A's operation in B's session.
+@Suite(.timeLimit(.minutes(1))) struct EffectLedgerOwnerTests {
+    @Test func anotherAccountsOperationInFlightIsNeverHandedBackInThisAccountsSession() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-ledger-owner")
+        let file = directory.url("ledger.json")
+        do {
+            let ledger = try EffectLedger(file: file)
+            #expect(try await ledger.begin("pay@e2-a#1", action: "pay", account: "alice") == .run)
+            #expect(try await ledger.begin("pay@e3-b#1", action: "pay", account: "bob") == .run)
+            #expect(try await ledger.begin("legacy@e4#1", action: "pay") == .run)
+        }
+        // Relaunched: the owner survived the file.
+        let ledger = try EffectLedger(file: file)
+        #expect(await ledger.unsettled(account: "bob").map(\.id) == ["legacy@e4#1", "pay@e3-b#1"])
+        #expect(await ledger.unsettled(account: "alice").map(\.id) == ["legacy@e4#1", "pay@e2-a#1"])
+        #expect(await ledger.unsettled(account: nil).map(\.id) == ["legacy@e4#1"])
+        #expect(await ledger.unsettled().count == 3)
+        #expect(await ledger.entry("pay@e2-a#1")?.account == "alice")
+        // A ledger written before owners were reads as entries without one.
+        try Data(#"[{"id": "old@e1#1", "action": "pay", "state": "started"}]"#.utf8).write(
+            to: directory.url("old.json"))
+        let old = try EffectLedger(file: directory.url("old.json"))
+        #expect(await old.unsettled(account: "alice").map(\.id) == ["old@e1#1"])
+    }
+}

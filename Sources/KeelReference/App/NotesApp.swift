@@ -436,7 +436,9 @@ public actor NotesApp {
         while await ledger.entry(Self.publication(noteID, attempt))?.state == .failed { attempt += 1 }
         let id = Self.publication(noteID, attempt)
         let key: String
-        switch try await ledger.begin(id, action: "publish", reference: "pub-" + configuration.random.uuidString()) {
+        switch try await ledger.begin(
+            id, action: "publish", reference: "pub-" + configuration.random.uuidString(), account: account.rawValue)
+        {
         case .run:
             key = await ledger.entry(id)?.reference ?? ""
         case .recorded(let entry):
