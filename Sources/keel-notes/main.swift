@@ -16,24 +16,58 @@ import KeelContract
 import KeelCore
 import KeelReference
 
-func option(_ name: String) -> String? {
-    guard let index = CommandLine.arguments.firstIndex(of: "--" + name), index + 1 < CommandLine.arguments.count else {
-        return nil
-    }
-    return CommandLine.arguments[index + 1]
+let usage =
+    "usage: keel-notes --data DIR --keys DIR --server URL [--device NAME] [--app-version V] [--script FILE] "
+    + "[--public URL] [--time-offset SECONDS]\n"
+
+func usageError(_ message: String) -> Never {
+    FileHandle.standardError.write(Data(("error: \(message)\n" + usage).utf8))
+    exit(2)
 }
+
+/// The options, checked: a misspelt or unknown option, a stray argument, an option given twice or without its
+/// value is a usage error (exit 2) — never ignored, with stdin read in place of a script that was asked for.
+let options: [String: String] = {
+    let known: Set<String> = ["data", "keys", "server", "device", "app-version", "script", "public", "time-offset"]
+    var options: [String: String] = [:]
+    var arguments = CommandLine.arguments.dropFirst()
+    while let argument = arguments.popFirst() {
+        if argument == "--help" || argument == "-h" {
+            FileHandle.standardOutput.write(Data(usage.utf8))
+            exit(0)
+        }
+        guard argument.hasPrefix("--") else { usageError("unexpected argument '\(argument)'") }
+        var name = String(argument.dropFirst(2))
+        var value: String?
+        if let equals = name.firstIndex(of: "=") {
+            value = String(name[name.index(after: equals)...])
+            name = String(name[..<equals])
+        }
+        guard known.contains(name) else { usageError("unknown option '--\(name)'") }
+        guard options[name] == nil else { usageError("option '--\(name)' is given more than once") }
+        if value == nil, let next = arguments.first, !next.hasPrefix("--") {
+            value = next
+            arguments.removeFirst()
+        }
+        guard let value else { usageError("option '--\(name)' needs a value") }
+        options[name] = value
+    }
+    return options
+}()
+
+func option(_ name: String) -> String? { options[name] }
 
 func say(_ object: JSONObject) {
     FileHandle.standardOutput.write(Data(JSONValue.object(object).serialized() + [0x0A]))
 }
 
-guard let data = option("data"), let keys = option("keys"), let server = option("server").flatMap(URL.init(string:))
+guard let data = option("data"), let keys = option("keys"), let serverText = option("server") else {
+    usageError("--data, --keys and --server are required")
+}
+guard let server = URL(string: serverText), ["http", "https"].contains(server.scheme?.lowercased() ?? ""),
+    server.host?.isEmpty == false
 else {
-    FileHandle.standardError.write(
-        Data(
-            ("usage: keel-notes --data DIR --keys DIR --server URL [--device NAME] [--app-version V] [--script FILE] "
-                + "[--public URL] [--time-offset SECONDS]\n").utf8))
-    exit(2)
+    usageError("--server needs an http(s) URL, not '\(serverText)'")
 }
 guard let version = AppVersion(option("app-version") ?? "1.0") else {
     FileHandle.standardError.write(Data("error: --app-version needs a version like 1.0\n".utf8))

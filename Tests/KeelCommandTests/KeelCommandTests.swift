@@ -77,6 +77,10 @@ import Testing
         (["--verbose"], "unknown option '--verbose'"),
         (["faults", "--bogus"], "unknown option '--bogus'"),
         (["faults", "--timeout"], "option '--timeout' needs a value"),
+        // Found in review: the next option was taken as the value (`--output --check` wrote into `--check/`).
+        (["contract", "generate", "spec.yaml", "--output", "--check"], "option '--output' needs a value (--check is"),
+        (["trace", "parse", "--tracestate", "--format", "json"], "option '--tracestate' needs a value"),
+        (["backend", "--data", "--admin"], "option '--data' needs a value"),
         (["faults", "--timeout", "soon"], "option '--timeout' needs a whole number from 1 to 60"),
         (["faults", "--timeout", "0.5"], "option '--timeout' needs a whole number from 1 to 60"),
         (["faults", "--json=yes"], "option '--json' takes no value"),

@@ -45,6 +45,47 @@ extension NotesDevice {
         #expect(try await phone.process.waitForExit() == .exited(0))
     }
 
+    /// Found in review of the command-line contracts: a misspelt `--scirpt` was ignored (stdin read instead
+    /// of the script, exit 0), stray arguments and an unknown option passed, `--server notaurl` ran with
+    /// every command failing, `--script --device x` took `--device` as the script, and `--help` exited 2.
+    @Test func badCommandLinesAreUsageErrorsAndHelpIsNot() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-args")
+        let required = ["--data", directory.url("d").path, "--keys", directory.url("k").path]
+        for (extra, message) in [
+            (["--server", "http://127.0.0.1:1", "--scirpt", "s.txt"], "unknown option '--scirpt'"),
+            (["--server", "http://127.0.0.1:1", "extra"], "unexpected argument 'extra'"),
+            (["--server", "http://127.0.0.1:1", "--bogus"], "unknown option '--bogus'"),
+            (["--server", "notaurl"], "--server needs an http(s) URL"),
+            (["--server", "http://127.0.0.1:1", "--script", "--device", "x"], "option '--script' needs a value"),
+            (["--server", "http://127.0.0.1:1", "--server", "http://127.0.0.1:2"], "given more than once"),
+        ] {
+            let process = try ChildProcess.launch(executable: NotesDevice.executable, arguments: required + extra)
+            process.closeInput()
+            #expect(try await process.waitForExit(timeout: .seconds(30)) == .exited(2), "\(extra)")
+            #expect(process.output(of: .standardError).contains(message), "\(extra)")
+            #expect(process.output(of: .standardOutput).isEmpty, "\(extra)")
+        }
+        let help = try ChildProcess.launch(executable: NotesDevice.executable, arguments: ["--help"])
+        help.closeInput()
+        #expect(try await help.waitForExit(timeout: .seconds(30)) == .exited(0))
+        #expect(help.output(of: .standardOutput).hasPrefix("usage: keel-notes --data DIR"))
+    }
+
+    /// Found in review: a sign-in without a connection said "It is saved on this device and will be sent when
+    /// possible" — nothing of a sign-in is queued.
+    @Test func aDirectCallThatFailsOfflineNeverSaysItWillBeSentLater() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-offline")
+        let gone = try TestServer()  // a port nothing listens on any more
+        let dead = gone.baseURL
+        gone.shutdown()
+        let phone = try NotesDevice(directory, name: "phone", server: dead)
+        let answer = try await phone.run("signin carol")
+        #expect(answer["ok"] == false && answer["error"]?["kind"] == "offline")
+        let message = try #require(answer["error"]?["message"]?.stringValue)
+        #expect(message.contains("Nothing was changed.") && !message.contains("will be sent"))
+        _ = try await phone.run("quit")
+    }
+
     @Test func aKilledAppRestoresItsScreenAndDraftAndResumesSync() async throws {
         let directory = try TemporaryDirectory(prefix: "keel-notes-kill")
         let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))

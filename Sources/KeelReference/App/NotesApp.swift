@@ -581,7 +581,16 @@ public actor NotesApp {
     static func failure(_ error: any Error) -> JSONObject {
         switch error {
         case let failure as HTTPFailure:
-            return Self.failure(SyncFailure(failure), correlationID: failure.correlationID)
+            // A call made directly (sign-in, publish): nothing of it waits in the outbox, so the text never says
+            // it will be sent later.
+            let shown = UserFacingOutcome(failure: failure, mutates: true, canQueue: false)
+            return [
+                "ok": false,
+                "error": [
+                    "kind": .string(failure.kind.name), "outcome": .string(failure.outcome.description),
+                    "message": .string(shown.message),
+                ],
+            ]
         case let app as NotesAppError:
             return [
                 "ok": false,

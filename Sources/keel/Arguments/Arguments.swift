@@ -49,7 +49,16 @@ struct Arguments {
                 if let inlineValue {
                     value = inlineValue
                 } else {
-                    guard index < raw.count else { throw UsageError("option '--\(name)' needs a value") }
+                    // The next option is not this one's value: `--output --check` would write into a directory
+                    // named `--check` and pass, where the pipeline asked for a check. A value that starts
+                    // with `--` is written `--name=--value`.
+                    guard index < raw.count, !raw[index].hasPrefix("--") else {
+                        throw UsageError(
+                            "option '--\(name)' needs a value"
+                                + (index < raw.count
+                                    ? " (\(raw[index]) is an option; write --\(name)=VALUE for a value that starts with --)"
+                                    : ""))
+                    }
                     value = raw[index]
                     index += 1
                 }
