@@ -128,6 +128,59 @@ final class ScriptedRemote: SyncRemote {
         )
     }
 
+    /// Found in review: an entity record damaged on disk (it no longer opens under its key, or opens to
+    /// something that is not a record) failed the acknowledgement transaction of every push, and every fold
+    /// and pull that touched it — sync stopped for good, for every other note too. It is set aside (its bytes
+    /// kept), the record rebuilt from the outbox and the server, and sync goes on.
+    @Test func aDamagedEntityRecordIsSetAsideAndSyncGoesOn() async throws {
+        let world = try SyncWorld()
+        let phone = try world.device("phone")
+        let engine = try await phone.engine(.alice)
+        for id in ["a", "b", "c"] {
+            try await engine.create("note", id: id, fields: .note(id.uppercased()), operation: "createNote")
+        }
+        #expect(await engine.sync().isComplete)
+        for id in ["a", "b", "c"] {
+            try await engine.update("note", id: id, fields: ["title": .string(id + "2")], operation: "editNote")
+        }
+        // Note a's envelope is overwritten with noise; note b's opens, to bytes that are not a record.
+        let vault = try await phone.vaults.switchAccount(to: .alice)
+        try await vault.put(SyncStorage.default.entities, id: "note/b", Data("not a record".utf8))
+        let files = try FileManager.default.subpathsOfDirectory(atPath: phone.data.path).filter {
+            $0.hasSuffix(".sqlite")
+        }
+        var noised = 0
+        for file in files {
+            let database = try DatabasePool(path: phone.data.appendingPathComponent(file).path)
+            let table = "records." + SyncStorage.default.entities
+            noised += try await database.write { db -> Int in
+                guard
+                    try db.scalar(
+                        Int.self, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        arguments: [table]) == 1
+                else { return 0 }
+                try db.execute("UPDATE \"\(table)\" SET value = randomblob(length(value)) WHERE id = 'note/a'")
+                return db.changes
+            }
+            await database.close()
+        }
+        #expect(noised == 1)
+        let engineAgain = try await phone.engine(.alice)
+        _ = try await engineAgain.entities("note")  // the damaged ones do not make the list fail
+        let report = await engineAgain.sync()
+        #expect(report.isComplete && report.storageError == nil, "\(String(describing: report.storageError))")
+        #expect(report.acknowledged == 3)
+        #expect(try await engineAgain.damagedRecords() == ["damaged:note/a", "damaged:note/b"])
+        let notes = try await engineAgain.entities("note")
+        #expect(notes.map(\.ref.id) == ["a", "b", "c"])
+        #expect(notes.map { $0.fields["title"] } == ["a2", "b2", "c2"])
+        #expect(notes.allSatisfy { $0.state == .synced && $0.serverVersion != nil })
+        // Another device sees every change once.
+        let tablet = try await world.device("tablet").engine(.alice)
+        #expect(await tablet.sync().isComplete)
+        #expect(try await tablet.entities("note").map { $0.fields["title"] } == ["a2", "b2", "c2"])
+    }
+
     @Test func aRefusalOfTheWholeBatchLeavesAChangeWhoseAnswerWasLostUnknown() async throws {
         let world = try SyncWorld()
         let engine = try await engine(

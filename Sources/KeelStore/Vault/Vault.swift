@@ -872,6 +872,13 @@ public final class VaultRecords {
         }
     }
 
+    /// Record `id` exactly as it is stored (its sealed envelope in a sealed dataset), without opening it, or
+    /// nil when there is none: the bytes of a record that does not open, to keep aside rather than lose.
+    package func storedBytes(_ id: String) throws -> Data? {
+        guard exists else { return nil }
+        return try database.connection.withFirstColumnBytes(access.selectSQL, text: id) { raw in Data(raw) }
+    }
+
     /// Whether record `id` is stored as exactly `stored` (bytes from ``getStored(_:)``): one point read,
     /// nothing opened. In a sealed dataset every write seals with a fresh nonce, so a record written again —
     /// even with the same value — is not stored as it was; in a plain one the stored bytes are the value, so

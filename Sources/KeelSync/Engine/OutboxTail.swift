@@ -169,16 +169,21 @@ struct OutboxTail: Sendable {
         -> OutboxTail
     {
         try fold(
-            read(outbox: outbox, entities: entities, state: state, cached: cached), entities: entities, state: state)
+            read(outbox: outbox, entities: entities, state: state, cached: cached), outbox: outbox, entities: entities,
+            state: state)
     }
 
     /// Folds `tail`, which this transaction has read (``read(outbox:entities:state:cached:stamp:)``), so it is
     /// not checked against the vault again.
-    static func fold(_ tail: OutboxTail, entities: VaultRecords, state: VaultRecords) throws -> OutboxTail {
+    static func fold(_ tail: OutboxTail, outbox: VaultRecords, entities: VaultRecords, state: VaultRecords) throws
+        -> OutboxTail
+    {
         var records: [EntityRef: EntityRecord] = [:]
         for entry in tail.entries {
             var record =
-                try records[entry.entity] ?? SyncEngine.entity(entry.entity, in: entities)
+                try records[entry.entity]
+                ?? SyncEngine.entity(
+                    entry.entity, forWritingIn: entities, outbox: outbox, state: state, folded: tail.folded)
                 ?? EntityRecord(ref: entry.entity)
             record.add(entry)
             records[entry.entity] = record

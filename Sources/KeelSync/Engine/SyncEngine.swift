@@ -239,7 +239,7 @@ public actor SyncEngine {
                         return taken
                     }, stamp: transaction.changeStamp())
                 if tail.entries.count + changes.count > OutboxTail.limit {
-                    tail = try OutboxTail.fold(tail, entities: entities, state: state)
+                    tail = try OutboxTail.fold(tail, outbox: outbox, entities: entities, state: state)
                 }
                 // More changes than a tail holds (an import): they go into their records at once.
                 let folding = changes.count > OutboxTail.limit
@@ -253,7 +253,11 @@ public actor SyncEngine {
                 for (change, identity) in zip(changes, identities) {
                     let ref = change.entity
                     var record =
-                        try records[ref] ?? tail.overlay(Self.entity(ref, in: entities), ref) ?? EntityRecord(ref: ref)
+                        try records[ref]
+                        ?? tail.overlay(
+                            Self.entity(
+                                ref, forWritingIn: entities, outbox: outbox, state: state, folded: tail.folded), ref)
+                        ?? EntityRecord(ref: ref)
                     switch change.kind {
                     case .create where record.exists:
                         throw SyncError(code: .invalidChange, subject: ref.description, message: "it exists already")
@@ -344,8 +348,31 @@ public actor SyncEngine {
         return found
     }
 
+    /// The entity records found damaged on disk (they did not open, or opened to something that is not a
+    /// record) and set aside so that sync could go on: the keys their stored bytes are kept under, sorted
+    /// (`damaged:note/7`). The entities were rebuilt from their changes in the outbox and the server's copy;
+    /// nothing was deleted.
+    public func damagedRecords() async throws(SyncError) -> [String] {
+        try requireRunning()
+        let storage = storage
+        return try await storageCall {
+            try await self.vault.read(storage.state) { state in
+                var found: [String] = []
+                var after = DamagedRecords.prefix
+                while true {
+                    let page = try state.ids(after: after, limit: 100)
+                    let keys = page.prefix { $0.hasPrefix(DamagedRecords.prefix) }
+                    found += keys
+                    guard keys.count == 100, let last = keys.last else { return found }
+                    after = last
+                }
+            }
+        }
+    }
+
     /// Every entity of `type` this device has, deleted ones included (check ``SyncedEntity/isDeleted``),
-    /// sorted by id.
+    /// sorted by id. An entity whose record is damaged on disk is left out until a write sets it aside
+    /// (``damagedRecords()``).
     public func entities(_ type: String) async throws(SyncError) -> [SyncedEntity] {
         try requireRunning()
         let storage = storage
@@ -369,8 +396,13 @@ public actor SyncEngine {
                     let ids = try entities.ids(after: after, limit: 500)
                     for id in ids {
                         guard id.hasPrefix(type + "/") else { break paging }
-                        guard let data = try entities.get(id) else { continue }
-                        let record = try EntityRecord(json: SyncRecords.decode(data, "entity"))
+                        let record: EntityRecord
+                        do {
+                            guard let data = try entities.get(id) else { continue }
+                            record = try EntityRecord(json: SyncRecords.decode(data, "entity"))
+                        } catch  where Self.isDamage(error) {
+                            continue  // one damaged record does not hide every other entity
+                        }
                         let shown = OutboxTail.overlay(record, changes.removeValue(forKey: record.ref) ?? [])
                         guard shown.isKnown else { continue }
                         result.append(try Self.synced(shown, outbox: outbox, sending: sending))
@@ -811,17 +843,20 @@ public actor SyncEngine {
             let cached = tail
             try await storageCall {
                 try await self.vault.write(storage.all, inline: true) { transaction in
-                    try OutboxTail.fold(in: transaction, storage, cached: cached)
+                    let folded = try OutboxTail.fold(in: transaction, storage, cached: cached).folded
                     let entities = try transaction.records(storage.entities)
                     let outbox = try transaction.records(storage.outbox)
+                    let state = try transaction.records(storage.state)
                     for change in page.changes {
-                        var record = try Self.entity(change.ref, in: entities) ?? EntityRecord(ref: change.ref)
+                        var record =
+                            try Self.entity(
+                                change.ref, forWritingIn: entities, outbox: outbox, state: state, folded: folded)
+                            ?? EntityRecord(ref: change.ref)
                         // Already as new (an acknowledgement brought it, or a page is read twice): nothing to do.
                         guard record.take(change) else { continue }
                         try record.rebuild(with: Self.outstanding(record, in: outbox))
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
                     }
-                    let state = try transaction.records(storage.state)
                     try state.put("cursor", SyncRecords.encode(["cursor": .string(page.cursor)]))
                     if !page.hasMore {
                         for type in types {
@@ -1009,7 +1044,7 @@ public actor SyncEngine {
             try await self.vault.write(storage.all, inline: true) { transaction in
                 // Changes queued while the batch was out go into their records first: acknowledging moves
                 // their base versions along.
-                try OutboxTail.fold(in: transaction, storage, cached: cached)
+                let folded = try OutboxTail.fold(in: transaction, storage, cached: cached).folded
                 var counts = (acknowledged: 0, conflicts: 0, rejected: 0)
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
@@ -1043,7 +1078,11 @@ public actor SyncEngine {
                         }
                         continue
                     }
-                    var record = try Self.entity(sent.entity, in: entities) ?? EntityRecord(ref: sent.entity)
+                    var record =
+                        try Self.entity(
+                            sent.entity, forWritingIn: entities, outbox: outbox,
+                            state: transaction.records(storage.state), folded: folded)
+                        ?? EntityRecord(ref: sent.entity)
                     switch result {
                     case .applied(let server), .duplicate(let server?):
                         counts.acknowledged += 1
@@ -1198,6 +1237,56 @@ public actor SyncEngine {
         try entities.get(ref.description).map { try EntityRecord(json: SyncRecords.decode($0, "entity")) }
     }
 
+    /// Whether `error` says a stored record is damaged — it does not open under its key, or opens to
+    /// something that is not a record — rather than that the vault cannot be read now (a locked device, a
+    /// missing key), which must stop the work instead.
+    static func isDamage(_ error: any Error) -> Bool {
+        if let vault = error as? VaultError { return vault.code == .cannotOpen }
+        if let sync = error as? SyncError { return sync.code == .damagedRecord }
+        return false
+    }
+
+    /// Entity `ref`'s record in a write transaction.
+    ///
+    /// A record damaged on disk would fail every sync that touches it, the same way on every retry — no
+    /// acknowledgement, no pull, no fold would ever commit again. So it is set aside: its stored bytes are
+    /// kept in the state dataset under `damaged:` and its id (nothing is deleted; ``damagedRecords()``
+    /// lists them), and the record is rebuilt from the entity's changes still in the outbox up to `folded`
+    /// (later ones are the tail's, put on top by the caller). The server's copy comes back with the next
+    /// acknowledgement or pull.
+    static func entity(
+        _ ref: EntityRef, forWritingIn entities: VaultRecords, outbox: VaultRecords, state: VaultRecords,
+        folded: UInt64
+    ) throws -> EntityRecord? {
+        do { return try entity(ref, in: entities) } catch  where isDamage(error) {
+            guard let stored = try entities.storedBytes(ref.description) else { return nil }
+            var aside = DamagedRecords.prefix + ref.description
+            var round = 1
+            while try state.storedBytes(aside) != nil {
+                round += 1
+                aside = DamagedRecords.prefix + "\(round):" + ref.description
+            }
+            try state.put(aside, stored)
+            var record: EntityRecord?
+            for id in try outbox.ids() {
+                guard let sequence = UInt64(id), sequence <= folded,
+                    let data = try? outbox.get(id),
+                    let entry = try? PendingMutation(json: SyncRecords.decode(data, "outbox entry")),
+                    entry.entity == ref
+                else { continue }
+                var rebuilt = record ?? EntityRecord(ref: ref)
+                rebuilt.add(entry)
+                record = rebuilt
+            }
+            if let record {
+                try entities.put(record.recordID, SyncRecords.encode(record.json))
+            } else {
+                try entities.delete(ref.description)
+            }
+            return record
+        }
+    }
+
     static func outstanding(_ record: EntityRecord, in outbox: VaultRecords) throws -> [PendingMutation] {
         try record.outstanding.compactMap { sequence in
             try outbox.get(SyncRecords.outboxID(sequence)).map {
@@ -1244,6 +1333,12 @@ extension JSONObject {
     func filter(_ fields: JSONObject) -> JSONObject {
         JSONObject(fields.keys.compactMap { name in self[name].map { (name, $0) } })
     }
+}
+
+/// Entity records that were damaged on disk and set aside (``SyncEngine/damagedRecords()``): their stored
+/// bytes, in the state dataset under `damaged:` and the entity (`damaged:2:` and on for a second time).
+enum DamagedRecords {
+    static let prefix = "damaged:"
 }
 
 /// The state records that say a push went out whose answer is not recorded yet: one per push, `inflight:`
