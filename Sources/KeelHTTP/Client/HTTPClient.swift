@@ -250,19 +250,28 @@ public final class HTTPClient: Sendable {
         // earlier send may have been applied (`unknown`, never "not applied").
         var earlier: JournalEntry?
         do {
-            if reused { earlier = try await journal.entry(operationID) }
-            if operation.operationID == nil, let found = earlier,
-                found.method != operation.method || found.path != operation.path
-                    || found.bodyDigest != operation.bodyDigest || found.idempotencyKey != key
-            {
-                // The correlation id's entry is another call of the operation: this call has its own.
-                journalTraffic.withLock { traffic in
-                    let left = (traffic.keys[operationID] ?? 1) - 1
-                    traffic.keys[operationID] = left > 0 ? left : nil
-                    traffic.keys[ownID, default: 0] += 1
+            if reused, operation.operationID != nil {
+                earlier = try await journal.entry(plainID)
+            } else if reused {
+                // Without an operation id, this request's earlier send is under its own key, or under the
+                // correlation id when it was the operation's first call — looked up both ways, whichever key
+                // this send is journaled under (another call may hold the correlation id's right now).
+                let first = try await journal.entry(plainID)
+                let firstIsThis = first.map {
+                    $0.method == operation.method && $0.path == operation.path
+                        && $0.bodyDigest == operation.bodyDigest && $0.idempotencyKey == key
                 }
-                operationID = ownID
-                earlier = try await journal.entry(ownID)
+                let own = try await journal.entry(ownID)
+                earlier = own ?? (firstIsThis == true ? first : nil)
+                if operationID == plainID, own != nil || firstIsThis == false {
+                    // The correlation id's entry is another call of the operation: this call has its own.
+                    journalTraffic.withLock { traffic in
+                        let left = (traffic.keys[plainID] ?? 1) - 1
+                        traffic.keys[plainID] = left > 0 ? left : nil
+                        traffic.keys[ownID, default: 0] += 1
+                    }
+                    operationID = ownID
+                }
             }
         } catch {
             throw HTTPFailure(
