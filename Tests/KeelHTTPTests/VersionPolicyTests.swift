@@ -70,6 +70,31 @@ import Testing
         #expect(harness.client.versionPolicy == required)
     }
 
+    /// Found in review: any later success without an update header — an endpoint the backend's version check
+    /// exempts, a 200 a CDN kept — turned a required update or a security block back into `supported`.
+    @Test func aLaterSuccessNeverEndsARequiredUpdateOrABlock() async throws {
+        for (status, body, expected) in [
+            (
+                426, #"{"code": "update_required", "minimumVersions": {"ios": "5.2.0"}}"#,
+                VersionPolicy.updateRequired(minimum: AppVersion("5.2.0")!)
+            ),
+            (
+                403, #"{"code": "version_blocked", "minimumVersions": {"ios": "5.1.1"}}"#,
+                VersionPolicy.blocked(minimum: AppVersion("5.1.1")!)
+            ),
+        ] {
+            let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
+            harness.server.enqueue(Self.error(status, body))
+            _ = try #require(await harness.send(.post("/notes", body: Data("{}".utf8))).failure)
+            #expect(harness.client.versionPolicy == expected)
+            harness.server.enqueue(.json("{}"))
+            harness.server.enqueue(TestResponse(status: 200, headers: ["X-Update-Available": "5.3.0"], body: "{}"))
+            _ = try #require(await harness.send(.get("/public/terms")).success)
+            _ = try #require(await harness.send(.get("/public/terms")).success)
+            #expect(harness.client.versionPolicy == expected)
+        }
+    }
+
     @Test func maintenanceCarriesItsRetryTime() async throws {
         let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
         harness.server.enqueue(Self.error(503, #"{"code": "maintenance"}"#, headers: ["Retry-After": "120"]))

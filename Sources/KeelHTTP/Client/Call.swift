@@ -139,11 +139,16 @@ struct Call {
                     failure = portal
                 } else if (200...299).contains(response.status) {
                     configuration.budget.recordSuccess(refunding: spentOnRetries)
-                    // The backend accepted this version just now; it may announce a newer one.
+                    // The backend accepted this version just now; it may announce a newer one. A required
+                    // update or a security block is not ended by an answer that does not speak of it (an
+                    // endpoint the version check exempts, a 200 a cache kept): it holds for the client's life.
                     if operation.successStatesVersionPolicy,
                         let policy = configuration.versionPolicy?.policy(afterSuccess: response)
                     {
-                        versionPolicy.set(policy)
+                        switch versionPolicy.current {
+                        case .updateRequired, .blocked: break
+                        default: versionPolicy.set(policy)
+                        }
                     }
                     return HTTPClient.Reply(
                         status: response.status, headers: response.headers, body: response.body,

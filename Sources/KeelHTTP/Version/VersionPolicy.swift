@@ -13,12 +13,15 @@ public enum VersionPolicy: Sendable, Equatable {
     case supported
     /// A newer version exists; this one keeps working (a header on normal responses, never a failure).
     case updateAvailable(latest: AppVersion)
-    /// This version is no longer supported on this platform; `minimum` is the oldest one that is.
+    /// This version is no longer supported on this platform; `minimum` is the oldest one that is. It holds
+    /// for the client's life: a later success (from an endpoint the backend's check exempts, or a cached
+    /// answer) does not end it; installing the update relaunches the app with a new client.
     case updateRequired(minimum: AppVersion)
     /// The backend is down for planned maintenance, until `retryAt` when it said so.
     case maintenance(retryAt: Date?)
     /// This version is blocked for security reasons (the incident exception: possibly before an update is
-    /// available everywhere). A distinct, safe screen; local data stays.
+    /// available everywhere). A distinct, safe screen; local data stays. Like ``updateRequired(minimum:)``,
+    /// it holds for the client's life.
     case blocked(minimum: AppVersion?)
 }
 
