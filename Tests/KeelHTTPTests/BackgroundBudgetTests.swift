@@ -48,6 +48,23 @@ import Testing
         #expect(harness.server.requestCount == 0)
     }
 
+    /// Found in review: an expiry while the attempt was still connecting (here: stuck in the TLS handshake,
+    /// so not one byte of the request left) was recorded `unknown` — every cancellation was — and the journal
+    /// then refused to send the payment again until reconcile had asked the server about a request it never got.
+    @Test func anExpiredBudgetWhileStillConnectingEndsNotSent() async throws {
+        let budget = ManualBackgroundBudget(remaining: .seconds(30))
+        let server = try TestServer()  // it never answers a TLS hello: the handshake hangs
+        let harness = try Harness(
+            baseURL: URL(string: "https://127.0.0.1:\(server.port)")!, server: server, backgroundBudget: budget)
+        let call = Task { await harness.send(.post("/payments", body: Data("{}".utf8))) }
+        _ = try await server.awaitConnectionEvent { $0.kind == .opened }
+        budget.expire()
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .cancelled)
+        #expect(failure.outcome == .notSent)
+        #expect(server.requestCount == 0)
+    }
+
     @Test func withoutALimitNothingChanges() async throws {
         let budget = ManualBackgroundBudget(remaining: nil)
         let harness = try Harness(backgroundBudget: budget)

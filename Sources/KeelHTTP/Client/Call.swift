@@ -335,8 +335,18 @@ struct Call {
                 return .transportFailure(error)
             }
         }
-        if Task.isCancelled { return .cancelled }
+        if Task.isCancelled { return Self.cancelled(with: result) }
         return result ?? .timedOut
+    }
+
+    /// What an attempt the caller cancelled ends as: the transport's own failure when it proves the request
+    /// never left (cancelled while resolving, connecting or in the TLS handshake: `notSent`), else
+    /// `.cancelled` — it may have been sent.
+    private static func cancelled(with result: AttemptResult?) -> AttemptResult {
+        if case .transportFailure(let error)? = result, !error.requestMayHaveBeenSent {
+            return .transportFailure(error)
+        }
+        return .cancelled
     }
 
     /// One attempt on a transport that the attempt timer can interrupt: the exchange runs on this task, and
@@ -364,7 +374,7 @@ struct Call {
             }
         }
         timer.cancel()
-        if Task.isCancelled { return .cancelled }
+        if Task.isCancelled { return Self.cancelled(with: result) }
         return result
     }
 
