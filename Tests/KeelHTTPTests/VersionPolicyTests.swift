@@ -95,6 +95,21 @@ import Testing
         }
     }
 
+    /// Found in review: the instant shown to the user was built from the delay capped for retrying (one
+    /// day), so a three-day maintenance window was announced as ending tomorrow.
+    @Test func aLongMaintenanceWindowIsReportedAsTheServerSaidIt() async throws {
+        let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
+        harness.server.enqueue(Self.error(503, #"{"code": "maintenance"}"#, headers: ["Retry-After": "259200"]))
+        let before = harness.clock.wallClock.now()
+        let failure = try #require(await harness.send(.get("/notes")).failure)
+        let retryAt = try #require(failure.retryAt)
+        #expect(abs(retryAt.timeIntervalSince(before) - 259_200) < 60)
+        #expect(harness.client.versionPolicy == .maintenance(retryAt: retryAt))
+        #expect(RetryAfter.delay(from: "259200", now: before) == RetryAfter.maximumDelay)  // waiting stays capped
+        #expect(
+            RetryAfter.instant(from: "99999999999999999999", now: before) == before.addingTimeInterval(366 * 86_400))
+    }
+
     @Test func maintenanceCarriesItsRetryTime() async throws {
         let harness = try Harness(policy: Self.once, versionPolicy: Self.app)
         harness.server.enqueue(Self.error(503, #"{"code": "maintenance"}"#, headers: ["Retry-After": "120"]))

@@ -557,7 +557,10 @@ struct Call {
         case 503 where details.code.map(configuration.errorBody.maintenanceCodes.contains) == true: kind = .maintenance
         default: kind = .technical
         }
-        let retryAt = retryAfter.map { now.addingTimeInterval($0.inSeconds) }
+        // The instant the server named, not the delay capped for retrying: a three-day maintenance window is
+        // reported as three days.
+        let retryAt =
+            retryAfter == nil ? nil : RetryAfter.instant(from: response.header("Retry-After"), now: now)
         if let contract = configuration.versionPolicy {
             switch contract.verdict(status: response.status, code: details.code, body: response.body) {
             case .unrelated:
