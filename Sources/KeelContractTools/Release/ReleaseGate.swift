@@ -1,3 +1,4 @@
+import Foundation
 public import KeelContract
 public import KeelCore
 
@@ -45,13 +46,16 @@ public struct StoreCatalog: Sendable, Equatable {
         public let percent: Double?
         /// Whether users can update by hand during a phased (or paused) App Store release.
         public let manualUpdate: Bool
+        /// Whether `percent` is exactly 100 as written (`99.99999999999999999` is a `Double` of 100.0, and
+        /// not every user).
+        let isFullPercent: Bool
 
         /// Whether every user of the store can get this release now: `available`; `staged` at 100 %;
         /// `phased` or `paused` with manual updates (a phased release only throttles automatic updates).
         public var reachesEveryUser: Bool {
             switch rollout {
             case .available: true
-            case .staged: percent == 100
+            case .staged: isFullPercent
             case .phased, .paused: manualUpdate
             case .halted, .inReview, .rejected: false
             }
@@ -162,16 +166,21 @@ public struct StoreCatalog: Sendable, Equatable {
                 message: "must be one of \(Rollout.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         var percent: Double?
+        var isFullPercent = false
         if let value = object["percent"] {
             guard rollout.takesPercent else {
                 throw ReleaseGateInputError(
                     pointer: pointer + "/percent", message: "not allowed with rollout \(rollout.rawValue)")
             }
-            guard case .number(let number) = value, let double = Double(number.literal), (0...100).contains(double)
+            // Judged on the number as written: a `Double` rounds 99.99999999999999999 to 100 and
+            // 100.00000000000001 into range.
+            guard case .number(let number) = value, let double = Double(number.literal),
+                let exact = Decimal(string: number.literal), exact >= 0, exact <= 100
             else {
                 throw ReleaseGateInputError(pointer: pointer + "/percent", message: "must be a number from 0 to 100")
             }
             percent = double
+            isFullPercent = exact == 100
         } else if rollout.takesPercent {
             throw ReleaseGateInputError(
                 pointer: pointer + "/percent", message: "required with rollout \(rollout.rawValue)")
@@ -187,7 +196,9 @@ public struct StoreCatalog: Sendable, Equatable {
             }
             manualUpdate = flag
         }
-        return Release(version: version, rollout: rollout, percent: percent, manualUpdate: manualUpdate)
+        return Release(
+            version: version, rollout: rollout, percent: percent, manualUpdate: manualUpdate,
+            isFullPercent: isFullPercent)
     }
 
     private static func object(
