@@ -75,6 +75,27 @@ import Testing
         #expect(events.map(\.data) == ["{\"id\": 1,\n \"title\": \"first\"}", "second", "bye"])
     }
 
+    /// Found in review: lines ended only at LF, so a server ending lines with a lone CR never delivered an
+    /// event, and a leading byte order mark made the first field `\u{FEFF}data` — that event was lost.
+    @Test func serverSentEventsTakeEveryLineEndingAndALeadingByteOrderMark() async throws {
+        let bodies = [
+            "\u{FEFF}data: one\r\rdata: two\r\n\r\nid: 3\rdata: three\n\n",
+            "data: one\n\ndata: two\r\rid: 3\r\ndata: three\r\n\r\n",
+        ]
+        for body in bodies {
+            let server = try TestServer()
+            // One byte at a time: a CR at the end of one read and its LF at the start of the next is one line end.
+            server.enqueue(
+                TestResponse(
+                    headers: ["Content-Type": "text/event-stream"], body: body, socketEffect: .disconnectAtEnd
+                ).chunked(size: 1))
+            let (events, failure) = await collect(client(server).events(.get("/events"), format: .serverSentEvents))
+            #expect(failure == nil, "\(body.debugDescription)")
+            #expect(events.map(\.data) == ["one", "two", "three"], "\(body.debugDescription)")
+            #expect(events.last?.id == "3")
+        }
+    }
+
     @Test func newlineDelimitedJSONEndsCleanlyWhenTheServerCloses() async throws {
         let server = try TestServer()
         server.enqueue(TestResponse(body: "{\"n\":1}\n\n{\"n\":2}\r\n", socketEffect: .disconnectAtEnd))

@@ -226,6 +226,10 @@ struct EventParser {
     private var eventBytes = 0
     /// Whether a server-sent event has fields not yet dispatched.
     private var pending = false
+    /// Server-sent events: the last byte ended a line with CR (a LF right after it belongs to that ending).
+    private var afterCR = false
+    /// Server-sent events: how many bytes of a leading UTF-8 byte order mark were seen (3: done, or none).
+    private var byteOrderMark = 0
 
     init(format: StreamFormat, maximumEventBytes: Int) {
         self.format = format
@@ -234,15 +238,33 @@ struct EventParser {
 
     mutating func feed(_ bytes: [UInt8]) throws(Malformed) -> [StreamEvent] {
         var events: [StreamEvent] = []
+        let serverSent = format == .serverSentEvents
         for byte in bytes {
-            guard byte == 10 else {
+            if serverSent {
+                // One leading byte order mark is not part of the first field (`\u{FEFF}data` is no field).
+                if byteOrderMark < 3 {
+                    if byte == [0xEF, 0xBB, 0xBF][byteOrderMark] {
+                        byteOrderMark += 1
+                        continue
+                    }
+                    line += [0xEF, 0xBB, 0xBF].prefix(byteOrderMark)
+                    byteOrderMark = 3
+                }
+                // A line ends with CRLF, LF or a lone CR.
+                if byte == 10, afterCR {
+                    afterCR = false
+                    continue
+                }
+                afterCR = byte == 13
+            }
+            guard byte == 10 || (serverSent && byte == 13) else {
                 line.append(byte)
                 guard line.count + eventBytes <= maximumEventBytes else {
                     throw Malformed(reason: "an event longer than \(maximumEventBytes) bytes")
                 }
                 continue
             }
-            if line.last == 13 { line.removeLast() }
+            if !serverSent, line.last == 13 { line.removeLast() }
             let text = String(decoding: line, as: UTF8.self)
             eventBytes += line.count + 1
             line.removeAll(keepingCapacity: true)
