@@ -96,6 +96,26 @@ import Testing
         }
     }
 
+    /// Found in review: streams skipped the captive-portal judgement every call makes — a portal's 200 HTML
+    /// page was delivered line by line as events (or read as a clean end with none), and a redirect to the
+    /// portal's origin was an ordinary `technical` failure.
+    @Test func aCaptivePortalAnsweringAStreamIsACaptivePortal() async throws {
+        let page = "<!DOCTYPE html>\n<html><body>Sign in to the airport Wi-Fi</body></html>\n\n"
+        for response in [
+            TestResponse(headers: ["Content-Type": "text/html; charset=utf-8"], body: page),
+            TestResponse(body: page, socketEffect: .disconnectAtEnd),
+            TestResponse.redirect(to: "http://portal.example/login"),
+        ] {
+            for format in [StreamFormat.serverSentEvents, .newlineDelimitedJSON] {
+                let server = try TestServer()
+                server.enqueue(response)
+                let (events, failure) = await collect(client(server).events(.get("/events"), format: format))
+                #expect(events.isEmpty)
+                #expect(failure?.kind == .captivePortal, "\(response.status) \(format)")
+            }
+        }
+    }
+
     @Test func newlineDelimitedJSONEndsCleanlyWhenTheServerCloses() async throws {
         let server = try TestServer()
         server.enqueue(TestResponse(body: "{\"n\":1}\n\n{\"n\":2}\r\n", socketEffect: .disconnectAtEnd))

@@ -526,6 +526,20 @@ struct Call {
         return prefix.hasPrefix("<!doctype html") || prefix.hasPrefix("<html")
     }
 
+    /// A stream's answer that cannot be the API's: a redirect to another origin, or HTML — by its
+    /// `Content-Type`, or by `firstBytes` when it has none — where events were asked for (a captive portal's
+    /// login page would otherwise be read as events, or as a clean end with none).
+    mutating func streamPortalFailure(status: Int, headers: HeaderFields, firstBytes: Data) -> HTTPFailure? {
+        if (300...399).contains(status) {
+            reachedServer = true
+            return captivePortalFailure(TransportResponse(status: status, headers: headers, body: Data()))
+        }
+        guard (200...299).contains(status), status != 204 else { return nil }
+        let type = headers["Content-Type"]?.lowercased() ?? ""
+        guard type.hasPrefix("text/html") || (type.isEmpty && Self.looksLikeHTML(firstBytes)) else { return nil }
+        return portal("HTML where a stream of events was asked for")
+    }
+
     /// The failure of a stream's non-2xx answer (`response` holds the start of its body): read as any call's
     /// answer — its kind from the status and error body, `Retry-After`, and the version policy, which a 426
     /// `update_required` or a 503 `maintenance` changes for streams as for calls.

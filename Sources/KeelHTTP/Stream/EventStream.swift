@@ -167,14 +167,30 @@ extension HTTPClient {
                     .cancelled, mayHaveApplied ? .unknown : .rejected, "cancelled while the error answer came in",
                     status: opened.status, requestID: requestID)
             }
+            if let portal = call.streamPortalFailure(status: opened.status, headers: opened.headers, firstBytes: body) {
+                throw portal
+            }
             throw call.streamStatusFailure(
                 TransportResponse(status: opened.status, headers: opened.headers, body: body))
         }
+        if let portal = call.streamPortalFailure(status: opened.status, headers: opened.headers, firstBytes: Data()) {
+            throw portal
+        }
+        // Without a Content-Type, the first bytes tell a portal's page from events.
+        var sniffing = opened.headers["Content-Type"] == nil
         // The server accepted the request: a mutation broken off now may be applied, or half done.
         let brokenOff: HTTPFailure.Outcome = operation.mutates ? .unknown : .rejected
         var parser = EventParser(format: format, maximumEventBytes: policy.maximumEventBytes)
         do {
             reading: for try await bytes in opened.body {
+                if sniffing {
+                    sniffing = false
+                    if let portal = call.streamPortalFailure(
+                        status: opened.status, headers: opened.headers, firstBytes: Data(bytes))
+                    {
+                        throw portal
+                    }
+                }
                 for event in try parser.feed(bytes) {
                     // Waits while the reader is behind. Stops when the reader went away (nobody to tell), or
                     // when this task was cancelled while it waited (the OS's time ran out: said below).
