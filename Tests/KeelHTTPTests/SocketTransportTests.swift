@@ -232,6 +232,7 @@ import Testing
         "HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n",
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 0\r\n0123456789abcdef\r\n0\r\n\r\n",
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxx",
+        "HTTP/1.1 200 OK\r\n folded: before any field\r\nContent-Length: 0\r\n\r\n",
     ])
     func malformedResponsesAreRefused(raw: String) async throws {
         server.enqueue(.raw(raw))
@@ -241,6 +242,20 @@ import Testing
         } catch {
             #expect(error.code == .malformedResponse)
         }
+    }
+
+    /// Found in review: an obsolete line folding in a response header was refused as malformed, so an
+    /// unsafe call to an old server ended `technical`, outcome unknown; a client replaces the fold with a space
+    /// (RFC 9112 §5.2).
+    @Test func aFoldedResponseHeaderIsUnfoldedWithASpace() async throws {
+        server.enqueue(
+            .raw(
+                "HTTP/1.1 200 OK\r\nX-Note: first\r\n  second\r\n\tthird\r\nX-Empty:\r\n more\r\n"
+                    + "Content-Length: 2\r\n\r\n{}"))
+        let response = try await get("/folded")
+        #expect(response.status == 200 && response.body == Data("{}".utf8))
+        #expect(response.header("X-Note") == "first second third")
+        #expect(response.header("X-Empty") == "more")
     }
 
     @Test func transferEncodingBesideContentLengthIsReadChunkedAndTheConnectionRetired() async throws {

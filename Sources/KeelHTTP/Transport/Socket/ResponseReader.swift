@@ -232,17 +232,32 @@ package struct ResponseReader<Source: ResponseByteSource> {
         else {
             throw .malformed("not an HTTP/1.x status line: \(lines[0].prefix(80).debugDescription)")
         }
-        var headers = HeaderFields()
-        headers.reserveCapacity(lines.count - 1)
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(lines.count - 1)
         for line in lines.dropFirst() {
+            // An obsolete line folding (a line starting with a space or tab continues the field before it): a
+            // client replaces it with a space (RFC 9112 §5.2). Before the first field there is nothing to fold.
+            if line.first == " " || line.first == "\t" {
+                guard !fields.isEmpty else {
+                    throw .malformed("a folded line before any header field \(line.prefix(80).debugDescription)")
+                }
+                let continuation = line.trimmingSpacesAndTabs()
+                if !continuation.isEmpty {
+                    let previous = fields[fields.count - 1].value
+                    fields[fields.count - 1].value = previous.isEmpty ? continuation : previous + " " + continuation
+                }
+                continue
+            }
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
                 !line[..<colon].contains(where: { $0 == " " || $0 == "\t" })
             else {
                 throw .malformed("malformed header field \(line.prefix(80).debugDescription)")
             }
-            headers.append(
-                name: String(line[..<colon]), value: line[line.index(after: colon)...].trimmingSpacesAndTabs())
+            fields.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingSpacesAndTabs()))
         }
+        var headers = HeaderFields()
+        headers.reserveCapacity(fields.count)
+        for field in fields { headers.append(name: field.name, value: field.value) }
         return Head(version: String(statusLine[0]), status: status, headers: headers)
     }
 
