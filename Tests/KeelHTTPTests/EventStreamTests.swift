@@ -112,6 +112,8 @@ import Testing
                 let (events, failure) = await collect(client(server).events(.get("/events"), format: format))
                 #expect(events.isEmpty)
                 #expect(failure?.kind == .captivePortal, "\(response.status) \(format)")
+                // What answered was not the API: nothing of a GET reached it.
+                #expect(failure?.outcome == .notSent, "\(response.status) \(format)")
             }
         }
     }

@@ -92,6 +92,13 @@ import Testing
             _ = try #require(await harness.send(.get("/public/terms")).success)
             _ = try #require(await harness.send(.get("/public/terms")).success)
             #expect(harness.client.versionPolicy == expected)
+            // Nor does a maintenance answer, after which a success would have ended it.
+            harness.server.enqueue(Self.error(503, #"{"code": "maintenance"}"#, headers: ["Retry-After": "60"]))
+            _ = try #require(await harness.send(.get("/notes")).failure)
+            #expect(harness.client.versionPolicy == expected)
+            harness.server.enqueue(.json("{}"))
+            _ = try #require(await harness.send(.get("/notes")).success)
+            #expect(harness.client.versionPolicy == expected)
         }
     }
 

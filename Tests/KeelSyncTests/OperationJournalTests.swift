@@ -315,6 +315,57 @@ private final class IdempotentBackend: Sendable {
         #expect(try await journal.all().count == 2)
     }
 
+    /// Found in review of the keying above: a call journaled under its own key (another call of the operation
+    /// held the correlation id's) was looked up only under the correlation id when sent again — once that
+    /// entry was gone (settled and removed), an unknown payment was sent a second time.
+    @Test func aResendFindsItsEarlierSendUnderItsOwnKey() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        let correlation = try CorrelationID(validating: "0f1e2d3c4b5a69788796a5b4c3d2e1f0")
+        func call(_ path: String) -> HTTPOperation {
+            var operation = HTTPOperation.post(path, body: Data("{}".utf8))
+            operation.correlationID = correlation
+            return operation
+        }
+        server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
+        _ = try await client.send(call("/orders"))  // the operation's first call: the correlation id's entry
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        let lost = await #expect(throws: HTTPFailure.self) { try await client.send(call("/payments")) }
+        #expect(lost?.outcome == .unknown)
+        try await journal.removeSettled(before: Date().addingTimeInterval(3600))  // the order's entry goes
+        #expect(try await journal.all().map(\.path) == ["/payments"])
+        let again = await #expect(throws: HTTPFailure.self) { try await client.send(call("/payments")) }
+        #expect(again?.attempts == 0 && again?.outcome == .unknown)
+        #expect(server.requestCount == 2)
+    }
+
+    /// Found in review: the status endpoint answers about a correlation id, and with an order and its payment
+    /// under one, the payment's "applied" settled the order — which may never have arrived — as succeeded.
+    @Test func reconcileDoesNotTakeAnotherCallsAnswerForThisOne() async throws {
+        let server = try TestServer()
+        let backend = IdempotentBackend()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        let correlation = try CorrelationID(validating: "a0b1c2d3e4f5061728394a5b6c7d8e9f")
+        func call(_ path: String) -> HTTPOperation {
+            var operation = HTTPOperation.post(path, body: Data("{}".utf8))
+            operation.correlationID = correlation
+            return operation
+        }
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        _ = await #expect(throws: HTTPFailure.self) { try await client.send(call("/orders")) }
+        server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
+        _ = try await client.send(call("/payments"))
+        backend.statuses.withLock { $0[correlation.rawValue] = "applied" }  // because of the payment
+        server.setDispatcher(TestServer.Dispatcher(backend.respond))
+        let settled = try await client.reconcile()
+        #expect(settled.map { "\($0.path)=\($0.state)" } == ["/orders=unknown"])
+        // "Not applied" for the correlation id holds for every call of it.
+        backend.statuses.withLock { $0[correlation.rawValue] = "notApplied" }
+        #expect(try await client.reconcile().map { "\($0.path)=\($0.state)" } == ["/orders=notApplied"])
+    }
+
     /// A keyed operation may be sent again, but a re-send that fails takes back nothing an earlier one got:
     /// a confirmed entry stays confirmed, and the failure says it may have been applied, never "not sent".
     @Test func aFailedResendOfAConfirmedKeyedOperationKeepsItConfirmed() async throws {

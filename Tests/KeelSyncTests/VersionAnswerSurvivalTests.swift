@@ -31,14 +31,15 @@ import Testing
         await #expect(throws: HTTPFailure.self) { try await client.send(uncertain) }
         #expect(try await journal.entry("uncertain")?.state == .unknown)
 
+        // Maintenance first: once a required update (or a block) is known, it holds for the client's life.
         let answers: [(TestResponse, HTTPFailure.Kind, VersionPolicy)] = [
-            (
-                TestResponse(status: 426, body: #"{"code": "update_required", "minimumVersions": {"ios": "6.0"}}"#),
-                .updateRequired, .updateRequired(minimum: AppVersion("6.0")!)
-            ),
             (
                 TestResponse(status: 503, headers: ["Retry-After": "60"], body: #"{"code": "maintenance"}"#),
                 .maintenance, .maintenance(retryAt: nil)
+            ),
+            (
+                TestResponse(status: 426, body: #"{"code": "update_required", "minimumVersions": {"ios": "6.0"}}"#),
+                .updateRequired, .updateRequired(minimum: AppVersion("6.0")!)
             ),
             (TestResponse(status: 403, body: #"{"code": "version_blocked"}"#), .versionBlocked, .blocked(minimum: nil)),
         ]
@@ -64,7 +65,7 @@ import Testing
             #expect(try await journal.unresolved().map(\.operationID).contains("uncertain"))
         }
         // Refused for the version, not applied: those entries say so rather than vanishing.
-        #expect(try await journal.entry("answer-0")?.state == .failed(.updateRequired))
+        #expect(try await journal.entry("answer-1")?.state == .failed(.updateRequired))
         #expect(try await journal.entry("answer-2")?.state == .failed(.versionBlocked))
     }
 }

@@ -139,16 +139,12 @@ struct Call {
                     failure = portal
                 } else if (200...299).contains(response.status) {
                     configuration.budget.recordSuccess(refunding: spentOnRetries)
-                    // The backend accepted this version just now; it may announce a newer one. A required
-                    // update or a security block is not ended by an answer that does not speak of it (an
-                    // endpoint the version check exempts, a 200 a cache kept): it holds for the client's life.
+                    // The backend accepted this version just now; it may announce a newer one. (A required
+                    // update or a security block is not ended by it: `VersionPolicyState.set`.)
                     if operation.successStatesVersionPolicy,
                         let policy = configuration.versionPolicy?.policy(afterSuccess: response)
                     {
-                        switch versionPolicy.current {
-                        case .updateRequired, .blocked: break
-                        default: versionPolicy.set(policy)
-                        }
+                        versionPolicy.set(policy)
                     }
                     return HTTPClient.Reply(
                         status: response.status, headers: response.headers, body: response.body,
@@ -531,7 +527,7 @@ struct Call {
     /// login page would otherwise be read as events, or as a clean end with none).
     mutating func streamPortalFailure(status: Int, headers: HeaderFields, firstBytes: Data) -> HTTPFailure? {
         if (300...399).contains(status) {
-            reachedServer = true
+            // A portal's redirect is not the server's answer: the outcome stays as the attempts made it.
             return captivePortalFailure(TransportResponse(status: status, headers: headers, body: Data()))
         }
         guard (200...299).contains(status), status != 204 else { return nil }

@@ -88,11 +88,18 @@ public protocol OperationJournal: Sendable {
     /// Entries the journal holds but cannot read back, with the reason. Nothing resolves or removes them:
     /// what became of their operations is for a person to find out (the default: none).
     func unreadable() async throws -> [UnreadableJournalEntry]
+    /// Every entry of user operation `correlationID` (the calls one operation made), or nil when the
+    /// journal cannot tell (the default). ``HTTPClient/reconcile(rebuild:status:)`` uses it to see when the
+    /// backend's answer about a correlation id cannot be told apart between several calls.
+    func entries(correlationID: CorrelationID) async throws -> [JournalEntry]?
 }
 
 extension OperationJournal {
     /// None: a journal that reads back everything it records.
     public func unreadable() async throws -> [UnreadableJournalEntry] { [] }
+
+    /// Nil: this journal cannot list an operation's calls.
+    public func entries(correlationID: CorrelationID) async throws -> [JournalEntry]? { nil }
 }
 
 /// An entry of an ``OperationJournal`` that cannot be read back (``OperationJournal/unreadable()``).

@@ -55,7 +55,8 @@ extension HTTPClient {
     /// - A re-send that fails leaves the entry `unknown` (the first send may have been applied), whatever
     ///   this attempt's own outcome: offline, a 401 for an expired token, a 5xx.
     /// - An entry that cannot be resolved (no answer, no status endpoint, a malformed answer) stays
-    ///   `unknown`, and visible to the app.
+    ///   `unknown`, and visible to the app. So does one whose correlation id other calls share: the
+    ///   backend's "applied" about the correlation id may be theirs ("not applied" holds for all of them).
     /// - An entry the journal cannot read back is not touched (``OperationJournal/unreadable()`` lists it);
     ///   the others are reconciled all the same.
     ///
@@ -119,6 +120,13 @@ extension HTTPClient {
                     requestID = error.requestID
                 }
             }
+        }
+        if settled == .succeeded {
+            // The answer is about the correlation id: with several calls of the operation journaled (an order
+            // and its payment), "applied" may be another call's, and this one stays unknown. (A journal that
+            // cannot list them is taken at its word.)
+            let calls = try await journal.entries(correlationID: entry.correlationID)
+            if let calls, calls.contains(where: { $0.operationID != entry.operationID }) { settled = .unknown }
         }
         try await journal.complete(entry.operationID, state: settled, requestID: requestID ?? entry.requestID)
         return try await journal.entry(entry.operationID) ?? entry

@@ -184,9 +184,19 @@ final class VersionPolicyState: Sendable {
 
     var current: VersionPolicy { state.withLock { $0.current } }
 
-    /// Sets the policy; tells the observer when it changed.
+    /// Sets the policy; tells the observer when it changed. A required update or a security block holds for
+    /// the client's life: only another such verdict replaces it — never maintenance, an announcement or a
+    /// success that does not speak of versions (decided under the lock, so a verdict arriving meanwhile is
+    /// never overwritten).
     func set(_ policy: VersionPolicy) {
         let delivers = state.withLock { state -> Bool in
+            switch (state.current, policy) {
+            case (.updateRequired, .updateRequired), (.updateRequired, .blocked), (.blocked, .updateRequired),
+                (.blocked, .blocked):
+                break
+            case (.updateRequired, _), (.blocked, _): return false
+            default: break
+            }
             state.current = policy
             guard onChange != nil, !state.isDelivering, state.current != state.delivered else { return false }
             state.isDelivering = true

@@ -105,6 +105,16 @@ public final class SQLiteOperationJournal: OperationJournal {
         }
     }
 
+    /// Every readable entry of user operation `correlationID`, oldest first.
+    public func entries(correlationID: CorrelationID) async throws -> [JournalEntry]? {
+        try await pool.read { db in
+            try db.rows(
+                "SELECT * FROM keel_operation_journal WHERE correlation_id = ? ORDER BY rowid",
+                arguments: [correlationID.rawValue]
+            ).compactMap { try? Self.entry($0) }
+        }
+    }
+
     /// Every entry, oldest first (for diagnostics and for the app's "what happened" screen); those that
     /// cannot be read are listed by ``unreadable()`` instead.
     public func all() async throws -> [JournalEntry] {
