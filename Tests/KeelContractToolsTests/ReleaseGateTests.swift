@@ -54,7 +54,9 @@ import Testing
         #expect(try Self.gate(full.replacingOccurrences(of: "100", with: "100.000"), .android, "5.2.0").allowed)
         // Found in review: 99.99999999999999999 is 100.0 as a Double, and was let through as every user.
         let almost = Self.example.replacingOccurrences(of: #""percent": 20"#, with: #""percent": 99.99999999999999999"#)
-        #expect(try !Self.gate(almost, .android, "5.2.0").allowed)
+        let almostDecision = try Self.gate(almost, .android, "5.2.0")
+        #expect(!almostDecision.allowed)
+        #expect(almostDecision.reasons.first?.why.contains("staged rollout at under 100%") == true)
         let over = Self.example.replacingOccurrences(of: #""percent": 20"#, with: #""percent": 100.00000000000001"#)
         #expect(throws: ReleaseGateInputError.self) { try Self.gate(over, .android, "5.2.0") }
     }

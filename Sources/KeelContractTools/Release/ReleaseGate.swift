@@ -64,7 +64,9 @@ public struct StoreCatalog: Sendable, Equatable {
         /// Why the release does not reach every user (nil when it does).
         var shortfall: String? {
             guard !reachesEveryUser else { return nil }
-            let share = percent.map { Self.format($0) + "%" } ?? ""
+            // A share that rounds to 100 but is not (99.99999999999999999) is not said to be 100.
+            let share =
+                percent.map { (Self.format($0) == "100" && !isFullPercent ? "under 100" : Self.format($0)) + "%" } ?? ""
             switch rollout {
             case .available: return nil
             case .staged: return "staged rollout at \(share): the other users cannot install it yet"

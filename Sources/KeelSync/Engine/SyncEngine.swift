@@ -325,26 +325,37 @@ public actor SyncEngine {
 
     /// Entity `id` of `type` as the user sees it, or nil when this device has never had it.
     public func entity(_ type: String, id: String) async throws(SyncError) -> SyncedEntity? {
+        try await entity(type, id: id, repairing: true)
+    }
+
+    private func entity(_ type: String, id: String, repairing: Bool) async throws(SyncError) -> SyncedEntity? {
         try requireRunning()
         let storage = storage
         let sending = inFlight
         let cached = tail
-        let (found, read) = try await storageCall {
-            try await self.vault.read(storage.all) { transaction -> (SyncedEntity?, OutboxTail) in
+        let ref = EntityRef(type: type, id: id)
+        let (found, read, damaged) = try await storageCall {
+            try await self.vault.read(storage.all) { transaction -> (SyncedEntity?, OutboxTail, Bool) in
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
                 let state = try transaction.records(storage.state)
                 let tail = try OutboxTail.read(outbox: outbox, entities: entities, state: state, cached: cached)
-                let ref = EntityRef(type: type, id: id)
-                guard let record = try tail.overlay(Self.entity(ref, in: entities), ref), record.isKnown else {
-                    return (nil, tail)
+                let stored: EntityRecord?
+                do { stored = try Self.entity(ref, in: entities) } catch  where repairing && Self.isDamage(error) {
+                    return (nil, tail, true)
                 }
+                guard let record = tail.overlay(stored, ref), record.isKnown else { return (nil, tail, false) }
                 // Changes a killed push left without an answer read `sending`, as in `entities(_:)`.
                 let sending = try sending.union(Self.unconfirmed(in: state))
-                return (try Self.synced(record, outbox: outbox, sending: sending), tail)
+                return (try Self.synced(record, outbox: outbox, sending: sending), tail, false)
             }
         }
         remember(read)
+        // A damaged record is set aside (as in `entities(_:)`) and the entity read again.
+        if damaged {
+            try await setAside([ref])
+            return try await entity(type, id: id, repairing: false)
+        }
         return found
     }
 
@@ -374,12 +385,16 @@ public actor SyncEngine {
     /// sorted by id. An entity whose record is damaged on disk is left out until a write sets it aside
     /// (``damagedRecords()``).
     public func entities(_ type: String) async throws(SyncError) -> [SyncedEntity] {
+        try await entities(type, repairing: true)
+    }
+
+    private func entities(_ type: String, repairing: Bool) async throws(SyncError) -> [SyncedEntity] {
         try requireRunning()
         let storage = storage
         let sending = inFlight
         let cached = tail
-        let (found, read) = try await storageCall {
-            try await self.vault.read(storage.all) { transaction -> ([SyncedEntity], OutboxTail) in
+        let (found, read, damaged) = try await storageCall {
+            try await self.vault.read(storage.all) { transaction -> ([SyncedEntity], OutboxTail, [EntityRef]) in
                 let entities = try transaction.records(storage.entities)
                 let outbox = try transaction.records(storage.outbox)
                 let state = try transaction.records(storage.state)
@@ -391,6 +406,7 @@ public actor SyncEngine {
                     changes[entry.entity, default: []].append(entry)
                 }
                 var result: [SyncedEntity] = []
+                var damaged: [EntityRef] = []
                 var after: String? = type + "/"
                 paging: while true {
                     let ids = try entities.ids(after: after, limit: 500)
@@ -401,7 +417,9 @@ public actor SyncEngine {
                             guard let data = try entities.get(id) else { continue }
                             record = try EntityRecord(json: SyncRecords.decode(data, "entity"))
                         } catch  where Self.isDamage(error) {
-                            continue  // one damaged record does not hide every other entity
+                            // One damaged record does not hide every other entity: it is set aside below.
+                            damaged.append(EntityRef(type: type, id: String(id.dropFirst(type.count + 1))))
+                            continue
                         }
                         let shown = OutboxTail.overlay(record, changes.removeValue(forKey: record.ref) ?? [])
                         guard shown.isKnown else { continue }
@@ -411,17 +429,40 @@ public actor SyncEngine {
                     after = last
                 }
                 // What is left are entities the tail creates: they have no record yet.
-                guard !changes.isEmpty else { return (result, tail) }
+                guard !changes.isEmpty else { return (result, tail, damaged) }
                 for (ref, created) in changes {
                     let record = OutboxTail.overlay(EntityRecord(ref: ref), created)
                     result.append(try Self.synced(record, outbox: outbox, sending: sending))
                 }
                 // In the records' order: their ids' UTF-8 bytes.
-                return (result.sorted { $0.ref.id.utf8.lexicographicallyPrecedes($1.ref.id.utf8) }, tail)
+                return (result.sorted { $0.ref.id.utf8.lexicographicallyPrecedes($1.ref.id.utf8) }, tail, damaged)
             }
         }
         remember(read)
+        // Damaged records are set aside (their bytes kept, the entities rebuilt from the outbox, the server's
+        // copies asked for again by the next pull), and the list is read once more.
+        if repairing, !damaged.isEmpty {
+            try await setAside(damaged)
+            return try await entities(type, repairing: false)
+        }
         return found
+    }
+
+    /// Sets the damaged records of `refs` aside (``entity(_:forWritingIn:outbox:state:folded:)``).
+    private func setAside(_ refs: [EntityRef]) async throws(SyncError) {
+        let storage = storage
+        let cached = tail
+        try await storageCall {
+            try await self.vault.write(storage.all, inline: true) { transaction in
+                let folded = try OutboxTail.fold(in: transaction, storage, cached: cached).folded
+                let entities = try transaction.records(storage.entities)
+                let outbox = try transaction.records(storage.outbox)
+                let state = try transaction.records(storage.state)
+                for ref in refs {
+                    _ = try Self.entity(ref, forWritingIn: entities, outbox: outbox, state: state, folded: folded)
+                }
+            }
+        }
     }
 
     /// Keeps `read` as the tail to try first, when it is newer than the one kept.
@@ -803,10 +844,28 @@ public actor SyncEngine {
         var cursors: Set<String> = []
         while true {
             guard !fenced else { return false }
-            let cursor = try await storageCall {
+            let (stored, resync) = try await storageCall {
                 try await self.vault.read(storage.state) { state in
-                    try state.get("cursor").flatMap { try SyncRecords.decode($0, "cursor")["cursor"]?.stringValue }
+                    (
+                        try state.get("cursor").flatMap {
+                            try SyncRecords.decode($0, "cursor")["cursor"]?.stringValue
+                        },
+                        try state.storedBytes(DamagedRecords.resyncKey) != nil
+                    )
                 }
+            }
+            var cursor = stored
+            // A damaged record was set aside since: read the feed from the start, so that the server's copy of
+            // that entity comes back (what is here already is skipped: older or equal versions).
+            if resync {
+                try await storageCall {
+                    try await self.vault.write(storage.state) { state in
+                        try state.delete(DamagedRecords.resyncKey)
+                        try state.delete("cursor")
+                    }
+                }
+                cursor = nil
+                cursors.removeAll()
             }
             let page: PullPage
             guard !fenced else { return false }
@@ -1267,6 +1326,7 @@ public actor SyncEngine {
                 aside = DamagedRecords.prefix + "\(round):" + ref.description
             }
             try state.put(aside, stored)
+            try state.put(DamagedRecords.resyncKey, SyncRecords.encode(["entity": .string(ref.description)]))
             var record: EntityRecord?
             for id in try outbox.ids() {
                 guard let sequence = UInt64(id), sequence <= folded,
@@ -1339,6 +1399,8 @@ extension JSONObject {
 /// bytes, in the state dataset under `damaged:` and the entity (`damaged:2:` and on for a second time).
 enum DamagedRecords {
     static let prefix = "damaged:"
+    /// Written when a record is set aside: the next pull reads the feed from the start.
+    static let resyncKey = "resync"
 }
 
 /// The state records that say a push went out whose answer is not recorded yet: one per push, `inflight:`
