@@ -106,6 +106,21 @@ import Testing
         #expect(run.stdout.isEmpty)
     }
 
+    /// Found in review: a `not` around a branch that only stopped (nested too deep) answered "valid", exit 0.
+    /// An instance the validator cannot decide is exit 2, never 0 or 1.
+    @Test func anInstanceThatCannotBeDecidedIsExitTwo() async throws {
+        let definitions = (0..<3000).map { index in
+            index < 2999 ? "\"d\(index)\": {\"$ref\": \"#/$defs/d\(index + 1)\"}" : "\"d2999\": {\"type\": \"integer\"}"
+        }
+        let schema = "{\"not\": {\"$ref\": \"#/$defs/d0\"}, \"$defs\": {" + definitions.joined(separator: ", ") + "}}"
+        try write("deep.schema.json", schema)
+        try write("one.json", "1")
+        let run = try await keel(["schema", "validate", "--schema", "deep.schema.json", "one.json"])
+        #expect(run.status == .exited(2))
+        #expect(run.stderr.contains("one.json: cannot be decided"), "\(run.stderr)")
+        #expect(run.stdout.isEmpty)
+    }
+
     @Test func invalidJSONIsExitTwoWithFileLineAndColumn() async throws {
         try write("broken.json", "{\"id\": 1,\n  \"title\": }")
         let run = try await keel(["schema", "validate", "--schema", "note.schema.json", remote, "broken.json"])

@@ -297,6 +297,49 @@ final class LockedURIs: @unchecked Sendable {
         // is left of this thread's stack), with an error rather than a crash.
         let result = schema.validate("a")
         #expect(!result.isValid)
-        #expect(result.errors.contains { $0.message.contains("deep") })
+        #expect(result.undecided?.contains("deep") == true)
+    }
+
+    /// Found in review: the depth and stack limits were ordinary failures, so a `not` (or an `if`, an
+    /// `anyOf`) around a branch that only stopped read it as "does not match" — and a hostile schema or a
+    /// deeply nested instance turned an invalid instance valid. Now there is no answer at all.
+    @Test func aBranchThatOnlyStoppedIsNeverReadAsAnAnswer() throws {
+        var chain = JSONObject()
+        for index in 0..<3000 {
+            chain["d\(index)"] = index < 2999 ? ["$ref": .string("#/$defs/d\(index + 1)")] : ["type": "integer"]
+        }
+        let negated = try JSONSchema(.object(["not": ["$ref": "#/$defs/d0"], "$defs": .object(chain)]))
+        let chained = negated.validate(1)
+        #expect(!chained.isValid && chained.undecided != nil && chained.errors.isEmpty)
+        // Driven by the instance: an array schema that refers to itself, under a `not`.
+        let list = try JSONSchema(
+            try JSONValue(
+                parsing: #"""
+                    {"not": {"$ref": "#/$defs/list"},
+                     "$defs": {"list": {"type": "array", "items": {"allOf": [{"allOf": [{"$ref": "#/$defs/list"}]}]}}}}
+                    """#))
+        func nested(_ depth: Int) throws -> JSONValue {
+            try JSONValue(
+                parsing: Data((String(repeating: "[", count: depth) + String(repeating: "]", count: depth)).utf8))
+        }
+        let shallow = list.validate(try nested(100))
+        #expect(!shallow.isValid && shallow.undecided == nil)  // the `not` decides: invalid
+        let deep = list.validate(try nested(500))
+        #expect(deep.undecided != nil && !deep.isValid)
+    }
+
+    /// Found in review: each of 24 definitions referring twice to the next made 2^24 evaluations of a tiny
+    /// instance (minutes, and hundreds of MB of errors for a string). The work is bounded by the instance.
+    @Test func referencesThatFanOutStopWithoutAnAnswer() throws {
+        var definitions = JSONObject()
+        for index in 0..<24 {
+            definitions["d\(index)"] =
+                index < 23
+                ? ["allOf": [["$ref": .string("#/$defs/d\(index + 1)")], ["$ref": .string("#/$defs/d\(index + 1)")]]]
+                : ["type": "integer"]
+        }
+        let schema = try JSONSchema(.object(["$ref": "#/$defs/d0", "$defs": .object(definitions)]))
+        let result = schema.validate("x")
+        #expect(!result.isValid && result.undecided?.contains("steps") == true)
     }
 }

@@ -14,6 +14,15 @@ struct Evaluator {
     private let formatAsserts: Bool
     private let collectsAnnotations: Bool
     private(set) var errors: [ValidationError] = []
+    /// Why the evaluation stopped without an answer (nested too deep, too much work): then no answer holds —
+    /// least of all one a `not` or an `if` would make of a branch that only stopped.
+    private(set) var undecided: String?
+    /// Schema nodes evaluated so far, against ``budget``.
+    private var steps = 0
+    /// How many nodes an evaluation may take: far beyond any real schema and document (each value of the
+    /// instance checked against a few hundred schemas), and far below what a schema whose references fan
+    /// out (each definition referring twice to the next) would take for a tiny instance.
+    private var budget = 0
     /// The instance location, one step per level.
     private var instancePath: [InstanceStep] = []
     /// The keyword location (through references), one segment per edge followed.
@@ -63,7 +72,23 @@ struct Evaluator {
     /// Validates `instance` against the program's root; the errors are in ``errors``.
     mutating func run(_ instance: JSONValue) {
         var annotations = Annotations()
+        budget = 1_000_000 + 1_000 * Self.count(instance)
         _ = evaluate(program.root, instance, &annotations)
+    }
+
+    /// How many values `value` holds, itself included.
+    private static func count(_ value: JSONValue) -> Int {
+        switch value {
+        case .array(let elements): elements.reduce(1) { $0 + count($1) }
+        case .object(let members): members.reduce(1) { $0 + count($1.value) }
+        default: 1
+        }
+    }
+
+    /// Stops the evaluation without an answer (see ``undecided``); every evaluation after it returns at once.
+    private mutating func giveUp(_ reason: String) -> Bool {
+        if undecided == nil { undecided = reason }
+        return false
     }
 
     // MARK: - Reporting
@@ -118,15 +143,18 @@ struct Evaluator {
         case .keywords:
             break
         }
+        guard undecided == nil else { return false }
+        steps += 1
+        guard steps <= budget else {
+            return giveUp("the evaluation took more than \(budget) steps (references that fan out?)")
+        }
         depth += 1
         defer { depth -= 1 }
         guard depth <= Self.maximumDepth else {
-            fail("", "schema evaluation nested deeper than \(Self.maximumDepth) levels")
-            return false
+            return giveUp("schema evaluation nested deeper than \(Self.maximumDepth) levels")
         }
         if depth.isMultiple(of: 8), stack.isNearlyExhausted() {
-            fail("", "schema evaluation nested \(depth) levels deep, more than this thread's stack holds")
-            return false
+            return giveUp("schema evaluation nested \(depth) levels deep, more than this thread's stack holds")
         }
         // OpenAPI 3.0 `nullable: true`: null satisfies the whole schema it sits on (what a client that
         // decodes the field as optional accepts), whatever else the schema says.

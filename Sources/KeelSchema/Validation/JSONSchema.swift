@@ -69,14 +69,20 @@ public struct JSONSchema: Sendable {
         {
             return []
         }
-        return metaschema?.validate(schema).errors ?? []
+        guard let result = metaschema?.validate(schema) else { return [] }
+        // A schema the metaschema check cannot decide (nested deeper than it follows) is not taken as sound.
+        if let reason = result.undecided {
+            return [ValidationError(instanceLocation: "", keywordLocation: "", message: "cannot be checked: \(reason)")]
+        }
+        return result.errors
     }
 
     /// Validates `instance`, collecting every error.
     public func validate(_ instance: JSONValue, options: ValidationOptions = ValidationOptions()) -> ValidationResult {
         var evaluator = Evaluator(program: program, options: options)
         evaluator.run(instance)
-        return ValidationResult(errors: evaluator.errors)
+        guard let reason = evaluator.undecided else { return ValidationResult(errors: evaluator.errors) }
+        return ValidationResult(errors: [], undecided: reason)
     }
 
     /// Validates JSON text.
@@ -107,10 +113,20 @@ public struct ValidationOptions: Sendable {
 
 /// The outcome of validating one instance.
 public struct ValidationResult: Sendable, Equatable {
-    /// Every error found, in evaluation order. Empty when the instance is valid.
+    /// Every error found, in evaluation order. Empty when the instance is valid (or when undecided).
     public let errors: [ValidationError]
-    /// Whether the instance is valid.
-    public var isValid: Bool { errors.isEmpty }
+    /// Why the validation gave no answer: the schema and instance nest deeper than the validator follows,
+    /// or would take more work than any real pair does. Neither valid nor invalid — never read as either
+    /// (a `not` around a branch that only stopped would otherwise turn it into "valid").
+    public let undecided: String?
+    /// Whether the instance is valid (false when undecided).
+    public var isValid: Bool { errors.isEmpty && undecided == nil }
+
+    /// A result with `errors`; `undecided` when there is no answer.
+    public init(errors: [ValidationError], undecided: String? = nil) {
+        self.errors = errors
+        self.undecided = undecided
+    }
 }
 
 /// One way the instance breaks the schema.

@@ -102,7 +102,7 @@ enum ContractCommand {
         return try SchemaCommand.validateInstances(
             arguments.positionals.dropFirst(), schema: arguments.positionals[0] + reference, json: json
         ) {
-            schema.validate($0, formatAssertion: formatAssertion).errors
+            schema.validate($0, formatAssertion: formatAssertion)
         }
     }
 

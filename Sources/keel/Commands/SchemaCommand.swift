@@ -76,22 +76,25 @@ enum SchemaCommand {
 
         let options = ValidationOptions(formatAssertion: arguments.has("format-assertion"))
         return try validateInstances(arguments.positionals, schema: schemaPath, json: json) {
-            schema.validate($0, options: options).errors
+            schema.validate($0, options: options)
         }
     }
 
     /// Validates each instance file with `validate`, prints the results (text or JSON) and returns the exit
-    /// status: 0 all valid, 1 some invalid, 2 (with the message) for a file that is unreadable or not JSON.
-    /// Shared with `keel contract validate`, so both behave and speak the same.
+    /// status: 0 all valid, 1 some invalid, 2 (with the message) for a file that is unreadable or not JSON,
+    /// or that the validator could not decide (``ValidationResult/undecided``). Shared with
+    /// `keel contract validate`, so both behave and speak the same.
     static func validateInstances(
         _ paths: some Sequence<String>, schema: String, json: Bool,
-        _ validate: (JSONValue) -> [ValidationError]
+        _ validate: (JSONValue) -> ValidationResult
     ) throws -> Int32 {
         var results: [InstanceResult] = []
         for path in paths {
             switch readJSON(path) {
             case .success(let instance):
-                results.append(InstanceResult(file: path, errors: validate(instance)))
+                let result = validate(instance)
+                if let reason = result.undecided { return fail("\(path): cannot be decided: \(reason)") }
+                results.append(InstanceResult(file: path, errors: result.errors))
             case .failure(let problem):
                 return fail(problem.message)
             }
