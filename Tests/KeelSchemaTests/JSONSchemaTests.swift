@@ -328,6 +328,16 @@ final class LockedURIs: @unchecked Sendable {
         #expect(deep.undecided != nil && !deep.isValid)
     }
 
+    /// Found in review: `$schema` with a dot segment (`…/2020-12/./schema`) skipped the metaschema check that
+    /// the plain URI gets, though it names the same metaschema; `"type": 5` was accepted.
+    @Test func aMetaschemaURIWithADotSegmentIsStillChecked() throws {
+        for uri in ["https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/./schema"] {
+            #expect(throws: SchemaError.self, "\(uri)") {
+                try JSONSchema(.object(["$schema": .string(uri), "type": 5]))
+            }
+        }
+    }
+
     /// Found in review: each of 24 definitions referring twice to the next made 2^24 evaluations of a tiny
     /// instance (minutes, and hundreds of MB of errors for a string). The work is bounded by the instance.
     @Test func referencesThatFanOutStopWithoutAnAnswer() throws {

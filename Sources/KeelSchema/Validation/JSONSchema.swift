@@ -64,8 +64,10 @@ public struct JSONSchema: Sendable {
     /// How `schema` breaks the draft 2020-12 metaschema (empty when it is valid, or when it declares a
     /// different `$schema`, which is then checked by that metaschema's own rules).
     public static func metaschemaErrors(of schema: JSONValue) -> [ValidationError] {
+        // Compared with its dot segments removed, as the registry resolves it (`…/2020-12/./schema` is the
+        // 2020-12 metaschema, and is checked by it).
         if case .string(let declared) = schema["$schema"] ?? .null,
-            URIReference(declared).withoutFragment.description != Metaschemas.draft202012
+            Self.normalized(declared) != Metaschemas.draft202012
         {
             return []
         }
@@ -75,6 +77,13 @@ public struct JSONSchema: Sendable {
             return [ValidationError(instanceLocation: "", keywordLocation: "", message: "cannot be checked: \(reason)")]
         }
         return result.errors
+    }
+
+    /// `uri` without its fragment and with its dot segments removed.
+    static func normalized(_ uri: String) -> String {
+        var reference = URIReference(uri).withoutFragment
+        reference.path = URIReference.removeDotSegments(reference.path)
+        return reference.description
     }
 
     /// Validates `instance`, collecting every error.
