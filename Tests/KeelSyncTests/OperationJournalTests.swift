@@ -66,6 +66,13 @@ private final class IdempotentBackend: Sendable {
 
     var path: String { directory.url("journal.sqlite").path }
 
+    /// A POST of one user operation (`correlation`) that has no operation id of its own.
+    static func call(_ path: String, _ body: String, _ correlation: CorrelationID) -> HTTPOperation {
+        var operation = HTTPOperation.post(path, body: Data(body.utf8))
+        operation.correlationID = correlation
+        return operation
+    }
+
     func makeClient(_ server: TestServer, journal: any OperationJournal) -> HTTPClient {
         HTTPClient(
             configuration: .init(
@@ -242,29 +249,24 @@ private final class IdempotentBackend: Sendable {
         let journal = try SQLiteOperationJournal(path: path)
         let client = makeClient(server, journal: journal)
         let correlation = try CorrelationID(validating: "00112233445566778899aabbccddeeff")
-        func call(_ path: String, _ body: String) -> HTTPOperation {
-            var operation = HTTPOperation.post(path, body: Data(body.utf8))
-            operation.correlationID = correlation
-            return operation
-        }
         server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
         server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
-        _ = try await client.send(call("/orders", #"{"item": 1}"#))
-        _ = try await client.send(call("/payments", #"{"amount": 5}"#))  // another call: sent
+        _ = try await client.send(Self.call("/orders", #"{"item": 1}"#, correlation))
+        _ = try await client.send(Self.call("/payments", #"{"amount": 5}"#, correlation))  // another call: sent
         #expect(server.requestCount == 2)
         // The same request again: refused, it was applied.
         let again = await #expect(throws: HTTPFailure.self) {
-            try await client.send(call("/payments", #"{"amount": 5}"#))
+            try await client.send(Self.call("/payments", #"{"amount": 5}"#, correlation))
         }
         #expect(again?.attempts == 0 && server.requestCount == 2)
         // Two different calls at the same time: both go.
         server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)).delayingHeaders(by: .milliseconds(300)))
         server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
-        let first = Task { try await client.send(call("/a", "{}")) }
+        let first = Task { try await client.send(Self.call("/a", "{}", correlation)) }
         _ = try await server.takeRequest()
         _ = try await server.takeRequest()
         _ = try await server.takeRequest()
-        _ = try await client.send(call("/b", "{}"))
+        _ = try await client.send(Self.call("/b", "{}", correlation))
         _ = try await first.value
         #expect(server.requestCount == 4)
         // Four calls, four entries (none took another's place, also while two ran at once).
@@ -283,18 +285,15 @@ private final class IdempotentBackend: Sendable {
         let journal = try SQLiteOperationJournal(path: path)
         let client = makeClient(server, journal: journal)
         let correlation = try CorrelationID(validating: "ffeeddccbbaa99887766554433221100")
-        func call(_ path: String, _ body: String) -> HTTPOperation {
-            var operation = HTTPOperation.post(path, body: Data(body.utf8))
-            operation.correlationID = correlation
-            return operation
-        }
         // The order's answer is lost (the connection drops after the request arrived): unknown.
         server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
-        let lost = await #expect(throws: HTTPFailure.self) { try await client.send(call("/orders", #"{"item": 1}"#)) }
+        let lost = await #expect(throws: HTTPFailure.self) {
+            try await client.send(Self.call("/orders", #"{"item": 1}"#, correlation))
+        }
         #expect(lost?.outcome == .unknown)
         // The payment of the same user operation goes through.
         server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
-        _ = try await client.send(call("/payments", #"{"amount": 5}"#))
+        _ = try await client.send(Self.call("/payments", #"{"amount": 5}"#, correlation))
         let entries = try await journal.all()
         #expect(entries.count == 2)
         let order = try #require(entries.first { $0.path == "/orders" })
@@ -303,13 +302,15 @@ private final class IdempotentBackend: Sendable {
         #expect(payment.operationID.hasPrefix(correlation.rawValue + "~") && payment.state == .succeeded)
         #expect(order.correlationID == correlation && payment.correlationID == correlation)
         // The order is still guarded (it may have been applied) and still waits for reconcile.
-        let again = await #expect(throws: HTTPFailure.self) { try await client.send(call("/orders", #"{"item": 1}"#)) }
+        let again = await #expect(throws: HTTPFailure.self) {
+            try await client.send(Self.call("/orders", #"{"item": 1}"#, correlation))
+        }
         #expect(again?.attempts == 0 && again?.outcome == .unknown)
         #expect(server.requestCount == 2)
         #expect(try await journal.unresolved().map(\.operationID) == [correlation.rawValue])
         // The payment, sent again, is found under its own key: applied already, not sent.
         let paidAgain = await #expect(throws: HTTPFailure.self) {
-            try await client.send(call("/payments", #"{"amount": 5}"#))
+            try await client.send(Self.call("/payments", #"{"amount": 5}"#, correlation))
         }
         #expect(paidAgain?.attempts == 0 && server.requestCount == 2)
         #expect(try await journal.all().count == 2)
@@ -323,19 +324,19 @@ private final class IdempotentBackend: Sendable {
         let journal = try SQLiteOperationJournal(path: path)
         let client = makeClient(server, journal: journal)
         let correlation = try CorrelationID(validating: "0f1e2d3c4b5a69788796a5b4c3d2e1f0")
-        func call(_ path: String) -> HTTPOperation {
-            var operation = HTTPOperation.post(path, body: Data("{}".utf8))
-            operation.correlationID = correlation
-            return operation
-        }
         server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
-        _ = try await client.send(call("/orders"))  // the operation's first call: the correlation id's entry
+        // The operation's first call: the correlation id's own entry.
+        _ = try await client.send(Self.call("/orders", "{}", correlation))
         server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
-        let lost = await #expect(throws: HTTPFailure.self) { try await client.send(call("/payments")) }
+        let lost = await #expect(throws: HTTPFailure.self) {
+            try await client.send(Self.call("/payments", "{}", correlation))
+        }
         #expect(lost?.outcome == .unknown)
         try await journal.removeSettled(before: Date().addingTimeInterval(3600))  // the order's entry goes
         #expect(try await journal.all().map(\.path) == ["/payments"])
-        let again = await #expect(throws: HTTPFailure.self) { try await client.send(call("/payments")) }
+        let again = await #expect(throws: HTTPFailure.self) {
+            try await client.send(Self.call("/payments", "{}", correlation))
+        }
         #expect(again?.attempts == 0 && again?.outcome == .unknown)
         #expect(server.requestCount == 2)
     }
@@ -348,15 +349,10 @@ private final class IdempotentBackend: Sendable {
         let journal = try SQLiteOperationJournal(path: path)
         let client = makeClient(server, journal: journal)
         let correlation = try CorrelationID(validating: "a0b1c2d3e4f5061728394a5b6c7d8e9f")
-        func call(_ path: String) -> HTTPOperation {
-            var operation = HTTPOperation.post(path, body: Data("{}".utf8))
-            operation.correlationID = correlation
-            return operation
-        }
         server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
-        _ = await #expect(throws: HTTPFailure.self) { try await client.send(call("/orders")) }
+        _ = await #expect(throws: HTTPFailure.self) { try await client.send(Self.call("/orders", "{}", correlation)) }
         server.enqueue(TestResponse(status: 201, body: Data("{}".utf8)))
-        _ = try await client.send(call("/payments"))
+        _ = try await client.send(Self.call("/payments", "{}", correlation))
         backend.statuses.withLock { $0[correlation.rawValue] = "applied" }  // because of the payment
         server.setDispatcher(TestServer.Dispatcher(backend.respond))
         let settled = try await client.reconcile()

@@ -454,10 +454,7 @@ public actor SyncEngine {
         let cached = tail
         try await storageCall {
             try await self.vault.write(storage.all, inline: true) { transaction in
-                let folded = try OutboxTail.fold(in: transaction, storage, cached: cached).folded
-                let entities = try transaction.records(storage.entities)
-                let outbox = try transaction.records(storage.outbox)
-                let state = try transaction.records(storage.state)
+                let (folded, outbox, entities, state) = try Self.folded(transaction, storage, cached: cached)
                 for ref in refs {
                     _ = try Self.entity(ref, forWritingIn: entities, outbox: outbox, state: state, folded: folded)
                 }
@@ -902,10 +899,7 @@ public actor SyncEngine {
             let cached = tail
             try await storageCall {
                 try await self.vault.write(storage.all, inline: true) { transaction in
-                    let folded = try OutboxTail.fold(in: transaction, storage, cached: cached).folded
-                    let entities = try transaction.records(storage.entities)
-                    let outbox = try transaction.records(storage.outbox)
-                    let state = try transaction.records(storage.state)
+                    let (folded, outbox, entities, state) = try Self.folded(transaction, storage, cached: cached)
                     for change in page.changes {
                         var record =
                             try Self.entity(
@@ -1103,11 +1097,9 @@ public actor SyncEngine {
             try await self.vault.write(storage.all, inline: true) { transaction in
                 // Changes queued while the batch was out go into their records first: acknowledging moves
                 // their base versions along.
-                let folded = try OutboxTail.fold(in: transaction, storage, cached: cached).folded
+                let (folded, outbox, entities, state) = try Self.folded(transaction, storage, cached: cached)
                 var counts = (acknowledged: 0, conflicts: 0, rejected: 0)
-                let outbox = try transaction.records(storage.outbox)
-                let entities = try transaction.records(storage.entities)
-                try transaction.records(storage.state).delete(marker)  // every answer of the batch is here
+                try state.delete(marker)  // every answer of the batch is here
                 for ((sent, result), taken) in zip(zip(batch, results), taken) {
                     // The entry as stored now: the one taken, unless it was written since (then read again). A
                     // damaged entry is an error (the transaction rolls back, the marker stays): skipping it
@@ -1139,8 +1131,7 @@ public actor SyncEngine {
                     }
                     var record =
                         try Self.entity(
-                            sent.entity, forWritingIn: entities, outbox: outbox,
-                            state: transaction.records(storage.state), folded: folded)
+                            sent.entity, forWritingIn: entities, outbox: outbox, state: state, folded: folded)
                         ?? EntityRecord(ref: sent.entity)
                     switch result {
                     case .applied(let server), .duplicate(let server?):
@@ -1294,6 +1285,18 @@ public actor SyncEngine {
 
     static func entity(_ ref: EntityRef, in entities: VaultRecords) throws -> EntityRecord? {
         try entities.get(ref.description).map { try EntityRecord(json: SyncRecords.decode($0, "entity")) }
+    }
+
+    /// The tail folded into the records (every write that changes records does this first), and the
+    /// datasets the write works on.
+    static func folded(_ transaction: VaultTransaction, _ storage: SyncStorage, cached: OutboxTail?) throws -> (
+        folded: UInt64, outbox: VaultRecords, entities: VaultRecords, state: VaultRecords
+    ) {
+        let folded = try OutboxTail.fold(in: transaction, storage, cached: cached).folded
+        return (
+            folded, try transaction.records(storage.outbox), try transaction.records(storage.entities),
+            try transaction.records(storage.state)
+        )
     }
 
     /// Whether `error` says a stored record is damaged — it does not open under its key, or opens to
