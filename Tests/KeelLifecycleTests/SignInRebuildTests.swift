@@ -23,6 +23,18 @@ let shopRoutes: [Route] = [
 /// Found in review of KeelLifecycle: what sign-in rebuilt after a session expired, and input that went
 /// without a prompt or an `inputLost`.
 @Suite(.timeLimit(.minutes(1))) struct SignInRebuildTests {
+    /// Alice editing note 1 ("hello"), with the attach modal over it holding `caption`.
+    static func editingWithAnAttachment(_ caption: String) throws -> Harness {
+        var h = try Harness(routes: shopRoutes)
+        h.send(.signIn(account: "alice"))
+        h.send(.open(route: "note", parameters: ["noteID": "1"]))
+        h.send(.open(route: "edit", parameters: ["noteID": "1"]))
+        h.send(.type("hello"))
+        h.send(.open(route: "attach"))
+        h.send(.type(caption))
+        return h
+    }
+
     /// Sign-in rebuilt the target's ancestors from the contract, the sensitive payment confirmation among
     /// them: back from the receipt led to a fresh confirmation (a new entry, so a new operation the ledger
     /// would let run — a second payment).
@@ -77,13 +89,7 @@ let shopRoutes: [Route] = [
     /// A confirmed prompt about the top screen also replaced the screen below it that held input: that one
     /// was never asked about, and its input went without an `inputLost` (or its draft).
     @Test func aWarmLinkOverTwoInputScreensKeepsOrReportsTheOneItDidNotAskAbout() throws {
-        var h = try Harness(routes: shopRoutes)
-        h.send(.signIn(account: "alice"))
-        h.send(.open(route: "note", parameters: ["noteID": "1"]))
-        h.send(.open(route: "edit", parameters: ["noteID": "1"]))
-        h.send(.type("hello"))
-        h.send(.open(route: "attach"))
-        h.send(.type("caption"))
+        var h = try Self.editingWithAnAttachment("caption")
         h.send(.notification(route: "cart", mode: .warm, id: "n1"))
         #expect(h.state.prompt != nil)
         let confirmed = h.send(.confirm)
@@ -98,13 +104,7 @@ let shopRoutes: [Route] = [
     /// A prompt about a modal that access was revoked to stayed up; confirming it popped the screen below,
     /// whose input went without a word.
     @Test func revokingAModalTakesItsPromptAlong() throws {
-        var h = try Harness(routes: shopRoutes)
-        h.send(.signIn(account: "alice"))
-        h.send(.open(route: "note", parameters: ["noteID": "1"]))
-        h.send(.open(route: "edit", parameters: ["noteID": "1"]))
-        h.send(.type("hello"))
-        h.send(.open(route: "attach"))
-        h.send(.type("x"))
+        var h = try Self.editingWithAnAttachment("x")
         h.send(.back(.systemBack))
         #expect(h.state.prompt != nil)
         h.send(.accessRevoked(route: "attach"))
