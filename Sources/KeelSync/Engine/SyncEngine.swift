@@ -382,8 +382,8 @@ public actor SyncEngine {
     }
 
     /// Every entity of `type` this device has, deleted ones included (check ``SyncedEntity/isDeleted``),
-    /// sorted by id. An entity whose record is damaged on disk is left out until a write sets it aside
-    /// (``damagedRecords()``).
+    /// sorted by id. A record damaged on disk is set aside first (``damagedRecords()``): the entity shows
+    /// what waits in the outbox for it, and comes back whole with the next pull.
     public func entities(_ type: String) async throws(SyncError) -> [SyncedEntity] {
         try await entities(type, repairing: true)
     }
