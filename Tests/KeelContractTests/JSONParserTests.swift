@@ -151,6 +151,12 @@ import Testing
         #expect(try number("1e999999999").isMultiple(of: number("3")) == false)
         #expect(try number("1e999999999").isMultiple(of: number("5")))
         #expect(try number("0.2469135780246913578").isMultiple(of: number("0.1234567890123456789")))
+        // Found in review: a 19-digit divisor went through floating point, where these are multiples.
+        #expect(try !number("1234567890123456788").isMultiple(of: number("1234567890123456789")))
+        #expect(try !number("0.1234567890123456788").isMultiple(of: number("0.1234567890123456789")))
+        #expect(try number("3703703670370370367").isMultiple(of: number("1234567890123456789")))
+        #expect(try number("9999999999999999999").isMultiple(of: number("9999999999999999999")))
+        #expect(try !number("9999999999999999998e3").isMultiple(of: number("9999999999999999999")))
         #expect(try number("1e999999999") != number("1e99999999"))
         #expect(throws: JSONParseError.self) { try JSONValue(parsing: "1e1000000000") }
     }

@@ -133,9 +133,9 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
                 // With shift < 0 the quotient is D1 / (D2 × 10^-shift); D1 has no trailing zeros (they are
                 // folded into the exponent), so it is never divisible by a multiple of 10.
                 guard shift >= 0 else { return false }
-                guard divisorValue.count <= 18 else {
-                    // A divisor beyond 18 significant digits: approximate on the full values with floating
-                    // point (documented; such divisors do not occur in real contracts).
+                guard divisorValue.count <= 19 else {
+                    // A divisor beyond 19 significant digits (more than a UInt64 holds): approximate on the full
+                    // values with floating point (documented; such divisors do not occur in real contracts).
                     let quotient = double / divisor.double
                     return quotient.isFinite && quotient == quotient.rounded()
                 }
@@ -286,7 +286,11 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
         var modulus: UInt64 = 0
         for index in 0..<divisor.count { modulus = modulus * 10 + UInt64(divisor[index] - 48) }
         var rest: UInt64 = 0
-        for index in 0..<dividend.count { rest = (rest * 10 + UInt64(dividend[index] - 48)) % modulus }
+        // `rest × 10` may pass UInt64 with a 19-digit modulus: multiplied at full width; `+ digit` cannot
+        // (rest < modulus < 10^19, and 10^19 + 9 < 2^64).
+        for index in 0..<dividend.count {
+            rest = (multiplyMod(rest, 10, modulus) + UInt64(dividend[index] - 48)) % modulus
+        }
         if rest == 0 { return true }
         return multiplyMod(rest, powerMod(10, extraZeros, modulus), modulus) == 0
     }
