@@ -44,6 +44,9 @@ public actor EffectLedger {
         /// The account that started it (nil: not recorded — a ledger written before owners were, or an
         /// operation of nobody signed in).
         public var account: String?
+        /// When it was settled (``complete(_:_:result:)``), by the ledger's clock; nil while it is not, and
+        /// for entries a ledger wrote before it kept the time.
+        public var settledAt: Date?
     }
 
     /// What ``begin(_:action:reference:)`` decided.
@@ -56,6 +59,7 @@ public actor EffectLedger {
 
     /// The ledger file.
     public nonisolated let file: URL
+    private let clock: WallClock
     private var entries: [String: Entry]
     /// Held for the ledger's life on `<file>.lock`: the ledger is read once and rewritten whole, so a
     /// second ledger on the same file (an app extension, a second instance) would drop this one's entries
@@ -67,8 +71,9 @@ public actor EffectLedger {
     /// - Throws: ``EffectLedgerError`` `damaged` when the file exists but is not a ledger: it is never
     ///   replaced, since it is the only thing preventing a second payment; `inUse` while another ledger
     ///   (another process, or another instance in this one) has the same file.
-    public init(file: URL) throws {
+    public init(file: URL, clock: WallClock = .system) throws {
         self.file = file
+        self.clock = clock
         do { lock = try ExclusiveFileLock(file.path + ".lock", .file) } catch {
             switch error {
             case .held:
@@ -125,6 +130,7 @@ public actor EffectLedger {
         let before = entry
         entry.state = state
         entry.result = result
+        entry.settledAt = state == .started ? nil : clock.now()
         entries[id] = entry
         do { try persist() } catch {
             entries[id] = before  // what is on disk
@@ -144,6 +150,24 @@ public actor EffectLedger {
     /// switch, still running when the app was killed — is never reattached in this one's session.
     public func unsettled(account: String?) -> [Entry] {
         unsettled().filter { $0.account == nil || $0.account == account }
+    }
+
+    /// Forgets the operations settled before `date`, so that the ledger — rewritten whole on every change —
+    /// does not grow for ever. Call it with a date older than any confirmation that may still be replayed
+    /// (a screen kept in a snapshot for weeks replays its confirmation on restore: keep at least that long).
+    /// An operation still started (its outcome unknown) is never forgotten, nor one settled before the
+    /// ledger kept the time. Returns how many were removed.
+    @discardableResult
+    public func removeSettled(before date: Date) throws -> Int {
+        let old = entries.filter { $0.value.state != .started && ($0.value.settledAt.map { $0 < date } ?? false) }
+        guard !old.isEmpty else { return 0 }
+        let before = entries
+        for id in old.keys { entries[id] = nil }
+        do { try persist() } catch {
+            entries = before  // what is on disk
+            throw error
+        }
+        return old.count
     }
 
     /// Writes the ledger atomically and durably (a temporary file synced, renamed, the directory synced).

@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 import KeelLifecycle
 import KeelTesting
 import Testing
@@ -118,5 +119,35 @@ import Testing
             to: directory.url("old.json"))
         let old = try EffectLedger(file: directory.url("old.json"))
         #expect(await old.unsettled(account: "alice").map(\.id) == ["old@e1#1"])
+    }
+}
+
+/// Found in review: nothing ever left the ledger, which is rewritten whole on every change; past its 64 MiB
+/// read limit it no longer opened, and no irreversible operation could run at all.
+@Suite(.timeLimit(.minutes(1))) struct EffectLedgerRetentionTests {
+    @Test func settledOperationsOlderThanTheRetentionAreForgottenUnknownOnesNever() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-ledger-retention")
+        let file = directory.url("ledger.json")
+        let now = Locked(Date(timeIntervalSince1970: 1_764_892_800))
+        let clock = WallClock { now.withLock { $0 } }
+        do {
+            let ledger = try EffectLedger(file: file, clock: clock)
+            for id in ["old-done", "old-failed", "old-open", "new-done"] {
+                #expect(try await ledger.begin(id, action: "pay") == .run)
+            }
+            try await ledger.complete("old-done", .succeeded, result: "paid")
+            try await ledger.complete("old-failed", .failed, result: nil)
+            now.withLock { $0 += 30 * 86_400 }
+            try await ledger.complete("new-done", .succeeded, result: "paid")
+            #expect(try await ledger.removeSettled(before: now.withLock { $0 } - 7 * 86_400) == 2)
+        }
+        // Gone from the file too; the unknown one stays (it may still need reattaching), and so does the new one.
+        let reopened = try EffectLedger(file: file, clock: clock)
+        #expect(await reopened.entry("old-done") == nil)
+        #expect(await reopened.entry("old-failed") == nil)
+        #expect(await reopened.entry("old-open")?.state == .started)
+        #expect(await reopened.entry("new-done")?.result == "paid")
+        #expect(try await reopened.removeSettled(before: .distantFuture) == 1)  // never the started one
+        #expect(await reopened.unsettled().map(\.id) == ["old-open"])
     }
 }
