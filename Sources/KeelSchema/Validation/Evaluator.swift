@@ -72,16 +72,20 @@ struct Evaluator {
     /// Validates `instance` against the program's root; the errors are in ``errors``.
     mutating func run(_ instance: JSONValue) {
         var annotations = Annotations()
-        budget = 1_000_000 + 1_000 * Self.count(instance)
+        budget = 1_000_000 + 1_000 * Self.count(instance, stack: stack)
         _ = evaluate(program.root, instance, &annotations)
     }
 
-    /// How many values `value` holds, itself included.
-    private static func count(_ value: JSONValue) -> Int {
+    /// How many values `value` holds, itself included — counted down to 512 levels (the parser's own limit)
+    /// and while this thread's stack lasts: an instance built in code may nest deeper than a stack holds, and
+    /// what lies below adds no budget.
+    private static func count(_ value: JSONValue, depth: Int = 0, stack: ThreadStack) -> Int {
+        guard depth < 512, !depth.isMultiple(of: 16) || !stack.isNearlyExhausted() else { return 1 }
         switch value {
-        case .array(let elements): elements.reduce(1) { $0 + count($1) }
-        case .object(let members): members.reduce(1) { $0 + count($1.value) }
-        default: 1
+        case .array(let elements): return elements.reduce(1) { $0 + count($1, depth: depth + 1, stack: stack) }
+        case .object(let members):
+            return members.reduce(1) { $0 + count($1.value, depth: depth + 1, stack: stack) }
+        default: return 1
         }
     }
 
