@@ -383,18 +383,7 @@ struct Run {
     mutating func replace(
         with stack: [NavigationEntry], modal: NavigationEntry?, discarding: String?, target: NavigationEntry? = nil
     ) {
-        // Input of the stack being replaced: saved where its lifecycle keeps drafts, else reported lost
-        // (never silently). A confirmed prompt already discarded its own entry's.
-        for entry in inputEntries() {
-            guard let input = contract.route(entry.route)?.input else { continue }
-            if entry.id == discarding {
-                if input.policy == .saveDraft { save(entry, entry.input!) }
-            } else if Self.keepsDrafts(input) {
-                save(entry, entry.input!)
-            } else {
-                effects.append(.inputLost(entry.label))
-            }
-        }
+        keepOrReportInput(discarding: discarding)
         state.pendingTarget = nil
         guard let target = target ?? modal ?? stack.last else {
             state.stack = [rootEntry()]
@@ -406,6 +395,22 @@ struct Run {
         state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
         state.modal = checked.modal
         effects.append(.saveSnapshot)
+    }
+
+    /// The input of every entry about to be replaced: saved as a draft where its lifecycle keeps drafts, else
+    /// reported lost — never dropped silently. `discarding` is the entry a confirmed prompt asked about: its
+    /// input was agreed to be lost (a `saveDraft` one is still saved).
+    mutating func keepOrReportInput(discarding: String? = nil) {
+        for entry in inputEntries() {
+            guard let input = contract.route(entry.route)?.input else { continue }
+            if entry.id == discarding {
+                if input.policy == .saveDraft { save(entry, entry.input!) }
+            } else if Self.keepsDrafts(input) {
+                save(entry, entry.input!)
+            } else {
+                effects.append(.inputLost(entry.label))
+            }
+        }
     }
 
     mutating func rootEntry() -> NavigationEntry { mint(contract.root.id, account: state.account) }
@@ -423,16 +428,8 @@ struct Run {
             target.account = account
             let (stack, modal) = syntheticStack(for: target, rebuilding: true)
             guard error == nil else { return }
-            // The screens the target replaces (public ones the user typed into while signed out): their input
-            // is kept as a draft where its lifecycle says so, else reported lost — never dropped silently.
-            for entry in inputEntries() {
-                guard let input = contract.route(entry.route)?.input else { continue }
-                if Self.keepsDrafts(input) {
-                    save(entry, entry.input!)
-                } else {
-                    effects.append(.inputLost(entry.label))
-                }
-            }
+            // The screens the target replaces (public ones the user typed into while signed out).
+            keepOrReportInput()
             let checked = checked(stack, modal: modal, target: target)
             state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
             state.modal = checked.modal
@@ -462,10 +459,7 @@ struct Run {
     /// Removes, in one step, every entry that is not public or that holds input (saved as a draft first
     /// when its lifecycle keeps drafts), the prompt and any remembered target.
     mutating func removeProtected(purging account: String?) {
-        for entry in inputEntries() {
-            guard let input = contract.route(entry.route)?.input else { continue }
-            if Self.keepsDrafts(input) { save(entry, entry.input!) } else { effects.append(.inputLost(entry.label)) }
-        }
+        keepOrReportInput()
         func keeps(_ entry: NavigationEntry) -> Bool { isPublic(entry) && (entry.input ?? "").isEmpty }
         // What stays is public and belongs to no account now: input typed there later is the next account's
         // (a draft keyed to the previous one would be written into its store).

@@ -556,26 +556,19 @@ public actor NotesApp {
         }
     }
 
-    static func usage(_ text: String) -> JSONObject {
-        [
-            "ok": false,
-            "error": ["kind": "usage", "outcome": "notSent", "message": .string("Usage: \(text)")],
-        ]
+    /// `{"ok": false, "error": {"kind", "outcome", "message"}}`.
+    static func refusal(_ kind: String, outcome: String = "notSent", _ message: String) -> JSONObject {
+        ["ok": false, "error": ["kind": .string(kind), "outcome": .string(outcome), "message": .string(message)]]
     }
 
-    static func notFound(_ id: String) -> JSONObject {
-        ["ok": false, "error": ["kind": "notFound", "outcome": "notSent", "message": "That note is not here."]]
-    }
+    static func usage(_ text: String) -> JSONObject { refusal("usage", "Usage: \(text)") }
+
+    static func notFound(_ id: String) -> JSONObject { refusal("notFound", "That note is not here.") }
 
     static func failure(_ failure: SyncFailure, correlationID: CorrelationID) -> JSONObject {
-        let shown = failure.userFacing(correlationID: correlationID)
-        return [
-            "ok": false,
-            "error": [
-                "kind": .string(failure.kind.name), "outcome": .string(failure.outcome.description),
-                "message": .string(shown.message),
-            ],
-        ]
+        refusal(
+            failure.kind.name, outcome: failure.outcome.description,
+            failure.userFacing(correlationID: correlationID).message)
     }
 
     static func failure(_ error: any Error) -> JSONObject {
@@ -584,33 +577,14 @@ public actor NotesApp {
             // A call made directly (sign-in, publish): nothing of it waits in the outbox, so the text never says
             // it will be sent later.
             let shown = UserFacingOutcome(failure: failure, mutates: true, canQueue: false)
-            return [
-                "ok": false,
-                "error": [
-                    "kind": .string(failure.kind.name), "outcome": .string(failure.outcome.description),
-                    "message": .string(shown.message),
-                ],
-            ]
+            return refusal(failure.kind.name, outcome: failure.outcome.description, shown.message)
         case let app as NotesAppError:
-            return [
-                "ok": false,
-                "error": ["kind": .string(app.kind.name), "outcome": "notSent", "message": .string(app.message)],
-            ]
+            return refusal(app.kind.name, app.message)
         case let sync as SyncError:
-            return [
-                "ok": false,
-                "error": [
-                    "kind": .string(sync.code.name), "outcome": "notSent",
-                    "message": .string(sync.code == .offline ? "This needs a connection." : "That cannot be done now."),
-                ],
-            ]
+            return refusal(
+                sync.code.name, sync.code == .offline ? "This needs a connection." : "That cannot be done now.")
         default:
-            return [
-                "ok": false,
-                "error": [
-                    "kind": "technical", "outcome": "notSent", "message": "Something went wrong on this device.",
-                ],
-            ]
+            return refusal("technical", "Something went wrong on this device.")
         }
     }
 }

@@ -19,10 +19,15 @@ struct Evaluator {
     private(set) var undecided: String?
     /// Schema nodes evaluated so far, against ``budget``.
     private var steps = 0
-    /// How many nodes an evaluation may take: far beyond any real schema and document (each value of the
-    /// instance checked against a few hundred schemas), and far below what a schema whose references fan
-    /// out (each definition referring twice to the next) would take for a tiny instance.
-    private var budget = 0
+    /// How many nodes an evaluation may take: a million plus a thousand per value of the instance — far
+    /// beyond any real schema and document (each value checked against a few hundred schemas), and far below
+    /// what a schema whose references fan out (each definition referring twice to the next) would take for a
+    /// tiny instance. The instance is counted only when the first million is spent (``uncounted``): most
+    /// validations never pay for the count.
+    private var budget = Self.baseBudget
+    private static let baseBudget = 1_000_000
+    /// The instance, until it is counted.
+    private var uncounted: JSONValue?
     /// The instance location, one step per level.
     private var instancePath: [InstanceStep] = []
     /// The keyword location (through references), one segment per edge followed.
@@ -72,7 +77,7 @@ struct Evaluator {
     /// Validates `instance` against the program's root; the errors are in ``errors``.
     mutating func run(_ instance: JSONValue) {
         var annotations = Annotations()
-        budget = 1_000_000 + 1_000 * Self.count(instance, stack: stack)
+        uncounted = instance
         _ = evaluate(program.root, instance, &annotations)
     }
 
@@ -149,6 +154,10 @@ struct Evaluator {
         }
         guard undecided == nil else { return false }
         steps += 1
+        if steps > budget, let instance = uncounted {
+            uncounted = nil
+            budget = Self.baseBudget + 1_000 * Self.count(instance, stack: stack)
+        }
         guard steps <= budget else {
             return giveUp("the evaluation took more than \(budget) steps (references that fan out?)")
         }
