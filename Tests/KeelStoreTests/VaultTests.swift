@@ -375,6 +375,33 @@ func account(_ raw: String) -> AccountID {
         #expect(try await reopened.readFile("media", named: "p.jpg") == Data("app's photo".utf8))
     }
 
+    /// Found in review: a new vault was created without the manifest lock, so an app and its extension opening
+    /// a new account's vault at the same moment each wrote a manifest with its own entanglement marker. The
+    /// last one stayed, and the other opener's key (made with its marker) was refused from then on as another
+    /// installation's: its records sealed for good. Rounds of two openers racing, each then writing a record.
+    @Test func twoOpenersCreatingOneVaultAtOnceBothKeepTheirRecords() async throws {
+        for round in 0..<12 {
+            let fixture = try VaultFixture("keel-vault-race")
+            let other = try Vaults(
+                dataDirectory: fixture.data,
+                keyStore: try FileKeyStore(directory: fixture.keys, dataDirectories: [fixture.data]),
+                inventory: VaultFixture.inventory)
+            async let appOpened = fixture.vaults.open(alice)
+            async let widgetOpened = other.open(alice)
+            let (app, widget) = try await (appOpened, widgetOpened)
+            try await app.put("notes", id: "app", Data("app's note".utf8))
+            try await widget.put("drafts", id: "widget", Data("widget's draft".utf8))
+            await fixture.vaults.close()
+            await other.close()
+            let later = try Vaults(
+                dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
+            let reopened = try await later.open(alice)
+            #expect(try await reopened.get("notes", id: "app") == Data("app's note".utf8), "round \(round)")
+            #expect(try await reopened.get("drafts", id: "widget") == Data("widget's draft".utf8), "round \(round)")
+            await later.close()
+        }
+    }
+
     @Test func damagedEnvelopesAreTypedErrorsNeverGarbage() async throws {
         let a = try await fixture.vaults.open(alice)
         try await a.put("notes", id: "n1", Data(repeating: 0x41, count: 100))

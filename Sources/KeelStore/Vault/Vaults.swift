@@ -195,6 +195,11 @@ public actor Vaults {
     }
 
     /// Reads the vault's manifest, or creates the vault when its directory holds nothing.
+    ///
+    /// Creation happens under the directory's exclusive lock, the one every manifest change takes: an app and
+    /// its extension opening a new account's vault at the same moment must not both create it. Unlocked, each
+    /// wrote a manifest with its own entanglement marker, the last one won, and the keys the other process
+    /// made (with its marker) were then refused as another installation's — its records sealed for good.
     private func prepareDirectory(_ directory: String, namespace: VaultNamespace) throws -> VaultManifest {
         switch DurableFiles.kind(directory) {
         case .directory: break
@@ -204,6 +209,43 @@ public actor Vaults {
                 code: .damaged, namespace: namespace.rawValue,
                 message: "\(directory) is not a directory; nothing was changed")
         }
+        if let manifest = try Self.existingManifest(directory, namespace: namespace) { return manifest }
+        // Made (or found) before it can be locked; an empty directory is a vault not created yet.
+        do { try DurableFiles.makeDirectory(directory, mode: 0o700) } catch {
+            throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
+        }
+        let lock: ExclusiveFileLock
+        do { lock = try ExclusiveFileLock(directory, .directory, waitingUpTo: .seconds(10)) } catch {
+            throw VaultError(
+                code: .ioError, namespace: namespace.rawValue,
+                message: "cannot lock \(directory) to create the vault (another process held it, or it is gone)")
+        }
+        defer { lock.release() }
+        // Another process (or another `Vaults` on this directory) may have created it while this one waited.
+        if let manifest = try Self.existingManifest(directory, namespace: namespace) { return manifest }
+        // A new vault. Keys under this namespace belong to an earlier installation whose data is gone.
+        do {
+            for listing in try keyStore.listKeys() where listing.namespace == namespace.rawValue {
+                try keyStore.delete(listing.id)
+            }
+        } catch {
+            throw VaultError(
+                code: .keyStoreFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
+        }
+        let manifest = VaultManifest(
+            format: VaultManifest.currentFormat, namespace: namespace.rawValue,
+            entanglement: Hex.encode(AESGCM.randomBytes(16)), datasets: [:], permissions: nil, pendingPurge: nil,
+            migrations: schema.summary.everything)
+        try manifest.write(directory: directory)
+        do { try DurableFiles.syncDirectory(root) } catch {
+            throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
+        }
+        return manifest
+    }
+
+    /// The manifest of the vault in `directory`; nil when there is none and the directory holds no data (a
+    /// vault to create). Throws `damaged` for another namespace's manifest or data without a manifest.
+    private static func existingManifest(_ directory: String, namespace: VaultNamespace) throws -> VaultManifest? {
         if let manifest = try VaultManifest.read(directory: directory) {
             guard manifest.namespace == namespace.rawValue else {
                 throw VaultError(
@@ -218,27 +260,7 @@ public actor Vaults {
                 message:
                     "\(directory) holds data but no vault manifest; nothing was changed (see the restore inspector)")
         }
-        // A new vault. Keys under this namespace belong to an earlier installation whose data is gone.
-        do {
-            for listing in try keyStore.listKeys() where listing.namespace == namespace.rawValue {
-                try keyStore.delete(listing.id)
-            }
-        } catch {
-            throw VaultError(
-                code: .keyStoreFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
-        }
-        do { try DurableFiles.makeDirectory(directory, mode: 0o700) } catch {
-            throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
-        }
-        let manifest = VaultManifest(
-            format: VaultManifest.currentFormat, namespace: namespace.rawValue,
-            entanglement: Hex.encode(AESGCM.randomBytes(16)), datasets: [:], permissions: nil, pendingPurge: nil,
-            migrations: schema.summary.everything)
-        try manifest.write(directory: directory)
-        do { try DurableFiles.syncDirectory(root) } catch {
-            throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
-        }
-        return manifest
+        return nil
     }
 
     // MARK: - Deletion triggers
