@@ -80,6 +80,18 @@ public struct NavigationPrompt: Sendable, Hashable, Codable {
     public var entry: String
     /// What happens on `confirm`.
     public var pending: PendingAction
+    /// Entries whose input the user already agreed to lose for the same ``pending`` replacement: a deep
+    /// link over several screens holding input asks about each in turn, and nothing is discarded until the
+    /// last one is confirmed (nil: this is the first question).
+    public var confirmed: [String]?
+
+    /// A question about `entry`'s input, holding back `pending`.
+    public init(kind: Kind, entry: String, pending: PendingAction, confirmed: [String]? = nil) {
+        self.kind = kind
+        self.entry = entry
+        self.pending = pending
+        self.confirmed = confirmed
+    }
 }
 
 /// What a prompt holds back until the user confirms.

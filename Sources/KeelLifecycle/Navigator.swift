@@ -261,17 +261,46 @@ struct Run {
         state.prompt = nil
         guard confirmed else { return }
         let all = state.stack + (state.modal.map { [$0] } ?? [])
-        if let entry = all.first(where: { $0.id == prompt.entry }) { discard(entry, kind: prompt.kind) }
         switch prompt.pending {
         case .back:
+            if let entry = all.first(where: { $0.id == prompt.entry }) { discard(entry, kind: prompt.kind) }
             if var top = state.top, top.id == prompt.entry {
                 top.input = nil
                 if state.modal != nil { state.modal = top } else { state.stack[state.stack.count - 1] = top }
             }
             leaveTop()
         case .replace(let stack, let modal):
-            replace(with: stack, modal: modal, discarding: prompt.entry)
+            // Every other screen whose input the replacement would lose (one that keeps drafts is saved) is
+            // asked about in turn: the answer about one is not taken for the others, and nothing is lost
+            // before the last "yes".
+            let agreed = (prompt.confirmed ?? []) + [prompt.entry]
+            if let next = entryToAskAbout(excluding: agreed, losingInputOnly: true) {
+                state.prompt = NavigationPrompt(
+                    kind: promptKind(for: next), entry: next.id, pending: prompt.pending, confirmed: agreed)
+                return
+            }
+            for entry in all where agreed.contains(entry.id) {
+                discard(entry, kind: promptKind(for: entry))
+            }
+            replace(with: stack, modal: modal, discarding: Set(agreed))
         }
+    }
+
+    /// The topmost entry (the modal first) holding input that a replacement must ask about — every input
+    /// policy but `saveDraft`, which keeps it; with `losingInputOnly`, only those whose input would be lost
+    /// (not kept as a draft) — other than `excluding`.
+    func entryToAskAbout(excluding: [String] = [], losingInputOnly: Bool = false) -> NavigationEntry? {
+        inputEntries().last { entry in
+            guard !excluding.contains(entry.id), let input = contract.route(entry.route)?.input,
+                input.policy != .saveDraft
+            else { return false }
+            return !losingInputOnly || !Self.keepsDrafts(input)
+        }
+    }
+
+    /// The question `entry`'s input policy asks before its input is lost.
+    func promptKind(for entry: NavigationEntry) -> NavigationPrompt.Kind {
+        contract.route(entry.route)?.input?.policy == .warnBeforeLoss ? .warnBeforeLoss : .confirmDiscard
     }
 
     /// The user agreed to lose `entry`'s input.
@@ -362,15 +391,12 @@ struct Run {
         let (stack, modal) = syntheticStack(for: target)
         guard error == nil else { return }
         // Input in the stack being replaced (a warm entry) is left under its route's lifecycle.
-        if mode == .warm,
-            let asking = inputEntries().last(where: { contract.route($0.route)?.input?.policy != .saveDraft })
-        {
-            let kind: NavigationPrompt.Kind =
-                contract.route(asking.route)?.input?.policy == .warnBeforeLoss ? .warnBeforeLoss : .confirmDiscard
-            state.prompt = NavigationPrompt(kind: kind, entry: asking.id, pending: .replace(stack: stack, modal: modal))
+        if mode == .warm, let asking = entryToAskAbout() {
+            state.prompt = NavigationPrompt(
+                kind: promptKind(for: asking), entry: asking.id, pending: .replace(stack: stack, modal: modal))
             return
         }
-        replace(with: stack, modal: modal, discarding: nil, target: target)
+        replace(with: stack, modal: modal, discarding: [], target: target)
     }
 
     /// Entries (stack, then modal) holding unsaved input.
@@ -378,10 +404,10 @@ struct Run {
         (state.stack + (state.modal.map { [$0] } ?? [])).filter { !($0.input ?? "").isEmpty }
     }
 
-    /// Replaces the stack and modal; `discarding` is the entry whose input the user agreed to lose (a
-    /// confirmed prompt, which asked about that one entry).
+    /// Replaces the stack and modal; `discarding` are the entries whose input the user agreed to lose (the
+    /// confirmed prompts, each of which asked about one entry).
     mutating func replace(
-        with stack: [NavigationEntry], modal: NavigationEntry?, discarding: String?, target: NavigationEntry? = nil
+        with stack: [NavigationEntry], modal: NavigationEntry?, discarding: Set<String>, target: NavigationEntry? = nil
     ) {
         keepOrReportInput(discarding: discarding)
         state.pendingTarget = nil
@@ -398,12 +424,12 @@ struct Run {
     }
 
     /// The input of every entry about to be replaced: saved as a draft where its lifecycle keeps drafts, else
-    /// reported lost — never dropped silently. `discarding` is the entry a confirmed prompt asked about: its
-    /// input was agreed to be lost (a `saveDraft` one is still saved).
-    mutating func keepOrReportInput(discarding: String? = nil) {
+    /// reported lost — never dropped silently. `discarding` are the entries confirmed prompts asked about:
+    /// their input was agreed to be lost (a `saveDraft` one is still saved).
+    mutating func keepOrReportInput(discarding: Set<String> = []) {
         for entry in inputEntries() {
             guard let input = contract.route(entry.route)?.input else { continue }
-            if entry.id == discarding {
+            if discarding.contains(entry.id) {
                 if input.policy == .saveDraft { save(entry, entry.input!) }
             } else if Self.keepsDrafts(input) {
                 save(entry, entry.input!)

@@ -367,6 +367,42 @@ struct Harness {
         #expect(h.effects.contains("accessDenied note noteID=6"))
     }
 
+    /// Found in review: a warm link over two screens holding input asked about the top one only; confirming
+    /// it lost the other's input too (reported `inputLost`, but never asked). Each screen whose input would
+    /// be lost is asked about in turn, and nothing is lost before the last "yes": a "cancel" on the second
+    /// keeps both. (A screen that keeps drafts is saved without a second question: SignInRebuildTests.)
+    @Test func aWarmEntryOverTwoScreensWithInputAsksAboutEachBeforeLosingAny() throws {
+        let routes = [
+            Route("home", access: .public, isRoot: true),
+            Route("compose", parent: "home", access: .public, input: .init(policy: .warnBeforeLoss)),
+            Route(
+                "form", parent: "compose", access: .public, input: .init(policy: .confirmDiscard, onDeath: .drop)),
+            Route("target", parent: "home", access: .public, deepLink: "app://target"),
+        ]
+        var h = try Harness(routes: routes)
+        h.send(.open(route: "compose"))
+        h.send(.type("a long message"))
+        h.send(.open(route: "form"))
+        h.send(.type("half a form"))
+        let before = h.state
+
+        h.send(.deepLink(url: "app://target", mode: .warm))
+        #expect(h.state.prompt?.kind == .confirmDiscard && h.state.prompt?.entry == before.stack[2].id)
+        h.send(.confirm)
+        // Asked about the form; now about the message below it, with nothing lost yet.
+        #expect(h.state.prompt?.kind == .warnBeforeLoss && h.state.prompt?.entry == before.stack[1].id)
+        #expect(h.stack == ["home", "compose", "form"] && h.effects.isEmpty)
+        #expect(h.state.stack.map(\.input) == before.stack.map(\.input))
+        h.send(.cancel)
+        #expect(h.state.prompt == nil && h.state.stack == before.stack && h.state.drafts == before.drafts)
+
+        h.send(.deepLink(url: "app://target", mode: .warm))
+        h.send(.confirm)
+        h.send(.confirm)
+        #expect(h.state.prompt == nil && h.stack == ["home", "target"])
+        #expect(h.effects.contains("inputLost form") && h.effects.contains("inputLost compose"))
+    }
+
     // MARK: - PLAT-008.3 logout and account switch with a back stack
 
     @Test func afterAnAccountSwitchBackNeverReachesThePreviousAccountsScreens() throws {
