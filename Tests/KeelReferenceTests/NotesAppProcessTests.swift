@@ -86,6 +86,61 @@ extension NotesDevice {
         _ = try await phone.run("quit")
     }
 
+    /// Found in review: the app kept the session token stored in the vault over the one a new sign-in got,
+    /// so after the server ended the session (here: a backend that forgot every session), `signin` said ok and
+    /// every sync stayed 401 — the only way out was a sign-out that threw the unsent changes away.
+    @Test func aSessionTheServerEndedIsRenewedBySigningInAgain() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-session")
+        let first = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend-1")))
+        let phone = try NotesDevice(directory, name: "phone", server: first.baseURL)
+        _ = try await phone.run("signin oli")
+        _ = try await phone.run("new Before")
+        #expect(try await phone.run("sync")["ok"] == true)
+        let port = first.port
+        first.shutdown()
+        let second = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend-2"), port: port))
+        defer { second.shutdown() }
+        let id = try #require(try await phone.run("new After")["id"]?.stringValue)
+        #expect(try await phone.run("sync")["error"]?["kind"] == "authentication")
+        #expect(try await phone.run("signin oli")["ok"] == true)
+        let synced = try await phone.run("sync")
+        #expect(synced["ok"] == true && synced["outstanding"] == 0)
+        let list = try await phone.run("list")
+        let notes = try #require(list["notes"].flatMap { if case .array(let notes) = $0 { notes } else { nil } })
+        #expect(notes.first { $0["id"]?.stringValue == id }?["state"] == "synced")
+        #expect(try second.noteCount() == 1)
+        _ = try await phone.run("quit")
+    }
+
+    /// Found in review: after a relaunch, `switch` to an account signed in on this device (even to the active
+    /// one) asked the server for a new session, so without a connection it failed `offline` — the account's
+    /// stored session is what a switch uses. A switch to an account with no session here still needs the
+    /// server, and when it fails the app stays on the account it was on.
+    @Test func aRelaunchedAppSwitchesBetweenItsAccountsOffline() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-switch")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend")))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        _ = try await phone.run("signin fay")
+        _ = try await phone.run("new Fay's note")
+        _ = try await phone.run("switch gus")
+        _ = try await phone.run("new Gus's note")
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+        backend.shutdown()
+
+        let offline = try phone.relaunched()
+        let toFay = try await offline.run("switch fay")
+        #expect(toFay["ok"] == true && toFay["account"] == "fay")
+        #expect(try await offline.run("list")["notes"]?[0]?["title"] == "Fay's note")
+        #expect(try await offline.run("switch gus")["ok"] == true)
+        #expect(try await offline.run("switch gus")["ok"] == true)
+        let unknown = try await offline.run("switch hal")
+        #expect(unknown["ok"] == false && unknown["error"]?["kind"] == "offline")
+        let list = try await offline.run("list")
+        #expect(list["ok"] == true && list["notes"]?[0]?["title"] == "Gus's note")
+        _ = try await offline.run("quit")
+    }
+
     @Test func aKilledAppRestoresItsScreenAndDraftAndResumesSync() async throws {
         let directory = try TemporaryDirectory(prefix: "keel-notes-kill")
         let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))

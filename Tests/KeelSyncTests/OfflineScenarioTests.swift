@@ -147,10 +147,14 @@ import Testing
         #expect(action == .signInAgain)
         await stale.stop()
         let signedIn = try await device.engine(.alice)
-        #expect(try await signedIn.retryFailed() == 2)
+        // Signed in again: only what the old session's refusal held back goes; the refused content stays failed.
+        #expect(try await signedIn.retryFailed(causedBy: [.authentication]) == 1)
         let retried = await signedIn.sync()
-        #expect(retried.rejected == 1, "\(retried)")
+        #expect(retried.rejected == 0 && retried.acknowledged == 1, "\(retried)")
         #expect(try await signedIn.state(of: queued) == .synced)
+        #expect(try await signedIn.state(of: behind) == .failed)
+        #expect(try await signedIn.retryFailed() == 1)
+        #expect(await signedIn.sync().rejected == 1)
     }
 
     /// DATA-004.3: the data's age is shown as the user reads it and judged against the scenario's maximum

@@ -122,10 +122,15 @@ public actor NotesApp {
         let clock = configuration.clock
         accounts = SyncAccounts(vaults: vaults) { vault in
             let stored = try await vault.get(Self.credentials, id: "bearer").map { String(decoding: $0, as: UTF8.self) }
-            guard let token = stored ?? tokens.withLock({ $0[vault.account] }) else {
-                throw NotesAppError(kind: .authentication, message: "\(vault.account) is not signed in on this device")
+            // A token this process got from a sign-in is the newest: it replaces the stored one (a session the
+            // server ended is renewed by signing in again). Without one, the stored session is used — also
+            // offline, after a relaunch.
+            guard let token = tokens.withLock({ $0[vault.account] }) ?? stored else {
+                throw NotesAppError(
+                    kind: .authentication, message: "\(vault.account) is not signed in on this device",
+                    notSignedIn: true)
             }
-            if stored == nil { try await vault.put(Self.credentials, id: "bearer", Data(token.utf8)) }
+            if stored != token { try await vault.put(Self.credentials, id: "bearer", Data(token.utf8)) }
             return try SyncEngine(
                 vault: vault, remote: NotesRemote(client: client, account: vault.account, token: token),
                 policies: NotesSync.policies, offline: NotesSync.offline, clock: clock, random: random)
@@ -274,10 +279,15 @@ public actor NotesApp {
 
     // MARK: - Accounts
 
+    /// `signin` asks the server for a new session (its token replaces the stored one, and an engine holding
+    /// the old token is replaced); `switch` uses the session the account has on this device — offline too,
+    /// after a relaunch — and signs in only when it has none.
     private func signIn(_ account: AccountID, switching: Bool = false) async throws -> JSONObject {
-        if tokens.withLock({ $0[account] }) == nil {
+        if !switching {
             let token = try await NotesRemote.signIn(account, client: client)
             tokens.withLock { $0[account] = token }
+            // The active engine of this account sends the old token (a 401 said the session ended).
+            if engine?.vault.account == account { await accounts.deactivate() }
         }
         let event: NavigationEvent = switching ? .switchAccount(account.rawValue) : .signIn(account: account.rawValue)
         // Leaving an account saves its open input as its drafts: they go to its vault before activating the
@@ -287,13 +297,35 @@ public actor NotesApp {
         if !leaving.isEmpty, let engine, engine.vault.isOpen {
             try await VaultDrafts(vault: engine.vault, dataset: "drafts").apply(leaving)
         }
-        engine = try await accounts.activate(account)
+        engine = try await activateSigningInIfNeeded(account, returningTo: engine?.vault.account)
+        // Changes refused because the session had ended go out with the new one.
+        if !switching { try await engine?.retryFailed(causedBy: [.authentication]) }
         try Data(JSONValue.object(["account": .string(account.rawValue)]).serialized()).write(
             to: sessionFile, options: .atomic)
         var answer = try await finish(result, drafts: result.effects.filter { !leaving.contains($0) })
         if state.stack.last?.route == "home" { answer = try await navigate(.open(route: "notes")) }
         answer["account"] = .string(account.rawValue)
         return answer
+    }
+
+    /// Activates `account` on the session it has on this device; when it has none, signs it in first. If
+    /// that sign-in fails (offline), `previous` is activated again, so that a failed switch leaves the app on
+    /// the account it was on.
+    private func activateSigningInIfNeeded(_ account: AccountID, returningTo previous: AccountID?) async throws
+        -> SyncEngine
+    {
+        do {
+            return try await accounts.activate(account)
+        } catch let error as NotesAppError where error.notSignedIn {
+            do {
+                let token = try await NotesRemote.signIn(account, client: client)
+                tokens.withLock { $0[account] = token }
+            } catch {
+                if let previous, previous != account { engine = try? await accounts.activate(previous) }
+                throw error
+            }
+            return try await accounts.activate(account)
+        }
     }
 
     private func signOut() async throws -> JSONObject {
@@ -595,4 +627,6 @@ public struct NotesAppError: Error, Sendable {
     public let kind: HTTPFailure.Kind
     /// User-facing text.
     public let message: String
+    /// The account has no session on this device (it must sign in).
+    var notSignedIn = false
 }

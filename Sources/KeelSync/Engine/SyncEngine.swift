@@ -1,7 +1,7 @@
 import Foundation
 public import KeelContract
 public import KeelCore
-import KeelHTTP
+public import KeelHTTP
 public import KeelStore
 import KeelCrypto
 
@@ -621,10 +621,12 @@ public actor SyncEngine {
     /// Whether ``stop()`` was called.
     public var isStopped: Bool { stopped }
 
-    /// Moves every failed change back to pending (after the user signed in again or fixed the cause).
-    /// Returns how many.
+    /// Moves every failed change back to pending (after the user signed in again or fixed the cause) — with
+    /// `kinds`, only those that failed for one of them (after a new sign-in, those refused with
+    /// `authentication`: a change the server refused for its content would only be refused again). Returns
+    /// how many.
     @discardableResult
-    public func retryFailed() async throws(SyncError) -> Int {
+    public func retryFailed(causedBy kinds: Set<HTTPFailure.Kind>? = nil) async throws(SyncError) -> Int {
         try requireRunning()
         let storage = storage
         return try await storageCall {
@@ -634,6 +636,7 @@ public actor SyncEngine {
                     guard let data = try outbox.get(id) else { continue }
                     var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
                     guard entry.state == .failed else { continue }
+                    if let kinds, !kinds.contains(entry.failure?.kind ?? .technical) { continue }
                     entry.state = .pending
                     try outbox.put(id, SyncRecords.encode(entry.json))
                     moved += 1
