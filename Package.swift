@@ -5,8 +5,10 @@
 // Present: KeelCore, KeelContract, KeelSchema, KeelContractTools, KeelHTTP, KeelStore, KeelSync (operation
 // journal, outbox and sync engine), KeelLifecycle, KeelTesting, KeelReference (the reference backend and the
 // reference app's model), the `keel` tool, `keel-notes` (the reference app on the command line) and
-// `keel-bench`. The direction is fixed here: KeelCore at the bottom, KeelTesting beside the app-facing modules,
-// C shims imported only by the module that wraps them.
+// `keel-bench`; not products: KeelCrypto (the crypto adapter), KeelStoreFixtures, KeelContractFixtures and
+// `keel-fixtures`. The direction is fixed here: KeelCore at the bottom, KeelTesting beside the app-facing
+// modules, C shims imported only by the module that wraps them (and by keel-bench, whose raw baselines must
+// not go through Keel).
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -122,8 +124,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Runs storage and journal workloads in a child process for kill -9 tests (KeelStoreTests,
-        // KeelSyncTests); not a product.
+        // Runs storage, journal and lifecycle workloads in a child process for kill -9 tests (KeelStoreTests,
+        // KeelSyncTests, KeelLifecycleTests); not a product.
         .executableTarget(
             name: "keel-fixtures",
             dependencies: [

@@ -178,7 +178,9 @@ final class LockedURIs: @unchecked Sendable {
     private var storage: [String] = []
     func append(_ value: String) { lock.withLock { storage.append(value) } }
     var values: [String] { lock.withLock { storage } }
+}
 
+extension JSONSchemaTests {
     @Test func patternDollarMatchesOnlyAtTheVeryEndAndDotAsECMAScriptSays() throws {
         // ECMA-262 without the m flag: `$` is the end of input; ICU's `$` also matches before a final line
         // break. (The official suite's case uses a backslash and an n, not a newline.)
