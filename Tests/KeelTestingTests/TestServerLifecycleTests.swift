@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
+import KeelCore
 import KeelTesting
 import Testing
 
@@ -156,6 +157,99 @@ enum ProcFS {
             (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
+    }
+}
+
+/// The graceful stop (`drain`), as `keel backend` does it on SIGTERM.
+@Suite(.timeLimit(.minutes(1))) struct TestServerDrainTests {
+    /// One HTTP/1.1 response read off `client`: nil when the connection ended before a whole one arrived.
+    static func response(from client: RawClient) -> (head: String, body: String)? {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let text = String(decoding: received, as: UTF8.self)
+            if let end = text.range(of: "\r\n\r\n") {
+                let head = String(text[..<end.lowerBound])
+                let length =
+                    head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+                let body = text[end.upperBound...]
+                if body.utf8.count >= length { return (head, String(body)) }
+            }
+            guard !POSIX.waitReadable([client.descriptor], timeoutMilliseconds: 5000).isEmpty,
+                let count = chunk.withUnsafeMutableBytes({ POSIX.read(client.descriptor, into: $0) }), count > 0
+            else { return nil }
+            received += chunk[0..<count]
+        }
+    }
+
+    /// Found in review: the drain waited until nothing was in flight and then shut down in a second step, and a
+    /// kept-alive connection could start an exchange in between (or at any time of the drain): the backend
+    /// applied the request and the shutdown cut its answer. Now a request is either handed on and answered, or
+    /// never handed on; answers during the drain close their connections.
+    @Test func aDrainAnswersEveryRequestItHandsOnAndHandsOnNoOther() async throws {
+        for round in 0..<4 {
+            let dispatched = Locked(0)
+            let server = try TestServer(
+                configuration: .init(recordsRequests: false),
+                dispatcher: TestServer.Dispatcher { _ in
+                    let number = dispatched.withLock { count in
+                        count += 1
+                        return count
+                    }
+                    usleep(200)  // the work of applying it
+                    return TestResponse(body: "applied \(number)")
+                })
+            let answered = Locked(0)
+            let finished = DispatchGroup()
+            for _ in 0..<4 {
+                let client = try RawClient(port: server.port)
+                finished.enter()
+                Thread.detachNewThread {
+                    defer { finished.leave() }
+                    while true {
+                        client.send("POST /mutations HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+                        guard let (head, _) = Self.response(from: client) else { return }
+                        answered.withLock { $0 += 1 }
+                        // An answer during the drain closes its connection.
+                        if head.lowercased().contains("connection: close") { return }
+                    }
+                }
+            }
+            while dispatched.withLock({ $0 }) < 50 { try await Task.sleep(for: .milliseconds(1)) }
+            await server.drain(timeout: .seconds(20))
+            await withCheckedContinuation { continuation in
+                finished.notify(queue: .global()) { continuation.resume() }
+            }
+            #expect(dispatched.withLock { $0 } == answered.withLock { $0 }, "round \(round)")
+        }
+    }
+
+    /// Found in review: an exchange stalled on purpose (`noResponse`) counted as in flight, so a drain waited
+    /// its whole timeout for an answer that never comes; and connects during a drain were left hanging in
+    /// the backlog instead of refused.
+    @Test func aDrainNeitherWaitsForAStallNorLetsNewConnectionsHang() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(socketEffect: .noResponse))
+        let stalled = try RawClient(port: server.port)
+        stalled.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try await server.takeRequest()
+        // Held in flight: a dispatcherless queue answer that is slow to write.
+        server.enqueue(TestResponse(body: "late").delayingHeaders(by: .seconds(2)))
+        let held = try RawClient(port: server.port)
+        held.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try await server.takeRequest()
+        let start = ContinuousClock.now
+        let draining = Task { await server.drain(timeout: .seconds(45)) }
+        try await Task.sleep(for: .milliseconds(200))
+        // Refused at once (the listening socket is shut), not accepted into a backlog nobody serves.
+        #expect(throws: (any Error).self) { try RawClient(port: server.port) }
+        let answer = Self.response(from: held)
+        #expect(answer?.body == "late" && answer?.head.lowercased().contains("connection: close") == true)
+        await draining.value
+        // Done once the held answer went out, not after the stalled exchange's 45 s.
+        #expect(ContinuousClock.now - start < .seconds(30))
+        #expect(stalled.readToEnd().ending != .timedOut)
     }
 }
 

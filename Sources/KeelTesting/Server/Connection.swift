@@ -101,9 +101,17 @@ final class Connection: @unchecked Sendable {
             case .rejected(let status, let reason): return reject(status: status, reason: reason)
             }
             // In flight from its head on: a server draining for shutdown waits for a request whose body is
-            // still arriving, as for one being answered.
-            server.beginExchange()
-            defer { server.finishExchange() }
+            // still arriving, as for one being answered. A drain that has stopped taking exchanges gets no
+            // more: the request is not handed on, and the connection closes.
+            guard server.beginExchange() else { return .interrupted }
+            var exchangeOpen = true
+            /// Ends the exchange early: an effect that stalls without answering keeps nothing in flight (a
+            /// drain would otherwise wait its whole timeout for an answer that never comes).
+            func endExchange() {
+                if exchangeOpen { server.finishExchange() }
+                exchangeOpen = false
+            }
+            defer { endExchange() }
 
             if head.expectsContinue {
                 _ = send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
@@ -145,15 +153,22 @@ final class Connection: @unchecked Sendable {
             switch response.socketEffect {
             case .disconnectAfterRequest: return .closeGracefully
             case .resetAfterRequest: return .reset
-            case .noResponse: return stallReading()
+            case .noResponse:
+                endExchange()
+                return stallReading()
             case .halfCloseAfterRequest:
                 POSIX.shutdown(descriptor, .write)
+                endExchange()
                 return stallReading()
             default: break
             }
 
-            let closesAfter = head.wantsClose || response.asksToClose || response.socketEffect == .disconnectAtEnd
-            switch write(response, for: head, closing: closesAfter) {
+            // While the server drains, every answer closes its connection: the client opens no new exchange
+            // on it, and finds the next connection refused.
+            var closesAfter =
+                head.wantsClose || response.asksToClose || response.socketEffect == .disconnectAtEnd
+                || server.isDraining
+            switch write(response, for: head, closing: &closesAfter) {
             case .completed: break
             case .ended(let ending): return ending
             }
@@ -165,6 +180,7 @@ final class Connection: @unchecked Sendable {
                 buffer.removeAll()
             case .shutdownOutputAtEnd:
                 POSIX.shutdown(descriptor, .write)
+                endExchange()
                 return stallReading()
             default:
                 if closesAfter { return .closeGracefully }
@@ -401,11 +417,14 @@ final class Connection: @unchecked Sendable {
         case ended(Ending)
     }
 
-    private func write(_ response: TestResponse, for head: RequestHead, closing: Bool) -> WriteResult {
+    /// Writes `response`; `closing` (whether the connection closes after it) becomes true when a drain
+    /// started while the headers were held back: the answer says `Connection: close` all the same.
+    private func write(_ response: TestResponse, for head: RequestHead, closing: inout Bool) -> WriteResult {
         precondition(
             (100...999).contains(response.status), "TestResponse status \(response.status) is not a three-digit code")
         precondition(response.chunkSize.map { $0 > 0 } ?? true, "TestResponse chunk size must be positive")
         if !sleep(response.headersDelay) { return .ended(.interrupted) }
+        if !closing, response.headersDelay > .zero, server.isDraining { closing = true }
         if let raw = response.rawBytes {
             return send([UInt8](raw)) ? .completed : .ended(.peerClosed)
         }

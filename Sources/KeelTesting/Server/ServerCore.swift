@@ -23,8 +23,13 @@ final class ServerCore: Sendable {
         var requestTotal = 0
         /// Requests answered by a dispatcher or the queue whose response is not written yet.
         var inFlight = 0
-        /// Set by ``drain(timeout:)``: new connections are refused, so the exchanges in flight can finish.
+        /// Set by ``drain(timeout:)``: new connections are refused, so the exchanges in flight can finish, and
+        /// every response written from then on closes its connection.
         var isDraining = false
+        /// Set by ``drain(timeout:)`` in the same step that found nothing in flight: from then on no exchange
+        /// begins (a request arriving on a kept-alive connection is never handed to the dispatcher), so the
+        /// shutdown that follows cuts no exchange that was answered in part or applied but not answered.
+        var refusesExchanges = false
         var takenCount = 0
         var events: [ConnectionEvent] = []
         var nextConnectionID = 1
@@ -102,7 +107,7 @@ final class ServerCore: Sendable {
     private func acceptLoop() {
         while true {
             let ready = POSIX.waitReadable([listenDescriptor, wakeDescriptors.read], timeoutMilliseconds: -1)
-            if ready.contains(1) || isShutDown { return }
+            if ready.contains(1) || state.withLock({ $0.isShutDown || $0.isDraining }) { return }
             guard ready.contains(0) else { continue }
             let descriptor: Int32
             switch POSIX.accept(listenDescriptor) {
@@ -196,10 +201,18 @@ final class ServerCore: Sendable {
     }
 
     /// Called by a connection when a request's head has arrived: the exchange is in flight until
-    /// ``finishExchange()``.
-    func beginExchange() {
-        state.withLock { $0.inFlight += 1 }
+    /// ``finishExchange()``. False once a drain has stopped taking exchanges: the request must not be handed
+    /// on (nothing of it is dispatched, recorded or answered; the connection closes).
+    func beginExchange() -> Bool {
+        state.withLock { state in
+            guard !state.refusesExchanges, !state.isShutDown else { return false }
+            state.inFlight += 1
+            return true
+        }
     }
+
+    /// Whether a drain has started: responses close their connections.
+    var isDraining: Bool { state.withLock { $0.isDraining } }
 
     /// Called by a connection once the exchange ``beginExchange()`` started has ended: its response written,
     /// or the exchange over without one.
@@ -207,12 +220,19 @@ final class ServerCore: Sendable {
         state.withLock { $0.inFlight -= 1 }
     }
 
-    /// Stops accepting connections, waits (real time, at most `timeout`) until no response is being
-    /// prepared or written, then shuts down.
+    /// Stops accepting connections (the listening socket is shut, so a connect is refused at once instead of
+    /// waiting in the backlog), waits (real time, at most `timeout`) until no response is being prepared or
+    /// written — and, in the same step, stops taking new exchanges — then shuts down.
     func drain(timeout: Duration) async {
-        state.withLock { $0.isDraining = true }
-        _ = try? await state.wait(timeout: timeout, for: "in-flight exchanges to finish") { state in
-            state.inFlight == 0 ? true : nil
+        let first = state.withLock { state in
+            defer { state.isDraining = true }
+            return !state.isDraining && !state.isShutDown
+        }
+        if first { POSIX.shutdown(listenDescriptor, .both) }
+        _ = try? await state.wait(timeout: timeout, for: "in-flight exchanges to finish") { state -> Bool? in
+            guard state.inFlight == 0 else { return nil }
+            state.refusesExchanges = true
+            return true
         }
         shutdown()
     }

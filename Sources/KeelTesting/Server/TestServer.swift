@@ -229,9 +229,15 @@ public final class TestServer: Sendable {
         core.shutdown()
     }
 
-    /// Stops gracefully: refuses new connections, lets every request already handed to the dispatcher
-    /// (or the queue) get its response written — waiting at most `timeout`, real time — then does what
-    /// ``shutdown()`` does. What a server process does on SIGTERM.
+    /// Stops gracefully: refuses new connections (a connect is refused at once), lets every request already
+    /// handed to the dispatcher (or the queue) get its response written — waiting at most `timeout`, real
+    /// time — then does what ``shutdown()`` does. What a server process does on SIGTERM.
+    ///
+    /// A request is either handed on and answered, or never handed on: once nothing is in flight, the drain
+    /// stops taking exchanges in the same step, so a request arriving on a kept-alive connection after that
+    /// is closed unread instead of applied and cut off. Answers written during the drain carry
+    /// `Connection: close`. An exchange stalled on purpose (`noResponse`, `halfCloseAfterRequest`,
+    /// `shutdownOutputAtEnd`) is not waited for.
     public func drain(timeout: Duration = .seconds(10)) async {
         await core.drain(timeout: timeout)
     }

@@ -53,7 +53,8 @@ func urlErrorCode(of body: () async throws -> Void) async -> URLError.Code? {
 }
 
 /// A raw TCP client for what URLSession cannot send (malformed requests) or hides (wire framing).
-final class RawClient {
+final class RawClient: @unchecked Sendable {
+    // @unchecked Sendable: the descriptor never changes; a test uses a client from one thread at a time.
     let descriptor: Int32
 
     init(port: Int) throws {
