@@ -102,7 +102,8 @@ if let path = option("script") {
         FileHandle.standardError.write(Data("error: cannot read \(path)\n".utf8))
         exit(2)
     }
-    script = text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+    // Lines end in LF or CRLF (a script written on Windows); Swift's "\n" does not split "\r\n", one Character.
+    script = text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline).map(String.init)
 }
 _ = await app.launch()
 var position = 0

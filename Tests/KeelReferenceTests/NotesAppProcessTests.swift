@@ -71,6 +71,27 @@ extension NotesDevice {
         #expect(help.output(of: .standardOutput).hasPrefix("usage: keel-notes --data DIR"))
     }
 
+    /// Found in review: a script with CRLF line ends (written on Windows) ran as one command — Swift does not
+    /// split "\r\n" at "\n" — and the app answered one usage error and exited 0.
+    @Test func aScriptWithCRLFLineEndsRunsLineByLine() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-crlf")
+        let script = directory.url("script.txt")
+        try Data("screen\r\nfrobnicate\r\nquit\r\n".utf8).write(to: script)
+        let process = try ChildProcess.launch(
+            executable: NotesDevice.executable,
+            arguments: [
+                "--data", directory.url("d").path, "--keys", directory.url("k").path, "--server", "http://127.0.0.1:1",
+                "--script", script.path,
+            ])
+        process.closeInput()
+        #expect(try await process.waitForExit(timeout: .seconds(30)) == .exited(0))
+        let answers = process.output(of: .standardOutput).split(separator: "\n").compactMap {
+            try? JSONValue(parsing: String($0))
+        }
+        #expect(answers.count == 3)
+        #expect(answers.first?["screen"] != nil && answers.dropFirst().first?["error"]?["kind"] == "usage")
+    }
+
     /// Found in review: a sign-in without a connection said "It is saved on this device and will be sent when
     /// possible" — nothing of a sign-in is queued.
     @Test func aDirectCallThatFailsOfflineNeverSaysItWillBeSentLater() async throws {

@@ -249,6 +249,54 @@ final class BackendHarness: Sendable {
         #expect(try harness.backend.appliedKeys() == ["m1": 1])
     }
 
+    /// Found in review: `/operations/{correlationID}` answered 404 (read by reconcile as "never arrived") for
+    /// a publication that was made, `applied` for a batch whose only change was a conflict, and 404 for a
+    /// stored batch replayed under a new correlation id (a re-send after a relaunch).
+    @Test func theOperationStatusSaysWhatBecameOfEveryKindOfOperation() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        func status(_ id: String) async throws -> JSONValue? {
+            try await harness.call("GET", "/operations/\(id)", headers: ["Authorization": "Bearer \(token)"])["status"]
+        }
+        func send(_ batchKey: String, _ mutation: String, correlation: String) async throws -> Exchange {
+            try await harness.call(
+                "POST", "/mutations",
+                headers: [
+                    "Authorization": "Bearer \(token)", "Idempotency-Key": batchKey, "X-Correlation-ID": correlation,
+                ],
+                json: #"{"mutations": [\#(mutation)]}"#)
+        }
+        #expect(
+            try await send("batch-0000000000000001", BackendHarness.create("m1", note: "n1"), correlation: "op-1")
+                .status == 200)
+        #expect(try await status("op-1") == "applied")
+        // Only a conflict: answered, nothing changed.
+        let stale = try await send(
+            "batch-0000000000000002", BackendHarness.update("m2", note: "n1", base: 0, title: "Old"),
+            correlation: "op-2")
+        #expect(stale["results"]?[0]?["status"] == "conflict")
+        #expect(try await status("op-2") == "notApplied")
+        // The first batch replayed under another operation's id: that operation applied it too.
+        #expect(
+            try await send("batch-0000000000000001", BackendHarness.create("m1", note: "n1"), correlation: "op-3")
+                .status == 200)
+        #expect(try await status("op-3") == "applied")
+        // A publication.
+        let published = try await harness.call(
+            "POST", "/notes/n1/publish",
+            headers: [
+                "Authorization": "Bearer \(token)", "Idempotency-Key": "publish-000000000001",
+                "X-Correlation-ID": "op-4",
+            ])
+        #expect(published.status == 200)
+        #expect(try await status("op-4") == "applied")
+        // A conflict later sent under an operation that already applied something does not undo it.
+        _ = try await send(
+            "batch-0000000000000005", BackendHarness.update("m5", note: "n1", base: 0, title: "Old"),
+            correlation: "op-1")
+        #expect(try await status("op-1") == "applied")
+    }
+
     @Test func aPublicationIsMadeOncePerKeyAndReplayed() async throws {
         let harness = try BackendHarness()
         let alice = try await harness.signIn("alice")
@@ -418,6 +466,66 @@ final class BackendHarness: Sendable {
         #expect(log.contains { $0.path == "/mutations" && $0.status == 403 && $0.account == nil })
     }
 
+    /// Found in review: the account claim was compared with Swift's `==`, which takes a decomposed "é" for the
+    /// precomposed one — two accounts here, as sessions and notes are stored by bytes — so a token of one was
+    /// accepted claiming the other; and of two `X-Account-ID` fields only the first was checked.
+    @Test func anAccountClaimMatchesItsTokenByteForByteAndOnlyOnce() async throws {
+        let harness = try BackendHarness()
+        let decomposed = try await harness.signIn("e\u{301}ve")
+        let precomposed = try await harness.signIn("\u{E9}ve")
+        #expect(decomposed != precomposed)
+        _ = try await harness.mutate(
+            decomposed, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1"))
+        /// The status line of a request sent as written (URLSession would not send these fields as they are).
+        func status(_ fields: [String]) throws -> String {
+            let socket = try POSIX.connect(host: "127.0.0.1", port: UInt16(harness.backend.port))
+            defer { POSIX.close(socket) }
+            let head = (["GET /notes/n1 HTTP/1.1", "Host: x", "Connection: close"] + fields).joined(separator: "\r\n")
+            _ = POSIX.writeAll(socket, Array((head + "\r\n\r\n").utf8))
+            var received: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while !POSIX.waitReadable([socket], timeoutMilliseconds: 5000).isEmpty,
+                let count = chunk.withUnsafeMutableBytes({ POSIX.read(socket, into: $0) }), count > 0
+            {
+                received += chunk[0..<count]
+            }
+            return String(decoding: received, as: UTF8.self).components(separatedBy: "\r\n").first ?? ""
+        }
+        #expect(try status(["Authorization: Bearer \(decomposed)", "X-Account-ID: e\u{301}ve"]).contains(" 200 "))
+        #expect(try status(["Authorization: Bearer \(decomposed)", "X-Account-ID: \u{E9}ve"]).contains(" 403 "))
+        #expect(
+            try status([
+                "Authorization: Bearer \(decomposed)", "X-Account-ID: e\u{301}ve", "X-Account-ID: \u{E9}ve",
+            ]).contains(" 403 "))
+    }
+
+    /// Found in review: title and tag limits counted Swift characters, so 200 decomposed "é" (400 code points)
+    /// passed `maxLength: 200`, and the backend then served notes its own contract says cannot exist.
+    @Test func lengthLimitsCountCodePointsAsTheContractDoes() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        let decomposed = String(repeating: "e\u{301}", count: 200)
+        let tooLong = try await harness.mutate(
+            token, batchKey: "batch-0000000000000001",
+            #"{"id": "m1", "type": "create", "noteID": "n1", "title": "\#(decomposed)"}"#)
+        #expect(tooLong["results"]?[0]?["status"] == "rejected", "\(tooLong.text)")
+        let fits = try await harness.mutate(
+            token, batchKey: "batch-0000000000000002",
+            #"{"id": "m2", "type": "create", "noteID": "n2", "title": "\#(String(repeating: "e\u{301}", count: 100))"}"#
+        )
+        #expect(fits["results"]?[0]?["status"] == "applied", "\(fits.text)")
+        let tags = try await harness.mutate(
+            token, batchKey: "batch-0000000000000003",
+            #"{"id": "m3", "type": "create", "noteID": "n3", "title": "T", "tags": ["\#(String(repeating: "e\u{301}", count: 64))"]}"#
+        )
+        #expect(tags["results"]?[0]?["status"] == "rejected", "\(tags.text)")
+        // Two tags that differ in code points are two tags (JSON Schema's uniqueItems compares code points).
+        let distinct = try await harness.mutate(
+            token, batchKey: "batch-0000000000000004",
+            #"{"id": "m4", "type": "create", "noteID": "n4", "title": "T", "tags": ["\u00e9", "e\u0301"]}"#)
+        #expect(distinct["results"]?[0]?["status"] == "applied", "\(distinct.text)")
+    }
+
     @Test func everythingSurvivesARestartOfTheBackend() async throws {
         let directory = try TemporaryDirectory(prefix: "keel-backend-restart")
         var harness: BackendHarness? = try BackendHarness(directory: directory)
@@ -454,6 +562,18 @@ final class BackendHarness: Sendable {
         #expect(allowed.status == 200 && allowed.headers["x-update-available"] == "2.3")
         let config = try await harness.call("GET", "/client-config?platform=ios&appVersion=1.0")
         #expect(config["status"] == "updateRequired" && config["minimumVersion"] == "2.0")
+        // Found in review: an old app sending its version headers got 426 from the endpoints the contract
+        // declares no 426 for — `/client-config` (which exists to say "update required", as a 200), sign-in,
+        // and the status of its operations.
+        let askedByTheOldApp = try await harness.call(
+            "GET", "/client-config?platform=ios&appVersion=1.9",
+            headers: ["X-App-Version": "1.9", "X-App-Platform": "ios"])
+        #expect(askedByTheOldApp.status == 200 && askedByTheOldApp["status"] == "updateRequired")
+        let signIn = try await harness.call(
+            "POST", "/sessions", headers: ["X-App-Version": "1.9", "X-App-Platform": "ios"], json: #"{"account": "al"}"#
+        )
+        #expect(signIn.status == 200)
+        #expect(try await harness.call("GET", "/operations/nothing", headers: old).status == 404)
         #expect(
             try await harness.call(
                 "GET", "/changes",

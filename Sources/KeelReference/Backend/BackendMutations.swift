@@ -47,6 +47,14 @@ extension BackendHandler {
     ) throws -> TestResponse {
         if let stored = try store.batchKey(batchKey, account: account) {
             guard stored.bodyHash == bodyHash || stored.bodyHash == rawHash else { throw Self.keyReused(batchKey) }
+            // The replay answers for the operation it is sent under too (a re-send after a relaunch carries the
+            // journal's correlation id, which may be another than the first send's).
+            if let id = request.headers["X-Correlation-ID"] {
+                let applied = Self.appliedSomething(stored.response)
+                try store.pool.writeSync { db in
+                    try store.recordOperation(id, account: account, applied: applied, in: db)
+                }
+            }
             return TestResponse(
                 status: 200, headers: ["Content-Type": "application/json"], body: Data(stored.response.utf8))
         }
@@ -69,7 +77,12 @@ extension BackendHandler {
                 )
                 results.append(.object(result))
             }
-            if let id = request.headers["X-Correlation-ID"] { try store.recordOperation(id, account: account, in: db) }
+            if let id = request.headers["X-Correlation-ID"] {
+                // Applied when any change of the batch is (now, or earlier under its key); otherwise the
+                // backend answered it without changing anything.
+                let applied = results.contains { ["applied", "duplicate"].contains($0["status"]?.stringValue) }
+                try store.recordOperation(id, account: account, applied: applied, in: db)
+            }
             let response = JSONValue.object(["results": .array(results)]).description
             try store.recordBatchKey(batchKey, account: account, bodyHash: bodyHash, response: response, in: db)
             return response
@@ -247,17 +260,28 @@ extension BackendHandler {
         for name in ["title", "body", "kind", "visibility", "pinned", "tags"] {
             guard let value = mutation[name] else { continue }
             switch (name, value) {
-            case ("title", .string(let text)) where text.count <= 200: break
+            // Lengths and uniqueness as JSON Schema counts and compares them: by code point (Swift's `count`
+            // and `==` go by grapheme and canonical equivalence: 200 decomposed "é" are 400 code points).
+            case ("title", .string(let text)) where text.unicodeScalars.count <= 200: break
             case ("body", .string), ("kind", .string), ("pinned", .bool): break
             case ("visibility", .string(let text)) where text == "private" || text == "shared": break
             case ("tags", .array(let tags)):
                 let names = tags.compactMap(\.stringValue)
-                guard names.count == tags.count, Set(names).count == names.count, names.allSatisfy({ $0.count <= 64 })
+                guard names.count == tags.count, Set(names.map { Array($0.unicodeScalars) }).count == names.count,
+                    names.allSatisfy({ $0.unicodeScalars.count <= 64 })
                 else { return nil }
             default: return nil
             }
             fields.append((name, value))
         }
         return fields
+    }
+
+    /// Whether a stored batch answer applied (or replayed) any change.
+    static func appliedSomething(_ response: String) -> Bool {
+        guard case .array(let results)? = (try? JSONValue(parsing: Data(response.utf8)))?["results"] else {
+            return true  // an answer this backend wrote is readable; if not, do not call it "not applied"
+        }
+        return results.contains { ["applied", "duplicate"].contains($0["status"]?.stringValue) }
     }
 }

@@ -250,7 +250,11 @@ final class BackendStore: Sendable {
     }
 
     /// Publishes the note's current version under `key` (one transaction: the key and the publication).
-    func publish(noteID: String, key: String, id: String, account: String, at date: Date) throws -> JSONObject {
+    /// Publishes `noteID`; the operation (`correlationID`, when the request carried one) is recorded
+    /// `applied` in the same transaction, for `/operations`.
+    func publish(noteID: String, key: String, id: String, account: String, at date: Date, correlationID: String?)
+        throws -> JSONObject
+    {
         try pool.writeSync { db in
             guard let note = try self.note(noteID, account: account, in: db), !note.deleted else {
                 throw BackendFailure(status: 404, code: "not_found", message: "no such note")
@@ -258,6 +262,7 @@ final class BackendStore: Sendable {
             try db.execute(
                 "INSERT INTO publications (account, key, note_id, id, version, published_at) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [account, key, noteID, id, note.version, date.timeIntervalSince1970])
+            if let correlationID { try recordOperation(correlationID, account: account, applied: true, in: db) }
             return Self.publicationAnswer(noteID: noteID, id: id, version: note.version)
         }
     }
@@ -297,10 +302,18 @@ final class BackendStore: Sendable {
 
     // MARK: - Operations and settings
 
-    func recordOperation(_ correlationID: String, account: String, in db: Database) throws {
+    /// Records what became of the operation sent with `correlationID`: `applied` when it changed something,
+    /// `notApplied` when the backend answered it without changing anything (every change refused or in
+    /// conflict). An operation once recorded applied stays applied (a later request under the same id that
+    /// changed nothing does not undo it).
+    func recordOperation(_ correlationID: String, account: String, applied: Bool, in db: Database) throws {
         try db.execute(
-            "INSERT OR REPLACE INTO operations (account, correlation_id, status) VALUES (?, ?, 'applied')",
-            arguments: [account, correlationID])
+            """
+            INSERT INTO operations (account, correlation_id, status) VALUES (?, ?, ?)
+            ON CONFLICT (account, correlation_id) DO UPDATE SET status = 'applied'
+            WHERE excluded.status = 'applied'
+            """,
+            arguments: [account, correlationID, applied ? "applied" : "notApplied"])
     }
 
     func operationStatus(_ correlationID: String, account: String) throws -> String? {
