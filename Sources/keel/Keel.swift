@@ -1,4 +1,5 @@
 import Foundation
+import KeelTesting
 import KeelContract
 
 /// `keel`: the Keel command-line tool.
@@ -102,8 +103,10 @@ extension FileHandle {
 }
 
 /// Writes `text` to standard output at once (unbuffered), so a reader of a pipe sees each line as it is said.
+/// A reader that went away (EPIPE, where SIGPIPE is ignored: `serve`, `backend`) loses the text; the command
+/// goes on (FileHandle's write would trap on the error).
 func say(_ text: String, terminator: String = "\n") {
-    FileHandle.standardOutput.write(text + terminator)
+    _ = POSIX.writeAll(1, Array((text + terminator).utf8))
 }
 
 /// Writes `value` to standard output as pretty-printed JSON (sorted keys, unescaped slashes).

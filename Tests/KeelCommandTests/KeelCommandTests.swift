@@ -88,6 +88,8 @@ import Testing
         (["serve", "--port", "70000"], "option '--port' needs a whole number from 0 to 65535"),
         (["serve", "extra"], "unexpected argument 'extra'"),
         (["serve", "--captive-portal", "ftp://x"], "--captive-portal needs 'login' or an http(s) URL"),
+        // Found in review: the portal answered every request and the script was ignored without a word.
+        (["serve", "--captive-portal", "login", "--script", "x.json"], "--script and --captive-portal cannot be"),
     ])
     func badFlagsAreUsageErrors(arguments: [String], message: String) async throws {
         let child = try ChildProcess.launch(product: "keel", arguments: arguments)
@@ -153,6 +155,21 @@ import Testing
         let third = await fetch(base.appendingPathComponent("c"))
         #expect(third.errorCode != nil)
         _ = try await child.waitForLine { $0.hasPrefix("#1 GET /b") }
+        try child.writeLine("quit")
+        #expect(try await child.waitForExit() == .exited(0))
+    }
+
+    /// Found in review: `keel serve | head -1` died of SIGPIPE at the first request it logged after `head` had
+    /// gone, and that request went unanswered. The log is lost; the server goes on.
+    @Test func serveOutlivesAReaderOfItsLogThatWentAway() async throws {
+        let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
+        let child = try ChildProcess.launch(
+            executable: "/bin/bash", arguments: ["-c", "set -o pipefail; \"$0\" serve | head -1", keel])
+        let banner = try #require(try await child.nextLine())
+        let base = try #require(URL(string: String(banner.dropFirst("listening on ".count))))
+        for path in ["a", "b", "c"] {
+            #expect(await fetch(base.appendingPathComponent(path)).status == 404, "\(path)")
+        }
         try child.writeLine("quit")
         #expect(try await child.waitForExit() == .exited(0))
     }

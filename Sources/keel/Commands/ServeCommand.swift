@@ -49,6 +49,10 @@ enum ServeCommand {
         }
         var script: [TestResponse] = []
         if let path = arguments.value("script") {
+            // A captive portal answers every request itself: a script would never be played.
+            guard dispatcher == nil else {
+                throw UsageError("--script and --captive-portal cannot be combined: the portal answers every request")
+            }
             do {
                 script = try ResponseScript.load(path: path)
             } catch {
@@ -56,6 +60,9 @@ enum ServeCommand {
             }
         }
 
+        // A reader of standard output that goes away (`keel serve | head -1`) ends the log, never the server:
+        // writes then fail with EPIPE instead of raising SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         let server: TestServer
         do {
             server = try TestServer(configuration: .init(port: port), dispatcher: dispatcher)
