@@ -349,6 +349,36 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    /// Found in review: a request refused for its body (413, a malformed chunk) used up the scripted response
+    /// of the next one, so the script ran out of step; and an oversized `Expect: 100-continue` request was told
+    /// to send its body before the 413 its length had already earned.
+    @Test func aRequestRefusedForItsBodyLeavesTheScriptInStep() async throws {
+        let server = try TestServer(configuration: .init(maximumBodyBytes: 1000))
+        for status in [201, 202, 203] { server.enqueue(TestResponse(status: status)) }
+        let oversized = try RawClient(port: server.port)
+        oversized.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n")
+        let refused = oversized.readUntilClose()
+        #expect(refused.hasPrefix("HTTP/1.1 413") && !refused.contains("100 Continue"), "\(refused)")
+        let badChunk = try RawClient(port: server.port)
+        badChunk.send("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+        #expect(badChunk.readUntilClose().hasPrefix("HTTP/1.1 400"))
+        let good = try RawClient(port: server.port)
+        good.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(good.readUntilClose().hasPrefix("HTTP/1.1 201"))
+    }
+
+    /// Found in review: a chunked response went to an HTTP/1.0 client, which has no chunked coding (RFC 9112
+    /// §6.1): it read the chunk framing as the body.
+    @Test func anHTTP10ClientGetsTheBodyWholeWithItsLength() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "hello world").chunked(size: 3))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.0\r\n\r\n")
+        let answer = raw.readUntilClose()
+        #expect(!answer.lowercased().contains("transfer-encoding"), "\(answer)")
+        #expect(answer.contains("Content-Length: 11\r\n") && answer.hasSuffix("\r\n\r\nhello world"), "\(answer)")
+    }
+
     /// Optional whitespace around a field value is SP and HTAB (RFC 9110 §5.6.3): those go, a no-break
     /// space stays part of the value.
     @Test func fieldValuesLoseOnlySpacesAndTabsAroundThem() async throws {

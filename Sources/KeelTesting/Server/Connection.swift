@@ -113,19 +113,28 @@ final class Connection: @unchecked Sendable {
             }
             defer { endExchange() }
 
+            // A body the server will refuse for its declared length is refused before the client is told
+            // to send it.
+            if !head.isChunked, head.contentLength > server.configuration.maximumBodyBytes {
+                return reject(status: 413, reason: "request body too large")
+            }
             if head.expectsContinue {
                 _ = send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             }
 
             // Take the queued response now, so concurrent connections cannot swap responses.
-            let reserved = server.reserveResponse()
+            let reservation = server.reserveResponse()
+            let reserved = reservation?.response
             var bodyLimit: Int? = nil
             if case .disconnectDuringRequestBody(let afterBytes) = reserved?.socketEffect { bodyLimit = afterBytes }
 
             let body: RequestBody
             switch readBody(of: head, stoppingAfter: bodyLimit) {
             case .body(let parsed): body = parsed
-            case .rejected(let status, let reason): return reject(status: status, reason: reason)
+            case .rejected(let status, let reason):
+                // A request refused for its body is not recorded: its scripted response goes to the next one.
+                if let reservation, reservation.fromQueue { server.giveBack(reservation.response) }
+                return reject(status: status, reason: reason)
             case .ended(let ending): return ending
             }
 
@@ -168,7 +177,10 @@ final class Connection: @unchecked Sendable {
             var closesAfter =
                 head.wantsClose || response.asksToClose || response.socketEffect == .disconnectAtEnd
                 || server.isDraining
-            switch write(response, for: head, closing: &closesAfter) {
+            // HTTP/1.0 has no chunked coding (RFC 9112 §6.1): the body goes out whole, with its length.
+            var framed = response
+            if head.version == "HTTP/1.0" { framed.chunkSize = nil }
+            switch write(framed, for: head, closing: &closesAfter) {
             case .completed: break
             case .ended(let ending): return ending
             }

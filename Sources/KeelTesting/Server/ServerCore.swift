@@ -179,10 +179,20 @@ final class ServerCore: Sendable {
 
     /// In queue mode, takes the response for the request whose head just arrived (responses go out in
     /// the order request heads arrive, even across concurrent connections). Nil in dispatcher mode.
-    func reserveResponse() -> TestResponse? {
+    func reserveResponse() -> (response: TestResponse, fromQueue: Bool)? {
         state.withLock { state in
             guard state.dispatcher == nil else { return nil }
-            return state.queue.isEmpty ? configuration.responseWhenQueueIsEmpty : state.queue.removeFirst()
+            return state.queue.isEmpty
+                ? (configuration.responseWhenQueueIsEmpty, false) : (state.queue.removeFirst(), true)
+        }
+    }
+
+    /// Puts back a response ``reserveResponse()`` took for a request that was refused before it was recorded:
+    /// it answers the next request instead.
+    func giveBack(_ response: TestResponse) {
+        state.withLock { state in
+            guard state.dispatcher == nil else { return }
+            state.queue.insert(response, at: 0)
         }
     }
 
