@@ -27,8 +27,26 @@ package final class POSIXThread: @unchecked Sendable {
 
     private init() {}
 
-    /// Starts `body` on a new thread named `name` (at most 15 characters are kept on Linux).
+    /// Starts `body` on a new thread named `name` (at most 15 characters are kept on Linux). Traps when the
+    /// system cannot create a thread; see ``trySpawn(name:_:)``.
     package static func spawn(name: String, _ body: @escaping @Sendable () -> Void) -> POSIXThread {
+        switch trySpawn(name: name, body) {
+        case .success(let thread): return thread
+        case .failure(let error): preconditionFailure("pthread_create failed: \(POSIX.describe(errno: error.code))")
+        }
+    }
+
+    /// Why a thread was not created (`pthread_create`'s error: EAGAIN when the process or the system has no
+    /// thread or memory to spare).
+    package struct SpawnFailure: Error {
+        package let code: Int32
+    }
+
+    /// Starts `body` on a new thread named `name`, or says why the system could not create one (a server
+    /// serving a connection per thread turns that into a closed connection, not a crash).
+    package static func trySpawn(name: String, _ body: @escaping @Sendable () -> Void) -> Result<
+        POSIXThread, SpawnFailure
+    > {
         let thread = POSIXThread()
         let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
         #if canImport(Darwin)
@@ -49,9 +67,12 @@ package final class POSIXThread: @unchecked Sendable {
                 start.body()
                 return nil
             }, start)
-        precondition(result == 0, "pthread_create failed: \(POSIX.describe(errno: result))")
+        guard result == 0 else {
+            Unmanaged<Start>.fromOpaque(start).release()  // the thread never started: nobody else takes it
+            return .failure(SpawnFailure(code: result))
+        }
         thread.handle = handle
-        return thread
+        return .success(thread)
     }
 
     /// Waits for the thread to finish. Call once.

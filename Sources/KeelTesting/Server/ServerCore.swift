@@ -121,7 +121,7 @@ final class ServerCore: Sendable {
             reapFinishedConnections()
             // Register under the threads lock and re-check shutdown inside it: shutdown flags the state
             // first and then takes this lock, so a connection is either seen by shutdown or never served.
-            let accepted = threads.withLock { registry -> Bool in
+            let accepted = threads.withLock { registry -> Accepted in
                 let id: Int? = state.withLock { state in
                     guard !state.isShutDown, !state.isDraining else { return nil }
                     defer { state.nextConnectionID += 1 }
@@ -130,9 +130,9 @@ final class ServerCore: Sendable {
                             connectionID: state.nextConnectionID, kind: .opened, instant: .now, bytesSent: 0))
                     return state.nextConnectionID
                 }
-                guard let id else { return false }
+                guard let id else { return .refused }
                 let connection = Connection(server: self, id: id, descriptor: descriptor)
-                let thread = POSIXThread.spawn(name: "kts\(serial)c") { [self] in
+                let spawned = POSIXThread.trySpawn(name: "kts\(serial)c") { [self] in
                     connection.serve()
                     threads.withLock { registry in
                         POSIX.close(descriptor)
@@ -140,15 +140,33 @@ final class ServerCore: Sendable {
                         registry.finished.append(id)
                     }
                 }
+                guard case .success(let thread) = spawned else { return .noThread(id) }
                 registry.connections[id] = thread
                 registry.openDescriptors[id] = descriptor
-                return true
+                return .served
             }
-            guard accepted else {
+            switch accepted {
+            case .served: break
+            case .refused:
                 POSIX.close(descriptor)
                 return
+            case .noThread(let id):
+                // No thread to serve it (the process is at its thread or memory limit): the connection is
+                // closed — a client sees a reset, as from any overloaded server — and the server goes on.
+                POSIX.setLingerZero(descriptor)
+                POSIX.close(descriptor)
+                recordEvent(.resetByServer, connection: id, bytesSent: 0)
             }
         }
+    }
+
+    /// What became of an accepted connection.
+    private enum Accepted {
+        case served
+        /// The server is stopping: the connection is closed.
+        case refused
+        /// No thread could be created for connection `id`.
+        case noThread(Int)
     }
 
     /// Joins connection threads that have ended, so a long-running server does not accumulate them.
