@@ -53,6 +53,24 @@ import Testing
         #expect(ContinuousClock.now - start < .seconds(60))
     }
 
+    /// Found in review: with `recordsRequests: false` (a long-running reference backend) every connection
+    /// still left two events behind, forever. Such a server keeps the newest events only.
+    @Test func aServerThatDoesNotRecordKeepsOnlyItsNewestConnectionEvents() async throws {
+        let server = try TestServer(
+            configuration: .init(recordsRequests: false),
+            dispatcher: TestServer.Dispatcher { _ in TestResponse(body: "x") })
+        for _ in 0..<1200 {
+            let client = try RawClient(port: server.port)
+            client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            _ = client.readUntilClose()
+        }
+        _ = try await server.awaitConnectionEvent { $0.connectionID == 1200 && $0.kind != .opened }
+        let events = server.connectionEvents
+        #expect(events.count <= 2048 && events.count >= 1024)
+        #expect(events.last?.connectionID == 1200)
+        #expect(server.requestCount == 1200)
+    }
+
     @Test func pendingWaitsFailWhenTheServerShutsDown() async throws {
         let server = try TestServer()
         let waiting = Task { try await server.takeRequest(timeout: .seconds(30)) }

@@ -34,6 +34,18 @@ final class ServerCore: Sendable {
         var events: [ConnectionEvent] = []
         var nextConnectionID = 1
         var isShutDown = false
+
+        /// The most connection events a server that does not record requests keeps (the newest).
+        static let eventsKeptWithoutRecording = 1024
+
+        /// Appends `event`; unless `keepingAll`, only the newest ``eventsKeptWithoutRecording`` are kept, so a
+        /// long-running server's memory does not grow with its connections.
+        mutating func append(_ event: ConnectionEvent, keepingAll: Bool) {
+            events.append(event)
+            if !keepingAll, events.count > 2 * Self.eventsKeptWithoutRecording {
+                events.removeFirst(events.count - Self.eventsKeptWithoutRecording)
+            }
+        }
     }
 
     struct Threads {
@@ -125,9 +137,10 @@ final class ServerCore: Sendable {
                 let id: Int? = state.withLock { state in
                     guard !state.isShutDown, !state.isDraining else { return nil }
                     defer { state.nextConnectionID += 1 }
-                    state.events.append(
+                    state.append(
                         ConnectionEvent(
-                            connectionID: state.nextConnectionID, kind: .opened, instant: .now, bytesSent: 0))
+                            connectionID: state.nextConnectionID, kind: .opened, instant: .now, bytesSent: 0),
+                        keepingAll: configuration.recordsRequests)
                     return state.nextConnectionID
                 }
                 guard let id else { return .refused }
@@ -267,7 +280,9 @@ final class ServerCore: Sendable {
 
     func recordEvent(_ kind: ConnectionEvent.Kind, connection: Int, bytesSent: Int) {
         state.withLock {
-            $0.events.append(ConnectionEvent(connectionID: connection, kind: kind, instant: .now, bytesSent: bytesSent))
+            $0.append(
+                ConnectionEvent(connectionID: connection, kind: kind, instant: .now, bytesSent: bytesSent),
+                keepingAll: configuration.recordsRequests)
         }
     }
 }

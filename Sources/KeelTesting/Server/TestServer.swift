@@ -79,7 +79,8 @@ public final class TestServer: Sendable {
         public var port: Int
         /// Whether every request is kept for ``TestServer/requests`` and ``TestServer/takeRequest(timeout:)``
         /// (the default). A long-running server answering through a ``Dispatcher`` (a reference backend)
-        /// turns it off so that memory does not grow with traffic; ``TestServer/requestCount`` still counts.
+        /// turns it off so that memory does not grow with traffic; ``TestServer/requestCount`` still counts,
+        /// and ``TestServer/connectionEvents`` keeps only the newest thousand or so events.
         public var recordsRequests: Bool
 
         /// Settings; the defaults suit tests.
