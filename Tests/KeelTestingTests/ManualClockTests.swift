@@ -271,3 +271,34 @@ private func at(_ duration: Duration) -> Instant { Instant(offset: duration) }
         #expect(clock.now == at(.zero))
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct ClockPumpTests {
+    /// Found in review: the pump advanced as soon as *any* task slept on the clock. With another sleeper
+    /// already there (a second call's timeout), it advanced before the announced sleep began; that sleep then
+    /// ran from the advanced time and was never woken.
+    @Test func anAnnouncedWaitIsAdvancedOnlyOnceItsSleepHasBegun() async throws {
+        let clock = ManualClock()
+        let pump = ClockPump(clock: clock)
+        let otherTimer = Task { try await clock.sleep(for: .seconds(3600)) }
+        defer { otherTimer.cancel() }
+        try await clock.waitForSleepers(count: 1)
+        let finished = Locked<ManualClock.Instant?>(nil)
+        let run = Task {
+            let woke = try await pump.run { () async throws -> ManualClock.Instant in
+                pump.announce(.seconds(5))
+                // Work between the announcement and the sleep (the code computes its next attempt).
+                try await Task.sleep(for: .milliseconds(100))
+                try await clock.sleep(until: clock.now.advanced(by: .seconds(5)))
+                return clock.now
+            }
+            finished.withLock { $0 = woke }
+        }
+        // Real time, as a bound only: a pump that advanced too early leaves the sleep hanging.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while finished.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        run.cancel()
+        #expect(finished.withLock { $0 } == at(.seconds(5)))
+    }
+}

@@ -25,7 +25,13 @@ import KeelCore
 public final class ClockPump: Sendable {
     /// The clock it advances.
     public let clock: ManualClock
-    private let current = Locked<AsyncStream<Duration>.Continuation?>(nil)
+    private let current = Locked<AsyncStream<Announcement>.Continuation?>(nil)
+
+    /// An announced wait, and the number the sleep that makes it will have at the earliest.
+    private struct Announcement {
+        let wait: Duration
+        let firstSleeper: Int
+    }
 
     /// A pump for `clock`.
     public init(clock: ManualClock) { self.clock = clock }
@@ -33,20 +39,22 @@ public final class ClockPump: Sendable {
     /// Announces a wait the code under test is about to make on the clock. Call it from the code's
     /// observer, before the code sleeps. Announcements outside ``run(_:)`` are dropped.
     public func announce(_ wait: Duration) {
-        _ = current.withLock { $0?.yield(wait) }
+        let first = clock.nextSleeperNumber
+        _ = current.withLock { $0?.yield(Announcement(wait: wait, firstSleeper: first)) }
     }
 
-    /// Runs `body`, advancing the clock through every wait announced meanwhile: each time, once a sleeper
-    /// is waiting on the clock, by exactly the announced duration.
+    /// Runs `body`, advancing the clock through every wait announced meanwhile: each time, once a task has
+    /// started sleeping on the clock since the announcement (one already asleep — another call's timer —
+    /// is not the announced wait), by exactly the announced duration.
     public func run<Result>(_ body: () async throws -> Result) async rethrows -> Result {
-        let (waits, continuation) = AsyncStream<Duration>.makeStream()
+        let (waits, continuation) = AsyncStream<Announcement>.makeStream()
         current.withLock { $0 = continuation }
         let clock = self.clock
         let driver = Task {
-            for await wait in waits {
+            for await announced in waits {
                 // A timeout here means the code never slept after announcing: nothing to advance.
-                guard (try? await clock.waitForSleepers(count: 1)) != nil else { continue }
-                clock.advance(by: wait)
+                guard (try? await clock.waitForSleeper(numberedFrom: announced.firstSleeper)) != nil else { continue }
+                clock.advance(by: announced.wait)
             }
         }
         defer {

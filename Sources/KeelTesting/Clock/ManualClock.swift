@@ -189,6 +189,19 @@ public final class ManualClock: Clock, Sendable {
         }
     }
 
+    /// The number the next task to sleep on the clock gets (sleepers are numbered from 0 as they start).
+    package var nextSleeperNumber: Int { state.withLock { $0.nextSleeperNumber } }
+
+    /// Waits until a task numbered `first` or later (one that started sleeping after ``nextSleeperNumber``
+    /// was `first`) is sleeping on the clock: sleepers that were already there do not count.
+    ///
+    /// - Throws: ``WaitTimeout`` after `timeout` of real time.
+    package func waitForSleeper(numberedFrom first: Int, timeout: Duration = .seconds(10)) async throws {
+        try await state.wait(timeout: timeout, for: "a sleeper numbered from \(first) on the manual clock") { state in
+            state.sleepers.contains { $0.number >= first } ? () : nil
+        }
+    }
+
     /// A wall clock that reads this clock's time as an offset from the wall-clock origin.
     public var wallClock: WallClock {
         WallClock { [state, wallOrigin] in
