@@ -86,6 +86,12 @@ if option("public") != nil && publicPages == nil {
 
 let app: NotesApp
 do {
+    // The directories the app keeps itself (vaults and keys) are made here with their parents, as a
+    // first launch makes them in an app's container; the stores then make their own with their modes.
+    for directory in [data, keys] {
+        let parent = URL(fileURLWithPath: directory).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+    }
     app = try NotesApp(
         .init(
             data: URL(fileURLWithPath: data), keys: URL(fileURLWithPath: keys), server: server,

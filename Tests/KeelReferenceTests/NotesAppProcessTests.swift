@@ -41,6 +41,10 @@ extension NotesDevice {
         #expect(after["updatedAgo"] == "updated just now" && after["stale"] == false)
         #expect(try backend.noteCount() == 1)
         #expect(try await phone.run("frobnicate")["error"]?["kind"] == "usage")
+        // A note that is not here: the same answer from edit, tag and pin.
+        for command in ["edit nope text", "tag nope home", "pin nope"] {
+            #expect(try await phone.run(command)["error"]?["kind"] == "notFound", "\(command)")
+        }
         #expect(try await phone.run("quit")["ok"] == true)
         #expect(try await phone.process.waitForExit() == .exited(0))
     }
@@ -77,10 +81,12 @@ extension NotesDevice {
         let directory = try TemporaryDirectory(prefix: "keel-notes-crlf")
         let script = directory.url("script.txt")
         try Data("screen\r\nfrobnicate\r\nquit\r\n".utf8).write(to: script)
+        // Directories whose parents do not exist yet are made, as on a first launch (found in review: exit 1).
         let process = try ChildProcess.launch(
             executable: NotesDevice.executable,
             arguments: [
-                "--data", directory.url("d").path, "--keys", directory.url("k").path, "--server", "http://127.0.0.1:1",
+                "--data", directory.url("new/d").path, "--keys", directory.url("other/k").path, "--server",
+                "http://127.0.0.1:1",
                 "--script", script.path,
             ])
         process.closeInput()

@@ -630,6 +630,9 @@ final class BackendHarness: Sendable {
             BackendHarness.create("m1", note: "n1", key: "short"),
             BackendHarness.create("m1", note: "n1", key: String(repeating: "k", count: 129)),
             #"{"id": "m1", "type": "update", "noteID": "n1", "baseVersion": -1, "title": "T"}"#,
+            // Found in review: an empty id (the key when there is none) was applied and stored.
+            BackendHarness.create("", note: "n1"),
+            BackendHarness.create(String(repeating: "i", count: 129), note: "n1"),
         ].enumerated() {
             let answer = try await harness.mutate(token, batchKey: "batch-000000000000010\(index)", mutation)
             #expect(answer.status == 422 && answer["code"] == "validation", "\(mutation): \(answer.text)")

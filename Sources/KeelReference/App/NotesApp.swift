@@ -212,7 +212,12 @@ public actor NotesApp {
                 return ["ok": true, "id": .string(id)]
             case "edit":
                 guard let argument, let rest else { return Self.usage("edit ID TEXT") }
-                try await requireEngine().update(
+                let engine = try requireEngine()
+                // A note that is not here is `notFound`, as for tag and pin (not the engine's invalidChange).
+                guard let note = try await engine.entity(NotesRemote.entityType, id: argument), !note.isDeleted else {
+                    return Self.notFound(argument)
+                }
+                try await engine.update(
                     NotesRemote.entityType, id: argument, fields: ["body": .string(rest)], operation: "editNote")
                 return ["ok": true, "id": .string(argument)]
             case "tag":

@@ -151,7 +151,8 @@ extension BackendHandler {
                 errors: [("mutations", "size")])
         }
         return try items.enumerated().map { index, item in
-            guard case .object(let object) = item, let id = object["id"]?.stringValue,
+            // The id stands in for the idempotency key when there is none: an empty or unbounded one cannot.
+            guard case .object(let object) = item, let id = object["id"]?.stringValue, (1...128).contains(id.count),
                 let type = object["type"]?.stringValue, ["create", "update", "delete"].contains(type),
                 let noteID = object["noteID"]?.stringValue, !noteID.isEmpty
             else {
