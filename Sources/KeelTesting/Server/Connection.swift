@@ -292,17 +292,18 @@ final class Connection: @unchecked Sendable {
                 case .ended(.interrupted): return .ended(.interrupted)
                 case .ended: return peerWentAway(body)
                 }
-                let sizeText = line.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
-                guard !sizeText.isEmpty, sizeText.count <= 15, sizeText.allSatisfy(\.isHexDigit),
-                    let size = Int(sizeText, radix: 16)
-                else {
+                guard let size = RequestHead.chunkSize(line: line.utf8) else {
                     return .rejected(status: 400, reason: "malformed chunk size \(line.debugDescription)")
                 }
                 if size == 0 {
                     // Trailer fields, then an empty line.
                     while true {
                         switch readLine() {
-                        case .line(let trailer): if trailer.isEmpty { return .body(body) }
+                        case .line(let trailer):
+                            if trailer.isEmpty { return .body(body) }
+                            guard RequestHead.isField(line: trailer.utf8) else {
+                                return .rejected(status: 400, reason: "malformed trailer \(trailer.debugDescription)")
+                            }
                         case .tooLong: return .rejected(status: 400, reason: "trailer line too long")
                         case .ended(.interrupted): return .ended(.interrupted)
                         case .ended: return peerWentAway(body)

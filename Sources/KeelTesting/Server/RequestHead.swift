@@ -27,6 +27,29 @@ package struct RequestHead {
         return version == "HTTP/1.0" && !tokens.contains("keep-alive")
     }
 
+    /// The size of a chunk from its size line (RFC 9112 §7.1): hex digits first, then nothing, or optional
+    /// whitespace and extensions after `;`; nil for anything else (a space before the digits, a control
+    /// character such as a bare CR anywhere in the line).
+    package static func chunkSize(line: some Collection<UInt8>) -> Int? {
+        let digits = line.prefix { isHexDigit($0) }
+        guard !digits.isEmpty, digits.count <= 15 else { return nil }
+        let rest = line.dropFirst(digits.count)
+        guard !rest.contains(where: { ($0 < 0x20 && $0 != 9) || $0 == 0x7F }) else { return nil }
+        let afterSpace = rest.drop { $0 == 32 || $0 == 9 }
+        guard afterSpace.isEmpty || afterSpace.first == 59 else { return nil }  // ";"
+        return Int(String(decoding: digits, as: UTF8.self), radix: 16)
+    }
+
+    /// Whether `line` is a trailer field: a token name, a colon, and a value without control characters.
+    package static func isField(line: some Collection<UInt8>) -> Bool {
+        guard let colon = line.firstIndex(of: 58), HeaderFields.isToken(line[..<colon]) else { return false }
+        return !line[colon...].contains(where: { ($0 < 0x20 && $0 != 9) || $0 == 0x7F })
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
+    }
+
     /// Parses the bytes before the empty line. Rejects what RFC 9112 says a server must reject.
     ///
     /// Works on bytes (a head is ASCII but for field values): lines split on LF, each line checked to be
@@ -85,7 +108,9 @@ package struct RequestHead {
             var value = line[line.index(after: colon)...]
             while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
             while let last = value.last, last == 32 || last == 9 { value.removeLast() }
-            guard !value.contains(where: { $0 == 0 || $0 == 13 }) else {
+            // RFC 9110 §5.5: a field value is visible characters, SP, HTAB and obs-text; any other control
+            // (NUL, CR, a bare 0x01, DEL) is refused, never passed on to the code under test.
+            guard !value.contains(where: { ($0 < 0x20 && $0 != 9) || $0 == 0x7F }) else {
                 return .failure(Failure(status: 400, reason: "header \(name) contains a control character"))
             }
             headers.append(name: name, value: String(decoding: value, as: UTF8.self))
@@ -100,7 +125,8 @@ package struct RequestHead {
         let transferCodings = headers.tokens(for: "Transfer-Encoding")
         let isChunked = transferCodings.last == "chunked"
         if !transferCodings.isEmpty && !isChunked {
-            return .failure(Failure(status: 501, reason: "unsupported transfer coding"))
+            // RFC 9112 §6.3: chunked not the final coding leaves the body's length unknown: 400, then close.
+            return .failure(Failure(status: 400, reason: "chunked is not the final transfer coding"))
         }
         let lengths = headers.values(for: "Content-Length")
         if isChunked, !lengths.isEmpty {
