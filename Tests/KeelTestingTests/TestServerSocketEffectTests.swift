@@ -105,7 +105,12 @@ import Testing
         let raw = try RawClient(port: server.port)
         raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(raw.readUntilClose() == "")
-        raw.send("still writable")  // the server reads on: our half is open
+        // Our half is open and the server reads on: the connection is still there until we hang up, and then
+        // it ends as closed by the client (found in review: the line before asserted nothing).
+        raw.send("still writable")
+        #expect(!server.connectionEvents.contains { $0.connectionID == 2 && $0.kind != .opened })
+        POSIX.shutdown(raw.descriptor, .both)
+        #expect(try await awaitEnd(of: server, connection: 2) == .closedByClient)
     }
 
     @Test func noResponseStallsUntilTheClientGivesUp() async throws {

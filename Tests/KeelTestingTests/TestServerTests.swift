@@ -377,6 +377,26 @@ import Testing
         #expect(good.readUntilClose().hasPrefix("HTTP/1.1 201"))
     }
 
+    /// Found in review: a generated body ignored `throttled(bytes:per:)` and went out at once.
+    @Test func aGeneratedBodyIsPacedLikeAnyOther() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse().generatedBody(count: 100).throttled(bytes: 1, per: .seconds(3600)))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = raw.read(until: "\r\n\r\n")
+        var received = head.components(separatedBy: "\r\n\r\n").dropFirst().joined()
+        // Whatever else arrives within a moment: with one byte an hour, nothing more than the first.
+        if !POSIX.waitReadable([raw.descriptor], timeoutMilliseconds: 300).isEmpty {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            if let count = chunk.withUnsafeMutableBytes({ POSIX.read(raw.descriptor, into: $0) }) {
+                received += String(decoding: chunk[0..<count], as: UTF8.self)
+            }
+        }
+        #expect(head.contains("Content-Length: 100"))
+        #expect(received.count <= 1, "received \(received.count) body bytes")
+        server.shutdown()
+    }
+
     /// Found in review: a chunked response went to an HTTP/1.0 client, which has no chunked coding (RFC 9112
     /// §6.1): it read the chunk framing as the body.
     @Test func anHTTP10ClientGetsTheBodyWholeWithItsLength() async throws {

@@ -479,9 +479,12 @@ final class Connection: @unchecked Sendable {
 
         if !sleep(response.bodyDelay) { return .ended(.interrupted) }
         if let count = response.generatedBodyCount {
-            return writeGenerated(count: count, chunkSize: response.chunkSize, cutAfter: cutAfter)
-                ? (cutAfter == nil ? .completed : .ended(cutEnding))
-                : .ended(.peerClosed)
+            if let ending = writeGenerated(
+                count: count, chunkSize: response.chunkSize, cutAfter: cutAfter, throttle: response.throttle)
+            {
+                return .ended(ending)
+            }
+            return cutAfter == nil ? .completed : .ended(cutEnding)
         }
 
         let body = [UInt8](response.body)
@@ -499,26 +502,39 @@ final class Connection: @unchecked Sendable {
     }
 
     /// Writes a generated body of `count` bytes in 64 KiB slices (chunked when `chunkSize` is set), never
-    /// holding more than one slice; stops after `cutAfter` wire bytes. False when the client hung up.
-    private func writeGenerated(count: Int, chunkSize: Int?, cutAfter: Int?) -> Bool {
+    /// holding more than one slice; stops after `cutAfter` wire bytes; paced by `throttle` as any body is.
+    /// Nil when written; otherwise how the connection ended (the client hung up, the server shut down).
+    private func writeGenerated(count: Int, chunkSize: Int?, cutAfter: Int?, throttle: TestResponse.Throttle?)
+        -> Ending?
+    {
         let slice = 64 * 1024
         let filler = [UInt8](repeating: UInt8(ascii: "x"), count: slice)
         var remaining = count
         var budget = cutAfter ?? .max
-        func emit(_ bytes: [UInt8]) -> Bool {
-            guard budget > 0 else { return true }
+        var sentAny = false
+        func emit(_ bytes: [UInt8]) -> Ending? {
+            guard budget > 0 else { return nil }
             let part = bytes.count <= budget ? bytes : Array(bytes.prefix(budget))
             budget -= part.count
-            return send(part)
+            let step = throttle?.bytes ?? max(part.count, 1)
+            var offset = 0
+            while offset < part.count {
+                if sentAny, let period = throttle?.period, !sleep(period) { return .interrupted }
+                let end = min(offset + step, part.count)
+                guard send(Array(part[offset..<end])) else { return .peerClosed }
+                sentAny = true
+                offset = end
+            }
+            return nil
         }
         while remaining > 0, budget > 0 {
             let size = min(remaining, chunkSize.map { min($0, slice) } ?? slice)
             let payload = size == slice ? filler : Array(filler.prefix(size))
             let wire = chunkSize == nil ? payload : Array("\(String(size, radix: 16))\r\n".utf8) + payload + [13, 10]
-            guard emit(wire) else { return false }
+            if let ending = emit(wire) { return ending }
             remaining -= size
         }
-        return chunkSize == nil || emit(Array("0\r\n\r\n".utf8))
+        return chunkSize == nil ? nil : emit(Array("0\r\n\r\n".utf8))
     }
 
     private func encodeChunked(_ body: [UInt8], size: Int) -> [UInt8] {

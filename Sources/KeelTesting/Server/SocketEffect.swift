@@ -11,7 +11,8 @@ public enum SocketEffect: Sendable, Equatable {
     /// Read the request head and at most `afterBytes` bytes of its body, then close without answering
     /// (also when the body turned out shorter). Queue only: a dispatcher sees the request too late.
     case disconnectDuringRequestBody(afterBytes: Int)
-    /// Send the headers and `afterBytes` bytes of the body, then close.
+    /// Send the headers and `afterBytes` bytes of the body as it goes on the wire (with ``TestResponse/chunked(size:)``,
+    /// the chunked framing counts: cut after 6 bytes of chunks of 4, the client gets `4\r\n01`), then close.
     case disconnectDuringResponseBody(afterBytes: Int)
     /// Read the request, then shut down the server's output (the client sees end-of-stream, no response).
     case halfCloseAfterRequest
@@ -24,7 +25,8 @@ public enum SocketEffect: Sendable, Equatable {
     case resetAtStart
     /// Read the whole request, then reset the connection (RST) without responding.
     case resetAfterRequest
-    /// Send the headers and `afterBytes` bytes of the body, then reset the connection (RST).
+    /// Send the headers and `afterBytes` bytes of the body as it goes on the wire (framing included, as for
+    /// ``disconnectDuringResponseBody(afterBytes:)``), then reset the connection (RST).
     case resetDuringResponseBody(afterBytes: Int)
     /// Send the response, then shut down the server's input side: further requests are not read, and the
     /// server closes the connection (recorded as closed by the server).
