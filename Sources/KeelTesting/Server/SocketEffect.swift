@@ -20,6 +20,11 @@ public enum SocketEffect: Sendable, Equatable {
     case noResponse
     /// Accept the connection and never read from it: the request sits unread in the socket buffer
     /// until the client gives up or the server stops.
+    ///
+    /// The at-start effects (this one, ``disconnectAtStart`` and ``resetAtStart``) are looked for when a
+    /// connection starts waiting for its next request. Enqueued while a kept-alive connection is already
+    /// waiting, they act on the request that connection reads next — after reading it: the client sees the
+    /// same (no answer, a close, a reset), but the bytes are no longer in the socket buffer.
     case stallAtStart
     /// Reset the connection (RST) as soon as the request starts arriving.
     case resetAtStart
