@@ -71,6 +71,26 @@ import Testing
         #expect(server.requestCount == 1200)
     }
 
+    /// Found in review: a thread per connection and no timeout, so idle connections (or a client dripping
+    /// its head) held a long-running server's threads forever. With an idle timeout the server closes an idle
+    /// connection, answers 408 to a request that stopped arriving, and serves the others as before.
+    @Test func anIdleTimeoutClosesConnectionsThatSendNothing() async throws {
+        let server = try TestServer(configuration: .init(idleTimeout: .milliseconds(200)))
+        let idle = try RawClient(port: server.port)
+        let dripping = try RawClient(port: server.port)
+        dripping.send("GET / HTTP/1.1\r\nHost: x\r\n")
+        let slowBody = try RawClient(port: server.port)
+        slowBody.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345")
+        #expect(idle.readToEnd().ending == .endOfStream)
+        #expect(dripping.readUntilClose().hasPrefix("HTTP/1.1 408"))
+        #expect(slowBody.readUntilClose().hasPrefix("HTTP/1.1 408"))
+        #expect(server.requestCount == 0)
+        server.enqueue(TestResponse(body: "served"))
+        let prompt = try RawClient(port: server.port)
+        prompt.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(prompt.readUntilClose().hasSuffix("served"))
+    }
+
     @Test func pendingWaitsFailWhenTheServerShutsDown() async throws {
         let server = try TestServer()
         let waiting = Task { try await server.takeRequest(timeout: .seconds(30)) }

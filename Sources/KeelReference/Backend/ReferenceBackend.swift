@@ -129,7 +129,9 @@ public final class ReferenceBackend: Sendable {
         let handler = BackendHandler(store: store, configuration: configuration)
         self.handler = handler
         server = try TestServer(
-            configuration: .init(port: configuration.port, recordsRequests: false),
+            // Idle connections are closed after five minutes: a thread serves each, and a long-running backend
+            // must not keep threads for clients that went quiet (a client's own pool lets go sooner).
+            configuration: .init(port: configuration.port, recordsRequests: false, idleTimeout: .seconds(300)),
             dispatcher: .init { request in handler.respond(to: request) })
     }
 

@@ -13,6 +13,8 @@ final class Connection: @unchecked Sendable {
     private var requestIndex = 0
     /// Set by `shutdownInputAtEnd`: end-of-stream from then on is the server's doing, not the client's.
     private var inputIsShutDown = false
+    /// Set when a read waited out the idle timeout: a request cut short by it is answered 408.
+    private var idledOut = false
 
     init(server: ServerCore, id: Int, descriptor: Int32) {
         self.server = server
@@ -137,6 +139,11 @@ final class Connection: @unchecked Sendable {
                 return reject(status: status, reason: reason)
             case .ended(let ending): return ending
             }
+            if idledOut {
+                // The body stopped arriving for the idle timeout: refused like any request refused for its body.
+                if let reservation, reservation.fromQueue { server.giveBack(reservation.response) }
+                return reject(status: 408, reason: "the request body did not arrive within the idle timeout")
+            }
 
             let index = requestIndex
             requestIndex += 1
@@ -202,13 +209,22 @@ final class Connection: @unchecked Sendable {
 
     // MARK: - Reading
 
-    private enum FillResult { case data, endOfStream, failed, interrupted }
+    private enum FillResult { case data, endOfStream, failed, interrupted, idle }
 
-    /// Reads more bytes into the buffer, waiting until they arrive or the server shuts down.
+    /// Reads more bytes into the buffer, waiting until they arrive or the server shuts down — or, with an
+    /// ``TestServer/Configuration/idleTimeout``, until it passes without a byte.
     ///
     /// A plain blocking read: ``ServerCore/shutdown()`` shuts every open connection down, which ends
     /// the read, so no poll on the wake pipe is needed here (it would add a wake-up per request).
     private func fill() -> FillResult {
+        if let idle = server.configuration.idleTimeout,
+            POSIX.waitReadable([descriptor], timeoutMilliseconds: Int32(clamping: idle.inMillisecondsRoundedUp))
+                .isEmpty
+        {
+            if server.isShutDown { return .interrupted }
+            idledOut = true
+            return .idle
+        }
         let count = scratch.withUnsafeMutableBytes { POSIX.read(descriptor, into: $0) }
         if server.isShutDown { return .interrupted }
         guard let count else { return .failed }
@@ -221,6 +237,7 @@ final class Connection: @unchecked Sendable {
     private func ending(after result: FillResult) -> Ending {
         switch result {
         case .interrupted: .interrupted
+        case .idle: .closeGracefully  // the client sent nothing for the idle timeout: the server closes
         case .endOfStream where inputIsShutDown: .closeGracefully
         default: .peerClosed
         }
@@ -248,6 +265,9 @@ final class Connection: @unchecked Sendable {
             }
             if buffer.count > limit { return .rejected(status: 431, reason: "request head exceeds \(limit) bytes") }
             let result = fill()
+            if result == .idle, !buffer.isEmpty {
+                return .rejected(status: 408, reason: "the request head did not arrive within the idle timeout")
+            }
             guard result == .data else { return .ended(ending(after: result)) }
         }
     }

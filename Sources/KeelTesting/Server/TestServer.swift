@@ -82,6 +82,10 @@ public final class TestServer: Sendable {
         /// turns it off so that memory does not grow with traffic; ``TestServer/requestCount`` still counts,
         /// and ``TestServer/connectionEvents`` keeps only the newest thousand or so events.
         public var recordsRequests: Bool
+        /// How long a connection may go without sending a byte — between requests, or in the middle of one
+        /// (a slow head or body) — before the server closes it. Nil (the default): forever, as tests of slow
+        /// clients need. A long-running server sets it, so idle connections cannot hold its threads forever.
+        public var idleTimeout: Duration?
 
         /// Settings; the defaults suit tests.
         public init(
@@ -90,8 +94,12 @@ public final class TestServer: Sendable {
                 status: 404, body: "TestServer: no scripted response for this request\n"),
             maximumHeadBytes: Int = 64 * 1024,
             maximumBodyBytes: Int = 64 * 1024 * 1024,
-            recordsRequests: Bool = true
+            recordsRequests: Bool = true,
+            idleTimeout: Duration? = nil
         ) {
+            precondition(
+                idleTimeout.map { $0 > .zero } ?? true, "TestServer.Configuration.idleTimeout must be positive")
+            self.idleTimeout = idleTimeout
             self.recordsRequests = recordsRequests
             self.responseWhenQueueIsEmpty = responseWhenQueueIsEmpty
             self.maximumHeadBytes = maximumHeadBytes
