@@ -149,7 +149,7 @@ public actor EffectLedger {
     /// taken in `account`'s session lists as in flight. Another account's operation — started before a
     /// switch, still running when the app was killed — is never reattached in this one's session.
     public func unsettled(account: String?) -> [Entry] {
-        unsettled().filter { $0.account == nil || $0.account == account }
+        unsettled().filter { $0.account == nil || AccountID.same($0.account, account) }
     }
 
     /// Forgets the operations settled before `date`, so that the ledger — rewritten whole on every change —

@@ -62,6 +62,20 @@ public struct DraftKey: Sendable, Hashable, Codable, Comparable {
 
     /// Orders by account, route and parameters.
     public static func < (lhs: DraftKey, rhs: DraftKey) -> Bool { lhs.text < rhs.text }
+
+    /// The same draft: the account by its UTF-8 bytes (two canonically equivalent account names are two
+    /// accounts, whose drafts must never be taken for each other's), route and parameters as they are.
+    public static func == (lhs: DraftKey, rhs: DraftKey) -> Bool {
+        AccountID.same(lhs.account, rhs.account) && lhs.route == rhs.route && lhs.parameters == rhs.parameters
+    }
+
+    /// Hashes consistently with `==`.
+    public func hash(into hasher: inout Hasher) {
+        for byte in account.utf8 { hasher.combine(byte) }
+        hasher.combine(account.utf8.count)
+        hasher.combine(route)
+        hasher.combine(parameters)
+    }
 }
 
 /// A question the user must answer before navigation goes on.

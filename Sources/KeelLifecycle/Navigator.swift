@@ -80,7 +80,7 @@ public struct Navigator: Sendable {
         guard let route = contract.route(entry.route) else { return .denied }
         if case .public = route.access { return .allowed }
         guard let account = state.account, state.sessionValid else { return .needsSignIn }
-        if route.access.isAccountScoped, let owner = entry.account, owner != account { return .denied }
+        if route.access.isAccountScoped, let owner = entry.account, !AccountID.same(owner, account) { return .denied }
         return access.allows(route, parameters: entry.parameters, account: account) ? .allowed : .denied
     }
 }
@@ -444,13 +444,13 @@ struct Run {
     // MARK: Accounts
 
     mutating func signIn(_ account: String) {
-        if let current = state.account, current != account { removeProtected(purging: nil) }
+        if let current = state.account, !AccountID.same(current, account) { removeProtected(purging: nil) }
         state.account = account
         state.sessionValid = true
         if state.modal?.route == navigator.signInRoute { state.modal = nil }
         if var target = state.pendingTarget {
             state.pendingTarget = nil
-            if let owner = target.account, owner != account { return }
+            if let owner = target.account, !AccountID.same(owner, account) { return }
             target.account = account
             let (stack, modal) = syntheticStack(for: target, rebuilding: true)
             guard error == nil else { return }
@@ -475,7 +475,7 @@ struct Run {
     }
 
     mutating func switchAccount(_ account: String) {
-        guard state.account != account else { return }
+        guard !AccountID.same(state.account, account) else { return }
         removeProtected(purging: nil)
         state.account = account
         state.sessionValid = true

@@ -1,4 +1,5 @@
 public import Foundation
+import KeelCore
 
 /// A minimal, versioned snapshot of navigation (MOB-PLAT-005): the stack and modal (route, parameters,
 /// owning account), the remembered target and consumed links — never view models, never unsaved input
@@ -150,7 +151,7 @@ extension Navigator {
         var entries = run.state.stack + [run.state.modal].compactMap { $0 }
         // Another account's entries never come back (a switch while the app was dead).
         let otherAccount: Bool
-        if case .valid(let account) = session, let previous, previous != account {
+        if case .valid(let account) = session, let previous, !AccountID.same(previous, account) {
             entries = entries.filter(run.isPublic)
             otherAccount = true
         } else {
@@ -204,7 +205,7 @@ extension Navigator {
         // Operations in flight belong to the account that started them: never reattached in another's session.
         let inFlight: [String]
         switch session {
-        case .valid(let account) where previous != nil && previous != account: inFlight = []
+        case .valid(let account) where previous != nil && !AccountID.same(previous, account): inFlight = []
         case .signedOut where previous != nil: inFlight = []
         default: inFlight = snapshot.inFlight
         }

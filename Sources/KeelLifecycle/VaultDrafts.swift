@@ -61,7 +61,7 @@ public struct VaultDrafts: Sendable {
     ///   which must go to its vault before it closes — see ``NavigationEffect/draftAccount``.
     public func apply(_ effects: [NavigationEffect]) async throws {
         let account = vault.account.rawValue
-        let foreign = effects.compactMap(\.draftAccount).filter { $0 != account }
+        let foreign = effects.compactMap(\.draftAccount).filter { !AccountID.same($0, account) }
         if let other = foreign.first {
             throw VaultDraftsError(
                 code: .otherAccount,

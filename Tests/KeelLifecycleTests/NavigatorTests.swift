@@ -403,6 +403,25 @@ struct Harness {
         #expect(h.effects.contains("inputLost form") && h.effects.contains("inputLost compose"))
     }
 
+    /// Found in review: accounts held as text were compared with Swift's `==`, which takes "jos\u{E9}" and
+    /// "jose\u{301}" for one string — but they are two accounts, with two vaults (AccountID compares bytes).
+    /// A switch from one to the other kept the first one's screens and input, and their drafts shared keys.
+    @Test func canonicallyEquivalentAccountNamesAreTwoAccounts() throws {
+        let composed = "jos\u{E9}"
+        let decomposed = "jose\u{301}"
+        var h = try Harness()
+        h.deepStack(composed)
+        h.send(.type("José's text"))
+        h.send(.switchAccount(decomposed))
+        #expect(h.state.account.map { Array($0.utf8) } == Array(decomposed.utf8))
+        #expect(h.stack == ["home"] && h.state.stack.allSatisfy { $0.input == nil })
+        #expect(h.state.stack.allSatisfy { $0.account == nil })
+        let mine = DraftKey(account: composed, route: "edit", parameters: ["noteID": "1"])
+        let theirs = DraftKey(account: decomposed, route: "edit", parameters: ["noteID": "1"])
+        #expect(mine != theirs && Set([mine, theirs]).count == 2)
+        #expect(mine == DraftKey(account: "jos\u{E9}", route: "edit", parameters: ["noteID": "1"]))
+    }
+
     // MARK: - PLAT-008.3 logout and account switch with a back stack
 
     @Test func afterAnAccountSwitchBackNeverReachesThePreviousAccountsScreens() throws {

@@ -184,3 +184,17 @@ extension ErrorCode where Domain == AccountIDError {
     /// The id is a placeholder for a missing value (`null`, `undefined`, an all-zero UUID, ...).
     public static var placeholder: Self { Self("placeholder") }
 }
+
+extension AccountID {
+    /// Whether two account ids held as text (a navigation state, a draft key, a ledger entry) name the same
+    /// account: the same UTF-8 bytes, as ``AccountID``'s `==` decides — never Swift's `==` on `String`, which
+    /// takes a decomposed "é" for the precomposed one, two accounts with two vaults. Two nils are the same
+    /// (no account); a nil and an account are not.
+    package static func same(_ lhs: String?, _ rhs: String?) -> Bool {
+        switch (lhs, rhs) {
+        case (nil, nil): true
+        case (let lhs?, let rhs?): lhs.utf8.elementsEqual(rhs.utf8)
+        default: false
+        }
+    }
+}

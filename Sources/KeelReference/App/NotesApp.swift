@@ -298,7 +298,7 @@ public actor NotesApp {
         // Leaving an account saves its open input as its drafts: they go to its vault before activating the
         // next account closes it (applied to the next account's vault they would be refused, and were lost).
         let result = navigator.reduce(state, event)
-        let leaving = result.effects.filter { $0.draftAccount.map { $0 != account.rawValue } ?? false }
+        let leaving = result.effects.filter { $0.draftAccount.map { !AccountID.same($0, account.rawValue) } ?? false }
         if !leaving.isEmpty, let engine, engine.vault.isOpen {
             try await VaultDrafts(vault: engine.vault, dataset: "drafts").apply(leaving)
         }
