@@ -33,7 +33,10 @@
                     ciphertext: UnsafeRawBufferPointer(rebasing: sealed[..<ciphertextLength]),
                     tag: UnsafeRawBufferPointer(rebasing: sealed[ciphertextLength...])),
                 let plaintext = try? AES.GCM.open(box, using: key, authenticating: aad)
-            else { return false }
+            else {
+                wipeMemory(output)  // as the protocol promises: a refused envelope leaves zeros, never bytes
+                return false
+            }
             plaintext.copyBytes(to: output)
             return true
         }

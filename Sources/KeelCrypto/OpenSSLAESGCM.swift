@@ -33,14 +33,35 @@
                     || EVP_EncryptUpdate(
                         context, nil, &written, aad.baseAddress!.assumingMemoryBound(to: UInt8.self),
                         Int32(aad.count)) == 1)
-                && (plaintext.isEmpty
-                    || EVP_EncryptUpdate(
-                        context, base, &written, plaintext.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                        Int32(plaintext.count)) == 1)
+                && Self.update(plaintext, into: base) { output, written, input, count in
+                    EVP_EncryptUpdate(context, output, &written, input, count)
+                }
                 && EVP_EncryptFinal_ex(context, base + plaintext.count, &written) == 1
                 && keel_evp_gcm_get_tag(context, base + plaintext.count, Int32(AESGCM.tagLength)) == 1
             // With a valid key and nonce these calls fail only when libcrypto cannot allocate: nothing to recover.
             precondition(succeeded, "libcrypto AES-256-GCM encryption failed")
+        }
+
+        /// Feeds `input` to an EVP update in slices of at most 1 GiB (its lengths are `Int32`: a 2 GiB value in
+        /// one call would trap on the conversion), writing the output after `base`. True when every slice went.
+        private static func update(
+            _ input: UnsafeRawBufferPointer, into base: UnsafeMutablePointer<UInt8>?,
+            _ step: (UnsafeMutablePointer<UInt8>?, inout Int32, UnsafePointer<UInt8>, Int32) -> Int32
+        ) -> Bool {
+            guard let start = input.baseAddress?.assumingMemoryBound(to: UInt8.self), !input.isEmpty else {
+                return true
+            }
+            let slice = 1 << 30
+            var offset = 0
+            while offset < input.count {
+                let count = min(slice, input.count - offset)
+                var written: Int32 = 0
+                guard step(base.map { $0 + offset }, &written, start + offset, Int32(count)) == 1,
+                    Int(written) == count
+                else { return false }
+                offset += count
+            }
+            return true
         }
 
         func open(
@@ -65,10 +86,10 @@
                     || EVP_DecryptUpdate(
                         context, nil, &written, aad.baseAddress!.assumingMemoryBound(to: UInt8.self),
                         Int32(aad.count)) == 1)
-                && (ciphertextLength == 0
-                    || EVP_DecryptUpdate(
-                        context, base, &written, sealed.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                        Int32(ciphertextLength)) == 1)
+                && Self.update(UnsafeRawBufferPointer(rebasing: sealed[..<ciphertextLength]), into: base) {
+                    output, written, input, count in
+                    EVP_DecryptUpdate(context, output, &written, input, count)
+                }
                 && keel_evp_gcm_set_tag(context, tag, Int32(AESGCM.tagLength)) == 1
                 && EVP_DecryptFinal_ex(context, base.map { $0 + ciphertextLength } ?? nil, &written) == 1
             if !opened {

@@ -81,6 +81,9 @@ private func rejection(of raw: String) -> AccountIDError? {
     @Test(arguments: [
         "bob\u{200B}", "\u{200B}", "a\u{00AD}b", "\u{202E}evil", "x\u{2060}y", "\u{FEFF}bob", "\u{200D}bob",
         "bob\u{200C}", "b\u{200D}\u{200D}ob",
+        // Found in review: invisible though not format characters (a Hangul filler, the blank Braille pattern,
+        // the combining grapheme joiner), and a variation selector after a letter.
+        "bob\u{3164}", "bo\u{2800}b", "bob\u{034F}", "bob\u{FE0F}", "\u{E0100}bob",
     ])
     func invisibleFormattingCharactersAreRejected(raw: String) {
         #expect(rejection(of: raw)?.code == .invisibleCharacter)
@@ -96,7 +99,7 @@ private func rejection(of raw: String) -> AccountIDError? {
 
     @Test(arguments: [
         "3F2504E0-4F89-11D3-9A0C-0305E82C3301", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "alice@example.com",
-        "1234567890", "42", "Zoë", "ユーザー42", "пользователь", "👩‍💻-7", "Bob Smith",
+        "1234567890", "42", "Zoë", "ユーザー42", "пользователь", "👩‍💻-7", "Bob Smith", "love\u{2764}\u{FE0F}",
     ])
     func validIDIsAcceptedUnchanged(raw: String) throws {
         let id = try AccountID(raw)

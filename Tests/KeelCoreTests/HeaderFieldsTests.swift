@@ -39,4 +39,12 @@ import Testing
         #expect(HeaderFields.equalIgnoringCase(name, "TraceParent"))
         #expect(!HeaderFields.equalIgnoringCase(name, "TraceParenT-"))
     }
+
+    /// Found in review: tokens were lower-cased with Unicode's rules, so `chun\u{212A}ed` (a Kelvin sign) was
+    /// read as `chunked` — a coding no intermediary would recognize.
+    @Test func tokensAreLowerCasedInASCIIOnly() {
+        let fields: HeaderFields = ["Transfer-Encoding": "chun\u{212A}ed", "Connection": "Keep-Alive, UPGRADE"]
+        #expect(fields.tokens(for: "transfer-encoding") == ["chun\u{212A}ed"])
+        #expect(fields.tokens(for: "connection") == ["keep-alive", "upgrade"])
+    }
 }

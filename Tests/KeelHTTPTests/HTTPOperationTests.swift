@@ -42,3 +42,21 @@ import Testing
         #expect(UserFacingOutcome(failure: failure, mutates: true).action == .reviewConflict)
     }
 }
+
+/// Found in review: the synthesized `Decodable` of `IdempotencyKey` took any text, so a journal entry stored
+/// by an app (JournalEntry is Codable) came back with an empty or non-ASCII key that then went out as is.
+@Suite struct IdempotencyKeyCodingTests {
+    @Test func aDecodedKeyIsCheckedAsAStoredOneIs() throws {
+        let decoder = JSONDecoder()
+        let key = IdempotencyKey("order-7f3c9a21-0001")
+        let encoded = try JSONEncoder().encode(key)
+        #expect(String(decoding: encoded, as: UTF8.self) == #"{"rawValue":"order-7f3c9a21-0001"}"#)
+        #expect(try decoder.decode(IdempotencyKey.self, from: encoded) == key)
+        #expect(try decoder.decode(IdempotencyKey.self, from: Data(#""order-7f3c9a21-0001""#.utf8)) == key)
+        for damaged in [#"{"rawValue":""}"#, #"{"rawValue":"k\u00e9y"}"#, #"{"rawValue":"two words"}"#, #""""#] {
+            #expect(throws: DecodingError.self, "\(damaged)") {
+                try decoder.decode(IdempotencyKey.self, from: Data(damaged.utf8))
+            }
+        }
+    }
+}

@@ -81,9 +81,17 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
     /// The comma-separated tokens of every `name` field, lower-cased and trimmed, in order
     /// (`Connection: Keep-Alive, Upgrade` gives `["keep-alive", "upgrade"]`).
     public func tokens(for name: String) -> [String] {
-        values(for: name).flatMap { $0.lowercased().split(separator: ",") }
+        // ASCII lower-casing only: Unicode's would read `chun\u{212A}ed` (a Kelvin sign) as `chunked`, a coding
+        // an intermediary would not recognize — two parties framing one message differently.
+        values(for: name).flatMap { Self.asciiLowercased($0).split(separator: ",") }
             .map { $0.trimmingSpacesAndTabs() }
             .filter { !$0.isEmpty }
+    }
+
+    /// `text` with A–Z lower-cased and everything else as it is.
+    static func asciiLowercased(_ text: String) -> String {
+        guard text.utf8.contains(where: { (65...90).contains($0) }) else { return text }
+        return String(decoding: text.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
     }
 
     /// Whether any field is named `name`.

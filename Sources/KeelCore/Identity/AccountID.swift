@@ -114,10 +114,27 @@ public struct AccountID: Sendable, Hashable, Comparable, CustomStringConvertible
         }
     }
 
+    /// Characters that show nothing though they are not format characters: Hangul fillers, the blank Braille
+    /// pattern, the combining grapheme joiner, Khmer's invisible vowels, Mongolian free variation selectors.
+    private static let invisibleLetters: Set<UInt32> = [
+        0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x034F, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F,
+    ]
+
+    /// Whether `scalar` is a variation selector (it changes how the character before it is drawn, nothing else).
+    private static func isVariationSelector(_ scalar: Unicode.Scalar) -> Bool {
+        (0xFE00...0xFE0F).contains(scalar.value) || (0xE0100...0xE01EF).contains(scalar.value)
+    }
+
     /// Format characters (category Cf) are invisible. Zero-width joiner and non-joiner are allowed between
-    /// other characters, where emoji sequences (👩‍💻) and Indic scripts need them; nowhere else.
+    /// other characters, where emoji sequences (👩‍💻) and Indic scripts need them; nowhere else. Other
+    /// invisible characters are refused too (`"bob\u{3164}"` would be a second namespace for the visible `bob`),
+    /// and a variation selector is allowed only after an emoji (❤️ is U+2764 U+FE0F).
     private static func hasInvisibleFormatting(_ raw: String) -> Bool {
         let scalars = Array(raw.unicodeScalars)
+        for (index, scalar) in scalars.enumerated() {
+            if invisibleLetters.contains(scalar.value) { return true }
+            if isVariationSelector(scalar), index == 0 || !scalars[index - 1].properties.isEmoji { return true }
+        }
         for (index, scalar) in scalars.enumerated() where scalar.properties.generalCategory == .format {
             let isJoiner = scalar.value == 0x200D || scalar.value == 0x200C
             let isInside =

@@ -216,4 +216,31 @@ public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertib
 
     /// The key text (``rawValue``), the value of the `Idempotency-Key` header.
     public var description: String { rawValue }
+
+    private enum CodingKeys: String, CodingKey { case rawValue }
+
+    /// Decodes a key as it is encoded (`{"rawValue": "…"}`), or as a plain string, checking it as
+    /// ``init(validating:)`` does: a stored key that is empty, too long or not visible ASCII (damaged data, a
+    /// hand-edited file) is a `DecodingError`, never a key sent as is.
+    public init(from decoder: any Decoder) throws {
+        let text: String
+        if let keyed = try? decoder.container(keyedBy: CodingKeys.self) {
+            text = try keyed.decode(String.self, forKey: .rawValue)
+        } else {
+            text = try decoder.singleValueContainer().decode(String.self)
+        }
+        guard let key = IdempotencyKey(validating: text) else {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "an idempotency key is 1–255 visible ASCII characters"))
+        }
+        self = key
+    }
+
+    /// Encodes the key as `{"rawValue": "…"}` (the form earlier versions wrote and read).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(rawValue, forKey: .rawValue)
+    }
 }
