@@ -91,6 +91,36 @@ import Testing
         #expect(prompt.readUntilClose().hasSuffix("served"))
     }
 
+    /// Found in review: a failed `pthread_create` (at the process's memory or thread limit) trapped, so a few
+    /// dozen idle connections to `keel serve` or `keel backend` short of memory killed it. The connection the
+    /// server has no thread for is reset; the others are served.
+    @Test func aConnectionWithoutAThreadIsResetAndTheServerGoesOn() async throws {
+        let attempts = Locked(0)
+        var configuration = TestServer.Configuration()
+        configuration.spawnsConnectionThread = { name, body in
+            let attempt = attempts.withLock { count in
+                count += 1
+                return count
+            }
+            return attempt == 2
+                ? .failure(POSIXThread.SpawnFailure(code: EAGAIN)) : POSIXThread.trySpawn(name: name, body)
+        }
+        let server = try TestServer(configuration: configuration)
+        for _ in 0..<3 { server.enqueue(TestResponse(body: "served")) }
+        let first = try RawClient(port: server.port)
+        first.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(first.read(until: "served").hasSuffix("served"))
+        let refused = try RawClient(port: server.port)
+        refused.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(refused.readToEnd().ending != .timedOut)
+        let reset = try await server.awaitConnectionEvent { $0.connectionID == 2 && $0.kind != .opened }
+        #expect(reset.kind == .resetByServer)
+        let third = try RawClient(port: server.port)
+        third.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(third.readUntilClose().hasSuffix("served"))
+        #expect(server.requestCount == 2)
+    }
+
     @Test func pendingWaitsFailWhenTheServerShutsDown() async throws {
         let server = try TestServer()
         let waiting = Task { try await server.takeRequest(timeout: .seconds(30)) }

@@ -40,6 +40,7 @@ package final class POSIXThread: @unchecked Sendable {
     /// thread or memory to spare).
     package struct SpawnFailure: Error {
         package let code: Int32
+        package init(code: Int32) { self.code = code }
     }
 
     /// Starts `body` on a new thread named `name`, or says why the system could not create one (a server

@@ -145,7 +145,7 @@ final class ServerCore: Sendable {
                 }
                 guard let id else { return .refused }
                 let connection = Connection(server: self, id: id, descriptor: descriptor)
-                let spawned = POSIXThread.trySpawn(name: "kts\(serial)c") { [self] in
+                let spawned = configuration.spawnsConnectionThread("kts\(serial)c") { [self] in
                     connection.serve()
                     threads.withLock { registry in
                         POSIX.close(descriptor)

@@ -86,6 +86,11 @@ public final class TestServer: Sendable {
         /// (a slow head or body) — before the server closes it. Nil (the default): forever, as tests of slow
         /// clients need. A long-running server sets it, so idle connections cannot hold its threads forever.
         public var idleTimeout: Duration?
+        /// How connection threads are made (tests replace it to make thread creation fail on purpose, as it
+        /// does at a process's memory or thread limit).
+        package var spawnsConnectionThread:
+            @Sendable (String, @escaping @Sendable () -> Void) -> Result<POSIXThread, POSIXThread.SpawnFailure> =
+                POSIXThread.trySpawn
 
         /// Settings; the defaults suit tests.
         public init(
