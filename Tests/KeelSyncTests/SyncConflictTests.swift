@@ -250,6 +250,30 @@ import Testing
         await #expect(throws: SyncError.self) { try await phone.resolve(second.id, with: .theirs) }
     }
 
+    /// Found in review: a change queued behind a conflicted one was made against the server version the
+    /// conflict answer brought, with `previous` holding the conflicted change's text. Once the user chose
+    /// "theirs", it went through without a conflict and overwrote the other device's edit — which the user had
+    /// just chosen to keep. Now it conflicts, and the field is judged against what the user saw.
+    @Test func aChangeQueuedBehindAConflictNeverOverwritesTheOtherDevicesEdit() async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        let first = try await phone.update("note", id: "n1", fields: ["body": "A-first"], operation: "editNote")
+        try await tablet.update("note", id: "n1", fields: ["body": "S-from-B"], operation: "editNote")
+        _ = await tablet.sync()
+        _ = await phone.sync()
+        #expect(try await phone.state(of: first) == .conflicted)
+        let later = try await phone.update(
+            "note", id: "n1", fields: ["body": "B-typed-later"], operation: "editNote")
+        #expect(try await phone.resolve(first.id, with: .theirs) == nil)
+        _ = await phone.sync()
+        // The later edit replaces text the user never saw: a conflict, not a silent overwrite.
+        #expect(try await phone.state(of: later) == .conflicted)
+        let conflict = try #require(try await phone.conflicts().first)
+        #expect(conflict.local["body"] == "B-typed-later" && conflict.server.fields["body"] == "S-from-B")
+        _ = await tablet.sync()
+        #expect(try await tablet.entity("note", id: "n1")?.fields["body"] == "S-from-B")
+    }
+
     /// An edit against a delete from elsewhere is the user's call too; keeping the edit brings the note back
     /// (a create over the tombstone the device has seen).
     @Test func anEditAgainstARemoteDeleteCanBeKept() async throws {

@@ -271,11 +271,21 @@ public actor SyncEngine {
                     // Acknowledging an earlier outstanding change moves this base along.
                     // A create over a deletion of this device not confirmed yet is made against the version
                     // that deletion is based on: acknowledging the deletion moves it to the tombstone's.
+                    // Behind an earlier change of the entity still outstanding, a change is made against that
+                    // change's base, not a newer server version a pull or a conflict answer brought meanwhile:
+                    // its `previous` holds the earlier change's values, never that version's. If the earlier
+                    // change leaves unapplied (discarded, resolved as theirs, dropped by serverWins), the server
+                    // then answers with a conflict and the fields are judged against what the user saw — instead
+                    // of an edit of another device being overwritten without a word. (Acknowledging the earlier
+                    // change moves the base along, as for any change behind it.)
                     let baseVersion: Int? =
                         switch change.kind {
                         case .create:
                             record.server.flatMap { $0.isDeleted || record.visibleDeleted ? $0.version : nil }
-                        case .update, .delete: record.server?.version
+                        case .update, .delete:
+                            try Self.base(
+                                ofEarliest: record.outstanding.first, queued: queued, tail: tail.entries,
+                                outbox: outbox) ?? record.server?.version
                         }
                     // The values the change replaces, as this device saw them: the base of a three-way merge.
                     var previous = JSONObject()
@@ -319,6 +329,22 @@ public actor SyncEngine {
         }
         remember(written)
         return queued
+    }
+
+    /// The base version of the outstanding change numbered `sequence` (from the changes of this call, the
+    /// tail, or the outbox); `.none` when there is none (no change outstanding), `.some(nil)` for a change
+    /// made against no version (a create).
+    private static func base(
+        ofEarliest sequence: UInt64?, queued: [PendingMutation], tail: [PendingMutation], outbox: VaultRecords
+    ) throws -> Int?? {
+        guard let sequence else { return .none }
+        if let change = queued.first(where: { $0.sequence == sequence })
+            ?? tail.first(where: { $0.sequence == sequence })
+        {
+            return .some(change.baseVersion)
+        }
+        guard let data = try outbox.get(SyncRecords.outboxID(sequence)) else { return .none }
+        return .some(try PendingMutation(json: SyncRecords.decode(data, "outbox entry")).baseVersion)
     }
 
     // MARK: - Reading
