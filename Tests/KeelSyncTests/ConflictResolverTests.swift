@@ -40,9 +40,10 @@ import Testing
             server: server(["a": 2, "n": 12, "s": ["y", "w"], "plain": "server", "same": 1, "mine": "old"]),
             policies: try policies())
         // clientWins keeps 1; additive: 12 + (15 - 10) = 17; the union keeps the server's new w, drops y (removed
-        // here since the base), adds z; "mine" changed only here: no conflict; "plain" falls to the type's
-        // serverWins; "same" is equal on both sides.
-        #expect(outcome == .send(["a": 1, "n": 17, "s": ["w", "x", "z"], "mine": "changed"]))
+        // here since the base) and x (removed by the server since the base: found in review, it came back),
+        // adds z; "mine" changed only here: no conflict; "plain" falls to the type's serverWins; "same" is equal
+        // on both sides.
+        #expect(outcome == .send(["a": 1, "n": 17, "s": ["w", "z"], "mine": "changed"]))
         #expect(decisions["plain"] == "serverWins" && decisions["a"] == "clientWins")
         #expect(decisions["n"] == "merge(additive)" && decisions["s"] == "merge(setUnion)")
         #expect(decisions["same"] == nil && decisions["mine"] == nil)

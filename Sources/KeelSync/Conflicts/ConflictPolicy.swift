@@ -38,15 +38,17 @@ public struct ConflictPolicy: Sendable {
             self.merge = merge
         }
 
-        /// Arrays as sets: the server's elements, then the local ones it lacks (tags). Elements the local side
-        /// removed since the base are removed too, unless the server added them again.
+        /// Arrays as sets (tags): each side's additions and removals since the base both apply — the server's
+        /// elements without those the local side removed, then the elements the local side added. An element
+        /// the server removed stays removed (found in review: every local element the server lacked came back,
+        /// undoing a removal made on another device).
         public static let setUnion = Merge("setUnion") { base, local, server in
             guard case .array(let localItems)? = local else { return server }
             guard case .array(let serverItems)? = server else { return local }
             let baseItems: [JSONValue] = if case .array(let items)? = base { items } else { [] }
             let removedLocally = baseItems.filter { !localItems.contains($0) }
-            var merged = serverItems.filter { !removedLocally.contains($0) || !baseItems.contains($0) }
-            for item in localItems where !merged.contains(item) { merged.append(item) }
+            var merged = serverItems.filter { !removedLocally.contains($0) }
+            for item in localItems where !merged.contains(item) && !baseItems.contains(item) { merged.append(item) }
             return .array(merged)
         }
 
