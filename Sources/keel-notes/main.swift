@@ -108,8 +108,11 @@ if let path = option("script") {
         FileHandle.standardError.write(Data("error: cannot read \(path)\n".utf8))
         exit(2)
     }
-    // Lines end in LF or CRLF (a script written on Windows); Swift's "\n" does not split "\r\n", one Character.
-    script = text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline).map(String.init)
+    // Lines end in LF or CRLF (a script written on Windows). Split on the LF byte — Swift's "\n" does not split
+    // "\r\n", one Character, and `isNewline` would also split a note's text at U+2028 or a form feed.
+    script = text.utf8.split(separator: 10, omittingEmptySubsequences: true).map { line in
+        String(decoding: line.last == 13 ? line.dropLast() : line, as: UTF8.self)
+    }.filter { !$0.isEmpty }
 }
 _ = await app.launch()
 var position = 0

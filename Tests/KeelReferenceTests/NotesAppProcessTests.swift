@@ -168,6 +168,20 @@ extension NotesDevice {
         _ = try await offline.run("quit")
     }
 
+    /// Found in review: sign-out kept the account's token in memory, so a later `switch` to it in the same
+    /// process signed it back in with the old session — without the server, without credentials.
+    @Test func aSignedOutAccountNeedsASignInAgain() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-signout")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend")))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        #expect(try await phone.run("signin ida")["ok"] == true)
+        #expect(try await phone.run("signout")["ok"] == true)
+        backend.shutdown()
+        let back = try await phone.run("switch ida")
+        #expect(back["ok"] == false && back["error"]?["kind"] == "offline", "\(back)")
+        _ = try await phone.run("quit")
+    }
+
     @Test func aKilledAppRestoresItsScreenAndDraftAndResumesSync() async throws {
         let directory = try TemporaryDirectory(prefix: "keel-notes-kill")
         let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))

@@ -291,8 +291,13 @@ public actor NotesApp {
         if !switching {
             let token = try await NotesRemote.signIn(account, client: client)
             tokens.withLock { $0[account] = token }
-            // The active engine of this account sends the old token (a 401 said the session ended).
-            if engine?.vault.account == account { await accounts.deactivate() }
+            // The active engine of this account sends the old token (a 401 said the session ended). It is
+            // stopped; the app holds no engine until the next one is made (a failure from here on leaves the
+            // app signed out of it, never on a stopped engine).
+            if engine?.vault.account == account {
+                await accounts.deactivate()
+                engine = nil
+            }
         }
         let event: NavigationEvent = switching ? .switchAccount(account.rawValue) : .signIn(account: account.rawValue)
         // Leaving an account saves its open input as its drafts: they go to its vault before activating the
@@ -303,11 +308,12 @@ public actor NotesApp {
             try await VaultDrafts(vault: engine.vault, dataset: "drafts").apply(leaving)
         }
         engine = try await activateSigningInIfNeeded(account, returningTo: engine?.vault.account)
-        // Changes refused because the session had ended go out with the new one.
-        if !switching { try await engine?.retryFailed(causedBy: [.authentication]) }
         try Data(JSONValue.object(["account": .string(account.rawValue)]).serialized()).write(
             to: sessionFile, options: .atomic)
         var answer = try await finish(result, drafts: result.effects.filter { !leaving.contains($0) })
+        // Changes refused because the session had ended go out with the new one. After the switch is complete:
+        // failing to move them (they stay failed, shown so) never leaves the app half switched.
+        if !switching { _ = try? await engine?.retryFailed(causedBy: [.authentication]) }
         if state.stack.last?.route == "home" { answer = try await navigate(.open(route: "notes")) }
         answer["account"] = .string(account.rawValue)
         return answer
@@ -340,6 +346,8 @@ public actor NotesApp {
         // The reference app signs out when asked and says how many changes were lost (its caller decided).
         let report = try await accounts.signOut(discardingUnsent: true)
         engine = nil
+        // Its session goes with it: a later switch to the account must sign in again.
+        if let account { tokens.withLock { $0[account] = nil } }
         try? FileManager.default.removeItem(at: sessionFile)
         if let account {
             // Removed while the ledger still holds its lock: a ledger opened meanwhile elsewhere waits for

@@ -152,7 +152,8 @@ extension BackendHandler {
         }
         return try items.enumerated().map { index, item in
             // The id stands in for the idempotency key when there is none: an empty or unbounded one cannot.
-            guard case .object(let object) = item, let id = object["id"]?.stringValue, (1...128).contains(id.count),
+            guard case .object(let object) = item, let id = object["id"]?.stringValue,
+                (1...128).contains(id.utf8.count),
                 let type = object["type"]?.stringValue, ["create", "update", "delete"].contains(type),
                 let noteID = object["noteID"]?.stringValue, !noteID.isEmpty
             else {

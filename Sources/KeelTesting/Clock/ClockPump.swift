@@ -45,7 +45,8 @@ public final class ClockPump: Sendable {
 
     /// Runs `body`, advancing the clock through every wait announced meanwhile: each time, once a task has
     /// started sleeping on the clock since the announcement (one already asleep — another call's timer —
-    /// is not the announced wait), by exactly the announced duration.
+    /// is not the announced wait), by exactly the announced duration. A timer that another task starts between
+    /// the announcement and the announced sleep is still taken for it: code that announces should sleep next.
     public func run<Result>(_ body: () async throws -> Result) async rethrows -> Result {
         let (waits, continuation) = AsyncStream<Announcement>.makeStream()
         current.withLock { $0 = continuation }

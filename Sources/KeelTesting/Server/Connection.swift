@@ -192,6 +192,9 @@ final class Connection: @unchecked Sendable {
             case .ended(let ending): return ending
             }
 
+            // A drain that began while this answer was being written (its headers already out, keep-alive):
+            // the connection closes now instead of reading a request the drain would refuse unanswered.
+            if !closesAfter, server.isDraining, response.socketEffect == .keepOpen { return .closeGracefully }
             switch response.socketEffect {
             case .shutdownInputAtEnd:
                 POSIX.shutdown(descriptor, .read)
@@ -471,7 +474,9 @@ final class Connection: @unchecked Sendable {
         } else if !headers.contains("Content-Length"), response.status != 204, !(100...199).contains(response.status) {
             headers["Content-Length"] = String(response.bodyCount)
         }
-        if closing, !headers.contains("Connection") { headers["Connection"] = "close" }
+        // A connection that closes after this answer says so, whatever the response set (a scripted
+        // `keep-alive` would have the client send its next request into a closing connection).
+        if closing { headers["Connection"] = "close" }
 
         var text = "HTTP/1.1 \(response.status) \(response.reason ?? ReasonPhrase.standard(for: response.status))\r\n"
         for field in headers { text += "\(field.name): \(field.value)\r\n" }

@@ -265,11 +265,16 @@ final class ServerCore: Sendable {
     /// waiting in the backlog), waits (real time, at most `timeout`) until no response is being prepared or
     /// written — and, in the same step, stops taking new exchanges — then shuts down.
     func drain(timeout: Duration) async {
-        let first = state.withLock { state in
-            defer { state.isDraining = true }
-            return !state.isDraining && !state.isShutDown
+        state.withLock { state in
+            // Under the lock `shutdown()` takes before it closes the descriptor: never a shutdown(2) of a
+            // descriptor already closed (or its number handed to another socket) by a concurrent shutdown.
+            if !state.isDraining, !state.isShutDown {
+                // On Linux this refuses connects at once; elsewhere (Darwin) it does nothing and connects
+                // wait in the backlog until the shutdown after the drain closes the socket.
+                POSIX.shutdown(listenDescriptor, .both)
+            }
+            state.isDraining = true
         }
-        if first { POSIX.shutdown(listenDescriptor, .both) }
         _ = try? await state.wait(timeout: timeout, for: "in-flight exchanges to finish") { state -> Bool? in
             guard state.inFlight == 0 else { return nil }
             state.refusesExchanges = true

@@ -203,7 +203,7 @@ public final class TestServer: Sendable {
     /// How many requests have been received.
     public var requestCount: Int { core.state.withLock { $0.requestTotal } }
 
-    /// Every connection event so far, in order.
+    /// Every connection event so far, in order (with `recordsRequests: false`, the newest thousand or so).
     public var connectionEvents: [ConnectionEvent] { core.state.withLock { $0.events } }
 
     /// The next request not yet taken, waiting for it to arrive if needed (like MockWebServer's `takeRequest`).
@@ -222,7 +222,8 @@ public final class TestServer: Sendable {
         }.get()
     }
 
-    /// Waits for the first connection event (past or future) matching `predicate`.
+    /// Waits for the first connection event (past — among those kept, see ``connectionEvents`` — or future)
+    /// matching `predicate`.
     ///
     /// - Throws: ``WaitTimeout`` when none happens within `timeout` (real time).
     public func awaitConnectionEvent(
