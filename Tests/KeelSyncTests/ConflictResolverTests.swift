@@ -98,4 +98,12 @@ import Testing
             )
             .0 == .manual(unresolved: ["deleted"], proposal: [:]))
     }
+
+    /// Found in review: records are stored as `type/id`, so a type with a `/` let ("a", "b/c") and
+    /// ("a/b", "c") share one record. Such a type is refused where types are declared.
+    @Test func aTypeWithASlashIsRefusedAtRegistration() {
+        var policies = ConflictPolicies()
+        #expect(throws: SyncError.self) { try policies.register("a/b", .serverWins(because: "a cache")) }
+        #expect(policies.types.isEmpty)
+    }
 }

@@ -117,12 +117,18 @@ public struct ConflictPolicies: Sendable {
     /// Declares how conflicts on entities of `type` are settled: `policy` for the whole entity (deletions,
     /// and fields without their own), `fields` for single fields.
     ///
-    /// - Throws: ``SyncError`` `invalidDeclaration` for an empty type, a policy without a rationale, or a
-    ///   type declared twice.
+    /// - Throws: ``SyncError`` `invalidDeclaration` for an empty type or one with a `/`, a policy without a
+    ///   rationale, or a type declared twice.
     public mutating func register(_ type: String, _ policy: ConflictPolicy, fields: [String: ConflictPolicy] = [:])
         throws(SyncError)
     {
         guard !type.isEmpty else { throw SyncError(code: .invalidDeclaration, message: "an entity type needs a name") }
+        // Records are stored as `type/id`: with a `/` in a type, ("a", "b/c") and ("a/b", "c") would share one.
+        guard !type.contains("/") else {
+            throw SyncError(
+                code: .invalidDeclaration, subject: type,
+                message: "an entity type cannot contain '/' (records are type/id)")
+        }
         guard entries[type] == nil else {
             throw SyncError(code: .invalidDeclaration, subject: type, message: "the type already has a policy")
         }
