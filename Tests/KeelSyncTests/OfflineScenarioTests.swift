@@ -107,6 +107,23 @@ import Testing
         #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)  // sent twice, applied once
     }
 
+    /// Found in review: a settlement record is kept for every change ever made, so the state dataset only
+    /// grew. `forgetSettlements(before:)` forgets those older than a date (on the engine's wall clock).
+    @Test func settlementsOlderThanADateAreForgotten() async throws {
+        let world = try SyncWorld()
+        let time = MovableWallClock()
+        let engine = try await world.device("phone").engine(.alice, clock: time.clock)
+        let old = try await engine.create("note", id: "n1", fields: .note("Old"), operation: "createNote")
+        #expect(await engine.sync().isComplete)
+        time.advance(by: 8 * 86400)
+        let recent = try await engine.create("note", id: "n2", fields: .note("Recent"), operation: "createNote")
+        #expect(await engine.sync().isComplete)
+        #expect(try await engine.forgetSettlements(before: Date(timeIntervalSince1970: 1_790_000_000 + 86400)) == 1)
+        #expect(try await engine.settlement(of: old.id) == nil)
+        #expect(try await engine.settlement(of: recent.id) == .applied(version: 1))
+        #expect(try await engine.entity("note", id: "n1")?.state == .synced)
+    }
+
     /// DATA-004.2: a change the backend refuses is `failed` with KeelHTTP's kind and a safe action; later
     /// changes of the same note wait behind it, other notes go on; a refused token fails the batch with
     /// `authentication` → sign in again, then the changes go through.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import KeelContract
 public import KeelCore
 public import KeelHTTP
@@ -523,6 +523,36 @@ public actor SyncEngine {
             try await self.vault.read(storage.state) { state in
                 guard let data = try state.get("settled:" + mutationID) else { return nil }
                 return try SyncRecords.settlement(SyncRecords.decode(data, "settlement"))
+            }
+        }
+    }
+
+    /// Forgets the settlements of changes settled before `date` (``settlement(of:)`` then answers nil for
+    /// them), so that the state dataset — one small record per change ever made — does not grow for ever. Call
+    /// it with a date older than anything the app may still ask about (a week, say). A settlement that cannot
+    /// be read is kept. Returns how many were forgotten.
+    @discardableResult
+    public func forgetSettlements(before date: Date) async throws(SyncError) -> Int {
+        try requireRunning()
+        let storage = storage
+        let cutoff = date.timeIntervalSince1970
+        return try await storageCall {
+            try await self.vault.write(storage.state, inline: true) { state in
+                var forgotten = 0
+                var after = "settled:"
+                while true {
+                    let page = try state.ids(after: after, limit: 500)
+                    for id in page where id.hasPrefix("settled:") {
+                        guard let data = try? state.get(id), let json = try? SyncRecords.decode(data, "settlement"),
+                            let at = json["at"]?.double, at < cutoff
+                        else { continue }
+                        try state.delete(id)
+                        forgotten += 1
+                    }
+                    guard let last = page.last, last.hasPrefix("settled:"), page.count == 500 else { break }
+                    after = last
+                }
+                return forgotten
             }
         }
     }
