@@ -128,6 +128,55 @@ final class ScriptedRemote: SyncRemote {
         )
     }
 
+    /// Found in review: one outbox entry damaged on disk (here its envelope overwritten with noise) failed
+    /// every read and write that met it — list, sync, a new change, even `outbox()` — for good: the account
+    /// stopped syncing and the user could not see or discard the entry. It is now left where it is, never
+    /// sent (its content is unknown), listed by `damagedRecords()`, and everything else goes on.
+    @Test func aDamagedOutboxEntryIsSkippedAndSyncGoesOn() async throws {
+        let world = try SyncWorld()
+        let phone = try world.device("phone")
+        let engine = try await phone.engine(.alice)
+        for id in ["a", "b"] {
+            try await engine.create("note", id: id, fields: .note(id.uppercased()), operation: "createNote")
+        }
+        #expect(await engine.sync().isComplete)
+        let damaged = try await engine.update("note", id: "a", fields: ["title": "a2"], operation: "editNote")
+        let fine = try await engine.update("note", id: "b", fields: ["title": "b2"], operation: "editNote")
+        await engine.stop()
+        let digits = String(damaged.sequence)
+        let row = String(repeating: "0", count: 20 - digits.count) + digits  // how the outbox names its rows
+        let files = try FileManager.default.subpathsOfDirectory(atPath: phone.data.path).filter {
+            $0.hasSuffix(".sqlite")
+        }
+        var noised = 0
+        for file in files {
+            let database = try DatabasePool(path: phone.data.appendingPathComponent(file).path)
+            let table = "records." + SyncStorage.default.outbox
+            noised += try await database.write { db -> Int in
+                guard
+                    try db.scalar(
+                        Int.self, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        arguments: [table]) == 1
+                else { return 0 }
+                try db.execute(
+                    "UPDATE \"\(table)\" SET value = randomblob(length(value)) WHERE id = ?", arguments: [row])
+                return db.changes
+            }
+            await database.close()
+        }
+        #expect(noised == 1)
+        let again = try await phone.engine(.alice)
+        #expect(try await again.outbox().map(\.id) == [fine.id])
+        #expect(try await again.entities("note").map(\.ref.id) == ["a", "b"])
+        let report = await again.sync()
+        #expect(report.isComplete && report.storageError == nil, "\(String(describing: report.storageError))")
+        #expect(try await again.state(of: fine) == .synced)
+        #expect(try await again.damagedRecords() == ["damaged:outbox/" + row])
+        let later = try await again.create("note", id: "c", fields: .note("C"), operation: "createNote")
+        #expect(await again.sync().isComplete)
+        #expect(try await again.state(of: later) == .synced)
+    }
+
     /// Found in review: an entity record damaged on disk (it no longer opens under its key, or opens to
     /// something that is not a record) failed the acknowledgement transaction of every push, and every fold
     /// and pull that touched it — sync stopped for good, for every other note too. It is set aside (its bytes

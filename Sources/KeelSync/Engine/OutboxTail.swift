@@ -79,7 +79,7 @@ struct OutboxTail: Sendable {
         if isStored, let cached, cached.isStored, cached.folded == folded, cached.last == last { return cached }
         // At most `limit` entries, as long as the records match the outbox.
         let entries = try outbox.ids(after: SyncRecords.outboxID(folded), limit: .max).compactMap { id in
-            try outbox.get(id).map { try PendingMutation(json: SyncRecords.decode($0, "outbox entry")) }
+            try SyncRecords.outboxEntry(id, in: outbox)
         }
         return OutboxTail(folded: folded, isStored: isStored, last: last, entries: entries)
     }
@@ -118,8 +118,7 @@ struct OutboxTail: Sendable {
     static func recoveredMark(outbox: VaultRecords, entities: VaultRecords) throws -> UInt64 {
         let newest = try outbox.ids().suffix(limit + 1)
         for id in newest.reversed() {
-            guard let data = try outbox.get(id) else { continue }
-            let entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+            guard let entry = try SyncRecords.outboxEntry(id, in: outbox) else { continue }
             if let record = try SyncEngine.entity(entry.entity, in: entities),
                 record.outstanding.contains(entry.sequence)
             {

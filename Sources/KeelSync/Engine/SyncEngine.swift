@@ -343,8 +343,8 @@ public actor SyncEngine {
         {
             return .some(change.baseVersion)
         }
-        guard let data = try outbox.get(SyncRecords.outboxID(sequence)) else { return .none }
-        return .some(try PendingMutation(json: SyncRecords.decode(data, "outbox entry")).baseVersion)
+        guard let entry = try SyncRecords.outboxEntry(SyncRecords.outboxID(sequence), in: outbox) else { return .none }
+        return .some(entry.baseVersion)
     }
 
     // MARK: - Reading
@@ -385,24 +385,35 @@ public actor SyncEngine {
         return found
     }
 
-    /// The entity records found damaged on disk (they did not open, or opened to something that is not a
-    /// record) and set aside so that sync could go on: the keys their stored bytes are kept under, sorted
-    /// (`damaged:note/7`). The entities were rebuilt from their changes in the outbox and the server's copy;
-    /// nothing was deleted.
+    /// The records found damaged on disk (they did not open, or opened to something that is not a record),
+    /// sorted:
+    /// - entity records set aside so that sync could go on, by the key their stored bytes are kept under
+    ///   (`damaged:note/7`); the entities were rebuilt from their changes in the outbox and the server's copy;
+    /// - outbox entries, left where they are (`damaged:outbox/00000000000000000012`): never sent, since their
+    ///   content is unknown, and skipped by every read and write (sync of everything else goes on).
+    ///
+    /// Nothing was deleted.
     public func damagedRecords() async throws(SyncError) -> [String] {
         try requireRunning()
         let storage = storage
         return try await storageCall {
-            try await self.vault.read(storage.state) { state in
+            try await self.vault.read([storage.state, storage.outbox]) { transaction in
+                let state = try transaction.records(storage.state)
                 var found: [String] = []
                 var after = DamagedRecords.prefix
                 while true {
                     let page = try state.ids(after: after, limit: 100)
                     let keys = page.prefix { $0.hasPrefix(DamagedRecords.prefix) }
                     found += keys
-                    guard keys.count == 100, let last = keys.last else { return found }
+                    guard keys.count == 100, let last = keys.last else { break }
                     after = last
                 }
+                let outbox = try transaction.records(storage.outbox)
+                for id in try outbox.ids() where try SyncRecords.outboxEntry(id, in: outbox) == nil {
+                    // Listed, so present: it did not open or decode.
+                    found.append(DamagedRecords.prefix + "outbox/" + id)
+                }
+                return found.sorted()
             }
         }
     }
@@ -501,9 +512,8 @@ public actor SyncEngine {
         let (current, unconfirmed) = try await storageCall {
             try await self.vault.read([storage.outbox, storage.state]) { transaction in
                 (
-                    try transaction.records(storage.outbox).get(SyncRecords.outboxID(mutation.sequence)).map {
-                        try PendingMutation(json: SyncRecords.decode($0, "outbox entry"))
-                    },
+                    try SyncRecords.outboxEntry(
+                        SyncRecords.outboxID(mutation.sequence), in: transaction.records(storage.outbox)),
                     try Self.unconfirmed(in: transaction.records(storage.state))
                 )
             }
@@ -568,8 +578,8 @@ public actor SyncEngine {
                 let outbox = try transaction.records(storage.outbox)
                 let sending = try sending.union(Self.unconfirmed(in: transaction.records(storage.state)))
                 return try outbox.ids(after: nil, limit: limit).compactMap { id in
-                    try outbox.get(id).map { data in
-                        var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                    try SyncRecords.outboxEntry(id, in: outbox).map { found in
+                        var entry = found
                         if entry.state == .pending, sending.contains(entry.id) { entry.state = .sending }
                         return entry
                     }
@@ -689,8 +699,7 @@ public actor SyncEngine {
             try await self.vault.write(storage.outbox, inline: true) { outbox in
                 var moved = 0
                 for id in try outbox.ids() {
-                    guard let data = try outbox.get(id) else { continue }
-                    var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                    guard var entry = try SyncRecords.outboxEntry(id, in: outbox) else { continue }
                     guard entry.state == .failed else { continue }
                     if let kinds, !kinds.contains(entry.failure?.kind ?? .technical) { continue }
                     entry.state = .pending
@@ -718,9 +727,9 @@ public actor SyncEngine {
                 try OutboxTail.fold(in: transaction, storage, cached: cached)
                 let outbox = try transaction.records(storage.outbox)
                 let outboxID = SyncRecords.outboxID(mutation.sequence)
-                guard let data = try outbox.get(outboxID) else { return }
-                let entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
-                guard entry.id == mutation.id else { return }
+                guard let entry = try SyncRecords.outboxEntry(outboxID, in: outbox), entry.id == mutation.id else {
+                    return
+                }
                 // Sent without a known answer: the backend may have applied it. Discarding would be a lie.
                 let unconfirmed = try Self.unconfirmed(in: transaction.records(storage.state))
                 if entry.state == .sending || sending.contains(entry.id) || unconfirmed.contains(entry.id) {
@@ -1039,9 +1048,9 @@ public actor SyncEngine {
                     if case .array(let ids)? = marker["ids"], case .array(let sequences)? = marker["sequences"] {
                         for (id, sequence) in zip(ids.compactMap(\.stringValue), sequences.compactMap(\.int)) {
                             let key = SyncRecords.outboxID(UInt64(sequence))
-                            guard let data = try outbox.get(key) else { continue }
-                            var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
-                            guard entry.id == id, entry.state == .pending else { continue }
+                            guard var entry = try SyncRecords.outboxEntry(key, in: outbox), entry.id == id,
+                                entry.state == .pending
+                            else { continue }
                             entry.state = .sending
                             entry.attempts += 1
                             try outbox.put(key, SyncRecords.encode(entry.json))
@@ -1056,8 +1065,12 @@ public actor SyncEngine {
                 scanning: while batch.count < limit {
                     let ids = try outbox.ids(after: after, limit: 256)
                     for id in ids {
-                        guard let (data, stored) = try outbox.getStored(id) else { continue }
-                        let original = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                        // A damaged entry is never sent (its content is unknown): `damagedRecords()` lists it.
+                        guard let (data, stored) = try Self.undamaged({ try outbox.getStored(id) }),
+                            let original = try Self.undamaged({
+                                try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
+                            })
+                        else { continue }
                         var entry = original
                         // Only the first outstanding change of an entity may go; a failed or conflicted one
                         // holds the later ones back.
@@ -1118,9 +1131,7 @@ public actor SyncEngine {
                 try transaction.records(storage.state).delete(marker)  // the outcome is written below
                 for sent in batch {
                     let id = SyncRecords.outboxID(sent.sequence)
-                    guard let data = try outbox.get(id) else { continue }
-                    var entry = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
-                    guard entry.id == sent.id else { continue }
+                    guard var entry = try SyncRecords.outboxEntry(id, in: outbox), entry.id == sent.id else { continue }
                     entry.failure = recorded
                     if unknown {
                         entry.state = .sending
@@ -1168,9 +1179,7 @@ public actor SyncEngine {
                     if try outbox.isStored(key, as: taken.stored) {
                         current = taken.entry
                     } else {
-                        current = try outbox.get(key).map {
-                            try PendingMutation(json: SyncRecords.decode($0, "outbox entry"))
-                        }
+                        current = try SyncRecords.outboxEntry(key, in: outbox)
                     }
                     guard var entry = current, entry.id == sent.id else {
                         // Gone meanwhile (never while it is marked in flight: `discard` refuses then). Should
@@ -1307,9 +1316,9 @@ public actor SyncEngine {
         if let server {
             for sequence in record.outstanding {
                 let id = SyncRecords.outboxID(sequence)
-                guard let data = try outbox.get(id) else { continue }
-                var later = try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
-                guard later.attempts == 0, later.baseVersion == entry.baseVersion else { continue }
+                guard var later = try SyncRecords.outboxEntry(id, in: outbox), later.attempts == 0,
+                    later.baseVersion == entry.baseVersion
+                else { continue }
                 later.baseVersion = server.version
                 try outbox.put(id, SyncRecords.encode(later.json))
             }
@@ -1356,6 +1365,11 @@ public actor SyncEngine {
             folded, try transaction.records(storage.outbox), try transaction.records(storage.entities),
             try transaction.records(storage.state)
         )
+    }
+
+    /// What `read` gives, or nil when it throws because the stored record is damaged (``isDamage(_:)``).
+    static func undamaged<T>(_ read: () throws -> T?) throws -> T? {
+        do { return try read() } catch  where isDamage(error) { return nil }
     }
 
     /// Whether `error` says a stored record is damaged — it does not open under its key, or opens to
@@ -1411,9 +1425,7 @@ public actor SyncEngine {
 
     static func outstanding(_ record: EntityRecord, in outbox: VaultRecords) throws -> [PendingMutation] {
         try record.outstanding.compactMap { sequence in
-            try outbox.get(SyncRecords.outboxID(sequence)).map {
-                try PendingMutation(json: SyncRecords.decode($0, "outbox entry"))
-            }
+            try SyncRecords.outboxEntry(SyncRecords.outboxID(sequence), in: outbox)
         }
     }
 

@@ -67,6 +67,14 @@ public enum Settlement: Sendable, Hashable {
 
 /// Encoding of the engine's records (JSON, sealed by the vault where the dataset is).
 enum SyncRecords {
+    /// The outbox entry stored under `id`; nil when there is none — or when the row is damaged (it no longer
+    /// opens under its key, or opens to something that is not an entry). A damaged entry is left where it
+    /// is, never sent (its content is unknown) and listed by ``SyncEngine/damagedRecords()``; every read and
+    /// write goes on without it, instead of failing on it for good.
+    static func outboxEntry(_ id: String, in outbox: VaultRecords) throws -> PendingMutation? {
+        try SyncEngine.undamaged { try outbox.get(id).map { try PendingMutation(json: decode($0, "outbox entry")) } }
+    }
+
     static func damaged(_ what: String) -> SyncError {
         SyncError(code: .damagedRecord, message: "a stored \(what) cannot be read")
     }
