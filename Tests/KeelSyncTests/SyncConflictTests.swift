@@ -274,6 +274,40 @@ import Testing
         #expect(try await tablet.entity("note", id: "n1")?.fields["body"] == "S-from-B")
     }
 
+    /// Found in review: `retryFailed()` sent a change the server had refused on its own again under the same
+    /// key, and the backend (which keeps each key's answer) replayed the refusal: once the cause was gone the
+    /// change still could never go. It now goes as a new change with a new key, the old one settled as
+    /// replaced by it.
+    @Test func aChangeRefusedOnItsOwnIsRetriedUnderANewKey() async throws {
+        let world = try SyncWorld()
+        let token = try await world.token(.alice)
+        let phone = try await world.device("phone").engine(.alice, token: token)
+        let tablet = try await world.device("tablet").engine(.alice, token: token)
+        // A create the backend refuses (its title is too long), and an edit of the note behind it.
+        let create = try await phone.create(
+            "note", id: "n9", fields: ["title": .string(String(repeating: "t", count: 201)), "body": "B"],
+            operation: "createNote")
+        let edit = try await phone.update("note", id: "n9", fields: ["body": "edited"], operation: "editNote")
+        _ = await phone.sync()
+        try await phone.discard(create)
+        _ = await phone.sync()
+        // The edit is refused on its own: the server has no such note.
+        #expect(try await phone.state(of: edit) == .failed)
+        // The cause goes away: the note is made on the tablet.
+        try await tablet.create("note", id: "n9", fields: ["title": "Nine", "body": "B"], operation: "createNote")
+        #expect(await tablet.sync().isComplete)
+        #expect(try await phone.retryFailed() == 1)
+        guard case .replaced(let newID)? = try await phone.settlement(of: edit.id) else {
+            Issue.record("the refused change was not replaced")
+            return
+        }
+        let again = try #require(try await phone.outbox().first { $0.id == newID })
+        #expect(again.idempotencyKey != edit.idempotencyKey && again.fields == edit.fields)
+        _ = await phone.sync()
+        // Not the replayed refusal: the new change met the note as it is now.
+        #expect(try await phone.state(of: again) != .failed)
+    }
+
     /// An edit against a delete from elsewhere is the user's call too; keeping the edit brings the note back
     /// (a create over the tombstone the device has seen).
     @Test func anEditAgainstARemoteDeleteCanBeKept() async throws {

@@ -689,22 +689,43 @@ public actor SyncEngine {
 
     /// Moves every failed change back to pending (after the user signed in again or fixed the cause) — with
     /// `kinds`, only those that failed for one of them (after a new sign-in, those refused with
-    /// `authentication`: a change the server refused for its content would only be refused again). Returns
-    /// how many.
+    /// `authentication`: a change the server refused for its content would only be refused again). A change
+    /// the server refused on its own (not with its whole batch) goes again as a new change with a new
+    /// idempotency key — under the old key the backend would replay its refusal — and the old one is settled
+    /// as ``Settlement/replaced(by:)``. Returns how many.
     @discardableResult
     public func retryFailed(causedBy kinds: Set<HTTPFailure.Kind>? = nil) async throws(SyncError) -> Int {
         try requireRunning()
         let storage = storage
+        let now = clock.now()
+        let random = random
+        let cached = tail
         return try await storageCall {
-            try await self.vault.write(storage.outbox, inline: true) { outbox in
+            try await self.vault.write(storage.all, inline: true) { transaction in
+                try OutboxTail.fold(in: transaction, storage, cached: cached)
+                let outbox = try transaction.records(storage.outbox)
                 var moved = 0
                 for id in try outbox.ids() {
                     guard var entry = try SyncRecords.outboxEntry(id, in: outbox) else { continue }
                     guard entry.state == .failed else { continue }
                     if let kinds, !kinds.contains(entry.failure?.kind ?? .technical) { continue }
-                    entry.state = .pending
-                    try outbox.put(id, SyncRecords.encode(entry.json))
                     moved += 1
+                    guard entry.failure?.outcome == .rejected, entry.failure?.status == 200 else {
+                        // Refused for the batch as a whole (sign-in, access, app version): its key was never
+                        // applied or answered, so it goes again as it is.
+                        entry.state = .pending
+                        try outbox.put(id, SyncRecords.encode(entry.json))
+                        continue
+                    }
+                    // Refused on its own: the backend keeps that answer under its key, and sent again under it
+                    // the refusal would only come back. A new change with a new key takes its place (same
+                    // content, base and position); the refused one is settled as replaced by it.
+                    let again = PendingMutation(
+                        id: random.uuidString(timeOrderedAt: now), idempotencyKey: IdempotencyKey.make(using: random),
+                        correlationID: entry.correlationID, entity: entry.entity, kind: entry.kind,
+                        baseVersion: entry.baseVersion, fields: entry.fields, previous: entry.previous,
+                        operation: entry.operation, createdAt: entry.createdAt, sequence: entry.sequence)
+                    try self.replace(entry, with: again, settlement: .replaced(by: again.id), at: now, in: transaction)
                 }
                 return moved
             }
