@@ -128,6 +128,35 @@ final class ScriptedRemote: SyncRemote {
         )
     }
 
+    /// Overwrites the stored envelopes of records `ids` of `dataset` in `device`'s vault files with random
+    /// bytes of the same length (damage on disk, as a flipped sector would leave); returns how many rows.
+    static func overwriteWithNoise(_ ids: [String], in dataset: String, of device: SyncDevice) async throws -> Int {
+        let files = try FileManager.default.subpathsOfDirectory(atPath: device.data.path).filter {
+            $0.hasSuffix(".sqlite")
+        }
+        let table = "records." + dataset
+        var noised = 0
+        for file in files {
+            let database = try DatabasePool(path: device.data.appendingPathComponent(file).path)
+            noised += try await database.write { db -> Int in
+                guard
+                    try db.scalar(
+                        Int.self, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        arguments: [table]) == 1
+                else { return 0 }
+                var changed = 0
+                for id in ids {
+                    try db.execute(
+                        "UPDATE \"\(table)\" SET value = randomblob(length(value)) WHERE id = ?", arguments: [id])
+                    changed += db.changes
+                }
+                return changed
+            }
+            await database.close()
+        }
+        return noised
+    }
+
     /// Found in review: one outbox entry damaged on disk (here its envelope overwritten with noise) failed
     /// every read and write that met it — list, sync, a new change, even `outbox()` — for good: the account
     /// stopped syncing and the user could not see or discard the entry. It is now left where it is, never
@@ -145,26 +174,7 @@ final class ScriptedRemote: SyncRemote {
         await engine.stop()
         let digits = String(damaged.sequence)
         let row = String(repeating: "0", count: 20 - digits.count) + digits  // how the outbox names its rows
-        let files = try FileManager.default.subpathsOfDirectory(atPath: phone.data.path).filter {
-            $0.hasSuffix(".sqlite")
-        }
-        var noised = 0
-        for file in files {
-            let database = try DatabasePool(path: phone.data.appendingPathComponent(file).path)
-            let table = "records." + SyncStorage.default.outbox
-            noised += try await database.write { db -> Int in
-                guard
-                    try db.scalar(
-                        Int.self, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
-                        arguments: [table]) == 1
-                else { return 0 }
-                try db.execute(
-                    "UPDATE \"\(table)\" SET value = randomblob(length(value)) WHERE id = ?", arguments: [row])
-                return db.changes
-            }
-            await database.close()
-        }
-        #expect(noised == 1)
+        #expect(try await Self.overwriteWithNoise([row], in: SyncStorage.default.outbox, of: phone) == 1)
         let again = try await phone.engine(.alice)
         #expect(try await again.outbox().map(\.id) == [fine.id])
         #expect(try await again.entities("note").map(\.ref.id) == ["a", "b"])
@@ -195,27 +205,9 @@ final class ScriptedRemote: SyncRemote {
         // Note a's envelope is overwritten with noise; note b's opens, to bytes that are not a record.
         let vault = try await phone.vaults.switchAccount(to: .alice)
         try await vault.put(SyncStorage.default.entities, id: "note/b", Data("not a record".utf8))
-        let files = try FileManager.default.subpathsOfDirectory(atPath: phone.data.path).filter {
-            $0.hasSuffix(".sqlite")
-        }
-        var noised = 0
-        for file in files {
-            let database = try DatabasePool(path: phone.data.appendingPathComponent(file).path)
-            let table = "records." + SyncStorage.default.entities
-            noised += try await database.write { db -> Int in
-                guard
-                    try db.scalar(
-                        Int.self, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
-                        arguments: [table]) == 1
-                else { return 0 }
-                // a has a change waiting; d has none (nothing but a read or a pull would ever meet it).
-                try db.execute(
-                    "UPDATE \"\(table)\" SET value = randomblob(length(value)) WHERE id IN ('note/a', 'note/d')")
-                return db.changes
-            }
-            await database.close()
-        }
-        #expect(noised == 2)
+        // a has a change waiting; d has none (nothing but a read or a pull would ever meet it).
+        #expect(
+            try await Self.overwriteWithNoise(["note/a", "note/d"], in: SyncStorage.default.entities, of: phone) == 2)
         let engineAgain = try await phone.engine(.alice)
         // The list does not fail: the damaged records are set aside as it meets them; what waits in the outbox
         // still shows, an entity with nothing waiting comes back with the next pull.
