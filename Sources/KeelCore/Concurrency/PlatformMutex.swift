@@ -11,10 +11,11 @@ import Foundation
 ///
 /// On Linux a bare `pthread_mutex_t`: corelibs' `NSLock` also allocates and initializes a condition variable
 /// and a second mutex (for `lock(before:)`), and a `Locked` is made for every exchange, attempt and wait — a
-/// measurable share of a loopback GET. Elsewhere `NSLock`, which is a bare pthread mutex there already.
+/// measurable share of a loopback GET (the same with Musl). Elsewhere `NSLock`, which is a bare pthread mutex
+/// there already.
 final class PlatformMutex: @unchecked Sendable {
     // @unchecked Sendable: a mutex is made to be shared between threads.
-    #if os(Linux)
+    #if canImport(Glibc) || canImport(Musl)
         private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
         init() {

@@ -80,8 +80,7 @@ extension BackendHandler {
             if let id = request.headers["X-Correlation-ID"] {
                 // Applied when any change of the batch is (now, or earlier under its key); otherwise the
                 // backend answered it without changing anything.
-                let applied = results.contains { ["applied", "duplicate"].contains($0["status"]?.stringValue) }
-                try store.recordOperation(id, account: account, applied: applied, in: db)
+                try store.recordOperation(id, account: account, applied: Self.appliedAny(results), in: db)
             }
             let response = JSONValue.object(["results": .array(results)]).description
             try store.recordBatchKey(batchKey, account: account, bodyHash: bodyHash, response: response, in: db)
@@ -284,6 +283,11 @@ extension BackendHandler {
         guard case .array(let results)? = (try? JSONValue(parsing: Data(response.utf8)))?["results"] else {
             return true  // an answer this backend wrote is readable; if not, do not call it "not applied"
         }
-        return results.contains { ["applied", "duplicate"].contains($0["status"]?.stringValue) }
+        return appliedAny(results)
+    }
+
+    /// Whether any of a batch's results applied a change, now or earlier under its key.
+    static func appliedAny(_ results: [JSONValue]) -> Bool {
+        results.contains { ["applied", "duplicate"].contains($0["status"]?.stringValue) }
     }
 }

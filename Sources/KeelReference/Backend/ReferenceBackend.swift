@@ -354,7 +354,7 @@ package final class BackendHandler: Sendable {
             throw BackendFailure(
                 status: 403, code: "account_mismatch", message: "X-Account-ID is given more than once")
         }
-        if let claimed = claims.first, !claimed.utf8.elementsEqual(account.utf8) {
+        if let claimed = claims.first, !AccountID.same(claimed, account) {
             throw BackendFailure(
                 status: 403, code: "account_mismatch", message: "the token belongs to another account")
         }
