@@ -27,6 +27,7 @@ enum KeelBench {
         JournalBenchmarks.write,
         LifecycleBenchmarks.restore,
         SyncBenchmarks.enqueue,
+        SyncBenchmarks.enqueueVault,
         SyncBenchmarks.push,
         SyncBenchmarks.memory,
     ]

@@ -96,6 +96,68 @@ enum SyncBenchmarks {
 }
 
 extension SyncBenchmarks {
+    /// `outbox.enqueue` without the engine: the same sealed row put into the outbox dataset in a vault
+    /// transaction of its own, against the same raw rows — the share of the gap that is the vault itself.
+    static let enqueueVault = Benchmark(
+        name: "outbox.enqueue.vault",
+        unit: "ms per 5k enqueues",
+        goal:
+            "none: one sealed outbox row per vault transaction vs raw sqlite3 single-row transactions — the vault's share of outbox.enqueue",
+        operations: 1,
+        prepare: {
+            let directory = try TemporaryDirectory(prefix: "keel-bench-outbox-vault")
+            let (vaults, engine) = try blockingAwait {
+                try await makeEngine(directory, baseURL: URL(string: "http://127.0.0.1:9")!)
+            }
+            let vault = engine.vault
+            _ = try blockingAwait {
+                try await engine.create("note", id: "probe", fields: noteFields, operation: "createNote")
+            }
+            let raw = try StoreBenchmarks.RawDatabase(
+                path: directory.url("raw.sqlite").path, synchronous: Vaults.synchronous.rawValue)
+            try raw.exec(VaultBenchmarks.createPlain)
+            let entryBytes = try sealedEntryBytes(under: directory.url("data"))
+            let row = Data(repeating: 0x5A, count: entryBytes)
+            // A plaintext that seals to the entry's length (the envelope adds version, key id, nonce and tag).
+            let value = Data(repeating: 0x41, count: entryBytes - 45)
+            let statement = try raw.prepare("INSERT INTO plain (id, value, updated_at) VALUES (?, ?, ?)")
+            let rawNext = Counter()
+            let vaultNext = Counter()
+            let storage = SyncStorage.default
+            return Benchmark.Sides(
+                baseline: {
+                    let start = rawNext.take(enqueues)
+                    for index in start..<(start + enqueues) {
+                        try raw.exec("BEGIN IMMEDIATE")
+                        sqlite3_reset(statement)
+                        sqlite3_bind_text(statement, 1, "entry-\(index)", -1, keel_sqlite3_transient())
+                        _ = row.withUnsafeBytes {
+                            sqlite3_bind_blob64(
+                                statement, 2, $0.baseAddress, sqlite3_uint64($0.count), keel_sqlite3_transient())
+                        }
+                        sqlite3_bind_double(statement, 3, Date().timeIntervalSince1970)
+                        guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError("insert failed") }
+                        try raw.exec("COMMIT")
+                    }
+                },
+                candidate: {
+                    let start = vaultNext.take(enqueues)
+                    for index in start..<(start + enqueues) {
+                        try await vault.write(
+                            [storage.outbox, storage.entities, storage.conflicts, storage.state], inline: true
+                        ) { transaction in
+                            try transaction.records(storage.outbox).put("bench-\(index)", value)
+                        }
+                    }
+                },
+                teardown: {
+                    sqlite3_finalize(statement)
+                    _ = (directory, vaults)
+                }
+            )
+        }
+    )
+
     /// The stored size of the longest outbox entry in the vault files under `data`, read with SQLite
     /// itself (the envelope as it sits in the file: nonce, ciphertext and tag).
     static func sealedEntryBytes(under data: URL) throws -> Int {
