@@ -398,6 +398,16 @@ import Testing
             let amounts = try decoder.decode(Amounts.self, from: Data(#"{"price": 12345678901234.56789, "total": 18446744073709551615, "ceiling": 255}"#.utf8))
             let sum = try decoder.decode(Amounts.self, from: Data(#"{"price": 0.1, "total": 0, "ceiling": 0}"#.utf8)).price + Decimal(string: "0.2")!
             print("amounts", amounts.price, amounts.total, amounts.ceiling, sum == Decimal(string: "0.3")!, check(Amounts.self, #"{"price": 1, "total": -1, "ceiling": 0}"#), check(Amounts.self, #"{"price": 1, "total": 0, "ceiling": 256}"#), String(decoding: try ContractEncoder().encode(amounts), as: UTF8.self))
+            // Union variants of date-time and decimal are read and written as the contract says, not as
+            // Date(from:) and Decimal(from:) would (seconds, an object).
+            for text in [#"{"at": "2026-11-30T08:00:00Z", "amount": 12.5}"#, #"{"at": 7, "amount": "unknown"}"#, #"{"deleted": null}"#, #"{"deleted": true}"#] {
+                print("when", String(decoding: try ContractEncoder().encode(try decoder.decode(When.self, from: Data(text.utf8))), as: UTF8.self))
+            }
+            // An optional nullable marker still holds its one value; a discriminator and enum values match by bytes.
+            print("marker", check(When.self, #"{"deleted": false}"#))
+            let states = try [#"{"state": "café"}"#, #"{"state": "cafe\u0301"}"#].map { try decoder.decode(When.self, from: Data($0.utf8)).state! }
+            print("states", states.map(\.rawValue.utf8.count), states[0] == states[1], When.State.allCases.count, When.State.allCases_.rawValue)
+            print("pets", check(Pet.self, #"{"kind": "café"}"#), check(Pet.self, #"{"kind": "cafe\u0301"}"#))
             """#
         let output = try await compileAndRun(program: program, generated: directory.url("EdgeModels.swift"))
         #expect(
@@ -416,6 +426,13 @@ import Testing
                 model unknown(o3) undeclaredEnumValue at 
                 weird x y undeclaredEnumValue at level
                 amounts 12345678901234.56789 18446744073709551615 255 true invalidValue at total invalidValue at ceiling {"ceiling":255,"price":12345678901234.56789,"total":18446744073709551615}
+                when {"amount":12.5,"at":"2026-11-30T08:00:00Z"}
+                when {"amount":"unknown","at":7}
+                when {"deleted":null}
+                when {"deleted":true}
+                marker undeclaredEnumValue at deleted
+                states [5, 6] false 4 allCases
+                pets decoded undeclaredEnumValue at kind
 
                 """)
         // Descriptions with other line breaks stay comments: nothing from them was compiled (the program

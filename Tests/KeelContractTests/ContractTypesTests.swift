@@ -261,18 +261,9 @@ import Testing
     }
 
     @Test func nullableKeepsNullApartFromAbsentBothWays() throws {
+        // Codable synthesized by the compiler: its decodeIfPresent call must keep null apart from absent.
         struct Patch: Codable, Equatable {
             var due: Nullable<Int>?
-            enum CodingKeys: String, CodingKey { case due }
-            init(due: Nullable<Int>?) { self.due = due }
-            init(from decoder: any Decoder) throws {
-                let container = try decoder.container(keyedBy: CodingKeys.self)
-                due = container.contains(.due) ? try container.decode(Nullable<Int>.self, forKey: .due) : nil
-            }
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encodeIfPresent(due, forKey: .due)
-            }
         }
         for (json, expected) in [
             (#"{}"#, Patch(due: nil)), (#"{"due":null}"#, Patch(due: .null)), (#"{"due":3}"#, Patch(due: .value(3))),
@@ -280,6 +271,8 @@ import Testing
             let patch = try ContractDecoder().decode(Patch.self, from: Data(json.utf8))
             #expect(patch == expected)
             #expect(String(decoding: try ContractEncoder().encode(patch), as: UTF8.self) == json)
+            // Any decoder: the overload is the container's.
+            #expect(try JSONDecoder().decode(Patch.self, from: Data(json.utf8)) == expected)
         }
         #expect(Nullable<Int>.value(3).value == 3)
         #expect(Nullable<Int>.null.value == nil)

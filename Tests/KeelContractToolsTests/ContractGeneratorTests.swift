@@ -314,8 +314,11 @@ import Testing
                 "public indirect enum ShapeModel: Codable, Hashable, Sendable {\n    case circle(Circle)\n    case square(Square)\n"
             ))
         #expect(code.contains("case discriminator = \"kind\""))
-        #expect(code.contains("case \"round\":\n            self = .circle(try Circle(from: decoder))"))
-        #expect(code.contains("case \"box\", \"square\":\n            self = .square(try Square(from: decoder))"))
+        #expect(code.contains("case Array(\"round\".utf8):\n            self = .circle(try Circle(from: decoder))"))
+        #expect(
+            code.contains(
+                "case Array(\"box\".utf8), Array(\"square\".utf8):\n            self = .square(try Square(from: decoder))"
+            ))
         #expect(code.contains("UndeclaredEnumValue(typeName: \"ShapeModel\", value: value)"))
     }
 
@@ -328,8 +331,8 @@ import Testing
                 Cat: {type: object, required: [petType], properties: {petType: {type: string}}}
                 Dog: {type: object, required: [petType], properties: {petType: {type: string}}}
             """)
-        #expect(code.contains("case \"Cat\":\n            self = .cat(try Cat(from: decoder))"))
-        #expect(code.contains("case \"Dog\":\n            self = .dog(try Dog(from: decoder))"))
+        #expect(code.contains("case Array(\"Cat\".utf8):\n            self = .cat(try Cat(from: decoder))"))
+        #expect(code.contains("case Array(\"Dog\".utf8):\n            self = .dog(try Dog(from: decoder))"))
     }
 
     @Test func namesAreValidSwiftAndWireNamesAreKept() throws {
@@ -574,6 +577,23 @@ import Testing
                 Cat: {type: object, properties: {name: {type: string}}}
             """)
         #expect(found.map(\.message) == ["variant Cat must declare the discriminator property petType as required"])
+    }
+
+    @Test func enumValuesOutsideTheDeclaredTypeAreRefusedNotGuessedFrom() throws {
+        // Quotes forgotten in YAML: an Int enum would fail on every string the declared type allows.
+        let found = try diagnostics(
+            """
+                ApiLevel: {type: string, enum: [1.0, 2.0]}
+                Count: {type: integer, enum: ["1", "2"]}
+                Maybe: {type: [string, 'null'], enum: [a, null, 3]}
+                Fine: {type: integer, enum: [1, 2.0]}
+            """)
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/ApiLevel/enum", "#/components/schemas/Count/enum",
+                "#/components/schemas/Maybe/enum",
+            ])
+        #expect(found.first?.message.contains("is not of the declared type") == true, "\(found)")
     }
 
     @Test func conflictingAllOfPartsAreRefused() throws {
@@ -1265,7 +1285,7 @@ import Testing
                   oneOf: [{$ref: '#/components/schemas/Dog'}]
                   discriminator: {propertyName: petType, mapping: {dog: './schemas/Dog.yaml'}}
             """)
-        #expect(code.contains("case \"dog\":\n            self = .dog(try Dog(from: decoder))"))
+        #expect(code.contains("case Array(\"dog\".utf8):\n            self = .dog(try Dog(from: decoder))"))
     }
 
     @Test func positionalArraysAndNullableArrayBodiesAndAnyValues() throws {

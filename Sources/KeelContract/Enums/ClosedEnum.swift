@@ -47,7 +47,7 @@ extension ClosedRawEnum {
         } else {
             raw = try container.decode(RawValue.self)
         }
-        guard let value = Self(rawValue: raw), isExactly(value.rawValue, raw) else {
+        guard let value = exactlyDeclared(Self.self, raw) else {
             throw undeclaredMarkerValue(raw, of: String(describing: Self.self), codingPath: decoder.codingPath)
         }
         self = value
@@ -121,6 +121,27 @@ func isExactly<Raw>(_ declared: Raw, _ received: Raw) -> Bool {
         return (declared as! String).utf8.elementsEqual((received as! String).utf8)
     }
     return true  // `init(rawValue:)` matched it, and only strings have an equality looser than identity
+}
+
+/// The case of `T` whose raw value is exactly `raw` (see ``isExactly(_:_:)``), or nil. `init(rawValue:)` finds
+/// the first case whose raw value Swift's `==` takes for `raw`: when a contract declares two values that are
+/// canonically equivalent (`café` in NFC and in NFD, two values for JSON), the second is found among
+/// `allCases` — on that path alone, which a value matching its case exactly never takes.
+@inlinable
+func exactlyDeclared<T: RawRepresentable>(_ type: T.Type, _ raw: T.RawValue) -> T? {
+    if let value = T(rawValue: raw), isExactly(value.rawValue, raw) { return value }
+    guard T.RawValue.self == String.self, let iterable = T.self as? any CaseIterable.Type else { return nil }
+    return exactlyDeclared(among: iterable, raw, as: T.self)
+}
+
+@usableFromInline
+func exactlyDeclared<C: CaseIterable, T: RawRepresentable>(among cases: C.Type, _ raw: T.RawValue, as type: T.Type)
+    -> T?
+{
+    for candidate in C.allCases {
+        if let value = candidate as? T, isExactly(value.rawValue, raw) { return value }
+    }
+    return nil
 }
 
 /// The integer a JSON number is, exactly, or nil. Foundation's `decode(Int.self)` reads a number that is not

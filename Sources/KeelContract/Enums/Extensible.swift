@@ -31,7 +31,7 @@ public enum Extensible<Known: ExtensibleEnum>: Sendable, Hashable, CustomStringC
         // metadata lookup per value (decode.tolerant in keel-bench).
         // Exactly the declared value, not merely canonically equivalent to it (see `isExactly`): an
         // unknown value is kept as received, never mapped to a case and re-encoded differently.
-        if let known = Known(rawValue: rawValue), isExactly(known.rawValue, rawValue) {
+        if let known = exactlyDeclared(Known.self, rawValue) {
             self = .known(known)
         } else {
             self = .unknown(rawValue)

@@ -79,7 +79,7 @@ extension KeyedDecodingContainer {
     static func closed<T: ClosedRawEnum>(_ type: T.Type, _ raw: T.RawValue, at path: [any CodingKey], _ key: Key)
         throws -> T
     {
-        guard let value = T(rawValue: raw), isExactly(value.rawValue, raw) else {
+        guard let value = exactlyDeclared(T.self, raw) else {
             throw undeclaredMarkerValue(raw, of: String(describing: T.self), codingPath: path + [key])
         }
         return value

@@ -49,3 +49,20 @@ extension Nullable: Encodable where Wrapped: Encodable {
         }
     }
 }
+
+extension KeyedDecodingContainer {
+    /// Decodes a member that may be absent, `null` or a value, keeping the three apart: nil when absent,
+    /// ``Nullable/null`` for `null`. The standard `decodeIfPresent` folds `null` into "absent", which would
+    /// turn `{"dueDate": null}` ("clear it") into `{}` ("leave it") in a model whose `Codable` conformance
+    /// the compiler synthesizes; this overload, more specific than the generic one, is the one synthesis
+    /// picks for a `Nullable<T>?` member.
+    ///
+    /// - Throws: whatever decoding `Wrapped` throws for a value that is not `null`.
+    @inlinable
+    public func decodeIfPresent<Wrapped: Decodable>(_ type: Nullable<Wrapped>.Type, forKey key: Key) throws
+        -> Nullable<Wrapped>?
+    {
+        guard contains(key) else { return nil }
+        return try decode(type, forKey: key)
+    }
+}

@@ -23,6 +23,26 @@ extension ModelBuilder {
 
     /// What kind of Swift type a schema becomes. A `$ref` reaches here only with 3.1 keywords beside it
     /// that shape an object (``refWithSiblings(_:file:)``).
+    /// The first of `values` that the schema's declared `type` (`string` or `integer`, alone or with
+    /// `null`) does not allow; nil when every value fits or the schema declares another type or none.
+    static func enumValueOutsideType(_ schema: JSONValue, _ values: [JSONValue]) -> JSONValue? {
+        let types: [String] =
+            switch schema["type"] {
+            case .string(let type)?: [type]
+            case .array(let types)?: types.compactMap { if case .string(let type) = $0 { type } else { nil } }
+            default: []
+            }
+        if types.contains("string") && !types.contains("integer") && !types.contains("number") {
+            return values.first { if case .string = $0 { false } else { true } }
+        }
+        if types.contains("integer") && !types.contains("string") {
+            return values.first {
+                if case .number(let number) = $0 { number.int64 == nil && !number.isInteger } else { true }
+            }
+        }
+        return nil
+    }
+
     func form(_ schema: JSONValue) -> Form {
         if schema["$ref"] != nil { return .object }
         if case .array(let values) = schema["x-extensible-enum"] ?? .null {
@@ -40,6 +60,13 @@ extension ModelBuilder {
             let present = values.filter { $0 != .null }
             if !present.isEmpty, present.allSatisfy({ if case .bool = $0 { true } else { false } }) {
                 return .scalar(.bool)
+            }
+            // The values must be of the declared type: `type: string` with `enum: [1.0, 2.0]` (quotes
+            // forgotten in YAML) would otherwise become an Int enum that fails on every string the type allows.
+            if let mismatch = Self.enumValueOutsideType(schema, present) {
+                return .unsupported(
+                    "enum value \(mismatch) is not of the declared type \(schema["type"].map { "\($0)" } ?? "")",
+                    at: "/enum")
             }
             return schema["x-extensible-enum"] == .bool(true)
                 ? .extensibleEnum(values, at: "/enum") : .closedEnum(values, at: "/enum")

@@ -846,7 +846,8 @@ struct ModelBuilder {
     {
         var cases: [EnumCasePlan] = []
         var names: Set<String> = []
-        var raws: Set<String> = []
+        // By bytes, as closed enums match at run time: `café` in NFC and in NFD are two values, two cases.
+        var raws: Set<[UInt8]> = []
         // Strings, or integers (`ClosedIntegerEnum`, cases `value1`, `valueMinus1`); not a mix, not fractions.
         let integers = values.filter { $0 != .null }.allSatisfy {
             if case .number(let number) = $0 { number.int64 != nil && Int64(Int.min) <= number.int64! } else { false }
@@ -854,7 +855,7 @@ struct ModelBuilder {
         for value in values where value != .null {
             if integers, case .number(let number) = value, let integer = number.int64 {
                 let raw = String(integer)
-                guard raws.insert(raw).inserted else { continue }
+                guard raws.insert(Array(raw.utf8)).inserted else { continue }
                 let name = "value" + (integer < 0 ? "Minus" + String(integer.magnitude) : raw)
                 cases.append(
                     EnumCasePlan(swiftName: SwiftNames.unique(name, in: &names), rawValue: raw, integer: true))
@@ -866,9 +867,9 @@ struct ModelBuilder {
                     "enum values that are neither all strings nor all integers (\(value)) are not supported yet")
                 return nil
             }
-            guard raws.insert(raw).inserted else { continue }
+            guard raws.insert(Array(raw.utf8)).inserted else { continue }
             cases.append(
-                EnumCasePlan(swiftName: SwiftNames.unique(SwiftNames.memberName(raw), in: &names), rawValue: raw))
+                EnumCasePlan(swiftName: SwiftNames.unique(SwiftNames.caseName(raw), in: &names), rawValue: raw))
         }
         if extensible, cases.first?.integer == true {
             diagnose(file, pointer, "an extensible enum of integers is not supported yet (closed integer enums are)")

@@ -171,6 +171,16 @@ struct SwiftEmitter {
                         inner.line(
                             "self.\(name) = container.contains(.\(name)) ? .some(try container.decode(\(decoded).self, forKey: .\(name))) : .none"
                         )
+                        if let marker = property.marker, !isJSON {
+                            // A marker holds its one value, or null, or is absent.
+                            inner.line("if case .value(let value)? = self.\(name), value != \(marker) {")
+                            inner.indented {
+                                $0.line(
+                                    "throw \($0.library("undeclaredMarkerValue", inSignature: false))(value, of: \(SwiftNames.literal(plan.path.joined(separator: ".") + "." + property.wireName)), codingPath: container.codingPath + [CodingKeys.\(name)])"
+                                )
+                            }
+                            inner.line("}")
+                        }
                         continue
                     }
                     // Required and nullable: the member must be present, null allowed.
@@ -269,9 +279,12 @@ struct SwiftEmitter {
                 inner.line(
                     "let value = try container.decode(\(inner.library("String", inSignature: false)).self, forKey: .discriminator)"
                 )
-                inner.line("switch value {")
+                // By bytes, as closed enums match: Swift's `==` would take `O\u{212A}` (a Kelvin sign) for `OK`.
+                let array = inner.library("Array", inSignature: false)
+                inner.line("switch \(array)(value.utf8) {")
                 for variant in variants {
-                    let values = variant.values.map(SwiftNames.literal).joined(separator: ", ")
+                    let values = variant.values.map { "\(array)(\(SwiftNames.literal($0)).utf8)" }.joined(
+                        separator: ", ")
                     inner.line("case \(values):")
                     inner.indented {
                         $0.line(
@@ -364,17 +377,23 @@ struct SwiftEmitter {
         line("}")
     }
 
+    /// Through the decoder's single-value container, not `T(from:)`: a decoder reads its special types
+    /// (`Date` from RFC 3339 text, `Decimal` from the number's digits) only when asked for them by type;
+    /// `Date(from:)` itself would read a number of seconds and `Decimal(from:)` an object.
     private mutating func decodeVariant(_ variant: KindVariantPlan) -> String {
-        "self = .\(SwiftNames.member(variant.swiftName))(try \(type(variant.type, inSignature: false))(from: decoder))"
+        "self = .\(SwiftNames.member(variant.swiftName))(try decoder.singleValueContainer().decode(\(type(variant.type, inSignature: false)).self))"
     }
 
-    /// `encode(to:)` of an enum whose cases each hold one value: the value, as it is.
+    /// `encode(to:)` of an enum whose cases each hold one value: the value, as it is — through the
+    /// encoder's single-value container, so that a `Date` or `Decimal` is written the encoder's way
+    /// (`value.encode(to:)` would write a date as seconds and a decimal as an object).
     private mutating func encodeVariants(_ names: [String]) {
         line("\(modifier)func encode(to encoder: any \(library("Encoder", inSignature: true))) throws {")
         indented { inner in
+            inner.line("var container = encoder.singleValueContainer()")
             inner.line("switch self {")
             for name in names {
-                inner.line("case .\(SwiftNames.member(name))(let value): try value.encode(to: encoder)")
+                inner.line("case .\(SwiftNames.member(name))(let value): try container.encode(value)")
             }
             inner.line("}")
         }

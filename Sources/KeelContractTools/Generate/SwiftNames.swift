@@ -19,6 +19,16 @@ enum SwiftNames {
         "self", "Self", "init", "deinit", "subscript", "Type", "Protocol", "super", "hashValue",
     ]
 
+    /// Enum case names that would clash with what the enum's conformances declare (`CaseIterable`'s
+    /// static `allCases`).
+    static let reservedCases: Set<String> = ["allCases"]
+
+    /// ``memberName(_:)`` for an enum case: also never a name the enum's conformances take.
+    static func caseName(_ name: String) -> String {
+        let result = memberName(name)
+        return reservedCases.contains(result) ? result + "_" : result
+    }
+
     /// Type names that cannot be declared (or would hide what generated code needs).
     static let reservedTypes: Set<String> = [
         "Self", "Type", "Protocol", "Any", "AnyObject", "Swift", "Foundation", "KeelContract",
