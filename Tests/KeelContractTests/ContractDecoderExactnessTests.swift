@@ -91,6 +91,31 @@ import Testing
         #expect(failure(Special.self, json.replacingOccurrences(of: "S2VlbA==", with: "not base64!"))?.path == "blob")
     }
 
+    @Test func numbersBeyondWhatATypeHoldsAreRefusedNotRounded() throws {
+        struct Price: Codable { var amount: Decimal }
+        // 38 significant digits fit; a 39th would be dropped by Decimal(string:) without a word.
+        let fits = "0.12345678901234567890123456789012345678"
+        #expect(
+            try ContractDecoder().decode(Price.self, from: Data(#"{"amount": \#(fits)}"#.utf8)).amount
+                == Decimal(string: fits))
+        for literal in ["0.123456789012345678901234567890123456789", "1234567890123456789012345678901234567891", "1e200"]
+        {
+            let error = failure(Price.self, #"{"amount": \#(literal)}"#)
+            #expect(error?.code == .invalidValue, "\(literal): \(String(describing: error))")
+            #expect(error?.path == "amount")
+        }
+        // A JSONValue member sent back through Codable keeps its digits, or refuses: never a rounded Double.
+        struct Meta: Codable { var raw: JSONValue }
+        let meta = try ContractDecoder().decode(
+            Meta.self, from: Data(#"{"raw": {"id": 12345678901234567890123, "ratio": 0.1}}"#.utf8))
+        #expect(
+            String(decoding: try ContractEncoder().encode(meta), as: UTF8.self)
+                == #"{"raw":{"id":12345678901234567890123,"ratio":0.1}}"#)
+        let long = try ContractDecoder().decode(
+            Meta.self, from: Data(#"{"raw": 1.0000000000000000000000000000000000000001}"#.utf8))
+        #expect(throws: EncodingError.self) { try ContractEncoder().encode(long) }
+    }
+
     @Test func theOtherDateStrategiesStillWork() throws {
         struct Stamp: Codable { var at: Date }
         let seconds = ContractDecoder(dateDecodingStrategy: .secondsSince1970)

@@ -157,6 +157,14 @@ final class ValueDecoder: Decoder {
 
     static func decimal(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Decimal {
         guard case .number(let number) = value else { throw failure(Decimal.self, value, path()) }
+        // `Decimal(string:)` drops the digits beyond its 38 without a word; a price is kept exactly or refused.
+        guard number.fitsFoundationDecimal else {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: path(),
+                    debugDescription:
+                        "Number \(number.literal) does not fit in Decimal exactly (it keeps 38 significant digits)."))
+        }
         guard let decimal = Decimal(string: number.literal), decimal.isFinite else {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: path(), debugDescription: "Number \(number.literal) does not fit in Decimal."))

@@ -145,7 +145,12 @@ extension JSONValue: Codable {
         }
     }
 
-    /// Encodes the value; numbers go out as `Int64` or `UInt64` when they are integers in range, otherwise `Double`.
+    /// Encodes the value; numbers go out as `Int64` or `UInt64` when they are integers in range, otherwise as
+    /// `Decimal`, which writes every one of their digits (up to its 38).
+    ///
+    /// - Throws: `EncodingError.invalidValue` for a number with more than 38 significant digits or an exponent
+    ///   `Decimal` cannot hold, which an encoder could only write rounded; ``serialized()`` writes any number
+    ///   exactly as it was read.
     public func encode(to encoder: any Encoder) throws {
         switch self {
         case .null:
@@ -160,8 +165,16 @@ extension JSONValue: Codable {
                 try container.encode(integer)
             } else if number.isInteger, let unsigned = UInt64(number.literal) {
                 try container.encode(unsigned)
+            } else if number.fitsFoundationDecimal, let decimal = Decimal(string: number.literal), decimal.isFinite {
+                try container.encode(decimal)
             } else {
-                try container.encode(number.double)
+                throw EncodingError.invalidValue(
+                    self,
+                    .init(
+                        codingPath: encoder.codingPath,
+                        debugDescription:
+                            "\(number.literal) cannot be encoded without losing digits (more than Decimal's 38, or an exponent out of its range); JSONValue.serialized() keeps them"
+                    ))
             }
         case .string(let value):
             var container = encoder.singleValueContainer()
