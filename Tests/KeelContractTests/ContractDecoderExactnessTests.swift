@@ -98,8 +98,9 @@ import Testing
         #expect(
             try ContractDecoder().decode(Price.self, from: Data(#"{"amount": \#(fits)}"#.utf8)).amount
                 == Decimal(string: fits))
-        for literal in ["0.123456789012345678901234567890123456789", "1234567890123456789012345678901234567891", "1e200"]
-        {
+        for literal in [
+            "0.123456789012345678901234567890123456789", "1234567890123456789012345678901234567891", "1e200",
+        ] {
             let error = failure(Price.self, #"{"amount": \#(literal)}"#)
             #expect(error?.code == .invalidValue, "\(literal): \(String(describing: error))")
             #expect(error?.path == "amount")
