@@ -125,6 +125,35 @@ import Testing
         }
     }
 
+    @Test func aDanglingReferenceFromBeforeDoesNotBlockLaterMigrationsButANewOneFailsIt() throws {
+        // Left by an older version or an import: one note in a folder that does not exist.
+        let database = try pool("fk-before.sqlite")
+        try NotesSchema.seed(database, version: 3, rows: 10)
+        try database.writeWithoutTransactionSync { db in
+            try db.execute("PRAGMA foreign_keys = OFF")
+            try db.execute("UPDATE note SET folder_id = 42 WHERE id = 3")
+            try db.execute("PRAGMA foreign_keys = ON")
+        }
+        // Migrations that do not touch it go through, and it is still there for the app to repair.
+        let report = try NotesSchema.migrator().migrate(database)
+        #expect(report.applied == Array(NotesSchema.versions.dropFirst(3)))
+        #expect(try scalar(database, Int.self, "SELECT folder_id FROM note WHERE id = 3") == 42)
+        // A migration that adds one of its own fails and rolls back.
+        var adding = NotesSchema.migrator()
+        adding.registerMigration("v9-orphans") { db in
+            try db.execute("UPDATE note SET folder_id = 77 WHERE id = 4")
+        }
+        #expect {
+            try adding.migrate(database)
+        } throws: { error in
+            let migration = error as? MigrationError
+            return migration?.migration == "v9-orphans"
+                && migration?.message.contains("new foreign-key violations: 1 from note to folder") == true
+        }
+        #expect(try scalar(database, Int.self, "SELECT folder_id FROM note WHERE id = 4") != 77)
+        #expect(try adding.state(of: database) == .pending(["v9-orphans"], resumingFrom: nil))
+    }
+
     @Test func checkingTheStateNeverWrites() throws {
         let database = try pool("fresh.sqlite")
         #expect(try NotesSchema.migrator().state(of: database) == .pending(NotesSchema.versions, resumingFrom: nil))

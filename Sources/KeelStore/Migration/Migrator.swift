@@ -202,7 +202,9 @@ public struct Migrator: Sendable {
     private func runSchemaMigration(
         _ name: String, position: Int, _ body: (Database) throws -> Void, in database: Database
     ) throws {
-        // Foreign keys off while the schema changes (table rebuilds need it), checked before commit.
+        // Foreign keys off while the schema changes (table rebuilds need it), checked before commit — when the
+        // connection enforces them at all. Off, `ON DELETE CASCADE` and `SET NULL` do not fire either: a
+        // migration that deletes parent rows deletes or updates their children itself, or the check fails.
         let foreignKeys = try database.scalar(Int.self, "PRAGMA foreign_keys") == 1
         if foreignKeys { try database.execute("PRAGMA foreign_keys = OFF") }
         let outcome = Result<Void, any Error> {
@@ -210,15 +212,24 @@ public struct Migrator: Sendable {
                 // Another process may have applied it since the pending list was read (the app and its extension
                 // migrating at launch): then there is nothing to do, and doing it again would fail or double it.
                 guard try !Self.isApplied(name, in: database) else { return }
+                // Only what the migration adds is its fault: a dangling reference already there (an import, an
+                // older version, a pool opened without foreign keys) must not fail every migration after it,
+                // launch after launch, with no way forward.
+                let before = foreignKeys ? try Self.foreignKeyViolations(in: database) : [:]
                 try body(database)
                 try database.requireOpenTransaction()
-                let violations = try database.rows("PRAGMA foreign_key_check")
-                guard violations.isEmpty else {
-                    throw DatabaseError(
-                        code: .constraint,
-                        message:
-                            "migration \(name) leaves \(violations.count) foreign-key violation(s), first: \(violations[0])"
-                    )
+                if foreignKeys {
+                    let added = try Self.foreignKeyViolations(in: database).compactMap { tables, count in
+                        count > before[tables, default: 0]
+                            ? "\(count - before[tables, default: 0]) from \(tables[0]) to \(tables[1])" : nil
+                    }.sorted()
+                    guard added.isEmpty else {
+                        throw DatabaseError(
+                            code: .constraint,
+                            message:
+                                "migration \(name) leaves new foreign-key violations: \(added.joined(separator: ", "))"
+                        )
+                    }
                 }
                 try database.execute(
                     "INSERT INTO keel_migration (name, position) VALUES (?, ?)", arguments: [name, position])
@@ -228,12 +239,33 @@ public struct Migrator: Sendable {
             // Restoring enforcement must really happen (the pragma is a silent no-op inside an open
             // transaction): a writer left without foreign keys would let bad data in later.
             try? database.execute("PRAGMA foreign_keys = ON")
-            guard (try? database.scalar(Int.self, "PRAGMA foreign_keys")) == 1 else {
+            let restored = (try? database.scalar(Int.self, "PRAGMA foreign_keys")) == 1
+            // A failed migration reports its own error (a full disk, a constraint), not this one's echo.
+            if case .failure(let error) = outcome { throw error }
+            guard restored else {
                 throw DatabaseError(
-                    code: .other, message: "could not turn foreign keys back on after migration \(name)")
+                    code: .other,
+                    message:
+                        "migration \(name) was applied, but foreign keys could not be turned back on: this connection would let bad data in, so nothing more runs on it"
+                )
             }
         }
         try outcome.get()
+    }
+
+    /// How many foreign-key violations there are from each table to each parent table
+    /// (`PRAGMA foreign_key_check`). Counted per pair of tables, not per row: a migration that rebuilds a
+    /// table (the usual way to change a column) may give its rows new rowids, and the constraints new
+    /// numbers, without adding a violation.
+    private static func foreignKeyViolations(in database: Database) throws -> [[String]: Int] {
+        var found: [[String]: Int] = [:]
+        for row in try database.rows("PRAGMA foreign_key_check") {
+            let tables = [row.values[0], row.values[2]].map { value in
+                if case .text(let name) = value { name } else { value.description }
+            }
+            found[tables, default: 0] += 1
+        }
+        return found
     }
 
     /// Whether migration `name` is recorded as applied (read in the caller's transaction).
