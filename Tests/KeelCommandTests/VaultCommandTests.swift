@@ -97,6 +97,38 @@ import Testing
         #expect(output == "\(namespace)  normal\n")
     }
 
+    /// Whether a directory can be made unlistable for the inspecting process: as a normal user, or as root
+    /// by running the inspection as `nobody` (root itself ignores permissions).
+    static let canTestPermissions = getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
+
+    @Test(.enabled(if: canTestPermissions))
+    func aVaultsDirectoryThatCannotBeListedIsAnErrorNeverAFreshInstall() async throws {
+        try await fill("alice@example.com")
+        let vaultsDirectory = data.appendingPathComponent("vaults").path
+        for path in [directory.url.path, data.path, keys.path] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        }
+        // Root's 0700 keeps nobody out; for a normal user, 0000 keeps the owner out too.
+        try FileManager.default.setAttributes(
+            [.posixPermissions: getuid() == 0 ? 0o700 : 0o000], ofItemAtPath: vaultsDirectory)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: vaultsDirectory) }
+        let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
+        let arguments = ["vault", "inspect", "--data", data.path, "--keys", keys.path]
+        for format in [[], ["--format", "json"]] {
+            let child =
+                getuid() != 0
+                ? try ChildProcess.launch(executable: keel, arguments: arguments + format)
+                : try ChildProcess.launch(
+                    executable: "/usr/sbin/runuser", arguments: ["-u", "nobody", "--", keel] + arguments + format)
+            child.closeInput()
+            let status = try await child.waitForExit(timeout: .seconds(60))
+            let output = child.output(of: .standardOutput)
+            #expect(status != .exited(0), "\(output)")
+            #expect(!output.contains("fresh install") && !output.contains(#""vaults":[]"#), "\(output)")
+            #expect(child.output(of: .standardError).contains("cannot list"), "\(child.output(of: .standardError))")
+        }
+    }
+
     @Test func aRestoreOntoANewDeviceExitsOneWithTheStateAndRecoveryAndChangesNothing() async throws {
         try await fill("alice@example.com")
         try await fill("bob@example.com")

@@ -123,14 +123,14 @@ import Testing
         #expect(Set(report.deletedDatasets) == ["drafts", "feed-cache", "media", "notes", "session-token"])
         #expect(try keyIDs(vault.namespace).isEmpty)
         #expect(!FileManager.default.fileExists(atPath: vault.directory.path))
-        #expect(fixture.vaults.namespaces() == [VaultNamespace(bob)])
+        #expect(try fixture.vaults.namespaces() == [VaultNamespace(bob)])
         // Bob is untouched.
         #expect(try await fixture.vaults.active!.get("notes", id: "b1") == Data("bob".utf8))
         // Deleting the active account closes its vault first.
         let bobVault = try #require(await fixture.vaults.active)
         try await fixture.vaults.deleteAccount(bob)
         #expect(!bobVault.isOpen)
-        #expect(fixture.vaults.namespaces() == [])
+        #expect(try fixture.vaults.namespaces() == [])
         #expect(try fixture.keyStore.listKeys().isEmpty)
     }
 
@@ -162,7 +162,7 @@ import Testing
         let relaunched = try Vaults(
             dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory)
         #expect(!FileManager.default.fileExists(atPath: tombstone.path))
-        #expect(relaunched.namespaces().isEmpty)
+        #expect(try relaunched.namespaces().isEmpty)
     }
 
     /// Found in review: a database file gone while the manifest says its datasets hold records was created

@@ -63,7 +63,7 @@ public struct BackupPlan: Sendable, Equatable, Codable {
     /// declares a dataset, else from the vault's manifest.
     ///
     /// - Throws: ``VaultError`` `damaged` when `dataDirectory` or its `vaults` is not a directory, or a
-    ///   vault manifest cannot be read.
+    ///   vault manifest cannot be read; `ioError` when `vaults` cannot be listed.
     public static func compute(dataDirectory: URL, inventory: Inventory? = nil, keyStore: (any KeyStore)? = nil)
         throws(VaultError) -> BackupPlan
     {
@@ -76,7 +76,7 @@ public struct BackupPlan: Sendable, Equatable, Codable {
         if let kind = DurableFiles.kind(root), kind != .directory {
             throw VaultError(code: .damaged, message: "\(root) is not a directory")
         }
-        let namespaces = VaultFiles.namespaces(under: root)
+        let namespaces = try VaultFiles.namespaces(under: root)
         for namespace in namespaces {
             let directory = root + "/" + namespace.rawValue
             guard DurableFiles.kind(directory) == .directory,

@@ -39,7 +39,8 @@ public struct RestoreInspector: Sendable {
     /// Inspects every vault.
     ///
     /// - Throws: ``VaultError`` `damaged` when the data directory or its `vaults` directory is not a
-    ///   directory. A missing data directory is a fresh install.
+    ///   directory; `ioError` when the `vaults` directory cannot be listed. A missing data directory is a
+    ///   fresh install.
     public func inspect() throws(VaultError) -> RestoreReport {
         let (data, root) = VaultFiles.roots(of: dataDirectory)
         for directory in [data, root] {
@@ -49,7 +50,7 @@ public struct RestoreInspector: Sendable {
                 throw VaultError(code: .damaged, message: "\(directory) is not a directory; nothing was changed")
             }
         }
-        let names = VaultFiles.namespaces(under: root)
+        let names = try VaultFiles.namespaces(under: root)
         var keys: [String: Set<KeyID>] = [:]
         if let listing = try? keyStore.listKeys() {
             for key in listing { keys[key.namespace, default: []].insert(key.id) }

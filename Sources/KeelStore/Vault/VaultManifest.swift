@@ -153,10 +153,21 @@ enum VaultFiles {
     /// The suffixes SQLite adds beside a database file.
     static let databaseCompanions = ["", "-wal", "-shm", "-journal"]
 
-    /// The vault namespaces under `root` (the `vaults` directory), sorted; other names are ignored.
-    static func namespaces(under root: String) -> [VaultNamespace] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(VaultNamespace.init(rawValue:))
-            .sorted()
+    /// The vault namespaces under `root` (the `vaults` directory), sorted; other names are ignored. None
+    /// when `root` does not exist (a fresh install).
+    ///
+    /// - Throws: ``VaultError`` `ioError` when `root` exists but cannot be listed (permissions, I/O): that is
+    ///   never "no vaults", which an inspection would report as a fresh install and a backup plan as nothing
+    ///   to back up.
+    static func namespaces(under root: String) throws(VaultError) -> [VaultNamespace] {
+        guard DurableFiles.kind(root) != nil else { return [] }
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: root).compactMap(VaultNamespace.init(rawValue:))
+                .sorted()
+        } catch {
+            throw VaultError(
+                code: .ioError, message: "cannot list \(root): \(error.localizedDescription); nothing was changed")
+        }
     }
 
     /// Whether `directory` holds anything but temporary files of an interrupted write (a vault directory

@@ -84,8 +84,10 @@ public actor Vaults {
     public static let synchronous: DatabaseConfiguration.Synchronous = .full
 
     /// The namespaces of the vaults on disk (account ids are never stored, only their namespaces).
-    public nonisolated func namespaces() -> [VaultNamespace] {
-        VaultFiles.namespaces(under: root)
+    ///
+    /// - Throws: ``VaultError`` `ioError` when the `vaults` directory exists but cannot be listed.
+    public nonisolated func namespaces() throws(VaultError) -> [VaultNamespace] {
+        try VaultFiles.namespaces(under: root)
     }
 
     /// Inspects every vault under the data directory against this app's inventory and schema (see
