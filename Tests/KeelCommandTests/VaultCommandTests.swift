@@ -26,7 +26,7 @@ import Testing
                 Dataset(
                     name: "session-token", purpose: "Signs API calls", kind: .keyValue, classification: .credential,
                     isAccountBound: true, retention: .untilEvent, backup: .deviceOnly,
-                    deletionTriggers: [.logout, .accountDeletion], role: .sourceOfTruth),
+                    deletionTriggers: [.logout, .accountDeletion, .accessRevocation], role: .sourceOfTruth),
             ])
         } catch { preconditionFailure("the CLI test inventory is refused: \(error)") }
     }()

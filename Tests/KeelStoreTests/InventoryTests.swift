@@ -82,6 +82,27 @@ import Testing
         }
     }
 
+    @Test func accountBoundCredentialsAndSensitiveDataMustGoOnLogoutAndAccessRevocation() throws {
+        func token(
+            _ classification: Dataset.Classification, _ triggers: Set<Dataset.DeletionTrigger>, bound: Bool = true
+        )
+            -> Dataset
+        {
+            Dataset(
+                name: "token", purpose: "Signs API calls", kind: .keyValue, classification: classification,
+                isAccountBound: bound, retention: .untilEvent, backup: .deviceOnly, deletionTriggers: triggers,
+                role: .sourceOfTruth)
+        }
+        // Kept through a sign-out, a credential would sign the next user's calls as this one.
+        #expect(token(.credential, [.accountDeletion]).problems.map(\.code) == [.notDeletedOnSignOut])
+        #expect(
+            token(.sensitive, [.logout, .accountDeletion]).problems.first?.message.contains("accessRevocation") == true)
+        #expect(token(.credential, [.logout, .accountDeletion, .accessRevocation]).problems.isEmpty)
+        // Personal data and a device's own credential (not an account's) are not held to it.
+        #expect(token(.personal, [.accountDeletion]).problems.isEmpty)
+        #expect(token(.credential, [.appVersionChange], bound: false).problems.isEmpty)
+    }
+
     @Test func theStoreRefusesUndeclaredDatasetsAndResetsOnlyCaches() async throws {
         let directory = try TemporaryDirectory()
         let pool = try DatabasePool(path: directory.url("app.sqlite").path)

@@ -149,6 +149,14 @@ public struct Dataset: Sendable, Hashable, Codable {
                 .notDeletedWithAccount, "deletionTriggers",
                 "account-bound \(classification.rawValue) data must be deleted on account deletion")
         }
+        // MOB-DATA-002: logout, account deletion and access revocation delete credentials and protected data.
+        let signOut: Set<DeletionTrigger> = [.logout, .accessRevocation]
+        if classification >= .sensitive, isAccountBound, !signOut.isSubset(of: deletionTriggers) {
+            problem(
+                .notDeletedOnSignOut, "deletionTriggers",
+                "account-bound \(classification.rawValue) data must be deleted on logout and on access revocation (missing: \(signOut.subtracting(deletionTriggers).sorted().map(\.rawValue).joined(separator: ", ")))"
+            )
+        }
         if retention == .untilEvent, deletionTriggers.isEmpty {
             problem(
                 .missingDeletionTrigger, "deletionTriggers", "kept until an event, but no deletion trigger is declared")

@@ -182,6 +182,9 @@ extension ErrorCode where Domain == InventoryProblem {
     public static var missingRetention: Self { Self("missingRetention") }
     /// Account-bound personal data not deleted on account deletion.
     public static var notDeletedWithAccount: Self { Self("notDeletedWithAccount") }
+    /// Account-bound sensitive data or credentials that sign-out or a revoked access would leave behind
+    /// (MOB-DATA-002: logout, account deletion and access revocation delete them).
+    public static var notDeletedOnSignOut: Self { Self("notDeletedOnSignOut") }
     /// Kept until an event, but no deletion trigger is declared.
     public static var missingDeletionTrigger: Self { Self("missingDeletionTrigger") }
     /// A retention duration that is zero or negative.
