@@ -385,6 +385,21 @@ import Testing
         #expect(Self.dataset(state, "drafts")?.reason == .keyDamaged)
         #expect(Self.snapshot(fixture.data, fixture.keys) == before)
 
+        // A key file that cannot be read (an I/O error, not a missing key): the keys may well be there, so it
+        // is never "restored without keys", whose recovery signs in again and re-downloads.
+        let saved = fixture.root.url("saved-keys")
+        try FileManager.default.copyItem(at: fixture.keys, to: saved)
+        for keyFile in keyFiles {
+            let path = fixture.keys.appendingPathComponent(keyFile)
+            try FileManager.default.removeItem(at: path)
+            try FileManager.default.createDirectory(at: path, withIntermediateDirectories: false)
+        }
+        state = try inspect(fixture.data, fixture.keyStore)
+        #expect(Self.dataset(state, "notes")?.reason == .keyStoreUnavailable, "\(state)")
+        #expect(state.state != .restoredWithoutKeys)
+        try FileManager.default.removeItem(at: fixture.keys)
+        try FileManager.default.moveItem(at: saved, to: fixture.keys)
+
         try FileManager.default.removeItem(at: vaultDirectory)
         try Data("a file where the vault was".utf8).write(to: vaultDirectory)
         state = try inspect(fixture.data, fixture.keyStore)

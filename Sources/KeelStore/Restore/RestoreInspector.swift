@@ -191,8 +191,9 @@ public struct RestoreInspector: Sendable {
             switch error.code {
             case .locked: return .keyStoreLocked
             case .corrupt, .wrongKeyLength: return .keyDamaged
-            case .unavailable: return .keyStoreUnavailable
-            default: return .keyUnavailable
+            // The key store could not be read (gone, an I/O error, permissions): the key may well be there.
+            // Never "key unavailable", whose recovery (sign in again, re-download) gives the data up.
+            default: return .keyStoreUnavailable
             }
         }
     }

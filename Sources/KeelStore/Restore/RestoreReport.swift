@@ -135,8 +135,8 @@ public struct DatasetInspection: Sendable, Equatable, Codable {
         case keyStoreLocked
         /// Its key is in the key store but damaged (checksum, length).
         case keyDamaged
-        /// The key store itself is gone or unusable (its directory deleted or replaced): never read as
-        /// "no keys".
+        /// The key store itself is gone or unusable (its directory deleted or replaced, a key file that
+        /// cannot be read): never read as "no keys".
         case keyStoreUnavailable
         /// Its database or files are not on disk (not in the backup, or lost).
         case missing
