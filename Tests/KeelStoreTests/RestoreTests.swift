@@ -93,6 +93,25 @@ import Testing
         #expect(!manifest.contains("alice"))
     }
 
+    @Test func theBackupPlanGoesByWhereRecordsWereWrittenNotByAChangedDeclaration() async throws {
+        try await fillAlice()
+        // An app update moves the session token from deviceOnly to exclude; its records are still in
+        // deviceOnly.sqlite until a vault migration moves them.
+        let changed = try Inventory(
+            VaultFixture.inventory.datasets.values.map { dataset in
+                var dataset = dataset
+                if dataset.name == "session-token" { dataset.backup = .exclude }
+                return dataset
+            })
+        let plan = try BackupPlan.compute(dataDirectory: fixture.data, inventory: changed, keyStore: fixture.keyStore)
+        let deviceOnly = plan.items.first {
+            $0.path == "vaults/" + VaultNamespace(alice).rawValue + "/deviceOnly.sqlite"
+        }
+        #expect(deviceOnly?.disposition == .excluded, "\(String(describing: deviceOnly))")
+        #expect(deviceOnly?.datasets == ["session-token"])
+        #expect(deviceOnly?.opensOnAnotherDevice == false)
+    }
+
     // MARK: - DATA-007.1 platform restore and device-to-device onto a new device identity
 
     @Test func aPlatformRestoreOntoANewDeviceIsRestoredWithoutKeysAndKeepsTheCiphertext() async throws {

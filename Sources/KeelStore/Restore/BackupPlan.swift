@@ -83,10 +83,15 @@ public struct BackupPlan: Sendable, Equatable, Codable {
                 let manifest = try VaultManifest.read(directory: directory)
             else { continue }
             let prefix = "vaults/" + namespace.rawValue + "/"
-            func add(_ relative: String, _ datasets: [(name: String, entry: VaultManifest.Entry)]) {
+            // A file's policy is the one it was written under: a database's is in its name
+            // (`deviceOnly.sqlite`), a dataset file's is its recorded declaration's — not what the inventory
+            // says now, which an app update may have changed while the records stayed where they were.
+            func add(
+                _ relative: String, _ datasets: [(name: String, entry: VaultManifest.Entry)],
+                policy: Dataset.BackupPolicy
+            ) {
                 owned.insert(prefix + relative)
                 let declarations = datasets.map { inventory?.datasets[$0.name] ?? $0.entry.declaration }
-                let policy = declarations.first?.backup ?? .include
                 let sealed = datasets.contains { $0.entry.sealed }
                 let disposition: Disposition =
                     policy == .include
@@ -98,23 +103,21 @@ public struct BackupPlan: Sendable, Equatable, Codable {
                         datasets: datasets.map(\.name).sorted(), sealed: sealed,
                         opensOnAnotherDevice: disposition == .transferred && !sealed))
             }
-            add(VaultManifest.fileName, [])
+            add(VaultManifest.fileName, [], policy: .include)
             let entries = manifest.datasets.map { (name: $0.key, entry: $0.value) }
             for policy in Dataset.BackupPolicy.allCases {
-                let sharing = entries.filter {
-                    (inventory?.datasets[$0.name] ?? $0.entry.declaration).backup == policy && $0.entry.hasRecords
-                }
+                let sharing = entries.filter { $0.entry.declaration.backup == policy && $0.entry.hasRecords }
                 for companion in VaultFiles.databaseCompanions {
                     let relative = VaultFiles.database(policy) + companion
                     guard DurableFiles.kind(directory + "/" + relative) == .file else { continue }
-                    add(relative, sharing)
+                    add(relative, sharing, policy: policy)
                 }
             }
             for entry in entries.sorted(by: { $0.name < $1.name }) {
                 let files = VaultFiles.filesDirectory + "/" + entry.name
                 let names = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/" + files)) ?? []
                 for name in names.sorted() where DurableFiles.kind(directory + "/" + files + "/" + name) == .file {
-                    add(files + "/" + name, [entry])
+                    add(files + "/" + name, [entry], policy: entry.entry.declaration.backup)
                 }
             }
         }
