@@ -22,8 +22,13 @@ import Testing
         let error = failure(Counter.self, #"{"count": 1, "count": 2}"#)
         #expect(error?.code == .invalidJSON)
         #expect(error?.message.contains("count") == true, "\(String(describing: error))")
-        // Nested too, and under a member the model does not even read.
-        #expect(failure(Counter.self, #"{"count": 1, "extra": {"a": 1, "a": 1}}"#)?.code == .invalidJSON)
+        #expect(error?.path == "count")
+        // Nested too, and under a member the model does not even read: named by its path, as decoding
+        // failures are, not as the top level.
+        let nested = failure(Counter.self, #"{"count": 1, "extra": {"list": [0, {"a": 1, "a": 1}]}}"#)
+        #expect(nested?.code == .invalidJSON)
+        #expect(nested?.path == "extra.list[1].a")
+        #expect(failure(Counter.self, #"{"count": 1, "extra": [1, 2, tru]}"#)?.path == "extra[2]")
     }
 
     @Test(arguments: [

@@ -47,9 +47,11 @@ public struct ContractDecoder: Sendable {
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(ContractDecodingError) -> T {
         let value: JSONValue
         do { value = try JSONValue(parsing: data) } catch {
+            // Where in the document it broke, as decoding failures say it (`notes[3].title`): a repeated member
+            // deep in a minified response is otherwise "line 1, column 48213".
             throw ContractDecodingError(
-                code: .invalidJSON, path: "", typeName: String(describing: T.self), value: nil,
-                message: "not valid JSON: \(error)")
+                code: .invalidJSON, path: error.codingPath(in: data), typeName: String(describing: T.self),
+                value: nil, message: "not valid JSON: \(error)")
         }
         return try decode(type, from: value)
     }

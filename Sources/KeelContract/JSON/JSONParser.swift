@@ -426,9 +426,37 @@ extension JSONParseError {
     /// when it is the document. Tools that name bad input by pointer (`keel release-gate`) use it, so a
     /// repeated member is named like any other bad field rather than as the whole file.
     package func pointer(in data: some Collection<UInt8>) -> String {
-        var locator = JSONParser(bytes: Array(data), limits: JSONParsingLimits())
-        return locator.pointer(before: offset, code: code)
+        location(in: data).map { step in
+            switch step {
+            case .member(let name): "/" + JSONPointer.escape(name)
+            case .element(let index): "/\(index)"
+            }
+        }.joined()
     }
+
+    /// The same place as ``pointer(in:)`` in the dotted form of coding paths (`notes[3].title`), as
+    /// ``ContractDecodingError/path`` names places.
+    package func codingPath(in data: some Collection<UInt8>) -> String {
+        var text = ""
+        for step in location(in: data) {
+            switch step {
+            case .member(let name): text += text.isEmpty ? name : "." + name
+            case .element(let index): text += "[\(index)]"
+            }
+        }
+        return text
+    }
+
+    private func location(in data: some Collection<UInt8>) -> [PathStep] {
+        var locator = JSONParser(bytes: Array(data), limits: JSONParsingLimits())
+        return locator.location(before: offset, code: code)
+    }
+}
+
+/// One step of a place in a document: a member of an object, or an element of an array.
+private enum PathStep {
+    case member(String)
+    case element(Int)
 }
 
 /// One open container while ``JSONParser`` locates a position (``JSONParseError/pointer(in:)``).
@@ -444,29 +472,25 @@ private struct OpenContainer {
     /// Whether the value being read is complete (nothing of it is left to blame).
     var valueDone = false
 
-    /// The pointer of a position inside `containers`, outermost first: every container names its member or
+    /// The place of a position inside `containers`, outermost first: every container names its member or
     /// element; the innermost one only while that value is being read (after it, the position is between
     /// values, in the container itself).
-    static func pointer(_ containers: [OpenContainer]) -> String {
-        var pointer = ""
+    static func location(_ containers: [OpenContainer]) -> [PathStep] {
+        var steps: [PathStep] = []
         for (depth, container) in containers.enumerated() {
             let innermost = depth == containers.count - 1
             if innermost, container.valueDone || (container.isObject && !container.inValue) { break }
-            if container.isObject {
-                pointer += "/" + JSONPointer.escape(container.name ?? "")
-            } else {
-                pointer += "/\(container.index)"
-            }
+            steps.append(container.isObject ? .member(container.name ?? "") : .element(container.index))
         }
-        return pointer
+        return steps
     }
 }
 
 extension JSONParser {
-    /// The pointer of the value being read at byte `end` when the parser stopped with `code`, from a scan of
+    /// The place of the value being read at byte `end` when the parser stopped with `code`, from a scan of
     /// the text before it (text the parser accepted up to there). For a duplicate member, `end` is at its
     /// name, which is added.
-    fileprivate mutating func pointer(before end: Int, code: JSONParseError.Code) -> String {
+    fileprivate mutating func location(before end: Int, code: JSONParseError.Code) -> [PathStep] {
         var open: [OpenContainer] = []
         /// Marks the innermost container's value complete.
         func done(_ open: inout [OpenContainer]) {
@@ -503,7 +527,7 @@ extension JSONParser {
             case UInt8(ascii: ":"):
                 if !open.isEmpty { open[open.count - 1].inValue = true }
             case UInt8(ascii: "\""):
-                guard let text = try? parseString() else { return OpenContainer.pointer(open) }
+                guard let text = try? parseString() else { return OpenContainer.location(open) }
                 if let last = open.last, last.isObject, !last.inValue {
                     open[open.count - 1].name = text
                 } else {
@@ -523,11 +547,11 @@ extension JSONParser {
             let text = String(decoding: bytes[scalarStart..<end], as: UTF8.self)
             if text == "true" || text == "false" || text == "null" || JSONNumber(literal: text) != nil { done(&open) }
         }
-        var pointer = OpenContainer.pointer(open)
+        var steps = OpenContainer.location(open)
         if code == .duplicateKey, index < bytes.count, bytes[index] == UInt8(ascii: "\""), let name = try? parseString()
         {
-            pointer += "/" + JSONPointer.escape(name)
+            steps.append(.member(name))
         }
-        return pointer
+        return steps
     }
 }
