@@ -72,6 +72,19 @@ import Testing
             try ContractDecoder().decode(Menu.self, from: Data(#"{"caf\u00e9": "composed"}"#.utf8)).café == "composed")
     }
 
+    @Test func mapKeysSwiftCannotTellApartAreRefusedNotMerged() throws {
+        // "café" precomposed and decomposed: two members for JSON, one String key for a Swift dictionary.
+        let error = failure([String: [String: Int]].self, #"{"m": {"caf\u00e9": 1, "cafe\u0301": 2}}"#)
+        #expect(error?.code == .invalidValue, "\(String(describing: error))")
+        #expect(error?.path == "m")
+        #expect(
+            error?.message.contains(#"members "caf\u{e9}" and "cafe\u{301}" are two names"#) == true,
+            "\(String(describing: error))")
+        // Names that differ in bytes and in Swift are two keys, as always.
+        let fine = try ContractDecoder().decode([String: Int].self, from: Data(#"{"cafe": 1, "caf\u00e9": 2}"#.utf8))
+        #expect(fine == ["cafe": 1, "café": 2])
+    }
+
     @Test func foundationsSpecialTypesKeepTheirMeaning() throws {
         struct Special: Codable, Equatable {
             var at: Date

@@ -213,12 +213,47 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let decoder: ValueDecoder
 
     var codingPath: [any CodingKey] { decoder.codingPath }
-    var allKeys: [Key] { object.keys.compactMap { Key(stringValue: $0) } }
+
+    /// The members' names — and, when two of them are one `String` to Swift (canonically equivalent, as
+    /// `café` in NFC and in NFD, which JSON tells apart by their bytes), one more key that no member has:
+    /// whoever collects members by `key.stringValue` (`[String: V]`'s own `init(from:)`) would keep one of
+    /// the two and drop the other without a word, so reading that key fails, naming both.
+    var allKeys: [Key] {
+        let names = object.keys
+        var keys = names.compactMap { Key(stringValue: $0) }
+        if Set(names).count != names.count, let marker = Key(stringValue: Self.ambiguousMembers) {
+            keys.append(marker)
+        }
+        return keys
+    }
+
+    /// `name` quoted, with every non-ASCII scalar spelled out (`"cafe\u{301}"`), so that two names that print
+    /// alike read apart.
+    private static func escaped(_ name: String) -> String {
+        "\"" + name.unicodeScalars.map { $0.isASCII ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined()
+            + "\""
+    }
+
+    /// The name of the key ``allKeys`` adds for members Swift's `String` cannot tell apart.
+    private static var ambiguousMembers: String { "\u{0}keel: members that are one String to Swift" }
 
     func contains(_ key: Key) -> Bool { object[key.stringValue] != nil }
 
     private func member(_ key: Key) throws -> JSONValue {
         guard let value = object[key.stringValue] else {
+            if key.stringValue == Self.ambiguousMembers {
+                var seen: [String: String] = [:]
+                let pair = object.keys.lazy.compactMap { name in
+                    defer { seen[name] = seen[name] ?? name }
+                    return seen[name].map { ($0, name) }
+                }.first
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: codingPath,
+                        debugDescription:
+                            "members \(pair.map { "\(Self.escaped($0.0)) and \(Self.escaped($0.1))" } ?? "") are two names in JSON but one String in Swift: a dictionary would keep one of them"
+                    ))
+            }
             throw DecodingError.keyNotFound(
                 key,
                 .init(
