@@ -39,6 +39,13 @@ private struct NotePage: Codable, Sendable {
             #expect(!shown.message.contains("team-SECRET") && !shown.message.contains("visibility"))
             #expect(shown.messageKey == "keel.failure.contractViolation.notDone")
             #expect(!String(describing: failure).contains("team-SECRET"))
+            // Nor in what reflection shows (dump, crash reporters that walk an error's children); the value is
+            // there for code that reads it on purpose.
+            var dumped = ""
+            dump(failure, to: &dumped)
+            #expect(!dumped.contains("team-SECRET"), "\(dumped)")
+            #expect(dumped.contains("notes[1].visibility") && dumped.contains("undeclaredEnumValue"), "\(dumped)")
+            #expect(violation.value == "team-SECRET")
         }
         #expect(harness.server.requestCount == 1)
     }

@@ -99,6 +99,25 @@ public struct HTTPFailure: KeelError, CustomStringConvertible {
     }
 }
 
+extension HTTPFailure: CustomReflectable {
+    /// What `dump` and reflecting crash reporters see: every field, with ``contractViolation`` reduced to its
+    /// code, path and type. Its `value` and `message` may quote the reply (an undeclared enum value, a date
+    /// string); code that needs them reads them from the property, on purpose.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "kind": kind, "outcome": outcome, "status": status as Any, "errorCode": errorCode as Any,
+                "requestID": requestID as Any, "correlationID": correlationID, "attempts": attempts,
+                "retryAt": retryAt as Any, "fieldErrors": fieldErrors,
+                "contractViolation": contractViolation.map {
+                    "\($0.code) at \($0.path.isEmpty ? "top level" : $0.path) (\($0.typeName))"
+                } as Any,
+                "detail": detail,
+            ], displayStyle: .struct)
+    }
+}
+
 extension ErrorCode where Domain == HTTPFailure {
     /// No route to the API: not connected, DNS failure, connection refused, connection lost.
     public static var offline: Self { Self("offline") }
