@@ -132,6 +132,10 @@ public struct RestoreInspector: Sendable {
                         conditions.insert(.partial)
                     }
                 case .pendingDeletion: break
+                case .declarationChanged:
+                    // A pending vault migration of this app may be the one that moves it; without one, nothing
+                    // in this app can.
+                    if pendingMigrations.isEmpty { conditions.insert(.schemaTooOld) }
                 }
             }
             datasets.append(inspection)
@@ -162,6 +166,12 @@ public struct RestoreInspector: Sendable {
     private func problem(of entry: VaultManifest.Entry, name: String, directory: String, manifest: VaultManifest)
         -> DatasetInspection.Reason?
     {
+        if entry.hasRecords || entry.hasFiles, let declared = inventory?.datasets[name],
+            entry.moving == true || declared.backup != entry.declaration.backup
+                || (declared.classification >= .personal) != entry.sealed
+        {
+            return .declarationChanged
+        }
         if entry.hasRecords {
             let file = directory + "/" + VaultFiles.database(entry.declaration.backup)
             switch DurableFiles.kind(file) {

@@ -144,6 +144,9 @@ public struct DatasetInspection: Sendable, Equatable, Codable {
         case damaged
         /// A deletion trigger (logout, revocation) started deleting it; opening the vault finishes that.
         case pendingDeletion
+        /// Written under another declaration than the inventory's now (backup policy or sealing), and not
+        /// moved yet (``Vault/moveToCurrentDeclaration(_:)``, from a vault migration): refused until it is.
+        case declarationChanged
     }
 
     /// The dataset's name.

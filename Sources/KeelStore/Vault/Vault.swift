@@ -36,6 +36,10 @@ public final class Vault: Sendable {
     /// Tests only: runs when a write is about to make a dataset's first key, before it waits for the file
     /// queue (where a close() may overtake it).
     package let beforeFirstKey = Locked<(@Sendable () -> Void)?>(nil)
+    /// Tests only: runs at each step of ``moveToCurrentDeclaration(_:)`` (`copied`, after each batch of
+    /// records; `staged`; `swapped`; `dropped`; `file`, after each file), and stops the move there when it
+    /// throws — as a crash would, with everything before it on disk.
+    package let moveStep = Locked<(@Sendable (String) throws -> Void)?>(nil)
 
     struct State {
         var isOpen = true
@@ -343,7 +347,7 @@ public final class Vault: Sendable {
                 throw VaultError(
                     code: .declarationChanged, namespace: self.namespace.rawValue, dataset: dataset,
                     message:
-                        "\(dataset) was written with backup \(entry.declaration.backup.rawValue), sealed; the inventory now says backup \(declaration.backup.rawValue)\(declaration.classification >= .personal ? "" : ", plain"). Move it to the new declaration (a vault migration) before replacing its key"
+                        "\(dataset) was written with backup \(entry.declaration.backup.rawValue), sealed; the inventory now says backup \(declaration.backup.rawValue)\(declaration.classification >= .personal ? "" : ", plain"). Move it with moveToCurrentDeclaration (from a vault migration) before replacing its key"
                 )
             }
             if try self.readKey(old) != nil {
@@ -358,6 +362,242 @@ public final class Vault: Sendable {
                 manifest.datasets[dataset]?.declaration = declaration
             }
         }
+    }
+
+    // MARK: - A changed declaration
+
+    /// Moves `dataset`'s records and files to where and how the inventory now declares them: into the
+    /// database file of its new backup policy, sealed or plain as its new classification asks. An app update
+    /// that changes either leaves the data where it was written, refused with `declarationChanged` until it
+    /// is moved; run this from a ``VaultSchema`` migration shipped in the same release:
+    ///
+    /// ```swift
+    /// schema.registerMigration("v2-session-token-device-only") { vault in
+    ///     try await vault.moveToCurrentDeclaration("session-token")
+    /// }
+    /// ```
+    ///
+    /// Safe to interrupt (a killed app runs it again at the next open, and it finishes): records are copied
+    /// before the old copy is deleted, and the manifest names the new place only once they are all there.
+    /// The old copy is deleted with its bytes overwritten (secure delete, WAL checkpoint), so data moved out of
+    /// a backed-up file does not linger in it. Records still sealed with a key that is unavailable cannot
+    /// be made plain: the move then throws `keyUnavailable` and leaves everything as it was. Nothing to move
+    /// (the declaration changed in other ways, or nothing was written yet) records the new declaration.
+    ///
+    /// - Throws: ``VaultError`` — `vaultClosed`, `keyUnavailable`, `locked`, `keyStoreFailed`, `damaged`,
+    ///   `databaseFailed`, `ioError`; the inventory's `undeclared`.
+    public func moveToCurrentDeclaration(_ dataset: String) async throws {
+        let declaration = try declaration(of: dataset)
+        try await run(dataset: dataset) {
+            try await onFileQueue {
+                try self.requireOpen()
+                try self.move(dataset, to: declaration)
+            }
+        }
+    }
+
+    private func move(_ dataset: String, to declaration: Dataset) throws {
+        guard let entry = state.withLock({ $0.manifest.datasets[dataset] }) else { return }
+        let sealed = declaration.classification >= .personal
+        let from = entry.declaration.backup
+        let to = declaration.backup
+        guard entry.moving == true || from != to || entry.sealed != sealed else {
+            try updateManifest { $0.datasets[dataset]?.declaration = declaration }
+            return
+        }
+        if entry.moving == true, from != to {
+            // A conversion within the old file was cut short, and the declaration has changed again since: which
+            // sealing its records are in depends on the declaration that move was for. Not guessed at.
+            throw VaultError(
+                code: .declarationChanged, namespace: namespace.rawValue, dataset: dataset,
+                message:
+                    "a move of \(dataset) within \(VaultFiles.database(from)) was cut short, and its backup policy has changed again since: run the release that started that move once more first; nothing was changed"
+            )
+        }
+        // Sealed from now on: the key is stored and recorded before anything is sealed with it (a move cut
+        // short and run again seals with the same key).
+        var target: RecordSealer?
+        if sealed {
+            if let keyID = entry.keyID {
+                target = try sealer(keyID, dataset: dataset)
+            } else {
+                let key = try withLockedManifest { manifest throws(VaultError) -> KeyID in
+                    if let existing = manifest.datasets[dataset]?.keyID { return existing }
+                    let key = try createKey()
+                    manifest.datasets[dataset]?.keyID = key.id
+                    return key.id
+                }
+                target = try sealer(key, dataset: dataset)
+            }
+        }
+        let converting = entry.sealed != sealed
+        let old = Access(
+            dataset: dataset, declaration: entry.declaration, pool: try pool(for: from), sealed: entry.sealed,
+            sealer: nil, table: VaultFiles.table(dataset))
+        /// A record's value as the new declaration stores it: the same bytes when the sealing did not change.
+        func converted(_ id: String, _ value: Data) throws -> Data {
+            guard converting else { return value }
+            if let target {
+                return value.withUnsafeBytes { target.seal($0, recordID: id) }
+            }
+            return try value.withUnsafeBytes { raw throws(VaultError) -> Data in
+                try sealer(for: raw, old).open(raw, recordID: id, dataset: dataset)
+            }
+        }
+        if entry.hasRecords {
+            if from != to {
+                // Into the other file's records table; then the old table goes.
+                try copyRecords(
+                    of: dataset, from: old.pool, table: old.table, to: try pool(for: to), table: old.table, converted)
+                try dropScrubbing(old.table, in: old.pool)
+                try moveStep.withLock { $0 }?("dropped")
+            } else {
+                // Within one file: converted into a staging table, which then replaces the records table in one
+                // transaction. The staging table exists from before the manifest says `moving` until that
+                // swap, so a run that finds `moving` and no staging table knows the swap was done.
+                let staging = VaultFiles.stagingTable(dataset)
+                if entry.moving != true {
+                    try old.pool.writeSync { db in
+                        try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(staging))")
+                        try db.execute(Self.createRecordsTable(staging))
+                    }
+                    try updateManifest { $0.datasets[dataset]?.moving = true }
+                    try moveStep.withLock { $0 }?("staged")
+                }
+                if try old.pool.readSync({ db in try Self.tableExists(staging, db) }) {
+                    try copyRecords(
+                        of: dataset, from: old.pool, table: old.table, to: old.pool, table: staging, converted)
+                    try old.pool.writeWithoutTransactionSync { db in
+                        try db.execute("PRAGMA secure_delete = ON")
+                        try db.inTransaction(.immediate) {
+                            try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(old.table))")
+                            try db.execute(
+                                "ALTER TABLE \(DataStore.quoted(staging)) RENAME TO \(DataStore.quoted(old.table))")
+                        }
+                        _ = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+                    }
+                    try moveStep.withLock { $0 }?("swapped")
+                }
+            }
+        }
+        if entry.hasFiles {
+            try moveFiles(of: dataset, old: old, to: declaration, target: target)
+        }
+        try updateManifest { manifest in
+            guard var moved = manifest.datasets[dataset] else { return }
+            moved.declaration = declaration
+            if !sealed, let key = moved.keyID {
+                moved.retiredKeyIDs.append(key)
+                moved.keyID = nil
+            }
+            moved.sealed = sealed
+            moved.moving = nil
+            manifest.datasets[dataset] = moved
+        }
+        state.withLock { state in
+            state.tables.remove(old.tableKey)
+            state.accesses[dataset] = nil
+        }
+    }
+
+    /// Copies every record of `table` in `source` into `destination`'s `target` table (created when missing),
+    /// through `convert`, in batches; again and again safely (a copy replaces what an earlier run wrote).
+    private func copyRecords(
+        of dataset: String, from source: DatabasePool, table: String, to destination: DatabasePool,
+        table target: String,
+        _ convert: (String, Data) throws -> Data
+    ) throws {
+        try destination.writeSync { db in try db.execute(Self.createRecordsTable(target)) }
+        let quoted = DataStore.quoted(table)
+        var after = ""
+        while true {
+            let rows = try source.readSync { db -> [Row] in
+                guard try Self.tableExists(table, db) else { return [] }
+                return try db.rows(
+                    "SELECT id, value, updated_at FROM \(quoted) WHERE id > ? ORDER BY id LIMIT 256", arguments: [after]
+                )
+            }
+            guard let last = rows.last else { return }
+            let batch = try rows.map { row -> (String, Data, Double) in
+                let id: String = try row.decode("id")
+                return (id, try convert(id, try row.decode("value")), try row.decode("updated_at"))
+            }
+            try destination.writeSync { db in
+                for (id, value, updated) in batch {
+                    try db.execute(
+                        "INSERT OR REPLACE INTO \(DataStore.quoted(target)) (id, value, updated_at) VALUES (?, ?, ?)",
+                        arguments: [id, value, updated])
+                }
+            }
+            after = try last.decode("id")
+            try moveStep.withLock { $0 }?("copied")
+        }
+    }
+
+    /// Drops `table` with its bytes overwritten and the write-ahead log emptied.
+    private func dropScrubbing(_ table: String, in pool: DatabasePool) throws {
+        try pool.writeWithoutTransactionSync { db in
+            try db.execute("PRAGMA secure_delete = ON")
+            try db.inTransaction(.immediate) { try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(table))") }
+            _ = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+    }
+
+    /// The files of `dataset` as the new declaration keeps them: sealed or plain (each file replaced
+    /// atomically; a file already converted by a run cut short is recognized — plaintext never
+    /// authenticates under a key), and excluded from platform backups as its policy says.
+    private func moveFiles(of dataset: String, old: Access, to declaration: Dataset, target: RecordSealer?) throws {
+        let directory = path + "/" + VaultFiles.filesDirectory + "/" + dataset
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter(
+            VaultFiles.isSafeComponent)
+        let sealed = declaration.classification >= .personal
+        for name in names.sorted() {
+            let file = directory + "/" + name
+            if sealed != old.sealed {
+                let bytes: [UInt8]
+                do throws(DurableFiles.Failure) { bytes = try DurableFiles.read(file, limit: Int(Int32.max)) } catch {
+                    throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description)
+                }
+                let recordID = Self.fileRecordID(name)
+                let replacement: Data?
+                if let target {
+                    // Plain → sealed; a file that opens under the key was sealed by an earlier run.
+                    let done = bytes.withUnsafeBytes { raw in
+                        (try? target.open(raw, recordID: recordID, dataset: dataset, kind: .file)) != nil
+                    }
+                    replacement =
+                        done ? nil : bytes.withUnsafeBytes { target.seal($0, recordID: recordID, kind: .file) }
+                } else {
+                    // Sealed → plain; a file sealed with none of the dataset's keys was made plain by an earlier
+                    // run. One sealed with a key that is unavailable stops the move.
+                    replacement = try bytes.withUnsafeBytes { raw throws(VaultError) -> Data? in
+                        guard let id = RecordSealer.keyID(of: raw),
+                            state.withLock({ $0.manifest.datasets[dataset]?.allKeyIDs.contains(id) ?? false })
+                        else { return nil }
+                        return try sealer(id, dataset: dataset).open(
+                            raw, recordID: recordID, dataset: dataset, kind: .file)
+                    }
+                }
+                if let replacement {
+                    do throws(DurableFiles.Failure) {
+                        try DurableFiles.write([UInt8](replacement), to: file, mode: 0o600, exclusive: false)
+                    } catch {
+                        throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description)
+                    }
+                }
+            }
+            try BackupExclusion.apply(to: file, policy: declaration.backup)
+            try moveStep.withLock { $0 }?("file")
+        }
+    }
+
+    private static func createRecordsTable(_ table: String) -> String {
+        "CREATE TABLE IF NOT EXISTS \(DataStore.quoted(table)) (id TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, updated_at REAL NOT NULL) WITHOUT ROWID"
+    }
+
+    private static func tableExists(_ table: String, _ db: Database) throws -> Bool {
+        try db.scalar(Int.self, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [table])
+            != nil
     }
 
     // MARK: - Retention
@@ -517,7 +757,7 @@ public final class Vault: Sendable {
             throw VaultError(
                 code: .declarationChanged, namespace: namespace.rawValue, dataset: dataset,
                 message:
-                    "\(dataset) was written as \(written.sealed ? "sealed" : "plain") with backup \(written.declaration.backup.rawValue); the inventory now says \(sealed ? "sealed" : "plain") with backup \(declaration.backup.rawValue). Its data was left where it is, untouched; move it to the new declaration (a vault migration) before using it"
+                    "\(dataset) was written as \(written.sealed ? "sealed" : "plain") with backup \(written.declaration.backup.rawValue); the inventory now says \(sealed ? "sealed" : "plain") with backup \(declaration.backup.rawValue). Its data was left where it is, untouched; move it with moveToCurrentDeclaration (from a vault migration) before using it"
             )
         }
         var sealer: RecordSealer?
@@ -663,9 +903,7 @@ public final class Vault: Sendable {
     private func ensureTable(_ access: Access, _ db: Database) throws -> Bool {
         let key = access.tableKey
         guard !state.withLock({ $0.tables.contains(key) }) else { return false }
-        try db.execute(
-            "CREATE TABLE IF NOT EXISTS \(DataStore.quoted(access.table)) (id TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL, updated_at REAL NOT NULL) WITHOUT ROWID"
-        )
+        try db.execute(Self.createRecordsTable(access.table))
         if state.withLock({ $0.manifest.datasets[access.dataset]?.hasRecords }) != true {
             try fileQueue.sync { try markWritten(access, files: false) }
         }

@@ -38,6 +38,10 @@ struct VaultManifest: Codable, Equatable {
         var hasRecords: Bool
         /// Whether files were ever written.
         var hasFiles: Bool
+        /// Set while ``Vault/moveToCurrentDeclaration(_:)`` converts its records within their database
+        /// file (sealing changed, backup policy did not): the converted copy is in the staging table
+        /// (``VaultFiles/stagingTable(_:)``) until it replaces the records table.
+        var moving: Bool? = nil
 
         var allKeyIDs: [KeyID] { (keyID.map { [$0] } ?? []) + retiredKeyIDs }
     }
@@ -204,6 +208,9 @@ enum VaultFiles {
 
     /// The records table of `dataset`.
     static func table(_ dataset: String) -> String { "records." + dataset }
+    /// The table a dataset's records are converted into when its sealing changes (never a records table:
+    /// those all start with `records.`).
+    static func stagingTable(_ dataset: String) -> String { "moving." + dataset }
 
     /// Whether `name` may be used as a path component: 1…128 characters of `A-Z a-z 0-9 . _ -`, not
     /// starting with a dot.

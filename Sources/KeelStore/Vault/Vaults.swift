@@ -374,15 +374,19 @@ public actor Vaults {
                 report.shreddedKeys.append(id)
             }
         }
-        // 2. Delete the data: records tables (secure delete, WAL emptied) and files.
-        let byPolicy = Dictionary(grouping: affected.filter { manifest.datasets[$0]?.hasRecords == true }) {
-            manifest.datasets[$0]!.declaration.backup
-        }
-        for (policy, names) in byPolicy {
+        // 2. Delete the data: records tables (secure delete, WAL emptied) and files. In every database file,
+        // not only the one the manifest names: a move to another declaration cut short has copies in another
+        // file (or in a staging table) — whose files a kept dataset's own move may be filling too; it copies
+        // again from its intact original when it runs again.
+        let names = affected.filter { manifest.datasets[$0]?.hasRecords == true }
+        for policy in Dataset.BackupPolicy.allCases where !names.isEmpty {
             let file = directory + "/" + VaultFiles.database(policy)
             guard DurableFiles.kind(file) == .file else { continue }
+            // Kept: datasets written here, and those the inventory now puts here — a move cut short after its
+            // original was deleted has its only copy here, before the manifest says so.
             let remaining = manifest.datasets.filter {
-                !affected.contains($0.key) && $0.value.declaration.backup == policy && $0.value.hasRecords
+                !affected.contains($0.key) && $0.value.hasRecords
+                    && ($0.value.declaration.backup == policy || inventory.datasets[$0.key]?.backup == policy)
             }
             if remaining.isEmpty {
                 for companion in VaultFiles.databaseCompanions { try removeTree(file + companion) }
@@ -398,6 +402,7 @@ public actor Vaults {
                 try db.inTransaction {
                     for name in names {
                         try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(VaultFiles.table(name)))")
+                        try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(VaultFiles.stagingTable(name)))")
                     }
                 }
                 _ = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)")

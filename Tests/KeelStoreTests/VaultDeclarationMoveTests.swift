@@ -1,0 +1,247 @@
+import Foundation
+import KeelCore
+import KeelStore
+import KeelStoreFixtures
+import KeelTesting
+import Testing
+
+/// MOB-DATA-003 and MOB-DATA-001: an app update that changes a dataset's backup policy or sealing moves its
+/// data with `Vault.moveToCurrentDeclaration(_:)` from a vault migration — all of it, readable afterwards, the
+/// old copy gone from the old file — and a move cut short at any step finishes at the next open.
+@Suite(.timeLimit(.minutes(2))) struct VaultDeclarationMoveTests {
+    let fixture: VaultFixture
+    let alice: AccountID
+    init() throws {
+        fixture = try VaultFixture("keel-vault-move")
+        alice = try AccountID("alice@example.com")
+    }
+
+    static let records = 300  // more than one batch of the copy
+
+    /// The fixture's inventory with `change` applied to dataset `name`.
+    static func inventory(changing name: String, _ change: (inout Dataset) -> Void) throws -> Inventory {
+        try Inventory(
+            VaultFixture.inventory.datasets.values.map { dataset in
+                var dataset = dataset
+                if dataset.name == name { change(&dataset) }
+                return dataset
+            })
+    }
+
+    /// Vaults on the fixture's directories with `inventory` and one migration that moves `dataset`, stopping
+    /// at step `interruptAt` (its first occurrence) when given.
+    func vaults(_ inventory: Inventory, moving dataset: String, interruptAt step: String? = nil, after: [String] = [])
+        throws -> Vaults
+    {
+        struct Interrupted: Error {}
+        var schema = VaultSchema()
+        for earlier in after { schema.registerMigration(earlier) { _ in } }
+        schema.registerMigration("v\(after.count + 2)-move-\(dataset)") { vault in
+            if let step {
+                vault.moveStep.withLock { hook in
+                    hook = { reached in if reached == step { throw Interrupted() } }
+                }
+            }
+            try await vault.moveToCurrentDeclaration(dataset)
+        }
+        return try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: inventory, schema: schema)
+    }
+
+    func value(_ index: Int) -> Data { Data("draft \(index): half a poem".utf8) }
+
+    var vaultDirectory: URL {
+        fixture.data.appendingPathComponent("vaults").appendingPathComponent(VaultNamespace(alice).rawValue)
+    }
+
+    /// The tables of `file` in the vault directory (none when the file does not exist).
+    func tables(in file: String) throws -> [String] {
+        let path = vaultDirectory.appendingPathComponent(file).path
+        guard FileManager.default.fileExists(atPath: path) else { return [] }
+        let pool = try DatabasePool(path: path)
+        defer { Task { await pool.close() } }
+        return try pool.readSync { db in
+            try db.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").map {
+                try $0.decode("name")
+            }
+        }
+    }
+
+    /// Drafts 0..<records written under the fixture's inventory (include.sqlite, sealed).
+    func writeDrafts() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.write("drafts") { records in
+            for index in 0..<Self.records { try records.put("d\(index)", value(index)) }
+        }
+        await fixture.vaults.close()
+    }
+
+    @Test func aChangedBackupPolicyMovesTheRecordsAndLeavesNoCopyInTheOldFile() async throws {
+        try await writeDrafts()
+        // The stored envelope of one draft, as it sits in include.sqlite now.
+        let envelope = try {
+            let pool = try DatabasePool(path: vaultDirectory.appendingPathComponent("include.sqlite").path)
+            defer { Task { await pool.close() } }
+            return try pool.readSync { db in
+                try db.scalar(Data.self, #"SELECT value FROM "records.drafts" WHERE id = 'd7'"#)
+            }
+        }()
+        let sealed = try #require(envelope)
+        let deviceOnly = try Self.inventory(changing: "drafts") { $0.backup = .deviceOnly }
+        let updated = try vaults(deviceOnly, moving: "drafts")
+        let vault = try await updated.open(alice)
+        for index in [0, 7, 255, 256, Self.records - 1] {
+            #expect(try await vault.get("drafts", id: "d\(index)") == value(index))
+        }
+        #expect(try await vault.read("drafts") { try $0.ids() }.count == Self.records)
+        try await vault.put("drafts", id: "new", Data("after the move".utf8))
+        #expect(try updated.inspect().vaults.first?.state == .normal)
+        await updated.close()
+        #expect(try !tables(in: "include.sqlite").contains("records.drafts"))
+        #expect(try tables(in: "deviceOnly.sqlite").contains("records.drafts"))
+        // Its bytes are gone from the file that is backed up, not merely unreachable.
+        for file in ["include.sqlite", "include.sqlite-wal"] {
+            let bytes = FileManager.default.contents(atPath: vaultDirectory.appendingPathComponent(file).path) ?? Data()
+            #expect(bytes.range(of: sealed) == nil, "\(file)")
+        }
+        #expect(
+            try BackupPlan.compute(dataDirectory: fixture.data, inventory: deviceOnly).items.first {
+                $0.path.hasSuffix("/deviceOnly.sqlite")
+            }?.datasets.contains("drafts") == true)
+    }
+
+    @Test func aChangedSealingConvertsRecordsAndFilesInPlaceBothWays() async throws {
+        // feed-cache is internal (plain) in the fixture; the next version calls it personal (sealed).
+        let secret = Data("plain-feed-entry-1234".utf8)
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("feed-cache", id: "f1", secret)
+        try await vault.writeFile("feed-cache", named: "page1.json", contents: secret)
+        await fixture.vaults.close()
+        let vaultFiles = { VaultFixture.files(under: vaultDirectory).filter { $0.bytes.range(of: secret) != nil } }
+        #expect(!vaultFiles().isEmpty)  // plain, as declared
+
+        let personal = try Self.inventory(changing: "feed-cache") { $0.classification = .personal }
+        let sealedVaults = try vaults(personal, moving: "feed-cache")
+        let sealedVault = try await sealedVaults.open(alice)
+        #expect(try await sealedVault.get("feed-cache", id: "f1") == secret)
+        #expect(try await sealedVault.readFile("feed-cache", named: "page1.json") == secret)
+        await sealedVaults.close()
+        #expect(vaultFiles().isEmpty, "\(vaultFiles().map(\.path))")  // nowhere in plaintext any more
+        #expect(try !tables(in: "exclude.sqlite").contains("moving.feed-cache"))
+
+        // And back: a later version makes it internal again.
+        var back = VaultSchema()
+        back.registerMigration("v2-move-feed-cache") { try await $0.moveToCurrentDeclaration("feed-cache") }
+        back.registerMigration("v3-plain-again") { try await $0.moveToCurrentDeclaration("feed-cache") }
+        let plainVaults = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory, schema: back)
+        let plainVault = try await plainVaults.open(alice)
+        #expect(try await plainVault.get("feed-cache", id: "f1") == secret)
+        #expect(try await plainVault.readFile("feed-cache", named: "page1.json") == secret)
+        await plainVaults.close()
+        #expect(!vaultFiles().isEmpty)
+    }
+
+    @Test(arguments: ["copied", "dropped"])
+    func aMoveToAnotherFileCutShortFinishesAtTheNextOpen(step: String) async throws {
+        try await writeDrafts()
+        let deviceOnly = try Self.inventory(changing: "drafts") { $0.backup = .deviceOnly }
+        let interrupted = try vaults(deviceOnly, moving: "drafts", interruptAt: step)
+        await #expect(throws: VaultError.self) { _ = try await interrupted.open(alice) }
+        await interrupted.close()
+        // Meanwhile the data is refused, never read as empty or as half of it.
+        let inspected = try interrupted.inspect().vaults.first
+        #expect(inspected?.datasets.first { $0.name == "drafts" }?.reason == .declarationChanged)
+
+        let relaunched = try vaults(deviceOnly, moving: "drafts")
+        let vault = try await relaunched.open(alice)
+        #expect(try await vault.read("drafts") { try $0.ids() }.count == Self.records)
+        for index in [0, 255, 256, Self.records - 1] {
+            #expect(try await vault.get("drafts", id: "d\(index)") == value(index))
+        }
+        await relaunched.close()
+        #expect(try !tables(in: "include.sqlite").contains("records.drafts"))
+    }
+
+    @Test(arguments: ["staged", "copied", "swapped", "file"])
+    func aConversionInPlaceCutShortFinishesAtTheNextOpen(step: String) async throws {
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.write("feed-cache") { records in
+            for index in 0..<Self.records { try records.put("f\(index)", value(index)) }
+        }
+        for page in 1...3 { try await vault.writeFile("feed-cache", named: "page\(page).json", contents: value(page)) }
+        await fixture.vaults.close()
+        let personal = try Self.inventory(changing: "feed-cache") { $0.classification = .personal }
+        let interrupted = try vaults(personal, moving: "feed-cache", interruptAt: step)
+        await #expect(throws: VaultError.self) { _ = try await interrupted.open(alice) }
+        await interrupted.close()
+
+        let relaunched = try vaults(personal, moving: "feed-cache")
+        let reopened = try await relaunched.open(alice)
+        #expect(try await reopened.read("feed-cache") { try $0.ids() }.count == Self.records)
+        for index in [0, 255, 256, Self.records - 1] {
+            #expect(try await reopened.get("feed-cache", id: "f\(index)") == value(index))
+        }
+        for page in 1...3 {
+            #expect(try await reopened.readFile("feed-cache", named: "page\(page).json") == value(page))
+        }
+        await relaunched.close()
+        #expect(try !tables(in: "exclude.sqlite").contains("moving.feed-cache"))
+    }
+
+    @Test func aRevocationDuringAnUnfinishedMoveLeavesNoCopyAnywhere() async throws {
+        // session-token goes when access is revoked; a move of it to another file stopped after the copy.
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("session-token", id: "t", Data("secret-token-5678".utf8))
+        await fixture.vaults.close()
+        let moved = try Self.inventory(changing: "session-token") { $0.backup = .exclude }
+        let interrupted = try vaults(moved, moving: "session-token", interruptAt: "copied")
+        await #expect(throws: VaultError.self) { _ = try await interrupted.open(alice) }
+        _ = try await interrupted.revokeAccess(alice)
+        await interrupted.close()
+        #expect(try !tables(in: "exclude.sqlite").contains("records.session-token"))
+        #expect(try !tables(in: "deviceOnly.sqlite").contains("records.session-token"))
+    }
+
+    @Test func aPurgeOfOtherDataKeepsTheOnlyCopyOfAMoveCutShortAfterItsOriginalWasDeleted() async throws {
+        // Drafts (kept across sign-out and revocation) move to exclude.sqlite, where the feed cache lives.
+        try await writeDrafts()
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("feed-cache", id: "f1", Data("feed".utf8))
+        await fixture.vaults.close()
+        let excluded = try Self.inventory(changing: "drafts") { $0.backup = .exclude }
+        let interrupted = try vaults(excluded, moving: "drafts", interruptAt: "dropped")
+        await #expect(throws: VaultError.self) { _ = try await interrupted.open(alice) }
+        // The feed cache goes; exclude.sqlite now holds the drafts' only copy, which the manifest does not
+        // list there yet.
+        _ = try await interrupted.revokeAccess(alice)
+        await interrupted.close()
+        let relaunched = try vaults(excluded, moving: "drafts")
+        let reopened = try await relaunched.open(alice)
+        #expect(try await reopened.read("drafts") { try $0.ids() }.count == Self.records)
+        #expect(try await reopened.get("drafts", id: "d42") == value(42))
+        await relaunched.close()
+    }
+
+    @Test func nothingToMoveRecordsTheNewDeclarationAndAnUnreadableKeyStopsTheMove() async throws {
+        // A purpose that changed moves nothing.
+        try await writeDrafts()
+        let reworded = try Self.inventory(changing: "drafts") { $0.purpose = "Drafts, kept across sign-out" }
+        let same = try vaults(reworded, moving: "drafts")
+        #expect(try await same.open(alice).get("drafts", id: "d1") == value(1))
+        await same.close()
+        // Records sealed with a key that is gone cannot be made plain: the move stops, nothing is lost.
+        for key in try FileManager.default.contentsOfDirectory(atPath: fixture.keys.path) where key.hasSuffix(".key") {
+            try FileManager.default.removeItem(at: fixture.keys.appendingPathComponent(key))
+        }
+        let unsealed = try Self.inventory(changing: "drafts") { $0.classification = .internal }
+        let plain = try vaults(unsealed, moving: "drafts", after: ["v2-move-drafts"])
+        await #expect {
+            _ = try await plain.open(alice)
+        } throws: { error in
+            (error as? VaultError)?.code == .migrationFailed && "\(error)".contains("keyUnavailable")
+        }
+        await plain.close()
+        #expect(try tables(in: "include.sqlite").contains("records.drafts"))
+    }
+}
