@@ -85,6 +85,14 @@ import Testing
         #expect(fine == ["cafe": 1, "café": 2])
     }
 
+    @Test func pathsTellIndicesFromMembersNamedLikeThem() {
+        // A map keyed by id: the member "42" is not element 42, and a name with a dot is one name.
+        #expect(failure([String: [String: Int]].self, #"{"prices": {"42": "x"}}"#)?.path == #"prices["42"]"#)
+        #expect(failure([String: Int].self, #"{"a.b": "x"}"#)?.path == #"["a.b"]"#)
+        #expect(failure([[Int]].self, #"[[1], [2, "x"]]"#)?.path == "[1][1]")
+        #expect(failure([String: [Int]].self, #"{"list": [1, "x"]}"#)?.path == "list[1]")
+    }
+
     @Test func foundationsSpecialTypesKeepTheirMeaning() throws {
         struct Special: Codable, Equatable {
             var at: Date

@@ -134,17 +134,31 @@ public struct ContractDecodingError: KeelError, Equatable, CustomStringConvertib
         }
     }
 
-    /// `notes[3].status` from a coding path.
+    /// `notes[3].status` from a coding path. An array index is `[3]`; a member whose name would read as
+    /// something else — digits (a map keyed by id: `prices["42"]`), a `.`, brackets, a quote, nothing — is
+    /// written `["name"]` (JSON string syntax), so that no two places print alike.
     static func path(_ codingPath: [any CodingKey]) -> String {
         var text = ""
         for key in codingPath {
-            if let index = key.intValue {
+            // An index only when the decoder made it one: a dictionary's coding key for the member "42" has an
+            // intValue too.
+            if key is IndexKey, let index = key.intValue {
                 text += "[\(index)]"
+            } else if needsQuoting(key.stringValue) {
+                text += "[" + String(decoding: JSONValue.string(key.stringValue).serialized(), as: UTF8.self) + "]"
             } else {
                 text += text.isEmpty ? key.stringValue : "." + key.stringValue
             }
         }
         return text
+    }
+
+    private static func needsQuoting(_ name: String) -> Bool {
+        name.isEmpty || name.utf8.allSatisfy { (0x30...0x39).contains($0) }
+            || name.utf8.contains {
+                $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "]")
+                    || $0 == UInt8(ascii: "\"")
+            }
     }
 }
 

@@ -346,8 +346,9 @@ private struct SuperKey: CodingKey {
     init?(intValue: Int) { nil }
 }
 
-/// An index in an array, for coding paths.
-private struct IndexKey: CodingKey {
+/// An index in an array, for coding paths (``ContractDecodingError/path`` tells an index from a member
+/// named `42` by this type).
+struct IndexKey: CodingKey {
     let intValue: Int?
     var stringValue: String { "Index \(intValue ?? 0)" }
     init(_ index: Int) { intValue = index }
