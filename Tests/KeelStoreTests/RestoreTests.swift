@@ -271,6 +271,36 @@ import Testing
         #expect(Self.snapshot(fixture.data, fixture.keys) == before)
     }
 
+    @Test func aMigrationInsertedBeforeAppliedOnesIsRefusedNotRunOutOfOrder() async throws {
+        var shipped = VaultSchema()
+        shipped.registerMigration("v1-notes") { _ in }
+        shipped.registerMigration("v2-notes-split") { _ in }
+        let first = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory,
+            schema: shipped)
+        try await fillAlice(first)
+        // The next release inserts a migration between the two shipped ones.
+        let ran = Locked(false)
+        var inserted = VaultSchema()
+        inserted.registerMigration("v1-notes") { _ in }
+        inserted.registerMigration("v1b-notes-trim") { _ in ran.withLock { $0 = true } }
+        inserted.registerMigration("v2-notes-split") { _ in }
+        #expect(inserted.summary.state(ofApplied: shipped.names) == .inconsistent(outOfOrder: ["v1b-notes-trim"]))
+        // Appended after them, it is simply pending.
+        var appended = shipped
+        appended.registerMigration("v3-notes-trim") { _ in }
+        #expect(appended.summary.state(ofApplied: shipped.names) == .pending(["v3-notes-trim"]))
+
+        let state = try inspect(fixture.data, fixture.keyStore, schema: inserted.summary)
+        #expect(state.state == .schemaTooNew)
+        #expect(state.recovery == [.updateApp, .keepData])
+        let app = try Vaults(
+            dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: VaultFixture.inventory,
+            schema: inserted)
+        #expect(await Self.code { _ = try await app.open(alice) } == "schemaInconsistent")
+        #expect(!ran.withLock { $0 })
+    }
+
     @Test func aVaultOlderThanTheRetiredMigrationsIsSchemaTooOld() async throws {
         try await fillAlice()  // no schema: no migrations applied
         var current = VaultSchema(retired: ["v1-notes"])

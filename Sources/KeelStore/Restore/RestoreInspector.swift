@@ -101,7 +101,9 @@ public struct RestoreInspector: Sendable {
             switch schema.state(ofApplied: manifest.migrations ?? []) {
             case .upToDate: break
             case .pending(let names): pendingMigrations = names
-            case .tooNew: conditions.insert(.schemaTooNew)
+            // A migration list this vault cannot follow: as for a newer schema, only another build of the app
+            // can open it, and the data is kept.
+            case .tooNew, .inconsistent: conditions.insert(.schemaTooNew)
             case .tooOld: conditions.insert(.schemaTooOld)
             }
         }

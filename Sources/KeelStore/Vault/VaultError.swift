@@ -73,6 +73,9 @@ extension ErrorCode where Domain == VaultError {
     /// The vault misses migrations this app no longer carries (``VaultSchema/retired``): it is older than
     /// this app can migrate. Nothing was changed.
     public static var schemaTooOld: Self { Self("schemaTooOld") }
+    /// The app's ``VaultSchema`` registers migrations the vault has not applied before ones it has (a
+    /// shipped list was reordered or inserted into): nothing was run. Fix the list and update the app.
+    public static var schemaInconsistent: Self { Self("schemaInconsistent") }
     /// A ``VaultSchema`` migration threw (see ``VaultError/underlying``): the vault stays closed, what the
     /// migration committed stays, and the migration runs again at the next open.
     public static var migrationFailed: Self { Self("migrationFailed") }

@@ -78,6 +78,12 @@ public struct VaultSchema: Sendable {
             let missing = retired.filter { !done.contains($0) }
             if !missing.isEmpty { return .tooOld(missing: missing) }
             let pending = migrations.filter { !done.contains($0) }
+            // Pending ones come after every applied one: a migration inserted before migrations this vault
+            // already ran would run after them here, in another order than on a new install.
+            if let lastApplied = migrations.lastIndex(where: done.contains) {
+                let outOfOrder = migrations[..<lastApplied].filter { !done.contains($0) }
+                if !outOfOrder.isEmpty { return .inconsistent(outOfOrder: outOfOrder) }
+            }
             return pending.isEmpty ? .upToDate : .pending(pending)
         }
 
@@ -95,6 +101,10 @@ public struct VaultSchema: Sendable {
         case tooNew(unknown: [String])
         /// The vault misses migrations this app no longer carries: it is older than this app supports.
         case tooOld(missing: [String])
+        /// These migrations are registered before migrations the vault already applied (inserted into a
+        /// shipped list, or reordered): running them now would apply them in another order than a new
+        /// install does. A mistake in the app, refused rather than guessed at.
+        case inconsistent(outOfOrder: [String])
     }
 
     /// The summary as JSON (`{"migrations": [...], "retired": [...]}`), for `keel vault inspect --schema`.

@@ -170,6 +170,12 @@ public actor Vaults {
                 message:
                     "the vault applied migrations this app does not know (\(unknown.joined(separator: ", "))): a newer app wrote it; nothing was changed"
             )
+        case .inconsistent(let outOfOrder):
+            throw VaultError(
+                code: .schemaInconsistent, namespace: namespace.rawValue,
+                message:
+                    "the app registers vault migrations before ones this vault already applied (\(outOfOrder.joined(separator: ", "))): they would run in another order than on a new install; nothing was changed"
+            )
         case .tooOld(let missing):
             throw VaultError(
                 code: .schemaTooOld, namespace: namespace.rawValue,
