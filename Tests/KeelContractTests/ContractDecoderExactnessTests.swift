@@ -141,6 +141,12 @@ import Testing
         let long = try ContractDecoder().decode(
             Meta.self, from: Data(#"{"raw": 1.0000000000000000000000000000000000000001}"#.utf8))
         #expect(throws: EncodingError.self) { try ContractEncoder().encode(long) }
+        // Beyond Decimal's exponents, but exactly a Double's shortest spelling: written, not refused.
+        for literal in ["1e-130", "2.5e200", "1e130"] {
+            let tiny = try ContractDecoder().decode(Meta.self, from: Data(#"{"raw": \#(literal)}"#.utf8))
+            let written = try JSONValue(parsing: ContractEncoder().encode(tiny))
+            #expect(written == JSONValue.object(["raw": .number(JSONNumber(literal: literal)!)]), "\(literal)")
+        }
     }
 
     @Test func theOtherDateStrategiesStillWork() throws {

@@ -129,7 +129,10 @@ func isExactly<Raw>(_ declared: Raw, _ received: Raw) -> Bool {
 /// `allCases` — on that path alone, which a value matching its case exactly never takes.
 @inlinable
 func exactlyDeclared<T: RawRepresentable>(_ type: T.Type, _ raw: T.RawValue) -> T? {
-    if let value = T(rawValue: raw), isExactly(value.rawValue, raw) { return value }
+    // A case whose raw value has `raw`'s bytes is also one `==` takes for it: when `init(rawValue:)` finds
+    // none (every unknown value of an extensible enum), there is none, and nothing more is looked at.
+    guard let value = T(rawValue: raw) else { return nil }
+    if isExactly(value.rawValue, raw) { return value }
     guard T.RawValue.self == String.self, let iterable = T.self as? any CaseIterable.Type else { return nil }
     return exactlyDeclared(among: iterable, raw, as: T.self)
 }

@@ -59,8 +59,14 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
     package var significantDigits: Int { withDecimal { $0.count } }
 
     /// Whether Foundation's `Decimal` holds the value exactly: at most 38 significant digits, and an exponent
-    /// in its range (−128...127) once trailing zeros are folded into it.
-    package var fitsFoundationDecimal: Bool { withDecimal { $0.count <= 38 && (-128...127).contains($0.exponent) } }
+    /// in its range (−128...127) once trailing zeros are folded into it (or out of it, into the digits).
+    package var fitsFoundationDecimal: Bool {
+        withDecimal { value in
+            // A larger exponent fits while the zeros it stands for still fit in the 38 digits.
+            value.count <= 38 && value.exponent >= -128
+                && (value.exponent <= 127 || value.count + value.exponent - 127 <= 38)
+        }
+    }
 
     /// The value as `Int64`, when it is an integer in range.
     public var int64: Int64? { exactInteger(Int64.self) }

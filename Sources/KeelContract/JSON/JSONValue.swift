@@ -146,11 +146,12 @@ extension JSONValue: Codable {
     }
 
     /// Encodes the value; numbers go out as `Int64` or `UInt64` when they are integers in range, otherwise as
-    /// `Decimal`, which writes every one of their digits (up to its 38).
+    /// `Decimal`, which writes every one of their digits (up to its 38), or — beyond its exponents — as the
+    /// `Double` whose shortest spelling is the same value (`1e-130`).
     ///
-    /// - Throws: `EncodingError.invalidValue` for a number with more than 38 significant digits or an exponent
-    ///   `Decimal` cannot hold, which an encoder could only write rounded; ``serialized()`` writes any number
-    ///   exactly as it was read.
+    /// - Throws: `EncodingError.invalidValue` for a number neither holds exactly (more than 38 significant
+    ///   digits, far out of range), which an encoder could only write rounded; ``serialized()`` writes any
+    ///   number exactly as it was read.
     public func encode(to encoder: any Encoder) throws {
         switch self {
         case .null:
@@ -167,6 +168,9 @@ extension JSONValue: Codable {
                 try container.encode(unsigned)
             } else if number.fitsFoundationDecimal, let decimal = Decimal(string: number.literal), decimal.isFinite {
                 try container.encode(decimal)
+            } else if number.double.isFinite, JSONNumber(number.double) == number {
+                // Beyond Decimal's exponents (`1e-130`) but a Double whose shortest spelling is this very value.
+                try container.encode(number.double)
             } else {
                 throw EncodingError.invalidValue(
                     self,

@@ -280,19 +280,19 @@ struct SwiftEmitter {
                     "let value = try container.decode(\(inner.library("String", inSignature: false)).self, forKey: .discriminator)"
                 )
                 // By bytes, as closed enums match: Swift's `==` would take `O\u{212A}` (a Kelvin sign) for `OK`.
-                let array = inner.library("Array", inSignature: false)
-                inner.line("switch \(array)(value.utf8) {")
-                for variant in variants {
-                    let values = variant.values.map { "\(array)(\(SwiftNames.literal($0)).utf8)" }.joined(
-                        separator: ", ")
-                    inner.line("case \(values):")
+                // Compared in place (no array per value).
+                inner.line("let bytes = value.utf8")
+                for (index, variant) in variants.enumerated() {
+                    let condition = variant.values.map { "bytes.elementsEqual(\(SwiftNames.literal($0)).utf8)" }
+                        .joined(separator: " || ")
+                    inner.line("\(index == 0 ? "if" : "} else if") \(condition) {")
                     inner.indented {
                         $0.line(
                             "self = .\(SwiftNames.member(variant.swiftName))(try \($0.type(variant.type, inSignature: false))(from: decoder))"
                         )
                     }
                 }
-                inner.line("default:")
+                inner.line(variants.isEmpty ? "do {" : "} else {")
                 inner.indented { cases in
                     // Like a closed enum: ContractDecoder reports undeclaredEnumValue at the discriminator's path.
                     cases.line(
