@@ -104,10 +104,9 @@ import Testing
             let bytes = FileManager.default.contents(atPath: vaultDirectory.appendingPathComponent(file).path) ?? Data()
             #expect(bytes.range(of: sealed) == nil, "\(file)")
         }
-        #expect(
-            try BackupPlan.compute(dataDirectory: fixture.data, inventory: deviceOnly).items.first {
-                $0.path.hasSuffix("/deviceOnly.sqlite")
-            }?.datasets.contains("drafts") == true)
+        let plan = try BackupPlan.compute(dataDirectory: fixture.data, inventory: deviceOnly)
+        #expect(plan.items.first { $0.path.hasSuffix("/deviceOnly.sqlite") }?.datasets.contains("drafts") == true)
+        #expect(!plan.items.contains { $0.path.hasSuffix(".move.lock") })  // Keel's own, not the app's
     }
 
     @Test func aChangedSealingConvertsRecordsAndFilesInPlaceBothWays() async throws {
@@ -223,25 +222,137 @@ import Testing
         await relaunched.close()
     }
 
-    @Test func nothingToMoveRecordsTheNewDeclarationAndAnUnreadableKeyStopsTheMove() async throws {
-        // A purpose that changed moves nothing.
+    @Test func nothingToMoveRecordsTheNewDeclarationAndUnreadableDataIsLeftInPlace() async throws {
+        // A purpose that changed moves nothing, and is recorded.
         try await writeDrafts()
         let reworded = try Self.inventory(changing: "drafts") { $0.purpose = "Drafts, kept across sign-out" }
         let same = try vaults(reworded, moving: "drafts")
         #expect(try await same.open(alice).get("drafts", id: "d1") == value(1))
         await same.close()
-        // Records sealed with a key that is gone cannot be made plain: the move stops, nothing is lost.
+        let manifest = try String(contentsOf: vaultDirectory.appendingPathComponent("vault.json"), encoding: .utf8)
+        #expect(manifest.contains("Drafts, kept across sign-out"))
+        // Records sealed with a key that is gone cannot be made plain: they stay where they are, untouched, and
+        // the vault still opens (a restore onto another device must not lock the account out of its vault).
         for key in try FileManager.default.contentsOfDirectory(atPath: fixture.keys.path) where key.hasSuffix(".key") {
             try FileManager.default.removeItem(at: fixture.keys.appendingPathComponent(key))
         }
+        let before = try Data(contentsOf: vaultDirectory.appendingPathComponent("include.sqlite"))
         let unsealed = try Self.inventory(changing: "drafts") { $0.classification = .internal }
         let plain = try vaults(unsealed, moving: "drafts", after: ["v2-move-drafts"])
+        let opened = try await plain.open(alice)
         await #expect {
-            _ = try await plain.open(alice)
+            _ = try await opened.get("drafts", id: "d1")
         } throws: { error in
-            (error as? VaultError)?.code == .migrationFailed && "\(error)".contains("keyUnavailable")
+            (error as? VaultError)?.code == .declarationChanged
         }
+        try await opened.put("notes", id: "n1", Data("still usable".utf8))
         await plain.close()
+        #expect(try Data(contentsOf: vaultDirectory.appendingPathComponent("include.sqlite")).count >= before.count)
         #expect(try tables(in: "include.sqlite").contains("records.drafts"))
+        let inspected = try plain.inspect().vaults.first?.datasets.first { $0.name == "drafts" }
+        #expect(inspected?.readable == false)
+    }
+
+    @Test func anUpdateThatChangesTheDeclarationAgainBeforeAMoveFinishedEndsItThenMovesOn() async throws {
+        // Release 2 seals the feed cache and is killed right after the swap; release 3 makes it plain again.
+        try await writeDrafts()
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.write("feed-cache") { records in
+            for index in 0..<Self.records { try records.put("f\(index)", value(index)) }
+        }
+        try await vault.writeFile("feed-cache", named: "page.json", contents: value(1))
+        await fixture.vaults.close()
+        let personal = try Self.inventory(changing: "feed-cache") { $0.classification = .personal }
+        let release2 = try vaults(personal, moving: "feed-cache", interruptAt: "swapped")
+        await #expect(throws: VaultError.self) { _ = try await release2.open(alice) }
+        await release2.close()
+        // Meanwhile an older build (format 1) would read the swapped table by the old declaration: refused.
+        let manifest = try String(contentsOf: vaultDirectory.appendingPathComponent("vault.json"), encoding: .utf8)
+        #expect(manifest.contains(#""format" : 2"#), "\(manifest)")
+        let release3 = try vaults(VaultFixture.inventory, moving: "feed-cache")
+        let reopened = try await release3.open(alice)
+        #expect(try await reopened.read("feed-cache") { try $0.ids() }.count == Self.records)
+        #expect(try await reopened.get("feed-cache", id: "f7") == value(7))
+        #expect(try await reopened.readFile("feed-cache", named: "page.json") == value(1))
+        await release3.close()
+        let done = try String(contentsOf: vaultDirectory.appendingPathComponent("vault.json"), encoding: .utf8)
+        #expect(done.contains(#""format" : 1"#))
+
+        // Across files: release 4 moves drafts to deviceOnly and is killed after dropping the original; release
+        // 5 puts them in exclude.
+        let deviceOnly = try Self.inventory(changing: "drafts") { $0.backup = .deviceOnly }
+        let cut = try vaults(deviceOnly, moving: "drafts", interruptAt: "dropped", after: ["v2-move-feed-cache"])
+        await #expect(throws: VaultError.self) { _ = try await cut.open(alice) }
+        await cut.close()
+        let excluded = try Self.inventory(changing: "drafts") { $0.backup = .exclude }
+        let next = try vaults(excluded, moving: "drafts", after: ["v2-move-feed-cache"])
+        let moved = try await next.open(alice)
+        #expect(try await moved.read("drafts") { try $0.ids() }.count == Self.records)
+        #expect(try await moved.get("drafts", id: "d9") == value(9))
+        await next.close()
+        #expect(try tables(in: "exclude.sqlite").contains("records.drafts"))
+        #expect(try !tables(in: "deviceOnly.sqlite").contains("records.drafts"))
+    }
+
+    @Test func aRecordWithAnEmptyIdMovesToo() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("drafts", id: "", Data("untitled".utf8))
+        try await vault.put("drafts", id: "a", Data("a".utf8))
+        await fixture.vaults.close()
+        let deviceOnly = try Self.inventory(changing: "drafts") { $0.backup = .deviceOnly }
+        let updated = try vaults(deviceOnly, moving: "drafts")
+        let moved = try await updated.open(alice)
+        #expect(try await moved.get("drafts", id: "") == Data("untitled".utf8))
+        #expect(try await moved.get("drafts", id: "a") == Data("a".utf8))
+        await updated.close()
+    }
+
+    @Test func aDatabaseThatDidNotComeAlongHasNothingToMoveAndTheVaultOpens() async throws {
+        // A restore onto another device: device-only data is not in the backup.
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("session-token", id: "t", Data("old token".utf8))
+        await fixture.vaults.close()
+        for companion in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(
+                at: vaultDirectory.appendingPathComponent("deviceOnly.sqlite" + companion))
+        }
+        let excluded = try Self.inventory(changing: "session-token") { $0.backup = .exclude }
+        let updated = try vaults(excluded, moving: "session-token")
+        let opened = try await updated.open(alice)
+        #expect(try await opened.get("session-token", id: "t") == nil)
+        try await opened.put("session-token", id: "t", Data("signed in again".utf8))
+        #expect(try await opened.get("session-token", id: "t") == Data("signed in again".utf8))
+        await updated.close()
+    }
+
+    @Test func twoOpenersRunningTheMoveAtOnceTakeTurnsAndLoseNothing() async throws {
+        try await writeDrafts()
+        let personal = try Self.inventory(changing: "feed-cache") { $0.classification = .personal }
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.write("feed-cache") { records in
+            for index in 0..<Self.records { try records.put("f\(index)", value(index)) }
+        }
+        await fixture.vaults.close()
+        // An app and its extension: two openers of one vault, each running the release's migration. The first
+        // mover is slowed after each batch so that the second one arrives while it is under way.
+        func opener() throws -> Vaults {
+            var schema = VaultSchema()
+            schema.registerMigration("v2-move-feed-cache") { vault in
+                vault.moveStep.withLock { hook in hook = { _ in usleep(2000) } }
+                try await vault.moveToCurrentDeclaration("feed-cache")
+            }
+            return try Vaults(
+                dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: personal, schema: schema)
+        }
+        let (app, extensionVaults) = (try opener(), try opener())
+        async let first = app.open(alice)
+        async let second = extensionVaults.open(alice)
+        let (one, other) = try await (first, second)
+        for opened in [one, other] {
+            #expect(try await opened.read("feed-cache") { try $0.ids() }.count == Self.records)
+            #expect(try await opened.get("feed-cache", id: "f255") == value(255))
+        }
+        await app.close()
+        await extensionVaults.close()
     }
 }

@@ -104,6 +104,7 @@ public struct BackupPlan: Sendable, Equatable, Codable {
                         opensOnAnotherDevice: disposition == .transferred && !sealed))
             }
             add(VaultManifest.fileName, [], policy: .include)
+            owned.insert(prefix + VaultFiles.moveLock)  // an empty lock file: nothing to back up or restore
             let entries = manifest.datasets.map { (name: $0.key, entry: $0.value) }
             for policy in Dataset.BackupPolicy.allCases {
                 let sharing = entries.filter { $0.entry.declaration.backup == policy && $0.entry.hasRecords }

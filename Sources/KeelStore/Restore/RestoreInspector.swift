@@ -168,12 +168,6 @@ public struct RestoreInspector: Sendable {
     private func problem(of entry: VaultManifest.Entry, name: String, directory: String, manifest: VaultManifest)
         -> DatasetInspection.Reason?
     {
-        if entry.hasRecords || entry.hasFiles, let declared = inventory?.datasets[name],
-            entry.moving == true || declared.backup != entry.declaration.backup
-                || (declared.classification >= .personal) != entry.sealed
-        {
-            return .declarationChanged
-        }
         if entry.hasRecords {
             let file = directory + "/" + VaultFiles.database(entry.declaration.backup)
             switch DurableFiles.kind(file) {
@@ -193,12 +187,21 @@ public struct RestoreInspector: Sendable {
             default: return .damaged
             }
         }
-        guard entry.sealed, entry.hasRecords || entry.hasFiles, let keyID = entry.keyID else { return nil }
+        // Missing, damaged or keyless data is reported as that first: what a move could do with it depends on it.
+        // Then data written under another declaration than the inventory's now, not moved yet (or mid-move).
+        let changed: Bool = {
+            guard entry.hasRecords || entry.hasFiles, let declared = inventory?.datasets[name] else { return false }
+            return entry.moving != nil || declared.backup != entry.declaration.backup
+                || (declared.classification >= .personal) != entry.sealed
+        }()
+        guard entry.sealed, entry.hasRecords || entry.hasFiles, let keyID = entry.keyID else {
+            return changed ? .declarationChanged : nil
+        }
         do {
             guard let key = try keyStore.key(keyID), key.namespace == manifest.namespace,
                 Hex.encode(key.entanglement) == manifest.entanglement
             else { return .keyUnavailable }
-            return nil
+            return changed ? .declarationChanged : nil
         } catch {
             switch error.code {
             case .locked: return .keyStoreLocked

@@ -377,145 +377,180 @@ public final class Vault: Sendable {
     /// }
     /// ```
     ///
-    /// Safe to interrupt (a killed app runs it again at the next open, and it finishes): records are copied
-    /// before the old copy is deleted, and the manifest names the new place only once they are all there.
-    /// The old copy is deleted with its bytes overwritten (secure delete, WAL checkpoint), so data moved out of
-    /// a backed-up file does not linger in it. Records still sealed with a key that is unavailable cannot
-    /// be made plain: the move then throws `keyUnavailable` and leaves everything as it was. Nothing to move
-    /// (the declaration changed in other ways, or nothing was written yet) records the new declaration.
+    /// - Safe to interrupt: records are copied before the old copy is deleted, and the manifest names the new
+    ///   place only once they are all there; where it was going is recorded first (the vault's format says so
+    ///   meanwhile, so an older app leaves it alone). A killed app runs it again at the next open and it
+    ///   finishes — also when an update in between changed the declaration again: the unfinished move ends
+    ///   where it was going, then the data moves on.
+    /// - One process at a time: an app and its extension opening the vault together take turns (for up to
+    ///   30 s; then this call throws `ioError` and the next open tries again).
+    /// - The old copy is deleted with its bytes overwritten (secure delete), so data moved out of a
+    ///   backed-up file does not stay in it once the write-ahead log is checkpointed.
+    /// - Data that cannot be read here is left where it is, untouched, and the call returns false: records
+    ///   sealed with a key that is not available (a restore onto another device) cannot be made plain. The
+    ///   vault still opens; the dataset stays refused (`declarationChanged`) and is reported so by the
+    ///   restore inspector. A database file that did not come along (device-only data after a restore) has
+    ///   nothing to move: the dataset starts empty at its new place (the restore inspector, run before the
+    ///   vault is opened, reported its records missing).
     ///
-    /// - Throws: ``VaultError`` — `vaultClosed`, `keyUnavailable`, `locked`, `keyStoreFailed`, `damaged`,
-    ///   `databaseFailed`, `ioError`; the inventory's `undeclared`.
-    public func moveToCurrentDeclaration(_ dataset: String) async throws {
+    /// Nothing to move (the declaration changed in other ways, or nothing was written yet) records the new
+    /// declaration.
+    ///
+    /// - Returns: false when the data was left in place because it cannot be read here.
+    /// - Throws: ``VaultError`` — `vaultClosed`, `locked`, `keyStoreFailed`, `damaged`, `databaseFailed`,
+    ///   `ioError`; the inventory's `undeclared`.
+    @discardableResult
+    public func moveToCurrentDeclaration(_ dataset: String) async throws -> Bool {
         let declaration = try declaration(of: dataset)
-        try await run(dataset: dataset) {
+        return try await run(dataset: dataset) {
             try await onFileQueue {
                 try self.requireOpen()
-                try self.move(dataset, to: declaration)
+                let lock: ExclusiveFileLock
+                do {
+                    lock = try ExclusiveFileLock(
+                        self.path + "/" + VaultFiles.moveLock, .file, waitingUpTo: .seconds(30))
+                } catch {
+                    throw VaultError(
+                        code: .ioError, namespace: self.namespace.rawValue, dataset: dataset,
+                        message: "another process has been moving data of this vault for 30 s; nothing was changed")
+                }
+                defer { lock.release() }
+                // The manifest as it is on disk: another process may have moved it (or purged it) meanwhile.
+                try self.withLockedManifest { _ in }
+                return try self.move(dataset, to: declaration)
             }
         }
     }
 
-    private func move(_ dataset: String, to declaration: Dataset) throws {
-        guard let entry = state.withLock({ $0.manifest.datasets[dataset] }) else { return }
-        let sealed = declaration.classification >= .personal
-        let from = entry.declaration.backup
-        let to = declaration.backup
-        guard entry.moving == true || from != to || entry.sealed != sealed else {
-            try updateManifest { $0.datasets[dataset]?.declaration = declaration }
-            return
-        }
-        if entry.moving == true, from != to {
-            // A conversion within the old file was cut short, and the declaration has changed again since: which
-            // sealing its records are in depends on the declaration that move was for. Not guessed at.
-            throw VaultError(
-                code: .declarationChanged, namespace: namespace.rawValue, dataset: dataset,
-                message:
-                    "a move of \(dataset) within \(VaultFiles.database(from)) was cut short, and its backup policy has changed again since: run the release that started that move once more first; nothing was changed"
-            )
-        }
-        // Sealed from now on: the key is stored and recorded before anything is sealed with it (a move cut
-        // short and run again seals with the same key).
-        var target: RecordSealer?
-        if sealed {
-            if let keyID = entry.keyID {
-                target = try sealer(keyID, dataset: dataset)
-            } else {
-                let key = try withLockedManifest { manifest throws(VaultError) -> KeyID in
-                    if let existing = manifest.datasets[dataset]?.keyID { return existing }
-                    let key = try createKey()
-                    manifest.datasets[dataset]?.keyID = key.id
-                    return key.id
-                }
-                target = try sealer(key, dataset: dataset)
+    private func move(_ dataset: String, to declaration: Dataset) throws -> Bool {
+        let wanted = VaultManifest.MoveTarget(
+            backup: declaration.backup, sealed: declaration.classification >= .personal)
+        // At most twice: an unfinished move to where it was going, then on to where the inventory says now.
+        for _ in 0..<2 {
+            guard let entry = state.withLock({ $0.manifest.datasets[dataset] }) else { return true }
+            let target = entry.moving ?? wanted
+            guard entry.moving != nil || target.backup != entry.declaration.backup || target.sealed != entry.sealed
+            else {
+                try updateManifest { $0.datasets[dataset]?.declaration = declaration }
+                return true
             }
+            guard try move(dataset, entry, to: target, declaration) else { return false }
         }
-        let converting = entry.sealed != sealed
-        let old = Access(
-            dataset: dataset, declaration: entry.declaration, pool: try pool(for: from), sealed: entry.sealed,
-            sealer: nil, table: VaultFiles.table(dataset))
-        /// A record's value as the new declaration stores it: the same bytes when the sealing did not change.
+        return true
+    }
+
+    /// One move of `dataset` (recorded as `entry`) to `target`; false when it was left in place.
+    private func move(
+        _ dataset: String, _ entry: VaultManifest.Entry, to target: VaultManifest.MoveTarget, _ declaration: Dataset
+    ) throws -> Bool {
+        let from = entry.declaration.backup
+        let converting = entry.sealed != target.sealed
+        // Sealed → plain needs every key the data may be sealed with; without one, nothing is touched.
+        if converting, entry.sealed {
+            for keyID in entry.allKeyIDs where try readKey(keyID) == nil { return false }
+        }
+        var sealer: RecordSealer?
+        if target.sealed {
+            // Stored and recorded before anything is sealed with it: a move cut short seals with the same key.
+            let keyID = try withLockedManifest { manifest throws(VaultError) -> KeyID in
+                if let existing = manifest.datasets[dataset]?.keyID { return existing }
+                let key = try createKey()
+                manifest.datasets[dataset]?.keyID = key.id
+                return key.id
+            }
+            sealer = try self.sealer(keyID, dataset: dataset)
+        }
+        let table = VaultFiles.table(dataset)
+        let staging = VaultFiles.stagingTable(dataset)
+        let sourceFile = path + "/" + VaultFiles.database(from)
+        let records = entry.hasRecords && DurableFiles.kind(sourceFile) != nil
+        let source = records ? try pool(for: from) : nil
+        if entry.moving == nil {
+            // Within one file, the converted copy goes to a staging table, made before the move is recorded: a
+            // run that finds the move recorded and no staging table knows the swap below was done.
+            if let source, from == target.backup {
+                try source.writeSync { db in
+                    try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(staging))")
+                    try db.execute(Self.createRecordsTable(staging))
+                }
+            }
+            try updateManifest { $0.datasets[dataset]?.moving = target }
+            try moveStep.withLock { $0 }?("staged")
+        }
+        /// A record's value as the target stores it: the same bytes when the sealing does not change.
         func converted(_ id: String, _ value: Data) throws -> Data {
             guard converting else { return value }
-            if let target {
-                return value.withUnsafeBytes { target.seal($0, recordID: id) }
-            }
+            if let sealer { return value.withUnsafeBytes { sealer.seal($0, recordID: id) } }
             return try value.withUnsafeBytes { raw throws(VaultError) -> Data in
-                try sealer(for: raw, old).open(raw, recordID: id, dataset: dataset)
+                guard let keyID = RecordSealer.keyID(of: raw), entry.allKeyIDs.contains(keyID) else {
+                    throw VaultError(
+                        code: .cannotOpen, namespace: namespace.rawValue, dataset: dataset, recordID: id,
+                        message: "not sealed with a key of this dataset; nothing was moved")
+                }
+                return try self.sealer(keyID, dataset: dataset).open(raw, recordID: id, dataset: dataset)
             }
         }
-        if entry.hasRecords {
-            if from != to {
-                // Into the other file's records table; then the old table goes.
-                try copyRecords(
-                    of: dataset, from: old.pool, table: old.table, to: try pool(for: to), table: old.table, converted)
-                try dropScrubbing(old.table, in: old.pool)
-                try moveStep.withLock { $0 }?("dropped")
-            } else {
-                // Within one file: converted into a staging table, which then replaces the records table in one
-                // transaction. The staging table exists from before the manifest says `moving` until that
-                // swap, so a run that finds `moving` and no staging table knows the swap was done.
-                let staging = VaultFiles.stagingTable(dataset)
-                if entry.moving != true {
-                    try old.pool.writeSync { db in
-                        try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(staging))")
-                        try db.execute(Self.createRecordsTable(staging))
-                    }
-                    try updateManifest { $0.datasets[dataset]?.moving = true }
-                    try moveStep.withLock { $0 }?("staged")
-                }
-                if try old.pool.readSync({ db in try Self.tableExists(staging, db) }) {
+        if let source {
+            if from != target.backup {
+                // Into the other file's records table; then the old table goes. Its absence means both were done.
+                if try source.readSync({ db in try Self.tableExists(table, db) }) {
                     try copyRecords(
-                        of: dataset, from: old.pool, table: old.table, to: old.pool, table: staging, converted)
-                    try old.pool.writeWithoutTransactionSync { db in
-                        try db.execute("PRAGMA secure_delete = ON")
-                        try db.inTransaction(.immediate) {
-                            try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(old.table))")
-                            try db.execute(
-                                "ALTER TABLE \(DataStore.quoted(staging)) RENAME TO \(DataStore.quoted(old.table))")
-                        }
-                        _ = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
-                    }
-                    try moveStep.withLock { $0 }?("swapped")
+                        from: source, table: table, to: try pool(for: target.backup), table: table, converted)
+                    try dropScrubbing([table], in: source, renaming: nil)
+                    try moveStep.withLock { $0 }?("dropped")
                 }
+            } else if try source.readSync({ db in try Self.tableExists(staging, db) }) {
+                try copyRecords(from: source, table: table, to: source, table: staging, converted)
+                try dropScrubbing([table], in: source, renaming: (staging, table))
+                try moveStep.withLock { $0 }?("swapped")
             }
         }
         if entry.hasFiles {
-            try moveFiles(of: dataset, old: old, to: declaration, target: target)
+            try moveFiles(of: dataset, from: entry, to: target, sealer: sealer)
         }
         try updateManifest { manifest in
             guard var moved = manifest.datasets[dataset] else { return }
-            moved.declaration = declaration
-            if !sealed, let key = moved.keyID {
+            // Where it went: the inventory's declaration, at the target's place (which an unfinished move of an
+            // earlier release may have had elsewhere: the next round moves it on).
+            var recorded = declaration
+            recorded.backup = target.backup
+            moved.declaration = recorded
+            if !target.sealed, let key = moved.keyID {
                 moved.retiredKeyIDs.append(key)
                 moved.keyID = nil
             }
-            moved.sealed = sealed
+            moved.sealed = target.sealed
             moved.moving = nil
+            // Its database file did not come along (device-only data restored onto another device): there were
+            // no records to move, and at the new place there are none (the inspector reported them missing).
+            if source == nil { moved.hasRecords = false }
             manifest.datasets[dataset] = moved
         }
         state.withLock { state in
-            state.tables.remove(old.tableKey)
+            state.tables.remove(table + "@" + from.rawValue)
             state.accesses[dataset] = nil
         }
+        return true
     }
 
     /// Copies every record of `table` in `source` into `destination`'s `target` table (created when missing),
     /// through `convert`, in batches; again and again safely (a copy replaces what an earlier run wrote).
     private func copyRecords(
-        of dataset: String, from source: DatabasePool, table: String, to destination: DatabasePool,
-        table target: String,
+        from source: DatabasePool, table: String, to destination: DatabasePool, table target: String,
         _ convert: (String, Data) throws -> Data
     ) throws {
         try destination.writeSync { db in try db.execute(Self.createRecordsTable(target)) }
         let quoted = DataStore.quoted(table)
-        var after = ""
+        var after: String?
         while true {
             let rows = try source.readSync { db -> [Row] in
                 guard try Self.tableExists(table, db) else { return [] }
-                return try db.rows(
-                    "SELECT id, value, updated_at FROM \(quoted) WHERE id > ? ORDER BY id LIMIT 256", arguments: [after]
-                )
+                // From the very first id (the empty string is one), then after the last one copied.
+                return try after.map { last in
+                    try db.rows(
+                        "SELECT id, value, updated_at FROM \(quoted) WHERE id > ? ORDER BY id LIMIT 256",
+                        arguments: [last])
+                } ?? db.rows("SELECT id, value, updated_at FROM \(quoted) ORDER BY id LIMIT 256")
             }
             guard let last = rows.last else { return }
             let batch = try rows.map { row -> (String, Data, Double) in
@@ -534,48 +569,59 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Drops `table` with its bytes overwritten and the write-ahead log emptied.
-    private func dropScrubbing(_ table: String, in pool: DatabasePool) throws {
+    /// Drops `tables` with their bytes overwritten (secure delete, then restored to what it was) and, in
+    /// the same transaction, renames `renaming.from` to `renaming.to`; then checkpoints the write-ahead log.
+    private func dropScrubbing(_ tables: [String], in pool: DatabasePool, renaming: (from: String, to: String)?)
+        throws
+    {
         try pool.writeWithoutTransactionSync { db in
+            let secure = try db.scalar(Int.self, "PRAGMA secure_delete") ?? 0
             try db.execute("PRAGMA secure_delete = ON")
-            try db.inTransaction(.immediate) { try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(table))") }
+            defer { try? db.execute("PRAGMA secure_delete = \(secure)") }
+            try db.inTransaction(.immediate) {
+                for table in tables { try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(table))") }
+                if let renaming {
+                    try db.execute(
+                        "ALTER TABLE \(DataStore.quoted(renaming.from)) RENAME TO \(DataStore.quoted(renaming.to))")
+                }
+            }
             _ = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
         }
     }
 
-    /// The files of `dataset` as the new declaration keeps them: sealed or plain (each file replaced
-    /// atomically; a file already converted by a run cut short is recognized — plaintext never
-    /// authenticates under a key), and excluded from platform backups as its policy says.
-    private func moveFiles(of dataset: String, old: Access, to declaration: Dataset, target: RecordSealer?) throws {
+    /// The files of `dataset` as `target` keeps them: sealed or plain (each file replaced atomically; a file
+    /// already converted by a run cut short is recognized — plaintext never authenticates under a key), and
+    /// excluded from platform backups or not as its policy says.
+    private func moveFiles(
+        of dataset: String, from entry: VaultManifest.Entry, to target: VaultManifest.MoveTarget,
+        sealer: RecordSealer?
+    ) throws {
         let directory = path + "/" + VaultFiles.filesDirectory + "/" + dataset
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter(
             VaultFiles.isSafeComponent)
-        let sealed = declaration.classification >= .personal
         for name in names.sorted() {
             let file = directory + "/" + name
-            if sealed != old.sealed {
+            if entry.sealed != target.sealed {
                 let bytes: [UInt8]
                 do throws(DurableFiles.Failure) { bytes = try DurableFiles.read(file, limit: Int(Int32.max)) } catch {
                     throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description)
                 }
                 let recordID = Self.fileRecordID(name)
                 let replacement: Data?
-                if let target {
+                if let sealer {
                     // Plain → sealed; a file that opens under the key was sealed by an earlier run.
                     let done = bytes.withUnsafeBytes { raw in
-                        (try? target.open(raw, recordID: recordID, dataset: dataset, kind: .file)) != nil
+                        (try? sealer.open(raw, recordID: recordID, dataset: dataset, kind: .file)) != nil
                     }
                     replacement =
-                        done ? nil : bytes.withUnsafeBytes { target.seal($0, recordID: recordID, kind: .file) }
+                        done ? nil : bytes.withUnsafeBytes { sealer.seal($0, recordID: recordID, kind: .file) }
                 } else {
-                    // Sealed → plain; a file sealed with none of the dataset's keys was made plain by an earlier
-                    // run. One sealed with a key that is unavailable stops the move.
+                    // Sealed → plain (every key was found readable first); a file sealed with none of the
+                    // dataset's keys was made plain by an earlier run.
                     replacement = try bytes.withUnsafeBytes { raw throws(VaultError) -> Data? in
-                        guard let id = RecordSealer.keyID(of: raw),
-                            state.withLock({ $0.manifest.datasets[dataset]?.allKeyIDs.contains(id) ?? false })
-                        else { return nil }
-                        return try sealer(id, dataset: dataset).open(
-                            raw, recordID: recordID, dataset: dataset, kind: .file)
+                        guard let id = RecordSealer.keyID(of: raw), entry.allKeyIDs.contains(id) else { return nil }
+                        let opener = try self.sealer(id, dataset: dataset)
+                        return try? opener.open(raw, recordID: recordID, dataset: dataset, kind: .file)
                     }
                 }
                 if let replacement {
@@ -586,7 +632,7 @@ public final class Vault: Sendable {
                     }
                 }
             }
-            try BackupExclusion.apply(to: file, policy: declaration.backup)
+            try BackupExclusion.set(file, excluded: target.backup != .include)
             try moveStep.withLock { $0 }?("file")
         }
     }
@@ -752,7 +798,7 @@ public final class Vault: Sendable {
         // (or sealed bytes would pass for plaintext), and a logout would judge the files by the old
         // declaration while new records went to the new file. Refused until the app moves it.
         if let written = state.withLock({ $0.manifest.datasets[dataset] }), written.hasRecords || written.hasFiles,
-            written.declaration.backup != declaration.backup || written.sealed != sealed
+            written.moving != nil || written.declaration.backup != declaration.backup || written.sealed != sealed
         {
             throw VaultError(
                 code: .declarationChanged, namespace: namespace.rawValue, dataset: dataset,
@@ -1176,6 +1222,19 @@ public final class VaultRecords {
 /// `isExcludedFromBackup`, which a file replacement resets — hence applied after every write. Elsewhere
 /// the backup plan (``BackupPlan``) is the record a backup tool follows.
 enum BackupExclusion {
+    /// Sets or clears the platform's exclusion from backup (a file whose dataset moved to `include` must be
+    /// backed up again).
+    static func set(_ path: String, excluded: Bool) throws(VaultError) {
+        #if canImport(Darwin)
+            var url = URL(fileURLWithPath: path)
+            var values = URLResourceValues()
+            values.isExcludedFromBackup = excluded
+            do { try url.setResourceValues(values) } catch {
+                throw VaultError(code: .ioError, message: "\(path) cannot be marked for backup: \(error)")
+            }
+        #endif
+    }
+
     static func apply(to path: String, policy: Dataset.BackupPolicy) throws(VaultError) {
         #if canImport(Darwin)
             guard policy != .include else { return }

@@ -6,7 +6,12 @@ import KeelCore
 /// no app code) knows which datasets existed, how they were declared, which keys sealed them and which
 /// permissions were granted on which device. It holds no secret and no raw account id.
 struct VaultManifest: Codable, Equatable {
-    static let currentFormat = 1
+    /// The newest format this app reads. Format 2 is written only while a dataset is being moved to a
+    /// changed declaration (``Entry/moving``): an app that knows only format 1 would read its records by the
+    /// old declaration, so it leaves such a vault alone (`formatTooNew`) until the move is done.
+    static let currentFormat = 2
+    /// The format of a manifest without a move under way.
+    static let baseFormat = 1
     static let fileName = "vault.json"
 
     /// The vault format version (``currentFormat`` when this app wrote it).
@@ -38,12 +43,18 @@ struct VaultManifest: Codable, Equatable {
         var hasRecords: Bool
         /// Whether files were ever written.
         var hasFiles: Bool
-        /// Set while ``Vault/moveToCurrentDeclaration(_:)`` converts its records within their database
-        /// file (sealing changed, backup policy did not): the converted copy is in the staging table
+        /// Where ``Vault/moveToCurrentDeclaration(_:)`` is moving it, while it does (recorded before any data
+        /// is touched). Within one database file the converted copy is in the staging table
         /// (``VaultFiles/stagingTable(_:)``) until it replaces the records table.
-        var moving: Bool? = nil
+        var moving: MoveTarget? = nil
 
         var allKeyIDs: [KeyID] { (keyID.map { [$0] } ?? []) + retiredKeyIDs }
+    }
+
+    /// Where a dataset's data goes: the database file of a backup policy, sealed or plain.
+    struct MoveTarget: Codable, Equatable {
+        var backup: Dataset.BackupPolicy
+        var sealed: Bool
     }
 
     struct Grant: Codable, Equatable {
@@ -128,8 +139,10 @@ struct VaultManifest: Codable, Equatable {
     func write(directory: String) throws(VaultError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        var written = self
+        written.format = datasets.values.contains { $0.moving != nil } ? Self.currentFormat : Self.baseFormat
         let data: Data
-        do { data = try encoder.encode(self) } catch {
+        do { data = try encoder.encode(written) } catch {
             throw VaultError(code: .ioError, message: "vault manifest cannot be encoded: \(error)")
         }
         do {
@@ -211,6 +224,9 @@ enum VaultFiles {
     /// The table a dataset's records are converted into when its sealing changes (never a records table:
     /// those all start with `records.`).
     static func stagingTable(_ dataset: String) -> String { "moving." + dataset }
+    /// The lock file a move to a changed declaration (and a purge) holds in a vault directory: one process at a
+    /// time moves or deletes a vault's data.
+    static let moveLock = ".move.lock"
 
     /// Whether `name` may be used as a path component: 1…128 characters of `A-Z a-z 0-9 . _ -`, not
     /// starting with a dot.

@@ -241,7 +241,7 @@ public actor Vaults {
                 code: .keyStoreFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
         }
         let manifest = VaultManifest(
-            format: VaultManifest.currentFormat, namespace: namespace.rawValue,
+            format: VaultManifest.baseFormat, namespace: namespace.rawValue,
             entanglement: Hex.encode(AESGCM.randomBytes(16)), datasets: [:], permissions: nil, pendingPurge: nil,
             migrations: schema.summary.everything)
         try manifest.write(directory: directory)
@@ -369,6 +369,19 @@ public actor Vaults {
                 fresh.pendingPurge = .init(trigger: trigger, datasets: affected)
             }
         }
+        // Not while another process moves data of this vault to a changed declaration: it would write copies
+        // after the drops below (its move waits for this purge in turn, and finds the datasets gone).
+        let moveLock: ExclusiveFileLock
+        do {
+            moveLock = try ExclusiveFileLock(directory + "/" + VaultFiles.moveLock, .file, waitingUpTo: .seconds(30))
+        } catch {
+            throw VaultError(
+                code: .ioError, namespace: namespace.rawValue,
+                message:
+                    "another process has been moving data of this vault for 30 s; the deletion is recorded and finishes at the next open"
+            )
+        }
+        defer { moveLock.release() }
         // 1. Shred: without its key, whatever a crash leaves of the data below is unreadable.
         for name in affected {
             for id in manifest.datasets[name]?.allKeyIDs ?? [] {
