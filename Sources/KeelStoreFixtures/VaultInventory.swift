@@ -38,4 +38,16 @@ public enum VaultInventory {
             ])
         } catch { preconditionFailure("the vault fixture inventory is refused: \(error)") }
     }()
+
+    /// ``inventory`` with `change` applied to the declaration of `name` (an app update that changed it).
+    ///
+    /// - Throws: ``InventoryError`` when the changed declarations are refused.
+    public static func inventory(changing name: String, _ change: (inout Dataset) -> Void) throws -> Inventory {
+        try Inventory(
+            inventory.datasets.values.map { dataset in
+                var dataset = dataset
+                if dataset.name == name { change(&dataset) }
+                return dataset
+            })
+    }
 }

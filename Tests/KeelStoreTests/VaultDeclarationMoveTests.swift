@@ -20,12 +20,7 @@ import Testing
 
     /// The fixture's inventory with `change` applied to dataset `name`.
     static func inventory(changing name: String, _ change: (inout Dataset) -> Void) throws -> Inventory {
-        try Inventory(
-            VaultFixture.inventory.datasets.values.map { dataset in
-                var dataset = dataset
-                if dataset.name == name { change(&dataset) }
-                return dataset
-            })
+        try VaultInventory.inventory(changing: name, change)
     }
 
     /// Vaults on the fixture's directories with `inventory` and one migration that moves `dataset`, stopping
@@ -354,5 +349,72 @@ import Testing
         }
         await app.close()
         await extensionVaults.close()
+    }
+
+    /// A real process moving a dataset is killed with SIGKILL at each step of the move in turn: the staging
+    /// or recording of the move, after each batch of records, after the swap or the drop, after a file. Every
+    /// time the next open finishes the move, and every record and file reads back as written.
+    @Test(arguments: [
+        ["drafts", "--backup", "deviceOnly"], ["feed-cache", "--classification", "personal"],
+    ])
+    func aMoveKilledWithSIGKILLAtEveryStepFinishesAtTheNextOpen(change: [String]) async throws {
+        let dataset = change[0]
+        let inventory = try Self.inventory(changing: dataset) { declaration in
+            if change[1] == "--backup" {
+                declaration.backup = .deviceOnly
+            } else {
+                declaration.classification = .personal
+            }
+        }
+        var moment = 1
+        while true {
+            let fixture = try VaultFixture("keel-vault-move-kill")
+            let vault = try await fixture.vaults.open(alice)
+            try await vault.write(dataset) { records in
+                for index in 0..<Self.records { try records.put("r\(index)", value(index)) }
+            }
+            try await vault.writeFile(dataset, named: "page.json", contents: value(1))
+            await fixture.vaults.close()
+
+            let child = try ChildProcess.launch(
+                product: "keel-fixtures",
+                arguments: ["vault-move", "--data", fixture.data.path, "--keys", fixture.keys.path, "--dataset"]
+                    + change
+            )
+            var steps: [String] = []
+            var finished = false
+            while steps.count < moment {
+                guard let line = try await child.nextLine(timeout: .seconds(60)) else { break }
+                if line == "moved" { finished = true }
+                guard line.hasPrefix("step ") else { continue }
+                steps.append(String(line.dropFirst(5)))
+                if steps.count < moment { try child.writeLine("go") }
+            }
+            if finished || steps.count < moment {
+                // Past the last step: the whole move ran; every kill point has been tried.
+                child.closeInput()
+                _ = try await child.waitForExit()
+                #expect(moment > 3, "too few steps: \(steps); \(child.output(of: .standardError))")
+                break
+            }
+            child.kill()
+            #expect(try await child.waitForExit() == .signaled(ChildProcess.Signal.kill))
+
+            var schema = VaultSchema()
+            schema.registerMigration("v2-move") { try await $0.moveToCurrentDeclaration(dataset) }
+            let relaunched = try Vaults(
+                dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: inventory, schema: schema)
+            let reopened = try await relaunched.open(alice)
+            let ids = try await reopened.read(dataset) { try $0.ids() }
+            #expect(ids.count == Self.records, "killed at \(steps.last ?? "-")")
+            for index in [0, 255, 256, Self.records - 1] {
+                #expect(
+                    try await reopened.get(dataset, id: "r\(index)") == value(index), "killed at \(steps.last ?? "-")")
+            }
+            #expect(
+                try await reopened.readFile(dataset, named: "page.json") == value(1), "killed at \(steps.last ?? "-")")
+            await relaunched.close()
+            moment += 1
+        }
     }
 }
