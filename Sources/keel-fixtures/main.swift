@@ -21,9 +21,9 @@
 //     opens alice@example.com's vault (VaultInventory) and logs out, printing "shredded <key id>" after
 //     each key it deletes and waiting for a line on stdin before going on; then "logged out <datasets>"
 //   keel-fixtures vault-move --data DIR --keys DIR --dataset NAME (--backup POLICY | --classification C)
-//     opens alice@example.com's vault with VaultInventory's declaration of NAME changed so, and a vault
-//     migration "v2-move" that moves it (Vault.moveToCurrentDeclaration); prints "step <name>" at each step
-//     of the move and waits for a line on stdin before going on; then "moved"
+//     opens alice@example.com's vault with VaultInventory's declaration of NAME changed so (opening moves it:
+//     Vault.moveToCurrentDeclaration); prints "step <name>" at each step of the move and waits for a line on
+//     stdin before going on; then "moved"
 //   keel-fixtures journal-send      --journal PATH --server URL --key KEY
 //     sends a keyed POST /mutations (operation id "outbox-1") through a client with an SQLite operation
 //     journal, printing "sending" once the entry is on disk; the test kills it while the server stalls
@@ -172,19 +172,15 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "vault-move" {
                 declaration.classification = classification
             }
         }
-        var schema = VaultSchema()
-        schema.registerMigration("v2-move") { vault in
-            vault.moveStep.withLock { hook in
-                hook = { step in
-                    FileHandle.standardOutput.write(Data("step \(step)\n".utf8))
-                    _ = readLine()
-                }
-            }
-            try await vault.moveToCurrentDeclaration(dataset)
-        }
         let dataURL = URL(fileURLWithPath: data)
         let store = try FileKeyStore(directory: URL(fileURLWithPath: keys), dataDirectories: [dataURL], create: false)
-        let vaults = try Vaults(dataDirectory: dataURL, keyStore: store, inventory: inventory, schema: schema)
+        let vaults = try Vaults(dataDirectory: dataURL, keyStore: store, inventory: inventory)
+        vaults.moveStep.withLock { hook in
+            hook = { step in
+                FileHandle.standardOutput.write(Data("step \(step)\n".utf8))
+                _ = readLine()
+            }
+        }
         _ = try await vaults.open(try AccountID("alice@example.com"))
         print("moved")
     } catch {

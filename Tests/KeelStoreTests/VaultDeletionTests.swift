@@ -1,6 +1,7 @@
 import Foundation
 import KeelCore
 import KeelStore
+import KeelStoreFixtures
 import KeelTesting
 import Testing
 
@@ -344,23 +345,30 @@ import Testing
         #expect(await Self.code { try await reopened.replaceUnavailableKey("notes") } == "misplaced")
     }
 
-    /// Replacing a key records the dataset's declaration: one that moved the records to another file since
-    /// they were written is refused, so that the vault keeps finding them where they are.
+    /// Replacing a key records the dataset's declaration. Records whose declaration moved them to another file
+    /// are moved when the vault opens (sealed bytes move as they are, with no key needed), and the key is then
+    /// replaced at the new place; records that cannot be moved (to be made plain, with no key to open them)
+    /// stay where they are, and their key is not replaced under the new declaration.
     @Test func aKeyIsNotReplacedUnderADeclarationThatMovedTheRecords() async throws {
         let vault = try await fillAlice()
         await fixture.vaults.close()
         for id in try keyIDs(vault.namespace) { try fixture.keyStore.delete(id) }
-        var notes = try #require(VaultFixture.inventory.datasets["notes"])
-        notes.backup = .exclude
-        let updated = try Inventory(VaultFixture.inventory.datasets.values.filter { $0.name != "notes" } + [notes])
-        let moved = try Vaults(dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: updated)
+        // Made plain: the records cannot be opened here, so they stay, and so does their declaration.
+        let plain = try VaultInventory.inventory(changing: "notes") { $0.classification = .internal }
+        let unsealed = try Vaults(dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: plain)
+        let kept = try await unsealed.open(alice)
+        #expect(await Self.code { try await kept.replaceUnavailableKey("notes") } == "declarationChanged")
+        #expect(await Self.code { _ = try await kept.get("notes", id: "n1") } == "declarationChanged")
+        await unsealed.close()
+        // Moved to another file: the ciphertext moves as it is; the key is replaced there and the old
+        // ciphertext kept.
+        let excluded = try VaultInventory.inventory(changing: "notes") { $0.backup = .exclude }
+        let moved = try Vaults(dataDirectory: fixture.data, keyStore: fixture.keyStore, inventory: excluded)
         let reopened = try await moved.open(alice)
-        #expect(await Self.code { try await reopened.replaceUnavailableKey("notes") } == "declarationChanged")
+        #expect(await Self.code { _ = try await reopened.get("notes", id: "n1") } == "keyUnavailable")
+        try await reopened.replaceUnavailableKey("notes")
+        #expect(try await reopened.read("notes") { try $0.ids() } == ["n1"])
         await moved.close()
-        // Under the declaration it was written with, the key is replaced and the old ciphertext kept.
-        let same = try await fixture.vaults.open(alice)
-        try await same.replaceUnavailableKey("notes")
-        #expect(try await same.read("notes") { try $0.ids() } == ["n1"])
     }
 
     @Test func aLogoutInterruptedByAnUnavailableKeyStoreIsFinishedBeforeTheVaultIsUsedAgain() async throws {

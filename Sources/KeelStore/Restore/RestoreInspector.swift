@@ -135,9 +135,9 @@ public struct RestoreInspector: Sendable {
                     }
                 case .pendingDeletion: break
                 case .declarationChanged:
-                    // A pending vault migration of this app may be the one that moves it; without one, nothing
-                    // in this app can.
-                    if pendingMigrations.isEmpty { conditions.insert(.schemaTooOld) }
+                    // Opening the vault moves it (``Vault/moveToCurrentDeclaration(_:)``); what could stop that
+                    // (a missing key, a missing file) is reported as that reason instead.
+                    break
                 }
             }
             datasets.append(inspection)

@@ -33,6 +33,8 @@ public final class Vault: Sendable {
     private let state: Locked<State>
     /// Serializes file work and manifest updates; closing drains it.
     private let fileQueue = DispatchQueue(label: "keel.vault.files")
+    /// Where moves to a changed declaration run (``moveToCurrentDeclaration(_:)``).
+    private let moveQueue = DispatchQueue(label: "keel.vault.move")
     /// Tests only: runs when a write is about to make a dataset's first key, before it waits for the file
     /// queue (where a close() may overtake it).
     package let beforeFirstKey = Locked<(@Sendable () -> Void)?>(nil)
@@ -347,7 +349,7 @@ public final class Vault: Sendable {
                 throw VaultError(
                     code: .declarationChanged, namespace: self.namespace.rawValue, dataset: dataset,
                     message:
-                        "\(dataset) was written with backup \(entry.declaration.backup.rawValue), sealed; the inventory now says backup \(declaration.backup.rawValue)\(declaration.classification >= .personal ? "" : ", plain"). Move it with moveToCurrentDeclaration (from a vault migration) before replacing its key"
+                        "\(dataset) was written with backup \(entry.declaration.backup.rawValue), sealed; the inventory now says backup \(declaration.backup.rawValue)\(declaration.classification >= .personal ? "" : ", plain"). It is moved when the vault opens; its key is replaced after that"
                 )
             }
             if try self.readKey(old) != nil {
@@ -368,30 +370,27 @@ public final class Vault: Sendable {
 
     /// Moves `dataset`'s records and files to where and how the inventory now declares them: into the
     /// database file of its new backup policy, sealed or plain as its new classification asks. An app update
-    /// that changes either leaves the data where it was written, refused with `declarationChanged` until it
-    /// is moved; run this from a ``VaultSchema`` migration shipped in the same release:
-    ///
-    /// ```swift
-    /// schema.registerMigration("v2-session-token-device-only") { vault in
-    ///     try await vault.moveToCurrentDeclaration("session-token")
-    /// }
-    /// ```
+    /// that changes either leaves the data where it was written, refused with `declarationChanged` until it is
+    /// moved — which ``Vaults`` does for every such dataset when it opens the vault, before the vault's
+    /// migrations run. Call it yourself to know the outcome, or to move a dataset again after the cause of a
+    /// refusal is gone.
     ///
     /// - Safe to interrupt: records are copied before the old copy is deleted, and the manifest names the new
     ///   place only once they are all there; where it was going is recorded first (the vault's format says so
-    ///   meanwhile, so an older app leaves it alone). A killed app runs it again at the next open and it
+    ///   meanwhile, so an older app leaves it alone). A killed app moves it again at the next open and it
     ///   finishes — also when an update in between changed the declaration again: the unfinished move ends
     ///   where it was going, then the data moves on.
     /// - One process at a time: an app and its extension opening the vault together take turns (for up to
-    ///   30 s; then this call throws `ioError` and the next open tries again).
+    ///   30 s; then this call throws `ioError`, and the next open tries again), and so do deletion triggers.
     /// - The old copy is deleted with its bytes overwritten (secure delete), so data moved out of a
     ///   backed-up file does not stay in it once the write-ahead log is checkpointed.
+    /// - Sealed records that only change files move as they are: no key is needed.
     /// - Data that cannot be read here is left where it is, untouched, and the call returns false: records
-    ///   sealed with a key that is not available (a restore onto another device) cannot be made plain. The
-    ///   vault still opens; the dataset stays refused (`declarationChanged`) and is reported so by the
-    ///   restore inspector. A database file that did not come along (device-only data after a restore) has
-    ///   nothing to move: the dataset starts empty at its new place (the restore inspector, run before the
-    ///   vault is opened, reported its records missing).
+    ///   or files sealed with a key that is not available (a restore onto another device) cannot be made
+    ///   plain. The dataset stays refused (`declarationChanged`), the restore inspector reports why, and the
+    ///   next open tries again. A database file that did not come along (device-only data after a restore)
+    ///   has nothing to move: the dataset starts empty at its new place (the restore inspector, run before
+    ///   the vault is opened, reported its records missing).
     ///
     /// Nothing to move (the declaration changed in other ways, or nothing was written yet) records the new
     /// declaration.
@@ -403,23 +402,47 @@ public final class Vault: Sendable {
     public func moveToCurrentDeclaration(_ dataset: String) async throws -> Bool {
         let declaration = try declaration(of: dataset)
         return try await run(dataset: dataset) {
-            try await onFileQueue {
-                try self.requireOpen()
-                let lock: ExclusiveFileLock
-                do {
-                    lock = try ExclusiveFileLock(
-                        self.path + "/" + VaultFiles.moveLock, .file, waitingUpTo: .seconds(30))
-                } catch {
-                    throw VaultError(
-                        code: .ioError, namespace: self.namespace.rawValue, dataset: dataset,
-                        message: "another process has been moving data of this vault for 30 s; nothing was changed")
-                }
-                defer { lock.release() }
-                // The manifest as it is on disk: another process may have moved it (or purged it) meanwhile.
-                try self.withLockedManifest { _ in }
-                return try self.move(dataset, to: declaration)
+            // On a queue of its own: a move waits for database writers, and a first write to a dataset waits
+            // for the file queue while it holds the writer (the other order would deadlock).
+            try await withCheckedThrowingContinuation { continuation in
+                moveQueue.async { continuation.resume(with: Result { try self.lockedMove(dataset, to: declaration) }) }
             }
         }
+    }
+
+    /// Moves every dataset whose declaration changed since it was written (or whose move was cut short) —
+    /// what `Vaults` does when it opens the vault. A dataset that cannot be moved here stays where it is:
+    /// refused, reported by the restore inspector, tried again at the next open; the vault opens regardless.
+    func moveChangedDatasets() async {
+        let changed = state.withLock { state in
+            state.manifest.datasets.filter { name, entry in
+                guard entry.hasRecords || entry.hasFiles, let declared = inventory.datasets[name],
+                    declared.isAccountBound
+                else { return false }
+                return entry.moving != nil || declared.backup != entry.declaration.backup
+                    || (declared.classification >= .personal) != entry.sealed
+            }.keys.sorted()
+        }
+        for dataset in changed { _ = try? await moveToCurrentDeclaration(dataset) }
+    }
+
+    private func lockedMove(_ dataset: String, to declaration: Dataset) throws -> Bool {
+        try self.requireOpen()
+        let lock: ExclusiveFileLock
+        do {
+            lock = try ExclusiveFileLock(
+                self.path + "/" + VaultFiles.moveLock, .file, waitingUpTo: .seconds(30))
+        } catch {
+            throw VaultError(
+                code: .ioError, namespace: self.namespace.rawValue, dataset: dataset,
+                message: "another process has been moving data of this vault for 30 s; nothing was changed")
+        }
+        defer { lock.release() }
+        // The manifest as it is on disk: another process may have moved it (or purged it) meanwhile.
+        try self.withLockedManifest { _ in }
+        // Being deleted by a deletion trigger (which finishes before the vault is handed out): not moved.
+        if state.withLock({ $0.manifest.pendingPurge?.datasets.contains(dataset) ?? false }) { return true }
+        return try self.move(dataset, to: declaration)
     }
 
     private func move(_ dataset: String, to declaration: Dataset) throws -> Bool {
@@ -445,12 +468,11 @@ public final class Vault: Sendable {
     ) throws -> Bool {
         let from = entry.declaration.backup
         let converting = entry.sealed != target.sealed
-        // Sealed → plain needs every key the data may be sealed with; without one, nothing is touched.
-        if converting, entry.sealed {
-            for keyID in entry.allKeyIDs where try readKey(keyID) == nil { return false }
-        }
+        // Sealed → plain: every file must open first (files are converted in place, one by one, and cannot be
+        // put back); records are converted into a copy, which is thrown away when one of them does not open.
+        if converting, entry.sealed, entry.hasFiles, try !filesOpen(of: dataset, entry) { return false }
         var sealer: RecordSealer?
-        if target.sealed {
+        if converting, target.sealed {
             // Stored and recorded before anything is sealed with it: a move cut short seals with the same key.
             let keyID = try withLockedManifest { manifest throws(VaultError) -> KeyID in
                 if let existing = manifest.datasets[dataset]?.keyID { return existing }
@@ -494,13 +516,27 @@ public final class Vault: Sendable {
             if from != target.backup {
                 // Into the other file's records table; then the old table goes. Its absence means both were done.
                 if try source.readSync({ db in try Self.tableExists(table, db) }) {
-                    try copyRecords(
-                        from: source, table: table, to: try pool(for: target.backup), table: table, converted)
+                    let destination = try pool(for: target.backup)
+                    do {
+                        try copyRecords(from: source, table: table, to: destination, table: table, converted)
+                    } catch let error as VaultError where Self.unreadable(error) {
+                        // Left where it is: the partial copy goes (it is nothing but this move's), and the move is
+                        // no longer recorded.
+                        try dropScrubbing([table], in: destination, renaming: nil)
+                        try updateManifest { $0.datasets[dataset]?.moving = nil }
+                        return false
+                    }
                     try dropScrubbing([table], in: source, renaming: nil)
                     try moveStep.withLock { $0 }?("dropped")
                 }
             } else if try source.readSync({ db in try Self.tableExists(staging, db) }) {
-                try copyRecords(from: source, table: table, to: source, table: staging, converted)
+                do {
+                    try copyRecords(from: source, table: table, to: source, table: staging, converted)
+                } catch let error as VaultError where Self.unreadable(error) {
+                    try dropScrubbing([staging], in: source, renaming: nil)
+                    try updateManifest { $0.datasets[dataset]?.moving = nil }
+                    return false
+                }
                 try dropScrubbing([table], in: source, renaming: (staging, table))
                 try moveStep.withLock { $0 }?("swapped")
             }
@@ -508,6 +544,10 @@ public final class Vault: Sendable {
         if entry.hasFiles {
             try moveFiles(of: dataset, from: entry, to: target, sealer: sealer)
         }
+        let targetFile = path + "/" + VaultFiles.database(target.backup)
+        let targetHasTable =
+            try source == nil && entry.hasRecords && DurableFiles.kind(targetFile) == .file
+            && pool(for: target.backup).readSync { db in try Self.tableExists(table, db) }
         try updateManifest { manifest in
             guard var moved = manifest.datasets[dataset] else { return }
             // Where it went: the inventory's declaration, at the target's place (which an unfinished move of an
@@ -522,8 +562,9 @@ public final class Vault: Sendable {
             moved.sealed = target.sealed
             moved.moving = nil
             // Its database file did not come along (device-only data restored onto another device): there were
-            // no records to move, and at the new place there are none (the inspector reported them missing).
-            if source == nil { moved.hasRecords = false }
+            // no records to move, and at the new place there are none (the inspector reported them missing) —
+            // unless a move cut short before the restore had copied some there.
+            if source == nil, entry.hasRecords, !targetHasTable { moved.hasRecords = false }
             manifest.datasets[dataset] = moved
         }
         state.withLock { state in
@@ -621,6 +662,8 @@ public final class Vault: Sendable {
                     replacement = try bytes.withUnsafeBytes { raw throws(VaultError) -> Data? in
                         guard let id = RecordSealer.keyID(of: raw), entry.allKeyIDs.contains(id) else { return nil }
                         let opener = try self.sealer(id, dataset: dataset)
+                        // Checked to open before anything was converted (filesOpen); a plain file an earlier run
+                        // wrote never authenticates.
                         return try? opener.open(raw, recordID: recordID, dataset: dataset, kind: .file)
                     }
                 }
@@ -635,6 +678,35 @@ public final class Vault: Sendable {
             try BackupExclusion.set(file, excluded: target.backup != .include)
             try moveStep.withLock { $0 }?("file")
         }
+    }
+
+    /// Whether every file of `dataset` that is sealed with one of its keys opens (files a cut-short move
+    /// already made plain open trivially).
+    private func filesOpen(of dataset: String, _ entry: VaultManifest.Entry) throws -> Bool {
+        let directory = path + "/" + VaultFiles.filesDirectory + "/" + dataset
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter(
+            VaultFiles.isSafeComponent)
+        for name in names {
+            let bytes: [UInt8]
+            do throws(DurableFiles.Failure) {
+                bytes = try DurableFiles.read(directory + "/" + name, limit: Int(Int32.max))
+            } catch {
+                throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description)
+            }
+            let opens = bytes.withUnsafeBytes { raw -> Bool in
+                guard let id = RecordSealer.keyID(of: raw), entry.allKeyIDs.contains(id) else { return true }
+                guard let opener = try? self.sealer(id, dataset: dataset) else { return false }
+                return (try? opener.open(raw, recordID: Self.fileRecordID(name), dataset: dataset, kind: .file)) != nil
+            }
+            if !opens { return false }
+        }
+        return true
+    }
+
+    /// Whether `error` says data cannot be read here (a key that is not available, an envelope that does
+    /// not open), as opposed to a failure worth retrying.
+    private static func unreadable(_ error: VaultError) -> Bool {
+        error.code == .keyUnavailable || error.code == .cannotOpen
     }
 
     private static func createRecordsTable(_ table: String) -> String {
@@ -803,7 +875,7 @@ public final class Vault: Sendable {
             throw VaultError(
                 code: .declarationChanged, namespace: namespace.rawValue, dataset: dataset,
                 message:
-                    "\(dataset) was written as \(written.sealed ? "sealed" : "plain") with backup \(written.declaration.backup.rawValue); the inventory now says \(sealed ? "sealed" : "plain") with backup \(declaration.backup.rawValue). Its data was left where it is, untouched; move it with moveToCurrentDeclaration (from a vault migration) before using it"
+                    "\(dataset) was written as \(written.sealed ? "sealed" : "plain") with backup \(written.declaration.backup.rawValue); the inventory now says \(sealed ? "sealed" : "plain") with backup \(declaration.backup.rawValue). Its data was left where it is, untouched (opening the vault moves it; this time it could not: see the restore inspector)"
             )
         }
         var sealer: RecordSealer?

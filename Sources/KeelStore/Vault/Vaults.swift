@@ -78,6 +78,9 @@ public actor Vaults {
         }
     }
 
+    /// Tests only: handed to every vault this opens, before it moves changed datasets (``Vault/moveStep``).
+    package nonisolated let moveStep = Locked<(@Sendable (String) throws -> Void)?>(nil)
+
     /// How vault databases commit: `full` — every write that returned is on disk, across power loss as well
     /// as a crash (an outbox entry may be the only copy of what the user did). One sync of the WAL per
     /// transaction; batch writes into one transaction where there are many.
@@ -187,6 +190,11 @@ public actor Vaults {
         let vault = Vault(
             account: account, epoch: epoch, directory: URL(fileURLWithPath: directory), manifest: manifest,
             inventory: inventory, keyStore: keyStore, clock: clock)
+        // Datasets whose declaration changed since they were written move to it before migrations read them;
+        // one that cannot be moved here stays where it is (refused, and reported), and the vault opens.
+        let step = moveStep.withLock { $0 }
+        vault.moveStep.withLock { $0 = step }
+        await vault.moveChangedDatasets()
         for step in schema.steps where pending.contains(step.name) {
             do {
                 try await step.body(vault)
@@ -197,6 +205,12 @@ public actor Vaults {
                     code: .migrationFailed, namespace: namespace.rawValue,
                     message: "the vault migration \(step.name) failed: \(error)", underlying: error)
             }
+        }
+        // A deletion trigger another process recorded meanwhile (it may have waited for a move of ours) is
+        // finished before the vault is handed out.
+        if (try VaultManifest.read(directory: directory))?.pendingPurge != nil {
+            await vault.close()
+            return try await openLocked(account)
         }
         active = vault
         return vault
@@ -382,6 +396,8 @@ public actor Vaults {
             )
         }
         defer { moveLock.release() }
+        // As it is now: a move that held the lock may have made keys or moved records meanwhile.
+        if let current = try VaultManifest.read(directory: directory) { manifest = current }
         // 1. Shred: without its key, whatever a crash leaves of the data below is unreadable.
         for name in affected {
             for id in manifest.datasets[name]?.allKeyIDs ?? [] {
@@ -405,7 +421,8 @@ public actor Vaults {
             // original was deleted has its only copy here, before the manifest says so.
             let remaining = manifest.datasets.filter {
                 !affected.contains($0.key) && $0.value.hasRecords
-                    && ($0.value.declaration.backup == policy || inventory.datasets[$0.key]?.backup == policy)
+                    && ($0.value.declaration.backup == policy || $0.value.moving?.backup == policy
+                        || inventory.datasets[$0.key]?.backup == policy)
             }
             if remaining.isEmpty {
                 for companion in VaultFiles.databaseCompanions { try removeTree(file + companion) }
