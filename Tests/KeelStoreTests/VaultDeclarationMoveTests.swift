@@ -270,6 +270,38 @@ import Testing
         #expect(inspected?.readable == false)
     }
 
+    @Test func aDamagedRecordStopsAConversionAndEverythingIsPutBack() async throws {
+        try await writeDrafts()
+        // One draft's ciphertext damaged on disk: it cannot be opened, so the drafts cannot be made plain.
+        try {
+            let pool = try DatabasePool(path: vaultDirectory.appendingPathComponent("include.sqlite").path)
+            defer { Task { await pool.close() } }
+            try pool.writeSync { db in
+                try db.execute(#"UPDATE "records.drafts" SET value = zeroblob(90) WHERE id = 'd5'"#)
+            }
+        }()
+        let unsealed = try Self.inventory(changing: "drafts") { $0.classification = .internal }
+        let plain = try vaults(unsealed, moving: "drafts")
+        let opened = try await plain.open(alice)
+        #expect(try await opened.moveToCurrentDeclaration("drafts") == false)
+        await #expect {
+            _ = try await opened.get("drafts", id: "d1")
+        } throws: { error in
+            (error as? VaultError)?.code == .declarationChanged
+        }
+        await plain.close()
+        // Put back as it was: no staging table, no move recorded, the format an older build reads.
+        #expect(try !tables(in: "include.sqlite").contains("moving.drafts"))
+        let manifest = try String(contentsOf: vaultDirectory.appendingPathComponent("vault.json"), encoding: .utf8)
+        #expect(manifest.contains(#""format" : 1"#) && !manifest.contains("moving"), "\(manifest)")
+        // Under the declaration they were written with, every other draft reads as before.
+        let original = try vaults(VaultFixture.inventory, moving: "drafts", after: ["v2-move-drafts"])
+        let reopened = try await original.open(alice)
+        #expect(try await reopened.get("drafts", id: "d1") == value(1))
+        #expect(try await reopened.get("drafts", id: "d299") == value(299))
+        await original.close()
+    }
+
     @Test func anUpdateThatChangesTheDeclarationAgainBeforeAMoveFinishedEndsItThenMovesOn() async throws {
         // Release 2 seals the feed cache and is killed right after the swap; release 3 makes it plain again.
         try await writeDrafts()

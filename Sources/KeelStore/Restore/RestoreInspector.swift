@@ -197,6 +197,14 @@ public struct RestoreInspector: Sendable {
         guard entry.sealed, entry.hasRecords || entry.hasFiles, let keyID = entry.keyID else {
             return changed ? .declarationChanged : nil
         }
+        // To be made plain, data needs every key it may be sealed with, retired ones too.
+        if changed, let declared = inventory?.datasets[name], declared.classification < .personal {
+            for retired in entry.retiredKeyIDs {
+                guard let key = try? keyStore.key(retired), key.namespace == manifest.namespace,
+                    Hex.encode(key.entanglement) == manifest.entanglement
+                else { return .keyUnavailable }
+            }
+        }
         do {
             guard let key = try keyStore.key(keyID), key.namespace == manifest.namespace,
                 Hex.encode(key.entanglement) == manifest.entanglement

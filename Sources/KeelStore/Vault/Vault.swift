@@ -468,9 +468,15 @@ public final class Vault: Sendable {
     ) throws -> Bool {
         let from = entry.declaration.backup
         let converting = entry.sealed != target.sealed
-        // Sealed → plain: every file must open first (files are converted in place, one by one, and cannot be
-        // put back); records are converted into a copy, which is thrown away when one of them does not open.
-        if converting, entry.sealed, entry.hasFiles, try !filesOpen(of: dataset, entry) { return false }
+        // Sealed → plain, a move not started yet: every key the data may be sealed with must be here, and every
+        // file must open (files are converted in place, one by one, and cannot be put back); otherwise nothing
+        // is touched — and nothing is decrypted and thrown away again at every launch. Records are converted
+        // into a copy, which is thrown away when one of them still does not open (a damaged record). A move
+        // already under way goes on: what it converted may be all that can be read now.
+        if converting, entry.sealed, entry.moving == nil {
+            for keyID in entry.allKeyIDs where try readKey(keyID) == nil { return false }
+            if entry.hasFiles, try !filesOpen(of: dataset, entry) { return false }
+        }
         var sealer: RecordSealer?
         if converting, target.sealed {
             // Stored and recorded before anything is sealed with it: a move cut short seals with the same key.
@@ -606,6 +612,7 @@ public final class Vault: Sendable {
                 }
             }
             after = try last.decode("id")
+            try requireOpen()
             try moveStep.withLock { $0 }?("copied")
         }
     }
@@ -676,6 +683,7 @@ public final class Vault: Sendable {
                 }
             }
             try BackupExclusion.set(file, excluded: target.backup != .include)
+            try requireOpen()
             try moveStep.withLock { $0 }?("file")
         }
     }
@@ -1044,6 +1052,9 @@ public final class Vault: Sendable {
                     retiredKeyIDs: [], hasRecords: false, hasFiles: false)
             if files { entry.hasFiles = true } else { entry.hasRecords = true }
             entry.declaration = access.declaration
+            // As the data is written now: an entry made under an earlier declaration (a key made for a write that
+            // rolled back, then the dataset declared plain) must not go on saying "sealed" over plain records.
+            entry.sealed = access.sealed
             manifest.datasets[access.dataset] = entry
         }
     }
@@ -1138,6 +1149,10 @@ public final class Vault: Sendable {
         for pool in pools { await pool.close() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             fileQueue.async { continuation.resume() }
+        }
+        // A move under way stops at its next step (the vault is closed) and is finished at a later open.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            moveQueue.async { continuation.resume() }
         }
         state.withLock { state in
             state.sealers.removeAll()

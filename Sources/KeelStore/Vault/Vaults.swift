@@ -207,8 +207,13 @@ public actor Vaults {
             }
         }
         // A deletion trigger another process recorded meanwhile (it may have waited for a move of ours) is
-        // finished before the vault is handed out.
-        if (try VaultManifest.read(directory: directory))?.pendingPurge != nil {
+        // finished before the vault is handed out; an account another process deleted meanwhile opens anew.
+        let current: VaultManifest?
+        do { current = try VaultManifest.read(directory: directory) } catch {
+            await vault.close()
+            throw error
+        }
+        if current == nil || current?.pendingPurge != nil {
             await vault.close()
             return try await openLocked(account)
         }
@@ -336,6 +341,13 @@ public actor Vaults {
             // account again finishes it) or a tombstone the next launch removes — never a half-deleted vault
             // that opens as damaged forever.
             report.deletedDatasets = (try? VaultManifest.read(directory: directory))?.datasets.keys.sorted() ?? []
+            // Not while another process moves data of this vault (it could make a key after the shredding):
+            // waited for up to 30 s, then the deletion goes ahead regardless.
+            let moveLock =
+                DurableFiles.kind(directory) == .directory
+                ? try? ExclusiveFileLock(directory + "/" + VaultFiles.moveLock, .file, waitingUpTo: .seconds(30))
+                : nil
+            defer { moveLock?.release() }
             report.shreddedKeys = try shredAllKeys(of: namespace)
             if DurableFiles.kind(directory) != nil {
                 let tombstone = root + "/" + VaultFiles.tombstonePrefix + namespace.rawValue + "-" + UUID().uuidString
