@@ -38,6 +38,23 @@ enum SyncBenchmarks {
         "title": "Groceries for the weekend", "body": .string(String(repeating: "milk, eggs, bread; ", count: 8)),
     ]
 
+    /// The baseline of the outbox benchmarks: `enqueues` raw single-row transactions of `row`, ids from `start`.
+    static func rawSingleRowTransactions(
+        _ raw: StoreBenchmarks.RawDatabase, _ statement: OpaquePointer, _ row: Data, from start: Int
+    ) throws {
+        for index in start..<(start + enqueues) {
+            try raw.exec("BEGIN IMMEDIATE")
+            sqlite3_reset(statement)
+            sqlite3_bind_text(statement, 1, "entry-\(index)", -1, keel_sqlite3_transient())
+            _ = row.withUnsafeBytes {
+                sqlite3_bind_blob64(statement, 2, $0.baseAddress, sqlite3_uint64($0.count), keel_sqlite3_transient())
+            }
+            sqlite3_bind_double(statement, 3, Date().timeIntervalSince1970)
+            guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError("insert failed") }
+            try raw.exec("COMMIT")
+        }
+    }
+
     static let enqueue = Benchmark(
         name: "outbox.enqueue",
         unit: "ms per 5k enqueues",
@@ -65,19 +82,7 @@ enum SyncBenchmarks {
             let engineNext = Counter()
             return Benchmark.Sides(
                 baseline: {
-                    let start = rawNext.take(enqueues)
-                    for index in start..<(start + enqueues) {
-                        try raw.exec("BEGIN IMMEDIATE")
-                        sqlite3_reset(statement)
-                        sqlite3_bind_text(statement, 1, "entry-\(index)", -1, keel_sqlite3_transient())
-                        _ = row.withUnsafeBytes {
-                            sqlite3_bind_blob64(
-                                statement, 2, $0.baseAddress, sqlite3_uint64($0.count), keel_sqlite3_transient())
-                        }
-                        sqlite3_bind_double(statement, 3, Date().timeIntervalSince1970)
-                        guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError("insert failed") }
-                        try raw.exec("COMMIT")
-                    }
+                    try rawSingleRowTransactions(raw, statement, row, from: rawNext.take(enqueues))
                 },
                 candidate: {
                     let start = engineNext.take(enqueues)
@@ -126,19 +131,7 @@ extension SyncBenchmarks {
             let storage = SyncStorage.default
             return Benchmark.Sides(
                 baseline: {
-                    let start = rawNext.take(enqueues)
-                    for index in start..<(start + enqueues) {
-                        try raw.exec("BEGIN IMMEDIATE")
-                        sqlite3_reset(statement)
-                        sqlite3_bind_text(statement, 1, "entry-\(index)", -1, keel_sqlite3_transient())
-                        _ = row.withUnsafeBytes {
-                            sqlite3_bind_blob64(
-                                statement, 2, $0.baseAddress, sqlite3_uint64($0.count), keel_sqlite3_transient())
-                        }
-                        sqlite3_bind_double(statement, 3, Date().timeIntervalSince1970)
-                        guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError("insert failed") }
-                        try raw.exec("COMMIT")
-                    }
+                    try rawSingleRowTransactions(raw, statement, row, from: rawNext.take(enqueues))
                 },
                 candidate: {
                     let start = vaultNext.take(enqueues)
