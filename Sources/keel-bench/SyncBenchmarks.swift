@@ -55,6 +55,37 @@ enum SyncBenchmarks {
         }
     }
 
+    /// What both outbox benchmarks start from: an engine on a fresh vault with one note queued (the probe),
+    /// and a raw database whose rows are as long as that note's sealed outbox entry (a longer row fills pages
+    /// sooner, and costs more to write, whoever writes it), with its insert statement prepared.
+    struct OutboxSetup {
+        let directory: TemporaryDirectory
+        let vaults: Vaults
+        let engine: SyncEngine
+        let raw: StoreBenchmarks.RawDatabase
+        let entryBytes: Int
+        let row: Data
+        let statement: OpaquePointer
+
+        init(prefix: String) throws {
+            directory = try TemporaryDirectory(prefix: prefix)
+            let directory = directory
+            (vaults, engine) = try blockingAwait {
+                try await makeEngine(directory, baseURL: URL(string: "http://127.0.0.1:9")!)
+            }
+            raw = try StoreBenchmarks.RawDatabase(
+                path: directory.url("raw.sqlite").path, synchronous: Vaults.synchronous.rawValue)
+            try raw.exec(VaultBenchmarks.createPlain)
+            let engine = engine
+            entryBytes = try blockingAwait {
+                try await engine.create("note", id: "probe", fields: noteFields, operation: "createNote")
+                return try sealedEntryBytes(under: directory.url("data"))
+            }
+            row = Data(repeating: 0x5A, count: entryBytes)
+            statement = try raw.prepare("INSERT INTO plain (id, value, updated_at) VALUES (?, ?, ?)")
+        }
+    }
+
     static let enqueue = Benchmark(
         name: "outbox.enqueue",
         unit: "ms per 5k enqueues",
@@ -62,22 +93,9 @@ enum SyncBenchmarks {
             "ratio ≤ 1.1 (5k durable enqueues, one transaction each, vs raw sqlite3 single-row transactions, same pragmas)",
         operations: 1,
         prepare: {
-            let directory = try TemporaryDirectory(prefix: "keel-bench-outbox")
-            let (vaults, engine) = try blockingAwait {
-                try await makeEngine(directory, baseURL: URL(string: "http://127.0.0.1:9")!)
-            }
-            let raw = try StoreBenchmarks.RawDatabase(
-                path: directory.url("raw.sqlite").path, synchronous: Vaults.synchronous.rawValue)
-            try raw.exec(VaultBenchmarks.createPlain)
-            // The raw rows are as long as a sealed outbox entry of the measured enqueues really is (a longer
-            // row fills pages sooner, and costs more to write, whoever writes it).
-            let entryBytes = try blockingAwait {
-                try await engine.create("note", id: "probe", fields: noteFields, operation: "createNote")
-                return try sealedEntryBytes(under: directory.url("data"))
-            }
-            print("  outbox.enqueue: a sealed outbox entry is \(entryBytes) bytes; the raw rows are as long")
-            let row = Data(repeating: 0x5A, count: entryBytes)
-            let statement = try raw.prepare("INSERT INTO plain (id, value, updated_at) VALUES (?, ?, ?)")
+            let setup = try OutboxSetup(prefix: "keel-bench-outbox")
+            let (raw, statement, row, engine) = (setup.raw, setup.statement, setup.row, setup.engine)
+            print("  outbox.enqueue: a sealed outbox entry is \(setup.entryBytes) bytes; the raw rows are as long")
             let rawNext = Counter()
             let engineNext = Counter()
             return Benchmark.Sides(
@@ -93,7 +111,7 @@ enum SyncBenchmarks {
                 },
                 teardown: {
                     sqlite3_finalize(statement)
-                    _ = (directory, vaults)
+                    _ = setup
                 }
             )
         }
@@ -110,22 +128,10 @@ extension SyncBenchmarks {
             "none: one sealed outbox row per vault transaction vs raw sqlite3 single-row transactions — the vault's share of outbox.enqueue",
         operations: 1,
         prepare: {
-            let directory = try TemporaryDirectory(prefix: "keel-bench-outbox-vault")
-            let (vaults, engine) = try blockingAwait {
-                try await makeEngine(directory, baseURL: URL(string: "http://127.0.0.1:9")!)
-            }
-            let vault = engine.vault
-            _ = try blockingAwait {
-                try await engine.create("note", id: "probe", fields: noteFields, operation: "createNote")
-            }
-            let raw = try StoreBenchmarks.RawDatabase(
-                path: directory.url("raw.sqlite").path, synchronous: Vaults.synchronous.rawValue)
-            try raw.exec(VaultBenchmarks.createPlain)
-            let entryBytes = try sealedEntryBytes(under: directory.url("data"))
-            let row = Data(repeating: 0x5A, count: entryBytes)
+            let setup = try OutboxSetup(prefix: "keel-bench-outbox-vault")
+            let (raw, statement, row, vault) = (setup.raw, setup.statement, setup.row, setup.engine.vault)
             // A plaintext that seals to the entry's length (the envelope adds version, key id, nonce and tag).
-            let value = Data(repeating: 0x41, count: entryBytes - 45)
-            let statement = try raw.prepare("INSERT INTO plain (id, value, updated_at) VALUES (?, ?, ?)")
+            let value = Data(repeating: 0x41, count: setup.entryBytes - 45)
             let rawNext = Counter()
             let vaultNext = Counter()
             let storage = SyncStorage.default
@@ -145,7 +151,7 @@ extension SyncBenchmarks {
                 },
                 teardown: {
                     sqlite3_finalize(statement)
-                    _ = (directory, vaults)
+                    _ = setup
                 }
             )
         }

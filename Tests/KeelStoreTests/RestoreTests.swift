@@ -1,6 +1,7 @@
 import Foundation
 import KeelCore
 import KeelStore
+import KeelStoreFixtures
 import KeelTesting
 import Testing
 
@@ -97,12 +98,7 @@ import Testing
         try await fillAlice()
         // An app update moves the session token from deviceOnly to exclude; its records are still in
         // deviceOnly.sqlite until a vault migration moves them.
-        let changed = try Inventory(
-            VaultFixture.inventory.datasets.values.map { dataset in
-                var dataset = dataset
-                if dataset.name == "session-token" { dataset.backup = .exclude }
-                return dataset
-            })
+        let changed = try VaultInventory.inventory(changing: "session-token") { $0.backup = .exclude }
         let plan = try BackupPlan.compute(dataDirectory: fixture.data, inventory: changed, keyStore: fixture.keyStore)
         let deviceOnly = plan.items.first {
             $0.path == "vaults/" + VaultNamespace(alice).rawValue + "/deviceOnly.sqlite"

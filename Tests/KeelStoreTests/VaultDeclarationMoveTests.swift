@@ -198,8 +198,11 @@ import Testing
         #expect(try !tables(in: "deviceOnly.sqlite").contains("records.session-token"))
     }
 
-    @Test func aPurgeOfOtherDataKeepsTheOnlyCopyOfAMoveCutShortAfterItsOriginalWasDeleted() async throws {
-        // Drafts (kept across sign-out and revocation) move to exclude.sqlite, where the feed cache lives.
+    /// Drafts (kept across sign-out and revocation) and a feed cache entry written, then a release that moves
+    /// the drafts to exclude.sqlite, where the feed cache lives, cut short after the drafts' original was
+    /// deleted: exclude.sqlite holds their only copy, which the manifest does not list there yet. Returns that
+    /// release's vaults, closed, and its inventory.
+    func draftsMoveToExcludeCutShortAfterTheDrop() async throws -> (Vaults, Inventory) {
         try await writeDrafts()
         let vault = try await fixture.vaults.open(alice)
         try await vault.put("feed-cache", id: "f1", Data("feed".utf8))
@@ -207,10 +210,14 @@ import Testing
         let excluded = try Self.inventory(changing: "drafts") { $0.backup = .exclude }
         let interrupted = try vaults(excluded, moving: "drafts", interruptAt: "dropped")
         _ = try await interrupted.open(alice)
-        // The feed cache goes; exclude.sqlite now holds the drafts' only copy, which the manifest does not
-        // list there yet.
-        _ = try await interrupted.revokeAccess(alice)
         await interrupted.close()
+        return (interrupted, excluded)
+    }
+
+    @Test func aPurgeOfOtherDataKeepsTheOnlyCopyOfAMoveCutShortAfterItsOriginalWasDeleted() async throws {
+        let (interrupted, excluded) = try await draftsMoveToExcludeCutShortAfterTheDrop()
+        // The feed cache goes.
+        _ = try await interrupted.revokeAccess(alice)
         let relaunched = try vaults(excluded, moving: "drafts")
         let reopened = try await relaunched.open(alice)
         #expect(try await reopened.read("drafts") { try $0.ids() }.count == Self.records)
@@ -219,16 +226,9 @@ import Testing
     }
 
     @Test func aPurgeKeepsTheFileAnUnfinishedMoveWasGoingToEvenWhenTheDeclarationChangedAgain() async throws {
-        // Release 2 moves drafts to exclude.sqlite (where the feed cache lives) and is cut short after the
-        // original was deleted; release 3 declares them device-only, and a revocation comes before it opens.
-        try await writeDrafts()
-        let vault = try await fixture.vaults.open(alice)
-        try await vault.put("feed-cache", id: "f1", Data("feed".utf8))
-        await fixture.vaults.close()
-        let excluded = try Self.inventory(changing: "drafts") { $0.backup = .exclude }
-        let release2 = try vaults(excluded, moving: "drafts", interruptAt: "dropped")
-        _ = try await release2.open(alice)
-        await release2.close()
+        // Release 2's move of the drafts to exclude.sqlite is cut short after the original was deleted; release
+        // 3 declares them device-only, and a revocation comes before it opens.
+        _ = try await draftsMoveToExcludeCutShortAfterTheDrop()
         let deviceOnly = try Self.inventory(changing: "drafts") { $0.backup = .deviceOnly }
         let release3 = try vaults(deviceOnly, moving: "drafts", after: ["v2-move-drafts"])
         _ = try await release3.revokeAccess(alice)

@@ -54,10 +54,6 @@ public struct JSONNumber: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// Whether the value has no fractional part (`1.0` and `1e3` are integers; JSON Schema agrees).
     public var isInteger: Bool { withDecimal { $0.exponent >= 0 } }
 
-    /// How many significant digits the value has (`0.0120` has 2, `100` has 1, zero none): what a
-    /// fixed-precision type must hold to keep it exactly (Foundation's `Decimal` holds 38).
-    package var significantDigits: Int { withDecimal { $0.count } }
-
     /// Whether Foundation's `Decimal` holds the value exactly: at most 38 significant digits, and an exponent
     /// in its range (−128...127) once trailing zeros are folded into it (or out of it, into the digits).
     package var fitsFoundationDecimal: Bool {

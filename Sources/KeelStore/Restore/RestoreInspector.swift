@@ -191,24 +191,17 @@ public struct RestoreInspector: Sendable {
         // Then data written under another declaration than the inventory's now, not moved yet (or mid-move).
         let changed: Bool = {
             guard entry.hasRecords || entry.hasFiles, let declared = inventory?.datasets[name] else { return false }
-            return entry.moving != nil || declared.backup != entry.declaration.backup
-                || (declared.classification >= .personal) != entry.sealed
+            return entry.isWritten(otherwiseThan: declared)
         }()
         guard entry.sealed, entry.hasRecords || entry.hasFiles, let keyID = entry.keyID else {
             return changed ? .declarationChanged : nil
         }
         // To be made plain, data needs every key it may be sealed with, retired ones too.
         if changed, let declared = inventory?.datasets[name], declared.classification < .personal {
-            for retired in entry.retiredKeyIDs {
-                guard let key = try? keyStore.key(retired), key.namespace == manifest.namespace,
-                    Hex.encode(key.entanglement) == manifest.entanglement
-                else { return .keyUnavailable }
-            }
+            for retired in entry.retiredKeyIDs where (try? holds(retired, manifest)) != true { return .keyUnavailable }
         }
         do {
-            guard let key = try keyStore.key(keyID), key.namespace == manifest.namespace,
-                Hex.encode(key.entanglement) == manifest.entanglement
-            else { return .keyUnavailable }
+            guard try holds(keyID, manifest) else { return .keyUnavailable }
             return changed ? .declarationChanged : nil
         } catch {
             switch error.code {
@@ -219,6 +212,12 @@ public struct RestoreInspector: Sendable {
             default: return .keyStoreUnavailable
             }
         }
+    }
+
+    /// Whether the key store holds key `id` of this vault (of its namespace, made for this installation).
+    private func holds(_ id: KeyID, _ manifest: VaultManifest) throws(KeyStoreError) -> Bool {
+        guard let key = try keyStore.key(id) else { return false }
+        return key.namespace == manifest.namespace && Hex.encode(key.entanglement) == manifest.entanglement
     }
 
     /// "SQLite format 3" and a NUL: the first 16 bytes of every SQLite database.

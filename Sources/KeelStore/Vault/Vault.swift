@@ -419,8 +419,7 @@ public final class Vault: Sendable {
                 guard entry.hasRecords || entry.hasFiles, let declared = inventory.datasets[name],
                     declared.isAccountBound
                 else { return false }
-                return entry.moving != nil || declared.backup != entry.declaration.backup
-                    || (declared.classification >= .personal) != entry.sealed
+                return entry.isWritten(otherwiseThan: declared)
             }.keys.sorted()
         }
         for dataset in changed { _ = try? await moveToCurrentDeclaration(dataset) }
@@ -518,34 +517,24 @@ public final class Vault: Sendable {
                 return try self.sealer(keyID, dataset: dataset).open(raw, recordID: id, dataset: dataset)
             }
         }
-        if let source {
-            if from != target.backup {
-                // Into the other file's records table; then the old table goes. Its absence means both were done.
-                if try source.readSync({ db in try Self.tableExists(table, db) }) {
-                    let destination = try pool(for: target.backup)
-                    do {
-                        try copyRecords(from: source, table: table, to: destination, table: table, converted)
-                    } catch let error as VaultError where Self.unreadable(error) {
-                        // Left where it is: the partial copy goes (it is nothing but this move's), and the move is
-                        // no longer recorded.
-                        try dropScrubbing([table], in: destination, renaming: nil)
-                        try updateManifest { $0.datasets[dataset]?.moving = nil }
-                        return false
-                    }
-                    try dropScrubbing([table], in: source, renaming: nil)
-                    try moveStep.withLock { $0 }?("dropped")
-                }
-            } else if try source.readSync({ db in try Self.tableExists(staging, db) }) {
-                do {
-                    try copyRecords(from: source, table: table, to: source, table: staging, converted)
-                } catch let error as VaultError where Self.unreadable(error) {
-                    try dropScrubbing([staging], in: source, renaming: nil)
-                    try updateManifest { $0.datasets[dataset]?.moving = nil }
-                    return false
-                }
-                try dropScrubbing([table], in: source, renaming: (staging, table))
-                try moveStep.withLock { $0 }?("swapped")
+        // Into the other file's records table, then the old table goes (its absence means both were done); or,
+        // within one file, into the staging table, which then replaces the records table (its absence means the
+        // swap was done).
+        let sameFile = from == target.backup
+        let copy = sameFile ? staging : table
+        if let source, try source.readSync({ db in try Self.tableExists(sameFile ? staging : table, db) }) {
+            let destination = sameFile ? source : try pool(for: target.backup)
+            do {
+                try copyRecords(from: source, table: table, to: destination, table: copy, converted)
+            } catch let error as VaultError where Self.unreadable(error) {
+                // Left where it is: the partial copy goes (it is nothing but this move's), and the move is no
+                // longer recorded.
+                try dropScrubbing([copy], in: destination, renaming: nil)
+                try updateManifest { $0.datasets[dataset]?.moving = nil }
+                return false
             }
+            try dropScrubbing([table], in: source, renaming: sameFile ? (staging, table) : nil)
+            try moveStep.withLock { $0 }?(sameFile ? "swapped" : "dropped")
         }
         if entry.hasFiles {
             try moveFiles(of: dataset, from: entry, to: target, sealer: sealer)
@@ -876,9 +865,9 @@ public final class Vault: Sendable {
         // Written under another declaration (an app update changed its backup policy or classification):
         // its data is in another database file, sealed or not as it was then. Read here it would look empty
         // (or sealed bytes would pass for plaintext), and a logout would judge the files by the old
-        // declaration while new records went to the new file. Refused until the app moves it.
+        // declaration while new records went to the new file. Refused until it is moved (opening the vault does).
         if let written = state.withLock({ $0.manifest.datasets[dataset] }), written.hasRecords || written.hasFiles,
-            written.moving != nil || written.declaration.backup != declaration.backup || written.sealed != sealed
+            written.isWritten(otherwiseThan: declaration)
         {
             throw VaultError(
                 code: .declarationChanged, namespace: namespace.rawValue, dataset: dataset,
@@ -1322,16 +1311,10 @@ enum BackupExclusion {
         #endif
     }
 
+    /// Excludes the file from backup when `policy` asks (leaves it alone otherwise).
     static func apply(to path: String, policy: Dataset.BackupPolicy) throws(VaultError) {
-        #if canImport(Darwin)
-            guard policy != .include else { return }
-            var url = URL(fileURLWithPath: path)
-            var values = URLResourceValues()
-            values.isExcludedFromBackup = true
-            do { try url.setResourceValues(values) } catch {
-                throw VaultError(code: .ioError, message: "\(path) cannot be excluded from backup: \(error)")
-            }
-        #endif
+        guard policy != .include else { return }
+        try set(path, excluded: true)
     }
 }
 

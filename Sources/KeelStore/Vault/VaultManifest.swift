@@ -49,6 +49,13 @@ struct VaultManifest: Codable, Equatable {
         var moving: MoveTarget? = nil
 
         var allKeyIDs: [KeyID] { (keyID.map { [$0] } ?? []) + retiredKeyIDs }
+
+        /// Whether its data sits elsewhere, or otherwise sealed, than `declaration` says (or is being moved):
+        /// an app update changed the declaration, and the data has not been moved to it yet.
+        func isWritten(otherwiseThan declaration: Dataset) -> Bool {
+            moving != nil || declaration.backup != self.declaration.backup
+                || (declaration.classification >= .personal) != sealed
+        }
     }
 
     /// Where a dataset's data goes: the database file of a backup policy, sealed or plain.
