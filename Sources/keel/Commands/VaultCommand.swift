@@ -31,7 +31,8 @@ enum VaultCommand {
               -h, --help            Show this help.
 
             EXIT STATUS: 0 every vault normal (or a fresh install), 1 a vault needs recovery, 2 bad input
-            (a missing directory, a file where a directory must be, an unreadable inventory or schema).
+            (a missing directory, a file where a directory must be, a directory that cannot be listed, an
+            unreadable inventory or schema).
 
             """,
         run: run
