@@ -286,18 +286,18 @@ import Testing
             if case .number(let number)? = value { return number.int64 }
             return nil
         }
-        #expect(integer(mark["through"]) == 70 && integer(mark["format"]) == 1)
+        #expect(integer(mark["through"]) == 70 && integer(mark["format"]) == 2)
         let report = await engine.sync()
         #expect(report.isComplete && report.acknowledged == 73, "\(report)")
 
         try await engine.vault.write(engine.storage.state) {
-            try $0.put("folded", Data(#"{"through": 1, "format": 2}"#.utf8))
+            try $0.put("folded", Data(#"{"through": 1, "format": 3}"#.utf8))
         }
         await #expect(throws: SyncError.self) { try await engine.entities("note") }
         await #expect(throws: SyncError.self) {
             try await engine.create("note", id: "late", fields: .note("L"), operation: "createNote")
         }
         let kept = try await engine.vault.read(engine.storage.state) { try $0.get("folded") }
-        #expect(kept == Data(#"{"through": 1, "format": 2}"#.utf8))
+        #expect(kept == Data(#"{"through": 1, "format": 3}"#.utf8))
     }
 }

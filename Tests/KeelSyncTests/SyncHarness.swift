@@ -13,10 +13,11 @@ final class SyncWorld: Sendable {
     let directory: TemporaryDirectory
     let backend: ReferenceBackend
 
-    init(prefix: String = "keel-sync") throws {
+    init(prefix: String = "keel-sync", clock: WallClock = .system) throws {
         directory = try TemporaryDirectory(prefix: prefix)
         backend = try ReferenceBackend(
-            configuration: .init(dataDirectory: directory.url("backend"), admin: true, random: .seeded(99)))
+            configuration: .init(
+                dataDirectory: directory.url("backend"), admin: true, clock: clock, random: .seeded(99)))
     }
 
     /// A client of the backend; one attempt per call unless `attempts` says otherwise, short timeouts.

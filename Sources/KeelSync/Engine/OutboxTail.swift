@@ -53,9 +53,12 @@ struct OutboxTail: Sendable {
     /// folded entries may have left the outbox since).
     var nextSequence: UInt64 { max(last, folded) + 1 }
 
-    /// The version of the mark's meaning this engine writes; a mark of a later version (a newer Keel) is
-    /// refused, never rewritten.
-    static let format = 1
+    /// The version of the sync records' format this engine writes, kept with the mark; a mark of a later
+    /// version (a newer Keel) is refused, never rewritten. 2: entity records keep their outstanding changes
+    /// (their bases: ``EntityRecord/changes``), which an engine of format 1 would not read — it would send
+    /// changes against the bases in their outbox entries, which acknowledgements no longer move. A mark of an
+    /// earlier format is rewritten with this one at the next write, so that such an engine stops there.
+    static let format = 2
 
     /// The tail as stored in a transaction — `cached` itself when it still describes it.
     ///
@@ -71,7 +74,9 @@ struct OutboxTail: Sendable {
         var isStored = true
         switch try storedMark(in: state) {
         case .absent: return OutboxTail(folded: last, isStored: false, last: last, entries: [])
-        case .stored(let stored): folded = stored
+        case .stored(let stored, let current):
+            folded = stored
+            isStored = current  // an earlier format: the next write stores the mark again, with this one
         case .unreadable:
             folded = try recoveredMark(outbox: outbox, entities: entities)
             isStored = false  // the next write stores it again
@@ -88,7 +93,8 @@ struct OutboxTail: Sendable {
     private enum StoredMark {
         /// No mark: a vault from before the tail (everything folded).
         case absent
-        case stored(UInt64)
+        /// The number, and whether it is of this engine's format (not an earlier one).
+        case stored(UInt64, current: Bool)
         /// A record that cannot be opened or read as a mark.
         case unreadable
     }
@@ -109,7 +115,8 @@ struct OutboxTail: Sendable {
                 code: .damagedRecord, subject: key,
                 message: "the outbox was written by a newer version of Keel (format \(version)): update the app")
         }
-        return json["through"]?.int.flatMap({ UInt64(exactly: $0) }).map(StoredMark.stored) ?? .unreadable
+        guard let through = json["through"]?.int.flatMap({ UInt64(exactly: $0) }) else { return .unreadable }
+        return .stored(through, current: json["format"]?.int == format)
     }
 
     /// The mark rebuilt from the records: an outbox entry is folded exactly when its number is in its

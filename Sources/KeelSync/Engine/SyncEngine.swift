@@ -283,9 +283,10 @@ public actor SyncEngine {
                         case .create:
                             record.server.flatMap { $0.isDeleted || record.visibleDeleted ? $0.version : nil }
                         case .update, .delete:
-                            try Self.base(
-                                ofEarliest: record.outstanding.first, queued: queued, tail: tail.entries,
-                                outbox: outbox) ?? record.server?.version
+                            try record.outstanding.first.flatMap { record.base(of: $0) }
+                                ?? Self.base(
+                                    ofEarliest: record.outstanding.first, queued: queued, tail: tail.entries,
+                                    outbox: outbox) ?? record.server?.version
                         }
                     // The values the change replaces, as this device saw them: the base of a three-way merge.
                     var previous = JSONObject()
@@ -574,13 +575,27 @@ public actor SyncEngine {
         let storage = storage
         let sending = inFlight
         return try await storageCall {
-            try await self.vault.read([storage.outbox, storage.state]) { transaction in
+            try await self.vault.read([storage.outbox, storage.entities, storage.state]) { transaction in
                 let outbox = try transaction.records(storage.outbox)
+                let entities = try transaction.records(storage.entities)
                 let sending = try sending.union(Self.unconfirmed(in: transaction.records(storage.state)))
+                var records: [EntityRef: EntityRecord?] = [:]
                 return try outbox.ids(after: nil, limit: limit).compactMap { id in
                     try SyncRecords.outboxEntry(id, in: outbox).map { found in
                         var entry = found
                         if entry.state == .pending, sending.contains(entry.id) { entry.state = .sending }
+                        // An unsent change goes against the base its entity's record holds (EntityRecord.changes).
+                        if entry.attempts == 0 {
+                            if records[entry.entity] == nil {
+                                records[entry.entity] = .some(
+                                    try Self.undamaged { try Self.entity(entry.entity, in: entities) })
+                            }
+                            if let record = records[entry.entity] ?? nil,
+                                case .some(let base) = record.base(of: entry.sequence)
+                            {
+                                entry.baseVersion = base
+                            }
+                        }
                         return entry
                     }
                 }
@@ -764,7 +779,7 @@ public actor SyncEngine {
                     "settled:" + mutation.id, SyncRecords.encode(SyncRecords.json(of: .discarded, at: now)))
                 let entities = try transaction.records(storage.entities)
                 if var record = try Self.entity(mutation.entity, in: entities) {
-                    record.outstanding.removeAll { $0 == mutation.sequence }
+                    record.removeOutstanding(mutation.sequence)
                     try record.rebuild(with: Self.outstanding(record, in: outbox))
                     if record.isKnown {
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
@@ -1079,24 +1094,46 @@ public actor SyncEngine {
                     }
                     try state.delete(markerKey)
                 }
+                let entities = try transaction.records(storage.entities)
                 var batch: [PendingMutation] = []
                 var taken: [TakenEntry] = []
                 var seen: Set<EntityRef> = []
+                // The later changes of the entities seen, by number: held back, so not even read (a long run of
+                // edits of one entity would otherwise be read whole for every batch).
+                var behind: Set<UInt64> = []
                 var after: String?
                 scanning: while batch.count < limit {
                     let ids = try outbox.ids(after: after, limit: 256)
-                    for id in ids {
+                    for id in ids where !(UInt64(id).map(behind.contains) ?? false) {
                         // A damaged entry is never sent (its content is unknown): `damagedRecords()` lists it.
-                        guard let (data, stored) = try Self.undamaged({ try outbox.getStored(id) }),
-                            let original = try Self.undamaged({
+                        guard let (data, read) = try Self.undamaged({ try outbox.getStored(id) }),
+                            var original = try Self.undamaged({
                                 try PendingMutation(json: SyncRecords.decode(data, "outbox entry"))
                             })
                         else { continue }
+                        var stored = read
                         var entry = original
                         // Only the first outstanding change of an entity may go; a failed or conflicted one
                         // holds the later ones back.
                         guard seen.insert(entry.entity).inserted else { continue }
+                        // Its record (folded above) lists the later ones, and knows the version this one goes
+                        // against (EntityRecord.changes). A damaged record is left for the writes that set it
+                        // aside: the entry keeps its own base then.
+                        let record = try Self.undamaged({ try Self.entity(entry.entity, in: entities) })
+                        for sequence in record?.outstanding ?? [] where sequence != entry.sequence {
+                            behind.insert(sequence)
+                        }
                         guard entry.state == .pending || entry.state == .sending else { continue }
+                        if entry.attempts == 0, let base = record?.base(of: entry.sequence), base != entry.baseVersion {
+                            // Written down before it goes: sent again after a kill, under the same key, it must
+                            // carry the same base.
+                            original.baseVersion = base
+                            try outbox.put(id, SyncRecords.encode(original.json))
+                            guard let written = try outbox.storedBytes(id) else {
+                                throw SyncRecords.damaged("outbox entry")
+                            }
+                            (entry, stored) = (original, written)
+                        }
                         entry.state = .sending
                         entry.attempts += 1
                         batch.append(entry)
@@ -1307,11 +1344,14 @@ public actor SyncEngine {
         in transaction: VaultTransaction
     ) throws {
         let outbox = try transaction.records(storage.outbox)
+        try record.loadChanges(from: outbox)  // a record from before they were kept: once
         try outbox.delete(SyncRecords.outboxID(entry.sequence))
         try transaction.records(storage.state).put(
             "settled:" + entry.id, SyncRecords.encode(SyncRecords.json(of: .applied(version: server?.version), at: now))
         )
-        record.outstanding.removeAll { $0 == entry.sequence }
+        let wasFirst = record.outstanding.first == entry.sequence
+        let before = record.server
+        record.removeOutstanding(entry.sequence)
         // Applied before (a duplicate), without the entity. When the copy known here is the one the change was
         // made against, the server's copy is taken to be that one with the change applied, one version on — the
         // least the server can be at — and marked provisional: the server's own copy, at that version or later,
@@ -1334,17 +1374,15 @@ public actor SyncEngine {
         } else if let server {
             _ = record.take(server)
         }
-        if let server {
-            for sequence in record.outstanding {
-                let id = SyncRecords.outboxID(sequence)
-                guard var later = try SyncRecords.outboxEntry(id, in: outbox), later.attempts == 0,
-                    later.baseVersion == entry.baseVersion
-                else { continue }
-                later.baseVersion = server.version
-                try outbox.put(id, SyncRecords.encode(later.json))
-            }
+        // Later changes made against the same base now go against the server's new version (in the record:
+        // EntityRecord.changes).
+        if let server { record.rebase(from: entry.baseVersion, to: server.version) }
+        // The usual answer is the change applied as it was sent (perhaps with a timestamp of the server's):
+        // the later changes need not be read back from the outbox to show what the user sees (each
+        // acknowledgement of a long run of edits of one entity did).
+        if !(wasFirst && record.settleFirst(entry, over: before)) {
+            try record.rebuild(with: Self.outstanding(record, in: outbox))
         }
-        try record.rebuild(with: Self.outstanding(record, in: outbox))
         try transaction.records(storage.entities).put(record.recordID, SyncRecords.encode(record.json))
     }
 
@@ -1365,7 +1403,11 @@ public actor SyncEngine {
             "settled:" + original.id, SyncRecords.encode(SyncRecords.json(of: settlement, at: now)))
         let entities = try transaction.records(storage.entities)
         guard var record = try Self.entity(original.entity, in: entities) else { return }
-        if replacement == nil { record.outstanding.removeAll { $0 == original.sequence } }
+        if let replacement {
+            record.replace(with: replacement)
+        } else {
+            record.removeOutstanding(original.sequence)
+        }
         try record.rebuild(with: Self.outstanding(record, in: outbox))
         try entities.put(record.recordID, SyncRecords.encode(record.json))
     }

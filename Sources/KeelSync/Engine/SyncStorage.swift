@@ -150,7 +150,67 @@ struct EntityRecord {
     var visible: JSONObject
     var visibleDeleted: Bool
     /// Outbox sequence numbers of the changes of this entity not yet settled, in order.
-    var outstanding: [UInt64]
+    private(set) var outstanding: [UInt64]
+    /// What this record knows of each outstanding change, in the order of ``outstanding``, without reading
+    /// its outbox entry; nil when not known (a record written before they were kept here:
+    /// ``loadChanges(from:)`` reads them from the entries).
+    ///
+    /// Where they are known, their bases are what counts, not the base an outbox entry holds: acknowledging a
+    /// change moves the later changes made against its base on to the version the server gave it, and it does
+    /// so here, in the one record, instead of rewriting every later entry of the entity in the outbox; and what
+    /// the user sees afterwards is worked out from the fields the later changes set, instead of reading them
+    /// all back. Both made a run of edits of one entity (an autosave) cost time quadratic in its length. An
+    /// entry takes its base from here when it is sent (``SyncEngine`` `takeBatch`). Only the first
+    /// outstanding change of an entity is ever sent, so every later one is unsent: the rule "later changes
+    /// not sent yet move along" needs no look at the entries.
+    private(set) var changes: [OutstandingChange]?
+
+    /// One outstanding change as its entity's record keeps it.
+    struct OutstandingChange: Equatable {
+        /// The version it goes against.
+        var base: Int?
+        var kind: MutationKind
+        /// The fields it sets.
+        var names: [String]
+
+        init(_ change: PendingMutation) {
+            base = change.baseVersion
+            kind = change.kind
+            names = change.kind == .delete ? [] : change.fields.map(\.key)
+        }
+
+        init(base: Int?, kind: MutationKind, names: [String]) {
+            self.base = base
+            self.kind = kind
+            self.names = names
+        }
+
+        var json: JSONValue {
+            [
+                "base": base.map { .number(JSONNumber(Int64($0))) } ?? .null, "kind": .string(kind.rawValue),
+                "fields": .array(names.map(JSONValue.string)),
+            ]
+        }
+
+        init(json: JSONValue) throws(SyncError) {
+            guard let kind = json["kind"]?.stringValue.flatMap(MutationKind.init(rawValue:)),
+                case .array(let names)? = json["fields"]
+            else { throw SyncRecords.damaged("entity") }
+            switch json["base"] {
+            case .null?: base = nil
+            case let value?:
+                guard let version = value.int else { throw SyncRecords.damaged("entity") }
+                base = version
+            case nil: throw SyncRecords.damaged("entity")
+            }
+            self.kind = kind
+            self.names = try names.map { name throws(SyncError) in
+                guard let name = name.stringValue else { throw SyncRecords.damaged("entity") }
+                return name
+            }
+        }
+    }
+
     /// Whether ``server`` was made here, not sent by the server: a change acknowledged as applied before
     /// without the entity, applied to the copy it was made against, one version on. Any copy from the server
     /// at that version or later replaces it.
@@ -179,6 +239,7 @@ struct EntityRecord {
             "v": 1, "type": .string(ref.type), "id": .string(ref.id), "visibleDeleted": .bool(visibleDeleted),
             "outstanding": .array(outstanding.map { .number(JSONNumber(Int64(bitPattern: $0))) }),
         ]
+        if let changes, !outstanding.isEmpty { object["changes"] = .array(changes.map(\.json)) }
         if let server { object["server"] = SyncRecords.json(of: server) }
         if serverIsProvisional { object["provisional"] = true }
         // Most of the time nothing is outstanding and the user sees the server's fields: kept once.
@@ -192,6 +253,7 @@ struct EntityRecord {
         visible = [:]
         visibleDeleted = false
         outstanding = []
+        changes = []
     }
 
     init(json: JSONValue) throws(SyncError) {
@@ -205,6 +267,54 @@ struct EntityRecord {
         self.visibleDeleted = visibleDeleted
         self.outstanding = outstanding.compactMap { $0.int.map { UInt64(bitPattern: Int64($0)) } }
         serverIsProvisional = json["provisional"] == .bool(true)
+        if self.outstanding.isEmpty {
+            changes = []
+        } else if case .array(let stored)? = json["changes"], stored.count == self.outstanding.count {
+            changes = try stored.map { change throws(SyncError) in try OutstandingChange(json: change) }
+        } else {
+            changes = nil  // written before they were kept: read from the entries when needed
+        }
+    }
+
+    /// The base the outstanding change `sequence` goes against, when this record knows it (`.none` when it
+    /// does not: read the entry).
+    func base(of sequence: UInt64) -> Int?? {
+        guard let changes, let index = outstanding.firstIndex(of: sequence) else { return .none }
+        return .some(changes[index].base)
+    }
+
+    /// Reads ``changes`` from the outbox entries when this record does not hold them (an older record). An
+    /// entry missing from the outbox (which a consistent vault never has) counts as a create against no
+    /// version: what the user sees is then always rebuilt.
+    mutating func loadChanges(from outbox: VaultRecords) throws {
+        guard changes == nil else { return }
+        changes = try outstanding.map { sequence in
+            try SyncRecords.outboxEntry(SyncRecords.outboxID(sequence), in: outbox).map(OutstandingChange.init)
+                ?? OutstandingChange(base: nil, kind: .create, names: [])
+        }
+    }
+
+    /// Takes the settled change `sequence` off the list.
+    mutating func removeOutstanding(_ sequence: UInt64) {
+        while let index = outstanding.firstIndex(of: sequence) {
+            outstanding.remove(at: index)
+            changes?.remove(at: index)
+        }
+        if outstanding.isEmpty { changes = [] }
+    }
+
+    /// Records `replacement` in the place of the change it replaces (same sequence number).
+    mutating func replace(with replacement: PendingMutation) {
+        guard let index = outstanding.firstIndex(of: replacement.sequence) else { return }
+        changes?[index] = OutstandingChange(replacement)
+    }
+
+    /// A change made against `old` was applied as version `new`: the outstanding changes made against `old`
+    /// (all of them unsent: see ``changes``) now go against `new`.
+    mutating func rebase(from old: Int?, to new: Int) {
+        guard var changes else { return }
+        for index in changes.indices where changes[index].base == old { changes[index].base = new }
+        self.changes = changes
     }
 
     /// Recomputes what the user sees: the server's fields, then each outstanding change in order.
@@ -216,8 +326,36 @@ struct EntityRecord {
 
     /// Adds `change` as the newest outstanding change: listed, and on top of what the user sees.
     mutating func add(_ change: PendingMutation) {
+        if outstanding.isEmpty { changes = [] }
         outstanding.append(change.sequence)
+        changes?.append(OutstandingChange(change))
         apply(change)
+    }
+
+    /// Brings what the user sees up to date after `change`, the first outstanding change, left the list and
+    /// the server's copy went from `before` to the one this record holds now — without reading the later
+    /// changes back from the outbox, when that can be done exactly; false when it cannot (then rebuild).
+    ///
+    /// When the new copy is the old one with exactly that change applied, nothing changes. Otherwise, when
+    /// the later changes are all updates (``changes``), the fields where the new copy differs from that are
+    /// the server's own doing (a timestamp it keeps, a value it normalized): those no later change sets show
+    /// the server's value; one that a later change sets means a rebuild.
+    mutating func settleFirst(_ change: PendingMutation, over before: RemoteEntity?) -> Bool {
+        var expected = EntityRecord(ref: ref)
+        expected.server = before
+        expected.rebuild(with: [change])
+        let fields = server?.fields ?? [:]
+        let deleted = server?.isDeleted ?? false
+        if expected.visible == fields && expected.visibleDeleted == deleted { return true }
+        guard let changes, changes.allSatisfy({ $0.kind == .update }) else { return false }
+        var differing: [String] = []
+        for (name, value) in fields where expected.visible[name] != value { differing.append(name) }
+        for (name, _) in expected.visible where fields[name] == nil { differing.append(name) }
+        let set = Set(changes.flatMap(\.names))
+        guard !differing.contains(where: set.contains) else { return false }
+        for name in differing { visible[name] = fields[name] }
+        visibleDeleted = deleted
+        return true
     }
 
     /// Puts one more change on top of what the user sees.
