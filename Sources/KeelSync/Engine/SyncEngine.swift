@@ -1059,6 +1059,9 @@ public actor SyncEngine {
         var entry: PendingMutation
         /// Its stored bytes (``VaultRecords/getStored(_:)``).
         var stored: Data
+        /// Its entity's record as read then, with its stored bytes: the answer's transaction takes it as it
+        /// is when nothing wrote the record since (one point read, nothing opened).
+        var record: (EntityRecord, Data)?
     }
 
     /// The next batch — the oldest sendable change of each entity whose earlier changes are all settled — and
@@ -1119,7 +1122,13 @@ public actor SyncEngine {
                         // Its record (folded above) lists the later ones, and knows the version this one goes
                         // against (EntityRecord.changes). A damaged record is left for the writes that set it
                         // aside: the entry keeps its own base then.
-                        let record = try Self.undamaged({ try Self.entity(entry.entity, in: entities) })
+                        let found = try Self.undamaged { () throws -> (EntityRecord, Data)? in
+                            guard let (value, stored) = try entities.getStored(entry.entity.description) else {
+                                return nil
+                            }
+                            return (try EntityRecord(json: SyncRecords.decode(value, "entity")), stored)
+                        }
+                        let record = found?.0
                         for sequence in record?.outstanding ?? [] where sequence != entry.sequence {
                             behind.insert(sequence)
                         }
@@ -1137,7 +1146,7 @@ public actor SyncEngine {
                         entry.state = .sending
                         entry.attempts += 1
                         batch.append(entry)
-                        taken.append(TakenEntry(entry: original, stored: stored))
+                        taken.append(TakenEntry(entry: original, stored: stored, record: found))
                         if batch.count == limit { break scanning }
                     }
                     guard let last = ids.last, ids.count == 256 else { break }
@@ -1255,10 +1264,15 @@ public actor SyncEngine {
                         }
                         continue
                     }
-                    var record =
-                        try Self.entity(
-                            sent.entity, forWritingIn: entities, outbox: outbox, state: state, folded: folded)
-                        ?? EntityRecord(ref: sent.entity)
+                    var record: EntityRecord
+                    if let (known, stored) = taken.record, try entities.isStored(sent.entity.description, as: stored) {
+                        record = known
+                    } else {
+                        record =
+                            try Self.entity(
+                                sent.entity, forWritingIn: entities, outbox: outbox, state: state, folded: folded)
+                            ?? EntityRecord(ref: sent.entity)
+                    }
                     switch result {
                     case .applied(let server), .duplicate(let server?):
                         counts.acknowledged += 1
