@@ -150,6 +150,70 @@ import Testing
         #expect(shown.fields["title"] == "v1")
     }
 
+    /// Edits queued behind the first one, then the entity's record damaged on disk: the record is rebuilt from
+    /// the outbox, and the edits still go against the versions they moved to — the first change's entry holds
+    /// its base, and the later ones queued against the same base take it — instead of each meeting a conflict
+    /// with the device's own earlier edit.
+    @Test func aDamagedRecordIsRebuiltWithTheBasesTheEditsMovedTo() async throws {
+        let world = try SyncWorld(prefix: "keel-edit-run-damage")
+        let device = try world.device("phone")
+        let gate = Locked(Int.max)
+        let engine = try await gatedEngine(world, device, gate: gate)
+        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
+        #expect(await engine.sync().acknowledged == 1)
+        var edits: [PendingMutation] = []
+        for title in ["v1", "v2", "v3"] {
+            edits.append(
+                try await engine.update("note", id: "n", fields: ["title": .string(title)], operation: "editNote"))
+        }
+        gate.withLock { $0 = 1 }
+        #expect(await engine.push().acknowledged == 1)
+
+        #expect(
+            try await HostileAnswerTests.overwriteWithNoise(["note/n"], in: engine.storage.entities, of: device) == 1)
+        gate.withLock { $0 = .max }
+        let report = await engine.sync()
+        #expect(report.isComplete && report.acknowledged == 2 && report.conflicts == 0, "\(report)")
+        for edit in edits.dropFirst() {
+            #expect(try await engine.settlement(of: edit.id) != nil)
+            if case .applied? = try await engine.settlement(of: edit.id) {
+            } else {
+                Issue.record("\(edit.id) not applied")
+            }
+        }
+        #expect(try serverNote(world, "n").map { integer($0["version"]) } == 4)
+        #expect(try await engine.damagedRecords().count == 1)
+    }
+
+    /// The first change leaves otherwise than by an acknowledgement (discarded here): the next one becomes
+    /// first, and its entry takes the base it moved to while it waited, so a damaged record loses nothing.
+    @Test func theChangeThatBecomesFirstHoldsItsMovedBase() async throws {
+        let world = try SyncWorld(prefix: "keel-edit-run-discard")
+        let device = try world.device("phone")
+        let gate = Locked(Int.max)
+        let engine = try await gatedEngine(world, device, gate: gate)
+        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
+        #expect(await engine.sync().acknowledged == 1)
+        var edits: [PendingMutation] = []
+        for title in ["v1", "v2", "v3"] {
+            edits.append(
+                try await engine.update("note", id: "n", fields: ["title": .string(title)], operation: "editNote"))
+        }
+        gate.withLock { $0 = 1 }
+        #expect(await engine.push().acknowledged == 1)
+        try await engine.discard(edits[1])
+        let third = String(format: "%020llu", edits[2].sequence)
+        let entry = try await engine.vault.read(engine.storage.outbox) { try $0.get(third) }
+        #expect(integer(try object(entry)["base"]) == 2)
+
+        #expect(
+            try await HostileAnswerTests.overwriteWithNoise(["note/n"], in: engine.storage.entities, of: device) == 1)
+        gate.withLock { $0 = .max }
+        let report = await engine.sync()
+        #expect(report.isComplete && report.acknowledged == 1 && report.conflicts == 0, "\(report)")
+        #expect(try serverNote(world, "n").map { integer($0["version"]) } == 3)
+    }
+
     /// The base an edit goes out with is written into its entry in the transaction that sends it: sent again
     /// under the same key (no answer came), it carries the same base — a different one would be a different
     /// payload under that key, which the backend refuses (422).

@@ -81,6 +81,38 @@ import Testing
         #expect(try world.backend.appliedKeys()[edit.idempotencyKey.rawValue] == 1)
     }
 
+    /// A conflict answer replayed for a resent change (its first answer was lost) describes the server as it
+    /// was then; when the changes feed has brought a newer copy meanwhile, the conflict is shown — and
+    /// resolved — against that newer copy, never against the older one: the user sees what the server holds,
+    /// and "keep mine" goes out against the current version instead of meeting a second conflict.
+    @Test func aReplayedConflictAnswerIsJudgedAgainstTheNewestServerCopy() async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        try await tablet.update("note", id: "n1", fields: ["title": "tablet 1"], operation: "editNote")
+        #expect(await tablet.sync().isComplete)
+        let edit = try await phone.update("note", id: "n1", fields: ["title": "phone"], operation: "editNote")
+        world.backend.setFault(.init(mode: .drop))
+        _ = await phone.push()  // answered with a conflict (version 2); the phone never hears it
+        world.backend.setFault(.none)
+        #expect(try await phone.state(of: edit) == .sending)
+        try await tablet.update("note", id: "n1", fields: ["title": "tablet 2"], operation: "editNote")
+        #expect(await tablet.sync().isComplete)
+
+        #expect(await phone.pull().isComplete)  // version 3
+        let replayed = await phone.push()  // the stored answer comes back: a conflict with version 2
+        #expect(replayed.conflicts == 1, "\(replayed)")
+        let conflict = try #require(try await phone.conflicts().first)
+        #expect(conflict.server.version == 3 && conflict.server.fields["title"] == "tablet 2")
+        #expect(conflict.unresolvedFields == ["title"])
+
+        let mine = try #require(try await phone.resolve(conflict.id, with: .mine))
+        #expect(mine.baseVersion == 3)
+        let report = await phone.sync()
+        #expect(report.isComplete && report.acknowledged == 1 && report.conflicts == 0, "\(report)")
+        let server = try #require(try world.backend.notes().first { $0["id"]?.stringValue == "n1" })
+        #expect(server["title"] == "phone")
+    }
+
     /// Changes of one note are sent in order, one per batch, each against the version the previous one
     /// produced, so a burst of edits made offline is not a conflict with itself.
     @Test func editsOfOneEntityAreSentInOrderAgainstTheVersionTheirPredecessorMade() async throws {

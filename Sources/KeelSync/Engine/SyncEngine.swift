@@ -739,7 +739,8 @@ public actor SyncEngine {
                         id: random.uuidString(timeOrderedAt: now), idempotencyKey: IdempotencyKey.make(using: random),
                         correlationID: entry.correlationID, entity: entry.entity, kind: entry.kind,
                         baseVersion: entry.baseVersion, fields: entry.fields, previous: entry.previous,
-                        operation: entry.operation, createdAt: entry.createdAt, sequence: entry.sequence)
+                        operation: entry.operation, createdAt: entry.createdAt, sequence: entry.sequence,
+                        queuedBase: entry.queuedBase)
                     try self.replace(entry, with: again, settlement: .replaced(by: again.id), at: now, in: transaction)
                 }
                 return moved
@@ -779,7 +780,9 @@ public actor SyncEngine {
                     "settled:" + mutation.id, SyncRecords.encode(SyncRecords.json(of: .discarded, at: now)))
                 let entities = try transaction.records(storage.entities)
                 if var record = try Self.entity(mutation.entity, in: entities) {
+                    let wasFirst = record.outstanding.first == mutation.sequence
                     record.removeOutstanding(mutation.sequence)
+                    if wasFirst { try Self.persistFirstBase(of: record, in: outbox) }
                     try record.rebuild(with: Self.outstanding(record, in: outbox))
                     if record.isKnown {
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
@@ -1289,10 +1292,18 @@ public actor SyncEngine {
                         entry.failure = SyncFailure(
                             kind: .conflict, outcome: .rejected, status: 200, errorCode: "conflict_without_change")
                         try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry.json))
-                    case .conflict(let server):
+                    case .conflict(let answered):
                         counts.conflicts += 1
                         let local = record.visible
-                        _ = record.take(server)
+                        _ = record.take(answered)
+                        // A replayed answer (its first delivery was lost) shows the server as it was then; a
+                        // newer copy the feed brought since is what the conflict is judged — and resolved —
+                        // against. (A provisional copy is this device's guess, never the server's word.)
+                        let server =
+                            record.server.flatMap {
+                                !record.serverIsProvisional && $0.version > answered.version ? $0 : nil
+                            }
+                            ?? answered
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
                         // Each field is judged against what it held when the user changed it.
                         let (outcome, decisions) = ConflictResolver.resolve(
@@ -1391,6 +1402,7 @@ public actor SyncEngine {
         // Later changes made against the same base now go against the server's new version (in the record:
         // EntityRecord.changes).
         if let server { record.rebase(from: entry.baseVersion, to: server.version) }
+        if wasFirst { try Self.persistFirstBase(of: record, in: outbox) }
         // The usual answer is the change applied as it was sent (perhaps with a timestamp of the server's):
         // the later changes need not be read back from the outbox to show what the user sees (each
         // acknowledgement of a long run of edits of one entity did).
@@ -1420,7 +1432,9 @@ public actor SyncEngine {
         if let replacement {
             record.replace(with: replacement)
         } else {
+            let wasFirst = record.outstanding.first == original.sequence
             record.removeOutstanding(original.sequence)
+            if wasFirst { try Self.persistFirstBase(of: record, in: outbox) }
         }
         try record.rebuild(with: Self.outstanding(record, in: outbox))
         try entities.put(record.recordID, SyncRecords.encode(record.json))
@@ -1481,6 +1495,7 @@ public actor SyncEngine {
             try state.put(aside, stored)
             try state.put(DamagedRecords.resyncKey, SyncRecords.encode(["entity": .string(ref.description)]))
             var record: EntityRecord?
+            var first: PendingMutation?
             for id in try outbox.ids() {
                 guard let sequence = UInt64(id), sequence <= folded,
                     let data = try? outbox.get(id),
@@ -1489,6 +1504,12 @@ public actor SyncEngine {
                 else { continue }
                 var rebuilt = record ?? EntityRecord(ref: ref)
                 rebuilt.add(entry)
+                // The first change's entry holds the base it goes against (persistFirstBase); a later one
+                // queued against the same base as the first has moved along with it (EntityRecord.changes).
+                if let first, entry.attempts == 0, entry.queuedBase == first.queuedBase {
+                    rebuilt.setBase(first.baseVersion, of: entry.sequence)
+                }
+                first = first ?? entry
                 record = rebuilt
             }
             if let record {
@@ -1498,6 +1519,20 @@ public actor SyncEngine {
             }
             return record
         }
+    }
+
+    /// Writes the base the record keeps for the entity's first outstanding change into its outbox entry when
+    /// they differ (it moved while the change waited behind others): the first change's entry always holds the
+    /// base it goes against, which is what a damaged record is rebuilt from, together with each later change's
+    /// queued base. Called whenever the first change leaves; one entry read.
+    static func persistFirstBase(of record: EntityRecord, in outbox: VaultRecords) throws {
+        guard let first = record.outstanding.first, case .some(let base) = record.base(of: first) else { return }
+        let id = SyncRecords.outboxID(first)
+        guard var entry = try undamaged({ try SyncRecords.outboxEntry(id, in: outbox) }), entry.attempts == 0,
+            entry.baseVersion != base
+        else { return }
+        entry.baseVersion = base
+        try outbox.put(id, SyncRecords.encode(entry.json))
     }
 
     static func outstanding(_ record: EntityRecord, in outbox: VaultRecords) throws -> [PendingMutation] {

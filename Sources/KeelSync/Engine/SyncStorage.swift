@@ -309,6 +309,12 @@ struct EntityRecord {
         changes?[index] = OutstandingChange(replacement)
     }
 
+    /// Records that the outstanding change `sequence` goes against `base`.
+    mutating func setBase(_ base: Int?, of sequence: UInt64) {
+        guard let index = outstanding.firstIndex(of: sequence) else { return }
+        changes?[index].base = base
+    }
+
     /// A change made against `old` was applied as version `new`: the outstanding changes made against `old`
     /// (all of them unsent: see ``changes``) now go against `new`.
     mutating func rebase(from old: Int?, to new: Int) {

@@ -168,12 +168,16 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
     public let sequence: UInt64
     /// The mutation this one replaces (a conflict resolution that is sent as a new change), if any.
     public let replaces: String?
+    /// The base it had when it was queued (``baseVersion`` moves on when earlier changes are acknowledged).
+    /// Two changes of one entity queued against the same base move together; what the entity's record keeps
+    /// of their bases can be worked out again from this when that record is damaged.
+    let queuedBase: Int?
 
     init(
         id: String, idempotencyKey: IdempotencyKey, correlationID: CorrelationID, entity: EntityRef,
         kind: MutationKind, baseVersion: Int?, fields: JSONObject, previous: JSONObject, operation: String,
         createdAt: Date, attempts: Int = 0, state: ItemState = .pending, failure: SyncFailure? = nil,
-        sequence: UInt64, replaces: String? = nil
+        sequence: UInt64, replaces: String? = nil, queuedBase: Int?? = .none
     ) {
         self.id = id
         self.idempotencyKey = idempotencyKey
@@ -190,6 +194,7 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
         self.failure = failure
         self.sequence = sequence
         self.replaces = replaces
+        self.queuedBase = queuedBase ?? baseVersion
     }
 
     var json: JSONValue {
@@ -206,6 +211,9 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
         if let baseVersion { object["base"] = .number(JSONNumber(Int64(baseVersion))) }
         if let failure { object["failure"] = failure.json }
         if let replaces { object["replaces"] = .string(replaces) }
+        if queuedBase != baseVersion {
+            object["queuedBase"] = queuedBase.map { .number(JSONNumber(Int64($0))) } ?? .null
+        }
         return .object(object)
     }
 
@@ -230,7 +238,12 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
             createdAt: Date(timeIntervalSince1970: createdAtMilliseconds / 1000),
             attempts: attempts, state: state,
             failure: try json["failure"].map { value throws(SyncError) in try SyncFailure(json: value) },
-            sequence: UInt64(bitPattern: Int64(sequence)), replaces: json["replaces"]?.stringValue)
+            sequence: UInt64(bitPattern: Int64(sequence)), replaces: json["replaces"]?.stringValue,
+            queuedBase: try json["queuedBase"].map { value throws(SyncError) -> Int? in
+                if value == .null { return nil }
+                guard let version = value.int else { throw SyncRecords.damaged("outbox entry") }
+                return version
+            })
     }
 }
 
