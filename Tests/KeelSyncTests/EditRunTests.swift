@@ -214,6 +214,37 @@ import Testing
         #expect(try serverNote(world, "n").map { integer($0["version"]) } == 3)
     }
 
+    /// An autosave's edits of the same fields against the same base are one run in the entity's record, not
+    /// one entry each: the record an acknowledgement reads and writes stays small however long the run.
+    @Test func aRunOfLikeEditsIsKeptAsOneRunInTheRecord() async throws {
+        let world = try SyncWorld(prefix: "keel-edit-run-runs")
+        let device = try world.device("phone")
+        let gate = Locked(Int.max)
+        let engine = try await gatedEngine(world, device, gate: gate)
+        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
+        #expect(await engine.sync().acknowledged == 1)
+        for index in 1...50 {
+            try await engine.update("note", id: "n", fields: ["title": .string("v\(index)")], operation: "editNote")
+        }
+        try await engine.update("note", id: "n", fields: ["body": "b"], operation: "editNote")
+        gate.withLock { $0 = 1 }
+        #expect(await engine.push().acknowledged == 1)  // the first edit; the others move to version 2
+
+        let stored = try await engine.vault.read(engine.storage.entities) { try $0.get("note/n") }
+        guard case .array(let runs)? = try object(stored)["changes"] else {
+            Issue.record("no changes in the record")
+            return
+        }
+        #expect(runs.count == 2)
+        #expect(integer(runs[0]["count"]) == 49 && integer(runs[0]["base"]) == 2)
+        #expect(runs[1]["count"] == nil && runs[1]["fields"] == ["body"])
+        gate.withLock { $0 = .max }
+        let rest = await engine.sync()
+        #expect(rest.isComplete && rest.acknowledged == 50 && rest.conflicts == 0, "\(rest)")
+        let shown = try #require(try await engine.entity("note", id: "n"))
+        #expect(shown.fields["title"] == "v50" && shown.fields["body"] == "b" && shown.serverVersion == 52)
+    }
+
     /// The base an edit goes out with is written into its entry in the transaction that sends it: sent again
     /// under the same key (no answer came), it carries the same base — a different one would be a different
     /// payload under that key, which the backend refuses (422).

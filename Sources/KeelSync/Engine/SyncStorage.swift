@@ -185,11 +185,43 @@ struct EntityRecord {
             self.names = names
         }
 
-        var json: JSONValue {
+        var object: JSONObject {
             [
                 "base": base.map { .number(JSONNumber(Int64($0))) } ?? .null, "kind": .string(kind.rawValue),
                 "fields": .array(names.map(JSONValue.string)),
             ]
+        }
+
+        /// `changes` as runs of equal changes (`count` when more than one): a run of edits of the same fields
+        /// (an autosave) keeps the record as small as one edit does.
+        static func runs(_ changes: [OutstandingChange]) -> JSONValue {
+            var runs: [JSONValue] = []
+            var index = changes.startIndex
+            while index < changes.endIndex {
+                let change = changes[index]
+                var end = index + 1
+                while end < changes.endIndex, changes[end] == change { end += 1 }
+                var run = change.object
+                if end - index > 1 { run["count"] = .number(JSONNumber(Int64(end - index))) }
+                runs.append(.object(run))
+                index = end
+            }
+            return .array(runs)
+        }
+
+        /// The changes that `runs` wrote.
+        static func changes(fromRuns json: JSONValue) throws(SyncError) -> [OutstandingChange] {
+            guard case .array(let runs) = json else { throw SyncRecords.damaged("entity") }
+            var changes: [OutstandingChange] = []
+            for run in runs {
+                let change = try OutstandingChange(json: run)
+                let count = try run["count"].map { value throws(SyncError) -> Int in
+                    guard let count = value.int, count > 1 else { throw SyncRecords.damaged("entity") }
+                    return count
+                }
+                changes.append(contentsOf: repeatElement(change, count: count ?? 1))
+            }
+            return changes
         }
 
         init(json: JSONValue) throws(SyncError) {
@@ -239,7 +271,7 @@ struct EntityRecord {
             "v": 1, "type": .string(ref.type), "id": .string(ref.id), "visibleDeleted": .bool(visibleDeleted),
             "outstanding": .array(outstanding.map { .number(JSONNumber(Int64(bitPattern: $0))) }),
         ]
-        if let changes, !outstanding.isEmpty { object["changes"] = .array(changes.map(\.json)) }
+        if let changes, !outstanding.isEmpty { object["changes"] = OutstandingChange.runs(changes) }
         if let server { object["server"] = SyncRecords.json(of: server) }
         if serverIsProvisional { object["provisional"] = true }
         // Most of the time nothing is outstanding and the user sees the server's fields: kept once.
@@ -269,8 +301,10 @@ struct EntityRecord {
         serverIsProvisional = json["provisional"] == .bool(true)
         if self.outstanding.isEmpty {
             changes = []
-        } else if case .array(let stored)? = json["changes"], stored.count == self.outstanding.count {
-            changes = try stored.map { change throws(SyncError) in try OutstandingChange(json: change) }
+        } else if let stored = json["changes"] {
+            let changes = try OutstandingChange.changes(fromRuns: stored)
+            guard changes.count == self.outstanding.count else { throw SyncRecords.damaged("entity") }
+            self.changes = changes
         } else {
             changes = nil  // written before they were kept: read from the entries when needed
         }
