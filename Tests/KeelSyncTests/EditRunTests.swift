@@ -168,20 +168,24 @@ import Testing
         }
         gate.withLock { $0 = 1 }
         #expect(await engine.push().acknowledged == 1)
+        // One more edit between two acknowledgements: queued against the version the first one made.
+        edits.append(try await engine.update("note", id: "n", fields: ["body": "b4"], operation: "editNote"))
+        gate.withLock { $0 = 1 }
+        #expect(await engine.push().acknowledged == 1)
 
         #expect(
             try await HostileAnswerTests.overwriteWithNoise(["note/n"], in: engine.storage.entities, of: device) == 1)
         gate.withLock { $0 = .max }
         let report = await engine.sync()
         #expect(report.isComplete && report.acknowledged == 2 && report.conflicts == 0, "\(report)")
-        for edit in edits.dropFirst() {
+        for edit in edits.dropFirst(2) {
             #expect(try await engine.settlement(of: edit.id) != nil)
             if case .applied? = try await engine.settlement(of: edit.id) {
             } else {
                 Issue.record("\(edit.id) not applied")
             }
         }
-        #expect(try serverNote(world, "n").map { integer($0["version"]) } == 4)
+        #expect(try serverNote(world, "n").map { integer($0["version"]) } == 5)
         #expect(try await engine.damagedRecords().count == 1)
     }
 
@@ -243,6 +247,30 @@ import Testing
         #expect(rest.isComplete && rest.acknowledged == 50 && rest.conflicts == 0, "\(rest)")
         let shown = try #require(try await engine.entity("note", id: "n"))
         #expect(shown.fields["title"] == "v50" && shown.fields["body"] == "b" && shown.serverVersion == 52)
+    }
+
+    /// A record whose runs do not add up to its outstanding changes (a count damaged on disk, or absurd) is a
+    /// damaged record — set aside and rebuilt from the outbox — and never a request for memory.
+    @Test func runsThatDoNotAddUpAreADamagedRecord() async throws {
+        for count: JSONValue in [.number(JSONNumber(Int64(1) << 62)), 0, -3, 3, "many"] {
+            let world = try SyncWorld(prefix: "keel-edit-run-count")
+            let device = try world.device("phone")
+            let gate = Locked(0)
+            let engine = try await gatedEngine(world, device, gate: gate)
+            try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
+            try await engine.update("note", id: "n", fields: ["title": "v1"], operation: "editNote")
+            _ = await engine.push()  // refused: the record takes both changes
+            try await engine.vault.write(engine.storage.entities) { entities in
+                var record = try object(try entities.get("note/n"))
+                record["changes"] = [["base": nil, "kind": "create", "fields": ["title", "body"], "count": count]]
+                try entities.put("note/n", Data(JSONValue.object(record).serialized()))
+            }
+            gate.withLock { $0 = .max }
+            let report = await engine.sync()
+            #expect(report.isComplete && report.acknowledged == 2, "\(count): \(report)")
+            #expect(try await engine.damagedRecords().count == 1, "\(count)")
+            #expect(try await engine.entity("note", id: "n")?.fields["title"] == "v1")
+        }
     }
 
     /// The base an edit goes out with is written into its entry in the transaction that sends it: sent again

@@ -740,7 +740,7 @@ public actor SyncEngine {
                         correlationID: entry.correlationID, entity: entry.entity, kind: entry.kind,
                         baseVersion: entry.baseVersion, fields: entry.fields, previous: entry.previous,
                         operation: entry.operation, createdAt: entry.createdAt, sequence: entry.sequence,
-                        queuedBase: entry.queuedBase)
+                        laterBases: entry.laterBases)
                     try self.replace(entry, with: again, settlement: .replaced(by: again.id), at: now, in: transaction)
                 }
                 return moved
@@ -780,9 +780,8 @@ public actor SyncEngine {
                     "settled:" + mutation.id, SyncRecords.encode(SyncRecords.json(of: .discarded, at: now)))
                 let entities = try transaction.records(storage.entities)
                 if var record = try Self.entity(mutation.entity, in: entities) {
-                    let wasFirst = record.outstanding.first == mutation.sequence
                     record.removeOutstanding(mutation.sequence)
-                    if wasFirst { try Self.persistFirstBase(of: record, in: outbox) }
+                    try Self.persistFirst(of: record, in: outbox)
                     try record.rebuild(with: Self.outstanding(record, in: outbox))
                     if record.isKnown {
                         try entities.put(record.recordID, SyncRecords.encode(record.json))
@@ -1402,7 +1401,7 @@ public actor SyncEngine {
         // Later changes made against the same base now go against the server's new version (in the record:
         // EntityRecord.changes).
         if let server { record.rebase(from: entry.baseVersion, to: server.version) }
-        if wasFirst { try Self.persistFirstBase(of: record, in: outbox) }
+        try Self.persistFirst(of: record, in: outbox)
         // The usual answer is the change applied as it was sent (perhaps with a timestamp of the server's):
         // the later changes need not be read back from the outbox to show what the user sees (each
         // acknowledgement of a long run of edits of one entity did).
@@ -1432,10 +1431,9 @@ public actor SyncEngine {
         if let replacement {
             record.replace(with: replacement)
         } else {
-            let wasFirst = record.outstanding.first == original.sequence
             record.removeOutstanding(original.sequence)
-            if wasFirst { try Self.persistFirstBase(of: record, in: outbox) }
         }
+        try Self.persistFirst(of: record, in: outbox)
         try record.rebuild(with: Self.outstanding(record, in: outbox))
         try entities.put(record.recordID, SyncRecords.encode(record.json))
     }
@@ -1504,10 +1502,9 @@ public actor SyncEngine {
                 else { continue }
                 var rebuilt = record ?? EntityRecord(ref: ref)
                 rebuilt.add(entry)
-                // The first change's entry holds the base it goes against (persistFirstBase); a later one
-                // queued against the same base as the first has moved along with it (EntityRecord.changes).
-                if let first, entry.attempts == 0, entry.queuedBase == first.queuedBase {
-                    rebuilt.setBase(first.baseVersion, of: entry.sequence)
+                // The first change's entry holds its own base and the later ones' (persistFirst).
+                if let first, entry.attempts == 0, case .some(let base) = first.laterBases.base(of: entry.sequence) {
+                    rebuilt.setBase(base, of: entry.sequence)
                 }
                 first = first ?? entry
                 record = rebuilt
@@ -1521,17 +1518,20 @@ public actor SyncEngine {
         }
     }
 
-    /// Writes the base the record keeps for the entity's first outstanding change into its outbox entry when
-    /// they differ (it moved while the change waited behind others): the first change's entry always holds the
-    /// base it goes against, which is what a damaged record is rebuilt from, together with each later change's
-    /// queued base. Called whenever the first change leaves; one entry read.
-    static func persistFirstBase(of record: EntityRecord, in outbox: VaultRecords) throws {
+    /// Writes what the record keeps of the entity's outstanding changes into the first one's outbox entry when
+    /// it holds something else: its own base (it moved while the change waited behind others; not once sent)
+    /// and the later changes' bases (``PendingMutation/laterBases``), which is what a damaged record is rebuilt
+    /// from. Bases move only when a change is acknowledged, and the first change changes only when one leaves
+    /// or is replaced: called then. One entry read; a write when something moved.
+    static func persistFirst(of record: EntityRecord, in outbox: VaultRecords) throws {
         guard let first = record.outstanding.first, case .some(let base) = record.base(of: first) else { return }
         let id = SyncRecords.outboxID(first)
-        guard var entry = try undamaged({ try SyncRecords.outboxEntry(id, in: outbox) }), entry.attempts == 0,
-            entry.baseVersion != base
-        else { return }
-        entry.baseVersion = base
+        guard var entry = try undamaged({ try SyncRecords.outboxEntry(id, in: outbox) }) else { return }
+        let later = record.laterBases
+        let moved = entry.attempts == 0 && entry.baseVersion != base
+        guard moved || entry.laterBases.ranges != later.ranges else { return }
+        if moved { entry.baseVersion = base }
+        entry.laterBases = later
         try outbox.put(id, SyncRecords.encode(entry.json))
     }
 

@@ -209,18 +209,24 @@ struct EntityRecord {
             return .array(runs)
         }
 
-        /// The changes that `runs` wrote.
-        static func changes(fromRuns json: JSONValue) throws(SyncError) -> [OutstandingChange] {
+        /// The `expected` changes that `runs` wrote; a record whose runs do not add up to them is damaged.
+        static func changes(fromRuns json: JSONValue, expected: Int) throws(SyncError) -> [OutstandingChange] {
             guard case .array(let runs) = json else { throw SyncRecords.damaged("entity") }
             var changes: [OutstandingChange] = []
+            changes.reserveCapacity(expected)
             for run in runs {
                 let change = try OutstandingChange(json: run)
                 let count = try run["count"].map { value throws(SyncError) -> Int in
-                    guard let count = value.int, count > 1 else { throw SyncRecords.damaged("entity") }
+                    // Checked before anything is made of it: a damaged count must not ask for memory.
+                    guard let count = value.int, count > 1, count <= expected - changes.count else {
+                        throw SyncRecords.damaged("entity")
+                    }
                     return count
                 }
+                guard changes.count < expected else { throw SyncRecords.damaged("entity") }
                 changes.append(contentsOf: repeatElement(change, count: count ?? 1))
             }
+            guard changes.count == expected else { throw SyncRecords.damaged("entity") }
             return changes
         }
 
@@ -302,9 +308,7 @@ struct EntityRecord {
         if self.outstanding.isEmpty {
             changes = []
         } else if let stored = json["changes"] {
-            let changes = try OutstandingChange.changes(fromRuns: stored)
-            guard changes.count == self.outstanding.count else { throw SyncRecords.damaged("entity") }
-            self.changes = changes
+            changes = try OutstandingChange.changes(fromRuns: stored, expected: self.outstanding.count)
         } else {
             changes = nil  // written before they were kept: read from the entries when needed
         }
@@ -341,6 +345,21 @@ struct EntityRecord {
     mutating func replace(with replacement: PendingMutation) {
         guard let index = outstanding.firstIndex(of: replacement.sequence) else { return }
         changes?[index] = OutstandingChange(replacement)
+    }
+
+    /// The bases of the changes after the first, as ranges of their sequence numbers (what the first change's
+    /// entry carries: ``PendingMutation/laterBases``); empty when not known.
+    var laterBases: LaterBases {
+        guard let changes, changes.count > 1 else { return LaterBases() }
+        var ranges: [LaterBases.Range] = []
+        for (sequence, change) in zip(outstanding, changes).dropFirst() {
+            if let last = ranges.last, last.base == change.base {
+                ranges[ranges.count - 1].last = sequence
+            } else {
+                ranges.append(LaterBases.Range(first: sequence, last: sequence, base: change.base))
+            }
+        }
+        return LaterBases(ranges: ranges)
     }
 
     /// Records that the outstanding change `sequence` goes against `base`.

@@ -168,16 +168,16 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
     public let sequence: UInt64
     /// The mutation this one replaces (a conflict resolution that is sent as a new change), if any.
     public let replaces: String?
-    /// The base it had when it was queued (``baseVersion`` moves on when earlier changes are acknowledged).
-    /// Two changes of one entity queued against the same base move together; what the entity's record keeps
-    /// of their bases can be worked out again from this when that record is damaged.
-    let queuedBase: Int?
+    /// On the first outstanding change of an entity: the bases of the later ones, as the entity's record keeps
+    /// them (``EntityRecord/changes``) — what that record is rebuilt from when it is damaged, as the later
+    /// entries are not rewritten when their bases move. Bookkeeping: not part of the change's identity.
+    var laterBases: LaterBases
 
     init(
         id: String, idempotencyKey: IdempotencyKey, correlationID: CorrelationID, entity: EntityRef,
         kind: MutationKind, baseVersion: Int?, fields: JSONObject, previous: JSONObject, operation: String,
         createdAt: Date, attempts: Int = 0, state: ItemState = .pending, failure: SyncFailure? = nil,
-        sequence: UInt64, replaces: String? = nil, queuedBase: Int?? = .none
+        sequence: UInt64, replaces: String? = nil, laterBases: LaterBases = LaterBases()
     ) {
         self.id = id
         self.idempotencyKey = idempotencyKey
@@ -194,7 +194,7 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
         self.failure = failure
         self.sequence = sequence
         self.replaces = replaces
-        self.queuedBase = queuedBase ?? baseVersion
+        self.laterBases = laterBases
     }
 
     var json: JSONValue {
@@ -211,9 +211,7 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
         if let baseVersion { object["base"] = .number(JSONNumber(Int64(baseVersion))) }
         if let failure { object["failure"] = failure.json }
         if let replaces { object["replaces"] = .string(replaces) }
-        if queuedBase != baseVersion {
-            object["queuedBase"] = queuedBase.map { .number(JSONNumber(Int64($0))) } ?? .null
-        }
+        if !laterBases.ranges.isEmpty { object["later"] = laterBases.json }
         return .object(object)
     }
 
@@ -239,12 +237,62 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
             attempts: attempts, state: state,
             failure: try json["failure"].map { value throws(SyncError) in try SyncFailure(json: value) },
             sequence: UInt64(bitPattern: Int64(sequence)), replaces: json["replaces"]?.stringValue,
-            queuedBase: try json["queuedBase"].map { value throws(SyncError) -> Int? in
-                if value == .null { return nil }
-                guard let version = value.int else { throw SyncRecords.damaged("outbox entry") }
-                return version
+            laterBases: try json["later"].map { value throws(SyncError) in try LaterBases(json: value) } ?? LaterBases()
+        )
+    }
+}
+
+/// The bases of an entity's later outstanding changes, by ranges of sequence numbers (the entity's changes
+/// in a range, not every number in it): a run of edits made against one base is one range.
+struct LaterBases: Sendable, Hashable {
+    struct Range: Sendable, Equatable {
+        var first: UInt64
+        var last: UInt64
+        var base: Int?
+    }
+
+    var ranges: [Range] = []
+
+    /// The base `sequence` has here, if a range holds it.
+    func base(of sequence: UInt64) -> Int?? {
+        guard let range = ranges.first(where: { $0.first <= sequence && sequence <= $0.last }) else { return .none }
+        return .some(range.base)
+    }
+
+    var json: JSONValue {
+        .array(
+            ranges.map { range in
+                [
+                    .number(JSONNumber(Int64(bitPattern: range.first))),
+                    .number(JSONNumber(Int64(bitPattern: range.last))),
+                    range.base.map { .number(JSONNumber(Int64($0))) } ?? .null,
+                ]
             })
     }
+
+    init(ranges: [Range] = []) { self.ranges = ranges }
+
+    init(json: JSONValue) throws(SyncError) {
+        guard case .array(let items) = json else { throw SyncRecords.damaged("outbox entry") }
+        ranges = try items.map { item throws(SyncError) -> Range in
+            guard case .array(let parts) = item, parts.count == 3, let first = parts[0].int, let last = parts[1].int,
+                first <= last
+            else { throw SyncRecords.damaged("outbox entry") }
+            let base: Int?
+            if parts[2] == .null {
+                base = nil
+            } else if let version = parts[2].int {
+                base = version
+            } else {
+                throw SyncRecords.damaged("outbox entry")
+            }
+            return Range(first: UInt64(bitPattern: Int64(first)), last: UInt64(bitPattern: Int64(last)), base: base)
+        }
+    }
+
+    // Bookkeeping, not identity: two copies of a change are the same change whatever they carry here.
+    static func == (lhs: LaterBases, rhs: LaterBases) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
 }
 
 extension JSONValue {
