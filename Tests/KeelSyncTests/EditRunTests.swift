@@ -37,6 +37,34 @@ import Testing
         return try await device.engine(.alice, client: client)
     }
 
+    /// A phone with note `n` created and synced (version 1), its pushes through `gate` (open).
+    struct Phone {
+        let world: SyncWorld
+        let device: SyncDevice
+        let gate: Locked<Int>
+        let engine: SyncEngine
+    }
+
+    func phoneWithSyncedNote(_ prefix: String, clock: WallClock = .system) async throws -> Phone {
+        let world = try SyncWorld(prefix: prefix, clock: clock)
+        let device = try world.device("phone")
+        let gate = Locked(Int.max)
+        let engine = try await gatedEngine(world, device, gate: gate)
+        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
+        #expect(await engine.sync().acknowledged == 1)
+        return Phone(world: world, device: device, gate: gate, engine: engine)
+    }
+
+    /// Edits of note `n`'s title, queued.
+    func queueEdits(_ engine: SyncEngine, _ titles: [String]) async throws -> [PendingMutation] {
+        var edits: [PendingMutation] = []
+        for title in titles {
+            edits.append(
+                try await engine.update("note", id: "n", fields: ["title": .string(title)], operation: "editNote"))
+        }
+        return edits
+    }
+
     /// The outbox entry of `change` exactly as stored (sealed: a rewrite seals it anew).
     func storedEntry(_ engine: SyncEngine, _ change: PendingMutation) async throws -> Data? {
         let id = String(format: "%020llu", change.sequence)
@@ -60,19 +88,11 @@ import Testing
     }
 
     @Test func acknowledgingAnEditMovesTheLaterOnesAlongWithoutRewritingThem() async throws {
-        let world = try SyncWorld(prefix: "keel-edit-run")
-        let device = try world.device("phone")
-        let gate = Locked(Int.max)
-        let engine = try await gatedEngine(world, device, gate: gate)
-        let create = try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
-        #expect(await engine.sync().acknowledged == 1)
-        let noteID = try #require(try serverNote(world, create.entity.id)?["id"]?.stringValue)
+        let phone = try await phoneWithSyncedNote("keel-edit-run")
+        let (world, gate, engine) = (phone.world, phone.gate, phone.engine)
+        let noteID = try #require(try serverNote(world, "n")?["id"]?.stringValue)
 
-        var edits: [PendingMutation] = []
-        for title in ["v1", "v2", "v3"] {
-            edits.append(
-                try await engine.update("note", id: "n", fields: ["title": .string(title)], operation: "editNote"))
-        }
+        let edits = try await queueEdits(engine, ["v1", "v2", "v3"])
         #expect(edits.allSatisfy { $0.baseVersion == 1 })
         gate.withLock { $0 = 0 }
         _ = await engine.push()  // refused before sending: the records take the queued edits
@@ -107,12 +127,8 @@ import Testing
     /// back, as none of them sets it — and the later changes' own values of the fields they set.
     @Test func afterAnAcknowledgementTheServersOwnFieldsShowUnderTheLaterChanges() async throws {
         let time = MovableWallClock()
-        let world = try SyncWorld(prefix: "keel-edit-run-stamp", clock: time.clock)
-        let device = try world.device("phone")
-        let gate = Locked(Int.max)
-        let engine = try await gatedEngine(world, device, gate: gate)
-        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
-        #expect(await engine.sync().acknowledged == 1)
+        let phone = try await phoneWithSyncedNote("keel-edit-run-stamp", clock: time.clock)
+        let (world, gate, engine) = (phone.world, phone.gate, phone.engine)
         let created = try #require(try await engine.entity("note", id: "n")?.fields["updatedAt"])
         try await engine.update("note", id: "n", fields: ["title": "v1"], operation: "editNote")
         try await engine.update("note", id: "n", fields: ["body": "b2"], operation: "editNote")
@@ -132,12 +148,8 @@ import Testing
     /// A later change that sets the field the server moved keeps showing its own value.
     @Test func aLaterChangeOfAFieldTheServerMovedStillShowsOnTop() async throws {
         let time = MovableWallClock()
-        let world = try SyncWorld(prefix: "keel-edit-run-stamp-local", clock: time.clock)
-        let device = try world.device("phone")
-        let gate = Locked(Int.max)
-        let engine = try await gatedEngine(world, device, gate: gate)
-        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
-        #expect(await engine.sync().acknowledged == 1)
+        let phone = try await phoneWithSyncedNote("keel-edit-run-stamp-local", clock: time.clock)
+        let (gate, engine) = (phone.gate, phone.engine)
         try await engine.update("note", id: "n", fields: ["title": "v1"], operation: "editNote")
         try await engine.update(
             "note", id: "n", fields: ["updatedAt": "2030-01-01T00:00:00Z"], operation: "editNote")
@@ -155,17 +167,9 @@ import Testing
     /// its base, and the later ones queued against the same base take it — instead of each meeting a conflict
     /// with the device's own earlier edit.
     @Test func aDamagedRecordIsRebuiltWithTheBasesTheEditsMovedTo() async throws {
-        let world = try SyncWorld(prefix: "keel-edit-run-damage")
-        let device = try world.device("phone")
-        let gate = Locked(Int.max)
-        let engine = try await gatedEngine(world, device, gate: gate)
-        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
-        #expect(await engine.sync().acknowledged == 1)
-        var edits: [PendingMutation] = []
-        for title in ["v1", "v2", "v3"] {
-            edits.append(
-                try await engine.update("note", id: "n", fields: ["title": .string(title)], operation: "editNote"))
-        }
+        let phone = try await phoneWithSyncedNote("keel-edit-run-damage")
+        let (world, device, gate, engine) = (phone.world, phone.device, phone.gate, phone.engine)
+        var edits = try await queueEdits(engine, ["v1", "v2", "v3"])
         gate.withLock { $0 = 1 }
         #expect(await engine.push().acknowledged == 1)
         // One more edit between two acknowledgements: queued against the version the first one made.
@@ -192,17 +196,9 @@ import Testing
     /// The first change leaves otherwise than by an acknowledgement (discarded here): the next one becomes
     /// first, and its entry takes the base it moved to while it waited, so a damaged record loses nothing.
     @Test func theChangeThatBecomesFirstHoldsItsMovedBase() async throws {
-        let world = try SyncWorld(prefix: "keel-edit-run-discard")
-        let device = try world.device("phone")
-        let gate = Locked(Int.max)
-        let engine = try await gatedEngine(world, device, gate: gate)
-        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
-        #expect(await engine.sync().acknowledged == 1)
-        var edits: [PendingMutation] = []
-        for title in ["v1", "v2", "v3"] {
-            edits.append(
-                try await engine.update("note", id: "n", fields: ["title": .string(title)], operation: "editNote"))
-        }
+        let phone = try await phoneWithSyncedNote("keel-edit-run-discard")
+        let (world, device, gate, engine) = (phone.world, phone.device, phone.gate, phone.engine)
+        let edits = try await queueEdits(engine, ["v1", "v2", "v3"])
         gate.withLock { $0 = 1 }
         #expect(await engine.push().acknowledged == 1)
         try await engine.discard(edits[1])
@@ -221,12 +217,8 @@ import Testing
     /// An autosave's edits of the same fields against the same base are one run in the entity's record, not
     /// one entry each: the record an acknowledgement reads and writes stays small however long the run.
     @Test func aRunOfLikeEditsIsKeptAsOneRunInTheRecord() async throws {
-        let world = try SyncWorld(prefix: "keel-edit-run-runs")
-        let device = try world.device("phone")
-        let gate = Locked(Int.max)
-        let engine = try await gatedEngine(world, device, gate: gate)
-        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
-        #expect(await engine.sync().acknowledged == 1)
+        let phone = try await phoneWithSyncedNote("keel-edit-run-runs")
+        let (gate, engine) = (phone.gate, phone.engine)
         for index in 1...50 {
             try await engine.update("note", id: "n", fields: ["title": .string("v\(index)")], operation: "editNote")
         }
@@ -277,12 +269,8 @@ import Testing
     /// under the same key (no answer came), it carries the same base — a different one would be a different
     /// payload under that key, which the backend refuses (422).
     @Test func anEditSentWithoutAnAnswerGoesAgainWithTheBaseItWasSentWith() async throws {
-        let world = try SyncWorld(prefix: "keel-edit-run-drop")
-        let device = try world.device("phone")
-        let gate = Locked(Int.max)
-        let engine = try await gatedEngine(world, device, gate: gate)
-        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
-        #expect(await engine.sync().acknowledged == 1)
+        let phone = try await phoneWithSyncedNote("keel-edit-run-drop")
+        let (world, gate, engine) = (phone.world, phone.gate, phone.engine)
         let edits = [
             try await engine.update("note", id: "n", fields: ["title": "v1"], operation: "editNote"),
             try await engine.update("note", id: "n", fields: ["title": "v2"], operation: "editNote"),
@@ -309,15 +297,9 @@ import Testing
     /// ones that count, the mark of format 1. The bases are read from the entries once, the edits go out
     /// without a conflict, and the mark is written again with format 2 (an engine of format 1 then stops).
     @Test func aVaultOfTheEarlierFormatSyncsAndIsMarkedWithTheNewOne() async throws {
-        let world = try SyncWorld(prefix: "keel-edit-run-format")
-        let device = try world.device("phone")
-        let gate = Locked(Int.max)
-        let engine = try await gatedEngine(world, device, gate: gate)
-        try await engine.create("note", id: "n", fields: .note("v0"), operation: "createNote")
-        #expect(await engine.sync().acknowledged == 1)
-        for title in ["v1", "v2", "v3"] {
-            try await engine.update("note", id: "n", fields: ["title": .string(title)], operation: "editNote")
-        }
+        let phone = try await phoneWithSyncedNote("keel-edit-run-format")
+        let (gate, engine) = (phone.gate, phone.engine)
+        _ = try await queueEdits(engine, ["v1", "v2", "v3"])
         gate.withLock { $0 = 0 }
         _ = await engine.push()  // folds the edits into the record
         try await engine.vault.write([engine.storage.entities, engine.storage.state]) { transaction in
