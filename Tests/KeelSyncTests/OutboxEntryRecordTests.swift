@@ -18,6 +18,28 @@ import Testing
     @Test func anEntryReadsBackAsItWasStored() throws {
         let read = try PendingMutation(json: entry.json)
         #expect(read == entry)
+        #expect(read.laterBases.ranges.isEmpty)
+    }
+
+    /// The later changes' bases a first entry carries (what a damaged entity record is rebuilt from) read
+    /// back range by range — `==` on changes leaves them out, so they are compared here — and a damaged range
+    /// is a damaged record.
+    @Test func theLaterBasesAFirstEntryCarriesReadBack() throws {
+        var first = entry
+        first.laterBases = LaterBases(ranges: [
+            .init(first: 43, last: 90, base: 4), .init(first: 95, last: 95, base: nil),
+            .init(first: 96, last: 120, base: 7),
+        ])
+        let read = try PendingMutation(json: first.json)
+        #expect(read.laterBases.ranges == first.laterBases.ranges)
+        #expect(read.laterBases.base(of: 60) == .some(4) && read.laterBases.base(of: 95) == .some(nil))
+        #expect(read.laterBases.base(of: 92) == .none && read.laterBases.base(of: 121) == .none)
+        for damaged: JSONValue in [[[43, 42, 4]], [[43, 90]], [[43, 90, "four"]], ["43-90"], 7] {
+            guard case .object(var object) = first.json else { Issue.record("an entry is a JSON object"); return }
+            object["later"] = damaged
+            let error = #expect(throws: SyncError.self) { try PendingMutation(json: .object(object)) }
+            #expect(error?.code == .damagedRecord)
+        }
     }
 
     @Test(arguments: ["", "has a space", "line\nbreak", String(repeating: "k", count: 300)])

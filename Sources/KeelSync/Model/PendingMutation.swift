@@ -290,7 +290,8 @@ struct LaterBases: Sendable, Hashable {
         }
     }
 
-    // Bookkeeping, not identity: two copies of a change are the same change whatever they carry here.
+    // Bookkeeping, not identity: two copies of a change are the same change whatever they carry here. So
+    // `==` on this type says nothing: compare `ranges`.
     static func == (lhs: LaterBases, rhs: LaterBases) -> Bool { true }
     func hash(into hasher: inout Hasher) {}
 }
