@@ -55,6 +55,13 @@ import Testing
         return Phone(world: world, device: device, gate: gate, engine: engine)
     }
 
+    /// Note `n`'s record overwritten with noise on disk (as a flipped sector would leave it).
+    func damageNoteRecord(_ phone: Phone) async throws {
+        #expect(
+            try await HostileAnswerTests.overwriteWithNoise(
+                ["note/n"], in: phone.engine.storage.entities, of: phone.device) == 1)
+    }
+
     /// Edits of note `n`'s title, queued.
     func queueEdits(_ engine: SyncEngine, _ titles: [String]) async throws -> [PendingMutation] {
         var edits: [PendingMutation] = []
@@ -168,7 +175,7 @@ import Testing
     /// with the device's own earlier edit.
     @Test func aDamagedRecordIsRebuiltWithTheBasesTheEditsMovedTo() async throws {
         let phone = try await phoneWithSyncedNote("keel-edit-run-damage")
-        let (world, device, gate, engine) = (phone.world, phone.device, phone.gate, phone.engine)
+        let (world, gate, engine) = (phone.world, phone.gate, phone.engine)
         var edits = try await queueEdits(engine, ["v1", "v2", "v3"])
         gate.withLock { $0 = 1 }
         #expect(await engine.push().acknowledged == 1)
@@ -177,8 +184,7 @@ import Testing
         gate.withLock { $0 = 1 }
         #expect(await engine.push().acknowledged == 1)
 
-        #expect(
-            try await HostileAnswerTests.overwriteWithNoise(["note/n"], in: engine.storage.entities, of: device) == 1)
+        try await damageNoteRecord(phone)
         gate.withLock { $0 = .max }
         let report = await engine.sync()
         #expect(report.isComplete && report.acknowledged == 2 && report.conflicts == 0, "\(report)")
@@ -197,7 +203,7 @@ import Testing
     /// first, and its entry takes the base it moved to while it waited, so a damaged record loses nothing.
     @Test func theChangeThatBecomesFirstHoldsItsMovedBase() async throws {
         let phone = try await phoneWithSyncedNote("keel-edit-run-discard")
-        let (world, device, gate, engine) = (phone.world, phone.device, phone.gate, phone.engine)
+        let (world, gate, engine) = (phone.world, phone.gate, phone.engine)
         let edits = try await queueEdits(engine, ["v1", "v2", "v3"])
         gate.withLock { $0 = 1 }
         #expect(await engine.push().acknowledged == 1)
@@ -206,8 +212,7 @@ import Testing
         let entry = try await engine.vault.read(engine.storage.outbox) { try $0.get(third) }
         #expect(integer(try object(entry)["base"]) == 2)
 
-        #expect(
-            try await HostileAnswerTests.overwriteWithNoise(["note/n"], in: engine.storage.entities, of: device) == 1)
+        try await damageNoteRecord(phone)
         gate.withLock { $0 = .max }
         let report = await engine.sync()
         #expect(report.isComplete && report.acknowledged == 1 && report.conflicts == 0, "\(report)")

@@ -579,22 +579,23 @@ public actor SyncEngine {
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
                 let sending = try sending.union(Self.unconfirmed(in: transaction.records(storage.state)))
+                // Each entity's record, read once (nil: none, or damaged).
                 var records: [EntityRef: EntityRecord?] = [:]
+                func record(of ref: EntityRef) throws -> EntityRecord? {
+                    if let known = records[ref] { return known }
+                    let read = try Self.undamaged { try Self.entity(ref, in: entities) }
+                    records[ref] = .some(read)
+                    return read
+                }
                 return try outbox.ids(after: nil, limit: limit).compactMap { id in
                     try SyncRecords.outboxEntry(id, in: outbox).map { found in
                         var entry = found
                         if entry.state == .pending, sending.contains(entry.id) { entry.state = .sending }
                         // An unsent change goes against the base its entity's record holds (EntityRecord.changes).
-                        if entry.attempts == 0 {
-                            if records[entry.entity] == nil {
-                                records[entry.entity] = .some(
-                                    try Self.undamaged { try Self.entity(entry.entity, in: entities) })
-                            }
-                            if let record = records[entry.entity] ?? nil,
-                                case .some(let base) = record.base(of: entry.sequence)
-                            {
-                                entry.baseVersion = base
-                            }
+                        if entry.attempts == 0,
+                            case .some(let base) = try record(of: entry.entity)?.base(of: entry.sequence)
+                        {
+                            entry.baseVersion = base
                         }
                         return entry
                     }
@@ -1063,7 +1064,7 @@ public actor SyncEngine {
         var stored: Data
         /// Its entity's record as read then, with its stored bytes: the answer's transaction takes it as it
         /// is when nothing wrote the record since (one point read, nothing opened).
-        var record: (EntityRecord, Data)?
+        var record: (record: EntityRecord, stored: Data)?
     }
 
     /// The next batch — the oldest sendable change of each entity whose earlier changes are all settled — and
@@ -1124,20 +1125,16 @@ public actor SyncEngine {
                         // Its record (folded above) lists the later ones, and knows the version this one goes
                         // against (EntityRecord.changes). A damaged record is left for the writes that set it
                         // aside: the entry keeps its own base then.
-                        let found = try Self.undamaged { () throws -> (EntityRecord, Data)? in
-                            guard let (value, stored) = try entities.getStored(entry.entity.description) else {
-                                return nil
-                            }
-                            return (try EntityRecord(json: SyncRecords.decode(value, "entity")), stored)
-                        }
-                        let record = found?.0
+                        let found = try Self.undamaged { try Self.entityAsStored(entry.entity, in: entities) }
+                        let record = found?.record
                         for sequence in record?.outstanding ?? [] where sequence != entry.sequence {
                             behind.insert(sequence)
                         }
                         guard entry.state == .pending || entry.state == .sending else { continue }
                         if entry.attempts == 0, let base = record?.base(of: entry.sequence), base != entry.baseVersion {
                             // Written down before it goes: sent again after a kill, under the same key, it must
-                            // carry the same base.
+                            // carry the same base. (The first change's entry holds it already — persistFirst —
+                            // unless that entry is unreadable and this, the next one, goes in its place.)
                             original.baseVersion = base
                             try outbox.put(id, SyncRecords.encode(original.json))
                             guard let written = try outbox.storedBytes(id) else {
@@ -1442,6 +1439,16 @@ public actor SyncEngine {
 
     static func entity(_ ref: EntityRef, in entities: VaultRecords) throws -> EntityRecord? {
         try entities.get(ref.description).map { try EntityRecord(json: SyncRecords.decode($0, "entity")) }
+    }
+
+    /// ``entity(_:in:)`` with the record's stored bytes (``VaultRecords/isStored(_:as:)`` tells later whether
+    /// anything wrote it since).
+    static func entityAsStored(_ ref: EntityRef, in entities: VaultRecords) throws -> (
+        record: EntityRecord, stored: Data
+    )? {
+        try entities.getStored(ref.description).map { value, stored in
+            (try EntityRecord(json: SyncRecords.decode(value, "entity")), stored)
+        }
     }
 
     /// The tail folded into the records (every write that changes records does this first), and the
