@@ -170,6 +170,20 @@ struct FaultTransport: HTTPTransport {
         #expect(failure.kind == .captivePortal)
     }
 
+    /// A media type is case-insensitive (RFC 9110 §8.3.1): `Text/HTML` with parameters is still HTML, and a
+    /// JSON type that merely mentions html is not.
+    @Test(arguments: ["Text/HTML; charset=UTF-8", "TEXT/html"])
+    func anHTMLTypeInAnyCaseIsCaptivePortal(type: String) async throws {
+        let failure = try await failure(
+            for: TestResponse(
+                status: 200, headers: ["Content-Type": type], body: "<html><body>Hotel Wi-Fi</body></html>"))
+        #expect(failure.kind == .captivePortal)
+        let harness = try Harness(policy: once)
+        harness.server.enqueue(
+            TestResponse(status: 200, headers: ["Content-Type": "application/json; x=text/html"], body: #"{"a": 1}"#))
+        #expect(await harness.send(.get("/notes")).success != nil)
+    }
+
     /// Portals that send no Content-Type at all are recognised by the body itself.
     @Test(arguments: ["<!DOCTYPE html><html><body>Sign in</body></html>", "\n  <HTML><head></head></HTML>"])
     func anHTMLPageWithoutAContentTypeIsCaptivePortal(page: String) async throws {

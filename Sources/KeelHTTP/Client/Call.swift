@@ -3,7 +3,14 @@ import KeelCore
 
 /// One call in progress: attempts, the decisions between them, and the failure it ends with.
 struct Call {
-    let configuration: HTTPClient.Configuration
+    /// The client sending this call: its configuration, base URL text, middleware and version policy are
+    /// read through it, not copied into every call (a configuration is some twenty fields to retain and
+    /// release per call; keel-bench http.get and trace.overhead).
+    let client: HTTPClient
+    /// The client's configuration, lent (not copied) for each use.
+    var configuration: HTTPClient.Configuration {
+        _read { yield client.configuration }
+    }
     let operation: HTTPOperation
     let policy: CallPolicy
     let correlationID: CorrelationID
@@ -11,6 +18,8 @@ struct Call {
     /// will see the request — trace headers are ``TraceContextMiddleware``'s business — so a call without
     /// middleware draws nothing more from the random source.
     let trace: TraceContext?
+    /// What the middleware contexts of this call's attempts share; nil when no middleware sees the call.
+    let middlewareShared: MiddlewareContext.Shared?
 
     /// Whether any attempt may have reached the server without a readable answer. (For a read this
     /// harms nothing, but it is still what happened; the user-facing projection weighs `mutates`.)
@@ -22,29 +31,30 @@ struct Call {
     private var spentOnRetries = 0
 
     /// The base URL as text without a trailing slash, when it has no query or fragment (see `url()`).
-    let basePrefix: String?
+    var basePrefix: String? { client.basePrefix }
 
     /// Where version answers go (shared by the client's calls).
-    let versionPolicy: VersionPolicyState
+    var versionPolicy: VersionPolicyState { client.policyState }
 
     /// The middleware that may see this call's requests: those whose allowlist admits the base URL's origin.
     /// Every request URL is the base URL with another path or query (see `url()`), so its origin is the
     /// base URL's, and the client decides this once (``HTTPClient/middlewareForBase``).
-    let steps: [any HTTPMiddleware]
+    var steps: [any HTTPMiddleware] { client.middlewareForBase }
 
-    init(
-        configuration: HTTPClient.Configuration, operation: HTTPOperation, policy: CallPolicy, basePrefix: String?,
-        middleware steps: [any HTTPMiddleware], versionPolicy: VersionPolicyState
-    ) {
-        self.basePrefix = basePrefix
-        self.steps = steps
-        self.versionPolicy = versionPolicy
-        self.configuration = configuration
+    init(client: HTTPClient, operation: HTTPOperation, policy: CallPolicy) {
+        self.client = client
         self.operation = operation
         self.policy = policy
-        self.correlationID = operation.correlationID ?? CorrelationID.make(using: configuration.random)
+        self.correlationID = operation.correlationID ?? CorrelationID.make(using: client.configuration.random)
         self.trace =
-            operation.trace ?? (configuration.middleware.isEmpty ? nil : .start(using: configuration.random))
+            operation.trace
+            ?? (client.configuration.middleware.isEmpty ? nil : .start(using: client.configuration.random))
+        if let trace = self.trace, !client.middlewareForBase.isEmpty {
+            middlewareShared = MiddlewareContext.Shared(
+                operation: operation, correlationID: correlationID, trace: trace)
+        } else {
+            middlewareShared = nil
+        }
     }
 
     /// The outcome across all attempts so far: unknown wins (an earlier attempt may have been applied).
@@ -77,7 +87,9 @@ struct Call {
         let allowed = configuration.backgroundBudget?.remaining().map { min($0, policy.deadline) } ?? policy.deadline
         let deadline = start.advanced(by: allowed)
         try refuseDotSegments()
-        let request = makeRequest()
+        // Each attempt gets a request of its own, made afresh (the same every time but for what middleware
+        // adds), for middleware to change in place: copying a kept one cost a header list per call.
+        let url = url()
         var replays = 0
         var isReplay = false
         while true {
@@ -86,14 +98,13 @@ struct Call {
                 throw failure(.timeout, detail: "deadline of \(allowed) passed")
             }
             attempts += 1
-            let context = trace.map {
-                MiddlewareContext(
-                    operation: operation, correlationID: correlationID, trace: $0, attempt: attempts,
-                    isReplay: isReplay)
+            let context = middlewareShared.map {
+                MiddlewareContext(shared: $0, attempt: attempts, isReplay: isReplay)
             }
             isReplay = false
             // Middleware works on a fresh copy each attempt, inside the deadline; nothing is sent yet.
-            let prepared = try await prepare(request, steps: steps, context: context, deadline: deadline, clock: clock)
+            let prepared = try await prepare(
+                makeRequest(url: url), steps: steps, context: context, deadline: deadline, clock: clock)
             let remaining = clock.now.duration(to: deadline)
             if remaining <= .zero { throw failure(.timeout, detail: "deadline of \(allowed) passed") }
             emit(.attemptStarted(number: attempts))
@@ -108,7 +119,8 @@ struct Call {
                 // A portal's answer is not the server's: it does not count as reaching it.
                 let portal = captivePortalFailure(response)
                 var asksForReplay = false
-                if portal == nil, replays < Self.maximumReplays {
+                // A success is final: no middleware is asked about a replay after a 2xx.
+                if portal == nil, replays < Self.maximumReplays, !(200...299).contains(response.status) {
                     let answer = await middlewareAsksForReplay(
                         after: response, steps: steps, context: context, deadline: deadline, clock: clock)
                     guard let answer else {
@@ -142,7 +154,7 @@ struct Call {
                     // The backend accepted this version just now; it may announce a newer one. (A required
                     // update or a security block is not ended by it: `VersionPolicyState.set`.)
                     if operation.successStatesVersionPolicy,
-                        let policy = configuration.versionPolicy?.policy(afterSuccess: response)
+                        let policy = client.versionContract?.policy(afterSuccess: response)
                     {
                         versionPolicy.set(policy)
                     }
@@ -219,12 +231,9 @@ struct Call {
         -> TransportRequest where C.Duration == Duration
     {
         try refuseDotSegments()
-        let request = makeRequest()
+        let request = makeRequest(url: url())
         attempts = 1
-        let context = trace.map {
-            MiddlewareContext(
-                operation: operation, correlationID: correlationID, trace: $0, attempt: 1, isReplay: false)
-        }
+        let context = middlewareShared.map { MiddlewareContext(shared: $0, attempt: 1, isReplay: false) }
         return try await prepare(
             request, steps: steps, context: context,
             deadline: clock.now.advanced(by: timeout), clock: clock)
@@ -233,25 +242,23 @@ struct Call {
     /// Runs every middleware whose allowlist admits the request's origin, in order, raced against the
     /// call's deadline. A refusal ends the call with its kind; nothing was sent on this attempt.
     private func prepare<C: Clock>(
-        _ request: TransportRequest, steps: [any HTTPMiddleware], context: MiddlewareContext?, deadline: C.Instant,
-        clock: C
+        _ request: consuming TransportRequest, steps: [any HTTPMiddleware], context: MiddlewareContext?,
+        deadline: C.Instant, clock: C
     ) async throws(HTTPFailure) -> TransportRequest where C.Duration == Duration {
-        guard let context, !steps.isEmpty else { return request }  // no middleware for this origin
-        if !steps.contains(where: \.mayWait) {
-            // Header-only middleware cannot hang: no timer task needed (keel-bench trace.overhead).
-            var copy = request
-            // The copy is made once, with room for what middleware adds (not copied, then grown).
-            copy.headers.reserveCapacity(copy.headers.count + 4)
+        guard !steps.isEmpty, let context else { return request }  // no middleware for this origin
+        if !client.middlewareMayWait {
+            // Header-only middleware cannot hang: no timer task needed (keel-bench trace.overhead). The
+            // request is this attempt's own, made with room for what middleware adds: changed in place.
             do throws(MiddlewareRefusal) {
-                for step in steps { try await step.prepare(&copy, context: context) }
-                return copy
+                for step in steps { try await step.prepare(&request, context: context) }
+                return request
             } catch {
                 throw failure(error.kind, detail: "refused by middleware before attempt \(attempts): \(error.detail)")
             }
         }
+        let request = copy request
         let outcome = await Self.race(deadline: deadline, clock: clock) { () async -> Prepared in
             var copy = request
-            copy.headers.reserveCapacity(copy.headers.count + 4)
             do throws(MiddlewareRefusal) {
                 for step in steps { try await step.prepare(&copy, context: context) }
                 return .ready(copy)
@@ -285,7 +292,7 @@ struct Call {
             }
             return false
         }
-        guard steps.contains(where: \.mayWait) else { return await ask() }
+        guard client.middlewareMayWait else { return await ask() }
         return await Self.race(deadline: deadline, clock: clock, ask)
     }
 
@@ -400,42 +407,35 @@ struct Call {
         return value
     }
 
-    private func makeRequest() -> TransportRequest {
-        var headers = operation.headers
+    /// The request of one attempt to `url` (``url()``).
+    private func makeRequest(url: URL) -> TransportRequest {
+        let own = client.ownHeaders
+        var headers = HeaderFields()
         // Room for the client's own fields and a middleware's, so the list is not copied as it grows.
-        headers.reserveCapacity(headers.count + 8)
-        // Trace context reaches only allowlisted origins, through TraceContextMiddleware; a traceparent
-        // the app put on the operation by hand could go anywhere, so it never leaves.
-        headers.removeAll(named: TraceContextMiddleware.traceparentHeader)
-        headers.removeAll(named: TraceContextMiddleware.tracestateHeader)
-        // The client's ids are the only ones: an app's own value of these headers would reach the server
-        // first (a server reading the first one would dedupe on a key the journal does not know, or see a
-        // placeholder correlation id).
-        headers.removeAll(named: configuration.correlationIDHeader)
-        headers.removeAll(named: configuration.idempotencyKeyHeader)
+        headers.reserveCapacity(operation.headers.count + own.fixed.count + 8)
+        // One pass over the operation's fields, leaving out every name the client sets itself (see
+        // `ClientHeaders`): a search per name cost a scan of the list each (keel-bench trace.overhead).
+        var hasAccept = false
+        var hasContentType = false
+        for field in operation.headers where !own.isOwned(field.name) {
+            hasAccept = hasAccept || HeaderFields.equalIgnoringCase(field.name, "Accept")
+            hasContentType = hasContentType || HeaderFields.equalIgnoringCase(field.name, "Content-Type")
+            headers.append(name: field.name, value: field.value)
+        }
         headers.append(name: configuration.correlationIDHeader, value: correlationID.rawValue)
         if case .keyed(let key) = operation.idempotency {
             headers.append(name: configuration.idempotencyKeyHeader, value: key.rawValue)
         }
-        if let version = configuration.contractVersion {
-            headers.removeAll(named: version.headerName)
-            headers.append(name: version.headerName, value: version.description)
-        }
-        if let identity = configuration.versionPolicy {
-            headers.removeAll(named: identity.appVersionHeader)
-            headers.removeAll(named: identity.platformHeader)
-            headers.append(name: identity.appVersionHeader, value: identity.appVersion.description)
-            headers.append(name: identity.platformHeader, value: identity.platform)
-        }
-        if operation.expectsJSON, !headers.contains("Accept") {
+        headers.append(contentsOf: own.fixed)
+        if operation.expectsJSON, !hasAccept {
             headers.append(name: "Accept", value: "application/json")
         }
-        if operation.body != nil, !headers.contains("Content-Type") {
+        if operation.body != nil, !hasContentType {
             headers.append(name: "Content-Type", value: "application/json")
         }
         // The transport's own timer is only a backstop behind the attempt timer on the injected clock.
         return TransportRequest(
-            method: operation.method, url: url(), headers: headers, body: operation.body,
+            method: operation.method, url: url, headers: headers, body: operation.body,
             transportTimeout: policy.attemptTimeout + .seconds(30), maximumResponseBytes: policy.maximumResponseBytes,
             reusesConnections: operation.allowsRetryAfterSending
         )
@@ -500,8 +500,8 @@ struct Call {
         }
         if (200...299).contains(response.status), operation.expectsJSON, response.status != 204, !response.body.isEmpty
         {
-            let type = response.header("Content-Type")?.lowercased() ?? ""
-            if type.hasPrefix("text/html") || (type.isEmpty && Self.looksLikeHTML(response.body)) {
+            let type = response.header("Content-Type") ?? ""
+            if Self.isHTML(contentType: type) || (type.isEmpty && Self.looksLikeHTML(response.body)) {
                 return portal("HTML where the contract promises JSON")
             }
         }
@@ -514,6 +514,15 @@ struct Call {
         if operation.mutates { sawUnknown = true }
         // Otherwise what the earlier attempts established: notSent, or rejected if one reached the server.
         return failure(.captivePortal, detail: detail)
+    }
+
+    /// Whether a `Content-Type` value starts with `text/html` in any case (compared in place: it is read on
+    /// every successful call).
+    static func isHTML(contentType: String) -> Bool {
+        let prefix = "text/html".utf8
+        let value = contentType.utf8
+        guard value.count >= prefix.count else { return false }
+        return zip(value, prefix).allSatisfy { $0 == $1 || ($0 | 0x20 == $1 && (0x61...0x7A).contains($1)) }
     }
 
     static func looksLikeHTML(_ body: Data) -> Bool {
@@ -531,8 +540,8 @@ struct Call {
             return captivePortalFailure(TransportResponse(status: status, headers: headers, body: Data()))
         }
         guard (200...299).contains(status), status != 204 else { return nil }
-        let type = headers["Content-Type"]?.lowercased() ?? ""
-        guard type.hasPrefix("text/html") || (type.isEmpty && Self.looksLikeHTML(firstBytes)) else { return nil }
+        let type = headers["Content-Type"] ?? ""
+        guard Self.isHTML(contentType: type) || (type.isEmpty && Self.looksLikeHTML(firstBytes)) else { return nil }
         return portal("HTML where a stream of events was asked for")
     }
 
@@ -672,5 +681,45 @@ struct Call {
             .debug,
             "\(operation.method, privacy: .public) call \(correlationID.rawValue, privacy: .public): \(String(describing: event), privacy: .public)"
         )
+    }
+}
+
+/// The header fields a client sets on every request itself, decided once from its configuration.
+struct ClientHeaders: Sendable {
+    /// Names an operation's own fields may not carry: a field of one of these names is left out.
+    /// - Trace context (`traceparent`, `tracestate`) reaches only allowlisted origins, through
+    ///   ``TraceContextMiddleware``; one the app put on the operation by hand could go anywhere.
+    /// - The client's ids are the only ones: an app's own value of these headers would reach the server
+    ///   first (a server reading the first one would dedupe on a key the journal does not know, or see a
+    ///   placeholder correlation id).
+    /// - The contract version and the app's identity (``VersionPolicyContract``) are the configuration's.
+    let names: [String]
+    /// The fields the same on every request, after the ids: the contract version, then the app version and
+    /// platform.
+    let fixed: HeaderFields
+
+    init(_ configuration: HTTPClient.Configuration) {
+        var names = [
+            TraceContextMiddleware.traceparentHeader, TraceContextMiddleware.tracestateHeader,
+            configuration.correlationIDHeader, configuration.idempotencyKeyHeader,
+        ]
+        var fixed = HeaderFields()
+        if let version = configuration.contractVersion {
+            names.append(version.headerName)
+            fixed.append(name: version.headerName, value: version.description)
+        }
+        if let identity = configuration.versionPolicy {
+            names += [identity.appVersionHeader, identity.platformHeader]
+            fixed.append(name: identity.appVersionHeader, value: identity.appVersion.description)
+            fixed.append(name: identity.platformHeader, value: identity.platform)
+        }
+        self.names = names
+        self.fixed = fixed
+    }
+
+    /// Whether `name` is one the client sets itself (ASCII case-insensitive).
+    func isOwned(_ name: String) -> Bool {
+        let length = name.utf8.count
+        return names.contains { $0.utf8.count == length && HeaderFields.equalIgnoringCase($0, name) }
     }
 }

@@ -164,6 +164,24 @@ public final class HTTPClient: Sendable {
     /// The middleware that sees this client's requests (all go to the base URL's origin), decided once:
     /// reading the origin from a URL and looking it up in every allowlist cost more than the headers they add.
     let middlewareForBase: [any HTTPMiddleware]
+    /// Whether any of ``middlewareForBase`` may wait (``HTTPMiddleware/mayWait``), asked once.
+    let middlewareMayWait: Bool
+
+    /// The header fields the client sets on every request itself (``ClientHeaders``).
+    let ownHeaders: ClientHeaders
+
+    /// ``Configuration/versionPolicy`` behind one reference: read on every success, the optional contract
+    /// itself was copied, strings and all, each time.
+    final class VersionContract: Sendable {
+        let contract: VersionPolicyContract
+        init(_ contract: VersionPolicyContract) { self.contract = contract }
+
+        /// ``VersionPolicyContract/policy(afterSuccess:)``, the contract read in place.
+        func policy(afterSuccess response: TransportResponse) -> VersionPolicy? {
+            contract.policy(afterSuccess: response)
+        }
+    }
+    let versionContract: VersionContract?
 
     /// The journaled calls this client is sending now, and the journal entries reconcile is resolving.
     struct JournalTraffic {
@@ -184,6 +202,9 @@ public final class HTTPClient: Sendable {
         self.configuration = configuration
         policyState = VersionPolicyState(onChange: configuration.onVersionPolicyChange)
         middlewareForBase = Call.middleware(for: configuration.baseURL, in: configuration)
+        middlewareMayWait = middlewareForBase.contains(where: \.mayWait)
+        ownHeaders = ClientHeaders(configuration)
+        versionContract = configuration.versionPolicy.map(VersionContract.init)
         let base = configuration.baseURL
         if base.query == nil, base.fragment == nil {
             let text = base.absoluteString
@@ -197,11 +218,9 @@ public final class HTTPClient: Sendable {
     ///
     /// - Throws: ``HTTPFailure``.
     public func send(_ operation: HTTPOperation, policy: CallPolicy? = nil) async throws(HTTPFailure) -> Reply {
-        let call = Call(
-            configuration: configuration, operation: operation, policy: policy ?? configuration.policy,
-            basePrefix: basePrefix, middleware: middlewareForBase, versionPolicy: policyState)
+        let call = Call(client: self, operation: operation, policy: policy ?? configuration.policy)
         guard let journal = configuration.journal, operation.mutates else {
-            return try await run(call)
+            return try await run(consume call)
         }
         // Journaled: durably recorded before the first byte leaves, settled when the call ends.
         var key: IdempotencyKey?
@@ -344,15 +363,16 @@ public final class HTTPClient: Sendable {
 
     /// Runs `call`; with a background budget, raced against its expiry: an expired budget cancels the call,
     /// which then ends with its outcome as it stands.
-    private func run(_ call: Call) async throws(HTTPFailure) -> Reply {
+    private func run(_ call: consuming Call) async throws(HTTPFailure) -> Reply {
         guard let budget = configuration.backgroundBudget else {
-            var call = call
+            // Run in place: a call is an operation and its state, and copying it costs a retain per field.
             return try await call.run(clock: configuration.clock)
         }
         let clock = configuration.clock
+        let budgeted = copy call
         let result = await withTaskGroup(of: Result<Reply, HTTPFailure>?.self) { group in
             group.addTask {
-                var call = call
+                var call = budgeted
                 do throws(HTTPFailure) {
                     return .success(try await call.run(clock: clock))
                 } catch {

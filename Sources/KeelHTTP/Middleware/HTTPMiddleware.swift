@@ -74,13 +74,29 @@ extension HTTPMiddleware {
 
 /// What a middleware knows about the call it is part of.
 public struct MiddlewareContext: Sendable {
+    /// What every attempt of one call shares, made once per call: a context then copies as one reference,
+    /// not as an operation's dozen fields (keel-bench trace.overhead).
+    final class Shared: Sendable {
+        let operation: HTTPOperation
+        let correlationID: CorrelationID
+        let trace: TraceContext
+
+        init(operation: HTTPOperation, correlationID: CorrelationID, trace: TraceContext) {
+            self.operation = operation
+            self.correlationID = correlationID
+            self.trace = trace
+        }
+    }
+
+    let shared: Shared
+
     /// The operation being sent.
-    public let operation: HTTPOperation
+    public var operation: HTTPOperation { shared.operation }
     /// The user operation's correlation id (the same on every attempt).
-    public let correlationID: CorrelationID
+    public var correlationID: CorrelationID { shared.correlationID }
     /// The operation's trace: ``HTTPOperation/trace`` when it continues one, otherwise a new trace id
     /// minted for this call (the same on every attempt).
-    public let trace: TraceContext
+    public var trace: TraceContext { shared.trace }
     /// The attempt about to be sent (``HTTPMiddleware/prepare(_:context:)``) or that got the response
     /// (``HTTPMiddleware/shouldReplay(after:context:)``), from 1.
     public let attempt: Int

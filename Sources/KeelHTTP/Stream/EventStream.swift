@@ -114,9 +114,7 @@ extension HTTPClient {
         _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy, budgetExpired: Locked<Bool>,
         into events: StreamHandoff<StreamEvent>
     ) async throws(HTTPFailure) {
-        var call = Call(
-            configuration: configuration, operation: operation, policy: configuration.policy, basePrefix: basePrefix,
-            middleware: middlewareForBase, versionPolicy: policyState)
+        var call = Call(client: self, operation: operation, policy: configuration.policy)
         let correlationID = call.correlationID
         func failure(
             _ kind: HTTPFailure.Kind, _ outcome: HTTPFailure.Outcome, _ detail: String, status: Int? = nil,

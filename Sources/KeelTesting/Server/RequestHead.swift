@@ -55,17 +55,36 @@ package struct RequestHead {
     /// Works on bytes (a head is ASCII but for field values): lines split on LF, each line checked to be
     /// UTF-8, optional whitespace around a value is SP and HTAB only (RFC 9110 §5.6.3).
     package static func parse(_ bytes: [UInt8]) -> Result<RequestHead, Failure> {
-        var lines: [ArraySlice<UInt8>] = []
-        for rawLine in bytes.split(separator: 10, omittingEmptySubsequences: false) {
-            let line = rawLine.last == 13 ? rawLine.dropLast() : rawLine
-            guard line.allSatisfy({ $0 < 0x80 }) || String(validating: line, as: UTF8.self) != nil else {
-                return .failure(Failure(status: 400, reason: "request head is not valid UTF-8"))
+        // Over the bytes in place, by position: slices of the array retained and released its storage for
+        // every line, name and value, which cost more than the parsing (keel-bench trace.overhead).
+        bytes.withUnsafeBufferPointer { parse(buffer: $0) }
+    }
+
+    private static func parse(buffer: UnsafeBufferPointer<UInt8>) -> Result<RequestHead, Failure> {
+        typealias Bytes = Slice<UnsafeBufferPointer<UInt8>>
+        var lines: [Range<Int>] = []
+        lines.reserveCapacity(16)
+        var lineStart = buffer.startIndex
+        var position = buffer.startIndex
+        while true {
+            let atEnd = position == buffer.endIndex
+            if atEnd || buffer[position] == 10 {
+                var lineEnd = position
+                if lineEnd > lineStart, buffer[lineEnd - 1] == 13 { lineEnd -= 1 }
+                let line = buffer[lineStart..<lineEnd]
+                guard line.allSatisfy({ $0 < 0x80 }) || String(validating: line, as: UTF8.self) != nil else {
+                    return .failure(Failure(status: 400, reason: "request head is not valid UTF-8"))
+                }
+                lines.append(lineStart..<lineEnd)
+                if atEnd { break }
+                lineStart = position + 1
             }
-            lines.append(line)
+            position += 1
         }
         // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request line.
-        while lines.first?.isEmpty == true { lines.removeFirst() }
-        guard let requestLine = lines.first else { return .failure(Failure(status: 400, reason: "empty request")) }
+        let firstLine = lines.firstIndex { !$0.isEmpty } ?? lines.endIndex
+        guard firstLine < lines.endIndex else { return .failure(Failure(status: 400, reason: "empty request")) }
+        let requestLine = buffer[lines[firstLine]]
         let parts = requestLine.split(separator: 32, omittingEmptySubsequences: false)
         guard parts.count == 3 else {
             return .failure(
@@ -91,8 +110,9 @@ package struct RequestHead {
         }
 
         var headers = HeaderFields()
-        headers.reserveCapacity(lines.count - 1)
-        for line in lines.dropFirst() {
+        headers.reserveCapacity(lines.count - firstLine - 1)
+        for range in lines[(firstLine + 1)...] {
+            let line: Bytes = buffer[range]
             guard let colon = line.firstIndex(of: 58) else {  // ":"
                 return .failure(Failure(status: 400, reason: "header line without a colon"))
             }
@@ -105,9 +125,11 @@ package struct RequestHead {
                         reason: "malformed header name \(String(decoding: nameBytes, as: UTF8.self).debugDescription)"))
             }
             let name = String(decoding: nameBytes, as: UTF8.self)
-            var value = line[line.index(after: colon)...]
-            while let first = value.first, first == 32 || first == 9 { value.removeFirst() }
-            while let last = value.last, last == 32 || last == 9 { value.removeLast() }
+            var valueStart = colon + 1
+            var valueEnd = line.endIndex
+            while valueStart < valueEnd, buffer[valueStart] == 32 || buffer[valueStart] == 9 { valueStart += 1 }
+            while valueEnd > valueStart, buffer[valueEnd - 1] == 32 || buffer[valueEnd - 1] == 9 { valueEnd -= 1 }
+            let value = buffer[valueStart..<valueEnd]
             // RFC 9110 §5.5: a field value is visible characters, SP, HTAB and obs-text; any other control
             // (NUL, CR, a bare 0x01, DEL) is refused, never passed on to the code under test.
             guard !value.contains(where: { ($0 < 0x20 && $0 != 9) || $0 == 0x7F }) else {
@@ -118,7 +140,7 @@ package struct RequestHead {
         if version == "HTTP/1.1", headers["Host"] == nil {
             return .failure(Failure(status: 400, reason: "HTTP/1.1 request without Host"))
         }
-        if headers.values(for: "Host").count > 1 {
+        if headers.count(named: "Host") > 1 {
             return .failure(Failure(status: 400, reason: "more than one Host header"))
         }
 
