@@ -443,6 +443,31 @@ import Testing
 }
 
 @Suite(.timeLimit(.minutes(1))) struct TestServerRawResponseTests {
+    /// RFC 9112 §2.2: a recipient may take a bare LF as a line terminator, so a head can end with LF LF as
+    /// well as CRLF CRLF; a head that arrives in pieces is read whole; two pipelined requests are two.
+    @Test func headsEndingInBareLineFeedsOrArrivingInPiecesAreRead() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(status: 201))
+        let bare = try RawClient(port: server.port)
+        bare.send("GET /bare HTTP/1.1\nHost: x\nX-Note: one\nConnection: close\n\n")
+        #expect(bare.readUntilClose().hasPrefix("HTTP/1.1 201 Created"))
+
+        server.enqueue(TestResponse(status: 202))
+        server.enqueue(TestResponse(status: 203))
+        let pieces = try RawClient(port: server.port)
+        pieces.send("GET /first HTTP/1.1\r\nHo")
+        try await Task.sleep(for: .milliseconds(20))
+        pieces.send("st: x\r\nX-Note: two\r")
+        try await Task.sleep(for: .milliseconds(20))
+        pieces.send("\n\r\nGET /second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let answers = pieces.readUntilClose()
+        #expect(answers.hasPrefix("HTTP/1.1 202 Accepted"))
+        #expect(answers.contains("HTTP/1.1 203 "))
+        let paths = server.requests.map(\.path)
+        #expect(paths == ["/bare", "/first", "/second"])
+        #expect(server.requests.map { $0.headers["X-Note"] } == ["one", "two", nil])
+    }
+
     @Test func rawResponsesAreWrittenVerbatimThenTheConnectionCloses() async throws {
         let server = try TestServer()
         server.enqueue(.raw("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))

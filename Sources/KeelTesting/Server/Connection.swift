@@ -277,17 +277,22 @@ final class Connection: @unchecked Sendable {
 
     /// Where the head ends: accepts CRLF CRLF and, leniently, LF LF.
     private func headEnd() -> (headLength: Int, consumed: Int)? {
-        var index = 0
-        while index < buffer.count {
-            if buffer[index] == 10 {
-                if index + 1 < buffer.count, buffer[index + 1] == 10 { return (index, index + 2) }
-                if index + 2 < buffer.count, buffer[index + 1] == 13, buffer[index + 2] == 10 {
+        // From line feed to line feed (memchr), not byte by byte through the array: every request's head is
+        // searched this way, and its cost grows with every header field (keel-bench trace.overhead).
+        buffer.withUnsafeBufferPointer { bytes -> (headLength: Int, consumed: Int)? in
+            guard let base = bytes.baseAddress else { return nil }
+            var index = 0
+            while index < bytes.count {
+                guard let found = memchr(base + index, 10, bytes.count - index) else { return nil }
+                index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                if index + 1 < bytes.count, bytes[index + 1] == 10 { return (index, index + 2) }
+                if index + 2 < bytes.count, bytes[index + 1] == 13, bytes[index + 2] == 10 {
                     return (index, index + 3)
                 }
+                index += 1
             }
-            index += 1
+            return nil
         }
-        return nil
     }
 
     private struct RequestBody {
