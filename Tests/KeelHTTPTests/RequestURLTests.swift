@@ -1,4 +1,5 @@
 import Foundation
+import KeelContract
 import KeelCore
 import KeelHTTP
 import KeelTesting
@@ -38,6 +39,28 @@ import Testing
         server.enqueue(.json("{}"))
         _ = try #require(await harness.send(.get("/v1.2/a..b/.well-known")).success)
         #expect(server.requests.first?.target == "/v1.2/a..b/.well-known")
+    }
+
+    /// A client's own fields whose names clash with each other or with `Accept` resolve as they always have:
+    /// each replaces any earlier field of its name, and `Accept` is not added beside a field of that name.
+    @Test func aClientsOwnFieldsThatShareANameAreSentOnce() async throws {
+        let server = try TestServer()
+        let client = HTTPClient(
+            configuration: .init(
+                baseURL: server.baseURL, policy: CallPolicy(maximumAttempts: 1),
+                contractVersion: try ContractVersion("1.2.0", headerName: "accept")))
+        server.enqueue(.json("{}"))
+        _ = try await client.send(.get("/notes", headers: ["Accept": "text/plain"]))
+        let accept = try #require(server.requests.first?.headers.values(for: "Accept"))
+        #expect(accept == ["1.2.0"])
+
+        let clashing = HTTPClient(
+            configuration: .init(
+                baseURL: server.baseURL, policy: CallPolicy(maximumAttempts: 1),
+                contractVersion: try ContractVersion("1.2.0", headerName: "x-correlation-id")))
+        server.enqueue(.json("{}"))
+        _ = try await clashing.send(.get("/notes"))
+        #expect(server.requests.last?.headers.values(for: "X-Correlation-ID") == ["1.2.0"])
     }
 
     @Test func theClientsIdsAreTheOnlyOnesOnTheWire() async throws {

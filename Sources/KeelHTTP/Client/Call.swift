@@ -410,27 +410,29 @@ struct Call {
     /// The request of one attempt to `url` (``url()``).
     private func makeRequest(url: URL) -> TransportRequest {
         let own = client.ownHeaders
-        var headers = HeaderFields()
-        // Room for the client's own fields and a middleware's, so the list is not copied as it grows.
-        headers.reserveCapacity(operation.headers.count + own.fixed.count + 8)
-        // One pass over the operation's fields, leaving out every name the client sets itself (see
-        // `ClientHeaders`): a search per name cost a scan of the list each (keel-bench trace.overhead).
-        var hasAccept = false
-        var hasContentType = false
-        for field in operation.headers where !own.isOwned(field.name) {
-            hasAccept = hasAccept || HeaderFields.equalIgnoringCase(field.name, "Accept")
-            hasContentType = hasContentType || HeaderFields.equalIgnoringCase(field.name, "Content-Type")
-            headers.append(name: field.name, value: field.value)
+        var headers: HeaderFields
+        if own.namesClash {
+            headers = clashingHeaders()
+        } else {
+            headers = HeaderFields()
+            // Room for the client's own fields and a middleware's, so the list is not copied as it grows.
+            headers.reserveCapacity(operation.headers.count + own.fixed.count + 8)
+            // One pass over the operation's fields, leaving out every name the client sets itself (see
+            // `ClientHeaders`): a search per name cost a scan of the list each (keel-bench trace.overhead).
+            for field in operation.headers where !own.isOwned(field.name) {
+                headers.append(name: field.name, value: field.value)
+            }
+            headers.append(name: configuration.correlationIDHeader, value: correlationID.rawValue)
+            if case .keyed(let key) = operation.idempotency {
+                headers.append(name: configuration.idempotencyKeyHeader, value: key.rawValue)
+            }
+            headers.append(contentsOf: own.fixed)
         }
-        headers.append(name: configuration.correlationIDHeader, value: correlationID.rawValue)
-        if case .keyed(let key) = operation.idempotency {
-            headers.append(name: configuration.idempotencyKeyHeader, value: key.rawValue)
-        }
-        headers.append(contentsOf: own.fixed)
-        if operation.expectsJSON, !hasAccept {
+        // Over the whole list, the client's fields included (a client may name one of its own `Accept`).
+        if operation.expectsJSON, !headers.contains("Accept") {
             headers.append(name: "Accept", value: "application/json")
         }
-        if operation.body != nil, !hasContentType {
+        if operation.body != nil, !headers.contains("Content-Type") {
             headers.append(name: "Content-Type", value: "application/json")
         }
         // The transport's own timer is only a backstop behind the attempt timer on the injected clock.
@@ -439,6 +441,32 @@ struct Call {
             transportTimeout: policy.attemptTimeout + .seconds(30), maximumResponseBytes: policy.maximumResponseBytes,
             reusesConnections: operation.allowsRetryAfterSending
         )
+    }
+
+    /// The operation's fields and the client's own, for a client whose own header names clash (its version
+    /// header named as its correlation id header, say): each of its fields replaces any earlier one of that
+    /// name, the earlier of its own included, as the client has always resolved such a configuration.
+    private func clashingHeaders() -> HeaderFields {
+        var headers = operation.headers
+        headers.removeAll(named: TraceContextMiddleware.traceparentHeader)
+        headers.removeAll(named: TraceContextMiddleware.tracestateHeader)
+        headers.removeAll(named: configuration.correlationIDHeader)
+        headers.removeAll(named: configuration.idempotencyKeyHeader)
+        headers.append(name: configuration.correlationIDHeader, value: correlationID.rawValue)
+        if case .keyed(let key) = operation.idempotency {
+            headers.append(name: configuration.idempotencyKeyHeader, value: key.rawValue)
+        }
+        if let version = configuration.contractVersion {
+            headers.removeAll(named: version.headerName)
+            headers.append(name: version.headerName, value: version.description)
+        }
+        if let identity = configuration.versionPolicy {
+            headers.removeAll(named: identity.appVersionHeader)
+            headers.removeAll(named: identity.platformHeader)
+            headers.append(name: identity.appVersionHeader, value: identity.appVersion.description)
+            headers.append(name: identity.platformHeader, value: identity.platform)
+        }
+        return headers
     }
 
     /// The operation's URL under the base URL. The common case (no query, a path of plain URL characters)
@@ -697,6 +725,9 @@ struct ClientHeaders: Sendable {
     /// The fields the same on every request, after the ids: the contract version, then the app version and
     /// platform.
     let fixed: HeaderFields
+    /// Whether two of the client's own fields share a name (a configuration that names its contract version
+    /// header as its correlation id header): each then replaces the earlier one (`Call.clashingHeaders`).
+    let namesClash: Bool
 
     init(_ configuration: HTTPClient.Configuration) {
         var names = [
@@ -715,6 +746,10 @@ struct ClientHeaders: Sendable {
         }
         self.names = names
         self.fixed = fixed
+        let own = names.dropFirst(2)  // the trace context names are never set by the client itself
+        namesClash = own.indices.contains { index in
+            own[index...].dropFirst().contains { HeaderFields.equalIgnoringCase($0, own[index]) }
+        }
     }
 
     /// Whether `name` is one the client sets itself (ASCII case-insensitive).

@@ -46,6 +46,7 @@ public protocol HTTPMiddleware: Sendable {
     /// Whether ``prepare(_:context:)`` may wait (a token refresh over the network). The client then races it
     /// against the call's deadline, which costs a timer task per attempt. A middleware that only adds
     /// headers from memory says false (as ``TraceContextMiddleware`` does) and runs inline. Default true.
+    /// Read once, when the client is made: it is a property of the middleware, not of a request.
     var mayWait: Bool { get }
 
     /// Adjusts `request` before it is sent (adds headers). Throwing ends the call with the refusal's kind
