@@ -42,6 +42,32 @@ import Testing
         }
     }
 
+    /// An entry is stored as written member by member (`encoded`): the same bytes as its JSON object
+    /// serialized, for every optional member and for text that must be escaped, and it reads back.
+    @Test func anEntryIsStoredAsTheBytesOfItsJSON() throws {
+        var plain = entry
+        plain.baseVersion = nil
+        var full = PendingMutation(
+            id: "019adeef-0e7e-7967-a301-8e01a06bdd27", idempotencyKey: IdempotencyKey("key-0000000000000002"),
+            correlationID: CorrelationID.make(using: .seeded(2)),
+            entity: EntityRef(type: "note \"quoted\"", id: "n\\2\u{1}é🙂"), kind: .delete, baseVersion: -7,
+            fields: ["title": "tab\tnew\nline", "n": 1.5, "nested": ["a": [true, nil]]], previous: [:],
+            operation: "deleteNote", createdAt: Date(timeIntervalSince1970: -12), sequence: .max,
+            replaces: "019adeef-0e7e-7967-a301-8e01a06bdd26")
+        full.attempts = 3
+        full.failure = SyncFailure(
+            kind: .timeout, outcome: .unknown, status: 503, errorCode: "busy", requestID: "r-1",
+            retryAt: Date(timeIntervalSince1970: 1_764_676_801.5))
+        full.laterBases = LaterBases(ranges: [
+            .init(first: 43, last: 90, base: 4), .init(first: 95, last: 95, base: nil),
+        ])
+        for mutation in [entry, plain, full] {
+            #expect(mutation.encoded == mutation.json.serialized())
+            let read = try PendingMutation(json: SyncRecords.decode(SyncRecords.encode(mutation), "entry"))
+            #expect(read == mutation)
+        }
+    }
+
     @Test(arguments: ["", "has a space", "line\nbreak", String(repeating: "k", count: 300)])
     func aDamagedIdempotencyKeyIsADamagedRecordNotATrap(_ key: String) throws {
         guard case .object(var object) = entry.json else { Issue.record("an entry is a JSON object"); return }

@@ -8,7 +8,7 @@ extension JSONValue {
         return output
     }
 
-    private func write(to output: inout [UInt8]) {
+    fileprivate func write(to output: inout [UInt8]) {
         switch self {
         case .null: output.append(contentsOf: "null".utf8)
         case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
@@ -33,7 +33,7 @@ extension JSONValue {
         }
     }
 
-    private static func writeString(_ string: String, to output: inout [UInt8]) {
+    fileprivate static func writeString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { bytes in
@@ -58,5 +58,52 @@ extension JSONValue {
             output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<bytes.count]))
         }
         output.append(UInt8(ascii: "\""))
+    }
+}
+
+/// Writes one JSON object member by member: the bytes ``JSONValue/serialized()`` writes for an object of the
+/// same members in the same order, without building the object first (no member list to allocate, no index
+/// of its names to hash). For records written on every queued change (keel-bench outbox.enqueue).
+///
+/// The caller gives each name once: nothing checks for repeats.
+package struct JSONObjectWriter {
+    private var output: [UInt8] = []
+    private var isEmpty = true
+
+    /// An empty object, with room for `capacity` bytes.
+    package init(capacity: Int = 256) {
+        output.reserveCapacity(capacity)
+        output.append(UInt8(ascii: "{"))
+    }
+
+    /// Adds `key: value`.
+    package mutating func member(_ key: String, _ value: JSONValue) {
+        name(key)
+        value.write(to: &output)
+    }
+
+    /// Adds `key: "value"`.
+    package mutating func member(_ key: String, string value: String) {
+        name(key)
+        JSONValue.writeString(value, to: &output)
+    }
+
+    /// Adds `key: value` for an integer, written as ``JSONNumber/init(_:)-(Int64)`` writes it.
+    package mutating func member(_ key: String, integer value: Int64) {
+        name(key)
+        output.append(contentsOf: String(value).utf8)
+    }
+
+    /// The object's bytes.
+    package consuming func finish() -> [UInt8] {
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+
+    private mutating func name(_ key: String) {
+        if !isEmpty { output.append(UInt8(ascii: ",")) }
+        isEmpty = false
+        JSONValue.writeString(key, to: &output)
+        output.append(UInt8(ascii: ":"))
     }
 }

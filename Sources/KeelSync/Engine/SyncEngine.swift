@@ -298,7 +298,7 @@ public actor SyncEngine {
                         kind: change.kind, baseVersion: baseVersion, fields: change.fields, previous: previous,
                         operation: operation, createdAt: now, sequence: sequence)
                     sequence += 1
-                    try outbox.put(SyncRecords.outboxID(mutation.sequence), SyncRecords.encode(mutation.json))
+                    try outbox.put(SyncRecords.outboxID(mutation.sequence), SyncRecords.encode(mutation))
                     record.add(mutation)
                     records[ref] = record
                     queued.append(mutation)
@@ -730,7 +730,7 @@ public actor SyncEngine {
                         // Refused for the batch as a whole (sign-in, access, app version): its key was never
                         // applied or answered, so it goes again as it is.
                         entry.state = .pending
-                        try outbox.put(id, SyncRecords.encode(entry.json))
+                        try outbox.put(id, SyncRecords.encode(entry))
                         continue
                     }
                     // Refused on its own: the backend keeps that answer under its key, and sent again under it
@@ -1095,7 +1095,7 @@ public actor SyncEngine {
                             else { continue }
                             entry.state = .sending
                             entry.attempts += 1
-                            try outbox.put(key, SyncRecords.encode(entry.json))
+                            try outbox.put(key, SyncRecords.encode(entry))
                         }
                     }
                     try state.delete(markerKey)
@@ -1136,7 +1136,7 @@ public actor SyncEngine {
                             // carry the same base. (The first change's entry holds it already — persistFirst —
                             // unless that entry is unreadable and this, the next one, goes in its place.)
                             original.baseVersion = base
-                            try outbox.put(id, SyncRecords.encode(original.json))
+                            try outbox.put(id, SyncRecords.encode(original))
                             guard let written = try outbox.storedBytes(id) else {
                                 throw SyncRecords.damaged("outbox entry")
                             }
@@ -1213,7 +1213,7 @@ public actor SyncEngine {
                         entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
                         if failure.outcome == .rejected { entry.attempts += 1 }
                     }
-                    try outbox.put(id, SyncRecords.encode(entry.json))
+                    try outbox.put(id, SyncRecords.encode(entry))
                 }
             }
         }
@@ -1287,7 +1287,7 @@ public actor SyncEngine {
                         entry.attempts += 1
                         entry.failure = SyncFailure(
                             kind: .conflict, outcome: .rejected, status: 200, errorCode: "conflict_without_change")
-                        try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry.json))
+                        try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry))
                     case .conflict(let answered):
                         counts.conflicts += 1
                         let local = record.visible
@@ -1332,7 +1332,7 @@ public actor SyncEngine {
                             entry.state = .conflicted
                             entry.attempts += 1
                             entry.failure = SyncFailure(kind: .conflict, outcome: .rejected, status: 200)
-                            try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry.json))
+                            try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry))
                             let conflict = ConflictRecord(
                                 mutation: entry, local: local, server: server, unresolvedFields: unresolved,
                                 proposal: proposal, detectedAt: now)
@@ -1347,7 +1347,7 @@ public actor SyncEngine {
                         entry.failure = SyncFailure(
                             kind: code == "not_found" ? .conflict : .validation, outcome: .rejected, status: 200,
                             errorCode: code)
-                        try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry.json))
+                        try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry))
                     }
                 }
                 return counts
@@ -1417,7 +1417,7 @@ public actor SyncEngine {
         let outbox = try transaction.records(storage.outbox)
         let id = SyncRecords.outboxID(original.sequence)
         if let replacement {
-            try outbox.put(id, SyncRecords.encode(replacement.json))
+            try outbox.put(id, SyncRecords.encode(replacement))
         } else {
             try outbox.delete(id)
         }
@@ -1539,7 +1539,7 @@ public actor SyncEngine {
         guard moved || entry.laterBases.ranges != later.ranges else { return }
         if moved { entry.baseVersion = base }
         entry.laterBases = later
-        try outbox.put(id, SyncRecords.encode(entry.json))
+        try outbox.put(id, SyncRecords.encode(entry))
     }
 
     static func outstanding(_ record: EntityRecord, in outbox: VaultRecords) throws -> [PendingMutation] {

@@ -93,6 +93,9 @@ enum SyncRecords {
 
     static func encode(_ value: JSONValue) -> Data { Data(value.serialized()) }
 
+    /// An outbox entry as stored (``PendingMutation/encoded``: the bytes of its ``PendingMutation/json``).
+    static func encode(_ mutation: PendingMutation) -> Data { Data(mutation.encoded) }
+
     static func decode(_ data: Data, _ what: String) throws(SyncError) -> JSONValue {
         do { return try JSONValue(parsing: data) } catch { throw damaged(what) }
     }

@@ -197,6 +197,31 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
         self.laterBases = laterBases
     }
 
+    /// ``json`` as stored: the same bytes, written without building the object (an outbox entry is written
+    /// on every queued change; its object, past twelve members, also hashed every name to index them).
+    var encoded: [UInt8] {
+        var writer = JSONObjectWriter(capacity: 512)
+        writer.member("v", integer: 1)
+        writer.member("id", string: id)
+        writer.member("key", string: idempotencyKey.rawValue)
+        writer.member("correlation", string: correlationID.rawValue)
+        writer.member("type", string: entity.type)
+        writer.member("entity", string: entity.id)
+        writer.member("kind", string: kind.rawValue)
+        writer.member("fields", .object(fields))
+        writer.member("previous", .object(previous))
+        writer.member("operation", string: operation)
+        writer.member("createdAt", integer: Int64((createdAt.timeIntervalSince1970 * 1000).rounded()))
+        writer.member("attempts", integer: Int64(attempts))
+        writer.member("state", string: state.rawValue)
+        writer.member("sequence", integer: Int64(bitPattern: sequence))
+        if let baseVersion { writer.member("base", integer: Int64(baseVersion)) }
+        if let failure { writer.member("failure", failure.json) }
+        if let replaces { writer.member("replaces", string: replaces) }
+        if !laterBases.ranges.isEmpty { writer.member("later", laterBases.json) }
+        return writer.finish()
+    }
+
     var json: JSONValue {
         var object: JSONObject = [
             "v": 1, "id": .string(id), "key": .string(idempotencyKey.rawValue),
