@@ -24,13 +24,18 @@ extension JSONValue {
         case .object(let object):
             output.append(UInt8(ascii: "{"))
             for (position, member) in object.enumerated() {
-                if position > 0 { output.append(UInt8(ascii: ",")) }
-                Self.writeString(member.key, to: &output)
-                output.append(UInt8(ascii: ":"))
+                Self.writeMemberName(member.key, first: position == 0, to: &output)
                 member.value.write(to: &output)
             }
             output.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// An object member's name and colon, after a comma unless it is the `first` member.
+    fileprivate static func writeMemberName(_ name: String, first: Bool, to output: inout [UInt8]) {
+        if !first { output.append(UInt8(ascii: ",")) }
+        writeString(name, to: &output)
+        output.append(UInt8(ascii: ":"))
     }
 
     fileprivate static func writeString(_ string: String, to output: inout [UInt8]) {
@@ -101,9 +106,7 @@ package struct JSONObjectWriter {
     }
 
     private mutating func name(_ key: String) {
-        if !isEmpty { output.append(UInt8(ascii: ",")) }
+        JSONValue.writeMemberName(key, first: isEmpty, to: &output)
         isEmpty = false
-        JSONValue.writeString(key, to: &output)
-        output.append(UInt8(ascii: ":"))
     }
 }

@@ -77,8 +77,7 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
     public func values(for name: String) -> [String] {
         var values: [String] = []
         let length = name.utf8.count
-        for index in fields.indices
-        where fields[index].name.utf8.count == length && Self.equalIgnoringCase(fields[index].name, name) {
+        for index in fields.indices where isField(index, named: name, length: length) {
             values.append(fields[index].value)
         }
         return values
@@ -88,21 +87,16 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
     package func count(named name: String) -> Int {
         let length = name.utf8.count
         var count = 0
-        for index in fields.indices
-        where fields[index].name.utf8.count == length && Self.equalIgnoringCase(fields[index].name, name) {
-            count += 1
-        }
+        for index in fields.indices where isField(index, named: name, length: length) { count += 1 }
         return count
     }
 
     /// The comma-separated tokens of every `name` field, lower-cased and trimmed, in order
     /// (`Connection: Keep-Alive, Upgrade` gives `["keep-alive", "upgrade"]`).
     public func tokens(for name: String) -> [String] {
-        // Most lookups find no field (a request's `Transfer-Encoding`, `Connection`): nothing to split.
-        guard firstIndex(named: name) != nil else { return [] }
         // ASCII lower-casing only: Unicode's would read `chun\u{212A}ed` (a Kelvin sign) as `chunked`, a coding
         // an intermediary would not recognize — two parties framing one message differently.
-        return values(for: name).flatMap { Self.asciiLowercased($0).split(separator: ",") }
+        values(for: name).flatMap { Self.asciiLowercased($0).split(separator: ",") }
             .map { $0.trimmingSpacesAndTabs() }
             .filter { !$0.isEmpty }
     }
@@ -123,13 +117,15 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
     /// By index, not through a closure: handing each field to a closure retained and released both of its
     /// strings, and a request's list is scanned by name about ten times per call (keel-bench trace.overhead).
     func firstIndex(named name: String) -> Int? {
-        // Lengths first, here: most names differ in length, and then no comparison is called at all.
         let length = name.utf8.count
-        for index in fields.indices
-        where fields[index].name.utf8.count == length && Self.equalIgnoringCase(fields[index].name, name) {
-            return index
-        }
-        return nil
+        return fields.indices.first { isField($0, named: name, length: length) }
+    }
+
+    /// Whether the field at `index` is named `name` (whose UTF-8 length is `length`). Lengths first, here:
+    /// most names differ in length, and then no comparison is called at all.
+    @inline(__always)
+    private func isField(_ index: Int, named name: String, length: Int) -> Bool {
+        fields[index].name.utf8.count == length && Self.equalIgnoringCase(fields[index].name, name)
     }
 
     // MARK: - Changes

@@ -197,46 +197,60 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
         self.laterBases = laterBases
     }
 
+    /// A stored member's value: text and integers as they are, so that ``encoded`` writes them without
+    /// making JSON values of them first.
+    private enum StoredMember {
+        case text(String)
+        case integer(Int64)
+        case value(JSONValue)
+    }
+
+    /// The stored members, in order: the one list ``json`` and ``encoded`` are both made from.
+    private func storedMembers(_ each: (String, StoredMember) -> Void) {
+        each("v", .integer(1))
+        each("id", .text(id))
+        each("key", .text(idempotencyKey.rawValue))
+        each("correlation", .text(correlationID.rawValue))
+        each("type", .text(entity.type))
+        each("entity", .text(entity.id))
+        each("kind", .text(kind.rawValue))
+        each("fields", .value(.object(fields)))
+        each("previous", .value(.object(previous)))
+        each("operation", .text(operation))
+        each("createdAt", .integer(Int64((createdAt.timeIntervalSince1970 * 1000).rounded())))
+        each("attempts", .integer(Int64(attempts)))
+        each("state", .text(state.rawValue))
+        each("sequence", .integer(Int64(bitPattern: sequence)))
+        if let baseVersion { each("base", .integer(Int64(baseVersion))) }
+        if let failure { each("failure", .value(failure.json)) }
+        if let replaces { each("replaces", .text(replaces)) }
+        if !laterBases.ranges.isEmpty { each("later", .value(laterBases.json)) }
+    }
+
     /// ``json`` as stored: the same bytes, written without building the object (an outbox entry is written
     /// on every queued change; its object, past twelve members, also hashed every name to index them).
     var encoded: [UInt8] {
         var writer = JSONObjectWriter(capacity: 512)
-        writer.member("v", integer: 1)
-        writer.member("id", string: id)
-        writer.member("key", string: idempotencyKey.rawValue)
-        writer.member("correlation", string: correlationID.rawValue)
-        writer.member("type", string: entity.type)
-        writer.member("entity", string: entity.id)
-        writer.member("kind", string: kind.rawValue)
-        writer.member("fields", .object(fields))
-        writer.member("previous", .object(previous))
-        writer.member("operation", string: operation)
-        writer.member("createdAt", integer: Int64((createdAt.timeIntervalSince1970 * 1000).rounded()))
-        writer.member("attempts", integer: Int64(attempts))
-        writer.member("state", string: state.rawValue)
-        writer.member("sequence", integer: Int64(bitPattern: sequence))
-        if let baseVersion { writer.member("base", integer: Int64(baseVersion)) }
-        if let failure { writer.member("failure", failure.json) }
-        if let replaces { writer.member("replaces", string: replaces) }
-        if !laterBases.ranges.isEmpty { writer.member("later", laterBases.json) }
+        storedMembers { name, member in
+            switch member {
+            case .text(let text): writer.member(name, string: text)
+            case .integer(let integer): writer.member(name, integer: integer)
+            case .value(let value): writer.member(name, value)
+            }
+        }
         return writer.finish()
     }
 
     var json: JSONValue {
-        var object: JSONObject = [
-            "v": 1, "id": .string(id), "key": .string(idempotencyKey.rawValue),
-            "correlation": .string(correlationID.rawValue), "type": .string(entity.type),
-            "entity": .string(entity.id), "kind": .string(kind.rawValue), "fields": .object(fields),
-            "previous": .object(previous),
-            "operation": .string(operation),
-            "createdAt": .number(JSONNumber(Int64((createdAt.timeIntervalSince1970 * 1000).rounded()))),
-            "attempts": .number(JSONNumber(Int64(attempts))), "state": .string(state.rawValue),
-            "sequence": .number(JSONNumber(Int64(bitPattern: sequence))),
-        ]
-        if let baseVersion { object["base"] = .number(JSONNumber(Int64(baseVersion))) }
-        if let failure { object["failure"] = failure.json }
-        if let replaces { object["replaces"] = .string(replaces) }
-        if !laterBases.ranges.isEmpty { object["later"] = laterBases.json }
+        var object = JSONObject()
+        storedMembers { name, member in
+            object[name] =
+                switch member {
+                case .text(let text): .string(text)
+                case .integer(let integer): .number(JSONNumber(integer))
+                case .value(let value): value
+                }
+        }
         return .object(object)
     }
 
