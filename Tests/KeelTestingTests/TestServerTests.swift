@@ -339,6 +339,12 @@ import Testing
             "HTTP/1.1 400"
         ),
         ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n+a\r\n", "HTTP/1.1 400"),
+        // The framing fields are found in any case, and only under their own names.
+        ("GET / HTTP/1.1\r\nhOsT: x\r\nHOST: y\r\n\r\n", "HTTP/1.1 400"),
+        ("GET / HTTP/1.1\r\nHost: x\r\ncontent-LENGTH: 1\r\nTRANSFER-encoding: chunked\r\n\r\n", "HTTP/1.1 400"),
+        ("GET / HTTP/1.1\r\nHost: x\r\nTRANSFER-ENCODING: gzip\r\n\r\n", "HTTP/1.1 400"),
+        ("GET / HTTP/1.1\r\nHosts: x\r\n\r\n", "HTTP/1.1 400"),
+        ("GET / x HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 400"),
     ])
     func rejectsHostileRequestHeads(request: String, expectedStatusLine: String) throws {
         let server = try TestServer()
@@ -422,6 +428,17 @@ import Testing
         #expect(request.headers["X-Padded"] == "two words")
         #expect(request.headers["X-Nbsp"] == "\u{00A0}kept\u{00A0}")
         #expect(request.headers["X-Empty"] == "")
+    }
+
+    /// Host and Content-Length are matched in any case: the body is read by its length.
+    @Test func framingFieldNamesAreMatchedInAnyCase() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "ok"))
+        let raw = try RawClient(port: server.port)
+        raw.send("POST /upload HTTP/1.1\r\nhOST: x\r\ncONTENT-lENGTH: 3\r\n\r\nabc")
+        let request = try await server.takeRequest()
+        #expect(request.method == "POST" && request.target == "/upload" && request.version == "HTTP/1.1")
+        #expect(request.body == Data("abc".utf8))
     }
 
     @Test func rejectsAHeadThatIsNotUTF8() async throws {

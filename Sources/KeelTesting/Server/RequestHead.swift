@@ -46,6 +46,41 @@ package struct RequestHead {
         return !line[colon...].contains(where: { ($0 < 0x20 && $0 != 9) || $0 == 0x7F })
     }
 
+    /// The index of the next LF at or after `start` in `buffer`, or its end index.
+    private static func nextLineFeed(in buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        guard let base = buffer.baseAddress, start < buffer.endIndex else { return buffer.endIndex }
+        guard let found = memchr(base + start, 10, buffer.endIndex - start) else { return buffer.endIndex }
+        return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// Whether the bytes of `buffer` in `range` are all ASCII (eight at a time).
+    private static func isASCII(_ buffer: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
+        guard let base = buffer.baseAddress else { return true }
+        var index = range.lowerBound
+        var words: UInt64 = 0
+        while range.upperBound - index >= 8 {
+            words |= UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            index += 8
+        }
+        var bytes: UInt8 = 0
+        while index < range.upperBound {
+            bytes |= base[index]
+            index += 1
+        }
+        return words & 0x8080_8080_8080_8080 == 0 && bytes < 0x80
+    }
+
+    /// Whether the token `name` is `lowercased` (lowercase letters and hyphens) in any case. Only for
+    /// tokens: setting the 0x20 bit maps an uppercase letter to its lowercase one, and no other token byte
+    /// onto a lowercase letter or a hyphen.
+    private static func equalsIgnoringCase(_ name: Slice<UnsafeBufferPointer<UInt8>>, _ lowercased: StaticString)
+        -> Bool
+    {
+        guard name.count == lowercased.utf8CodeUnitCount else { return false }
+        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
+        return zip(name, expected).allSatisfy { $0 | 0x20 == $1 }
+    }
+
     private static func isHexDigit(_ byte: UInt8) -> Bool {
         (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
     }
@@ -65,42 +100,52 @@ package struct RequestHead {
         var lines: [Range<Int>] = []
         lines.reserveCapacity(16)
         var lineStart = buffer.startIndex
-        var position = buffer.startIndex
         while true {
-            let atEnd = position == buffer.endIndex
-            if atEnd || buffer[position] == 10 {
-                var lineEnd = position
-                if lineEnd > lineStart, buffer[lineEnd - 1] == 13 { lineEnd -= 1 }
-                let line = buffer[lineStart..<lineEnd]
-                guard line.allSatisfy({ $0 < 0x80 }) || String(validating: line, as: UTF8.self) != nil else {
-                    return .failure(Failure(status: 400, reason: "request head is not valid UTF-8"))
-                }
-                lines.append(lineStart..<lineEnd)
-                if atEnd { break }
-                lineStart = position + 1
+            let lineBreak = nextLineFeed(in: buffer, from: lineStart)
+            var lineEnd = lineBreak
+            if lineEnd > lineStart, buffer[lineEnd - 1] == 13 { lineEnd -= 1 }
+            guard
+                isASCII(buffer, lineStart..<lineEnd)
+                    || String(validating: buffer[lineStart..<lineEnd], as: UTF8.self) != nil
+            else {
+                return .failure(Failure(status: 400, reason: "request head is not valid UTF-8"))
             }
-            position += 1
+            lines.append(lineStart..<lineEnd)
+            if lineBreak == buffer.endIndex { break }
+            lineStart = lineBreak + 1
         }
         // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request line.
         let firstLine = lines.firstIndex { !$0.isEmpty } ?? lines.endIndex
         guard firstLine < lines.endIndex else { return .failure(Failure(status: 400, reason: "empty request")) }
-        let requestLine = buffer[lines[firstLine]]
-        let parts = requestLine.split(separator: 32, omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
+        // method SP target SP version: exactly two spaces.
+        let requestRange = lines[firstLine]
+        var spaceCount = 0
+        var firstSpace = requestRange.lowerBound
+        var secondSpace = requestRange.lowerBound
+        for index in requestRange where buffer[index] == 32 {
+            spaceCount += 1
+            if spaceCount == 1 { firstSpace = index } else if spaceCount == 2 { secondSpace = index } else { break }
+        }
+        guard spaceCount == 2 else {
             return .failure(
                 Failure(
                     status: 400,
-                    reason: "malformed request line \(String(decoding: requestLine, as: UTF8.self).debugDescription)"))
+                    reason:
+                        "malformed request line \(String(decoding: buffer[requestRange], as: UTF8.self).debugDescription)"
+                ))
         }
-        let method = String(decoding: parts[0], as: UTF8.self)
-        let target = String(decoding: parts[1], as: UTF8.self)
-        let version = String(decoding: parts[2], as: UTF8.self)
-        guard HeaderFields.isToken(parts[0]) else {
+        let methodBytes = buffer[requestRange.lowerBound..<firstSpace]
+        let targetBytes = buffer[(firstSpace + 1)..<secondSpace]
+        let versionBytes = buffer[(secondSpace + 1)..<requestRange.upperBound]
+        let method = String(decoding: methodBytes, as: UTF8.self)
+        let target = String(decoding: targetBytes, as: UTF8.self)
+        let version = String(decoding: versionBytes, as: UTF8.self)
+        guard HeaderFields.isToken(methodBytes) else {
             return .failure(Failure(status: 400, reason: "malformed method \(method.debugDescription)"))
         }
         // No controls, DEL or spaces; beyond ASCII, no Unicode whitespace either.
-        guard !parts[1].isEmpty, !parts[1].contains(where: { $0 < 0x21 || $0 == 0x7F }),
-            parts[1].allSatisfy({ $0 < 0x80 }) || !target.contains(where: \.isWhitespace)
+        guard !targetBytes.isEmpty, !targetBytes.contains(where: { $0 < 0x21 || $0 == 0x7F }),
+            isASCII(buffer, targetBytes.startIndex..<targetBytes.endIndex) || !target.contains(where: \.isWhitespace)
         else {
             return .failure(Failure(status: 400, reason: "malformed request target"))
         }
@@ -111,6 +156,10 @@ package struct RequestHead {
 
         var headers = HeaderFields()
         headers.reserveCapacity(lines.count - firstLine - 1)
+        // The fields the framing depends on, noted on the way (each lookup afterwards would scan every name).
+        var hosts = 0
+        var hasTransferEncoding = false
+        var hasContentLength = false
         for range in lines[(firstLine + 1)...] {
             let line: Bytes = buffer[range]
             guard let colon = line.firstIndex(of: 58) else {  // ":"
@@ -123,6 +172,12 @@ package struct RequestHead {
                     Failure(
                         status: 400,
                         reason: "malformed header name \(String(decoding: nameBytes, as: UTF8.self).debugDescription)"))
+            }
+            switch nameBytes.count {
+            case 4: if equalsIgnoringCase(nameBytes, "host") { hosts += 1 }
+            case 14: if equalsIgnoringCase(nameBytes, "content-length") { hasContentLength = true }
+            case 17: if equalsIgnoringCase(nameBytes, "transfer-encoding") { hasTransferEncoding = true }
+            default: break
             }
             let name = String(decoding: nameBytes, as: UTF8.self)
             var valueStart = colon + 1
@@ -137,20 +192,20 @@ package struct RequestHead {
             }
             headers.append(name: name, value: String(decoding: value, as: UTF8.self))
         }
-        if version == "HTTP/1.1", headers["Host"] == nil {
+        if version == "HTTP/1.1", hosts == 0 {
             return .failure(Failure(status: 400, reason: "HTTP/1.1 request without Host"))
         }
-        if headers.count(named: "Host") > 1 {
+        if hosts > 1 {
             return .failure(Failure(status: 400, reason: "more than one Host header"))
         }
 
-        let transferCodings = headers.tokens(for: "Transfer-Encoding")
+        let transferCodings = hasTransferEncoding ? headers.tokens(for: "Transfer-Encoding") : []
         let isChunked = transferCodings.last == "chunked"
         if !transferCodings.isEmpty && !isChunked {
             // RFC 9112 §6.3: chunked not the final coding leaves the body's length unknown: 400, then close.
             return .failure(Failure(status: 400, reason: "chunked is not the final transfer coding"))
         }
-        let lengths = headers.values(for: "Content-Length")
+        let lengths = hasContentLength ? headers.values(for: "Content-Length") : []
         if isChunked, !lengths.isEmpty {
             // RFC 9112 §6.1: both framings at once is a smuggling vector; reject rather than guess.
             return .failure(Failure(status: 400, reason: "both Transfer-Encoding and Content-Length"))
