@@ -210,18 +210,21 @@ extension JSONObject {
     /// `self == other`, and neither has a member named `excluded` at any depth (false when unsure).
     package func isEqual(to other: JSONObject, withoutMember excluded: String) -> Bool {
         guard members.count == other.members.count else { return false }
-        for index in members.indices {
-            guard !Self.sameName(members[index].key, excluded) else { return false }
-            if Self.sameName(members[index].key, other.members[index].key) {
-                guard members[index].value.isEqual(to: other.members[index].value, withoutMember: excluded) else {
-                    return false
+        // Over both member buffers in place: indexing the arrays retained and released every key and value.
+        let inOrder: Bool? = members.withUnsafeBufferPointer { mine in
+            other.members.withUnsafeBufferPointer { theirs in
+                for index in mine.indices {
+                    guard !Self.sameName(mine[index].key, excluded) else { return false }
+                    guard Self.sameName(mine[index].key, theirs[index].key) else { return nil }
+                    guard mine[index].value.isEqual(to: theirs[index].value, withoutMember: excluded) else {
+                        return false
+                    }
                 }
-            } else {
-                // The same members in another order: plain equality, then a search for the name.
-                return self == other && !JSONValue.object(self).hasMember(named: excluded)
+                return true
             }
         }
-        return true
+        // nil: the same members in another order, perhaps: plain equality, then a search for the name.
+        return inOrder ?? (self == other && !JSONValue.object(self).hasMember(named: excluded))
     }
 }
 

@@ -101,7 +101,8 @@ extension Collector {
     mutating func pairID(_ old: Resolved, _ new: Resolved, _ direction: Direction, _ role: Role) -> Int {
         var identity = identities
         if !old.location.isEmpty, !new.location.isEmpty {
-            let schemas = "\(direction.rawValue)|\(old.file.path)\(old.location)|\(new.file.path)\(new.location)"
+            let schemas =
+                "\(direction.rawValue)|\(path(of: old.file))\(old.location)|\(path(of: new.file))\(new.location)"
             let key = role.tag + schemas
             if let id = pairIndex[key] { return id }
             pairIndex[key] = pairs.count

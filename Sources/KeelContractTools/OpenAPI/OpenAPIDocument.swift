@@ -18,6 +18,12 @@ public struct OpenAPIDocument: Sendable {
     public let contractVersion: String
     /// Every document loaded, by absolute file URL (the root and the files it references).
     let documents: [URL: JSONValue]
+    /// Where the `#…` references of each file lead, as the loader found them when it checked them (only
+    /// for files read from YAML, whose references are listed while reading): `resolve` looks a reference up
+    /// instead of walking its pointer again. A reference not in it is walked.
+    let localTargets: [URL: [String: Loader.Target]]
+    /// `localTargets` of the description's own file, where nearly every reference is.
+    private let rootTargets: [String: Loader.Target]
 
     /// Whether this is OpenAPI 3.0 (where `nullable` means "or null").
     public var isOpenAPI30: Bool { openAPIVersion.hasPrefix("3.0.") }
@@ -92,7 +98,21 @@ public struct OpenAPIDocument: Sendable {
         }
         return OpenAPIDocument(
             url: url, root: root, openAPIVersion: openAPI,
-            contractVersion: root["info"]?["version"]?.stringValue ?? "", documents: loader.documents)
+            contractVersion: root["info"]?["version"]?.stringValue ?? "", documents: loader.documents,
+            localTargets: loader.localTargets)
+    }
+
+    private init(
+        url: URL, root: JSONValue, openAPIVersion: String, contractVersion: String, documents: [URL: JSONValue],
+        localTargets: [URL: [String: Loader.Target]]
+    ) {
+        self.url = url
+        self.root = root
+        self.openAPIVersion = openAPIVersion
+        self.contractVersion = contractVersion
+        self.documents = documents
+        self.localTargets = localTargets
+        rootTargets = localTargets[url] ?? [:]
     }
 
     // MARK: - References
@@ -119,7 +139,9 @@ public struct OpenAPIDocument: Sendable {
         var hops = 0
         while case .string(let reference) = current["$ref"] ?? .null {
             if isOpenAPI30, current["nullable"] == .bool(true) { nullableBeside = true }
-            let (targetFile, pointer) = Loader.split(reference, relativeTo: currentFile)
+            let known = (currentFile == url ? rootTargets : localTargets[currentFile])?[reference]
+            let (targetFile, pointer) =
+                known.map { (currentFile, $0.pointer) } ?? Loader.split(reference, relativeTo: currentFile)
             // Most references take one hop: record targets from the second hop on (a cycle is still
             // caught, one hop later), so the common case builds no key.
             hops += 1
@@ -128,7 +150,7 @@ public struct OpenAPIDocument: Sendable {
                     code: .referenceCycle, file: currentFile.path, location: pointer,
                     message: "$ref cycle without content: \(reference)")
             }
-            guard let document = documents[targetFile], let target = Loader.walk(document, pointer) else {
+            guard let target = known?.value ?? documents[targetFile].flatMap({ Loader.walk($0, pointer) }) else {
                 throw ContractLoadError(
                     code: .danglingReference, file: currentFile.path, location: location,
                     message: "dangling $ref \(reference)")
@@ -164,6 +186,13 @@ struct Loader {
     var documents: [URL: JSONValue] = [:]
     /// For documents read from YAML: the value of every `$ref` in them, listed while reading.
     var references: [URL: [String]] = [:]
+    /// Where a `#…` reference of a file leads: its decoded pointer and the value there.
+    struct Target: Sendable {
+        let pointer: String
+        let value: JSONValue
+    }
+    /// The targets of each file's `#…` references, noted while `checkListedReferences` follows them.
+    var localTargets: [URL: [String: Target]] = [:]
 
     init(rootDirectory: URL) { self.rootDirectory = rootDirectory }
 
@@ -251,11 +280,17 @@ struct Loader {
         var reached: Set<URL> = [file]
         while let current = pending.popLast() {
             guard let listed = references[current] else { return false }
+            var local: [String: Target] = [:]
+            defer { localTargets[current] = local }
             for reference in listed {
+                let isLocal = reference.utf8.first == UInt8(ascii: "#")
+                // A reference met before in this file leads where it did.
+                if isLocal, local[reference] != nil { continue }
                 let (targetFile, pointer) = Self.split(reference, relativeTo: current)
                 guard let document = try? document(at: targetFile, referencedFrom: current.path),
-                    Self.walk(document, pointer) != nil
+                    let target = Self.walk(document, pointer)
                 else { return false }
+                if isLocal { local[reference] = Target(pointer: pointer, value: target) }
                 if reached.insert(targetFile).inserted { pending.append(targetFile) }
             }
         }
