@@ -9,6 +9,7 @@ import KeelTesting
 /// same pragmas (WAL, synchronous=NORMAL, foreign keys), on real files.
 enum StoreBenchmarks {
     /// Holds the last value a benchmark side produced, so that the value has to exist: see store.read.
+    /// Unlocked: the harness runs a benchmark's operations one at a time, never two at once.
     final class Keeper<Value>: @unchecked Sendable {
         private var last: Value?
         /// Keeps `value`, letting go of the one before.

@@ -329,6 +329,61 @@ import Testing
             from: try writeReferring("through-inner-link.yaml", to: "alias.yaml#/components/schemas/Inside"))
     }
 
+    /// References are compared by their bytes, as member names are, also where the loader notes their
+    /// targets for `resolve`: a decomposed `é` is not the precomposed one, and a cycle read from a file is
+    /// still an error.
+    @Test func referencesAreTheirBytesAndResolveAsWrittenWhenLoadedFromAFile() throws {
+        let precomposed = "Caf\u{E9}"
+        let decomposed = "Cafe\u{301}"
+        let dangling = try write(
+            "unicode-dangling.yaml",
+            """
+            openapi: 3.1.0
+            info: {title: x, version: 1.0.0}
+            paths:
+              /a:
+                get:
+                  responses:
+                    '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/\(precomposed)'}}}}
+                    '201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/\(decomposed)'}}}}
+            components:
+              schemas:
+                \(precomposed): {type: string}
+            """)
+        #expect {
+            _ = try OpenAPIDocument.load(from: dangling)
+        } throws: { error in
+            (error as? ContractLoadError)?.code == .danglingReference
+        }
+
+        let both = try write(
+            "unicode-both.yaml",
+            """
+            openapi: 3.1.0
+            info: {title: x, version: 1.0.0}
+            paths:
+              /a:
+                get:
+                  responses:
+                    '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/\(precomposed)'}}}}
+                    '201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/\(decomposed)'}}}}
+                    '202': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Loop'}}}}
+            components:
+              schemas:
+                \(precomposed): {type: string}
+                \(decomposed): {type: integer}
+                Loop: {$ref: '#/components/schemas/Back'}
+                Back: {$ref: '#/components/schemas/Loop'}
+            """)
+        let document = try OpenAPIDocument.load(from: both)
+        let first = try document.resolve(["$ref": .string("#/components/schemas/\(precomposed)")])
+        let second = try document.resolve(["$ref": .string("#/components/schemas/\(decomposed)")])
+        #expect(first.value == ["type": "string"])
+        #expect(second.value == ["type": "integer"])
+        #expect(second.location == "#/components/schemas/\(decomposed)")
+        #expect(throws: ContractLoadError.self) { try document.resolve(["$ref": "#/components/schemas/Loop"]) }
+    }
+
     @Test func aCycleOfPureReferencesIsAnErrorNotAHang() throws {
         let document = try OpenAPIDocument.parse(
             """

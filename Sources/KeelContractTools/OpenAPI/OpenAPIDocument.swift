@@ -139,7 +139,9 @@ public struct OpenAPIDocument: Sendable {
         var hops = 0
         while case .string(let reference) = current["$ref"] ?? .null {
             if isOpenAPI30, current["nullable"] == .bool(true) { nullableBeside = true }
-            let known = (currentFile == url ? rootTargets : localTargets[currentFile])?[reference]
+            let known =
+                Loader.isNoted(reference)
+                ? (currentFile == url ? rootTargets : localTargets[currentFile])?[reference] : nil
             let (targetFile, pointer) =
                 known.map { (currentFile, $0.pointer) } ?? Loader.split(reference, relativeTo: currentFile)
             // Most references take one hop: record targets from the second hop on (a cycle is still
@@ -193,6 +195,14 @@ struct Loader {
     }
     /// The targets of each file's `#…` references, noted while `checkListedReferences` follows them.
     var localTargets: [URL: [String: Target]] = [:]
+
+    /// Whether `reference` is one whose target is noted in `localTargets`: a `#…` reference in ASCII. Strings
+    /// are equal and hash alike when they are canonically equivalent, but references are compared by their
+    /// bytes (as member names are): `#/x/Caf\u{E9}` and `#/x/Cafe\u{301}` are two references. Noted and
+    /// looked up are only ASCII ones, and two ASCII strings are equal only when their bytes are.
+    static func isNoted(_ reference: String) -> Bool {
+        reference.utf8.first == UInt8(ascii: "#") && reference.utf8.allSatisfy { $0 < 0x80 }
+    }
 
     init(rootDirectory: URL) { self.rootDirectory = rootDirectory }
 
@@ -283,7 +293,7 @@ struct Loader {
             var local: [String: Target] = [:]
             defer { localTargets[current] = local }
             for reference in listed {
-                let isLocal = reference.utf8.first == UInt8(ascii: "#")
+                let isLocal = Self.isNoted(reference)
                 // A reference met before in this file leads where it did.
                 if isLocal, local[reference] != nil { continue }
                 let (targetFile, pointer) = Self.split(reference, relativeTo: current)
@@ -380,7 +390,8 @@ struct Loader {
         guard !pointer.isEmpty else { return value }
         guard pointer.hasPrefix("/") else { return nil }
         var current = value
-        // Token by token, without building an array of them (every `$ref` is walked, twice).
+        // Token by token, without building an array of them (a reference is walked when the loader checks it,
+        // and again by `resolve` unless the loader noted its target).
         var rest = pointer.utf8.dropFirst()
         while true {
             let end = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
