@@ -133,7 +133,8 @@ import Testing
     }
 
     @Test func duplicateKeysInALargeMappingAreFound() {
-        // Past sixteen keys the reader checks new keys with a hash set, still by code points.
+        // Past twelve keys the reader checks new keys with a hash index (the one the object then keeps for its
+        // lookups), still by code points.
         let keys = (0..<30).map { "k\($0): \($0)\n" }.joined()
         #expect {
             _ = try YAML.parse(keys + "k7: again\n")
@@ -142,6 +143,15 @@ import Testing
         }
         let value = try? YAML.parse(keys + "\"\u{E9}\": 1\n\"e\u{301}\": 2\n")
         #expect(value?["\u{E9}"] == 1 && value?["e\u{301}"] == 2 && value?["k29"] == 29)
+        // Every member is found where it is, whatever the size around the threshold.
+        for count in [11, 12, 13, 14, 30] {
+            let text = (0..<count).map { "k\($0): \($0)\n" }.joined()
+            let mapping = try? YAML.parse(text)
+            #expect((0..<count).allSatisfy { mapping?["k\($0)"] == .number(JSONNumber(Int64($0))) }, "\(count) keys")
+            #expect(mapping?["k\(count)"] == nil)
+            // The first key repeated as the last one, on either side of the threshold.
+            #expect(throws: YAMLError.self, "\(count) keys") { try YAML.parse(text + "k0: again\n") }
+        }
     }
 
     @Test func duplicateKeysAreAnErrorWithTheirPosition() {

@@ -21,14 +21,15 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     private var positions: [MemberName: Int]?
 
     /// Objects with more members than this get a hash index; smaller ones are scanned.
-    static let indexThreshold = 12
+    package static let indexThreshold = 12
 
     /// A member name compared by code points: JSON treats "é" and "e\u{301}" as different names, while
     /// Swift's `String` would merge them.
-    private struct MemberName: Hashable {
-        let name: String
-        static func == (lhs: MemberName, rhs: MemberName) -> Bool { sameName(lhs.name, rhs.name) }
-        func hash(into hasher: inout Hasher) {
+    package struct MemberName: Hashable {
+        package let name: String
+        package init(name: String) { self.name = name }
+        package static func == (lhs: MemberName, rhs: MemberName) -> Bool { sameName(lhs.name, rhs.name) }
+        package func hash(into hasher: inout Hasher) {
             // Hash the UTF-8 bytes in one call when they are contiguous (native strings), byte by byte otherwise.
             let hashed: Void? = name.utf8.withContiguousStorageIfAvailable {
                 hasher.combine(bytes: UnsafeRawBufferPointer($0))
@@ -71,9 +72,12 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     }
 
     /// The members `keys[i]: values[i]`, in order, moved out of the buffers (which are left
-    /// uninitialized); the caller has checked that the keys are distinct.
+    /// uninitialized); the caller has checked that the keys are distinct. A caller that checked with a hash
+    /// index of its own, from each key to its offset, hands it over as `positions` (used when the object is
+    /// indexed at all: more than ``indexThreshold`` keys), so the keys are not hashed twice.
     package init(
-        movingUniqueKeys keys: UnsafeMutableBufferPointer<String>, values: UnsafeMutableBufferPointer<JSONValue>
+        movingUniqueKeys keys: UnsafeMutableBufferPointer<String>, values: UnsafeMutableBufferPointer<JSONValue>,
+        positions: consuming [MemberName: Int]? = nil
     ) {
         precondition(keys.count == values.count, "one value per key")
         let count = keys.count
@@ -84,7 +88,12 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
             }
             initialized = count
         }
-        if members.count > Self.indexThreshold { buildIndex() }
+        guard count > Self.indexThreshold else { return }
+        if let positions, positions.count == count {
+            self.positions = positions
+        } else {
+            buildIndex()
+        }
     }
 
     private mutating func buildIndex() {

@@ -166,21 +166,9 @@ public enum YAML {
             let anchor: String?
             /// Whether `keys.last` is a key still waiting for its value.
             var hasPendingKey = false
-            /// The keys read so far, once a mapping has too many to scan for duplicates.
-            var names: Set<MemberName>?
-        }
-
-        /// A mapping key compared by its UTF-8 bytes (JSON member identity), as ``JSONObject`` does.
-        struct MemberName: Hashable {
-            let name: String
-            static func == (lhs: MemberName, rhs: MemberName) -> Bool { JSONObject.sameName(lhs.name, rhs.name) }
-            func hash(into hasher: inout Hasher) {
-                let hashed: Void? = name.utf8.withContiguousStorageIfAvailable {
-                    hasher.combine(bytes: UnsafeRawBufferPointer($0))
-                }
-                if hashed == nil { for byte in name.utf8 { hasher.combine(byte) } }
-                hasher.combine(name.utf8.count)
-            }
+            /// The keys read so far with their offsets, once a mapping has too many to scan for duplicates:
+            /// the index its ``JSONObject`` takes over (keys compared by their UTF-8 bytes).
+            var positions: [JSONObject.MemberName: Int]?
         }
 
         /// Where an event starts (1-based), to make the error that names it. (A plain value rather than a
@@ -194,8 +182,9 @@ public enum YAML {
             }
         }
 
-        /// Mappings with more keys than this check new keys for duplicates with a hash set.
-        private static let scannedKeys = 16
+        /// Mappings with more keys than this check new keys for duplicates with a hash index: those the
+        /// object keeps for its lookups.
+        private static let scannedKeys = JSONObject.indexThreshold
 
         private var stack: [Frame] = []
         private let keys = Scratch<String>()
@@ -279,9 +268,10 @@ public enum YAML {
                     guard !frame.hasPendingKey else {
                         throw mark.error(.syntax, "mapping ends after a key without a value")
                     }
+                    var positions = frame.positions
                     value = keys.moveOut(from: frame.keyStart) { keys in
                         values.moveOut(from: frame.valueStart) { values in
-                            .object(JSONObject(movingUniqueKeys: keys, values: values))
+                            .object(JSONObject(movingUniqueKeys: keys, values: values, positions: positions.take()))
                         }
                     }
                 } else {
@@ -344,19 +334,22 @@ public enum YAML {
             default: throw mark.error(.nonScalarKey, "a mapping key must be a scalar")
             }
             let keyStart = stack[top].keyStart
-            if stack[top].names != nil {
-                guard stack[top].names!.insert(MemberName(name: key)).inserted else {
+            let offset = keys.count - keyStart
+            if stack[top].positions != nil {
+                guard stack[top].positions!.updateValue(offset, forKey: JSONObject.MemberName(name: key)) == nil else {
                     throw mark.error(.duplicateKey, "duplicate key \(key.debugDescription)")
                 }
             } else {
                 for index in keyStart..<keys.count where JSONObject.sameName(keys[index], key) {
                     throw mark.error(.duplicateKey, "duplicate key \(key.debugDescription)")
                 }
-                if keys.count - keyStart == Self.scannedKeys {
-                    var names = Set<MemberName>(minimumCapacity: 2 * Self.scannedKeys)
-                    for index in keyStart..<keys.count { names.insert(MemberName(name: keys[index])) }
-                    names.insert(MemberName(name: key))
-                    stack[top].names = names
+                if offset == Self.scannedKeys {
+                    var positions = [JSONObject.MemberName: Int](minimumCapacity: 4 * Self.scannedKeys)
+                    for index in keyStart..<keys.count {
+                        positions[JSONObject.MemberName(name: keys[index])] = index - keyStart
+                    }
+                    positions[JSONObject.MemberName(name: key)] = offset
+                    stack[top].positions = positions
                 }
             }
             keys.append(key)
