@@ -120,6 +120,32 @@ import Testing
             return codes
         }
         #expect(refused == [.sqlError, .sqlError, .mismatch])
+        // Bytes take a path of their own: NULL, no row, an empty blob and values that are not blobs come out
+        // as through the array form, errors with the same code and message.
+        let blobs = try await pool.read { db -> [String] in
+            var outcomes: [String] = []
+            for (sql, argument) in [
+                ("SELECT ?", DatabaseValue.blob(Data([7, 8]))), ("SELECT ?", .null), ("SELECT ? WHERE 0", .integer(1)),
+                ("SELECT zeroblob(?)", .integer(0)), ("SELECT ?", .integer(5)), ("SELECT ?", .text("bytes?")),
+                ("SELECT ?", .real(0.5)),
+            ] {
+                func outcome(_ read: () throws -> Data?) -> String {
+                    do { return try read().map { "bytes \(Array($0))" } ?? "nil" } catch {
+                        return
+                            "\((error as? DatabaseError)?.code.name ?? "?"): \((error as? DatabaseError)?.message ?? "")"
+                    }
+                }
+                let arrayless = outcome { try db.scalar(Data.self, sql, argument: argument) }
+                let array = outcome { try db.scalar(Data.self, sql, arguments: [argument]) }
+                outcomes.append(arrayless == array ? arrayless : "differs: \(arrayless) / \(array)")
+            }
+            return outcomes
+        }
+        #expect(
+            blobs == [
+                "bytes [7, 8]", "nil", "nil", "bytes []", "mismatch: 5 is not a Data",
+                #"mismatch: "bytes?" is not a Data"#, "mismatch: 0.5 is not a Data",
+            ])
         // The cached statement is reset and bound afresh on each read: the second key reads its own row.
         let rows = try await pool.read { db in
             (

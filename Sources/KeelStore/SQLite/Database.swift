@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Access to the database inside a ``DatabasePool/write(_:)`` or ``DatabasePool/read(_:)`` closure.
 ///
 /// Valid only during the closure, on the thread that runs it: do not store it or send it elsewhere.
@@ -47,7 +49,11 @@ public final class Database {
     public func scalar<T: DatabaseValueConvertible>(
         _ type: T.Type = T.self, _ sql: String, argument: some DatabaseValueConvertible
     ) throws(DatabaseError) -> T? {
-        try Self.converted(try connection.firstValue(sql, bound: argument.databaseValue), sql: sql)
+        if T.self == Data.self {
+            // Bytes straight from the row, not wrapped in a DatabaseValue first (specialized away for other types).
+            return try connection.firstBlob(sql, bound: argument.databaseValue) as! T?
+        }
+        return try Self.converted(try connection.firstValue(sql, bound: argument.databaseValue), sql: sql)
     }
 
     /// A scalar read's value as `T`: nil for no row or NULL; `mismatch` when it is not a `T`.
@@ -57,10 +63,14 @@ public final class Database {
     {
         guard let value = found else { return nil }
         if case .null = value { return nil }
-        guard let converted = T.fromDatabaseValue(value) else {
-            throw DatabaseError(code: .mismatch, message: "\(value) is not a \(T.self)", sql: sql)
-        }
+        guard let converted = T.fromDatabaseValue(value) else { throw mismatch(value, T.self, sql: sql) }
         return converted
+    }
+
+    /// The error of a value read as a type it is not.
+    @usableFromInline
+    static func mismatch(_ value: DatabaseValue, _ type: Any.Type, sql: String) -> DatabaseError {
+        DatabaseError(code: .mismatch, message: "\(value) is not a \(type)", sql: sql)
     }
 
     /// Rows changed by the last statement.
