@@ -335,29 +335,8 @@ import Testing
     @Test func referencesAreTheirBytesAndResolveAsWrittenWhenLoadedFromAFile() throws {
         let precomposed = "Caf\u{E9}"
         let decomposed = "Cafe\u{301}"
-        let dangling = try write(
-            "unicode-dangling.yaml",
-            """
-            openapi: 3.1.0
-            info: {title: x, version: 1.0.0}
-            paths:
-              /a:
-                get:
-                  responses:
-                    '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/\(precomposed)'}}}}
-                    '201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/\(decomposed)'}}}}
-            components:
-              schemas:
-                \(precomposed): {type: string}
-            """)
-        #expect {
-            _ = try OpenAPIDocument.load(from: dangling)
-        } throws: { error in
-            (error as? ContractLoadError)?.code == .danglingReference
-        }
-
-        let both = try write(
-            "unicode-both.yaml",
+        // Responses naming both forms and a cycle; the schemas they may find go after `components/schemas`.
+        func description(_ schemas: String) -> String {
             """
             openapi: 3.1.0
             info: {title: x, version: 1.0.0}
@@ -370,11 +349,21 @@ import Testing
                     '202': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Loop'}}}}
             components:
               schemas:
-                \(precomposed): {type: string}
-                \(decomposed): {type: integer}
                 Loop: {$ref: '#/components/schemas/Back'}
                 Back: {$ref: '#/components/schemas/Loop'}
-            """)
+
+            """ + schemas
+        }
+        let dangling = try write("unicode-dangling.yaml", description("    \(precomposed): {type: string}\n"))
+        #expect {
+            _ = try OpenAPIDocument.load(from: dangling)
+        } throws: { error in
+            (error as? ContractLoadError)?.code == .danglingReference
+        }
+
+        let both = try write(
+            "unicode-both.yaml",
+            description("    \(precomposed): {type: string}\n    \(decomposed): {type: integer}\n"))
         let document = try OpenAPIDocument.load(from: both)
         let first = try document.resolve(["$ref": .string("#/components/schemas/\(precomposed)")])
         let second = try document.resolve(["$ref": .string("#/components/schemas/\(decomposed)")])
