@@ -149,8 +149,17 @@ import Testing
             let mapping = try? YAML.parse(text)
             #expect((0..<count).allSatisfy { mapping?["k\($0)"] == .number(JSONNumber(Int64($0))) }, "\(count) keys")
             #expect(mapping?["k\(count)"] == nil)
-            // The first key repeated as the last one, on either side of the threshold.
-            #expect(throws: YAMLError.self, "\(count) keys") { try YAML.parse(text + "k0: again\n") }
+            // The first key and the last one repeated, on either side of the threshold: the error names the key
+            // and the line of the repeat.
+            for repeated in [0, count - 1] {
+                #expect("\(count) keys, k\(repeated) again") {
+                    _ = try YAML.parse(text + "k\(repeated): again\n")
+                } throws: { error in
+                    guard let error = error as? YAMLError else { return false }
+                    return error.code == .duplicateKey && error.message == "duplicate key \"k\(repeated)\""
+                        && error.line == count + 1
+                }
+            }
         }
     }
 
