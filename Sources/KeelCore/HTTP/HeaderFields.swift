@@ -83,14 +83,6 @@ public struct HeaderFields: Sendable, Hashable, ExpressibleByDictionaryLiteral, 
         return values
     }
 
-    /// How many fields are named `name`.
-    package func count(named name: String) -> Int {
-        let length = name.utf8.count
-        var count = 0
-        for index in fields.indices where isField(index, named: name, length: length) { count += 1 }
-        return count
-    }
-
     /// The comma-separated tokens of every `name` field, lower-cased and trimmed, in order
     /// (`Connection: Keep-Alive, Upgrade` gives `["keep-alive", "upgrade"]`).
     public func tokens(for name: String) -> [String] {

@@ -326,20 +326,24 @@ final class SQLiteConnection {
         defer { finish(statement, clearing: holdsCopies) }
         try requireArguments(1, for: statement, sql: sql)
         holdsCopies = try bind(argument, at: 1, to: statement, sql: sql)
-        let status = sqlite3_step(statement)
-        if status == SQLITE_DONE { return nil }
-        guard status == SQLITE_ROW else { throw error(status, sql: sql) }
         // A statement that returns a row has at least one column.
-        return try read(statement)
+        return try stepsToRow(statement, sql: sql) ? try read(statement) : nil
     }
 
     /// Steps a bound statement once: its first column, or nil when there is no row (or no column).
     private func firstValue(of statement: OpaquePointer, sql: String) throws(DatabaseError) -> DatabaseValue? {
-        let status = sqlite3_step(statement)
-        if status == SQLITE_DONE { return nil }
-        guard status == SQLITE_ROW else { throw error(status, sql: sql) }
         // A statement that returns a row has at least one column.
-        return value(statement, 0)
+        try stepsToRow(statement, sql: sql) ? value(statement, 0) : nil
+    }
+
+    /// Steps a bound statement once: true at a row, false when it is done.
+    ///
+    /// - Throws: the statement's error for anything else.
+    private func stepsToRow(_ statement: OpaquePointer, sql: String) throws(DatabaseError) -> Bool {
+        let status = sqlite3_step(statement)
+        if status == SQLITE_DONE { return false }
+        guard status == SQLITE_ROW else { throw error(status, sql: sql) }
+        return true
     }
 
     /// Runs `sql` with one text argument and hands `body` the first column of the first row as SQLite's
@@ -358,9 +362,7 @@ final class SQLiteConnection {
             sqlite3_bind_text(statement, 1, $0, Int32(argument.utf8.count), keel_sqlite3_transient())
         }
         guard bound == SQLITE_OK else { throw error(bound, sql: sql) }
-        let status = sqlite3_step(statement)
-        if status == SQLITE_DONE { return nil }
-        guard status == SQLITE_ROW else { throw error(status, sql: sql) }
+        guard try stepsToRow(statement, sql: sql) else { return nil }
         let bytes = sqlite3_column_blob(statement, 0)
         let length = Int(sqlite3_column_bytes(statement, 0))
         return try body(UnsafeRawBufferPointer(start: length > 0 ? bytes : nil, count: length))

@@ -280,16 +280,13 @@ final class Connection: @unchecked Sendable {
         // From line feed to line feed (memchr), not byte by byte through the array: every request's head is
         // searched this way, and its cost grows with every header field (keel-bench trace.overhead).
         buffer.withUnsafeBufferPointer { bytes -> (headLength: Int, consumed: Int)? in
-            guard let base = bytes.baseAddress else { return nil }
-            var index = 0
+            var index = RequestHead.nextLineFeed(in: bytes, from: 0)
             while index < bytes.count {
-                guard let found = memchr(base + index, 10, bytes.count - index) else { return nil }
-                index = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
                 if index + 1 < bytes.count, bytes[index + 1] == 10 { return (index, index + 2) }
                 if index + 2 < bytes.count, bytes[index + 1] == 13, bytes[index + 2] == 10 {
                     return (index, index + 3)
                 }
-                index += 1
+                index = RequestHead.nextLineFeed(in: bytes, from: index + 1)
             }
             return nil
         }

@@ -47,7 +47,7 @@ package struct RequestHead {
     }
 
     /// The index of the next LF at or after `start` in `buffer`, or its end index.
-    private static func nextLineFeed(in buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+    static func nextLineFeed(in buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
         guard let base = buffer.baseAddress, start < buffer.endIndex else { return buffer.endIndex }
         guard let found = memchr(base + start, 10, buffer.endIndex - start) else { return buffer.endIndex }
         return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
@@ -68,17 +68,6 @@ package struct RequestHead {
             index += 1
         }
         return words & 0x8080_8080_8080_8080 == 0 && bytes < 0x80
-    }
-
-    /// Whether the token `name` is `lowercased` (lowercase letters and hyphens) in any case. Only for
-    /// tokens: setting the 0x20 bit maps an uppercase letter to its lowercase one, and no other token byte
-    /// onto a lowercase letter or a hyphen.
-    private static func equalsIgnoringCase(_ name: Slice<UnsafeBufferPointer<UInt8>>, _ lowercased: StaticString)
-        -> Bool
-    {
-        guard name.count == lowercased.utf8CodeUnitCount else { return false }
-        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
-        return zip(name, expected).allSatisfy { $0 | 0x20 == $1 }
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {
@@ -173,13 +162,13 @@ package struct RequestHead {
                         status: 400,
                         reason: "malformed header name \(String(decoding: nameBytes, as: UTF8.self).debugDescription)"))
             }
+            let name = String(decoding: nameBytes, as: UTF8.self)
             switch nameBytes.count {
-            case 4: if equalsIgnoringCase(nameBytes, "host") { hosts += 1 }
-            case 14: if equalsIgnoringCase(nameBytes, "content-length") { hasContentLength = true }
-            case 17: if equalsIgnoringCase(nameBytes, "transfer-encoding") { hasTransferEncoding = true }
+            case 4: if HeaderFields.equalIgnoringCase(name, "host") { hosts += 1 }
+            case 14: if HeaderFields.equalIgnoringCase(name, "content-length") { hasContentLength = true }
+            case 17: if HeaderFields.equalIgnoringCase(name, "transfer-encoding") { hasTransferEncoding = true }
             default: break
             }
-            let name = String(decoding: nameBytes, as: UTF8.self)
             var valueStart = colon + 1
             var valueEnd = line.endIndex
             while valueStart < valueEnd, buffer[valueStart] == 32 || buffer[valueStart] == 9 { valueStart += 1 }
