@@ -68,6 +68,7 @@ import Testing
         #expect(output.contains("POST /sessions 200 account=- traceparent=-"))
         #expect(output.contains("POST /mutations 200 account=alice"))
         #expect(output.hasSuffix("stopped\n"))
+        #expect(!output.contains("/_admin"), "admin requests are not logged (--help): \(output)")
 
         // Restarted on the same directory: the key, the note and the token are still there.
         let (again, againBase) = try await start(data)
@@ -198,5 +199,19 @@ import Testing
         #expect(try await child.waitForExit() == .exited(1))
         let error = child.output(of: .standardError)
         #expect(error.contains("a-file cannot be used: ") && !error.contains("NSCocoaErrorDomain"), "\(error)")
+    }
+
+    @Test func aPortInUseExitsOneSayingSo() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-port")
+        let (first, base) = try await start(directory.url("first"))
+        defer { first.kill(signal: ChildProcess.Signal.kill) }
+        let port = try #require(base.port)
+        let second = try ChildProcess.launch(
+            product: "keel", arguments: ["backend", "--data", directory.url("second").path, "--port", "\(port)"])
+        #expect(try await second.waitForExit() == .exited(1))
+        let error = second.output(of: .standardError)
+        #expect(error.contains("cannot listen on 127.0.0.1") && error.contains("\(port)"), "\(error)")
+        #expect(!error.contains("TestServer"), "\(error)")
+        #expect(second.output(of: .standardOutput).isEmpty)
     }
 }

@@ -41,6 +41,13 @@ import Testing
         #expect(gate.reasons.map(\.store) == ["app-store"])
         #expect(gate.reasons.first?.release == AppVersion("5.2.0"))
         #expect(gate.reasons.first?.why.contains("phased release at 5%") == true)
+        // At 100 % nobody is left out of the phase, so the reason says what counts instead.
+        let complete = try Self.gate(
+            json.replacingOccurrences(of: #""percent": 5"#, with: #""percent": 100"#), .ios, "5.2")
+        #expect(!complete.allowed)
+        #expect(complete.reasons.first?.why.contains("phased release at 100%") == true)
+        #expect(complete.reasons.first?.why.contains("until it is \"available\"") == true)
+        #expect(complete.reasons.first?.why.contains("users not yet included") == false)
     }
 
     @Test func aGooglePlayStagedRolloutAt20PercentIsRefusedAndAt100Allowed() throws {
@@ -188,6 +195,23 @@ import Testing
         #expect {
             try ReleaseGateTests.gate(json, .ios, "5")
         } throws: { ($0 as? ReleaseGateInputError)?.pointer == pointer }
+    }
+
+    /// A component beyond what a 64-bit integer holds is refused with the limit named, never read as some
+    /// other number; the largest one that fits is a version like any other.
+    @Test func aVersionComponentBeyondTheLimitIsRefusedSayingSo() throws {
+        func store(_ version: String) -> String {
+            #"{"stores": [{"id": "a", "platform": "ios", "production": true, "releases": [{"version": "\#(version)", "rollout": "available"}]}]}"#
+        }
+        #expect {
+            try ReleaseGateTests.gate(store("5.99999999999999999999"), .ios, "5")
+        } throws: { error in
+            guard let error = error as? ReleaseGateInputError else { return false }
+            return error.pointer == "/stores/0/releases/0/version" && error.message.contains("\(Int.max)")
+        }
+        let largest = try Self.gate(store("5.\(Int.max)"), .ios, "5.\(Int.max)")
+        #expect(largest.allowed)
+        #expect(try !Self.gate(store("5.\(Int.max - 1)"), .ios, "5.\(Int.max)").allowed)
     }
 
     @Test func noProductionStoreForThePlatformIsNothingToVerify() {

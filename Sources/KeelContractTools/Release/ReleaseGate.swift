@@ -70,6 +70,10 @@ public struct StoreCatalog: Sendable, Equatable {
             switch rollout {
             case .available: return nil
             case .staged: return "staged rollout at \(share): the other users cannot install it yet"
+            case .phased where isFullPercent:
+                // The phase is over but the file still says phased: only "available" (or manual updates) counts.
+                return
+                    "phased release at 100% without manual updates: not counted as reaching every user until it is \"available\""
             case .phased:
                 return "phased release at \(share) without manual updates: users not yet included cannot install it"
             case .paused: return "rollout paused at \(share) without manual updates"
@@ -160,7 +164,8 @@ public struct StoreCatalog: Sendable, Equatable {
             required: ["version", "rollout"])
         guard case .string(let text) = object["version"]!, let version = AppVersion(text) else {
             throw ReleaseGateInputError(
-                pointer: pointer + "/version", message: "must be 1 to 4 dot-separated non-negative integers")
+                pointer: pointer + "/version",
+                message: "must be 1 to 4 dot-separated non-negative integers, each at most \(Int.max)")
         }
         guard case .string(let rolloutName) = object["rollout"]!, let rollout = Rollout(rawValue: rolloutName) else {
             throw ReleaseGateInputError(

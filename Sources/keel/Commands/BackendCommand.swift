@@ -23,9 +23,10 @@ enum BackendCommand {
             HTTP/1.1 server on 127.0.0.1.
 
             The first line on standard output is 'listening http://127.0.0.1:<port>'; then one line per
-            request: '<method> <path> <status> account=<account> traceparent=<value> tracestate=<value>
-            correlation=<id>' ('-' where absent; a space, '%', '"', a control character or non-ASCII in a
-            value is written %XX, so every field is one word). Stops on SIGTERM, SIGINT or 'quit' on standard
+            request to the contract's API (requests to /_admin are not logged): '<method> <path> <status>
+            account=<account> traceparent=<value> tracestate=<value> correlation=<id>' ('-' where absent; a
+            space, '%', '"', a control character or non-ASCII in a value is written %XX, so every field is one
+            word); after a clean stop, a last line 'stopped'. Stops on SIGTERM, SIGINT or 'quit' on standard
             input (with --exit-with-parent also when the process that started it exits), after the requests in
             flight — those whose head has arrived — are answered (at most 10 s; answers held by delayAcksMs go
             out at once); a second SIGTERM or SIGINT ends it at once. Standard output that is not read holds
@@ -102,6 +103,9 @@ enum BackendCommand {
         } catch let error as CocoaError {
             // The data directory could not be created or used (a file of that name, no permission).
             return fail("--data \(data) cannot be used: \(error.localizedDescription)", status: 1)
+        } catch let error as TestServerError {
+            // A port in use, say: the server's own message, without the name of the type behind it.
+            return fail(error.message, status: 1)
         } catch {
             return fail("\(error)", status: 1)
         }

@@ -16,7 +16,8 @@ enum ReleaseGateCommand {
             production store of the platform has a release of <version> or later that reaches every user:
             rollout "available", "staged" at 100%, or "phased"/"paused" with "manualUpdate": true (an App
             Store phased release only throttles automatic updates). Non-production stores are listed but
-            never decide. Versions are 1 to 4 dot-separated integers compared numerically (5.2 = 5.2.0).
+            never decide. Versions are 1 to 4 dot-separated integers, each at most 9223372036854775807 (2^63-1),
+            compared numerically (5.2 = 5.2.0).
 
             STORES.json: {"stores": [{"id", "platform": "ios"|"android", "production": bool, "releases":
             [{"version", "rollout": "available"|"phased"|"staged"|"paused"|"halted"|"inReview"|"rejected",
@@ -78,7 +79,9 @@ enum ReleaseGateCommand {
         }
         guard let versionText = arguments.value("min-version") else { throw UsageError("--min-version is required") }
         guard let version = AppVersion(versionText) else {
-            throw UsageError("--min-version must be 1 to 4 dot-separated non-negative integers, not '\(versionText)'")
+            throw UsageError(
+                "--min-version must be 1 to 4 dot-separated non-negative integers (each at most \(Int.max)), not '\(versionText)'"
+            )
         }
         let format = try arguments.choice("format", default: "text", among: ["text", "json"])
         let incident = arguments.has("incident")

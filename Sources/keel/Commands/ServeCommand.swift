@@ -66,6 +66,8 @@ enum ServeCommand {
         let server: TestServer
         do {
             server = try TestServer(configuration: .init(port: port), dispatcher: dispatcher)
+        } catch let error as TestServerError {
+            return fail(error.message, status: 1)
         } catch {
             return fail("\(error)", status: 1)
         }
