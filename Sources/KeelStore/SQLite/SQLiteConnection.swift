@@ -303,9 +303,7 @@ final class SQLiteConnection {
     func firstBlob(_ sql: String, bound argument: DatabaseValue) throws(DatabaseError) -> Data? {
         let found = try pointRead(sql, bound: argument) { statement throws(DatabaseError) -> Data? in
             switch sqlite3_column_type(statement, 0) {
-            case SQLITE_BLOB:
-                let length = Int(sqlite3_column_bytes(statement, 0))
-                return sqlite3_column_blob(statement, 0).map { Data(bytes: $0, count: length) } ?? Data()
+            case SQLITE_BLOB: return blob(statement, 0)
             case SQLITE_NULL:
                 return nil
             default:
@@ -326,17 +324,15 @@ final class SQLiteConnection {
         defer { finish(statement, clearing: holdsCopies) }
         try requireArguments(1, for: statement, sql: sql)
         holdsCopies = try bind(argument, at: 1, to: statement, sql: sql)
-        // A statement that returns a row has at least one column.
         return try stepsToRow(statement, sql: sql) ? try read(statement) : nil
     }
 
     /// Steps a bound statement once: its first column, or nil when there is no row (or no column).
     private func firstValue(of statement: OpaquePointer, sql: String) throws(DatabaseError) -> DatabaseValue? {
-        // A statement that returns a row has at least one column.
         try stepsToRow(statement, sql: sql) ? value(statement, 0) : nil
     }
 
-    /// Steps a bound statement once: true at a row, false when it is done.
+    /// Steps a bound statement once: true at a row (which has at least one column), false when it is done.
     ///
     /// - Throws: the statement's error for anything else.
     private func stepsToRow(_ statement: OpaquePointer, sql: String) throws(DatabaseError) -> Bool {
@@ -384,12 +380,15 @@ final class SQLiteConnection {
             let length = Int(sqlite3_column_bytes(statement, column))
             return .text(
                 text.map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? "")
-        case SQLITE_BLOB:
-            let length = Int(sqlite3_column_bytes(statement, column))
-            let bytes = sqlite3_column_blob(statement, column)
-            return .blob(bytes.map { Data(bytes: $0, count: length) } ?? Data())
+        case SQLITE_BLOB: return .blob(blob(statement, column))
         default: return .null
         }
+    }
+
+    /// The bytes of a blob column (an empty blob reads as a null pointer).
+    private func blob(_ statement: OpaquePointer, _ column: Int32) -> Data {
+        let length = Int(sqlite3_column_bytes(statement, column))
+        return sqlite3_column_blob(statement, column).map { Data(bytes: $0, count: length) } ?? Data()
     }
 
     var changes: Int { Int(sqlite3_changes64(handle)) }
