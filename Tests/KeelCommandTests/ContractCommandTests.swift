@@ -171,6 +171,20 @@ import Testing
         #expect(output.contains("api-path-added") && output.contains("/notes/{id}/publish"))
     }
 
+    @Test func version1Point5IsCompatibleWithVersion1Point4() async throws {
+        // A 400 answer declared where an Idempotency-Key is required: a new failure status, compatible.
+        let child = try ChildProcess.launch(
+            product: "keel",
+            arguments: [
+                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.4.yaml").path,
+                Self.contracts.appendingPathComponent("notes-api.v1.5.yaml").path, "--fail-on", "warning",
+            ])
+        #expect(
+            try await child.waitForExit() == .exited(0),
+            "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
+        #expect(child.output(of: .standardOutput).contains("0 breaking, 0 warning"))
+    }
+
     @Test func theCommittedModelsOfTheSampleContractAreCurrent() async throws {
         let child = try ChildProcess.launch(
             product: "keel",

@@ -319,7 +319,10 @@ final class BackendHarness: Sendable {
         // The key reused for another note: refused, nothing published.
         let reused = try await publish("n2", key: "publish-000000000001")
         #expect(reused.status == 422 && reused["code"] == "idempotency_key_reused")
-        #expect(try await publish("n2", key: nil).status == 422)
+        // No key at all: 400 (the Idempotency-Key draft), a key of the wrong length 422; nothing published.
+        let keyless = try await publish("n2", key: nil)
+        #expect(keyless.status == 400 && keyless["code"] == "idempotency_key_missing")
+        #expect(try await publish("n2", key: "short").status == 422)
         #expect(try await publish("nope", key: "publish-000000000002").status == 404)
         // Bob cannot publish Alice's note, and his key space is his own.
         #expect(try await publish("n1", key: "publish-000000000001", token: bob).status == 404)
@@ -637,6 +640,14 @@ final class BackendHarness: Sendable {
             let answer = try await harness.mutate(token, batchKey: "batch-000000000000010\(index)", mutation)
             #expect(answer.status == 422 && answer["code"] == "validation", "\(mutation): \(answer.text)")
         }
+        // The batch's own key: missing is 400 `idempotency_key_missing` (the IETF draft, §2.7), a key of the
+        // wrong length 422; neither applies anything.
+        let keyless = try await harness.call(
+            "POST", "/mutations", headers: ["Authorization": "Bearer \(token)"],
+            json: #"{"mutations": [\#(BackendHarness.create("m1", note: "n1"))]}"#)
+        #expect(keyless.status == 400 && keyless["code"] == "idempotency_key_missing", "\(keyless.text)")
+        let shortKey = try await harness.mutate(token, batchKey: "short", BackendHarness.create("m1", note: "n1"))
+        #expect(shortKey.status == 422 && shortKey["code"] == "validation")
         #expect(try harness.backend.appliedKeys().isEmpty)
         let edge = try await harness.mutate(
             token, batchKey: "batch-0000000000000110",
@@ -702,5 +713,29 @@ final class BackendHarness: Sendable {
         let harness = try BackendHarness(admin: false)
         #expect(try await harness.call("GET", "/_admin/applied").status == 404)
         #expect(try await harness.call("POST", "/_admin/fault", json: #"{"mode": "stall"}"#).status == 404)
+    }
+
+    /// RFC 9110 §15.5.6: a known endpoint called with a method it does not answer is 405 with `Allow`, for
+    /// everyone (before authentication) — a 404 would say the endpoint does not exist. A path that names no
+    /// resource stays 404, and the right method still reaches the endpoint.
+    @Test func aWrongMethodIs405WithTheAllowedMethods() async throws {
+        let harness = try BackendHarness()
+        let cases: [(method: String, path: String, allow: String)] = [
+            ("GET", "/mutations", "POST"), ("DELETE", "/notes/n1", "GET"), ("GET", "/notes/n1/publish", "POST"),
+            ("PUT", "/changes", "GET"), ("GET", "/sessions", "POST"), ("POST", "/operations/c1", "GET"),
+            ("PATCH", "/client-config", "GET"), ("POST", "/_admin/applied", "GET"), ("GET", "/_admin/fault", "POST"),
+        ]
+        for (method, path, allow) in cases {
+            let answer = try await harness.call(method, path)
+            #expect(answer.status == 405, "\(method) \(path)")
+            #expect(answer.headers["allow"] == allow, "\(method) \(path)")
+            #expect(answer["code"]?.stringValue == "method_not_allowed", "\(method) \(path)")
+        }
+        #expect(try await harness.call("GET", "/nowhere").status == 401)  // unknown: authentication first
+        let token = try await harness.signIn("alice")
+        let bearer = ["Authorization": "Bearer \(token)"]
+        #expect(try await harness.call("GET", "/nowhere", headers: bearer).status == 404)
+        #expect(try await harness.call("GET", "/changes", headers: bearer).status == 200)
+        #expect(try await harness.call("GET", "/notes/missing", headers: bearer).status == 404)
     }
 }

@@ -457,6 +457,22 @@ import Testing
         raw.send("GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 4096))\r\n\r\n")
         #expect(raw.readUntilClose().hasPrefix("HTTP/1.1 431"))
     }
+
+    /// RFC 9110 §15.5.15: a request target longer than the server reads is 414 URI Too Long, not 431 (which
+    /// says the header fields are too large) — whether or not the line feed after it has arrived.
+    @Test func rejectsAnOversizedRequestLineWith414() async throws {
+        let server = try TestServer(configuration: .init(maximumHeadBytes: 1024))
+        let long = "/notes?q=" + String(repeating: "a", count: 2048)
+        let whole = try RawClient(port: server.port)
+        whole.send("GET \(long) HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(whole.readUntilClose().hasPrefix("HTTP/1.1 414 URI Too Long"))
+        let unfinished = try RawClient(port: server.port)
+        unfinished.send("GET \(long)")
+        #expect(unfinished.readUntilClose().hasPrefix("HTTP/1.1 414"))
+        let rejected = try await server.awaitConnectionEvent { if case .rejected = $0.kind { true } else { false } }
+        #expect(rejected.kind == .rejected(status: 414, reason: "request line exceeds 1024 bytes"))
+        #expect(server.requestCount == 0)
+    }
 }
 
 @Suite(.timeLimit(.minutes(1))) struct TestServerRawResponseTests {

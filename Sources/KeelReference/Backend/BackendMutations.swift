@@ -8,11 +8,7 @@ import KeelTesting
 /// `POST /mutations`: idempotent batches of note mutations.
 extension BackendHandler {
     func mutations(_ request: RecordedRequest, account: String) throws -> TestResponse {
-        guard let batchKey = request.headers["Idempotency-Key"], (16...128).contains(batchKey.count) else {
-            throw BackendFailure(
-                status: 422, code: "validation", message: "Idempotency-Key (16...128 characters) is required",
-                errors: [("Idempotency-Key", "required")])
-        }
+        let batchKey = try Self.idempotencyKey(of: request)
         let batch = try Self.object(request.body)
         let mutations = try Self.parseBatch(batch)
         let keys = mutations.map { $0.key }
@@ -92,6 +88,24 @@ extension BackendHandler {
 
     /// Runs `body` with the (account-scoped) idempotency keys claimed as in progress, and the operation
     /// (account-scoped correlation id) as in progress for `/operations`; released when the answer leaves.
+    /// The request's `Idempotency-Key`: 400 `idempotency_key_missing` without one (the IETF Idempotency-Key
+    /// draft, §2.7: the server cannot tell a retry from a new request), 422 `validation` for one that is not
+    /// 16...128 characters (the contract's schema for the header).
+    static func idempotencyKey(of request: RecordedRequest) throws -> String {
+        guard let key = request.headers["Idempotency-Key"] else {
+            throw BackendFailure(
+                status: 400, code: "idempotency_key_missing",
+                message: "this operation needs an Idempotency-Key header; nothing was applied",
+                errors: [("Idempotency-Key", "required")])
+        }
+        guard (16...128).contains(key.count) else {
+            throw BackendFailure(
+                status: 422, code: "validation", message: "Idempotency-Key must be 16...128 characters",
+                errors: [("Idempotency-Key", "length")])
+        }
+        return key
+    }
+
     /// A key another request holds: 409 `idempotency_key_in_progress`, as the Idempotency-Key draft says.
     func withKeysClaimed<T>(_ scoped: [String], operation: String? = nil, busy: String, _ body: () throws -> T)
         throws -> T

@@ -3,14 +3,10 @@ import KeelContract
 import KeelCore
 import KeelTesting
 
-/// `POST /notes/{id}/publish`: the irreversible operation of the contract 1.4, at most once per key.
+/// `POST /notes/{id}/publish`: the irreversible operation of the contract (since 1.4), at most once per key.
 extension BackendHandler {
     func publish(_ noteID: String, _ request: RecordedRequest, account: String) throws -> TestResponse {
-        guard let key = request.headers["Idempotency-Key"], (16...128).contains(key.count) else {
-            throw BackendFailure(
-                status: 422, code: "validation", message: "Idempotency-Key (16...128 characters) is required",
-                errors: [("Idempotency-Key", "required")])
-        }
+        let key = try Self.idempotencyKey(of: request)
         let correlation = request.headers["X-Correlation-ID"]
         return try withKeysClaimed(
             [account + "\u{0}publish\u{0}" + key], operation: correlation.map { account + "\u{0}" + $0 },

@@ -5,7 +5,7 @@ import KeelCrypto
 import KeelStore
 import KeelTesting
 
-/// Keel's reference backend: the sample notes contract (`contracts/notes-api.v1.4.yaml`) served on
+/// Keel's reference backend: the sample notes contract (`contracts/notes-api.v1.5.yaml`) served on
 /// loopback by KeelTesting's HTTP/1.1 server, persisted in SQLite so that it survives its own restart.
 ///
 /// What it keeps (the promises a sync client is tested against):
@@ -14,7 +14,7 @@ import KeelTesting
 ///   (`duplicate` where it was `applied`); a key reused with another payload refuses the whole batch with
 ///   422 `idempotency_key_reused`; a key still being applied by another request answers 409
 ///   `idempotency_key_in_progress`. The batch's own `Idempotency-Key` header follows the same rules and
-///   replays the stored response byte for byte.
+///   replays the stored response byte for byte; a batch without one is 400 `idempotency_key_missing`.
 /// - **Publishing** (`POST /notes/{id}/publish`): irreversible, made at most once per `Idempotency-Key` and
 ///   account; a replay answers the same publication, a key still in progress 409, a key reused for another
 ///   note 422.
@@ -252,6 +252,7 @@ package final class BackendHandler: Sendable {
             let gated =
                 !["/sessions", "/client-config"].contains(request.path) && !request.path.hasPrefix("/operations/")
             if gated { try checkVersion(request) }
+            try Self.requireAllowedMethod(request)
             var headers = try updateHeaders(request)
             switch (request.method, request.path) {
             case ("POST", "/sessions"): return try signIn(request)
@@ -283,6 +284,30 @@ package final class BackendHandler: Sendable {
         } catch {
             return Self.failure(BackendFailure(status: 500, code: "internal", message: "\(error)"))
         }
+    }
+
+    /// The methods the resource at `path` answers, or nil for a path that names no resource.
+    static func methods(at path: String) -> [String]? {
+        switch path {
+        case "/sessions", "/mutations", "/_admin/fault", "/_admin/min-version": return ["POST"]
+        case "/client-config", "/changes", "/_admin/applied", "/_admin/applied-by-account", "/_admin/notes",
+            "/_admin/published", "/_admin/requests":
+            return ["GET"]
+        case _ where path.hasPrefix("/notes/") && path.hasSuffix("/publish"): return ["POST"]
+        case _ where path.hasPrefix("/notes/") || path.hasPrefix("/operations/"): return ["GET"]
+        default: return nil
+        }
+    }
+
+    /// RFC 9110 §15.5.6: a method the resource does not answer is 405 with the methods it does in `Allow` —
+    /// not 404, which would tell a client with a wrong method that the endpoint is missing. Before
+    /// authentication: which methods a path answers is the same for everyone.
+    static func requireAllowedMethod(_ request: RecordedRequest) throws {
+        guard let allowed = methods(at: request.path), !allowed.contains(request.method) else { return }
+        throw BackendFailure(
+            status: 405, code: "method_not_allowed",
+            message: "\(request.path) answers \(allowed.joined(separator: ", ")), not \(request.method)",
+            headers: ["Allow": allowed.joined(separator: ", ")])
     }
 
     private func guarded(_ body: () throws -> TestResponse) -> TestResponse {
@@ -512,6 +537,7 @@ package final class BackendHandler: Sendable {
     }
 
     private func admin(_ request: RecordedRequest) throws -> TestResponse {
+        try Self.requireAllowedMethod(request)
         switch (request.method, request.path) {
         case ("GET", "/_admin/applied"):
             let byKey = try store.appliedKeysMost()

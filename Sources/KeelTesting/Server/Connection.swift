@@ -256,9 +256,7 @@ final class Connection: @unchecked Sendable {
         let limit = server.configuration.maximumHeadBytes
         while true {
             if let end = headEnd() {
-                guard end.headLength <= limit else {
-                    return .rejected(status: 431, reason: "request head exceeds \(limit) bytes")
-                }
+                guard end.headLength <= limit else { return oversizedHead(limit: limit) }
                 let headBytes = Array(buffer[0..<end.headLength])
                 buffer.removeFirst(end.consumed)
                 switch RequestHead.parse(headBytes) {
@@ -266,13 +264,23 @@ final class Connection: @unchecked Sendable {
                 case .failure(let failure): return .rejected(status: failure.status, reason: failure.reason)
                 }
             }
-            if buffer.count > limit { return .rejected(status: 431, reason: "request head exceeds \(limit) bytes") }
+            if buffer.count > limit { return oversizedHead(limit: limit) }
             let result = fill()
             if result == .idle, !buffer.isEmpty {
                 return .rejected(status: 408, reason: "the request head did not arrive within the idle timeout")
             }
             guard result == .data else { return .ended(ending(after: result)) }
         }
+    }
+
+    /// The answer to a head longer than `limit`: 414 when the request line alone is (RFC 9110 §15.5.15: the
+    /// target is longer than the server will interpret), 431 when the header fields make it so (RFC 6585 §5).
+    private func oversizedHead(limit: Int) -> HeadResult {
+        let requestLine = buffer.withUnsafeBufferPointer { RequestHead.nextLineFeed(in: $0, from: 0) }
+        if requestLine > limit {
+            return .rejected(status: 414, reason: "request line exceeds \(limit) bytes")
+        }
+        return .rejected(status: 431, reason: "request head exceeds \(limit) bytes")
     }
 
     /// Where the head ends: accepts CRLF CRLF and, leniently, LF LF.
