@@ -214,4 +214,25 @@ import Testing
         #expect(!error.contains("TestServer"), "\(error)")
         #expect(second.output(of: .standardOutput).isEmpty)
     }
+
+    /// Two backends on one data directory would each keep their own list of keys being applied, so a key
+    /// could be applied twice: the second exits 1 saying the directory is in use, and the first keeps
+    /// serving. Once the first is killed (the kernel drops its lock), the directory can be served again.
+    @Test func aSecondBackendOnTheSameDataDirectoryExitsOne() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-data")
+        let (first, base) = try await start(directory.url("data"))
+        let second = try ChildProcess.launch(
+            product: "keel", arguments: ["backend", "--data", directory.url("data").path])
+        #expect(try await second.waitForExit() == .exited(1))
+        let error = second.output(of: .standardError)
+        #expect(error.contains("in use by another reference backend"), "\(error)")
+        #expect(second.output(of: .standardOutput).isEmpty)
+        let (status, _) = try await send(
+            "POST", base.appendingPathComponent("sessions"), json: #"{"account": "alice"}"#)
+        #expect(status == 200)
+        first.kill(signal: ChildProcess.Signal.kill)
+        _ = try await first.waitForExit()
+        let (third, _) = try await start(directory.url("data"))
+        third.kill(signal: ChildProcess.Signal.kill)
+    }
 }

@@ -546,6 +546,23 @@ final class BackendHarness: Sendable {
         #expect(try restarted.backend.appliedKeys() == ["m1": 1])
     }
 
+    /// One backend per data directory, in this process too: the keys being applied are held in memory, so a
+    /// second backend on the same database could apply a key the first is still applying. The directory
+    /// serves again once the first stops.
+    @Test func aDataDirectoryIsServedByOneBackendAtATime() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-lock")
+        let first = try BackendHarness(directory: directory)
+        #expect(throws: ReferenceBackend.DataDirectoryInUse.self) {
+            try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend")))
+        }
+        #expect(try await first.call("POST", "/sessions", json: #"{"account": "alice"}"#).status == 200)
+        await first.backend.stop()
+        let second = try BackendHarness(directory: directory)
+        #expect(try await second.call("POST", "/sessions", json: #"{"account": "alice"}"#).status == 200)
+        second.backend.shutdown()
+        _ = try BackendHarness(directory: directory)
+    }
+
     @Test func theVersionPolicyAndFaultsAnswerAsTheContractSays() async throws {
         let harness = try BackendHarness()
         let token = try await harness.signIn("alice")

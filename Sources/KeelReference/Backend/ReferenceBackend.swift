@@ -113,15 +113,48 @@ public final class ReferenceBackend: Sendable {
         public let hadAuthorization: Bool
     }
 
+    /// Why a backend could not start on its data directory.
+    public struct DataDirectoryInUse: Error, Sendable, CustomStringConvertible {
+        /// The data directory.
+        public let path: String
+
+        /// What happened and what to do, for a person.
+        public var description: String {
+            "\(path) is in use by another reference backend (it holds backend.lock there): stop that one first"
+        }
+    }
+
     let handler: BackendHandler
     let server: TestServer
+    /// Held while it serves: one backend per data directory (see ``init(configuration:)``).
+    private let lock: ExclusiveFileLock
 
     /// Opens (or creates) the database and starts serving on 127.0.0.1.
     ///
-    /// - Throws: `DatabaseError`/`MigrationError` when the database cannot be opened; ``TestServerError``
-    ///   when the port cannot be bound.
+    /// One backend serves a data directory at a time, in this process or any other: the deduplication of
+    /// keys still being applied (409) lives in the serving process, so a second backend on the same
+    /// database could apply a key twice. A lock on `backend.lock` in the directory says which one serves; the
+    /// kernel drops it when that process dies, and ``stop(timeout:)`` and ``shutdown()`` let it go.
+    ///
+    /// - Throws: ``DataDirectoryInUse`` when another backend serves the directory; `CocoaError` when it
+    ///   cannot be created; `DatabaseError`/`MigrationError` when the database cannot be opened;
+    ///   ``TestServerError`` when the port cannot be bound.
     public init(configuration: Configuration) throws {
-        let store = try BackendStore(directory: configuration.dataDirectory)
+        let directory = configuration.dataDirectory
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            lock = try ExclusiveFileLock(directory.appendingPathComponent("backend.lock").path, .file)
+        } catch .held {
+            throw DataDirectoryInUse(path: directory.path)
+        } catch .failed(let code) {
+            throw CocoaError(
+                .fileWriteUnknown,
+                userInfo: [
+                    NSFilePathErrorKey: directory.appendingPathComponent("backend.lock").path,
+                    NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(code)),
+                ])
+        }
+        let store = try BackendStore(directory: directory)
         // What makes this database's cursors its own (see ChangeCursor): made once, kept.
         if store.setting(ChangeCursor.epochSetting) == nil {
             try store.setSetting(ChangeCursor.epochSetting, BackendHandler.randomHex(configuration.random, bytes: 8))
@@ -147,10 +180,14 @@ public final class ReferenceBackend: Sendable {
         // for them.
         handler.state.withLock { $0.stopping = true }
         await server.drain(timeout: timeout)
+        lock.release()
     }
 
     /// Stops at once, cutting requests in flight.
-    public func shutdown() { server.shutdown() }
+    public func shutdown() {
+        server.shutdown()
+        lock.release()
+    }
 
     /// Sets the fault every non-admin request meets.
     public func setFault(_ fault: Fault) { handler.state.withLock { $0.fault = fault } }

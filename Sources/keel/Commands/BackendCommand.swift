@@ -35,7 +35,8 @@ enum BackendCommand {
             started in the background of a CI step (stdin from /dev/null), it runs until it is told to stop.
 
             OPTIONS:
-              --data <dir>   The backend's data directory (created when missing). Required.
+              --data <dir>   The backend's data directory (created when missing). Required. One backend
+                             serves a directory at a time: a second one started on it exits 1.
               --port <port>  Port to listen on (default 0: a free port, printed at start).
               --admin        Serve the loopback-only endpoints for tests and demos:
                                GET  /_admin/applied      {"applied": {"<idempotency key>": <times applied>},
@@ -103,6 +104,8 @@ enum BackendCommand {
         } catch let error as CocoaError {
             // The data directory could not be created or used (a file of that name, no permission).
             return fail("--data \(data) cannot be used: \(error.localizedDescription)", status: 1)
+        } catch let error as ReferenceBackend.DataDirectoryInUse {
+            return fail("--data \(data) cannot be used: \(error)", status: 1)
         } catch let error as TestServerError {
             // A port in use, say: the server's own message, without the name of the type behind it.
             return fail(error.message, status: 1)
