@@ -30,6 +30,31 @@ import Testing
         try await runKeel(["contract", "diff"] + arguments, in: directory.url)
     }
 
+    /// Found in an outside audit: a chain of 20,000 schemas, each referring to the next, overflowed the stack
+    /// while the finding at its end was being placed (SIGSEGV, exit 139). The finding is reported, with the
+    /// whole way to it in its pointer.
+    @Test func aChainOfReferencesTwentyThousandDeepIsDiffed() async throws {
+        func description(lastType: String) -> String {
+            var schemas: [String] = []
+            for index in 0..<20_000 {
+                schemas.append(
+                    ##""A\##(index)": {"type": "object", "required": ["next"], "properties": {"next": {"$ref": "#/components/schemas/A\##(index + 1)"}}}"##
+                )
+            }
+            schemas.append(##""A20000": {"type": "\##(lastType)"}"##)
+            return ##"{"openapi": "3.1.0", "info": {"title": "chain", "version": "1.0.0"}, "paths": {"/x": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/A0"}}}}}}}}, "components": {"schemas": {"##
+                + schemas.joined(separator: ", ") + "}}}"
+        }
+        try write("chain-a.json", description(lastType: "string"))
+        try write("chain-b.json", description(lastType: "integer").replacingOccurrences(of: "1.0.0", with: "2.0.0"))
+        let (status, output, error) = try await run(["chain-a.json", "chain-b.json", "--format", "json"])
+        #expect(status == .exited(1), "\(error)")
+        let report = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+        let changes = try #require(report?["changes"] as? [[String: Any]])
+        #expect(changes.map { $0["rule"] as? String } == ["response-property-type-changed"])
+        #expect((changes.first?["pointer"] as? String) == String(repeating: "/properties/next", count: 20_000))
+    }
+
     @Test func aCompatibleRevisionExitsZero() async throws {
         try write("base.yaml", Self.base)
         try write(

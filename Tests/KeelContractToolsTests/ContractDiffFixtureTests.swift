@@ -575,7 +575,70 @@ import Testing
                     "    NoteInput:\n      type: object\n      additionalProperties: {type: string}\n"
                 )
             ]),
+        // Found in an outside audit: JSON Schema's integer is a number whose fraction is zero, so a request
+        // widened from integer to number, or a response narrowed from number to integer, breaks no client
+        // (oasdiff: type generalized / specialized); both were reported breaking.
+        Fixture(
+            name: "request property widened from integer to number",
+            edits: [("priority: {type: integer, minimum: 0}", "priority: {type: number, minimum: 0}")],
+            version: "1.0.0", expected: ["request-property-type-generalized"]),
+        Fixture(
+            name: "request parameter widened from a string to a string or an integer",
+            edits: [
+                (
+                    "{name: X-Trace, in: header, required: false, schema: {type: string}}",
+                    "{name: X-Trace, in: header, required: false, schema: {type: [string, integer]}}"
+                )
+            ],
+            version: "1.0.0", expected: ["request-parameter-type-generalized"]),
+        Fixture(
+            name: "response property narrowed from number to integer",
+            edits: [("        score: {type: number}\n", "        score: {type: integer}\n")], version: "1.0.0",
+            expected: ["response-property-type-specialized"], baseEdits: [Self.scoreAdded]),
+        Fixture(
+            name: "response property widened from integer to number",
+            edits: [("        score: {type: integer}\n", "        score: {type: number}\n")], version: "2.0.0",
+            expected: ["response-property-type-changed"],
+            baseEdits: [Self.scoreAdded, ("score: {type: number}", "score: {type: integer}")]),
+        Fixture(
+            name: "request property narrowed from number to integer",
+            edits: [("priority: {type: number, minimum: 0}", "priority: {type: integer, minimum: 0}")],
+            version: "2.0.0", expected: ["request-property-type-changed"],
+            baseEdits: [("priority: {type: integer, minimum: 0}", "priority: {type: number, minimum: 0}")]),
+        // Found in an outside audit: response header fields were not compared at all.
+        Fixture(
+            name: "required response header removed",
+            edits: [("            ETag: {required: true, schema: {type: string}}\n", "")], version: "2.0.0",
+            expected: ["response-required-header-removed"], baseEdits: [Self.headersAdded]),
+        Fixture(
+            name: "optional response header removed",
+            edits: [("            X-Rate: {schema: {type: integer}}\n", "")], version: "1.1.0",
+            expected: ["response-optional-header-removed"], baseEdits: [Self.headersAdded]),
+        Fixture(
+            name: "response header became optional",
+            edits: [("ETag: {required: true, schema", "etag: {required: false, schema")], version: "2.0.0",
+            expected: ["response-header-became-optional"], baseEdits: [Self.headersAdded]),
+        Fixture(
+            name: "response header type changed",
+            edits: [("X-Rate: {schema: {type: integer}}", "x-rate: {schema: {type: string}}")], version: "2.0.0",
+            expected: ["response-header-type-changed"], baseEdits: [Self.headersAdded]),
+        Fixture(
+            name: "response header added and made required",
+            edits: [("X-Rate: {schema", "X-Rate: {required: true, schema")],
+            version: "1.0.0", expected: [], baseEdits: [Self.headersAdded]),
     ]
+
+    /// A response member `score` (a number), for the fixtures that change its type.
+    static let scoreAdded = (
+        "        tags: {type: array, items: {type: string}}\n",
+        "        tags: {type: array, items: {type: string}}\n        score: {type: number}\n"
+    )
+
+    /// Header fields on `GET /notes/{id}`'s 200 answer, for the fixtures that change them.
+    static let headersAdded = (
+        "        '200':\n          content:\n",
+        "        '200':\n          headers:\n            ETag: {required: true, schema: {type: string}}\n            X-Rate: {schema: {type: integer}}\n          content:\n"
+    )
 
     @Test(arguments: fixtures)
     func reportsExactlyTheExpectedRules(fixture: Fixture) throws {
@@ -618,19 +681,22 @@ import Testing
             "request-property-unique-items-added",
             "request-body-max-properties-added", "request-body-property-removed-from-closed-object",
             "response-property-type-removed", "response-property-items-removed",
-            "response-property-additional-properties-widened",
+            "response-property-additional-properties-widened", "response-required-header-removed",
+            "response-header-became-optional", "response-header-type-changed",
         ] {
             table[rule] = .breaking
         }
         // What an installed client sends is no longer read: someone must decide whether that loses anything.
         for rule in [
             "breaking-changes-without-major-version-bump", "request-parameter-removed", "request-body-removed",
+            "response-optional-header-removed",
         ] {
             table[rule] = .warning
         }
         for rule in [
             "api-path-added", "api-version-changed-without-changes", "new-optional-request-parameter",
-            "response-property-extensible-enum-value-added",
+            "response-property-extensible-enum-value-added", "request-property-type-generalized",
+            "request-parameter-type-generalized", "response-property-type-specialized",
         ] {
             table[rule] = .info
         }

@@ -392,6 +392,28 @@ struct Collector {
                 }
                 continue
             }
+            // Header fields (names in any case): one promised in every response and now gone, or no longer
+            // promised, breaks a client that reads it; an optional one gone may still be read where present.
+            for oldHeader in oldResponse.headers {
+                let name = oldHeader.name.lowercased()
+                guard let newHeader = newResponse.headers.first(where: { $0.name.lowercased() == name }) else {
+                    add(
+                        oldHeader.required ? "response-required-header-removed" : "response-optional-header-removed",
+                        oldHeader.required ? .breaking : .warning, responsePlace, nil,
+                        "\(oldHeader.required ? "required" : "optional") response header \(oldHeader.name) is gone")
+                    continue
+                }
+                if oldHeader.required, !newHeader.required {
+                    add(
+                        "response-header-became-optional", .breaking, responsePlace, nil,
+                        "response header \(oldHeader.name) is no longer sent in every response")
+                }
+                if let oldSchema = oldHeader.schema, let newSchema = newHeader.schema {
+                    try use(
+                        oldSchema, newSchema, responsePlace, direction: .response, role: .responseHeader,
+                        subject: "response header \(newHeader.name)")
+                }
+            }
             for oldMedia in oldResponse.content {
                 guard let newMedia = newResponse.content.first(where: { Self.sameMediaType($0.name, oldMedia.name) })
                 else {

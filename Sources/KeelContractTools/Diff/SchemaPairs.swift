@@ -20,12 +20,14 @@ extension Collector {
     enum Role: Hashable {
         case member
         case responseBody
+        case responseHeader
         case requestRoot(rulePrefix: String)
 
         var tag: String {
             switch self {
             case .member: "m"
             case .responseBody: "b"
+            case .responseHeader: "h"
             case .requestRoot(let prefix): "r" + prefix
             }
         }
@@ -164,6 +166,8 @@ extension Collector {
                 case .afterSubject(let message):
                     cause = message
                     switch direction {
+                    case .response where pairs[use.pair].role == .responseHeader:
+                        text = (pointer.isEmpty ? use.subject : "\(use.subject) property \(pointer)") + message
                     case .response:
                         text = (pointer.isEmpty ? "the response body" : "response property \(pointer)") + message
                     case .request:
@@ -202,12 +206,20 @@ extension Collector {
         // Ways in as (pair, entry it was reached from, edge); pointers are built only for pairs with findings.
         var entries: [(pair: Int, from: Int, edge: Int)] = [(root, -1, -1)]
         graph.stamp[graph.identity[root]] = root
-        // The full pointer of an entry, built when a finding needs it and kept for the entries after it.
+        // The full pointer of an entry with findings, built from the edges up to the nearest entry whose
+        // pointer is known (the root's is ""), and kept for the entries below it. Built by a loop, not by
+        // recursion (a chain of references 20,000 schemas deep overflowed the stack), and kept only for
+        // entries with findings: kept for every entry on the way, a deep chain held a pointer of every length.
         var fullPointers: [String?] = [""]
         func fullPointer(_ index: Int) -> String {
-            if let known = fullPointers[index] { return known }
-            let entry = entries[index]
-            let pointer = fullPointer(entry.from) + graph.pointer[entry.edge]
+            var edges: [Int] = []
+            var known = index
+            while fullPointers[known] == nil {
+                edges.append(entries[known].edge)
+                known = entries[known].from
+            }
+            var pointer = fullPointers[known]!  // the loop stops at a known pointer
+            for edge in edges.reversed() { pointer += graph.pointer[edge] }
             fullPointers[index] = pointer
             return pointer
         }
@@ -253,6 +265,12 @@ extension Collector {
 
         /// Whether `pointer` is the body or parameter itself (its rules name it).
         func isRoot(_ pointer: String) -> Bool { pointer.isEmpty && role != .member }
+
+        /// What a response rule names at `pointer`: `body` or `header` at the root, else `property`.
+        func responsePart(_ pointer: String) -> String {
+            guard isRoot(pointer) else { return "property" }
+            return role == .responseHeader ? "header" : "body"
+        }
 
         /// A finding at `pointer`; its origin is `origin` at the same pointer.
         mutating func add(
@@ -457,28 +475,41 @@ extension Collector {
         return (a, b)
     }
 
+    /// Whether every value of one of the types `narrower` is a value of one of `wider`: JSON Schema's
+    /// `integer` is a `number` whose fraction is zero, so `number` covers it.
+    static func types(_ wider: Set<String>, cover narrower: Set<String>) -> Bool {
+        narrower.allSatisfy { wider.contains($0) || ($0 == "integer" && wider.contains("number")) }
+    }
+
     /// Responses: the client reads what the server sends.
     private mutating func compareResponse(
         _ old: Resolved, _ new: Resolved, pointer: String, origin here: OriginBase?,
         referenceNull: (old: Bool, new: Bool) = (false, false), _ walk: inout Walk
     ) throws(ContractLoadError) {
         guard let (a, b) = shapes(old, new, referenceNull: referenceNull) else { return }
-        let isBody = walk.isRoot(pointer)
-        if !a.types.isEmpty, !b.types.isEmpty, !b.types.isSubset(of: a.types) {
-            walk.add(
-                isBody ? "response-body-type-changed" : "response-property-type-changed", .breaking, pointer,
-                .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+        let part = walk.responsePart(pointer)
+        if !a.types.isEmpty, !b.types.isEmpty {
+            if !Self.types(a.types, cover: b.types) {
+                walk.add(
+                    "response-\(part)-type-changed", .breaking, pointer,
+                    .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+            } else if a.types != b.types {
+                // Fewer values than before (`number` → `integer`): every one of them an old client reads.
+                walk.add(
+                    "response-\(part)-type-specialized", .info, pointer,
+                    .afterSubject(" narrowed its type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+            }
         }
         // A type the schema no longer states: any JSON value may now come where old clients decode one type.
         if !a.types.isEmpty, b.types.isEmpty, Self.isUnconstrained(b.value) {
             walk.add(
-                isBody ? "response-body-type-removed" : "response-property-type-removed", .breaking, pointer,
+                "response-\(part)-type-removed", .breaking, pointer,
                 .afterSubject(" may now be any JSON value, not only \(a.types.sorted().joined(separator: " or "))"),
                 origin: here)
         }
         if b.nullable, !a.nullable {
             walk.add(
-                isBody ? "response-body-became-nullable" : "response-property-became-nullable", .breaking, pointer,
+                "response-\(part)-became-nullable", .breaking, pointer,
                 .afterSubject(" may now be null"), origin: here)
         }
         // Elements, or extra members, whose schema is gone: any value may now come where old clients decode one.
@@ -488,15 +519,14 @@ extension Collector {
             b.types.isEmpty || b.types.contains("array"), Self.isComposed(b.value) == false
         {
             walk.add(
-                isBody ? "response-body-items-removed" : "response-property-items-removed", .breaking, pointer,
+                "response-\(part)-items-removed", .breaking, pointer,
                 .afterSubject("'s elements may now be any JSON value"), origin: here)
         }
         if let oldExtra = a.value["additionalProperties"], case .object = oldExtra, !Self.admitsAnything(oldExtra),
             b.value["additionalProperties"].map(Self.admitsAnything) ?? true, Self.isComposed(b.value) == false
         {
             walk.add(
-                isBody
-                    ? "response-body-additional-properties-widened" : "response-property-additional-properties-widened",
+                "response-\(part)-additional-properties-widened",
                 .breaking, pointer, .afterSubject("'s extra members may now be any JSON value"), origin: here)
         }
         if let oldValues = a.enumValues, !a.isExtensibleEnum, b.enumValues == nil, !b.types.isEmpty,
@@ -504,7 +534,7 @@ extension Collector {
         {
             // A closed enum (or a marker) that became its plain type: any value of it may now come.
             walk.add(
-                isBody ? "response-body-enum-removed" : "response-property-enum-removed", .breaking, pointer,
+                "response-\(part)-enum-removed", .breaking, pointer,
                 .afterSubject(
                     " may now be any \(b.types.sorted().joined(separator: " or ")), not only \(oldValues.map(\.description).joined(separator: ", ")): old clients fail to decode other values"
                 ), origin: here)
@@ -527,7 +557,6 @@ extension Collector {
         if let oldFormat = a.value["format"]?.stringValue {
             let newFormat = b.value["format"]?.stringValue
             if newFormat != oldFormat, !(newFormat.map { Self.formatIncludes(oldFormat, $0) } ?? false) {
-                let part = isBody ? "body" : "property"
                 walk.add(
                     newFormat == nil ? "response-\(part)-format-removed" : "response-\(part)-format-changed",
                     .breaking, pointer,
@@ -541,7 +570,7 @@ extension Collector {
             let discriminated = b.value["discriminator"] != nil
             for variant in addedVariants(oldUnion.names, newUnion.names, discriminated: discriminated) {
                 let keyword = newUnion.keyword.isEmpty ? oldUnion.keyword : newUnion.keyword
-                let rule = "response-\(isBody ? "body" : "property")-\(keyword == "oneOf" ? "one-of" : "any-of")-added"
+                let rule = "response-\(part)-\(keyword == "oneOf" ? "one-of" : "any-of")-added"
                 walk.add(
                     rule, .breaking, pointer,
                     .afterSubject(
@@ -634,10 +663,17 @@ extension Collector {
         } else {
             prefix = "request-property"
         }
-        if !a.types.isEmpty, !b.types.isEmpty, !a.types.isSubset(of: b.types) {
-            walk.add(
-                "\(prefix)-type-changed", .breaking, pointer,
-                .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+        if !a.types.isEmpty, !b.types.isEmpty {
+            if !Self.types(b.types, cover: a.types) {
+                walk.add(
+                    "\(prefix)-type-changed", .breaking, pointer,
+                    .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+            } else if a.types != b.types {
+                // More values accepted than before (`integer` → `number`): whatever old clients send still is.
+                walk.add(
+                    "\(prefix)-type-generalized", .info, pointer,
+                    .afterSubject(" widened its type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+            }
         }
         // Any value was accepted; now one type: what old clients send may be of another.
         if a.types.isEmpty, !b.types.isEmpty, Self.isUnconstrained(a.value) {

@@ -60,8 +60,21 @@ extension OpenAPIDocument {
         public var status: String
         /// Schemas by media type, in declaration order (empty for a response without a body).
         public var content: [MediaType]
+        /// The response's header fields, in declaration order (`Content-Type`, which OpenAPI says to
+        /// ignore here, left out).
+        public var headers: [Header] = []
         /// Whether this is a success (2xx) response.
         public var isSuccess: Bool { status.hasPrefix("2") }
+    }
+
+    /// One header field of a response.
+    public struct Header: Sendable {
+        /// The field's name as the description gives it (matched in any case).
+        public var name: String
+        /// Whether the description promises it in every such response (`required: true`).
+        public var required: Bool
+        /// The field's schema, unresolved (it may be a `$ref`), and the file it is in; nil when none is given.
+        public var schema: SchemaSource?
     }
 
     /// One media type of a body.
@@ -159,7 +172,10 @@ extension OpenAPIDocument {
                                 status: status,
                                 content: mediaTypes(
                                     resolved.value["content"], file: resolved.file,
-                                    location: responseLocation + "/content")))
+                                    location: responseLocation + "/content"),
+                                headers: try headers(
+                                    resolved.value["headers"], file: resolved.file,
+                                    location: responseLocation + "/headers")))
                     }
                 }
                 result.append(
@@ -192,6 +208,23 @@ extension OpenAPIDocument {
                 Parameter(
                     name: name, location: place, required: place == .path || resolved.value["required"] == .bool(true),
                     schema: schema))
+        }
+        return result
+    }
+
+    private func headers(_ value: JSONValue?, file: URL, location: String) throws(ContractLoadError) -> [Header] {
+        guard case .object(let fields) = value ?? .null else { return [] }
+        var result: [Header] = []
+        for (name, entry) in fields where name.lowercased() != "content-type" {
+            let resolved = try resolve(entry, in: file)
+            let entryLocation =
+                resolved.location.isEmpty ? location + "/" + JSONPointer.escape(name) : resolved.location
+            result.append(
+                Header(
+                    name: name, required: resolved.value["required"] == .bool(true),
+                    schema: resolved.value["schema"].map {
+                        SchemaSource(value: $0, file: resolved.file, location: entryLocation + "/schema")
+                    }))
         }
         return result
     }
