@@ -34,19 +34,25 @@ import Testing
     /// while the finding at its end was being placed (SIGSEGV, exit 139). The finding is reported, with the
     /// whole way to it in its pointer.
     @Test func aChainOfReferencesTwentyThousandDeepIsDiffed() async throws {
-        func description(lastType: String) -> String {
-            var schemas: [String] = []
+        func description(lastType: String) throws -> String {
+            var schemas: [String: Any] = ["A20000": ["type": lastType]]
             for index in 0..<20_000 {
-                schemas.append(
-                    ##""A\##(index)": {"type": "object", "required": ["next"], "properties": {"next": {"$ref": "#/components/schemas/A\##(index + 1)"}}}"##
-                )
+                schemas["A\(index)"] = [
+                    "type": "object", "required": ["next"],
+                    "properties": ["next": ["$ref": "#/components/schemas/A\(index + 1)"]],
+                ]
             }
-            schemas.append(##""A20000": {"type": "\##(lastType)"}"##)
-            return ##"{"openapi": "3.1.0", "info": {"title": "chain", "version": "1.0.0"}, "paths": {"/x": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/A0"}}}}}}}}, "components": {"schemas": {"##
-                + schemas.joined(separator: ", ") + "}}}"
+            let answer: [String: Any] = [
+                "description": "ok", "content": ["application/json": ["schema": ["$ref": "#/components/schemas/A0"]]],
+            ]
+            let document: [String: Any] = [
+                "openapi": "3.1.0", "info": ["title": "chain", "version": lastType == "string" ? "1.0.0" : "2.0.0"],
+                "paths": ["/x": ["get": ["responses": ["200": answer]]]], "components": ["schemas": schemas],
+            ]
+            return String(decoding: try JSONSerialization.data(withJSONObject: document), as: UTF8.self)
         }
         try write("chain-a.json", description(lastType: "string"))
-        try write("chain-b.json", description(lastType: "integer").replacingOccurrences(of: "1.0.0", with: "2.0.0"))
+        try write("chain-b.json", description(lastType: "integer"))
         let (status, output, error) = try await run(["chain-a.json", "chain-b.json", "--format", "json"])
         #expect(status == .exited(1), "\(error)")
         let report = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
