@@ -230,4 +230,36 @@ import Testing
         #expect(status == .exited(1))
         #expect(output.contains("  damaged  recovery: keepData, restoreFromBackup"))
     }
+
+    /// Found in an outside audit: a FIFO in place of the manifest, a key file or the device identity made the
+    /// inspection wait forever in open(2) for a writer. Each is a file that cannot be read, reported at once:
+    /// a vault without its manifest or a key is damaged; without the device's identity, the permissions granted
+    /// on this device cannot be told from another device's, so they are to be asked for again. Nothing is
+    /// touched.
+    @Test(arguments: ["manifest", "key", "device identity"])
+    func aFIFOInPlaceOfAFileIsReportedNeverWaitedOn(_ which: String) async throws {
+        try await fill("alice@example.com")
+        let namespace = VaultNamespace(try AccountID("alice@example.com")).rawValue
+        let path: String
+        switch which {
+        case "manifest": path = data.appendingPathComponent("vaults/\(namespace)/vault.json").path
+        case "key":
+            let file = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: keys.path).first { $0.hasSuffix(".key") })
+            path = keys.appendingPathComponent(file).path
+        default: path = keys.appendingPathComponent("device-identity").path
+        }
+        try? FileManager.default.removeItem(atPath: path)
+        #expect(mkfifo(path, 0o600) == 0)
+        let before = snapshot()
+        let (status, output, errors) = try await inspect()
+        if which == "device identity" {
+            #expect(status == .exited(1), "\(output)\(errors)")  // not normal: the user is asked again
+            #expect(output.contains("permissionsToRequest  recovery: requestPermissions"), "\(output)\(errors)")
+        } else {
+            #expect(status == .exited(1), "\(output)\(errors)")
+            #expect(output.contains("  damaged  recovery: keepData, restoreFromBackup"), "\(output)\(errors)")
+        }
+        #expect(snapshot() == before)
+    }
 }

@@ -19,7 +19,12 @@ package enum DurableFiles {
         package let errno: Int32
 
         package var isNotFound: Bool { errno == ENOENT }
-        package var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
+        package var description: String {
+            // `read` refuses a FIFO, a socket or a device with EINVAL, whose own text ("Invalid argument") says
+            // nothing about the file.
+            if operation == "read", errno == EINVAL { return "\(path) is not a regular file" }
+            return "\(operation) \(path): \(String(cString: strerror(errno)))"
+        }
     }
 
     /// Writes `bytes` to a new temporary file beside `path` with `mode`, syncs it, then moves it to `path`
@@ -78,19 +83,33 @@ package enum DurableFiles {
         guard fsync(descriptor) == 0 else { throw Failure(operation: "sync directory", path: path, errno: errno) }
     }
 
-    /// The content of the regular file at `path`, at most `limit` bytes (`EFBIG` beyond). A symlink is
-    /// refused (`ELOOP`), a directory too (`EISDIR`).
-    package static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    /// Opens the regular file at `path` for reading. A symlink is refused (`ELOOP`), a directory (`EISDIR`)
+    /// and anything else that is not a regular file (`EINVAL`) too. Opened without blocking: a FIFO put in
+    /// place of a file (which a plain open waits on until something writes to it — forever, for an
+    /// inspection) is refused at once.
+    private static func openRegularFile(_ path: String) throws(Failure) -> (descriptor: Int32, size: Int) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
-        defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw Failure(operation: "stat", path: path, errno: errno) }
+        guard fstat(descriptor, &status) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw Failure(operation: "stat", path: path, errno: code)
+        }
         guard status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
             throw Failure(operation: "read", path: path, errno: status.st_mode & S_IFMT == S_IFDIR ? EISDIR : EINVAL)
         }
-        guard Int(status.st_size) <= limit else { throw Failure(operation: "read", path: path, errno: EFBIG) }
-        var bytes = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
+        return (descriptor, Int(status.st_size))
+    }
+
+    /// The content of the regular file at `path`, at most `limit` bytes (`EFBIG` beyond). A symlink is
+    /// refused (`ELOOP`), a directory (`EISDIR`) and any other file that is not regular (`EINVAL`) too.
+    package static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
+        let (descriptor, size) = try openRegularFile(path)
+        defer { close(descriptor) }
+        guard size <= limit else { throw Failure(operation: "read", path: path, errno: EFBIG) }
+        var bytes = [UInt8](repeating: 0, count: size + 1)
         var total = 0
         while true {
             let result = bytes.withUnsafeMutableBytes { buffer in
@@ -108,10 +127,10 @@ package enum DurableFiles {
         return Array(bytes[..<total])
     }
 
-    /// The first `count` bytes of the regular file at `path` (fewer when it is shorter); a symlink is refused.
+    /// The first `count` bytes of the regular file at `path` (fewer when it is shorter); a symlink, or a file
+    /// that is not regular, is refused as by ``read(_:limit:)``.
     static func head(_ path: String, count: Int) throws(Failure) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { throw Failure(operation: "open", path: path, errno: errno) }
+        let (descriptor, _) = try openRegularFile(path)
         defer { close(descriptor) }
         var bytes = [UInt8](repeating: 0, count: count)
         var total = 0

@@ -60,11 +60,12 @@ package final class ExclusiveFileLock: Sendable {
         case .directory:
             fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY)
         case .file:
-            // flock needs no write access: an existing lock file is opened read-only.
-            fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            // flock needs no write access: an existing lock file is opened read-only (without blocking: a FIFO
+            // in its place would hold the open until something wrote to it).
+            fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
             if fd < 0 && errno == ENOENT {
                 fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-                if fd < 0 && errno == EEXIST { fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+                if fd < 0 && errno == EEXIST { fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
             }
         }
         guard fd >= 0 else { throw .failed(errno) }
