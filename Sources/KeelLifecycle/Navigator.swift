@@ -336,9 +336,12 @@ struct Run {
         }
         switch navigator.verdict(entry, in: state) {
         case .needsSignIn:
+            // The sign-in screen and the target it leads to are state like any other: saved, so that a kill
+            // before the user signs in still brings both back (found in an outside audit: they were lost).
             state.pendingTarget = entry
             effects.append(.signInRequired(entry.label))
             state.modal = signInEntry()
+            effects.append(.saveSnapshot)
         case .denied:
             effects.append(.accessDenied(entry.label))
         case .allowed:

@@ -189,6 +189,20 @@ import Testing
         }
     }
 
+    /// Found in an outside audit: a protected screen opened while signed out showed sign-in and remembered
+    /// the screen, but asked for no snapshot: killed there, the app came back without either. It asks now,
+    /// and the saved state brings both back.
+    @Test func aScreenOpenedWhileSignedOutIsSavedWithTheSignInHoldingIt() throws {
+        var h = try Harness()
+        let opened = h.send(.open(route: "note", parameters: ["noteID": "7"]))
+        #expect(opened.effects.map(\.description) == ["signInRequired note noteID=7", "saveSnapshot"])
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        let restored = h.navigator.restore(snapshot, drafts: [:], session: .signedOut)
+        #expect(restored.result.state.modal?.route == "signIn")
+        let signedIn = h.navigator.reduce(restored.result.state, .signIn(account: "alice")).state
+        #expect(signedIn.top?.route == "note" && signedIn.top?.parameters == ["noteID": "7"])
+    }
+
     /// Found in review: public entries kept from another account's snapshot still named that account, so
     /// input typed there was keyed to its drafts (refused by the vault of the account now signed in).
     @Test func publicEntriesKeptFromAnotherAccountBelongToTheAccountNowSignedIn() throws {
