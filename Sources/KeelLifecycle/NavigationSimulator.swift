@@ -188,8 +188,13 @@ public final class NavigationSimulator {
                     route: words[0], parameters: try pairs(Array(words.dropFirst().dropLast())),
                     mode: try mode(words.last), id: delivery))
         case "type":
-            guard let start = line.range(of: "type ") else { throw ScriptError(description: "'type' needs text") }
-            return .event(.type(String(line[start.upperBound...])))
+            // The text is the rest of the line after the verb and the one space or tab that ends it (words are
+            // separated by either: found in an outside audit, `type<TAB>text` was refused).
+            let verbEnd = line.drop { $0 == " " || $0 == "\t" }.dropFirst("type".count)
+            guard let separator = verbEnd.first, separator == " " || separator == "\t" else {
+                throw ScriptError(description: "'type' needs text")
+            }
+            return .event(.type(String(verbEnd.dropFirst())))
         case "confirm":
             try exactly(0)
             return .event(.confirm)

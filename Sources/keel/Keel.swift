@@ -142,22 +142,27 @@ final class TerminationSignals {
 /// Hands `body` each line of standard input (without its line ending) until it returns false or input ends.
 /// Reads file descriptor 0 with read(2): a thread blocked here holds no stdio lock, so exiting never waits
 /// for it (`readLine()` blocks in getline holding stdin's lock, and some C libraries lock every stream at
-/// exit).
-func forEachStandardInputLine(_ body: (String) -> Bool) {
+/// exit). Returns the `errno` of a read that failed (standard input a directory, say), after the lines read
+/// before it; nil when input ended or `body` stopped it.
+@discardableResult
+func forEachStandardInputLine(_ body: (String) -> Bool) -> Int32? {
     var pending: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
+    var failure: Int32?
     while true {
         let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
         if count < 0 && errno == EINTR { continue }
+        if count < 0 { failure = errno }
         guard count > 0 else { break }
         pending.append(contentsOf: buffer[..<count])
         while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
             let text = textLine(pending[..<newline])
             pending.removeSubrange(...newline)
-            if !body(text) { return }
+            if !body(text) { return nil }
         }
     }
-    if !pending.isEmpty { _ = body(textLine(pending[...])) }
+    if !pending.isEmpty, !body(textLine(pending[...])) { return nil }
+    return failure
 }
 
 /// One line of text split off at its "\n" byte, without a trailing "\r" (lines are split on the byte: in a

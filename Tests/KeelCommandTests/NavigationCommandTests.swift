@@ -214,6 +214,24 @@ import Testing
         #expect(steps.map(\.event) == ["signin alice"])
     }
 
+    /// Found in an outside audit: standard input that could not be read (a directory) was taken for the end
+    /// of the events (exit 0, nothing said), and a temporary directory that could not be made gave exit 1
+    /// with Foundation's "error 512". Both are exit 2, saying what is wrong.
+    @Test func unreadableStandardInputOrNoTemporaryDirectoryExitsTwoSayingSo() async throws {
+        let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
+        let child = try ChildProcess.launch(
+            executable: "/bin/sh",
+            arguments: ["-c", #"exec "$0" navigation simulate "$1" < "$2""#, keel, Self.example, directory.url.path])
+        #expect(try await child.waitForExit() == .exited(2))
+        #expect(child.output(of: .standardError).contains("standard input cannot be read"))
+        try Data("{}".utf8).write(to: directory.url("not-a-directory"))
+        let noTemporary = try ChildProcess.launch(
+            product: "keel", arguments: ["navigation", "simulate", Self.example, "--script", Self.example],
+            environment: ["TMPDIR": directory.url("not-a-directory").path])
+        #expect(try await noTemporary.waitForExit() == .exited(2))
+        #expect(noTemporary.output(of: .standardError).contains("set TMPDIR"))
+    }
+
     /// Found in review: a parameter given twice was read as its last value, and a tab between words made
     /// the line malformed.
     @Test func aParameterGivenTwiceIsMalformedAndTabsSeparateWords() async throws {
@@ -224,5 +242,11 @@ import Testing
         let (tabbed, tabbedSteps, _) = try await simulate("signin\talice\nopen\tnotes\n")
         #expect(tabbed == .exited(0))
         #expect(tabbedSteps.last?.stack == ["home", "notes"])
+        // Found in an outside audit: `type` took its text only after a space.
+        let (typed, typedSteps, typedErrors) = try await simulate(
+            "signin alice\nopen note noteID=1\nopen edit noteID=1\ntype\tmy text\n")
+        #expect(typed == .exited(0), "\(typedErrors)")
+        #expect(typedSteps.last?.event == "type\tmy text" && typedSteps.last?.error == nil)
+        #expect(typedSteps.last?.effects.contains("saveDraft edit noteID=1") == true, "\(typedSteps)")
     }
 }

@@ -42,8 +42,8 @@ enum NavigationCommand {
             one is alreadyConsumed); a cold one while the app is not running launches it first.
             Blank lines and lines starting with # are skipped. The snapshot, drafts and session live in a
             temporary directory for the run, so kill/launch is a real round trip through files.
-            EXIT STATUS: 0 ran every event, 2 unreadable contract or a malformed event line (named by its
-            number; nothing after it runs).
+            EXIT STATUS: 0 ran every event, 2 unreadable contract, a malformed event line (named by its
+            number; nothing after it runs), standard input that cannot be read, or no temporary directory.
 
             """,
         run: run
@@ -153,7 +153,12 @@ enum NavigationCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "keel-navigation-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let simulator = try NavigationSimulator(contract: contract, directory: directory)
+        let simulator: NavigationSimulator
+        do { simulator = try NavigationSimulator(contract: contract, directory: directory) } catch {
+            // (Foundation's own text here is "error 512", which helps nobody.)
+            let base = FileManager.default.temporaryDirectory.path
+            return fail("cannot make the run's directory in \(base): set TMPDIR to a writable directory")
+        }
         var number = 0
         var status: Int32 = 0
         /// Runs one event line and prints its object; false after a malformed line (nothing after it runs).
@@ -175,8 +180,9 @@ enum NavigationCommand {
         if let script {
             _ = script.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).lazy.map(textLine)
                 .allSatisfy(run)
-        } else {
-            forEachStandardInputLine(run)
+        } else if let failure = forEachStandardInputLine(run) {
+            // Input that cannot be read is not the end of the events: the run is cut short, and says so.
+            return fail("standard input cannot be read: \(String(cString: strerror(failure)))")
         }
         return status
     }
