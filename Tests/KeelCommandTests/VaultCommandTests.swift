@@ -101,6 +101,31 @@ import Testing
     /// by running the inspection as `nobody` (root itself ignores permissions).
     static let canTestPermissions = getuid() != 0 || FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
 
+    /// Found in an outside audit: a key directory the inspection may not list reported every vault damaged,
+    /// with "restore from backup" as the way out. It is bad input (exit 2), saying which directory.
+    @Test(.enabled(if: canTestPermissions))
+    func aKeyDirectoryThatCannotBeListedIsBadInputNotADamagedVault() async throws {
+        try await fill("alice@example.com")
+        for path in [directory.url.path, data.path, data.appendingPathComponent("vaults").path] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        }
+        try FileManager.default.setAttributes(
+            [.posixPermissions: getuid() == 0 ? 0o700 : 0o000], ofItemAtPath: keys.path)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: keys.path) }
+        let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
+        let arguments = ["vault", "inspect", "--data", data.path, "--keys", keys.path]
+        let child =
+            getuid() != 0
+            ? try ChildProcess.launch(executable: keel, arguments: arguments)
+            : try ChildProcess.launch(
+                executable: "/usr/sbin/runuser", arguments: ["-u", "nobody", "--", keel] + arguments)
+        child.closeInput()
+        #expect(try await child.waitForExit(timeout: .seconds(60)) == .exited(2))
+        #expect(!child.output(of: .standardOutput).contains("damaged"))
+        let errors = child.output(of: .standardError)
+        #expect(errors.contains("--keys") && errors.contains("cannot be listed"), "\(errors)")
+    }
+
     @Test(.enabled(if: canTestPermissions))
     func aVaultsDirectoryThatCannotBeListedIsAnErrorNeverAFreshInstall() async throws {
         try await fill("alice@example.com")

@@ -56,6 +56,11 @@ enum VaultCommand {
                 return fail("\(option) \(path): no such directory")
             }
             guard isDirectory.boolValue else { return fail("\(option) \(path): not a directory") }
+            // A directory this process may not read is bad input, not a vault to recover: found in an outside
+            // audit, unlistable keys reported every vault damaged, with "restore from backup" as the way out.
+            guard (try? FileManager.default.contentsOfDirectory(atPath: path)) != nil else {
+                return fail("\(option) \(path): the directory cannot be listed (check its permissions)")
+            }
         }
         var inventory: Inventory?
         if let path = arguments.value("inventory") {
