@@ -91,6 +91,13 @@ import Testing
         let (nested, _, nestedError) = try await run(["storage.json", "--check"])
         #expect(nested == .exited(2))
         #expect(nestedError.contains("unknown member \"timestampColum\""), "\(nestedError)")
+        // And in a cache's role object (found in an outside audit: its extra members were ignored).
+        let role = storageOnly.replacingOccurrences(
+            of: "\"role\": \"sourceOfTruth\"", with: "\"role\": {\"cacheRebuiltFrom\": \"GET /tips\", \"ttl\": 60}")
+        try Data(role.utf8).write(to: directory.url("role.json"))
+        let (roleStatus, _, roleError) = try await run(["role.json", "--check"])
+        #expect(roleStatus == .exited(2))
+        #expect(roleError.contains("unknown member \"ttl\""), "\(roleError)")
         // Spelt right, the same file is read and checked.
         let fixed = storageOnly.replacingOccurrences(of: "timestampColum\"", with: "timestampColumn\"")
         try Data(fixed.utf8).write(to: directory.url("fixed.json"))

@@ -247,6 +247,18 @@ import Testing
         #expect(repeatedError.contains(#"duplicate member "name""#), "\(repeatedError)")
     }
 
+    /// Found in an outside audit: an exported schema with a member it does not have was read as if it were
+    /// not there — a misspelt `retired` reads as none, and vaults are judged against another schema.
+    @Test func aSchemaWithAnUnknownMemberIsRefusedNamingIt() async throws {
+        try await fill("alice@example.com")
+        try Data(#"{"migrations": [], "retierd": ["v1"]}"#.utf8).write(to: directory.url("schema.json"))
+        let (status, _, errors) = try await inspect(["--schema", "schema.json"])
+        #expect(status == .exited(2))
+        #expect(errors.contains("unknown member \"retierd\""), "\(errors)")
+        try Data(#"{"migrations": []}"#.utf8).write(to: directory.url("schema.json"))
+        #expect(try await inspect(["--schema", "schema.json"]).0 == .exited(0))
+    }
+
     @Test func aDamagedVaultExitsOne() async throws {
         try await fill("alice@example.com")
         let namespace = VaultNamespace(try AccountID("alice@example.com")).rawValue

@@ -231,7 +231,7 @@ extension Dataset.Role {
     /// a cache rebuilt from `source` (e.g. `"GET /feed"`).
     ///
     /// - Throws: `DecodingError.dataCorrupted` for any other string; a `DecodingError` for an object without
-    ///   a string `cacheRebuiltFrom`, or for any other value.
+    ///   a string `cacheRebuiltFrom` or with another member, or for any other value.
     public init(from decoder: any Decoder) throws {
         if let single = try? decoder.singleValueContainer(), let text = try? single.decode(String.self) {
             guard text == "sourceOfTruth" else {
@@ -241,6 +241,8 @@ extension Dataset.Role {
             self = .sourceOfTruth
             return
         }
+        // Hand-written like the rest of the inventory: an unknown member is refused, not ignored.
+        try JSONMemberKey.refuseUnknown(in: decoder, allowed: [Keys.cacheRebuiltFrom.rawValue])
         let container = try decoder.container(keyedBy: Keys.self)
         self = .cache(rebuiltFrom: try container.decode(String.self, forKey: .cacheRebuiltFrom))
     }

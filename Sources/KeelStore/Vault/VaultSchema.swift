@@ -1,4 +1,5 @@
 public import Foundation
+import KeelCore
 
 /// The named, ordered migrations of the data an app keeps in its vaults (MOB-DATA-003, MOB-DATA-007).
 ///
@@ -67,6 +68,21 @@ public struct VaultSchema: Sendable {
         public init(migrations: [String], retired: [String] = []) {
             self.migrations = migrations
             self.retired = retired
+        }
+
+        private enum CodingKeys: String, CodingKey, CaseIterable { case migrations, retired }
+
+        /// Reads the JSON object ``export()`` writes: `migrations` and `retired` (absent: none). An unknown
+        /// member is refused — a misspelt `retired` would read as none, and vaults would be judged against
+        /// another schema.
+        ///
+        /// - Throws: `DecodingError` for a missing `migrations`, a wrong type or an unknown member.
+        public init(from decoder: any Decoder) throws {
+            try JSONMemberKey.refuseUnknown(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                migrations: try container.decode([String].self, forKey: .migrations),
+                retired: try container.decodeIfPresent([String].self, forKey: .retired) ?? [])
         }
 
         /// Where a vault that applied `applied` stands against this schema.
