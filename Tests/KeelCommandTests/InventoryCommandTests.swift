@@ -73,6 +73,22 @@ import Testing
         #expect(typedError.contains("typed.json: not an exported inventory: at [0].name: "), "\(typedError)")
     }
 
+    /// Found in an outside audit: a retention of 1.5 seconds (or beyond Int64) was refused as "expected to
+    /// decode String but found number", pointing away from the number.
+    @Test func aRetentionThatIsNoWholeNumberOfSecondsIsRefusedSayingSo() async throws {
+        for retention in ["1.5", "99999999999999999999"] {
+            let inventory = #"""
+                [{"name": "tips", "purpose": "Hints shown once", "kind": "keyValue", "classification": "public",
+                  "isAccountBound": false, "retention": \#(retention), "backup": "include", "deletionTriggers": [],
+                  "role": "sourceOfTruth"}]
+                """#
+            try Data(inventory.utf8).write(to: directory.url("retention.json"))
+            let (status, _, error) = try await run(["retention.json", "--check"])
+            #expect(status == .exited(2))
+            #expect(error.contains("retention is a whole number of seconds or \"untilEvent\""), "\(error)")
+        }
+    }
+
     /// A misspelt member is refused, not ignored: `retension` would read as no retention, and --check would
     /// judge a dataset other than the one written (here it would even pass: public data needs none).
     @Test func anUnknownMemberIsRefusedNamingIt() async throws {

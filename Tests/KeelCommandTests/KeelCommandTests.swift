@@ -207,6 +207,9 @@ import Testing
         (#"[{"stauts": 503}]"#, #"unknown member "stauts""#),
         (#"[{"throttle": {"bytes": 4, "periodMS": 5}}]"#, #"unknown member "periodMS""#),
         (#"[{"status": 1e400}]"#, "the number 1e400 at /0/status is out of range"),
+        // Found in an outside audit: valid JSON whose number an Int cannot hold was called "not valid JSON".
+        (#"[{"status": 200.5}]"#, "at [0].status 200.5 is not a whole number an Int can hold"),
+        (#"[{}, {"throttle": {"bytes": 5000000000000000000000, "periodMs": 5}}]"#, "at [1].throttle.bytes"),
     ])
     func serveRejectsABadScriptNamingTheFileAndTheProblem(content: String, message: String) async throws {
         let directory = try TemporaryDirectory()
@@ -222,6 +225,24 @@ import Testing
     @Test func serveRejectsAMissingScriptFile() async throws {
         let run = try await keel("serve", "--script", "/nonexistent/keel-script.json")
         #expect(run.status == .exited(2))
-        #expect(run.stderr.contains("cannot read script /nonexistent/keel-script.json"))
+        #expect(run.stderr.contains("cannot read script /nonexistent/keel-script.json: no such file"))
+        let directory = try TemporaryDirectory()
+        let inDirectory = try await keel("serve", "--script", directory.url.path)
+        #expect(inDirectory.status == .exited(2))
+        #expect(inDirectory.stderr.contains("it is a directory"), "\(inDirectory.stderr)")
+    }
+
+    /// Found in an outside audit: a script given as a pipe (`--script <(...)`) was refused as "permission
+    /// denied", though every other command reads its input files from pipes.
+    @Test func serveReadsAScriptFromAPipe() async throws {
+        let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
+        let child = try ChildProcess.launch(
+            executable: "/bin/bash",
+            arguments: ["-c", #"exec "$0" serve --script <(echo '[{"status": 418}]')"#, keel])
+        defer { child.kill() }
+        let banner = try #require(try await child.nextLine(timeout: .seconds(30)))
+        let url = try #require(URL(string: String(banner.dropFirst("listening on ".count))))
+        let (_, response) = try await URLSession.shared.data(from: url)
+        #expect((response as? HTTPURLResponse)?.statusCode == 418)
     }
 }

@@ -204,11 +204,13 @@ extension Dataset.Retention {
         let container = try decoder.singleValueContainer()
         if let seconds = try? container.decode(Int64.self) {
             self = .duration(.seconds(seconds))
-        } else if try container.decode(String.self) == "untilEvent" {
+        } else if (try? container.decode(String.self)) == "untilEvent" {
             self = .untilEvent
         } else {
+            // A fraction or a number beyond Int64 is no count of seconds; saying "expected a String" (the
+            // decoder's own text, from the second try) would point away from it.
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "retention is a number of seconds or \"untilEvent\"")
+                in: container, debugDescription: "retention is a whole number of seconds or \"untilEvent\"")
         }
     }
 

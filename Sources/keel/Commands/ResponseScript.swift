@@ -1,4 +1,5 @@
 import Foundation
+import KeelContract
 import KeelCore
 import KeelTesting
 
@@ -143,16 +144,29 @@ struct ResponseScript: Decodable {
 
     /// Reads and validates the script at `path`.
     static func load(path: String) throws(ScriptError) -> [TestResponse] {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ScriptError(message: "cannot read script \(path): \(error.localizedDescription)")
+        // Read as the other commands read their input files: a pipe (`--script <(...)`) is a file too.
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ScriptError(message: "cannot read script \(path): no such file")
+        }
+        guard !isDirectory.boolValue else {
+            throw ScriptError(message: "cannot read script \(path): it is a directory")
+        }
+        guard let data = readInputFile(path) else {
+            throw ScriptError(message: "cannot read script \(path): permission denied or a read error")
         }
         if let problem = strictJSONProblem(data) { throw ScriptError(message: "script \(path) is \(problem)") }
         do {
             return try JSONDecoder().decode(ResponseScript.self, from: data).responses
+        } catch let DecodingError.dataCorrupted(context) where !context.codingPath.isEmpty {
+            // A value the script's type cannot hold (a status of 200.5, a number beyond Int): the JSON is valid,
+            // the value is not; the decoder's own text for it ("not valid JSON") says otherwise.
+            throw ScriptError(
+                message: "script \(path): at \(pathText(context.codingPath)): \(context.debugDescription)")
         } catch let DecodingError.dataCorrupted(context) {
+            // Foundation's decoder reports a number an Int cannot hold (200.5, 10^22) as "not valid JSON", with
+            // no place: the file is valid JSON (checked above), so name the number and where it is.
+            if let misfit = misfitNumber(in: data) { throw ScriptError(message: "script \(path): \(misfit)") }
             let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
             throw ScriptError(message: "script \(path) is not valid: \(detail ?? context.debugDescription)")
         } catch let DecodingError.typeMismatch(type, context), let DecodingError.valueNotFound(type, context) {
@@ -163,6 +177,24 @@ struct ResponseScript: Decodable {
         } catch {
             throw ScriptError(message: "script \(path) is not valid: \(error)")
         }
+    }
+
+    /// The first number in an integer member of the script (`status`, the delays, sizes and counts) that is
+    /// not a whole number within Int's range, with where it is; nil when there is none.
+    static func misfitNumber(in data: Data) -> String? {
+        guard case .array(let entries)? = try? JSONValue(parsing: data) else { return nil }
+        let integers = ["status", "chunkSize", "headersDelayMs", "bodyDelayMs", "afterBytes"]
+        for (index, entry) in entries.enumerated() {
+            var members: [(String, JSONValue?)] = integers.map { ("[\(index)].\($0)", entry[$0]) }
+            members += ["bytes", "periodMs"].map { ("[\(index)].throttle.\($0)", entry["throttle"]?[$0]) }
+            for (place, value) in members {
+                guard case .number(let number)? = value, number.int64.flatMap({ Int(exactly: $0) }) == nil else {
+                    continue
+                }
+                return "at \(place) \(number) is not a whole number an Int can hold"
+            }
+        }
+        return nil
     }
 
     private static func pathText(_ path: [any CodingKey]) -> String {
