@@ -40,6 +40,17 @@ import Testing
         #expect(json.contains("\"sound\" : true"))
     }
 
+    /// Found in an outside audit: a `|` in a route id or an access name split its row of the Markdown table.
+    @Test func theRouteTableEscapesWhatWouldEndACell() async throws {
+        let contract = #"""
+            {"routes": [{"id": "home", "root": true, "access": "public"},
+                        {"id": "a|b", "parent": "home", "access": "custom:x|y"}]}
+            """#
+        try Data(contract.utf8).write(to: directory.url("pipes.json"))
+        let (_, output, errors) = try await runKeel(["navigation", "check", directory.url("pipes.json").path])
+        #expect(output.contains(#"| a\|b | home | custom:x\|y | no | — | — | no | — |"#), "\(output)\(errors)")
+    }
+
     @Test func checkListsEveryProblemWithItsRouteAndExitsOne() async throws {
         let broken = #"""
             {"routes": [{"id": "home", "root": true, "access": "public"},

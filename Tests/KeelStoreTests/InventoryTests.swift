@@ -257,6 +257,13 @@ import Testing
                 "| session-token | Signs API calls | keyValue | credential | yes | until event | deviceOnly | logout, accountDeletion, accessRevocation | source of truth |"
             ))
         #expect(table.contains("| feed-cache |"))
+        // Found in an outside audit: a purpose written over two lines broke the table there. A line break is a
+        // space in a cell, and a `|` is escaped.
+        var multiline = try JSONDecoder().decode([Dataset].self, from: exported)
+        multiline[0].purpose = "Signs\nAPI calls | and more"
+        let rows = Inventory.markdown(multiline).split(separator: "\n")
+        #expect(rows.count == multiline.count + 2)
+        #expect(rows.contains { $0.hasPrefix("| \(multiline[0].name) | Signs API calls \\| and more |") }, "\(rows)")
         // A hand-edited export with a sensitive dataset in backups fails the check.
         var edited = try JSONDecoder().decode([Dataset].self, from: exported)
         edited[edited.firstIndex { $0.name == "session-token" }!].backup = .include

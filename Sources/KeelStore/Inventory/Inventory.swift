@@ -111,8 +111,7 @@ public struct Inventory: Sendable {
                 dataset.backup.rawValue,
                 dataset.deletionTriggers.sorted().map(\.rawValue).joined(separator: ", "), role,
             ]
-            lines.append(
-                "| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |")
+            lines.append(MarkdownTable.row(cells))
         }
         return lines.joined(separator: "\n") + "\n"
     }

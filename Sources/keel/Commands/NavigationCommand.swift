@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 import KeelLifecycle
 
 /// `keel navigation check`: prints an app's navigation contract for review and checks it in CI
@@ -215,7 +216,7 @@ enum NavigationCommand {
                 row.modal ? "yes" : "no", row.input ?? "—", row.onDeath ?? "—", row.sensitive ? "yes" : "no",
                 row.deepLink ?? "—",
             ]
-            text += "| " + cells.joined(separator: " | ") + " |\n"
+            text += MarkdownTable.row(cells) + "\n"
         }
         return text
     }
