@@ -64,6 +64,18 @@ import Testing
         #expect(!run.stdout.contains("date-time"))  // format is an annotation unless asked
     }
 
+    /// Found in an outside audit: a member name with an escape sequence or a line break reached the terminal
+    /// raw in the instance path — recolouring it, or splitting the one-line-per-error format. It is escaped.
+    @Test func controlCharactersInAnInstancePathAreEscaped() async throws {
+        try write("strict.schema.json", #"{"additionalProperties": {"type": "integer"}}"#)
+        try write("hostile.json", #"{"\u001b[31mred\nfake": "x"}"#)
+        let run = try await keel(["schema", "validate", "--schema", "strict.schema.json", "hostile.json"])
+        #expect(run.status == .exited(1))
+        #expect(!run.stdout.contains("\u{1B}"))
+        #expect(run.stdout.split(separator: "\n").count == 2, "\(run.stdout)")
+        #expect(run.stdout.contains(#"  #/\u{1B}[31mred\nfake  #/additionalProperties/type  expected integer"#))
+    }
+
     @Test func formatAssertionMakesFormatsFail() async throws {
         let run = try await keel([
             "schema", "validate", "--schema", "note.schema.json", remote, "--format-assertion", "bad.json",

@@ -1546,6 +1546,20 @@ import Testing
         return schemas + "    S\(levels):\n      type: object\n      properties: {last: {type: string}}\n"
     }
 
+    /// Found in an outside audit: a path with a line break and an escape sequence printed a fake finding
+    /// line of its own in the text report. Every report line stays one line, control characters escaped.
+    @Test func aReportLineStaysOneLineWhateverThePathHolds() throws {
+        let base = try OpenAPIDocument.parse(
+            #"{"openapi": "3.1.0", "info": {"title": "t", "version": "1.0.0"}, "paths": {"/a\u001b[31m\nINFO fake": {"get": {"responses": {"200": {"description": "ok"}}}}}}"#,
+            name: "base.json")
+        let revision = try OpenAPIDocument.parse(
+            #"{"openapi": "3.1.0", "info": {"title": "t", "version": "2.0.0"}, "paths": {}}"#, name: "revision.json")
+        let changes = try ContractDiff(base: base, revision: revision).changes()
+        let text = ContractChangeGroup.grouping(changes).map { $0.text(verbose: true) }.joined()
+        #expect(text.split(separator: "\n").count == changes.count, "\(text)")
+        #expect(text.contains(#"/a\u{1B}[31m\nINFO fake"#) && !text.contains("\u{1B}"), "\(text)")
+    }
+
     @Test func thereAreAtLeastFortyFixtures() {
         #expect(Self.fixtures.count >= 40)
         #expect(Set(Self.fixtures.map(\.name)).count == Self.fixtures.count)

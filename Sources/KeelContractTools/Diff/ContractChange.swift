@@ -1,3 +1,5 @@
+import KeelCore
+
 /// One difference between two versions of a contract, judged for an installed client.
 public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertible {
     /// How much an installed client built against the base can suffer from it.
@@ -90,9 +92,11 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
     }
 
     /// One line for reports: the severity in capitals, the rule id, the location (method, path, `→ status`,
-    /// schema pointer, or `(document)` when there is none) and the message.
+    /// schema pointer, or `(document)` when there is none) and the message. A control character from the
+    /// description (in a path or a member name) is written as an escape, so the line stays one line.
     public var description: String {
         let location = [method, path, status.map { "→ \($0)" }, pointer].compactMap { $0 }.joined(separator: " ")
-        return "\(severity.rawValue.uppercased())  \(rule)  \(location.isEmpty ? "(document)" : location)  \(message)"
+        return TerminalText.oneLine(
+            "\(severity.rawValue.uppercased())  \(rule)  \(location.isEmpty ? "(document)" : location)  \(message)")
     }
 }

@@ -1,3 +1,5 @@
+import KeelCore
+
 /// Findings of ``ContractDiff`` that share a root cause: the same rule and the same change (the message
 /// without the place it is seen from) at the same ``ContractChange/origin`` (one change to a shared schema,
 /// reached by many operations and responses). Two changes to one schema under the same rule — two new
@@ -54,13 +56,14 @@ public struct ContractChangeGroup: Sendable, Hashable {
         guard changes.count > 1, let origin else { return changes.map { $0.description + "\n" }.joined() }
         let direct = mostDirectFirst
         var text =
-            "\(severity.rawValue.uppercased())  \(rule)  \(origin)  \(direct[0].message)  "
-            + "(\(operations) operation\(operations == 1 ? "" : "s"), \(changes.count) places)\n"
+            TerminalText.oneLine(
+                "\(severity.rawValue.uppercased())  \(rule)  \(origin)  \(direct[0].message)  "
+                    + "(\(operations) operation\(operations == 1 ? "" : "s"), \(changes.count) places)") + "\n"
         let shown = verbose ? direct : Array(direct.prefix(3))
         for change in shown {
             let place = [change.method, change.path, change.status.map { "→ \($0)" }, change.pointer].compactMap { $0 }
                 .joined(separator: " ")
-            text += "    \(place.isEmpty ? "(document)" : place)\n"
+            text += "    \(TerminalText.oneLine(place.isEmpty ? "(document)" : place))\n"
         }
         if shown.count < changes.count { text += "    … \(changes.count - shown.count) more (--verbose lists all)\n" }
         return text

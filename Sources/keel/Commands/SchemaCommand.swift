@@ -1,5 +1,6 @@
 import Foundation
 import KeelContract
+import KeelCore
 import KeelSchema
 
 /// `keel schema validate`: validates JSON documents against a JSON Schema (draft 2020-12).
@@ -117,7 +118,9 @@ enum SchemaCommand {
                         : "\(result.file): invalid (\(result.errors.count) error\(result.errors.count == 1 ? "" : "s"))"
                 )
                 for error in result.errors {
-                    say("  #\(error.instanceLocation)  #\(error.keywordLocation)  \(error.message)")
+                    say(
+                        TerminalText.oneLine(
+                            "  #\(error.instanceLocation)  #\(error.keywordLocation)  \(error.message)"))
                 }
             }
         }
