@@ -66,11 +66,63 @@ import Testing
             #expect(problem.contains("not a schema"), "\(problem)")
         }
 
+        // Found in an outside audit: an object that is no schema (a response, the document's info, the map of
+        // schemas itself) had no keyword a validator knows, and let every instance through.
+        for location in ["#/components/responses/Error", "#/info", "#/components/schemas", "#/paths"] {
+            let (notASchema, _, problem) = try await run([Self.contract, "--schema", location, Self.example])
+            #expect(notASchema == .exited(2), "\(location): \(problem)")
+            #expect(problem.contains("\(location) is not a schema"), "\(problem)")
+        }
+
         try Data("{\"id\": ".utf8).write(to: directory.url("truncated.json"))
         let (truncated, _, message) = try await run([
             Self.contract, "--schema", "#/components/schemas/Note", "truncated.json",
         ])
         #expect(truncated == .exited(2))
         #expect(message.contains("truncated.json: not valid JSON"), "\(message)")
+    }
+
+    /// Found in an outside audit: `contract validate` did not check the schema as `schema validate` does (a
+    /// misspelt type failed every instance, 3.0's boolean exclusiveMinimum in 3.1 passed them), and it read
+    /// the members beside a 3.0 `$ref`, which OpenAPI 3.0 says to ignore (and the diff ignores).
+    @Test func theSchemaIsCheckedInTheDialectOfItsDescription() async throws {
+        let schemas31 = """
+            openapi: 3.1.0
+            info: {title: x, version: '1'}
+            paths: {}
+            components:
+              schemas:
+                Misspelt: {type: strnig}
+                Exclusive: {type: integer, minimum: 0, exclusiveMinimum: true}
+            """
+        try Data(schemas31.utf8).write(to: directory.url("v31.yaml"))
+        try Data("0".utf8).write(to: directory.url("zero.json"))
+        for (name, location) in [("Misspelt", "/type"), ("Exclusive", "/exclusiveMinimum")] {
+            let (status, _, errors) = try await run([
+                "v31.yaml", "--schema", "#/components/schemas/\(name)", "zero.json",
+            ])
+            #expect(status == .exited(2), "\(name): \(errors)")
+            #expect(errors.contains("#/components/schemas/\(name)\(location): not a valid schema"), "\(errors)")
+        }
+        let schemas30 = """
+            openapi: 3.0.3
+            info: {title: x, version: '1'}
+            paths: {}
+            components:
+              schemas:
+                Exclusive: {type: integer, minimum: 0, exclusiveMinimum: true}
+                Beside: {$ref: '#/components/schemas/S', maxLength: 1}
+                S: {type: string}
+            """
+        try Data(schemas30.utf8).write(to: directory.url("v30.yaml"))
+        let (exclusive, output, errors) = try await run([
+            "v30.yaml", "--schema", "#/components/schemas/Exclusive", "zero.json",
+        ])
+        #expect(exclusive == .exited(1), "\(output)\(errors)")  // 0 is not above an exclusive minimum of 0
+        try Data(#""abc""#.utf8).write(to: directory.url("abc.json"))
+        let (beside, besideOutput, _) = try await run([
+            "v30.yaml", "--schema", "#/components/schemas/Beside", "abc.json",
+        ])
+        #expect(beside == .exited(0), "\(besideOutput)")
     }
 }

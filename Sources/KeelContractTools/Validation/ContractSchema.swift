@@ -56,9 +56,32 @@ extension OpenAPIDocument {
                 message: "a schema reference must be a fragment of the description, like #/components/schemas/Note")
         }
         let pointer = String(reference.dropFirst())
-        guard Loader.walk(root, pointer) != nil else {
+        guard let located = Loader.walk(root, pointer) else {
             throw ContractLoadError(
                 code: .invalidSchemaReference, file: url.path, location: reference, message: "nothing at \(reference)")
+        }
+        // Only a schema validates anything: a response, `#/info` or the `schemas` map itself, read as a schema,
+        // has no keyword a validator knows and lets every instance through (found in an outside audit).
+        var isSchemaValue = false
+        switch located {
+        case .object: isSchemaValue = true
+        case .bool: isSchemaValue = !isOpenAPI30
+        default: break
+        }
+        guard isSchemaValue, Self.isSchemaLocation(pointer) else {
+            throw ContractLoadError(
+                code: .invalidSchemaReference, file: url.path, location: reference,
+                message:
+                    "\(reference) is not a schema: give one under #/components/schemas/NAME, or the `schema` of a parameter, header or media type"
+            )
+        }
+        // The schema itself is checked as `keel schema validate` checks one (a misspelt `type`, a 3.0-style
+        // boolean `exclusiveMinimum` in 3.1), in the dialect the description is written in.
+        if let problem = JSONSchema.metaschemaErrors(of: isOpenAPI30 ? Self.as2020(located) : located).first {
+            let location = problem.instanceLocation.isEmpty ? reference : reference + problem.instanceLocation
+            throw ContractLoadError(
+                code: .invalidSchemaReference, file: url.path, location: location,
+                message: "not a valid schema: \(problem.message)")
         }
         var served: [String: JSONValue] = [:]
         for (file, document) in documents {
@@ -80,6 +103,18 @@ extension OpenAPIDocument {
         return ContractSchema(reference: reference, schema: schema, openAPINullable: isOpenAPI30)
     }
 
+    /// Whether `pointer` (a fragment's JSON pointer) names a place OpenAPI puts a schema: a named schema in
+    /// `components/schemas` or something inside one, or the `schema` of a parameter, header or media type
+    /// (and what is inside it).
+    static func isSchemaLocation(_ pointer: String) -> Bool {
+        let tokens = pointer.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
+            JSONPointer.unescape($0)
+        }
+        if tokens.count >= 3, tokens[0] == "components", tokens[1] == "schemas" { return true }
+        guard let first = tokens.first, ["paths", "components", "webhooks"].contains(first) else { return false }
+        return tokens.dropFirst().contains("schema")
+    }
+
     /// Members whose values are literal data, never schemas (besides `x-…` extensions).
     private static let literalKeywords: Set<String> = ["example", "examples", "enum", "const", "default"]
     /// Members whose keys are names, not keywords.
@@ -88,7 +123,8 @@ extension OpenAPIDocument {
     ]
 
     /// OpenAPI 3.0's boolean `exclusiveMinimum`/`exclusiveMaximum` (draft 4 style) rewritten as 2020-12's
-    /// numbers, everywhere except inside literal values (`example`, `enum`, `const`, `default`, `x-…`).
+    /// numbers, everywhere except inside literal values (`example`, `enum`, `const`, `default`, `x-…`), and
+    /// the members beside a `$ref` (but `nullable`) dropped, as 3.0 ignores them.
     /// `namesAreData` marks maps whose keys are names, not keywords (`properties`, `components/schemas`…),
     /// so a property called `default` is still a schema.
     static func as2020(_ value: JSONValue, namesAreData: Bool = false) -> JSONValue {
@@ -107,6 +143,14 @@ extension OpenAPIDocument {
                 result[key] = literal ? member : as2020(member, namesAreData: names)
             }
             guard !namesAreData else { return .object(result) }
+            // OpenAPI 3.0: "properties adjacent to a $ref SHALL be ignored" — `{$ref: S, maxLength: 1}` is S,
+            // as `keel contract diff` reads it. `nullable` beside a `$ref` is kept: writers mean it, and the diff
+            // reads it as the use's own change.
+            if let reference = result["$ref"] {
+                var kept: JSONObject = ["$ref": reference]
+                kept["nullable"] = result["nullable"]
+                return .object(kept)
+            }
             for (flag, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
                 guard case .bool(let exclusive) = result[flag] ?? .null else { continue }
                 if exclusive, let limit = result[bound] {
