@@ -118,6 +118,32 @@ import Testing
         #expect(run.stdout.isEmpty)
     }
 
+    /// Found in an outside audit: a file inside the schema's directory that was a symbolic link to a file
+    /// outside it was read, and a `../` reference out of it was refused as "no such schema document". Both
+    /// are refused naming why; a link that stays inside the tree is followed.
+    @Test func referencesNeverLeaveTheSchemasDirectoryNotEvenThroughALink() async throws {
+        let tree = directory.url("tree")
+        try FileManager.default.createDirectory(at: tree, withIntermediateDirectories: true)
+        try write("outside.json", #"{"type": "string"}"#)
+        try write("tree/inside.json", #"{"type": "integer"}"#)
+        try FileManager.default.createSymbolicLink(
+            atPath: tree.appendingPathComponent("out-link.json").path,
+            withDestinationPath: directory.url("outside.json").path)
+        try FileManager.default.createSymbolicLink(
+            atPath: tree.appendingPathComponent("in-link.json").path, withDestinationPath: "inside.json")
+        try write("tree/via-link.json", #"{"$ref": "out-link.json"}"#)
+        try write("tree/up.json", #"{"$ref": "../outside.json"}"#)
+        try write("tree/inside-link.json", #"{"$ref": "in-link.json"}"#)
+        try write("number.json", "5")
+        for schema in ["tree/via-link.json", "tree/up.json"] {
+            let run = try await keel(["schema", "validate", "--schema", schema, "number.json"])
+            #expect(run.status == .exited(2), "\(schema): \(run.stdout)")
+            #expect(run.stderr.contains("a file outside") && run.stderr.contains("/tree"), "\(run.stderr)")
+        }
+        let followed = try await keel(["schema", "validate", "--schema", "tree/inside-link.json", "number.json"])
+        #expect(followed.status == .exited(0), "\(followed.stderr)")
+    }
+
     /// Found in review: a `not` around a branch that only stopped (nested too deep) answered "valid", exit 0.
     /// An instance the validator cannot decide is exit 2, never 0 or 1.
     @Test func anInstanceThatCannotBeDecidedIsExitTwo() async throws {

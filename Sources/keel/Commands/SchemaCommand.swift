@@ -177,18 +177,32 @@ enum SchemaCommand {
 
     /// Resolves `file://` references inside the schema's directory and `--remote` prefixes; nothing else.
     static func makeResolver(schemaDirectory: URL, remotes: [(prefix: String, directory: URL)]) -> JSONSchema.Resolver {
-        let root = schemaDirectory.standardizedFileURL.path
         return { uri in
-            var file: URL?
+            // Which file the URI names, and the directory it must stay inside: a remote prefix's directory, or
+            // the schema's own for a file URI.
+            let file: URL
+            let tree: URL
             if let remote = remotes.first(where: { uri.hasPrefix($0.prefix) }) {
-                file =
-                    remote.directory.appendingPathComponent(String(uri.dropFirst(remote.prefix.count)))
-                    .standardizedFileURL
-                guard file!.path.hasPrefix(remote.directory.standardizedFileURL.path) else { return nil }
-            } else if let url = URL(string: uri), url.isFileURL, url.standardizedFileURL.path.hasPrefix(root + "/") {
-                file = url.standardizedFileURL
+                file = remote.directory.appendingPathComponent(String(uri.dropFirst(remote.prefix.count)))
+                tree = remote.directory
+            } else if let url = URL(string: uri), url.isFileURL {
+                file = url
+                tree = schemaDirectory
+            } else {
+                return nil  // not a document this command can read: "no such schema document"
             }
-            guard let file, let data = readInputFile(file.path) else { return nil }
+            // Compared with `..` and symbolic links resolved on both sides: a link inside the tree to a file
+            // outside it was followed (found in an outside audit), and a path that only starts like the
+            // directory's (`remote-evil` for `remote`) is not inside it.
+            let real = file.standardizedFileURL.resolvingSymlinksInPath().path
+            let realTree = tree.standardizedFileURL.resolvingSymlinksInPath().path
+            guard real.hasPrefix(realTree.hasSuffix("/") ? realTree : realTree + "/") else {
+                throw FileProblem(
+                    message:
+                        "\(uri) is, or links to, a file outside \(tree.standardizedFileURL.path): a schema reads only files beneath its own directory (or a --remote directory)"
+                )
+            }
+            guard let data = readInputFile(real) else { return nil }
             do {
                 return try JSONValue(parsing: data)
             } catch {
