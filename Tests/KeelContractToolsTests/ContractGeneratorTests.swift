@@ -558,6 +558,7 @@ import Testing
                     either: {anyOf: [{type: string}, {type: string, format: date-time}]}
                     mixed: {type: [string, integer]}
                     level: {type: number, enum: [1.5, 2]}
+                    big: {type: integer, enum: [0, 9223372036854775808]}
                 Shape:
                   oneOf: [{type: object, properties: {kind: {type: string}}}]
                   discriminator: {propertyName: kind}
@@ -565,12 +566,15 @@ import Testing
         #expect(
             found.map(\.location) == [
                 "#/components/schemas/Note/properties/either/anyOf", "#/components/schemas/Note/properties/mixed/type",
-                "#/components/schemas/Note/properties/level/enum", "#/components/schemas/Shape/oneOf/0",
+                "#/components/schemas/Note/properties/level/enum", "#/components/schemas/Note/properties/big/enum",
+                "#/components/schemas/Shape/oneOf/0",
             ])
         #expect(found[0].message.contains("anyOf without a discriminator"))
         #expect(found[1].message.contains("several types"))
-        #expect(found[2].message.contains("neither all strings nor all integers"))
-        #expect(found[3].message.contains("must be a $ref"))
+        #expect(found[2].message.contains("enum value 1.5 is not an integer"))
+        // Found in an outside audit: the value named was the first (0), not the one an Int cannot hold.
+        #expect(found[3].message.contains("enum value 9223372036854775808 is not an integer a Swift Int can hold"))
+        #expect(found[4].message.contains("must be a $ref"))
     }
 
     @Test func aVariantWithoutTheDiscriminatorPropertyIsRefused() throws {

@@ -849,8 +849,24 @@ struct ModelBuilder {
         // By bytes, as closed enums match at run time: `café` in NFC and in NFD are two values, two cases.
         var raws: Set<[UInt8]> = []
         // Strings, or integers (`ClosedIntegerEnum`, cases `value1`, `valueMinus1`); not a mix, not fractions.
-        let integers = values.filter { $0 != .null }.allSatisfy {
-            if case .number(let number) = $0 { number.int64 != nil && Int64(Int.min) <= number.int64! } else { false }
+        func isInteger(_ value: JSONValue) -> Bool {
+            if case .number(let number) = value {
+                number.int64 != nil && Int64(Int.min) <= number.int64!
+            } else {
+                false
+            }
+        }
+        let present = values.filter { $0 != .null }
+        let integers = present.allSatisfy(isInteger)
+        // The value that breaks the enum's kind, named (found in an outside audit: `[0, 2^63]` named the 0):
+        // among numbers, the first that is no Int; among strings, the first that is not a string.
+        if !integers, case .number? = present.first, let misfit = present.first(where: { !isInteger($0) }) {
+            let reason =
+                if case .number = misfit { "is not an integer a Swift Int can hold" } else { "is not an integer" }
+            diagnose(
+                file, pointer,
+                "enum value \(misfit) \(reason): enum values must be all strings or all integers")
+            return nil
         }
         for value in values where value != .null {
             if integers, case .number(let number) = value, let integer = number.int64 {
