@@ -605,6 +605,26 @@ import Testing
             edits: [("priority: {type: number, minimum: 0}", "priority: {type: integer, minimum: 0}")],
             version: "2.0.0", expected: ["request-property-type-changed"],
             baseEdits: [("priority: {type: integer, minimum: 0}", "priority: {type: number, minimum: 0}")]),
+        // Found in an outside audit: in OpenAPI 3.1 the keywords beside a `$ref` apply (JSON Schema 2020-12),
+        // and a constraint added there was not seen.
+        Fixture(
+            name: "enum added beside a $ref in a request (3.1)",
+            edits: [
+                (
+                    "mood: {$ref: '#/components/schemas/Mood'}",
+                    "mood: {$ref: '#/components/schemas/Mood', enum: [happy]}"
+                )
+            ],
+            version: "2.0.0", expected: ["request-property-enum-added"], baseEdits: Self.moodAdded),
+        Fixture(
+            name: "a description beside a $ref is no change (3.1)",
+            edits: [
+                (
+                    "mood: {$ref: '#/components/schemas/Mood'}",
+                    "mood: {$ref: '#/components/schemas/Mood', description: how}"
+                )
+            ],
+            version: "1.0.0", expected: [], baseEdits: Self.moodAdded),
         // Found in an outside audit: response header fields were not compared at all.
         Fixture(
             name: "required response header removed",
@@ -626,6 +646,15 @@ import Testing
             name: "response header added and made required",
             edits: [("X-Rate: {schema", "X-Rate: {required: true, schema")],
             version: "1.0.0", expected: [], baseEdits: [Self.headersAdded]),
+    ]
+
+    /// A request member `mood` that refers to a named schema, for the fixtures that add keywords beside it.
+    static let moodAdded = [
+        (
+            "        priority: {type: integer, minimum: 0}",
+            "        priority: {type: integer, minimum: 0}\n        mood: {$ref: '#/components/schemas/Mood'}"
+        ),
+        ("    NoteInput:\n", "    Mood: {type: string}\n    NoteInput:\n"),
     ]
 
     /// A response member `score` (a number), for the fixtures that change its type.

@@ -81,8 +81,10 @@ extension Collector {
         _ oldSchema: OpenAPIDocument.SchemaSource, _ newSchema: OpenAPIDocument.SchemaSource, _ place: Place,
         direction: Direction, role: Role, subject: String
     ) throws(ContractLoadError) {
-        var old = try base.resolve(Self.unwrappingSingleAllOf(oldSchema.value), in: oldSchema.file)
-        var new = try revision.resolve(Self.unwrappingSingleAllOf(newSchema.value), in: newSchema.file)
+        var ignored = false
+        var old = try Self.resolve(Self.unwrappingSingleAllOf(oldSchema.value), in: oldSchema.file, of: base, &ignored)
+        var new = try Self.resolve(
+            Self.unwrappingSingleAllOf(newSchema.value), in: newSchema.file, of: revision, &ignored)
         // A schema written inline in a shared component (`components/parameters`, `components/responses`,
         // `components/requestBodies`) is named by where it is: one change there is one root cause, however
         // many operations use the component, as for a named schema.
@@ -295,8 +297,8 @@ extension Collector {
         // OpenAPI 3.0 `nullable: true` beside a `$ref` makes this use of the schema nullable, whatever the
         // target says (SchemaReading.admitsNull): the generator's optionality and validation read it so.
         var referenceNull = (old: false, new: false)
-        let old = try base.resolve(oldValue, in: oldFile, nullableBeside: &referenceNull.old)
-        let new = try revision.resolve(newValue, in: newFile, nullableBeside: &referenceNull.new)
+        let old = try Self.resolve(oldValue, in: oldFile, of: base, &referenceNull.old)
+        let new = try Self.resolve(newValue, in: newFile, of: revision, &referenceNull.new)
         if !old.location.isEmpty, !new.location.isEmpty {
             // The pair of named schemas is compared once for all its uses; what the use adds is compared here.
             if referenceNull.old != referenceNull.new {
@@ -330,6 +332,43 @@ extension Collector {
         case .request:
             try compareRequest(old, new, pointer: pointer, origin: here, referenceNull: referenceNull, &walk)
         }
+    }
+
+    /// `value` resolved through its `$ref`s, as the diff reads it. In OpenAPI 3.1 (JSON Schema 2020-12) the
+    /// keywords beside a `$ref` apply too: `{$ref: S, enum: [a]}` admits only what both admit. Such a schema
+    /// is read as the target with those keywords added (`required` joined, `properties` merged, any other
+    /// keyword the sibling's) — an inline schema, compared where it is used, so that an `enum` or a `required`
+    /// added beside a `$ref` is a change (found in an outside audit: they were not seen). In 3.0 the members
+    /// beside a `$ref` are ignored, as the specification says (`nullable` aside, read by `nullableBeside`).
+    static func resolve(_ value: JSONValue, in file: URL, of document: OpenAPIDocument, _ nullableBeside: inout Bool)
+        throws(ContractLoadError) -> Resolved
+    {
+        let resolved = try document.resolve(value, in: file, nullableBeside: &nullableBeside)
+        // Most references stand alone, or beside a description: nothing is built for them (keel-bench
+        // contract.diff walks thousands).
+        func constrains(_ key: String) -> Bool {
+            key != "$ref" && !annotationKeywords.contains(key) && !key.hasPrefix("x-") && !key.hasPrefix("$")
+        }
+        guard !document.isOpenAPI30, case .object(let schema) = value, schema.count > 1, schema["$ref"] != nil,
+            schema.keys.contains(where: constrains)
+        else { return resolved }
+        let siblings = schema.filter { key, _ in constrains(key) }
+        // A target in another file would read the siblings' `$ref`s in the wrong file: compared as before.
+        guard !siblings.isEmpty, resolved.file == file, case .object(var merged) = resolved.value else {
+            return resolved
+        }
+        for (key, sibling) in siblings {
+            switch (key, merged[key], sibling) {
+            case ("required", .array(let own)?, .array(let added)):
+                merged[key] = .array(own + added.filter { !own.contains($0) })
+            case ("properties", .object(var own)?, .object(let added)):
+                for (name, member) in added { own[name] = member }
+                merged[key] = .object(own)
+            default:
+                merged[key] = sibling
+            }
+        }
+        return (.object(merged), file, "")
     }
 
     /// `allOf` with a single part and nothing beside it but annotations (`description`, `nullable`, `title`,
