@@ -625,6 +625,15 @@ import Testing
                 )
             ],
             version: "1.0.0", expected: [], baseEdits: Self.moodAdded),
+        // Found in an outside audit: bounds were compared as Doubles, so a maximum lowered by one above 2^53
+        // was no change.
+        Fixture(
+            name: "maximum lowered by one above 2^53",
+            edits: [("maximum: 9007199254740993", "maximum: 9007199254740992")], version: "2.0.0",
+            expected: ["request-property-maximum-decreased"],
+            baseEdits: [
+                ("priority: {type: integer, minimum: 0}", "priority: {type: integer, maximum: 9007199254740993}")
+            ]),
         // Found in an outside audit: response header fields were not compared at all.
         Fixture(
             name: "required response header removed",
@@ -711,7 +720,7 @@ import Testing
             "request-body-max-properties-added", "request-body-property-removed-from-closed-object",
             "response-property-type-removed", "response-property-items-removed",
             "response-property-additional-properties-widened", "response-required-header-removed",
-            "response-header-became-optional", "response-header-type-changed",
+            "response-header-became-optional", "response-header-type-changed", "request-property-maximum-decreased",
         ] {
             table[rule] = .breaking
         }

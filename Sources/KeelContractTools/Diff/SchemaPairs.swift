@@ -760,19 +760,22 @@ extension Collector {
         }
         // Numeric bounds are compared as what they admit: a value and whether it is exclusive, from `minimum`
         // with 3.0's boolean `exclusiveMinimum` or from 2020-12's numeric `exclusiveMinimum` (the tighter of
-        // both); for an integer, `exclusiveMinimum: 0` is `minimum: 1`.
-        func bound(_ shape: Shape, lower: Bool) -> (value: Double, exclusive: Bool)? {
-            var result: (value: Double, exclusive: Bool)?
-            if let value = number(lower ? "minimum" : "maximum", shape)?.double {
+        // both); for an integer, `exclusiveMinimum: 0` is `minimum: 1`. Compared exactly, as written (found in
+        // an outside audit: as Doubles, 2^53 + 1 → 2^53 was no change, and a bound beyond Double read "inf").
+        func bound(_ shape: Shape, lower: Bool) -> (value: JSONNumber, exclusive: Bool)? {
+            var result: (value: JSONNumber, exclusive: Bool)?
+            if let value = number(lower ? "minimum" : "maximum", shape) {
                 result = (value, shape.value[lower ? "exclusiveMinimum" : "exclusiveMaximum"] == .bool(true))
             }
-            if let value = number(lower ? "exclusiveMinimum" : "exclusiveMaximum", shape)?.double,
+            if let value = number(lower ? "exclusiveMinimum" : "exclusiveMaximum", shape),
                 result.map({ lower ? value >= $0.value : value <= $0.value }) ?? true
             {
                 result = (value, true)
             }
-            if let found = result, found.exclusive, shape.types == ["integer"], found.value == found.value.rounded() {
-                result = (lower ? found.value + 1 : found.value - 1, false)
+            if let found = result, found.exclusive, shape.types == ["integer"], let integer = found.value.int64,
+                lower ? integer < .max : integer > .min
+            {
+                result = (JSONNumber(lower ? integer + 1 : integer - 1), false)
             }
             return result
         }
@@ -787,12 +790,9 @@ extension Collector {
             guard tightened else { continue }
             let keyword = lower ? "minimum" : "maximum"
             // `maximum 20 → 10`; an exclusive bound is named so (`exclusiveMinimum 0`).
-            func text(_ bound: (value: Double, exclusive: Bool), named: Bool) -> String {
+            func text(_ bound: (value: JSONNumber, exclusive: Bool), named: Bool) -> String {
                 let name = bound.exclusive ? (lower ? "exclusiveMinimum" : "exclusiveMaximum") : keyword
-                let value =
-                    bound.value == bound.value.rounded() && abs(bound.value) < 1e15
-                    ? String(Int64(bound.value)) : "\(bound.value)"
-                return (named ? name + " " : "") + value
+                return (named ? name + " " : "") + bound.value.description
             }
             let sameKind = oldBound.map { $0.exclusive == newBound.exclusive } ?? true
             let change = oldBound == nil ? "added" : (lower ? "increased" : "decreased")
@@ -826,12 +826,10 @@ extension Collector {
         }
         // A multiple the value must now be of: unless the old one was already a multiple of it, what old clients
         // send may not be (0.01 → 0.05 refuses 0.02).
-        if let newMultiple = number("multipleOf", b)?.double, newMultiple > 0 {
-            let oldMultiple = number("multipleOf", a)?.double
-            let implied = oldMultiple.map { old in
-                let ratio = old / newMultiple
-                return ratio >= 1 && abs(ratio - ratio.rounded()) < 1e-9
-            }
+        if let newMultiple = number("multipleOf", b), JSONNumber(Int64(0)) < newMultiple {
+            let oldMultiple = number("multipleOf", a)
+            // Exactly: every multiple of the old one is a multiple of the new one when the old is one of it.
+            let implied = oldMultiple.map { old in JSONNumber(Int64(0)) < old && old.isMultiple(of: newMultiple) }
             if implied != true {
                 walk.add(
                     "\(prefix)-multiple-of-\(oldMultiple == nil ? "added" : "changed")", .breaking, pointer,
