@@ -65,6 +65,22 @@ import Testing
         #expect(value["n"] == .null)
     }
 
+    /// Found in an outside audit: a byte that is not UTF-8 was reported at line 1, column 1 wherever it was
+    /// (libyaml's reader gives an offset, not a mark).
+    @Test func aByteThatIsNotUTF8IsReportedWhereItIs() throws {
+        for (bytes, line, column) in [
+            (Array("openapi: 3.1.0\nx-note: caf".utf8) + [0xE9] + Array("\n".utf8), 2, 12),
+            (Array("a: 1\nbb: é x".utf8) + [0xFF], 2, 8),
+        ] {
+            #expect {
+                _ = try YAML.parse(bytes)
+            } throws: { error in
+                guard let error = error as? YAMLError else { return false }
+                return error.line == line && error.column == column && error.message.contains("UTF-8")
+            }
+        }
+    }
+
     @Test func anchorsAndAliasesExpand() throws {
         let value = try YAML.parse(
             """

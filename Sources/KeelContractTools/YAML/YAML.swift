@@ -82,12 +82,34 @@ public enum YAML {
                 if let result { return result }
                 if failed {
                     let problem = parser.problem.map { String(cString: $0) } ?? "invalid YAML"
+                    // libyaml's reader (the encoding: a byte that is not UTF-8) gives a byte offset, not a mark
+                    // (left at line 1, column 1): the place is counted from the offset (outside audit).
+                    if parser.error == YAML_READER_ERROR {
+                        let (line, column) = Self.place(ofOffset: Int(parser.problem_offset), in: buffer)
+                        throw YAMLError(code: .syntax, message: problem, line: line, column: column)
+                    }
                     throw YAMLError(
                         code: .syntax, message: problem, line: Int(parser.problem_mark.line) + 1,
                         column: Int(parser.problem_mark.column) + 1)
                 }
             }
         }
+    }
+
+    /// The 1-based line and column of byte `offset` in `bytes` (columns counted in characters, as libyaml
+    /// counts them: a UTF-8 continuation byte starts none).
+    static func place(ofOffset offset: Int, in bytes: UnsafeBufferPointer<UInt8>) -> (line: Int, column: Int) {
+        var line = 1
+        var column = 1
+        for byte in bytes.prefix(min(max(offset, 0), bytes.count)) {
+            if byte == 10 {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        return (line, column)
     }
 
     /// What the builder needs of one libyaml event, its text in the batch's buffer.
