@@ -282,6 +282,30 @@ import Testing
         }
     }
 
+    /// Found in an outside audit: OpenAPI 3.1 may name a schema by `$anchor` (`#foo`) or `$id` (`urn:x:s`);
+    /// the tools do not look those up, and said "dangling" or "never the network". They say what it is.
+    @Test func referencesByAnchorOrIdAreRefusedSayingSo() throws {
+        for (reference, said) in [("'#note'", "by its $anchor"), ("'urn:example:note'", "by its $id")] {
+            let url = try write(
+                "named.yaml",
+                """
+                openapi: 3.1.0
+                info: {title: x, version: '1'}
+                components:
+                  schemas:
+                    A: {$ref: \(reference)}
+                    Note: {$id: 'urn:example:note', $anchor: note, type: string}
+                """)
+            #expect {
+                _ = try OpenAPIDocument.load(from: url)
+            } throws: { error in
+                guard let error = error as? ContractLoadError else { return false }
+                return error.code == .unsupportedReference && error.location == "#/components/schemas/A/$ref"
+                    && error.message.contains(said)
+            }
+        }
+    }
+
     /// A description `name` whose one schema, `A`, is a reference to `target`.
     private func writeReferring(_ name: String, to target: String) throws -> URL {
         try write(

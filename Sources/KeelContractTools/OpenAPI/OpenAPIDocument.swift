@@ -316,6 +316,17 @@ struct Loader {
             if case .string(let reference) = object["$ref"] ?? .null {
                 if Self.hasScheme(reference) {
                     let pointer = path.map { "/" + JSONPointer.escape($0) }.joined()
+                    let scheme = reference.prefix { $0 != ":" }.lowercased()
+                    // A URN (or another name that is no location) names a schema by its `$id`: not a file
+                    // and not the network, and not something these tools look up (found in an outside audit:
+                    // it was refused as a network reference).
+                    if !["http", "https", "ftp", "file"].contains(scheme) {
+                        throw ContractLoadError(
+                            code: .unsupportedReference, file: file.path, location: "#" + pointer + "/$ref",
+                            message:
+                                "\(reference) names a schema by its $id, which these tools do not look up: refer to it by where it is (#/components/schemas/NAME, or a file path)"
+                        )
+                    }
                     throw ContractLoadError(
                         code: .outsideRoot, file: file.path, location: "#" + pointer + "/$ref",
                         message:
@@ -326,6 +337,15 @@ struct Loader {
                 let document = try self.document(at: targetFile, referencedFrom: file.path)
                 guard Self.walk(document, targetPointer) != nil else {
                     let pointer = path.map { "/" + JSONPointer.escape($0) }.joined()
+                    // `#name` is a plain-name fragment: a schema's `$anchor`, not a place (outside audit: it read
+                    // as "dangling").
+                    if !targetPointer.isEmpty, !targetPointer.hasPrefix("/") {
+                        throw ContractLoadError(
+                            code: .unsupportedReference, file: file.path, location: "#" + pointer + "/$ref",
+                            message:
+                                "\(reference) names a schema by its $anchor, which these tools do not look up: refer to it by a JSON pointer (#/components/schemas/NAME)"
+                        )
+                    }
                     throw ContractLoadError(
                         code: .danglingReference, file: file.path, location: "#" + pointer + "/$ref",
                         message: "dangling $ref \(reference)")
@@ -428,6 +448,9 @@ extension ErrorCode where Domain == ContractLoadError {
     public static var referenceCycle: Self { Self("referenceCycle") }
     /// A file reference leaves the description's directory tree.
     public static var outsideRoot: Self { Self("outsideRoot") }
+    /// A `$ref` names its schema by `$anchor` or `$id` (valid in OpenAPI 3.1), which the tools do not look
+    /// up; a JSON pointer or a file path reaches the same schema.
+    public static var unsupportedReference: Self { Self("unsupportedReference") }
     /// The schema asked for is not a usable schema of the description (not a fragment, nothing there,
     /// or not a schema).
     public static var invalidSchemaReference: Self { Self("invalidSchemaReference") }
