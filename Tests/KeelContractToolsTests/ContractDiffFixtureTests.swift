@@ -634,6 +634,52 @@ import Testing
             baseEdits: [
                 ("priority: {type: integer, minimum: 0}", "priority: {type: integer, maximum: 9007199254740993}")
             ]),
+        // Found in an outside audit: these changes went unreported.
+        Fixture(
+            name: "optional request property removed from an open object",
+            edits: [("        labels: {type: array, maxItems: 10, items: {type: string}}\n", "")], version: "1.1.0",
+            expected: ["request-property-removed"]),
+        Fixture(
+            name: "operation added to a path that was there",
+            edits: [
+                (
+                    "    put:\n      requestBody:",
+                    "    delete:\n      responses:\n        '204': {description: gone}\n    put:\n      requestBody:"
+                )
+            ],
+            version: "1.0.0", expected: ["api-operation-added"]),
+        Fixture(
+            name: "operation deprecated",
+            edits: [("    put:\n      requestBody:", "    put:\n      deprecated: true\n      requestBody:")],
+            version: "1.0.0", expected: ["api-operation-deprecated"]),
+        Fixture(
+            name: "array parameter style changed",
+            edits: [("{name: ids, in: query, schema:", "{name: ids, in: query, style: pipeDelimited, schema:")],
+            version: "2.0.0", expected: ["request-parameter-style-changed"], baseEdits: [Self.idsAdded]),
+        Fixture(
+            name: "array parameter explode changed",
+            edits: [("{name: ids, in: query, schema:", "{name: ids, in: query, explode: false, schema:")],
+            version: "2.0.0", expected: ["request-parameter-explode-changed"], baseEdits: [Self.idsAdded]),
+        Fixture(
+            name: "explode written out as its default is no change",
+            edits: [("{name: ids, in: query, schema:", "{name: ids, in: query, style: form, explode: true, schema:")],
+            version: "1.0.0", expected: [], baseEdits: [Self.idsAdded]),
+        Fixture(
+            name: "OAuth scope added to the requirement",
+            edits: [("security: [{oauth: [read]}]", "security: [{oauth: [read, write]}]")], version: "2.0.0",
+            expected: ["api-security-scope-added", "api-security-scope-added"], baseEdits: Self.oauthAdded),
+        Fixture(
+            name: "OAuth scope dropped from the requirement is no change",
+            edits: [("security: [{oauth: [read]}]", "security: [{oauth: []}]")], version: "1.0.0",
+            expected: [], baseEdits: Self.oauthAdded),
+        Fixture(
+            name: "security scheme redefined",
+            edits: [
+                (
+                    "oauth: {type: oauth2, flows: {clientCredentials: {tokenUrl: 'https://auth.example/token', scopes: {read: r, write: w}}}}",
+                    "oauth: {type: apiKey, in: header, name: X-Key}"
+                )
+            ], version: "2.0.0", expected: ["api-security-scheme-changed"], baseEdits: Self.oauthAdded),
         // Found in an outside audit: response header fields were not compared at all.
         Fixture(
             name: "required response header removed",
@@ -655,6 +701,24 @@ import Testing
             name: "response header added and made required",
             edits: [("X-Rate: {schema", "X-Rate: {required: true, schema")],
             version: "1.0.0", expected: [], baseEdits: [Self.headersAdded]),
+    ]
+
+    /// An array query parameter `ids` on `GET /notes/{id}`, for the fixtures that change how it is written.
+    static let idsAdded = (
+        "        - {name: view, in: query,",
+        "        - {name: ids, in: query, schema: {type: array, items: {type: string}}}\n        - {name: view, in: query,"
+    )
+
+    /// An OAuth scheme, required with scope `read` by every operation, for the security fixtures.
+    static let oauthAdded = [
+        (
+            "info: {title: Notes, version: 1.0.0}\n",
+            "info: {title: Notes, version: 1.0.0}\nsecurity: [{oauth: [read]}]\n"
+        ),
+        (
+            "components:\n  schemas:\n",
+            "components:\n  securitySchemes:\n    oauth: {type: oauth2, flows: {clientCredentials: {tokenUrl: 'https://auth.example/token', scopes: {read: r, write: w}}}}\n  schemas:\n"
+        ),
     ]
 
     /// A request member `mood` that refers to a named schema, for the fixtures that add keywords beside it.
@@ -721,20 +785,23 @@ import Testing
             "response-property-type-removed", "response-property-items-removed",
             "response-property-additional-properties-widened", "response-required-header-removed",
             "response-header-became-optional", "response-header-type-changed", "request-property-maximum-decreased",
+            "request-parameter-style-changed", "request-parameter-explode-changed", "api-security-scope-added",
+            "api-security-scheme-changed",
         ] {
             table[rule] = .breaking
         }
         // What an installed client sends is no longer read: someone must decide whether that loses anything.
         for rule in [
             "breaking-changes-without-major-version-bump", "request-parameter-removed", "request-body-removed",
-            "response-optional-header-removed",
+            "response-optional-header-removed", "request-property-removed",
         ] {
             table[rule] = .warning
         }
         for rule in [
             "api-path-added", "api-version-changed-without-changes", "new-optional-request-parameter",
             "response-property-extensible-enum-value-added", "request-property-type-generalized",
-            "request-parameter-type-generalized", "response-property-type-specialized",
+            "request-parameter-type-generalized", "response-property-type-specialized", "api-operation-added",
+            "api-operation-deprecated",
         ] {
             table[rule] = .info
         }

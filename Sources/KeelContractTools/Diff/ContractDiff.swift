@@ -143,10 +143,44 @@ struct Collector {
         for path in objectMembers(revision.root["paths"]).keys where !basePaths.contains(Self.wirePath(path)) {
             add("api-path-added", .info, Place(path: path), nil, "a new path")
         }
+        // A new method on a path that was there (found in an outside audit: it went unmentioned).
+        let baseOperations = Set(try base.operations().map { Self.wirePath($0.path) + " " + $0.method })
+        for (key, operation) in revisionOperations
+        where basePaths.contains(Self.wirePath(operation.path)) && !baseOperations.contains(key) {
+            add(
+                "api-operation-added", .info, Place(path: operation.path, method: operation.method), nil,
+                "a new operation")
+        }
+        compareSecuritySchemes()
         compareVersions()
         changes.sort {
             ($0.path ?? "", $0.method ?? "", $0.status ?? "", $0.pointer ?? "", $0.rule) < (
                 $1.path ?? "", $1.method ?? "", $1.status ?? "", $1.pointer ?? "", $1.rule
+            )
+        }
+    }
+
+    /// A security scheme both sides define, defined otherwise: what installed clients send (a bearer token in
+    /// `Authorization`) is not what the server now reads (an API key in the query). Compared by what goes on
+    /// the wire: `type`, and the `scheme` (case-insensitive), `in` and `name` it uses.
+    mutating func compareSecuritySchemes() {
+        let old = objectMembers(base.root["components"]?["securitySchemes"])
+        let new = objectMembers(revision.root["components"]?["securitySchemes"])
+        func wire(_ value: JSONValue, in document: OpenAPIDocument) -> [String] {
+            let resolved = (try? document.resolve(value))?.value ?? value
+            return [
+                resolved["type"]?.stringValue ?? "", resolved["scheme"]?.stringValue?.lowercased() ?? "",
+                resolved["in"]?.stringValue ?? "", resolved["name"]?.stringValue?.lowercased() ?? "",
+            ]
+        }
+        for name in old.keys.sorted() {
+            guard let oldScheme = old[name], let newScheme = new[name] else { continue }
+            let (was, now) = (wire(oldScheme, in: base), wire(newScheme, in: revision))
+            guard was != now else { continue }
+            func text(_ parts: [String]) -> String { parts.filter { !$0.isEmpty }.joined(separator: " ") }
+            add(
+                "api-security-scheme-changed", .breaking, Place(), nil,
+                "security scheme \(name) changed from \(text(was)) to \(text(now)): what installed clients send is not what the server reads"
             )
         }
     }
@@ -338,6 +372,26 @@ struct Collector {
                     "request-parameter-became-required", .breaking, place, nil, "parameter \(name) is now required",
                     origin: origin(of: parameter))
             }
+            // How the value is written on the wire (`style`, `explode`): installed clients write it the old way.
+            // It matters for arrays and objects anywhere, and for any value in the path (label and matrix add
+            // prefixes); a primitive in the query or a header is written the same in every style.
+            let structured =
+                parameter.schema.flatMap { try? revision.resolve($0.value, in: $0.file) }.map {
+                    !Set(SchemaReading.types($0.value)).isDisjoint(with: ["array", "object"])
+                } ?? false
+            if structured || parameter.location == .path {
+                if parameter.effectiveStyle != previous.effectiveStyle {
+                    add(
+                        "request-parameter-style-changed", .breaking, place, nil,
+                        "parameter \(name) is now written in style \(parameter.effectiveStyle), not \(previous.effectiveStyle): installed clients write it the old way"
+                    )
+                } else if structured, parameter.effectiveExplode != previous.effectiveExplode {
+                    add(
+                        "request-parameter-explode-changed", .breaking, place, nil,
+                        "parameter \(name) is now written with explode \(parameter.effectiveExplode): installed clients write it the old way"
+                    )
+                }
+            }
             if let oldSchema = previous.schema, let newSchema = parameter.schema {
                 try use(
                     oldSchema, newSchema, place, direction: .request,
@@ -445,6 +499,28 @@ struct Collector {
                 "api-security-added", .breaking, place, nil,
                 "clients that send \(sent.isEmpty ? "no credentials" : sent.sorted().joined(separator: " + ")) are refused: the operation now requires \(required)"
             )
+        }
+        // Scopes: an alternative installed clients satisfy by its schemes, but now asking more of one of them (an
+        // OAuth scope their tokens were never granted). Found in an outside audit: scopes were not compared.
+        if let oldScopes = old.securityScopes, let newScopes = new.securityScopes {
+            for sent in oldScopes {
+                let satisfying = newScopes.filter { Set($0.keys).isSubset(of: Set(sent.keys)) }
+                guard let first = satisfying.first else { continue }  // api-security-added said it
+                let enough = satisfying.contains { asked in
+                    asked.allSatisfy { scheme, scopes in Set(scopes).isSubset(of: Set(sent[scheme] ?? [])) }
+                }
+                guard !enough else { continue }
+                let missing = first.flatMap { scheme, scopes in
+                    scopes.filter { !(sent[scheme] ?? []).contains($0) }.map { "\(scheme): \($0)" }
+                }.sorted()
+                add(
+                    "api-security-scope-added", .breaking, place, nil,
+                    "clients granted \(sent.isEmpty ? "no scopes" : sent.keys.sorted().map { "\($0) [\((sent[$0] ?? []).joined(separator: ", "))]" }.joined(separator: " + ")) are refused: the operation now asks for \(missing.joined(separator: ", "))"
+                )
+            }
+        }
+        if new.deprecated, !old.deprecated {
+            add("api-operation-deprecated", .info, place, nil, "the operation is deprecated")
         }
     }
 

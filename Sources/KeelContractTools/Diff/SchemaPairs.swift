@@ -880,6 +880,20 @@ extension Collector {
                     .afterRequestSubject(" no longer accepts property \(name) (it accepts no member it does not name)"),
                     origin: memberOrigin(name, a.memberParts[name], new.file, pointer, here))
             }
+        } else if b.types.isEmpty || b.types.contains("object") {
+            // An open object that no longer names a member: what installed clients send there is accepted and
+            // ignored — dropped unsaved, without a word. Someone decides whether that loses anything, as for a
+            // parameter no longer read (oasdiff warns too; found in an outside audit).
+            for name in a.properties.keys.sorted() where b.properties[name] == nil {
+                if Self.isMarked("readOnly", a.properties[name]!, in: a.file(of: name, else: old.file), of: base) {
+                    continue  // never sent by a client
+                }
+                walk.add(
+                    "request-property-removed", .warning, pointer + "/properties/" + JSONPointer.escape(name),
+                    .afterRequestSubject(
+                        " no longer reads property \(name): what installed clients send there is ignored"),
+                    origin: memberOrigin(name, a.memberParts[name], new.file, pointer, here))
+            }
         }
         for name in b.required.subtracting(a.required).sorted() {
             // A readOnly member is never sent by a client: its `required` holds for responses only.

@@ -27,6 +27,11 @@ extension OpenAPIDocument {
         public var security: [[String]]?
         /// Where the operation is: `#/paths/~1notes~1{id}/get`.
         public var location: String
+        /// Whether the description marks the operation `deprecated: true`.
+        public var deprecated = false
+        /// The scopes each alternative requirement asks of each scheme (`[["oauth": ["notes:write"]]]`), in
+        /// the order of ``security``; nil when no requirement is declared.
+        public var securityScopes: [[String: [String]]]? = nil
     }
 
     /// Where a parameter goes.
@@ -44,6 +49,19 @@ extension OpenAPIDocument {
         public var required: Bool
         /// The schema, unresolved (it may be a `$ref`), and the file it is in.
         public var schema: SchemaSource?
+        /// `style` as written (nil when the description gives none).
+        public var style: String? = nil
+        /// `explode` as written (nil when the description gives none).
+        public var explode: Bool? = nil
+
+        /// How the value is written on the wire: `style`, or its default for the location (`form` in the
+        /// query and cookies, `simple` in the path and headers).
+        public var effectiveStyle: String {
+            style ?? (location == .query || location == .cookie ? "form" : "simple")
+        }
+
+        /// Whether arrays and objects are written one member per name: `explode`, or true for `form`.
+        public var effectiveExplode: Bool { explode ?? (effectiveStyle == "form") }
     }
 
     /// A request body.
@@ -178,13 +196,15 @@ extension OpenAPIDocument {
                                     location: responseLocation + "/headers")))
                     }
                 }
+                let securityValue = operation.value["security"] ?? root["security"]
                 result.append(
                     Operation(
                         path: path, method: method, operationID: operation.value["operationId"]?.stringValue,
                         parameters: merged, requestBody: body, responses: responses,
                         security: operation.value["security"] == nil
                             ? documentSecurity : Self.securityRequirements(operation.value["security"]),
-                        location: location))
+                        location: location, deprecated: operation.value["deprecated"] == .bool(true),
+                        securityScopes: Self.securityScopes(securityValue)))
             }
         }
         return result
@@ -204,10 +224,12 @@ extension OpenAPIDocument {
             let schema = resolved.value["schema"].map {
                 SchemaSource(value: $0, file: resolved.file, location: entryLocation + "/schema")
             }
+            var explode: Bool?
+            if case .bool(let value) = resolved.value["explode"] ?? .null { explode = value }
             result.append(
                 Parameter(
                     name: name, location: place, required: place == .path || resolved.value["required"] == .bool(true),
-                    schema: schema))
+                    schema: schema, style: resolved.value["style"]?.stringValue, explode: explode))
         }
         return result
     }
@@ -235,6 +257,22 @@ extension OpenAPIDocument {
             MediaType(
                 name: name,
                 schema: media["schema"].map { SchemaSource(value: $0, file: file, content: location, mediaType: name) })
+        }
+    }
+
+    private static func securityScopes(_ value: JSONValue?) -> [[String: [String]]]? {
+        guard case .array(let requirements) = value ?? .null else { return nil }
+        return requirements.map { requirement in
+            guard case .object(let schemes) = requirement else { return [:] }
+            var scopes: [String: [String]] = [:]
+            for (scheme, list) in schemes {
+                if case .array(let names) = list {
+                    scopes[scheme] = names.compactMap(\.stringValue)
+                } else {
+                    scopes[scheme] = []
+                }
+            }
+            return scopes
         }
     }
 
