@@ -126,7 +126,8 @@ struct Collector {
         let revisionOperations = Dictionary(
             try revision.operations().map { (Self.wirePath($0.path) + " " + $0.method, $0) },
             uniquingKeysWith: { first, _ in first })
-        for operation in try base.operations() {
+        let baseOperationList = try base.operations()
+        for operation in baseOperationList {
             let place = Place(path: operation.path, method: operation.method)
             let path = Self.wirePath(operation.path)
             guard revisionPaths.contains(path) else { continue }  // the whole path is reported below
@@ -144,7 +145,7 @@ struct Collector {
             add("api-path-added", .info, Place(path: path), nil, "a new path")
         }
         // A new method on a path that was there (found in an outside audit: it went unmentioned).
-        let baseOperations = Set(try base.operations().map { Self.wirePath($0.path) + " " + $0.method })
+        let baseOperations = Set(baseOperationList.map { Self.wirePath($0.path) + " " + $0.method })
         for (key, operation) in revisionOperations
         where basePaths.contains(Self.wirePath(operation.path)) && !baseOperations.contains(key) {
             add(
