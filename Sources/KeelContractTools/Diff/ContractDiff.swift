@@ -376,11 +376,16 @@ struct Collector {
             // How the value is written on the wire (`style`, `explode`): installed clients write it the old way.
             // It matters for arrays and objects anywhere, and for any value in the path (label and matrix add
             // prefixes); a primitive in the query or a header is written the same in every style.
+            // (Only looked into when either side writes `style` or `explode`: matched parameters are in the same
+            // place, so their defaults agree, and most parameters write neither.)
+            let declaresWriting =
+                parameter.style != nil || parameter.explode != nil || previous.style != nil || previous.explode != nil
             let structured =
-                parameter.schema.flatMap { try? revision.resolve($0.value, in: $0.file) }.map {
+                declaresWriting
+                && (parameter.schema.flatMap { try? revision.resolve($0.value, in: $0.file) }.map {
                     !Set(SchemaReading.types($0.value)).isDisjoint(with: ["array", "object"])
-                } ?? false
-            if structured || parameter.location == .path {
+                } ?? false)
+            if declaresWriting, structured || parameter.location == .path {
                 if parameter.effectiveStyle != previous.effectiveStyle {
                     add(
                         "request-parameter-style-changed", .breaking, place, nil,
