@@ -24,6 +24,31 @@ import Testing
         #expect(failure.attempts == 1)  // no time left for another
     }
 
+    /// Found in review: the budget was read once, when the call began. An app that went to the background
+    /// during the call (here: while the first attempt waited) still gave the next attempt its whole 30 s.
+    @Test func theBudgetIsReadAgainBeforeEveryAttempt() async throws {
+        let budget = ManualBackgroundBudget(remaining: nil)  // in the foreground: no limit
+        let harness = try Harness(
+            policy: CallPolicy(attemptTimeout: .seconds(30), deadline: .seconds(120), maximumAttempts: 3),
+            backgroundBudget: budget)
+        harness.server.enqueue(TestResponse(socketEffect: .noResponse))
+        harness.server.enqueue(TestResponse(socketEffect: .noResponse))
+        let call = Task { await harness.send(.get("/notes")) }
+        _ = try await harness.server.takeRequest()
+        try await harness.clock.waitForSleepers(count: 1)
+        #expect(harness.clock.nextDeadline! == ManualClock.Instant(offset: .seconds(30)))
+        budget.setRemaining(.seconds(4))  // the app went to the background
+        harness.clock.advance(by: .seconds(30))  // the first attempt times out; the retry follows
+        _ = try await harness.server.takeRequest()
+        try await harness.clock.waitForSleepers(count: 1)
+        let secondAttemptEnds = try #require(harness.clock.nextDeadline)
+        #expect(secondAttemptEnds <= harness.clock.now.advanced(by: .seconds(4)))
+        harness.clock.advance(by: .seconds(4))
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .timeout)
+        #expect(failure.attempts == 2)
+    }
+
     @Test func anExpiredBudgetCancelsAMutationInFlightAndItsOutcomeIsUnknown() async throws {
         let budget = ManualBackgroundBudget(remaining: .seconds(30))
         let harness = try Harness(backgroundBudget: budget)

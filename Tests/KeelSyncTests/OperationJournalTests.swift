@@ -601,4 +601,58 @@ private final class IdempotentBackend: Sendable {
         #expect(settled.map(\.state) == [.unknown])
         #expect(server.requests.filter { $0.method == "POST" }.count == 1)
     }
+
+    /// Found in review: a mutating stream went out without a journal entry (nothing for reconcile after a
+    /// kill, and no guard against sending an `unknown` operation again). With a journal it is refused before
+    /// anything is sent; a reading stream is not affected.
+    @Test func aMutatingStreamIsRefusedWhenAJournalIsConfigured() async throws {
+        let server = try TestServer()
+        server.setDispatcher(TestServer.Dispatcher { _ in TestResponse(body: "{\"n\": 1}\n") })
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        var failure: HTTPFailure?
+        do {
+            for try await _ in client.events(.post("/imports", body: Self.body), format: .newlineDelimitedJSON) {}
+        } catch { failure = error as? HTTPFailure }
+        #expect(failure?.outcome == .notSent && failure?.kind == .technical)
+        #expect(failure?.detail.unredacted.contains("a stream is not journaled") == true)
+        #expect(server.requestCount == 0)
+        var events = 0
+        for try await _ in client.events(.get("/feed"), format: .newlineDelimitedJSON) { events += 1 }
+        #expect(events == 1 && server.requestCount == 1)
+        #expect(try await journal.unresolved().isEmpty)
+    }
+
+    /// Found in review: reconcile re-sent a keyed operation the app rebuilt with the same key and body but to
+    /// another endpoint (where the key may be applied as new), and a send under an operation id that the
+    /// journal holds for another request overwrote what the entry said was sent.
+    @Test func aRebuiltOrReusedOperationForAnotherEndpointIsNotSentUnderItsEntry() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        let key = IdempotencyKey.make(using: .seeded(13))
+        var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(key))
+        operation.operationID = "k"
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        await #expect(throws: HTTPFailure.self) { try await client.send(operation) }
+        server.setDispatcher(TestServer.Dispatcher { _ in TestResponse(status: 500) })  // status lookup fails too
+        let settled = try await client.reconcile(rebuild: { _ in
+            HTTPOperation.post("/v2/mutations", body: Self.body, idempotency: .keyed(key))
+        })
+        #expect(settled.map(\.state) == [.unknown])
+        #expect(server.requests.filter { $0.method == "POST" }.map(\.path) == ["/mutations"])
+        // The app sends another request under the same operation id: refused, nothing sent, the entry intact.
+        var other = HTTPOperation.post("/v2/mutations", body: Self.body, idempotency: .keyed(key))
+        other.operationID = "k"
+        await #expect {
+            try await client.send(other)
+        } throws: { error in
+            guard let failure = error as? HTTPFailure else { return false }
+            return failure.outcome == .notSent && failure.attempts == 0
+                && failure.detail.unredacted.contains("journaled for another request")
+        }
+        #expect(server.requests.filter { $0.method == "POST" }.count == 1)
+        let entry = try #require(try await journal.entry("k"))
+        #expect(entry.path == "/mutations" && entry.state == .unknown)
+    }
 }

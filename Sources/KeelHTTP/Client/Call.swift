@@ -85,7 +85,8 @@ struct Call {
         let start = clock.now
         // In the background, the OS's budget may end the call sooner than its own deadline.
         let allowed = configuration.backgroundBudget?.remaining().map { min($0, policy.deadline) } ?? policy.deadline
-        let deadline = start.advanced(by: allowed)
+        var deadline = start.advanced(by: allowed)
+        var limit = "deadline of \(allowed)"
         try refuseDotSegments()
         // Each attempt gets a request of its own, made afresh (the same every time but for what middleware
         // adds), for middleware to change in place: copying a kept one cost a header list per call.
@@ -94,8 +95,17 @@ struct Call {
         var isReplay = false
         while true {
             if Task.isCancelled { throw failure(.cancelled, detail: "cancelled before attempt \(attempts + 1)") }
+            // The OS may grant less than when the call began (the app went to the background during a backoff):
+            // every attempt is clamped to what is left of the budget now, not only the first (found in review).
+            if let left = configuration.backgroundBudget?.remaining() {
+                let end = clock.now.advanced(by: left)
+                if end < deadline {
+                    deadline = end
+                    limit = "background time budget (\(left) left at attempt \(attempts + 1))"
+                }
+            }
             if clock.now.duration(to: deadline) <= .zero {
-                throw failure(.timeout, detail: "deadline of \(allowed) passed")
+                throw failure(.timeout, detail: "\(limit) passed")
             }
             attempts += 1
             let context = middlewareShared.map {
@@ -106,7 +116,7 @@ struct Call {
             let prepared = try await prepare(
                 makeRequest(url: url), steps: steps, context: context, deadline: deadline, clock: clock)
             let remaining = clock.now.duration(to: deadline)
-            if remaining <= .zero { throw failure(.timeout, detail: "deadline of \(allowed) passed") }
+            if remaining <= .zero { throw failure(.timeout, detail: "\(limit) passed") }
             emit(.attemptStarted(number: attempts))
             let result = await attempt(prepared, timeout: min(policy.attemptTimeout, remaining), clock: clock)
 
@@ -226,17 +236,18 @@ struct Call {
         }
     }
 
-    /// The request of a one-attempt exchange (a stream), prepared by the middleware within `timeout`.
+    /// The request of a one-attempt exchange (a stream), prepared by the middleware within `timeout`, and
+    /// what is left of `timeout` after them (for connecting: one limit for both, not one each).
     mutating func preparedRequest<C: Clock>(clock: C, within timeout: Duration) async throws(HTTPFailure)
-        -> TransportRequest where C.Duration == Duration
+        -> (request: TransportRequest, left: Duration) where C.Duration == Duration
     {
         try refuseDotSegments()
         let request = makeRequest(url: url())
         attempts = 1
         let context = middlewareShared.map { MiddlewareContext(shared: $0, attempt: 1, isReplay: false) }
-        return try await prepare(
-            request, steps: steps, context: context,
-            deadline: clock.now.advanced(by: timeout), clock: clock)
+        let deadline = clock.now.advanced(by: timeout)
+        let prepared = try await prepare(request, steps: steps, context: context, deadline: deadline, clock: clock)
+        return (prepared, clock.now.duration(to: deadline))
     }
 
     /// Runs every middleware whose allowlist admits the request's origin, in order, raced against the

@@ -271,6 +271,21 @@ public final class HTTPClient: Sendable {
         do {
             if reused, operation.operationID != nil {
                 earlier = try await journal.entry(plainID)
+                // An operation id names one request. Another one under it (another endpoint, or another key)
+                // would overwrite the entry's record of what was sent, and could be taken for it: a `succeeded`
+                // earlier send would make this one's failure read as applied. It is not sent (found in review).
+                // The body may be spelled otherwise (an app update that orders members differently): under the
+                // same key, the server's idempotency tells a replay from a reused key.
+                if let earlier,
+                    earlier.method != operation.method || earlier.path != operation.path
+                        || earlier.idempotencyKey != key
+                {
+                    throw HTTPFailure(
+                        kind: .technical, outcome: .notSent, correlationID: call.correlationID, attempts: 0,
+                        detail: Redacted(
+                            "operation \(plainID) is journaled for another request (\(earlier.method) \(earlier.path)): this one was not sent, so that the entry keeps what was sent under it"
+                        ))
+                }
             } else if reused {
                 // Without an operation id, this request's earlier send is under its own key, or under the
                 // correlation id when it was the operation's first call — looked up both ways, whichever key
@@ -292,6 +307,8 @@ public final class HTTPClient: Sendable {
                     operationID = ownID
                 }
             }
+        } catch let failure as HTTPFailure {
+            throw failure
         } catch {
             throw HTTPFailure(
                 kind: .technical, outcome: .unknown, correlationID: call.correlationID, attempts: 0,

@@ -85,8 +85,10 @@ extension HTTPClient {
         _ entry: JournalEntry, journal: any OperationJournal, rebuild: @Sendable (JournalEntry) async -> HTTPOperation?,
         status: OperationStatusQuery?
     ) async throws -> JournalEntry {
+        // Re-sent only when the app rebuilt the same request: the same key, method, path and body (found in
+        // review: the same key and body to another endpoint was re-sent, where it may be applied as new).
         if let key = entry.idempotencyKey, var operation = await rebuild(entry), operation.idempotency == .keyed(key),
-            operation.bodyDigest == entry.bodyDigest
+            operation.bodyDigest == entry.bodyDigest, operation.method == entry.method, operation.path == entry.path
         {
             operation.correlationID = entry.correlationID
             operation.operationID = entry.operationID

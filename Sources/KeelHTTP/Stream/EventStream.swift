@@ -130,11 +130,28 @@ extension HTTPClient {
         guard let transport = configuration.transport as? any StreamingHTTPTransport else {
             throw failure(.technical, .notSent, "the transport cannot stream (use SocketTransport)")
         }
-        let request = try await call.preparedRequest(clock: configuration.clock, within: policy.connectTimeout)
+        // A mutating stream leaves no journal entry (the journal records `send(_:)`'s calls): with a journal
+        // configured, one would mutate with no record before its first byte, nothing for `reconcile()` after a
+        // kill, and no guard against sending an `unknown` operation again. It is refused (found in review):
+        // mutate with `send(_:)`, then stream what it started.
+        if operation.mutates, configuration.journal != nil {
+            throw failure(
+                .technical, .notSent,
+                "\(operation.method) \(operation.path) mutates, and a stream is not journaled: with an operation journal, send the mutation with send(_:) and stream its progress with GET"
+            )
+        }
+        // Connecting has one limit, `connectTimeout`, for the middleware and the connection together (found in
+        // review: each had one of its own), and no more than the OS's background budget leaves.
+        let connectLimit =
+            configuration.backgroundBudget?.remaining().map { min($0, policy.connectTimeout) } ?? policy.connectTimeout
+        let (request, left) = try await call.preparedRequest(clock: configuration.clock, within: connectLimit)
+        guard left > .zero else {
+            throw failure(.timeout, .notSent, "connecting took longer than \(connectLimit) (preparing the request used it up)")
+        }
         let opened: TransportStream
         do {
             opened = try await transport.openStream(
-                request, connectTimeout: policy.connectTimeout, noProgressTimeout: policy.noProgressTimeout)
+                request, connectTimeout: left, noProgressTimeout: policy.noProgressTimeout)
         } catch {
             // As for any call: a request that may have reached the server may have been applied.
             throw failure(
