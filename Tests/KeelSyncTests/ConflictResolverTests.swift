@@ -58,6 +58,33 @@ import Testing
         #expect(decisions["n"] == "merge(additive)")
     }
 
+    /// Found in review: a merge that met values it does not combine fell back to one side — additive sent the
+    /// local string over the server's, setUnion dropped a local null — last-write-wins nobody declared. Such a
+    /// field goes to a person; an absent or null set is an empty one, and whole counters add exactly.
+    @Test func aMergeThatDoesNotApplyLeavesTheFieldToAPerson() throws {
+        let (mismatched, decisions) = ConflictResolver.resolve(
+            mutation(["n": "eleven", "s": "x, y", "a": true]), base: ["n": 10, "s": ["x"], "a": false],
+            server: server(["n": 12, "s": ["x", "w"], "a": false]), policies: try policies())
+        #expect(mismatched == .manual(unresolved: ["n", "s"], proposal: ["a": true]))
+        #expect(decisions["n"] == "merge(additive)")
+        let (serverSide, _) = ConflictResolver.resolve(
+            mutation(["n": 11]), base: ["n": 10], server: server(["n": "twelve"]), policies: try policies())
+        #expect(serverSide == .manual(unresolved: ["n"], proposal: [:]))
+        // A local null is an empty set: every element the base had is removed, the server's new one kept.
+        let (cleared, _) = ConflictResolver.resolve(
+            mutation(["s": .null]), base: ["s": ["x", "y"]], server: server(["s": ["x", "y", "w"]]),
+            policies: try policies())
+        #expect(cleared == .send(["s": ["w"]]))
+        // Whole counters beyond 2^53 add exactly; a counter the server does not have starts at 0.
+        let (large, _) = ConflictResolver.resolve(
+            mutation(["n": 9_007_199_254_740_993]), base: ["n": 9_007_199_254_740_992],
+            server: server(["n": 9_007_199_254_740_995]), policies: try policies())
+        #expect(large == .send(["n": 9_007_199_254_740_996]))
+        let (fresh, _) = ConflictResolver.resolve(
+            mutation(["n": 3]), base: ["n": 1], server: server([:]), policies: try policies())
+        #expect(fresh == .send(["n": 2]))
+    }
+
     @Test func aManualFieldKeepsTheConflictAndProposesTheRest() throws {
         let (outcome, _) = ConflictResolver.resolve(
             mutation(["m": "local text", "a": true]), base: ["m": "base", "a": false],

@@ -352,6 +352,10 @@ import Testing
         let conflict = try #require(try await phone.conflicts().first)
         #expect(
             conflict.unresolvedFields == ["deleted"] && conflict.server.isDeleted && conflict.mutation.id == edit.id)
+        // Found in review: until the user decides, the note shows with the edit — the pulled deletion hid it,
+        // and `edit` then answered "not found" for a note with a conflict waiting.
+        let waiting = try #require(try await phone.entity("note", id: "n1"))
+        #expect(!waiting.isDeleted && waiting.state == .conflicted && waiting.fields["body"] == "still needed")
         let kept = try #require(try await phone.resolve(conflict.id, with: .mine))
         #expect(kept.kind == .create && kept.baseVersion == 2, "\(kept.fields)")
         #expect(await phone.sync().isComplete)

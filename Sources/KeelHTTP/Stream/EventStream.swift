@@ -146,7 +146,8 @@ extension HTTPClient {
             configuration.backgroundBudget?.remaining().map { min($0, policy.connectTimeout) } ?? policy.connectTimeout
         let (request, left) = try await call.preparedRequest(clock: configuration.clock, within: connectLimit)
         guard left > .zero else {
-            throw failure(.timeout, .notSent, "connecting took longer than \(connectLimit) (preparing the request used it up)")
+            throw failure(
+                .timeout, .notSent, "connecting took longer than \(connectLimit) (preparing the request used it up)")
         }
         let opened: TransportStream
         do {

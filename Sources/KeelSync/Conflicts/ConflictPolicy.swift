@@ -22,17 +22,29 @@ public struct ConflictPolicy: Sendable {
 
     /// A merge of one field: `(base, local, server) -> merged`. `base` is the value the local change was
     /// made against (nil when the field was absent, or the entity is new).
+    ///
+    /// A merge that does not apply to the values it meets (a counter that holds a string) throws
+    /// ``Inapplicable``: the field then goes to a person, as under `manual` — never to one side's value,
+    /// which would be last-write-wins nobody declared (MOB-DATA-005).
     public struct Merge: Sendable {
         /// A name for logs and the declaration (`setUnion`).
         public let name: String
-        let merge: @Sendable (_ base: JSONValue?, _ local: JSONValue?, _ server: JSONValue?) -> JSONValue?
+        let merge: @Sendable (_ base: JSONValue?, _ local: JSONValue?, _ server: JSONValue?) throws -> JSONValue?
 
-        /// A merge named `name` computed by `merge`.
+        /// The values are not of the kind the merge combines: the field is left to a person.
+        public struct Inapplicable: Error, Sendable {
+            /// Why, for logs.
+            public let reason: String
+            /// A refusal saying why.
+            public init(_ reason: String) { self.reason = reason }
+        }
+
+        /// A merge named `name` computed by `merge`, which may throw ``Inapplicable``.
         public init(
             _ name: String,
             _ merge:
                 @escaping @Sendable (_ base: JSONValue?, _ local: JSONValue?, _ server: JSONValue?)
-                -> JSONValue?
+                throws -> JSONValue?
         ) {
             self.name = name
             self.merge = merge
@@ -41,25 +53,48 @@ public struct ConflictPolicy: Sendable {
         /// Arrays as sets (tags): each side's additions and removals since the base both apply — the server's
         /// elements without those the local side removed, then the elements the local side added. An element
         /// the server removed stays removed (found in review: every local element the server lacked came back,
-        /// undoing a removal made on another device).
+        /// undoing a removal made on another device). An absent or null set is an empty one; anything else that
+        /// is not an array is ``Inapplicable`` (found in review: a local null dropped the local change, a
+        /// server string kept the local one — each side winning without a word).
         public static let setUnion = Merge("setUnion") { base, local, server in
-            guard case .array(let localItems)? = local else { return server }
-            guard case .array(let serverItems)? = server else { return local }
-            let baseItems: [JSONValue] = if case .array(let items)? = base { items } else { [] }
+            func items(_ value: JSONValue?, _ side: String) throws -> [JSONValue] {
+                switch value {
+                case nil, .null?: return []
+                case .array(let items)?: return items
+                default: throw Inapplicable("setUnion: the \(side) value is not an array")
+                }
+            }
+            let localItems = try items(local, "local")
+            let serverItems = try items(server, "server")
+            let baseItems = (try? items(base, "base")) ?? []
             let removedLocally = baseItems.filter { !localItems.contains($0) }
             var merged = serverItems.filter { !removedLocally.contains($0) }
             for item in localItems where !merged.contains(item) && !baseItems.contains(item) { merged.append(item) }
             return .array(merged)
         }
 
-        /// Counters: the server's value plus what the local side added since the base.
+        /// Counters: the server's value plus what the local side added since the base (an absent or null
+        /// server or base value counts as 0). Whole numbers are added exactly; a local value that is not a
+        /// number, or a server value that is neither a number nor absent, is ``Inapplicable`` (found in
+        /// review: the local value was sent instead, last-write-wins under another name).
         public static let additive = Merge("additive") { base, local, server in
-            guard case .number(let localNumber)? = local, case .number(let serverNumber)? = server else {
-                return local ?? server
+            func number(_ value: JSONValue?, _ side: String, absentIsZero: Bool) throws -> JSONNumber {
+                switch value {
+                case .number(let number)?: return number
+                case nil where absentIsZero, .null? where absentIsZero: return JSONNumber(Int64(0))
+                default: throw Inapplicable("additive: the \(side) value is not a number")
+                }
             }
-            let baseNumber: Double = if case .number(let number)? = base { number.double } else { 0 }
-            let sum = serverNumber.double + (localNumber.double - baseNumber)
-            if sum.rounded() == sum, abs(sum) < 9e15 { return .number(JSONNumber(Int64(sum))) }
+            let localNumber = try number(local, "local", absentIsZero: false)
+            let serverNumber = try number(server, "server", absentIsZero: true)
+            let baseNumber = (try? number(base, "base", absentIsZero: true)) ?? JSONNumber(Int64(0))
+            if let l = localNumber.int64, let s = serverNumber.int64, let b = baseNumber.int64 {
+                let (delta, overflowA) = l.subtractingReportingOverflow(b)
+                let (sum, overflowB) = s.addingReportingOverflow(delta)
+                if !overflowA, !overflowB { return .number(JSONNumber(sum)) }
+            }
+            let sum = serverNumber.double + (localNumber.double - baseNumber.double)
+            guard sum.isFinite else { throw Inapplicable("additive: the sum is beyond what a number holds") }
             return .number(JSONNumber(sum))
         }
     }

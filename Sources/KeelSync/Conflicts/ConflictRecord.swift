@@ -114,7 +114,12 @@ enum ConflictResolver {
             case .serverWins: break
             case .clientWins: settled[field] = local
             case .merge(let merge):
-                let merged = merge.merge(baseValue, local, serverValue)
+                // A merge that does not apply to these values leaves the field to a person.
+                let merged: JSONValue?
+                do { merged = try merge.merge(baseValue, local, serverValue) } catch {
+                    unresolved.append(field)
+                    continue
+                }
                 if merged != serverValue { settled[field] = merged ?? .null }
             case .manual: unresolved.append(field)
             }

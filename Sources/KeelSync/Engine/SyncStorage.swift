@@ -428,6 +428,10 @@ struct EntityRecord {
             visibleDeleted = false
             visible = change.fields
         case .update:
+            // An edit still outstanding shows, even over a deletion the server made meanwhile: the user's
+            // change is not hidden before it is sent, and the push tells the two apart (a conflict). Found in
+            // review: a pulled tombstone hid a pending (or conflicted) edit until the user decided.
+            visibleDeleted = false
             for (name, value) in change.fields { visible[name] = value }
         case .delete:
             visibleDeleted = true
