@@ -361,6 +361,15 @@ final class BackendHarness: Sendable {
         let second = try await harness.mutate(token, batchKey: "batch-0000000000000003", again)
         #expect(second["results"]?[0]?["status"] == "applied")
         #expect(try harness.backend.appliedKeys() == ["m1": 1, "m2": 2, "m2-reminted-00000001": 2])
+        // Found in review: two changes to two notes that share a mutation id (a hand-written client's "m9"),
+        // under keys of their own, are two changes, each applied once — not one change applied twice.
+        _ = try await harness.mutate(
+            token, batchKey: "batch-0000000000000004",
+            BackendHarness.create("m9", note: "n8", key: "device-one-key-0001") + ", "
+                + BackendHarness.create("m9", note: "n9", key: "device-two-key-0001"))
+        let applied = try harness.backend.appliedKeys()
+        #expect(applied["device-one-key-0001"] == 1 && applied["device-two-key-0001"] == 1, "\(applied)")
+        #expect(applied["m2"] == 2)
     }
 
     @Test func aCountedFaultEndsByItselfAndTheNotesAreInspectable() async throws {

@@ -187,6 +187,31 @@ final class ScriptedRemote: SyncRemote {
         #expect(try await again.state(of: later) == .synced)
     }
 
+    /// Found in review: a change folded into its note's record (any push attempt folds, even offline) whose
+    /// outbox entry was then damaged left the note `synced`, showing values the server never got. The record
+    /// still lists the change: the note is `failed` (the change was never sent), not `synced`.
+    @Test func aNoteWhoseFoldedChangeCannotBeReadIsFailedNotSynced() async throws {
+        let world = try SyncWorld()
+        let phone = try world.device("phone")
+        let engine = try await phone.engine(.alice)
+        try await engine.create("note", id: "a", fields: .note("A"), operation: "createNote")
+        #expect(await engine.sync().isComplete)
+        await engine.stop()
+        let refusing = try RefusingPort()  // nothing listens: the push fails before a byte leaves
+        let offline = try await phone.engine(.alice, client: world.client(baseURL: refusing.baseURL))
+        let edit = try await offline.update("note", id: "a", fields: ["title": "a2"], operation: "editNote")
+        #expect(await offline.sync().isComplete == false)  // the push attempt folded the change
+        await offline.stop()
+        let digits = String(edit.sequence)
+        let row = String(repeating: "0", count: 20 - digits.count) + digits
+        #expect(try await Self.overwriteWithNoise([row], in: SyncStorage.default.outbox, of: phone) == 1)
+        let again = try await phone.engine(.alice, client: world.client(baseURL: refusing.baseURL))
+        let note = try #require(try await again.entity("note", id: "a"))
+        #expect(note.state == .failed && note.failure?.errorCode == "damaged_record", "\(note)")
+        #expect(note.failure?.outcome == .notSent && note.outstandingChanges == 1)
+        #expect(try await again.damagedRecords() == ["damaged:outbox/" + row])
+    }
+
     /// Found in review: an entity record damaged on disk (it no longer opens under its key, or opens to
     /// something that is not a record) failed the acknowledgement transaction of every push, and every fold
     /// and pull that touched it — sync stopped for good, for every other note too. It is set aside (its bytes

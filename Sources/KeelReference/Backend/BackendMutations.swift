@@ -69,8 +69,8 @@ extension BackendHandler {
                 }
                 let (result, applied) = try self.apply(mutation, account: account, now: now, in: db)
                 try store.recordMutationKey(
-                    mutation.key, account: account, payloadHash: mutation.hash, result: result, applied: applied, in: db
-                )
+                    mutation.key, account: account, noteID: mutation.noteID, payloadHash: mutation.hash,
+                    result: result, applied: applied, in: db)
                 results.append(.object(result))
             }
             if let id = request.headers["X-Correlation-ID"] {

@@ -52,6 +52,12 @@ final class BackendStore: Sendable {
                     SELECT account, json_extract(result, '$.id'), key FROM mutation_keys WHERE times_applied > 0;
                 """)
         }
+        migrator.registerMigration("reference backend v4: the note of each application") { db in
+            // The same change is the same mutation id on the same note: two changes to two notes that a client
+            // gave one id (a hand-written test's "m1") are two changes, each applied once. Rows of v3 keep no
+            // note (NULL): they compare by mutation id, as before.
+            try db.executeScript("ALTER TABLE applications ADD COLUMN note_id TEXT;")
+        }
         return migrator
     }()
 
@@ -178,14 +184,16 @@ final class BackendStore: Sendable {
     }
 
     func recordMutationKey(
-        _ key: String, account: String, payloadHash: String, result: JSONObject, applied: Bool, in db: Database
+        _ key: String, account: String, noteID: String, payloadHash: String, result: JSONObject, applied: Bool,
+        in db: Database
     ) throws {
         try db.execute(
             "INSERT INTO mutation_keys (account, key, payload_hash, result, times_applied) VALUES (?, ?, ?, ?, ?)",
             arguments: [account, key, payloadHash, JSONValue.object(result).description, applied ? 1 : 0])
         if applied, let id = result["id"]?.stringValue {
             try db.execute(
-                "INSERT INTO applications (account, mutation_id, key) VALUES (?, ?, ?)", arguments: [account, id, key])
+                "INSERT INTO applications (account, mutation_id, key, note_id) VALUES (?, ?, ?, ?)",
+                arguments: [account, id, key, noteID])
         }
     }
 
@@ -204,8 +212,9 @@ final class BackendStore: Sendable {
     }
 
     /// Idempotency key → the most times the change sent under it was applied for any one account (under any
-    /// key: a change sent again under a new key counts twice). Keys are scoped per account, so 2 is always a
-    /// double application, never two accounts; 1 unless a client or this backend is broken.
+    /// key: a change — a mutation id on a note — sent again under a new key counts twice). Keys are scoped per
+    /// account, so 2 is always a double application, never two accounts; 1 unless a client or this backend is
+    /// broken.
     func appliedKeysMost() throws -> [String: Int] {
         try appliedKeys().values.reduce(into: [:]) { result, keys in
             for (key, times) in keys { result[key] = max(result[key] ?? 0, times) }
@@ -219,7 +228,8 @@ final class BackendStore: Sendable {
             let rows = try db.rows(
                 """
                 SELECT a.account AS account, a.key AS key, (SELECT count(*) FROM applications b
-                    WHERE b.account = a.account AND b.mutation_id = a.mutation_id) AS times
+                    WHERE b.account = a.account AND b.mutation_id = a.mutation_id
+                        AND (a.note_id IS NULL OR b.note_id IS NULL OR b.note_id = a.note_id)) AS times
                 FROM applications a
                 """)
             for row in rows {

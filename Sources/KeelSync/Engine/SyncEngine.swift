@@ -1548,6 +1548,9 @@ public actor SyncEngine {
         }
     }
 
+    /// The failure of a change whose outbox entry cannot be read: never sent, so nothing was applied.
+    static let unreadableChange = SyncFailure(kind: .technical, outcome: .notSent, errorCode: "damaged_record")
+
     static func synced(_ record: EntityRecord, outbox: VaultRecords, sending: Set<String>) throws -> SyncedEntity {
         let changes = try outstanding(record, in: outbox).map { change in
             var change = change
@@ -1555,11 +1558,19 @@ public actor SyncEngine {
             return change
         }
         let worst = changes.max { $0.state.severity < $1.state.severity }
+        var state = worst?.state ?? .synced
+        var failure = changes.first(where: { $0.state == .failed })?.failure ?? worst?.failure
+        // A change the record still lists whose outbox entry cannot be read (damaged on disk: never sent, see
+        // ``damagedRecords()``) is not confirmed, and what the user sees holds it: the entity is `failed`, never
+        // `synced` (found in review: it read `synced` with the unsent values).
+        if changes.count < record.outstanding.count, state.severity < ItemState.failed.severity {
+            state = .failed
+            failure = Self.unreadableChange
+        }
         return SyncedEntity(
             ref: record.ref, fields: record.visible, isDeleted: record.visibleDeleted,
-            serverVersion: record.server?.version, state: worst?.state ?? .synced,
-            failure: changes.first(where: { $0.state == .failed })?.failure ?? worst?.failure,
-            outstandingChanges: changes.count,
+            serverVersion: record.server?.version, state: state, failure: failure,
+            outstandingChanges: record.outstanding.count,
             conflictID: changes.first(where: { $0.state == .conflicted })?.id)
     }
 
