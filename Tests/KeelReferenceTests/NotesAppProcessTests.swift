@@ -49,6 +49,27 @@ extension NotesDevice {
         #expect(try await phone.process.waitForExit() == .exited(0))
     }
 
+    /// Found in review: the offline scenario declares syncing when connectivity comes back and when the app
+    /// comes to the foreground, and the app never did either. `offline`/`online` and `foreground` report them
+    /// as the platform would; each syncs as declared.
+    @Test func theDeclaredSyncConditionsSync() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-conditions")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        #expect(try await phone.run("signin alice")["ok"] == true)
+        #expect(try await phone.run("online")["synced"] == false)  // it was not offline: nothing regained
+        #expect(try await phone.run("offline")["synced"] == false)
+        _ = try await phone.run("new Bread")
+        let regained = try await phone.run("online")
+        #expect(regained["ok"] == true && regained["synced"] == true && regained["acknowledged"] == 1, "\(regained)")
+        #expect(try backend.noteCount() == 1)
+        _ = try await phone.run("new Milk")
+        let foreground = try await phone.run("foreground")
+        #expect(foreground["synced"] == true && foreground["acknowledged"] == 1 && foreground["outstanding"] == 0)
+        #expect(try backend.noteCount() == 2)
+        #expect(try await phone.run("quit")["ok"] == true)
+    }
+
     /// Found in review of the command-line contracts: a misspelt `--scirpt` was ignored (stdin read instead
     /// of the script, exit 0), stray arguments and an unknown option passed, `--server notaurl` ran with
     /// every command failing, `--script --device x` took `--device` as the script, and `--help` exited 2.

@@ -86,7 +86,17 @@ public actor NotesApp {
     let accounts: SyncAccounts
     let tokens: Locked<[AccountID: String]>
 
-    var engine: SyncEngine?
+    var engine: SyncEngine? {
+        didSet { if engine !== oldValue { restartPeriodicSync() } }
+    }
+    /// The engine's periodic sync (the offline scenario declares one): restarted with every engine, so that
+    /// the declared condition is real, not only written down.
+    private var periodic: Task<Void, Never>?
+
+    private func restartPeriodicSync() {
+        periodic?.cancel()
+        periodic = engine.map { engine in Task { await engine.runPeriodically(clock: ContinuousClock()) } }
+    }
     var state: NavigationState
 
     /// The app on its directories (nothing is opened until ``launch()``).
@@ -243,6 +253,13 @@ public actor NotesApp {
                 return ["ok": true, "id": .string(argument), "pinned": .bool(pinned)]
             case "list": return try await list()
             case "sync": return try await sync()
+            // The conditions the offline scenario declares (MOB-DATA-004), as the platform would report them:
+            // the network came back or went away, the app came to the foreground.
+            case "online": return try await syncedOn(await requireEngine().connectivityChanged(reachable: true))
+            case "offline":
+                _ = try await requireEngine().connectivityChanged(reachable: false)
+                return ["ok": true, "synced": false]
+            case "foreground": return try await syncedOn(await requireEngine().handle(.foreground))
             case "conflicts": return try await conflicts()
             case "resolve":
                 guard let argument, let rest else { return Self.usage("resolve ID mine|theirs|merged TEXT") }
@@ -416,6 +433,22 @@ public actor NotesApp {
             "rejected": .number(JSONNumber(Int64(report.rejected))),
             "pulled": .number(JSONNumber(Int64(report.pulled))),
             "outstanding": .number(JSONNumber(Int64(try await engine.outstandingCount()))),
+        ]
+    }
+
+    /// The answer to a condition that may have synced: `synced` false when it did not (not declared, or
+    /// nothing changed), else what `sync` answers with `synced` true.
+    private func syncedOn(_ report: SyncReport?) async throws -> JSONObject {
+        guard let report else { return ["ok": true, "synced": false] }
+        if let failure = report.failure {
+            return Self.failure(failure, correlationID: CorrelationID.make(using: configuration.random))
+        }
+        return [
+            "ok": true, "synced": true, "acknowledged": .number(JSONNumber(Int64(report.acknowledged))),
+            "conflicts": .number(JSONNumber(Int64(report.conflicts))),
+            "rejected": .number(JSONNumber(Int64(report.rejected))),
+            "pulled": .number(JSONNumber(Int64(report.pulled))),
+            "outstanding": .number(JSONNumber(Int64(try await requireEngine().outstandingCount()))),
         ]
     }
 
