@@ -178,10 +178,13 @@ public struct Freshness: Sendable, Hashable, CustomStringConvertible {
         return age > maximumStaleness
     }
 
-    /// `updated just now`, `updated 5 min ago`, `updated 3 h ago`, `updated 2 d ago`, `never updated`.
+    /// `updated just now`, `updated 5 min ago`, `updated 3 h ago`, `updated 2 d ago`, `never updated`, or
+    /// `update time unknown` when the last pull is "in the future" (the clock was set back: the data may be
+    /// any age, and ``isStale`` says so — found in review: it read "updated just now").
     public var description: String {
         guard let age else { return "never updated" }
-        let seconds = max(0, age.components.seconds)
+        guard age >= .zero else { return "update time unknown" }
+        let seconds = age.components.seconds
         switch seconds {
         case ..<60: return "updated just now"
         case ..<3600: return "updated \(seconds / 60) min ago"
