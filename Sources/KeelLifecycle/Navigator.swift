@@ -503,7 +503,13 @@ struct Run {
         state.modal = state.modal.map(disowned)
         state.prompt = nil
         state.pendingTarget = nil
-        if let account { effects.append(.purgeAccount(account)) }
+        if let account {
+            // The account's drafts go with its store: the copy the state keeps of them too (found in an outside
+            // test: a draft purged from the store came back at the next sign-in, restored from that copy, and
+            // was written to the new store).
+            state.drafts = state.drafts.filter { !AccountID.same($0.key.account, account) }
+            effects.append(.purgeAccount(account))
+        }
     }
 
     // MARK: Input, background, session, access

@@ -447,12 +447,21 @@ struct Harness {
         #expect(h.effects == ["saveDraft edit noteID=1", "purgeAccount alice", "saveSnapshot"])
         h.send(.back(.systemBack))
         #expect(h.effects == ["leaveApp"])
-        // The draft is alice's: bob never gets it, alice does.
+        // The draft is alice's: bob never gets it.
         h.send(.signIn(account: "bob"))
         h.send(.open(route: "notes"))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         h.send(.open(route: "edit", parameters: ["noteID": "1"]))
         #expect(h.state.top?.input == nil)
+        // Nor does alice once she signed out (found in an outside test: the purged draft came back at her next
+        // sign-in in the same process, from the copy the state kept): signing out purged it.
+        h.send(.signOut)
+        #expect(h.state.drafts.isEmpty)
+        h.send(.signIn(account: "alice"))
+        h.send(.open(route: "notes"))
+        h.send(.open(route: "note", parameters: ["noteID": "1"]))
+        h.send(.open(route: "edit", parameters: ["noteID": "1"]))
+        #expect(h.state.top?.input == nil && !h.effects.contains { $0.hasPrefix("restoreDraft") })
     }
 
     // MARK: - Session and access while running
