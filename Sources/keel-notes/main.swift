@@ -8,7 +8,8 @@
 // --time-offset shifts the app's wall clock (a device that comes back hours later, for staleness).
 //
 // Commands: signin ACCOUNT · switch ACCOUNT · signout · delete-account · new TITLE · edit ID TEXT · tag ID TAG ·
-// pin ID · list · sync · online · offline · foreground · conflicts · resolve ID mine|theirs|merged TEXT ·
+// pin ID · list · sync · online · offline · foreground · retry · discard ID · conflicts ·
+// resolve ID mine|theirs|merged TEXT ·
 // open-link URL · notification ID ·
 // open ID · editor ID · type TEXT · back systemBack|gesture|appButton|modalDismiss · screen · publish ID ·
 // version · quit

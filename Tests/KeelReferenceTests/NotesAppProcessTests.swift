@@ -63,10 +63,56 @@ extension NotesDevice {
         let regained = try await phone.run("online")
         #expect(regained["ok"] == true && regained["synced"] == true && regained["acknowledged"] == 1, "\(regained)")
         #expect(try backend.noteCount() == 1)
+        // The network went away on one account and came back on another (found in an outside test: the
+        // account switched to never learned it was offline, and regaining synced nothing).
+        #expect(try await phone.run("offline")["ok"] == true)
+        #expect(try await phone.run("signin bob")["ok"] == true)
+        _ = try await phone.run("new Bob's")
+        let bobRegained = try await phone.run("online")
+        #expect(bobRegained["synced"] == true && bobRegained["acknowledged"] == 1, "\(bobRegained)")
+        #expect(try backend.noteCount() == 2)
+        #expect(try await phone.run("switch alice")["ok"] == true)
         _ = try await phone.run("new Milk")
         let foreground = try await phone.run("foreground")
         #expect(foreground["synced"] == true && foreground["acknowledged"] == 1 && foreground["outstanding"] == 0)
-        #expect(try backend.noteCount() == 2)
+        #expect(try backend.noteCount() == 3)
+        #expect(try await phone.run("quit")["ok"] == true)
+    }
+
+    /// Found in an outside test: a tag longer than the contract allows was queued (and refused at sync, with
+    /// every later change of the note waiting behind it), a failed note said only "failed", and no command
+    /// could act on it. Input is checked as it is typed; a failed note says why and what to do; `retry`
+    /// sends it again and `discard` gives it up.
+    @Test func aFailedNoteSaysWhyAndCanBeRetriedOrDiscarded() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-failed")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        #expect(try await phone.run("signin alice")["ok"] == true)
+        let id = try #require(try await phone.run("new Groceries")["id"]?.stringValue)
+        #expect(try await phone.run("sync")["acknowledged"] == 1)
+        let long = try await phone.run("tag \(id) " + String(repeating: "x", count: 65))
+        #expect(long["error"]?["kind"] == "validation")
+        #expect(try await phone.run("new " + String(repeating: "t", count: 201))["error"]?["kind"] == "validation")
+        // Refused by the server (the app is below the minimum version): failed, saying why and what to do.
+        try backend.setMinimumVersion(AppVersion("99.0")!, platform: "ios")
+        _ = try await phone.run("edit \(id) milk")
+        _ = try await phone.run("sync")
+        let failed = try await phone.run("list")
+        #expect(failed["notes"]?[0]?["state"] == "failed", "\(failed)")
+        #expect(failed["notes"]?[0]?["failure"]?["kind"] == "updateRequired")
+        #expect(failed["notes"]?[0]?["failure"]?["action"] == "updateApp")
+        try backend.setMinimumVersion(nil, platform: "ios")
+        #expect(try await phone.run("retry")["retried"] == 1)
+        #expect(try await phone.run("sync")["outstanding"] == 0)
+        #expect(try await phone.run("list")["notes"]?[0]?["body"] == "milk")
+        // Given up instead: the note shows the server's version again.
+        try backend.setMinimumVersion(AppVersion("99.0")!, platform: "ios")
+        _ = try await phone.run("edit \(id) eggs")
+        _ = try await phone.run("sync")
+        #expect(try await phone.run("discard \(id)")["discarded"] == 1)
+        let after = try await phone.run("list")
+        #expect(after["notes"]?[0]?["body"] == "milk" && after["notes"]?[0]?["state"] == "synced", "\(after)")
+        #expect(try await phone.run("discard \(id)")["error"]?["kind"] == "notFound")
         #expect(try await phone.run("quit")["ok"] == true)
     }
 

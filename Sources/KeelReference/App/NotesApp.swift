@@ -89,6 +89,8 @@ public actor NotesApp {
     var engine: SyncEngine? {
         didSet { if engine !== oldValue { restartPeriodicSync() } }
     }
+    /// Whether the platform last reported the network gone (`offline`), for whichever account is active.
+    private var networkLost = false
     /// The engine's periodic sync (the offline scenario declares one): restarted with every engine, so that
     /// the declared condition is real, not only written down.
     private var periodic: Task<Void, Never>?
@@ -215,6 +217,11 @@ public actor NotesApp {
             case "new":
                 guard let argument else { return Self.usage("new TITLE") }
                 let title = rest.map { argument + " " + $0 } ?? argument
+                // What the contract refuses is refused here, at once — queued offline it would fail only at the
+                // next sync, and every later change of the note would wait behind it (found in an outside test).
+                if title.unicodeScalars.count > Self.maximumTitle {
+                    return Self.refusal("validation", "A title is at most \(Self.maximumTitle) characters.")
+                }
                 let id = configuration.random.uuidString()
                 try await requireEngine().create(
                     NotesRemote.entityType, id: id, fields: ["title": .string(title), "body": ""],
@@ -236,6 +243,9 @@ public actor NotesApp {
                 guard let note = try await engine.entity(NotesRemote.entityType, id: argument), !note.isDeleted else {
                     return Self.notFound(argument)
                 }
+                if rest.unicodeScalars.count > Self.maximumTag {
+                    return Self.refusal("validation", "A tag is at most \(Self.maximumTag) characters.")
+                }
                 var tags: [JSONValue] = if case .array(let items)? = note.fields["tags"] { items } else { [] }
                 if !tags.contains(.string(rest)) { tags.append(.string(rest)) }
                 try await engine.update(
@@ -253,10 +263,35 @@ public actor NotesApp {
                 return ["ok": true, "id": .string(argument), "pinned": .bool(pinned)]
             case "list": return try await list()
             case "sync": return try await sync()
+            // A failed change has a way out: sent again (`retry`: every failed change, as new changes where the
+            // server refused them), or given up (`discard ID`: the note's failed changes; it shows the server's
+            // version again). Found in an outside test: one refused change held every later change of its note
+            // back, with no command to act on it.
+            case "retry":
+                let retried = try await requireEngine().retryFailed()
+                return ["ok": true, "retried": .number(JSONNumber(Int64(retried)))]
+            case "discard":
+                guard let argument else { return Self.usage("discard ID") }
+                let engine = try requireEngine()
+                let failed = try await engine.outbox().filter {
+                    $0.entity.id == argument && $0.entity.type == NotesRemote.entityType && $0.state == .failed
+                }
+                guard !failed.isEmpty else { return Self.refusal("notFound", "That note has no failed change.") }
+                for change in failed.reversed() { try await engine.discard(change) }
+                return ["ok": true, "id": .string(argument), "discarded": .number(JSONNumber(Int64(failed.count)))]
             // The conditions the offline scenario declares (MOB-DATA-004), as the platform would report them:
             // the network came back or went away, the app came to the foreground.
-            case "online": return try await syncedOn(await requireEngine().connectivityChanged(reachable: true))
+            case "online":
+                let engine = try requireEngine()
+                // The network is the device's, not the account's: an account switched to while offline learns
+                // that it was (found in an outside test: its engine never knew, and regaining synced nothing).
+                if networkLost {
+                    networkLost = false
+                    _ = await engine.connectivityChanged(reachable: false)
+                }
+                return try await syncedOn(await engine.connectivityChanged(reachable: true))
             case "offline":
+                networkLost = true
                 _ = try await requireEngine().connectivityChanged(reachable: false)
                 return ["ok": true, "synced": false]
             case "foreground": return try await syncedOn(await requireEngine().handle(.foreground))
@@ -409,13 +444,22 @@ public actor NotesApp {
             "ok": true,
             "notes": .array(
                 notes.map { note in
-                    .object([
+                    var object: JSONObject = [
                         "id": .string(note.ref.id), "title": note.fields["title"] ?? "",
                         "body": note.fields["body"] ?? "",
                         "tags": note.fields["tags"] ?? [], "pinned": note.fields["pinned"] ?? false,
                         "state": .string(note.state.rawValue),
                         "version": note.serverVersion.map { .number(JSONNumber(Int64($0))) } ?? .null,
-                    ])
+                    ]
+                    // A failed note says why and what the user can do (the one safe recovery action).
+                    if note.state == .failed, let failure = note.failure {
+                        let shown = failure.userFacing(correlationID: CorrelationID.make(using: configuration.random))
+                        object["failure"] = [
+                            "kind": .string(failure.kind.name), "outcome": .string(failure.outcome.description),
+                            "message": .string(shown.message), "action": .string(Self.name(of: shown.action)),
+                        ]
+                    }
+                    return .object(object)
                 }),
             "stale": .bool(freshness.isStale), "updatedAgo": .string(freshness.description),
         ]
@@ -635,6 +679,16 @@ public actor NotesApp {
     }
 
     /// `{"ok": false, "error": {"kind", "outcome", "message"}}`.
+    /// The contract's limits on what a user types (code points, as the backend counts them).
+    static let maximumTitle = 200
+    static let maximumTag = 64
+
+    /// A recovery action's name for the JSON answers (`retry`, `fixInput`, `signInAgain`, ...).
+    static func name(of action: UserFacingOutcome.RecoveryAction) -> String {
+        let text = String(describing: action)
+        return String(text.prefix { $0 != "(" })
+    }
+
     static func refusal(_ kind: String, outcome: String = "notSent", _ message: String) -> JSONObject {
         ["ok": false, "error": ["kind": .string(kind), "outcome": .string(outcome), "message": .string(message)]]
     }

@@ -211,20 +211,32 @@ final class BackendStore: Sendable {
             arguments: [account, key, bodyHash, response])
     }
 
+    /// A name compared by its UTF-8 bytes: two canonically equivalent account names (`josé` in NFC and in
+    /// NFD) are two accounts here, as everywhere in the backend — Swift's `String` would fold them into one.
+    struct ExactName: Hashable, Comparable {
+        let name: String
+        init(_ name: String) { self.name = name }
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.name.utf8.elementsEqual(rhs.name.utf8) }
+        func hash(into hasher: inout Hasher) {
+            for byte in name.utf8 { hasher.combine(byte) }
+        }
+        static func < (lhs: Self, rhs: Self) -> Bool { lhs.name.utf8.lexicographicallyPrecedes(rhs.name.utf8) }
+    }
+
     /// Idempotency key → the most times the change sent under it was applied for any one account (under any
     /// key: a change — a mutation id on a note — sent again under a new key counts twice). Keys are scoped per
     /// account, so 2 is always a double application, never two accounts; 1 unless a client or this backend is
-    /// broken.
-    func appliedKeysMost() throws -> [String: Int] {
+    /// broken. Names are compared by their bytes (``ExactName``).
+    func appliedKeysMost() throws -> [ExactName: Int] {
         try appliedKeys().values.reduce(into: [:]) { result, keys in
             for (key, times) in keys { result[key] = max(result[key] ?? 0, times) }
         }
     }
 
     /// Account → idempotency key → how many times the change sent under it was applied (under any key).
-    func appliedKeys() throws -> [String: [String: Int]] {
+    func appliedKeys() throws -> [ExactName: [ExactName: Int]] {
         try pool.readSync { db in
-            var applied: [String: [String: Int]] = [:]
+            var applied: [ExactName: [ExactName: Int]] = [:]
             let rows = try db.rows(
                 """
                 SELECT a.account AS account, a.key AS key, (SELECT count(*) FROM applications b
@@ -233,8 +245,8 @@ final class BackendStore: Sendable {
                 FROM applications a
                 """)
             for row in rows {
-                let account: String = try row.decode("account")
-                let key: String = try row.decode("key")
+                let account = ExactName(try row.decode("account"))
+                let key = ExactName(try row.decode("key"))
                 applied[account, default: [:]][key, default: 0] += try row.decode("times") as Int
             }
             return applied
