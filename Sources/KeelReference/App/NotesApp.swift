@@ -534,7 +534,14 @@ public actor NotesApp {
             return Self.usage("resolve ID mine|theirs|merged TEXT")
         }
         let replacement = try await engine.resolve(conflict.id, with: resolution)
-        return ["ok": true, "id": .string(noteID), "sent": .bool(replacement != nil)]
+        // `sent`: a change carrying the resolution is queued for the server (false: nothing to send, as for
+        // `theirs`). It is not confirmed until a sync: `state` says where the note stands now (found in an
+        // outside test: "sent" alone read as done while the backend was down).
+        let state = try await engine.entity(NotesRemote.entityType, id: noteID)?.state.rawValue
+        return [
+            "ok": true, "id": .string(noteID), "sent": .bool(replacement != nil),
+            "state": state.map(JSONValue.string) ?? .null,
+        ]
     }
 
     // MARK: - Publishing
