@@ -616,6 +616,21 @@ import Testing
                 )
             ],
             version: "2.0.0", expected: ["request-property-enum-added"], baseEdits: Self.moodAdded),
+        // Found in review: where the target and the keyword beside its `$ref` both give a bound, the tighter
+        // holds; read as the sibling's, removing a looser sibling was reported as a tightened limit.
+        Fixture(
+            name: "a looser bound beside a $ref removed is no change (3.1)",
+            edits: [
+                ("mood: {$ref: '#/components/schemas/Mood', maxLength: 5}", "mood: {$ref: '#/components/schemas/Mood'}")
+            ],
+            version: "1.0.0", expected: [],
+            baseEdits: Self.moodAdded + [
+                (
+                    "mood: {$ref: '#/components/schemas/Mood'}",
+                    "mood: {$ref: '#/components/schemas/Mood', maxLength: 5}"
+                ),
+                ("    Mood: {type: string}\n", "    Mood: {type: string, maxLength: 3}\n"),
+            ]),
         Fixture(
             name: "a description beside a $ref is no change (3.1)",
             edits: [
@@ -639,6 +654,16 @@ import Testing
             name: "optional request property removed from an open object",
             edits: [("        labels: {type: array, maxItems: 10, items: {type: string}}\n", "")], version: "1.1.0",
             expected: ["request-property-removed"]),
+        // Found in review: a request body rewritten as a union of variants read as every member removed.
+        Fixture(
+            name: "request object rewritten as a one-variant union keeps its members",
+            edits: [
+                (
+                    "    NoteInput:\n      type: object\n",
+                    "    NoteInput:\n      oneOf: [{$ref: '#/components/schemas/NoteInputV1'}]\n    NoteInputV1:\n      type: object\n"
+                )
+            ],
+            version: "1.0.0", expected: []),
         Fixture(
             name: "operation added to a path that was there",
             edits: [
@@ -672,6 +697,27 @@ import Testing
             name: "OAuth scope dropped from the requirement is no change",
             edits: [("security: [{oauth: [read]}]", "security: [{oauth: []}]")], version: "1.0.0",
             expected: [], baseEdits: Self.oauthAdded),
+        // Found in review: a query parameter's name is matched exactly (only a header's in any case).
+        Fixture(
+            name: "API key in the query renamed in another case",
+            edits: [("name: api_key}", "name: API_KEY}")], version: "2.0.0", expected: ["api-security-scheme-changed"],
+            baseEdits: Self.oauthAdded + [
+                (
+                    "oauth: {type: oauth2, flows: {clientCredentials: {tokenUrl: 'https://auth.example/token', scopes: {read: r, write: w}}}}",
+                    "oauth: {type: apiKey, in: query, name: api_key}"
+                ),
+                ("security: [{oauth: [read]}]", "security: [{oauth: []}]"),
+            ]),
+        Fixture(
+            name: "API key header renamed in another case is no change",
+            edits: [("name: X-Api-Key}", "name: x-api-key}")], version: "1.0.0", expected: [],
+            baseEdits: Self.oauthAdded + [
+                (
+                    "oauth: {type: oauth2, flows: {clientCredentials: {tokenUrl: 'https://auth.example/token', scopes: {read: r, write: w}}}}",
+                    "oauth: {type: apiKey, in: header, name: X-Api-Key}"
+                ),
+                ("security: [{oauth: [read]}]", "security: [{oauth: []}]"),
+            ]),
         Fixture(
             name: "security scheme redefined",
             edits: [

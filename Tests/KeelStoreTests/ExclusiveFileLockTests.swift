@@ -31,4 +31,18 @@ import Testing
         second.release()
         _ = try ExclusiveFileLock(path, .file)
     }
+
+    /// Found in review: a FIFO in place of a lock file no longer made the open wait (opened without
+    /// blocking), but it was still taken as the lock file. Anything that is not a regular file is refused.
+    @Test func aFIFOInPlaceOfTheLockFileIsRefusedAtOnce() throws {
+        let directory = try TemporaryDirectory(prefix: "keel-lock-fifo")
+        let path = directory.url("backend.lock").path
+        #expect(mkfifo(path, 0o600) == 0)
+        #expect {
+            _ = try ExclusiveFileLock(path, .file)
+        } throws: { error in
+            if case ExclusiveFileLock.Failure.failed(let code) = error { return code == EINVAL }
+            return false
+        }
+    }
 }

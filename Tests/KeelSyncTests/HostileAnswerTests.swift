@@ -210,6 +210,13 @@ final class ScriptedRemote: SyncRemote {
         #expect(note.state == .failed && note.failure?.errorCode == "damaged_record", "\(note)")
         #expect(note.failure?.outcome == .notSent && note.outstandingChanges == 1)
         #expect(try await again.damagedRecords() == ["damaged:outbox/" + row])
+        // The user gives it up (found in review: neither retry nor discard could reach an unreadable change):
+        // the note shows the server's version, synced; the damaged bytes stay listed.
+        #expect(try await again.discardUnreadable(of: EntityRef(type: "note", id: "a")) == 1)
+        let givenUp = try #require(try await again.entity("note", id: "a"))
+        #expect(givenUp.state == .synced && givenUp.fields["title"] == "A" && givenUp.outstandingChanges == 0)
+        #expect(try await again.damagedRecords() == ["damaged:outbox/" + row])
+        #expect(try await again.discardUnreadable(of: EntityRef(type: "note", id: "a")) == 0)
     }
 
     /// Found in review: an entity record damaged on disk (it no longer opens under its key, or opens to

@@ -163,15 +163,19 @@ struct Collector {
 
     /// A security scheme both sides define, defined otherwise: what installed clients send (a bearer token in
     /// `Authorization`) is not what the server now reads (an API key in the query). Compared by what goes on
-    /// the wire: `type`, and the `scheme` (case-insensitive), `in` and `name` it uses.
+    /// the wire: `type`, and the `scheme` (case-insensitive), `in` and `name` (case-insensitive in a header) it
+    /// uses.
     mutating func compareSecuritySchemes() {
         let old = objectMembers(base.root["components"]?["securitySchemes"])
         let new = objectMembers(revision.root["components"]?["securitySchemes"])
         func wire(_ value: JSONValue, in document: OpenAPIDocument) -> [String] {
             let resolved = (try? document.resolve(value))?.value ?? value
+            // A header's name is matched in any case (RFC 9110); a query or cookie name is not.
+            let place = resolved["in"]?.stringValue ?? ""
+            let name = resolved["name"]?.stringValue ?? ""
             return [
-                resolved["type"]?.stringValue ?? "", resolved["scheme"]?.stringValue?.lowercased() ?? "",
-                resolved["in"]?.stringValue ?? "", resolved["name"]?.stringValue?.lowercased() ?? "",
+                resolved["type"]?.stringValue ?? "", resolved["scheme"]?.stringValue?.lowercased() ?? "", place,
+                place == "header" ? name.lowercased() : name,
             ]
         }
         for name in old.keys.sorted() {

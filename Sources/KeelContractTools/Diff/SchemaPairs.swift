@@ -336,9 +336,10 @@ extension Collector {
 
     /// `value` resolved through its `$ref`s, as the diff reads it. In OpenAPI 3.1 (JSON Schema 2020-12) the
     /// keywords beside a `$ref` apply too: `{$ref: S, enum: [a]}` admits only what both admit. Such a schema
-    /// is read as the target with those keywords added (`required` joined, `properties` merged, any other
-    /// keyword the sibling's) — an inline schema, compared where it is used, so that an `enum` or a `required`
-    /// added beside a `$ref` is a change (found in an outside audit: they were not seen). In 3.0 the members
+    /// is read as the target with those keywords added (where both give one: `required` joined, `enum`
+    /// intersected, the tighter bound, the target's for the rest) — an inline schema, compared where it is
+    /// used, so that an `enum` or a `required` added beside a `$ref` is a change (found in an outside audit:
+    /// they were not seen). In 3.0 the members
     /// beside a `$ref` are ignored, as the specification says (`nullable` aside, read by `nullableBeside`).
     static func resolve(_ value: JSONValue, in file: URL, of document: OpenAPIDocument, _ nullableBeside: inout Bool)
         throws(ContractLoadError) -> Resolved
@@ -357,15 +358,34 @@ extension Collector {
         guard !siblings.isEmpty, resolved.file == file, case .object(var merged) = resolved.value else {
             return resolved
         }
+        // Both apply, so where both say something the stricter holds: an `enum` is what both admit, a bound the
+        // tighter one, `required` both lists; a member both describe, and any other keyword both give, keeps the
+        // target's (read as it was: an under-report at worst, never a change that is not one).
         for (key, sibling) in siblings {
-            switch (key, merged[key], sibling) {
-            case ("required", .array(let own)?, .array(let added)):
-                merged[key] = .array(own + added.filter { !own.contains($0) })
-            case ("properties", .object(var own)?, .object(let added)):
-                for (name, member) in added { own[name] = member }
-                merged[key] = .object(own)
-            default:
+            guard let own = merged[key] else {
                 merged[key] = sibling
+                continue
+            }
+            switch (key, own, sibling) {
+            case ("required", .array(let own), .array(let added)):
+                merged[key] = .array(own + added.filter { !own.contains($0) })
+            case ("properties", .object(var own), .object(let added)):
+                for (name, member) in added where own[name] == nil { own[name] = member }
+                merged[key] = .object(own)
+            case ("enum", .array(let own), .array(let allowed)):
+                merged[key] = .array(own.filter { allowed.contains($0) })
+            case ("maximum", .number(let own), .number(let other)),
+                ("exclusiveMaximum", .number(let own), .number(let other)),
+                ("maxLength", .number(let own), .number(let other)), ("maxItems", .number(let own), .number(let other)),
+                ("maxProperties", .number(let own), .number(let other)):
+                merged[key] = .number(min(own, other))
+            case ("minimum", .number(let own), .number(let other)),
+                ("exclusiveMinimum", .number(let own), .number(let other)),
+                ("minLength", .number(let own), .number(let other)), ("minItems", .number(let own), .number(let other)),
+                ("minProperties", .number(let own), .number(let other)):
+                merged[key] = .number(max(own, other))
+            default:
+                break  // the target's
             }
         }
         return (.object(merged), file, "")
@@ -880,7 +900,8 @@ extension Collector {
                     .afterRequestSubject(" no longer accepts property \(name) (it accepts no member it does not name)"),
                     origin: memberOrigin(name, a.memberParts[name], new.file, pointer, here))
             }
-        } else if b.types.isEmpty || b.types.contains("object") {
+        } else if b.types.isEmpty || b.types.contains("object"), b.value["oneOf"] == nil, b.value["anyOf"] == nil {
+            // (A union's members are its variants', compared variant by variant: not read as removed here.)
             // An open object that no longer names a member: what installed clients send there is accepted and
             // ignored — dropped unsaved, without a word. Someone decides whether that loses anything, as for a
             // parameter no longer read (oasdiff warns too; found in an outside audit).

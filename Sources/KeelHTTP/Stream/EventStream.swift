@@ -72,7 +72,8 @@ extension HTTPClient {
     ///
     /// Outcomes are those of any call (MOB-API-003): `unknown` when the request may have reached the server
     /// and the operation mutates (no answer, a 500/502/504, or a stream broken off after the server accepted
-    /// it), `notSent` when nothing left.
+    /// it), `notSent` when nothing left. A stream leaves no operation-journal entry: with a journal configured,
+    /// a mutating stream is refused (`technical`, `notSent`) before anything is sent.
     public func events(
         _ operation: HTTPOperation, format: StreamFormat, policy: StreamPolicy = StreamPolicy()
     ) -> AsyncThrowingStream<StreamEvent, any Error> {
@@ -147,7 +148,10 @@ extension HTTPClient {
         let (request, left) = try await call.preparedRequest(clock: configuration.clock, within: connectLimit)
         guard left > .zero else {
             throw failure(
-                .timeout, .notSent, "connecting took longer than \(connectLimit) (preparing the request used it up)")
+                .timeout, .notSent,
+                connectLimit < policy.connectTimeout
+                    ? "the background time budget left \(connectLimit) to connect, and preparing the request used it up"
+                    : "connecting took longer than \(connectLimit) (preparing the request used it up)")
         }
         let opened: TransportStream
         do {

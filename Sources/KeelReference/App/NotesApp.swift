@@ -276,9 +276,17 @@ public actor NotesApp {
                 let failed = try await engine.outbox().filter {
                     $0.entity.id == argument && $0.entity.type == NotesRemote.entityType && $0.state == .failed
                 }
-                guard !failed.isEmpty else { return Self.refusal("notFound", "That note has no failed change.") }
                 for change in failed.reversed() { try await engine.discard(change) }
-                return ["ok": true, "id": .string(argument), "discarded": .number(JSONNumber(Int64(failed.count)))]
+                // A change that cannot be read back (damaged storage) keeps the note failed too: given up as well.
+                let unreadable = try await engine.discardUnreadable(
+                    of: EntityRef(type: NotesRemote.entityType, id: argument))
+                guard failed.count + unreadable > 0 else {
+                    return Self.refusal("notFound", "That note has no failed change.")
+                }
+                return [
+                    "ok": true, "id": .string(argument),
+                    "discarded": .number(JSONNumber(Int64(failed.count + unreadable))),
+                ]
             // The conditions the offline scenario declares (MOB-DATA-004), as the platform would report them:
             // the network came back or went away, the app came to the foreground.
             case "online":
@@ -453,7 +461,9 @@ public actor NotesApp {
                     ]
                     // A failed note says why and what the user can do (the one safe recovery action).
                     if note.state == .failed, let failure = note.failure {
-                        let shown = failure.userFacing(correlationID: CorrelationID.make(using: configuration.random))
+                        // Shown only: its own random source, so that listing draws nothing from the app's (a
+                        // seeded one would give later notes other ids depending on how often `list` ran).
+                        let shown = failure.userFacing(correlationID: CorrelationID.make(using: .system))
                         object["failure"] = [
                             "kind": .string(failure.kind.name), "outcome": .string(failure.outcome.description),
                             "message": .string(shown.message), "action": .string(Self.name(of: shown.action)),
@@ -685,7 +695,6 @@ public actor NotesApp {
         }
     }
 
-    /// `{"ok": false, "error": {"kind", "outcome", "message"}}`.
     /// The contract's limits on what a user types (code points, as the backend counts them).
     static let maximumTitle = 200
     static let maximumTag = 64
@@ -696,6 +705,7 @@ public actor NotesApp {
         return String(text.prefix { $0 != "(" })
     }
 
+    /// `{"ok": false, "error": {"kind", "outcome", "message"}}`.
     static func refusal(_ kind: String, outcome: String = "notSent", _ message: String) -> JSONObject {
         ["ok": false, "error": ["kind": .string(kind), "outcome": .string(outcome), "message": .string(message)]]
     }

@@ -86,11 +86,9 @@ extension BackendHandler {
         return TestResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(response.utf8))
     }
 
-    /// Runs `body` with the (account-scoped) idempotency keys claimed as in progress, and the operation
-    /// (account-scoped correlation id) as in progress for `/operations`; released when the answer leaves.
     /// The request's `Idempotency-Key`: 400 `idempotency_key_missing` without one (the IETF Idempotency-Key
     /// draft, §2.7: the server cannot tell a retry from a new request), 422 `validation` for one that is not
-    /// 16...128 characters (the contract's schema for the header).
+    /// 16...128 characters (the contract's schema for the header; counted in code points, as JSON Schema does).
     static func idempotencyKey(of request: RecordedRequest) throws -> String {
         guard let key = request.headers["Idempotency-Key"] else {
             throw BackendFailure(
@@ -98,7 +96,7 @@ extension BackendHandler {
                 message: "this operation needs an Idempotency-Key header; nothing was applied",
                 errors: [("Idempotency-Key", "required")])
         }
-        guard (16...128).contains(key.count) else {
+        guard (16...128).contains(key.unicodeScalars.count) else {
             throw BackendFailure(
                 status: 422, code: "validation", message: "Idempotency-Key must be 16...128 characters",
                 errors: [("Idempotency-Key", "length")])
@@ -106,6 +104,8 @@ extension BackendHandler {
         return key
     }
 
+    /// Runs `body` with the (account-scoped) idempotency keys claimed as in progress, and the operation
+    /// (account-scoped correlation id) as in progress for `/operations`; released when the answer leaves.
     /// A key another request holds: 409 `idempotency_key_in_progress`, as the Idempotency-Key draft says.
     func withKeysClaimed<T>(_ scoped: [String], operation: String? = nil, busy: String, _ body: () throws -> T)
         throws -> T

@@ -795,6 +795,39 @@ public actor SyncEngine {
         }
     }
 
+    /// Gives up the changes of `ref` that its record still lists but whose outbox entries cannot be read
+    /// (damaged on disk: never sent, and never sendable — see ``damagedRecords()``), which keep the entity
+    /// `failed`. The entity shows the server's version again, with its readable changes on top. The damaged
+    /// entries' bytes stay where they are, listed by ``damagedRecords()``: nothing is deleted. Returns how
+    /// many were given up.
+    @discardableResult
+    public func discardUnreadable(of ref: EntityRef) async throws(SyncError) -> Int {
+        try requireRunning()
+        let storage = storage
+        let cached = tail
+        return try await storageCall {
+            try await self.vault.write(storage.all, inline: true) { transaction in
+                try OutboxTail.fold(in: transaction, storage, cached: cached)
+                let outbox = try transaction.records(storage.outbox)
+                let entities = try transaction.records(storage.entities)
+                guard var record = try Self.entity(ref, in: entities) else { return 0 }
+                let unreadable = try record.outstanding.filter { sequence in
+                    try SyncRecords.outboxEntry(SyncRecords.outboxID(sequence), in: outbox) == nil
+                }
+                guard !unreadable.isEmpty else { return 0 }
+                for sequence in unreadable { record.removeOutstanding(sequence) }
+                try Self.persistFirst(of: record, in: outbox)
+                try record.rebuild(with: Self.outstanding(record, in: outbox))
+                if record.isKnown {
+                    try entities.put(record.recordID, SyncRecords.encode(record.json))
+                } else {
+                    try entities.delete(record.recordID)  // never on the server, and nothing readable left of it
+                }
+                return unreadable.count
+            }
+        }
+    }
+
     /// Settles a conflict: keep the local change (`mine`), the server's version (`theirs`), or send merged
     /// fields. `mine` and `merged` become a new change against the server's version — the fields the policies
     /// settled (``ConflictRecord/proposal``) plus the local or merged values of the unresolved ones — in the

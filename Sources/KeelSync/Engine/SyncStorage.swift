@@ -416,7 +416,8 @@ struct EntityRecord {
         let set = Set(changes.flatMap(\.names))
         guard !differing.contains(where: set.contains) else { return false }
         for name in differing { visible[name] = fields[name] }
-        visibleDeleted = deleted
+        // Later edits still outstanding show over a deletion, as a rebuild shows them (``apply(_:)``).
+        visibleDeleted = deleted && changes.isEmpty
         return true
     }
 

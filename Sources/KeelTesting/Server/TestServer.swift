@@ -70,7 +70,8 @@ public final class TestServer: Sendable {
     public struct Configuration: Sendable {
         /// The answer when the queue is empty and no dispatcher is set. Default: 404 saying so.
         public var responseWhenQueueIsEmpty: TestResponse
-        /// Request heads larger than this are rejected with 431. Default 64 KiB.
+        /// Request heads larger than this are rejected: 414 when the request line alone is, else 431. Default
+        /// 64 KiB.
         public var maximumHeadBytes: Int
         /// Request bodies larger than this are rejected with 413. Default 64 MiB.
         public var maximumBodyBytes: Int
