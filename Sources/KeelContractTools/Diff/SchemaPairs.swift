@@ -534,6 +534,26 @@ extension Collector {
         return (a, b)
     }
 
+    /// The types of `a` (old) and `b` (new) compared for the side that reads (the client in a response, the
+    /// server in a request): `<prefix>-type-changed` (breaking) when what the writer gives is not all of a type
+    /// the reader takes, else `<prefix>-type-<relaxed>` (info) when the types differ.
+    static func compareTypes(
+        _ a: Shape, _ b: Shape, readerTakes: Set<String>, writerGives: Set<String>, prefix: String, relaxed: String,
+        relaxedWording: String, pointer: String, origin here: OriginBase?, _ walk: inout Walk
+    ) {
+        guard !a.types.isEmpty, !b.types.isEmpty else { return }
+        if !types(readerTakes, cover: writerGives) {
+            walk.add(
+                "\(prefix)-type-changed", .breaking, pointer,
+                .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
+        } else if a.types != b.types {
+            walk.add(
+                "\(prefix)-type-\(relaxed)", .info, pointer,
+                .afterSubject(" \(relaxedWording) its type from \(a.types.sorted()) to \(b.types.sorted())"),
+                origin: here)
+        }
+    }
+
     /// Whether every value of one of the types `narrower` is a value of one of `wider`: JSON Schema's
     /// `integer` is a `number` whose fraction is zero, so `number` covers it.
     static func types(_ wider: Set<String>, cover narrower: Set<String>) -> Bool {
@@ -547,18 +567,10 @@ extension Collector {
     ) throws(ContractLoadError) {
         guard let (a, b) = shapes(old, new, referenceNull: referenceNull) else { return }
         let part = walk.responsePart(pointer)
-        if !a.types.isEmpty, !b.types.isEmpty {
-            if !Self.types(a.types, cover: b.types) {
-                walk.add(
-                    "response-\(part)-type-changed", .breaking, pointer,
-                    .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
-            } else if a.types != b.types {
-                // Fewer values than before (`number` → `integer`): every one of them an old client reads.
-                walk.add(
-                    "response-\(part)-type-specialized", .info, pointer,
-                    .afterSubject(" narrowed its type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
-            }
-        }
+        // Fewer values than before (`number` → `integer`) are values an old client reads.
+        Self.compareTypes(
+            a, b, readerTakes: a.types, writerGives: b.types, prefix: "response-\(part)", relaxed: "specialized",
+            relaxedWording: "narrowed", pointer: pointer, origin: here, &walk)
         // A type the schema no longer states: any JSON value may now come where old clients decode one type.
         if !a.types.isEmpty, b.types.isEmpty, Self.isUnconstrained(b.value) {
             walk.add(
@@ -722,18 +734,10 @@ extension Collector {
         } else {
             prefix = "request-property"
         }
-        if !a.types.isEmpty, !b.types.isEmpty {
-            if !Self.types(b.types, cover: a.types) {
-                walk.add(
-                    "\(prefix)-type-changed", .breaking, pointer,
-                    .afterSubject(" changed type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
-            } else if a.types != b.types {
-                // More values accepted than before (`integer` → `number`): whatever old clients send still is.
-                walk.add(
-                    "\(prefix)-type-generalized", .info, pointer,
-                    .afterSubject(" widened its type from \(a.types.sorted()) to \(b.types.sorted())"), origin: here)
-            }
-        }
+        // More values accepted than before (`integer` → `number`): whatever old clients send still is.
+        Self.compareTypes(
+            a, b, readerTakes: b.types, writerGives: a.types, prefix: prefix, relaxed: "generalized",
+            relaxedWording: "widened", pointer: pointer, origin: here, &walk)
         // Any value was accepted; now one type: what old clients send may be of another.
         if a.types.isEmpty, !b.types.isEmpty, Self.isUnconstrained(a.value) {
             walk.add(

@@ -780,16 +780,8 @@ public actor SyncEngine {
                 try transaction.records(storage.state).put(
                     "settled:" + mutation.id, SyncRecords.encode(SyncRecords.json(of: .discarded, at: now)))
                 let entities = try transaction.records(storage.entities)
-                if var record = try Self.entity(mutation.entity, in: entities) {
-                    record.removeOutstanding(mutation.sequence)
-                    try Self.persistFirst(of: record, in: outbox)
-                    try record.rebuild(with: Self.outstanding(record, in: outbox))
-                    if record.isKnown {
-                        try entities.put(record.recordID, SyncRecords.encode(record.json))
-                    } else {
-                        // Its only change is gone and the server never had it: nothing of it is left to show.
-                        try entities.delete(record.recordID)
-                    }
+                if let record = try Self.entity(mutation.entity, in: entities) {
+                    try Self.store(record, without: [mutation.sequence], outbox: outbox, entities: entities)
                 }
             }
         }
@@ -810,21 +802,32 @@ public actor SyncEngine {
                 try OutboxTail.fold(in: transaction, storage, cached: cached)
                 let outbox = try transaction.records(storage.outbox)
                 let entities = try transaction.records(storage.entities)
-                guard var record = try Self.entity(ref, in: entities) else { return 0 }
+                guard let record = try Self.entity(ref, in: entities) else { return 0 }
                 let unreadable = try record.outstanding.filter { sequence in
                     try SyncRecords.outboxEntry(SyncRecords.outboxID(sequence), in: outbox) == nil
                 }
                 guard !unreadable.isEmpty else { return 0 }
-                for sequence in unreadable { record.removeOutstanding(sequence) }
-                try Self.persistFirst(of: record, in: outbox)
-                try record.rebuild(with: Self.outstanding(record, in: outbox))
-                if record.isKnown {
-                    try entities.put(record.recordID, SyncRecords.encode(record.json))
-                } else {
-                    try entities.delete(record.recordID)  // never on the server, and nothing readable left of it
-                }
+                try Self.store(record, without: unreadable, outbox: outbox, entities: entities)
                 return unreadable.count
             }
+        }
+    }
+
+    /// Writes `record` back without the outstanding changes `sequences` (given up): what the user sees is
+    /// rebuilt from the server's copy and the changes left. A record the server never had and with nothing left
+    /// to show is deleted.
+    private static func store(
+        _ record: EntityRecord, without sequences: [UInt64], outbox: VaultRecords, entities: VaultRecords
+    ) throws {
+        var record = record
+        for sequence in sequences { record.removeOutstanding(sequence) }
+        try persistFirst(of: record, in: outbox)
+        try record.rebuild(with: outstanding(record, in: outbox))
+        if record.isKnown {
+            try entities.put(record.recordID, SyncRecords.encode(record.json))
+        } else {
+            // Its only change is gone and the server never had it: nothing of it is left to show.
+            try entities.delete(record.recordID)
         }
     }
 
