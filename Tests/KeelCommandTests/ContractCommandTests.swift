@@ -140,80 +140,49 @@ import Testing
             .appendingPathComponent("contracts")
     }
 
-    @Test func version1Point1IsCompatibleWithVersion1() async throws {
+    /// `keel contract diff` from the sample contract `base` to `revision` with `--fail-on warning`, as CI
+    /// runs the gate: expected to pass (exit 0, no breaking change, no warning); returns the report.
+    func passesTheGate(_ base: String, _ revision: String) async throws -> String {
         let child = try ChildProcess.launch(
             product: "keel",
             arguments: [
-                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.yaml").path,
-                Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path, "--fail-on", "warning",
+                "contract", "diff", Self.contracts.appendingPathComponent(base).path,
+                Self.contracts.appendingPathComponent(revision).path, "--fail-on", "warning",
             ])
         #expect(
             try await child.waitForExit() == .exited(0),
             "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
         let output = child.output(of: .standardOutput)
-        #expect(output.contains("response-property-extensible-enum-value-added"))
         #expect(output.contains("0 breaking, 0 warning"))
+        return output
+    }
+
+    @Test func version1Point1IsCompatibleWithVersion1() async throws {
+        let output = try await passesTheGate("notes-api.v1.yaml", "notes-api.v1.1.yaml")
+        #expect(output.contains("response-property-extensible-enum-value-added"))
     }
 
     @Test func version1Point2IsCompatibleWithVersion1Point1() async throws {
         // The version policy revision: new optional request headers, a response header, 426/503 answers
         // and an optional error member — nothing an installed 1.1 client could trip over.
-        let child = try ChildProcess.launch(
-            product: "keel",
-            arguments: [
-                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.1.yaml").path,
-                Self.contracts.appendingPathComponent("notes-api.v1.2.yaml").path, "--fail-on", "warning",
-            ])
-        #expect(
-            try await child.waitForExit() == .exited(0),
-            "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
-        #expect(child.output(of: .standardOutput).contains("0 breaking, 0 warning"))
+        _ = try await passesTheGate("notes-api.v1.1.yaml", "notes-api.v1.2.yaml")
     }
 
     @Test func version1Point3IsCompatibleWithVersion1Point2() async throws {
         // The sync revision (reference backend): sign-in, tags, per-mutation keys, an optional account header.
-        let child = try ChildProcess.launch(
-            product: "keel",
-            arguments: [
-                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.2.yaml").path,
-                Self.contracts.appendingPathComponent("notes-api.v1.3.yaml").path, "--fail-on", "warning",
-            ])
-        #expect(
-            try await child.waitForExit() == .exited(0),
-            "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
-        let output = child.output(of: .standardOutput)
-        #expect(output.contains("0 breaking, 0 warning"))
+        let output = try await passesTheGate("notes-api.v1.2.yaml", "notes-api.v1.3.yaml")
         #expect(output.contains("api-path-added") && output.contains("/sessions"))
     }
 
     @Test func version1Point4IsCompatibleWithVersion1Point3() async throws {
         // Publishing (the reference app's irreversible operation) is a new path: compatible for installed clients.
-        let child = try ChildProcess.launch(
-            product: "keel",
-            arguments: [
-                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.3.yaml").path,
-                Self.contracts.appendingPathComponent("notes-api.v1.4.yaml").path, "--fail-on", "warning",
-            ])
-        #expect(
-            try await child.waitForExit() == .exited(0),
-            "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
-        let output = child.output(of: .standardOutput)
-        #expect(output.contains("0 breaking, 0 warning"))
+        let output = try await passesTheGate("notes-api.v1.3.yaml", "notes-api.v1.4.yaml")
         #expect(output.contains("api-path-added") && output.contains("/notes/{id}/publish"))
     }
 
     @Test func version1Point5IsCompatibleWithVersion1Point4() async throws {
         // A 400 answer declared where an Idempotency-Key is required: a new failure status, compatible.
-        let child = try ChildProcess.launch(
-            product: "keel",
-            arguments: [
-                "contract", "diff", Self.contracts.appendingPathComponent("notes-api.v1.4.yaml").path,
-                Self.contracts.appendingPathComponent("notes-api.v1.5.yaml").path, "--fail-on", "warning",
-            ])
-        #expect(
-            try await child.waitForExit() == .exited(0),
-            "\(child.output(of: .standardOutput))\(child.output(of: .standardError))")
-        #expect(child.output(of: .standardOutput).contains("0 breaking, 0 warning"))
+        _ = try await passesTheGate("notes-api.v1.4.yaml", "notes-api.v1.5.yaml")
     }
 
     @Test func theCommittedModelsOfTheSampleContractAreCurrent() async throws {

@@ -585,16 +585,25 @@ private final class IdempotentBackend: Sendable {
         #expect(try await journal.unresolved().map(\.operationID) == ["no-answer"])  // still visible
     }
 
-    @Test func aRebuiltOperationWithAnotherBodyIsNotSentUnderTheSameKey() async throws {
+    /// A keyed POST /mutations journaled as operation `k` whose answer was lost (`unknown`), a server whose
+    /// status lookup fails too, and the client and journal that sent it.
+    func unknownKeyedOperation(seed: UInt64) async throws -> (
+        server: TestServer, journal: SQLiteOperationJournal, client: HTTPClient, key: IdempotencyKey
+    ) {
         let server = try TestServer()
         let journal = try SQLiteOperationJournal(path: path)
         let client = makeClient(server, journal: journal)
-        let key = IdempotencyKey.make(using: .seeded(12))
+        let key = IdempotencyKey.make(using: .seeded(seed))
         var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(key))
         operation.operationID = "k"
         server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
         await #expect(throws: HTTPFailure.self) { try await client.send(operation) }
-        server.setDispatcher(TestServer.Dispatcher { _ in TestResponse(status: 500) })  // status lookup fails too
+        server.setDispatcher(TestServer.Dispatcher { _ in TestResponse(status: 500) })
+        return (server, journal, client, key)
+    }
+
+    @Test func aRebuiltOperationWithAnotherBodyIsNotSentUnderTheSameKey() async throws {
+        let (server, _, client, key) = try await unknownKeyedOperation(seed: 12)
         let settled = try await client.reconcile(rebuild: { _ in
             HTTPOperation.post("/mutations", body: Data(#"{"other": true}"#.utf8), idempotency: .keyed(key))
         })
@@ -627,15 +636,7 @@ private final class IdempotentBackend: Sendable {
     /// another endpoint (where the key may be applied as new), and a send under an operation id that the
     /// journal holds for another request overwrote what the entry said was sent.
     @Test func aRebuiltOrReusedOperationForAnotherEndpointIsNotSentUnderItsEntry() async throws {
-        let server = try TestServer()
-        let journal = try SQLiteOperationJournal(path: path)
-        let client = makeClient(server, journal: journal)
-        let key = IdempotencyKey.make(using: .seeded(13))
-        var operation = HTTPOperation.post("/mutations", body: Self.body, idempotency: .keyed(key))
-        operation.operationID = "k"
-        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
-        await #expect(throws: HTTPFailure.self) { try await client.send(operation) }
-        server.setDispatcher(TestServer.Dispatcher { _ in TestResponse(status: 500) })  // status lookup fails too
+        let (server, journal, client, key) = try await unknownKeyedOperation(seed: 13)
         let settled = try await client.reconcile(rebuild: { _ in
             HTTPOperation.post("/v2/mutations", body: Self.body, idempotency: .keyed(key))
         })

@@ -86,7 +86,12 @@ struct Call {
         // In the background, the OS's budget may end the call sooner than its own deadline.
         let allowed = configuration.backgroundBudget?.remaining().map { min($0, policy.deadline) } ?? policy.deadline
         var deadline = start.advanced(by: allowed)
-        var limit = "deadline of \(allowed)"
+        // What set the deadline, for the message of a timeout (built only then: every call passes here).
+        var clampedByBudget: (left: Duration, attempt: Int)?
+        func limit() -> String {
+            clampedByBudget.map { "background time budget (\($0.left) left at attempt \($0.attempt))" }
+                ?? "deadline of \(allowed)"
+        }
         try refuseDotSegments()
         // Each attempt gets a request of its own, made afresh (the same every time but for what middleware
         // adds), for middleware to change in place: copying a kept one cost a header list per call.
@@ -101,11 +106,11 @@ struct Call {
                 let end = clock.now.advanced(by: left)
                 if end < deadline {
                     deadline = end
-                    limit = "background time budget (\(left) left at attempt \(attempts + 1))"
+                    clampedByBudget = (left, attempts + 1)
                 }
             }
             if clock.now.duration(to: deadline) <= .zero {
-                throw failure(.timeout, detail: "\(limit) passed")
+                throw failure(.timeout, detail: "\(limit()) passed")
             }
             attempts += 1
             let context = middlewareShared.map {
@@ -116,7 +121,7 @@ struct Call {
             let prepared = try await prepare(
                 makeRequest(url: url), steps: steps, context: context, deadline: deadline, clock: clock)
             let remaining = clock.now.duration(to: deadline)
-            if remaining <= .zero { throw failure(.timeout, detail: "\(limit) passed") }
+            if remaining <= .zero { throw failure(.timeout, detail: "\(limit()) passed") }
             emit(.attemptStarted(number: attempts))
             let result = await attempt(prepared, timeout: min(policy.attemptTimeout, remaining), clock: clock)
 

@@ -33,6 +33,25 @@ public struct UserFacingOutcome: Sendable, Equatable {
         case contactSupport(requestID: String?)
         /// Nothing to do (the user cancelled).
         case none
+
+        /// The action's name, without its values (`retryAt`, `fixInput`, `contactSupport`): for logs and
+        /// machine-readable answers.
+        public var name: String {
+            switch self {
+            case .retry: "retry"
+            case .retryAt: "retryAt"
+            case .checkConnection: "checkConnection"
+            case .signInAgain: "signInAgain"
+            case .requestAccess: "requestAccess"
+            case .fixInput: "fixInput"
+            case .reviewConflict: "reviewConflict"
+            case .openNetworkLogin: "openNetworkLogin"
+            case .tryLater: "tryLater"
+            case .updateApp: "updateApp"
+            case .contactSupport: "contactSupport"
+            case .none: "none"
+            }
+        }
     }
 
     /// What became of the user's operation: not done, possibly done (the app checks first), or queued.

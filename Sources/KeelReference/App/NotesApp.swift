@@ -466,7 +466,7 @@ public actor NotesApp {
                         let shown = failure.userFacing(correlationID: CorrelationID.make(using: .system))
                         object["failure"] = [
                             "kind": .string(failure.kind.name), "outcome": .string(failure.outcome.description),
-                            "message": .string(shown.message), "action": .string(Self.name(of: shown.action)),
+                            "message": .string(shown.message), "action": .string(shown.action.name),
                         ]
                     }
                     return .object(object)
@@ -476,29 +476,26 @@ public actor NotesApp {
     }
 
     private func sync() async throws -> JSONObject {
-        let engine = try requireEngine()
-        let report = await engine.sync()
-        if let failure = report.failure {
-            return Self.failure(failure, correlationID: CorrelationID.make(using: configuration.random))
-        }
-        return [
-            "ok": true, "acknowledged": .number(JSONNumber(Int64(report.acknowledged))),
-            "conflicts": .number(JSONNumber(Int64(report.conflicts))),
-            "rejected": .number(JSONNumber(Int64(report.rejected))),
-            "pulled": .number(JSONNumber(Int64(report.pulled))),
-            "outstanding": .number(JSONNumber(Int64(try await engine.outstandingCount()))),
-        ]
+        try await answer(to: await requireEngine().sync())
     }
 
     /// The answer to a condition that may have synced: `synced` false when it did not (not declared, or
     /// nothing changed), else what `sync` answers with `synced` true.
     private func syncedOn(_ report: SyncReport?) async throws -> JSONObject {
         guard let report else { return ["ok": true, "synced": false] }
+        var answer = try await answer(to: report)
+        if answer["ok"] == true { answer["synced"] = true }
+        return answer
+    }
+
+    /// What a sync run did (acknowledged, conflicts, rejected, pulled, and what is still outstanding), or its
+    /// failure.
+    private func answer(to report: SyncReport) async throws -> JSONObject {
         if let failure = report.failure {
             return Self.failure(failure, correlationID: CorrelationID.make(using: configuration.random))
         }
         return [
-            "ok": true, "synced": true, "acknowledged": .number(JSONNumber(Int64(report.acknowledged))),
+            "ok": true, "acknowledged": .number(JSONNumber(Int64(report.acknowledged))),
             "conflicts": .number(JSONNumber(Int64(report.conflicts))),
             "rejected": .number(JSONNumber(Int64(report.rejected))),
             "pulled": .number(JSONNumber(Int64(report.pulled))),
@@ -698,12 +695,6 @@ public actor NotesApp {
     /// The contract's limits on what a user types (code points, as the backend counts them).
     static let maximumTitle = 200
     static let maximumTag = 64
-
-    /// A recovery action's name for the JSON answers (`retry`, `fixInput`, `signInAgain`, ...).
-    static func name(of action: UserFacingOutcome.RecoveryAction) -> String {
-        let text = String(describing: action)
-        return String(text.prefix { $0 != "(" })
-    }
 
     /// `{"ok": false, "error": {"kind", "outcome", "message"}}`.
     static func refusal(_ kind: String, outcome: String = "notSent", _ message: String) -> JSONObject {

@@ -211,17 +211,10 @@ final class BackendStore: Sendable {
             arguments: [account, key, bodyHash, response])
     }
 
-    /// A name compared by its UTF-8 bytes: two canonically equivalent account names (`josé` in NFC and in
-    /// NFD) are two accounts here, as everywhere in the backend — Swift's `String` would fold them into one.
-    struct ExactName: Hashable, Comparable {
-        let name: String
-        init(_ name: String) { self.name = name }
-        static func == (lhs: Self, rhs: Self) -> Bool { lhs.name.utf8.elementsEqual(rhs.name.utf8) }
-        func hash(into hasher: inout Hasher) {
-            for byte in name.utf8 { hasher.combine(byte) }
-        }
-        static func < (lhs: Self, rhs: Self) -> Bool { lhs.name.utf8.lexicographicallyPrecedes(rhs.name.utf8) }
-    }
+    /// A name compared by its UTF-8 bytes (as JSON member names are): two canonically equivalent account
+    /// names (`josé` in NFC and in NFD) are two accounts here, as everywhere in the backend — Swift's `String`
+    /// would fold them into one.
+    typealias ExactName = JSONObject.MemberName
 
     /// Idempotency key → the most times the change sent under it was applied for any one account (under any
     /// key: a change — a mutation id on a note — sent again under a new key counts twice). Keys are scoped per
@@ -245,8 +238,8 @@ final class BackendStore: Sendable {
                 FROM applications a
                 """)
             for row in rows {
-                let account = ExactName(try row.decode("account"))
-                let key = ExactName(try row.decode("key"))
+                let account = ExactName(name: try row.decode("account"))
+                let key = ExactName(name: try row.decode("key"))
                 applied[account, default: [:]][key, default: 0] += try row.decode("times") as Int
             }
             return applied

@@ -83,6 +83,12 @@ package enum DurableFiles {
         guard fsync(descriptor) == 0 else { throw Failure(operation: "sync directory", path: path, errno: errno) }
     }
 
+    /// Whether the open file `descriptor` is a regular file (not a FIFO, a socket, a device or a directory).
+    static func isRegularFile(_ descriptor: Int32) -> Bool {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+    }
+
     /// Opens the regular file at `path` for reading. A symlink is refused (`ELOOP`), a directory (`EISDIR`)
     /// and anything else that is not a regular file (`EINVAL`) too. Opened without blocking: a FIFO put in
     /// place of a file (which a plain open waits on until something writes to it — forever, for an

@@ -70,12 +70,9 @@ package final class ExclusiveFileLock: Sendable {
         }
         guard fd >= 0 else { throw .failed(errno) }
         // A lock file is a regular file: anything else put in its place (a FIFO, a device) is refused.
-        if target == .file {
-            var status = stat()
-            guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
-                close(fd)
-                throw .failed(EINVAL)
-            }
+        if target == .file, !DurableFiles.isRegularFile(fd) {
+            close(fd)
+            throw .failed(EINVAL)
         }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno

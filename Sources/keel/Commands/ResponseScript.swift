@@ -144,16 +144,14 @@ struct ResponseScript: Decodable {
 
     /// Reads and validates the script at `path`.
     static func load(path: String) throws(ScriptError) -> [TestResponse] {
-        // Read as the other commands read their input files: a pipe (`--script <(...)`) is a file too.
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw ScriptError(message: "cannot read script \(path): no such file")
-        }
-        guard !isDirectory.boolValue else {
-            throw ScriptError(message: "cannot read script \(path): it is a directory")
-        }
+        // Read as the other commands read their input files: a pipe (`--script <(...)`) is a file too. Why it
+        // cannot be read is looked up only when it cannot.
         guard let data = readInputFile(path) else {
-            throw ScriptError(message: "cannot read script \(path): permission denied or a read error")
+            var isDirectory: ObjCBool = false
+            let why =
+                !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+                ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied or a read error"
+            throw ScriptError(message: "cannot read script \(path): \(why)")
         }
         if let problem = strictJSONProblem(data) { throw ScriptError(message: "script \(path) is \(problem)") }
         do {
