@@ -77,10 +77,12 @@ enum HTTPBenchmarks {
             let tracing = TraceContextMiddleware(allowlist: OriginAllowlist([server.baseURL]))
             let traced = HTTPClient(
                 configuration: .init(
-                    baseURL: server.baseURL, transport: transport, middleware: [tracing],
-                    versionPolicy: VersionPolicyContract(appVersion: AppVersion("5.1.0")!, platform: "ios")))
+                    baseURL: server.baseURL, transport: transport, middleware: [tracing], versionPolicy: versionPolicy))
             return { try await traced.send(.get("/notes")) }
         })
+
+    /// The version policy of trace.overhead's client; its header fields are trace.overhead.wire's too.
+    static let versionPolicy = VersionPolicyContract(appVersion: AppVersion("5.1.0")!, platform: "ios")
 
     /// What the three header fields of trace.overhead cost by themselves: the plain client sending the same
     /// fields, written by hand, with no trace or version logic. The bytes still cross the transport, the
@@ -91,11 +93,14 @@ enum HTTPBenchmarks {
             "none: the same three header fields written by hand (no trace or version logic) vs off — the share of trace.overhead that is the bytes themselves",
         candidate: { server, transport in
             let plain = HTTPClient(configuration: .init(baseURL: server.baseURL, transport: transport))
-            let fields: HeaderFields = [
-                "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", "X-App-Version": "5.1.0",
-                "X-Platform": "ios",
-            ]
-            return { try await plain.send(.get("/notes", headers: fields)) }
+            // The names and values trace.overhead's client sends (the version contract's own header names).
+            var fields = HeaderFields()
+            fields.append(
+                name: TraceContextMiddleware.traceparentHeader,
+                value: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00")
+            fields.append(name: versionPolicy.appVersionHeader, value: versionPolicy.appVersion.description)
+            fields.append(name: versionPolicy.platformHeader, value: versionPolicy.platform)
+            return { [fields] in try await plain.send(.get("/notes", headers: fields)) }
         })
 
     /// Plain GETs against GETs through the client `candidate` makes, on one shared default transport.
