@@ -75,7 +75,17 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
         return false
     }
 
-    /// The parameters `url` carries when it matches, or nil when it does not match.
+    /// Whether a decoded parameter value is one whole segment: never empty, a path (`%2F`), a dot segment, or
+    /// control characters (`%00`, a line break) that an app building a path or a log line from it would act
+    /// on. A placeholder's value must be; so must a query item's that becomes a route parameter
+    /// (`Navigator`), while other query items (a tracking id, a return URL) are not the route's business.
+    public static func isOneSegment(_ value: String) -> Bool {
+        !value.isEmpty && value != "." && value != ".."
+            && !value.unicodeScalars.contains(where: { $0 == "/" || $0.value < 0x20 || $0.value == 0x7F })
+    }
+
+    /// The parameters `url` carries when it matches, or nil when it does not match: the placeholders' values
+    /// (each one segment, ``isOneSegment(_:)``) and the query's items (decoded, not checked).
     public func match(_ url: String) -> [String: String]? {
         guard let separator = url.range(of: "://"), url[..<separator.lowerBound].lowercased() == scheme else {
             return nil
@@ -98,9 +108,7 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
             case .parameter(let name):
                 // One whole segment, decoded: never a path (`%2F`), a dot segment, or control characters
                 // (`%00`, a line break) that an app building a path or a log line from it would act on.
-                guard !part.isEmpty, let value = String(part).removingPercentEncoding, value != ".", value != "..",
-                    !value.unicodeScalars.contains(where: { $0 == "/" || $0.value < 0x20 || $0.value == 0x7F })
-                else { return nil }
+                guard let value = String(part).removingPercentEncoding, Self.isOneSegment(value) else { return nil }
                 values[name] = value
             }
         }

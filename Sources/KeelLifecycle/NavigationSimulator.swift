@@ -299,7 +299,8 @@ public final class NavigationSimulator {
     private func file(_ name: String) -> URL { directory.appendingPathComponent(name) }
 
     /// Plays the app's persistence for `effects`: the snapshot once per event that asks for it, and the
-    /// drafts store (which the navigator's state mirrors) when a draft was saved or deleted.
+    /// drafts store (which the navigator's state mirrors) when a draft was saved or deleted, or an account's
+    /// data was purged (its drafts go with its store).
     private func apply(_ effects: [NavigationEffect]) {
         guard let state else { return }
         if effects.contains(.saveSnapshot), let data = try? NavigationSnapshot(state).encoded() {
@@ -307,7 +308,7 @@ public final class NavigationSimulator {
         }
         let draftsChanged = effects.contains {
             switch $0 {
-            case .saveDraft, .deleteDraft: return true
+            case .saveDraft, .deleteDraft, .purgeAccount: return true
             default: return false
             }
         }

@@ -365,6 +365,14 @@ struct Run {
             error = "no route's deep link matches \(url)"
             return
         }
+        // A parameter the route declares, taken from the query, is held to what a placeholder is: one segment.
+        for name in contract.route(best.route)?.parameters ?? [] {
+            if let value = best.values[name], !DeepLinkPattern.isOneSegment(value) {
+                error =
+                    "the deep link's \(name) is not one segment (empty, a path, a dot segment or control characters)"
+                return
+            }
+        }
         enter(best.route, best.values, mode: mode, id: id)
     }
 
@@ -453,17 +461,42 @@ struct Run {
         if state.modal?.route == navigator.signInRoute { state.modal = nil }
         if var target = state.pendingTarget {
             state.pendingTarget = nil
-            if let owner = target.account, !AccountID.same(owner, account) { return }
-            target.account = account
-            let (stack, modal) = syntheticStack(for: target, rebuilding: true)
-            guard error == nil else { return }
-            // The screens the target replaces (public ones the user typed into while signed out).
-            keepOrReportInput()
-            let checked = checked(stack, modal: modal, target: target)
-            state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
-            state.modal = checked.modal
+            if let owner = target.account, !AccountID.same(owner, account) {
+                // Another account's destination is not opened for this one: its input stays that account's
+                // draft where its lifecycle keeps drafts, and is reported lost otherwise.
+                forget(target)
+            } else {
+                target.account = account
+                let (stack, modal) = syntheticStack(for: target, rebuilding: true)
+                guard error == nil else { return }
+                // The screens the target replaces (public ones the user typed into while signed out).
+                keepOrReportInput()
+                let checked = checked(stack, modal: modal, target: target)
+                state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
+                state.modal = checked.modal
+                // Access revoked while sign-in held the target: its input is lost with it and its draft deleted,
+                // as when access is revoked while it is shown (and as a restore does).
+                for entry in checked.denied where holdsInput(entry) { lose(entry) }
+            }
         }
         effects.append(.saveSnapshot)
+    }
+
+    /// Whether `entry` holds input: typed text, or a saved draft.
+    func holdsInput(_ entry: NavigationEntry) -> Bool {
+        if !(entry.input ?? "").isEmpty { return true }
+        guard let key = draftKey(entry) else { return false }
+        return state.drafts[key] != nil
+    }
+
+    /// A remembered target that will not be opened (it was another account's): where its lifecycle keeps
+    /// drafts, its input is already saved as its account's draft and comes back to that account; otherwise
+    /// it is reported lost, never dropped without a word.
+    mutating func forget(_ target: NavigationEntry) {
+        guard let text = target.input, !text.isEmpty, let input = contract.route(target.route)?.input,
+            !Self.keepsDrafts(input)
+        else { return }
+        effects.append(.inputLost(target.label))
     }
 
     mutating func signOut() {
@@ -478,7 +511,12 @@ struct Run {
     }
 
     mutating func switchAccount(_ account: String) {
-        guard !AccountID.same(state.account, account) else { return }
+        guard !AccountID.same(state.account, account) else {
+            // The same account, signed in again after its session expired: what sign-in does (the sign-in
+            // screen goes, the target it held opens).
+            if !state.sessionValid { signIn(account) }
+            return
+        }
         removeProtected(purging: nil)
         state.account = account
         state.sessionValid = true
@@ -502,6 +540,7 @@ struct Run {
         if let modal = state.modal, !keeps(modal) || modal.route == navigator.signInRoute { state.modal = nil }
         state.modal = state.modal.map(disowned)
         state.prompt = nil
+        if let target = state.pendingTarget { forget(target) }
         state.pendingTarget = nil
         if let account {
             // The account's drafts go with its store: the copy the state keeps of them too (found in an outside
@@ -558,12 +597,20 @@ struct Run {
         saveKeptDrafts()
         state.sessionValid = false
         state.prompt = nil
+        let leaving = state.stack.filter { !isPublic($0) } + (state.modal.map { [$0] } ?? [])
         state.stack = state.stack.filter(isPublic)
         if state.stack.isEmpty { state.stack = [rootEntry()] }
         state.modal = nil
         if let target, navigator.verdict(target, in: state) == .needsSignIn {
             state.pendingTarget = target
             effects.append(.signInRequired(target.label))
+        }
+        // The input of the screens that go (the protected ones, and the modal sign-in covers), other than the
+        // target sign-in holds with its input: saved above where its lifecycle keeps drafts, reported lost
+        // otherwise — never dropped without a word.
+        for entry in leaving where entry.id != state.pendingTarget?.id && !(entry.input ?? "").isEmpty {
+            guard let input = contract.route(entry.route)?.input, !Self.keepsDrafts(input) else { continue }
+            effects.append(.inputLost(entry.label))
         }
         state.modal = signInEntry()
         effects.append(.saveSnapshot)
@@ -602,7 +649,13 @@ struct Run {
             state.modal = state.modal.flatMap { navigator.verdict($0, in: state) == .allowed ? $0 : nil }
             state.prompt = nil
         }
-        if let target = state.pendingTarget, matches(target) { state.pendingTarget = nil }
+        if let target = state.pendingTarget, matches(target) {
+            // The destination sign-in holds (a session that expired over it, a link opened signed out): its
+            // input goes with the access, and its draft with it, as for a screen that is shown.
+            effects.append(.accessDenied(target.label))
+            if holdsInput(target) { lose(target) }
+            state.pendingTarget = nil
+        }
         effects.append(.saveSnapshot)
     }
 }

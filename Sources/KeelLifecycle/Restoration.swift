@@ -183,9 +183,13 @@ extension Navigator {
         for entry in sensitive { run.effects.append(.droppedSensitive(entry.label)) }
         entries.removeAll { contract.route($0.route)?.isSensitive == true }
         if entries.first?.route != contract.root.id { entries.insert(run.rootEntry(), at: 0) }
-        // The root stays in the stack even where a contract declares it modal: the stack is never empty.
+        // The root stays in the stack even where a contract declares it modal: the stack is never empty. Sign-in
+        // is a modal wherever the navigator showed it (`signInEntry`), whatever its route declares.
         let modalEntry =
-            entries.count > 1 ? entries.last.flatMap { contract.route($0.route)?.isModal == true ? $0 : nil } : nil
+            entries.count > 1
+            ? entries.last.flatMap {
+                contract.route($0.route)?.isModal == true || $0.route == signInRoute ? $0 : nil
+            } : nil
         let stack = modalEntry == nil ? entries : Array(entries.dropLast())
         let remembered =
             target.flatMap { contract.route($0.route)?.isSensitive == true ? nil : $0 } ?? stack.last!
@@ -202,6 +206,11 @@ extension Navigator {
         }
         run.state.stack = checked.stack.isEmpty ? [run.rootEntry()] : checked.stack
         run.state.modal = checked.modal
+        // Sign-in saved on screen, and the session is valid now (a refresh at relaunch, or a sign-in while the
+        // app was dead): it is done — the sign-in screen goes and the target it held opens, as a sign-in does.
+        if case .valid(let account) = session, checked.modal?.route == signInRoute {
+            run.signIn(account)
+        }
         // Operations in flight belong to the account that started them: never reattached in another's session.
         let inFlight: [String]
         switch session {

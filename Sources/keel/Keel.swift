@@ -146,6 +146,13 @@ final class TerminationSignals {
 /// before it; nil when input ended or `body` stopped it.
 @discardableResult
 func forEachStandardInputLine(_ body: (String) -> Bool) -> Int32? {
+    forEachStandardInputLineBytes { body(textLine($0)) }
+}
+
+/// ``forEachStandardInputLine(_:)`` with each line's bytes (without its line ending), for a reader that
+/// refuses a line that is not UTF-8 instead of reading it with replacement characters.
+@discardableResult
+func forEachStandardInputLineBytes(_ body: (ArraySlice<UInt8>) -> Bool) -> Int32? {
     var pending: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     var failure: Int32?
@@ -156,13 +163,18 @@ func forEachStandardInputLine(_ body: (String) -> Bool) -> Int32? {
         guard count > 0 else { break }
         pending.append(contentsOf: buffer[..<count])
         while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-            let text = textLine(pending[..<newline])
+            let line = lineBytes(pending[..<newline])
             pending.removeSubrange(...newline)
-            if !body(text) { return nil }
+            if !body(line) { return nil }
         }
     }
-    if !pending.isEmpty, !body(textLine(pending[...])) { return nil }
+    if !pending.isEmpty, !body(lineBytes(pending[...])) { return nil }
     return failure
+}
+
+/// A line split off at its "\n" byte, without a trailing "\r".
+func lineBytes(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes
 }
 
 /// One line of text split off at its "\n" byte, without a trailing "\r" (lines are split on the byte: in a

@@ -225,6 +225,69 @@ import Testing
         #expect(steps.map(\.event) == ["signin alice"])
     }
 
+    /// Found in an outside audit: `signout` purged alice's drafts in the navigator's state, but the drafts file
+    /// the run keeps for `kill`/`launch` still had hers (saved as typed, and not saved again at sign-out: the
+    /// text had not changed), and her draft came back after a relaunch.
+    @Test func aDraftPurgedAtSignOutNeverComesBackAfterARelaunch() async throws {
+        // The example's editor, keeping drafts on leave: back saves it and the screen goes, so the sign-out
+        // has no input left to save (the drafts file was rewritten only when a draft was saved or deleted).
+        try Data(
+            """
+            {"routes": [
+              {"id": "home", "root": true, "access": "public"},
+              {"id": "note", "parent": "home", "access": "account", "parameters": ["noteID"]},
+              {"id": "edit", "parent": "note", "access": "account", "parameters": ["noteID"],
+               "input": {"policy": "saveDraft"}},
+              {"id": "signIn", "access": "public", "modal": true}
+            ]}
+            """.utf8
+        ).write(to: directory.url("drafts.json"))
+        try Data(
+            """
+            signin alice
+            open note noteID=1
+            open edit noteID=1
+            type secret draft of alice
+            back systemBack
+            signout
+            kill
+            launch
+            signin alice
+            open note noteID=1
+            open edit noteID=1
+            """.utf8
+        ).write(to: directory.url("purge.txt"))
+        let (status, output, errors) = try await runKeel([
+            "navigation", "simulate", directory.url("drafts.json").path, "--script", directory.url("purge.txt").path,
+        ])
+        #expect(status == .exited(0), "\(errors)")
+        let steps = try output.split(separator: "\n").map { try JSONDecoder().decode(Step.self, from: Data($0.utf8)) }
+        #expect(steps.first { $0.event == "signout" }?.effects == ["purgeAccount alice", "saveSnapshot"])
+        #expect(steps.last?.stack == ["home", "note", "edit"])
+        #expect(!steps.contains { $0.effects.contains { $0.hasPrefix("restoreDraft") } })
+    }
+
+    /// Found in an outside audit: a line that is not UTF-8 was read with replacement characters, so
+    /// `signin al\xFFice` and `switch al\xFEice` named the same account and the switch did nothing.
+    @Test func aLineThatIsNotUTF8IsMalformedAndNothingAfterItRuns() async throws {
+        var script = Data("signin alice\nopen notes\nswitch al".utf8)
+        script.append(contentsOf: [0xFE])
+        script.append(contentsOf: Data("ice\nopen notes\n".utf8))
+        try script.write(to: directory.url("bytes.txt"))
+        let (status, output, errors) = try await runKeel(
+            ["navigation", "simulate", Self.example, "--script", directory.url("bytes.txt").path])
+        #expect(status == .exited(2))
+        #expect(errors.contains("line 3: not valid UTF-8"))
+        let steps = try output.split(separator: "\n").map { try JSONDecoder().decode(Step.self, from: Data($0.utf8)) }
+        #expect(steps.map(\.event) == ["signin alice", "open notes"])
+        // From standard input too.
+        let child = try ChildProcess.launch(product: "keel", arguments: ["navigation", "simulate", Self.example])
+        try child.write(script)
+        child.closeInput()
+        #expect(try await child.waitForExit() == .exited(2))
+        #expect(child.output(of: .standardError).contains("line 3: not valid UTF-8"))
+    }
+
     /// Found in an outside audit: standard input that could not be read (a directory) was taken for the end
     /// of the events (exit 0, nothing said), and a temporary directory that could not be made gave exit 1
     /// with Foundation's "error 512". Both are exit 2, saying what is wrong.

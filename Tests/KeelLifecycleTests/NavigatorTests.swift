@@ -9,6 +9,7 @@ struct Harness {
         private let lock = NSLock()
         private var revoked: Set<String> = []
         func revoke(_ label: String) { lock.withLock { _ = revoked.insert(label) } }
+        func unrevokeAll() { lock.withLock { revoked.removeAll() } }
         func allows(_ route: Route, parameters: [String: String], account: String) -> Bool {
             let label = NavigationEntry.label(route: route.id, parameters: parameters)
             return lock.withLock { !revoked.contains(label) }

@@ -207,9 +207,17 @@ public final class ChildProcess: Sendable {
     ///
     /// - Throws: ``ChildProcessError`` when input was closed or the child is gone.
     public func write(_ text: String) throws {
+        try write(Data(text.utf8))
+    }
+
+    /// Writes `bytes` as they are (input that is not UTF-8, say) to the child's standard input. Blocks while
+    /// the child's input buffer is full.
+    ///
+    /// - Throws: ``ChildProcessError`` when input was closed or the child is gone.
+    public func write(_ bytes: Data) throws {
         let ok = input.withLock { descriptor -> Bool in
             guard let descriptor else { return false }
-            return Array(text.utf8).withUnsafeBytes { POSIX.write(descriptor, $0) }
+            return bytes.withUnsafeBytes { POSIX.write(descriptor, $0) }
         }
         guard ok else {
             throw ChildProcessError(

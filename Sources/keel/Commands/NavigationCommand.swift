@@ -163,9 +163,13 @@ enum NavigationCommand {
         var number = 0
         var status: Int32 = 0
         /// Runs one event line and prints its object; false after a malformed line (nothing after it runs).
-        func run(_ text: String) -> Bool {
-            var line = text
+        func run(_ bytes: ArraySlice<UInt8>) -> Bool {
             number += 1
+            // Not read with replacement characters: two different account names would become one.
+            guard var line = String(validating: lineBytes(bytes), as: UTF8.self) else {
+                status = fail("line \(number): not valid UTF-8")
+                return false
+            }
             // A byte-order mark some editors put before the first line is not part of it.
             if number == 1, line.hasPrefix("\u{FEFF}") { line.removeFirst() }
             let trimmed = line.trimmingCharacters(in: .whitespaces)
@@ -179,9 +183,9 @@ enum NavigationCommand {
             return true
         }
         if let script {
-            _ = script.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).lazy.map(textLine)
+            _ = [UInt8](script).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).lazy
                 .allSatisfy(run)
-        } else if let failure = forEachStandardInputLine(run) {
+        } else if let failure = forEachStandardInputLineBytes(run) {
             // Input that cannot be read is not the end of the events: the run is cut short, and says so.
             return fail("standard input cannot be read: \(String(cString: strerror(failure)))")
         }
