@@ -22,14 +22,18 @@ public struct DatabaseConfiguration: Sendable {
     public var busyTimeout: Duration
     /// How many read-only connections serve concurrent reads.
     public var maximumReaders: Int
+    /// Whether SQLite overwrites what a write or delete frees with zeros (`PRAGMA secure_delete`): true for
+    /// data that must be gone from the file once replaced or deleted; nil leaves SQLite's compiled-in default,
+    /// which differs between builds (off upstream, on in Debian's).
+    public var secureDelete: Bool?
 
-    /// A configuration; the defaults are WAL, `normal` syncs, foreign keys on, a 5-second busy timeout
-    /// and 4 readers.
+    /// A configuration; the defaults are WAL, `normal` syncs, foreign keys on, a 5-second busy timeout,
+    /// 4 readers and SQLite's own `secure_delete` default.
     ///
     /// - Precondition: `maximumReaders` is at least 1 and `busyTimeout` is not negative.
     public init(
         journalMode: JournalMode = .wal, synchronous: Synchronous = .normal, foreignKeys: Bool = true,
-        busyTimeout: Duration = .seconds(5), maximumReaders: Int = 4
+        busyTimeout: Duration = .seconds(5), maximumReaders: Int = 4, secureDelete: Bool? = nil
     ) {
         precondition(maximumReaders >= 1, "DatabaseConfiguration.maximumReaders must be at least 1")
         precondition(busyTimeout >= .zero, "DatabaseConfiguration.busyTimeout cannot be negative")
@@ -38,5 +42,6 @@ public struct DatabaseConfiguration: Sendable {
         self.foreignKeys = foreignKeys
         self.busyTimeout = busyTimeout
         self.maximumReaders = maximumReaders
+        self.secureDelete = secureDelete
     }
 }

@@ -68,6 +68,9 @@ final class SQLiteConnection {
                     }
                 }
                 try execute("PRAGMA synchronous = \(configuration.synchronous.rawValue)", [])
+                if let secureDelete = configuration.secureDelete {
+                    try execute("PRAGMA secure_delete = \(secureDelete ? "ON" : "OFF")", [])
+                }
             }
             try execute("PRAGMA foreign_keys = \(configuration.foreignKeys ? "ON" : "OFF")", [])
         } catch {

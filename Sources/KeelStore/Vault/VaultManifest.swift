@@ -216,7 +216,10 @@ enum VaultFiles {
         let file = directory + "/" + database(policy)
         let pool: DatabasePool
         do throws(DatabaseError) {
-            pool = try DatabasePool(path: file, configuration: DatabaseConfiguration(synchronous: Vaults.synchronous))
+            // Secure delete whatever SQLite's build defaults to: a record replaced or deleted (a retention
+            // sweep, a logout's drop) must not leave its earlier bytes in free pages, still under a live key.
+            pool = try DatabasePool(
+                path: file, configuration: DatabaseConfiguration(synchronous: Vaults.synchronous, secureDelete: true))
         } catch {
             throw VaultError(error, namespace: namespace, message: "\(file): \(error.description)")
         }
