@@ -123,9 +123,17 @@ public actor EffectLedger {
     }
 
     /// Records how `id` ended.
+    ///
+    /// - Throws: ``EffectLedgerError`` `unknownOperation` for an operation never begun; `alreadySucceeded`,
+    ///   changing nothing, for one recorded as succeeded and now said to have failed or to be running (a late
+    ///   answer of a second caller): the next confirmation would otherwise run it again.
     public func complete(_ id: String, _ state: State, result: String?) throws {
         guard var entry = entries[id] else {
             throw EffectLedgerError(code: .unknownOperation, message: "\(id) was never begun")
+        }
+        if entry.state == .succeeded, state != .succeeded {
+            throw EffectLedgerError(
+                code: .alreadySucceeded, message: "\(id) is recorded as succeeded; it is not recorded as \(state)")
         }
         let before = entry
         entry.state = state
@@ -156,10 +164,15 @@ public actor EffectLedger {
     /// does not grow for ever. Call it with a date older than any confirmation that may still be replayed
     /// (a screen kept in a snapshot for weeks replays its confirmation on restore: keep at least that long).
     /// An operation still started (its outcome unknown) is never forgotten, nor one settled before the
-    /// ledger kept the time. Returns how many were removed.
+    /// ledger kept the time. The attempts of one confirmation (``operationID(entry:action:attempt:)``) are
+    /// forgotten together or not at all: a failed first attempt forgotten while a later one stays would be
+    /// found missing, and run again, by an app that looks for the next attempt after the failed ones.
+    /// Returns how many were removed.
     @discardableResult
     public func removeSettled(before date: Date) throws -> Int {
-        let old = entries.filter { $0.value.state != .started && ($0.value.settledAt.map { $0 < date } ?? false) }
+        func isOld(_ entry: Entry) -> Bool { entry.state != .started && (entry.settledAt.map { $0 < date } ?? false) }
+        let chains = Dictionary(grouping: entries.values) { Self.confirmation(of: $0.id) }
+        let old = entries.filter { _, entry in chains[Self.confirmation(of: entry.id)]!.allSatisfy(isOld) }
         guard !old.isEmpty else { return 0 }
         let before = entries
         for id in old.keys { entries[id] = nil }
@@ -168,6 +181,15 @@ public actor EffectLedger {
             throw error
         }
         return old.count
+    }
+
+    /// The confirmation an operation id belongs to: the id without its `#attempt` suffix (every attempt of a
+    /// confirmation shares it), or the id itself when it has none.
+    static func confirmation(of id: String) -> Substring {
+        guard let mark = id.lastIndex(of: "#"), !id[id.index(after: mark)...].isEmpty,
+            id[id.index(after: mark)...].utf8.allSatisfy({ (48...57).contains($0) })
+        else { return id[...] }
+        return id[..<mark]
     }
 
     /// Writes the ledger atomically and durably (a temporary file synced, renamed, the directory synced).
@@ -207,6 +229,8 @@ extension ErrorCode where Domain == EffectLedgerError {
     public static var unknownOperation: Self { Self("unknownOperation") }
     /// The ledger could not be written (the operation must not run).
     public static var ioError: Self { Self("ioError") }
+    /// Completing an operation recorded as succeeded with another outcome (nothing is changed).
+    public static var alreadySucceeded: Self { Self("alreadySucceeded") }
     /// Another effect ledger (another process, or another instance in this one) has the same file: one at
     /// a time, or each would rewrite the file without the other's entries.
     public static var inUse: Self { Self("inUse") }

@@ -70,20 +70,25 @@ public struct VaultDrafts: Sendable {
             )
         }
         var changes: [(String, Data?)] = []
+        var legacyIDs: [String: String] = [:]
         for effect in effects {
+            let key: DraftKey
             switch effect {
-            case .saveDraft(let key, let text):
+            case .saveDraft(let saved, let text):
+                key = saved
                 let stored = Stored(route: key.route, parameters: key.parameters, text: text)
                 changes.append((Self.recordID(key), try JSONEncoder().encode(stored)))
-            case .deleteDraft(let key):
+            case .deleteDraft(let deleted):
+                key = deleted
                 changes.append((Self.recordID(key), nil))
             default: continue
             }
+            legacyIDs[Self.recordID(key)] = Self.legacyID(key)
         }
         guard !changes.isEmpty else { return }
-        let list = changes
+        let list = (changes: changes, legacyIDs: legacyIDs)
         try await vault.write(dataset) { records in
-            for (id, value) in list {
+            for (id, value) in list.changes {
                 if let existing = try records.get(id), (try? JSONDecoder().decode(Stored.self, from: existing)) == nil {
                     // Beside any copy kept aside before (a second round must not write over the first).
                     var aside = Self.unreadablePrefix + id
@@ -95,8 +100,22 @@ public struct VaultDrafts: Sendable {
                     try records.put(aside, existing)
                 }
                 if let value { try records.put(id, value) } else { try records.delete(id) }
+                // The record of the same draft under the id it had before ids were escaped (`edit q=a b`): it
+                // goes with any change of the draft, or a deleted draft would come back from it at the next load.
+                if let legacy = list.legacyIDs[id], let old = try records.get(legacy),
+                    let stored = try? JSONDecoder().decode(Stored.self, from: old),
+                    Self.recordID(DraftKey(account: account, route: stored.route, parameters: stored.parameters)) == id
+                {
+                    try records.delete(legacy)
+                }
             }
         }
+    }
+
+    /// The id a draft had before ids were escaped (its entry label), when it differs from its id now.
+    static func legacyID(_ key: DraftKey) -> String? {
+        let legacy = key.entryLabel
+        return legacy == recordID(key) ? nil : legacy
     }
 
     /// Where drafts that cannot be read are kept aside.
@@ -118,13 +137,17 @@ public struct VaultDrafts: Sendable {
         let account = vault.account.rawValue
         return try await vault.read(dataset) { records in
             var drafts: [DraftKey: String] = [:]
+            var legacy: [DraftKey: String] = [:]
             for id in try records.ids() where !id.hasPrefix(Self.unreadablePrefix) {
                 // One that cannot be read is left where it is (see `unreadable()`); `apply` never writes over it.
                 guard let data = try records.get(id), let stored = try? JSONDecoder().decode(Stored.self, from: data)
                 else { continue }
-                drafts[DraftKey(account: account, route: stored.route, parameters: stored.parameters)] = stored.text
+                let key = DraftKey(account: account, route: stored.route, parameters: stored.parameters)
+                // A record under the id the draft had before ids were escaped counts only when the draft has
+                // none under its id now: that one is newer (whichever order the ids sort in).
+                if id == Self.recordID(key) { drafts[key] = stored.text } else { legacy[key] = stored.text }
             }
-            return drafts
+            return drafts.merging(legacy) { current, _ in current }
         }
     }
 }

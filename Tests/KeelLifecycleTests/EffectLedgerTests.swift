@@ -150,4 +150,49 @@ import Testing
         #expect(try await reopened.removeSettled(before: .distantFuture) == 1)  // never the started one
         #expect(await reopened.unsettled().map(\.id) == ["old-open"])
     }
+
+    /// Found in an outside audit: a failed first attempt was forgotten while the second, which succeeded,
+    /// stayed; an app that looks for the next attempt after the failed ones found #1 missing and ran it
+    /// again — a second publication.
+    @Test func theAttemptsOfOneConfirmationAreForgottenTogether() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-ledger-retention")
+        let now = Locked(Date(timeIntervalSince1970: 1_764_892_800))
+        let ledger = try EffectLedger(file: directory.url("ledger.json"), clock: WallClock { now.withLock { $0 } })
+        let first = EffectLedger.operationID(entry: "e6", action: "publish", attempt: 1)
+        let second = EffectLedger.operationID(entry: "e6", action: "publish", attempt: 2)
+        let other = EffectLedger.operationID(entry: "e7", action: "publish", attempt: 1)
+        for id in [first, other] { #expect(try await ledger.begin(id, action: "publish") == .run) }
+        try await ledger.complete(first, .failed, result: nil)
+        try await ledger.complete(other, .failed, result: nil)
+        now.withLock { $0 += 10 * 86_400 }
+        #expect(try await ledger.begin(second, action: "publish") == .run)
+        try await ledger.complete(second, .succeeded, result: "/p/1")
+        // A week ago: #1 of e6 is that old, #2 is not; e7's only attempt is.
+        #expect(try await ledger.removeSettled(before: now.withLock { $0 } - 7 * 86_400) == 1)
+        #expect(await ledger.entry(first)?.state == .failed)
+        #expect(await ledger.entry(other) == nil)
+        // Once every attempt is old enough, they go together.
+        #expect(try await ledger.removeSettled(before: .distantFuture) == 2)
+        #expect(await ledger.entry(first) == nil)
+        #expect(await ledger.entry(second) == nil)
+    }
+
+    /// Found in an outside audit: a late "failed" from a second caller turned a succeeded operation into a
+    /// failed one, and the next confirmation would have run it again.
+    @Test func anOperationRecordedAsSucceededStaysSucceeded() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-ledger-settled")
+        do {
+            let ledger = try EffectLedger(file: directory.url("ledger.json"))
+            #expect(try await ledger.begin("publish@e6#1", action: "publish") == .run)
+            try await ledger.complete("publish@e6#1", .succeeded, result: "/p/1")
+            for late in [EffectLedger.State.failed, .started] {
+                await #expect {
+                    try await ledger.complete("publish@e6#1", late, result: nil)
+                } throws: { ($0 as? EffectLedgerError)?.code == .alreadySucceeded }
+            }
+        }
+        let reopened = try EffectLedger(file: directory.url("ledger.json"))
+        #expect(await reopened.entry("publish@e6#1")?.state == .succeeded)
+        #expect(await reopened.entry("publish@e6#1")?.result == "/p/1")
+    }
 }
