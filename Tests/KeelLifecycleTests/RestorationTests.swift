@@ -20,6 +20,13 @@ import Testing
             try NavigationSnapshot(rebuilt.result.state).encoded(), drafts: h.state.drafts,
             session: .valid(account: "alice"))
         #expect(again.result.state == h.state && again.result.effects.isEmpty)
+        // What a snapshot never holds does not come back from one (found in an outside audit: the guide said
+        // every rebuild was equal): a one-time screen is dropped, saying so. Apps keep the state value instead.
+        h.send(.open(route: "otp"))
+        let withOneTimeScreen = h.navigator.restore(
+            try NavigationSnapshot(h.state).encoded(), drafts: h.state.drafts, session: .valid(account: "alice"))
+        #expect(withOneTimeScreen.result.state.modal == nil)
+        #expect(withOneTimeScreen.result.effects.map(\.description) == ["droppedSensitive otp"])
     }
 
     /// Found in review: entry numbers started again at `e2` with every fresh state (a first launch, a

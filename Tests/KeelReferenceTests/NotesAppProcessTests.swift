@@ -328,4 +328,79 @@ extension NotesDevice {
         #expect(try backend.publicationCounts().isEmpty)
         _ = try await phone.run("quit")
     }
+
+    /// Found in an outside audit: sign-out deleted the effect ledger, and the next `publish` of the same note
+    /// drew a new random key — the backend, which deduplicates by key, published the note a second time. The
+    /// key now says what is published (the note, published once), so it is the same key again.
+    @Test func aPublicationForgottenAtSignOutIsNeverMadeTwice() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-publish")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        _ = try await phone.run("signin alice")
+        let id = try #require(try await phone.run("new Essay")["id"]?.stringValue)
+        #expect(try await phone.run("sync")["ok"] == true)
+        let first = try await phone.run("publish \(id)")
+        #expect(first["ok"] == true, "\(first)")
+        #expect(try await phone.run("signout")["ok"] == true)
+        _ = try await phone.run("signin alice")
+        _ = try await phone.run("sync")
+        let again = try await phone.run("publish \(id)")
+        #expect(again["ok"] == true && again["path"] == first["path"], "\(again)")
+        #expect(try backend.publicationCounts() == [id: 1])
+        _ = try await phone.run("quit")
+    }
+
+    /// Found in an outside audit: drafts were loaded at launch for the account active then only; after a
+    /// relaunch, a switch to another account showed its editor empty, and the next keystroke wrote over the
+    /// draft kept in its vault.
+    @Test func anAccountsDraftComesBackWhenTheAppSwitchesToItAfterARelaunch() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-drafts")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend")))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        _ = try await phone.run("signin bob")
+        let id = try #require(try await phone.run("new Plan")["id"]?.stringValue)
+        _ = try await phone.run("open \(id)")
+        _ = try await phone.run("editor \(id)")
+        #expect(try await phone.run("type half a thought")["screen"]?["input"] == "half a thought")
+        _ = try await phone.run("switch alice")
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+
+        let again = try phone.relaunched()
+        _ = try await again.run("switch bob")
+        _ = try await again.run("open \(id)")
+        let editor = try await again.run("editor \(id)")
+        #expect(editor["screen"]?["input"] == "half a thought", "\(editor)")
+        _ = try await again.run("quit")
+    }
+
+    /// Found in an outside audit: launch restored the account's screens as signed in whatever the session, so
+    /// a session the server had ended (a 401) came back as a signed-in app after a relaunch. The 401 now shows
+    /// sign-in, and a relaunch before the next sign-in asks for it again.
+    @Test func aSessionTheServerEndedAsksForSignInAgainAfterARelaunch() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-expired")
+        let first = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend-1")))
+        let phone = try NotesDevice(directory, name: "phone", server: first.baseURL)
+        _ = try await phone.run("signin oli")
+        let id = try #require(try await phone.run("new Before")["id"]?.stringValue)
+        #expect(try await phone.run("sync")["ok"] == true)
+        _ = try await phone.run("open \(id)")
+        let port = first.port
+        first.shutdown()
+        let second = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend-2"), port: port))
+        defer { second.shutdown() }
+        #expect(try await phone.run("sync")["error"]?["kind"] == "authentication")
+        #expect(try await phone.run("screen")["screen"]?["modal"] == "signIn")
+        phone.process.kill()
+        _ = try await phone.process.waitForExit()
+
+        let again = try phone.relaunched()
+        let screen = try await again.run("screen")
+        #expect(screen["screen"]?["modal"] == "signIn", "\(screen)")
+        #expect(screen["screen"]?["stack"] == ["home"])
+        let signedIn = try await again.run("signin oli")
+        #expect(signedIn["ok"] == true && signedIn["screen"]?["modal"] == .null, "\(signedIn)")
+        #expect(signedIn["screen"]?["stack"]?[2] == .string("note noteID=\(id)"))
+        _ = try await again.run("quit")
+    }
 }

@@ -177,8 +177,8 @@ public actor NotesApp {
     /// Reopens the account that was active and restores its screen and drafts (after a kill as after a normal
     /// quit). Answers the screen.
     public func launch() async -> JSONObject {
-        guard let data = try? Data(contentsOf: sessionFile),
-            let name = (try? JSONValue(parsing: data))?["account"]?.stringValue, let account = try? AccountID(name)
+        guard let data = try? Data(contentsOf: sessionFile), let session = try? JSONValue(parsing: data),
+            let name = session["account"]?.stringValue, let account = try? AccountID(name)
         else {
             return ["ok": true, "launched": "fresh", "screen": screen]
         }
@@ -187,12 +187,32 @@ public actor NotesApp {
             self.engine = engine
             let snapshot = try await engine.vault.get(Self.snapshots, id: "snapshot")
             let drafts = try await VaultDrafts(vault: engine.vault, dataset: "drafts").load()
-            let restored = navigator.restore(snapshot, drafts: drafts, session: .valid(account: account.rawValue))
-            state = restored.result.state
-            return ["ok": true, "launched": "restored", "account": .string(account.rawValue), "screen": screen]
+            // The session as it is now: one the server ended (a 401) asks for sign-in again before the
+            // account's screens come back (MOB-PLAT-005).
+            let check: SessionCheck = session["expired"] == true ? .expired : .valid(account: account.rawValue)
+            let restored = navigator.restore(snapshot, drafts: drafts, session: check)
+            // What the restore did is done and said: a draft of a screen whose access was revoked is deleted
+            // from the vault, a discarded snapshot or lost input is reported.
+            var answer = try await finish(
+                restored.result,
+                drafts: restored.result.effects.filter {
+                    $0.draftAccount.map { AccountID.same($0, account.rawValue) } ?? false
+                })
+            answer["launched"] = "restored"
+            answer["account"] = .string(account.rawValue)
+            return answer
         } catch {
             return Self.failure(error)
         }
+    }
+
+    /// The server ended the session (a 401): the navigator shows sign-in over the public screens, holding the
+    /// one on top, and a relaunch before the next sign-in asks for it again (the session file says so).
+    private func sessionEnded() async {
+        guard let account = engine?.vault.account, state.sessionValid else { return }
+        _ = try? await navigate(.sessionExpired)
+        try? Data(JSONValue.object(["account": .string(account.rawValue), "expired": true]).serialized()).write(
+            to: sessionFile, options: .atomic)
     }
 
     // MARK: - Commands
@@ -338,6 +358,7 @@ public actor NotesApp {
                 return Self.usage("unknown command \(command)")
             }
         } catch {
+            if let failure = error as? HTTPFailure, failure.kind == .authentication { await sessionEnded() }
             return Self.failure(error)
         }
     }
@@ -367,10 +388,26 @@ public actor NotesApp {
         if !leaving.isEmpty, let engine, engine.vault.isOpen {
             try await VaultDrafts(vault: engine.vault, dataset: "drafts").apply(leaving)
         }
-        engine = try await activateSigningInIfNeeded(account, returningTo: engine?.vault.account)
+        let active = try await activateSigningInIfNeeded(account, returningTo: engine?.vault.account)
+        engine = active
         try Data(JSONValue.object(["account": .string(account.rawValue)]).serialized()).write(
             to: sessionFile, options: .atomic)
-        var answer = try await finish(result, drafts: result.effects.filter { !leaving.contains($0) })
+        // The account's drafts, from its vault (loaded at launch only for the account active then: another
+        // account's were hidden, and the next save of one wrote over it). What this event itself saved or
+        // deleted is newer.
+        var signedIn = result
+        let changed = Set(
+            result.effects.compactMap { effect -> DraftKey? in
+                switch effect {
+                case .saveDraft(let key, _), .deleteDraft(let key): key
+                default: nil
+                }
+            })
+        for (key, text) in try await VaultDrafts(vault: active.vault, dataset: "drafts").load()
+        where !changed.contains(key) {
+            signedIn.state.drafts[key] = text
+        }
+        var answer = try await finish(signedIn, drafts: result.effects.filter { !leaving.contains($0) })
         // Changes refused because the session had ended go out with the new one. After the switch is complete:
         // failing to move them (they stay failed, shown so) never leaves the app half switched.
         if !switching { _ = try? await engine?.retryFailed(causedBy: [.authentication]) }
@@ -492,6 +529,7 @@ public actor NotesApp {
     /// failure.
     private func answer(to report: SyncReport) async throws -> JSONObject {
         if let failure = report.failure {
+            if failure.kind == .authentication { await sessionEnded() }
             return Self.failure(failure, correlationID: CorrelationID.make(using: configuration.random))
         }
         return [
@@ -572,8 +610,11 @@ public actor NotesApp {
         while await ledger.entry(Self.publication(noteID, attempt))?.state == .failed { attempt += 1 }
         let id = Self.publication(noteID, attempt)
         let key: String
+        // The key says what is published — this note, which is published once — rather than being drawn at
+        // random: a ledger that is gone (signed out and in again, a new install) derives the same key again,
+        // and the backend answers the publication it made instead of making a second one.
         switch try await ledger.begin(
-            id, action: "publish", reference: "pub-" + configuration.random.uuidString(), account: account.rawValue)
+            id, action: "publish", reference: Self.publicationKey(noteID), account: account.rawValue)
         {
         case .run:
             key = await ledger.entry(id)?.reference ?? ""
@@ -618,6 +659,9 @@ public actor NotesApp {
     static func publication(_ noteID: String, _ attempt: Int) -> String {
         EffectLedger.operationID(entry: "note/\(noteID)", action: "publish", attempt: attempt)
     }
+
+    /// The idempotency key of publishing `noteID` (the backend scopes keys by account).
+    static func publicationKey(_ noteID: String) -> String { "publish-" + noteID }
 
     private func token(of engine: SyncEngine) async throws -> String {
         if let stored = try await engine.vault.get(Self.credentials, id: "bearer") {
