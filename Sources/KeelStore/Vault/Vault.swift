@@ -128,7 +128,7 @@ public final class Vault: Sendable {
             let result = try await access.pool.read { db in
                 try self.requireOpen()
                 return try body(
-                    VaultRecords(database: db, access: access, vault: self, exists: self.tableExists(access, db)))
+                    VaultRecords(database: db, access: access, vault: self, exists: self.readableTable(access, db)))
             }
             try self.requireOpen()
             return result
@@ -180,7 +180,7 @@ public final class Vault: Sendable {
                 var records: [String: VaultRecords] = [:]
                 for access in accesses {
                     records[access.dataset] = VaultRecords(
-                        database: db, access: access, vault: self, exists: try self.tableExists(access, db))
+                        database: db, access: access, vault: self, exists: try self.readableTable(access, db))
                 }
                 return try body(VaultTransaction(records: records, database: db))
             }
@@ -559,7 +559,10 @@ public final class Vault: Sendable {
             // Its database file did not come along (device-only data restored onto another device): there were
             // no records to move, and at the new place there are none (the inspector reported them missing) —
             // unless a move cut short before the restore had copied some there.
-            if source == nil, entry.hasRecords, !targetHasTable { moved.hasRecords = false }
+            if source == nil, entry.hasRecords, !targetHasTable {
+                moved.hasRecords = false
+                moved.recordsCommitted = nil
+            }
             manifest.datasets[dataset] = moved
         }
         state.withLock { state in
@@ -1012,12 +1015,36 @@ public final class Vault: Sendable {
         return exists
     }
 
+    /// Whether the dataset's records table exists, for a read: nil tables read as empty, but a table the
+    /// manifest knows was committed and that is gone is damage (``VaultManifest/Entry/recordsCommitted``).
+    private func readableTable(_ access: Access, _ db: Database) throws -> Bool {
+        if try tableExists(access, db) { return true }
+        try requireNotLost(access)
+        return false
+    }
+
+    /// Throws `damaged` when the manifest says `access`'s records table was committed (it is missing).
+    private func requireNotLost(_ access: Access) throws(VaultError) {
+        guard
+            state.withLock({ $0.manifest.datasets[access.dataset].map { $0.hasRecords && $0.recordsCommitted == true } }
+            )
+                == true
+        else { return }
+        throw VaultError(
+            code: .damaged, namespace: namespace.rawValue, dataset: access.dataset,
+            message:
+                "the records of \(access.dataset) are missing from \(VaultFiles.database(access.declaration.backup)), though they were written (a database restored from an older copy, or its WAL lost): nothing was recreated"
+        )
+    }
+
     /// Creates the dataset's table in the write transaction when it may not exist yet. It is remembered as
     /// existing only once that transaction committed (``rememberTables(_:)``): a first write that rolls back
-    /// takes its `CREATE TABLE` with it, and the next write must create it again.
+    /// takes its `CREATE TABLE` with it, and the next write must create it again. A table known committed and
+    /// now missing is never created again: damaged (``requireNotLost(_:)``).
     private func ensureTable(_ access: Access, _ db: Database) throws -> Bool {
         let key = access.tableKey
         guard !state.withLock({ $0.tables.contains(key) }) else { return false }
+        if try !tableExists(access, db) { try requireNotLost(access) }
         try db.execute(Self.createRecordsTable(access.table))
         if state.withLock({ $0.manifest.datasets[access.dataset]?.hasRecords }) != true {
             try fileQueue.sync { try markWritten(access, files: false) }
@@ -1025,10 +1052,25 @@ public final class Vault: Sendable {
         return true
     }
 
-    /// The tables of `accesses` exist: their write transaction committed.
+    /// The tables of `accesses` exist: their write transaction committed. The manifest records it once per
+    /// dataset (``VaultManifest/Entry/recordsCommitted``); failing to is not an error (the loss of the table
+    /// would then read as empty, as before).
     private func rememberTables(_ accesses: [Access]) {
         state.withLock { state in
             for access in accesses { state.tables.insert(access.tableKey) }
+        }
+        let unmarked = accesses.filter { access in
+            state.withLock { $0.manifest.datasets[access.dataset].map { $0.hasRecords && $0.recordsCommitted != true } }
+                ?? false
+        }
+        guard !unmarked.isEmpty else { return }
+        try? fileQueue.sync {
+            try requireOpen()
+            try updateManifest { manifest in
+                for access in unmarked where manifest.datasets[access.dataset]?.hasRecords == true {
+                    manifest.datasets[access.dataset]?.recordsCommitted = true
+                }
+            }
         }
     }
 

@@ -43,6 +43,12 @@ struct VaultManifest: Codable, Equatable {
         var hasRecords: Bool
         /// Whether files were ever written.
         var hasFiles: Bool
+        /// Whether a transaction that created its records table is known to have committed (nil: not known —
+        /// written by an older Keel, or no such commit yet). ``hasRecords`` is recorded before the first write,
+        /// which may roll back and take its table with it; once this is true, a records table that is missing
+        /// was lost (a database restored from an older copy, its WAL gone), and is reported damaged instead of
+        /// read as empty and created again. An older Keel ignores it, and drops it when it rewrites the manifest.
+        var recordsCommitted: Bool? = nil
         /// Where ``Vault/moveToCurrentDeclaration(_:)`` is moving it, while it does (recorded before any data
         /// is touched). Within one database file the converted copy is in the staging table
         /// (``VaultFiles/stagingTable(_:)``) until it replaces the records table.

@@ -236,7 +236,11 @@ public actor Vaults {
                 code: .damaged, namespace: namespace.rawValue,
                 message: "\(directory) is not a directory; nothing was changed")
         }
-        if let manifest = try Self.existingManifest(directory, namespace: namespace) { return manifest }
+        // Unlocked, data without a manifest may be a vault another opener is creating this very moment (its
+        // manifest renamed into place between the read and the listing): judged again under the lock.
+        if let manifest = try Self.existingManifest(directory, namespace: namespace, refusingDataWithout: false) {
+            return manifest
+        }
         // Made (or found) before it can be locked; an empty directory is a vault not created yet.
         do { try DurableFiles.makeDirectory(directory, mode: 0o700) } catch {
             throw VaultError(code: .ioError, namespace: namespace.rawValue, message: error.description)
@@ -271,8 +275,12 @@ public actor Vaults {
     }
 
     /// The manifest of the vault in `directory`; nil when there is none and the directory holds no data (a
-    /// vault to create). Throws `damaged` for another namespace's manifest or data without a manifest.
-    private static func existingManifest(_ directory: String, namespace: VaultNamespace) throws -> VaultManifest? {
+    /// vault to create). Throws `damaged` for another namespace's manifest or, when `refusingDataWithout`, data
+    /// without a manifest (only under the directory's lock is that settled: a creator holds it while it writes
+    /// the manifest).
+    private static func existingManifest(
+        _ directory: String, namespace: VaultNamespace, refusingDataWithout: Bool = true
+    ) throws -> VaultManifest? {
         if let manifest = try VaultManifest.read(directory: directory) {
             guard manifest.namespace == namespace.rawValue else {
                 throw VaultError(
@@ -281,7 +289,7 @@ public actor Vaults {
             }
             return manifest
         }
-        if try VaultFiles.holdsData(directory, namespace: namespace.rawValue) {
+        if refusingDataWithout, try VaultFiles.holdsData(directory, namespace: namespace.rawValue) {
             throw VaultError(
                 code: .damaged, namespace: namespace.rawValue,
                 message:

@@ -1,0 +1,62 @@
+import Foundation
+import KeelCore
+import KeelTesting
+import Testing
+
+@testable import KeelStore
+
+/// Found in an outside audit: a database restored from an older copy, or whose WAL was lost, without the
+/// records table of a dataset the manifest says was written, read as an empty dataset — and the next write
+/// created the table again, erasing the evidence. The manifest now knows when a records table was committed.
+@Suite(.timeLimit(.minutes(1))) struct LostRecordsTableTests {
+    @Test func aCommittedRecordsTableThatIsGoneIsDamagedNeverEmptyNorRecreated() async throws {
+        let fixture = try VaultFixture("keel-vault-lost-table")
+        let alice = try AccountID("alice")
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("notes", id: "n1", Data("a note".utf8))
+        let namespace = vault.namespace.rawValue
+        await fixture.vaults.close()
+        // The database as an older copy has it: without the notes table.
+        let file = fixture.data.appendingPathComponent("vaults/\(namespace)/include.sqlite").path
+        let raw = try DatabasePool(path: file)
+        try await raw.writeWithoutTransaction { db in try db.execute(#"DROP TABLE "records.notes""#) }
+        await raw.close()
+
+        let reopened = try await fixture.vaults.open(alice)
+        // Read, written, and read again: damaged every time (the write did not make an empty table).
+        await #expect {
+            _ = try await reopened.get("notes", id: "n1")
+        } throws: { ($0 as? VaultError)?.code == .damaged && "\($0)".contains("notes") }
+        await #expect {
+            try await reopened.put("notes", id: "n2", Data("written over the loss".utf8))
+        } throws: { ($0 as? VaultError)?.code == .damaged }
+        await #expect {
+            _ = try await reopened.get("notes", id: "n2")
+        } throws: { ($0 as? VaultError)?.code == .damaged }
+        await fixture.vaults.close()
+        let check = try DatabasePool(path: file)
+        let tables = try await check.read { db in
+            try db.scalar(Int.self, #"SELECT count(*) FROM sqlite_master WHERE name = 'records.notes'"#)
+        }
+        #expect(tables == 0)  // not recreated
+        await check.close()
+    }
+
+    /// A first write that rolls back takes its new table with it: that dataset reads empty (nothing was lost),
+    /// and the next write creates the table.
+    @Test func aFirstWriteThatRolledBackLeavesAnEmptyDatasetNotADamagedOne() async throws {
+        let fixture = try VaultFixture("keel-vault-rolled-back")
+        let vault = try await fixture.vaults.open(try AccountID("alice"))
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await vault.write("notes") { records -> Void in
+                try records.put("n1", Data("not kept".utf8))
+                throw Refused()
+            }
+        }
+        #expect(try await vault.get("notes", id: "n1") == nil)
+        try await vault.put("notes", id: "n2", Data("kept".utf8))
+        #expect(try await vault.get("notes", id: "n2") == Data("kept".utf8))
+        await fixture.vaults.close()
+    }
+}
