@@ -403,4 +403,30 @@ extension NotesDevice {
         #expect(signedIn["screen"]?["stack"]?[2] == .string("note noteID=\(id)"))
         _ = try await again.run("quit")
     }
+
+    /// Found in an outside audit: after a downgrade the account's vault did not open (`schemaTooNew`), and
+    /// `signout` answered ok with nothing deleted — the session token and its key stayed.
+    @Test func signingOutOfAVaultThatCannotOpenStillDeletesItsCredentials() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-downgrade")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend")))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        _ = try await phone.run("signin alice")
+        _ = try await phone.run("new Kept on the server")
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+        let manifestFile = phone.data.appendingPathComponent(
+            "vaults/\(VaultNamespace(try AccountID("alice")).rawValue)/vault.json")
+        var manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: manifestFile)) as? [String: Any])
+        manifest["migrations"] = ["v9-from-a-newer-app"]
+        try JSONSerialization.data(withJSONObject: manifest).write(to: manifestFile)
+
+        let downgraded = try phone.relaunched()
+        let signedOut = try await downgraded.run("signout")
+        #expect(signedOut["ok"] == true, "\(signedOut)")
+        let deleted = try #require(
+            signedOut["deleted"].flatMap { if case .array(let names) = $0 { names } else { nil } })
+        #expect(deleted.contains("session-token"), "\(signedOut)")
+        _ = try await downgraded.run("quit")
+    }
 }

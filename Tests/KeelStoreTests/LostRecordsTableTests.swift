@@ -60,3 +60,35 @@ import Testing
         await fixture.vaults.close()
     }
 }
+
+/// Found in an outside audit: signing out while the account's vault could not be opened (written by a newer
+/// version of the app: `schemaTooNew`) deleted nothing — `logout()` acts on the open vault only — and said
+/// so with an empty report; the session token and its key stayed on the device.
+@Suite(.timeLimit(.minutes(1))) struct LogoutWithoutAnOpenVaultTests {
+    @Test func aVaultThatCannotBeOpenedIsStillSignedOutByItsManifest() async throws {
+        let fixture = try VaultFixture("keel-vault-logout-closed")
+        let alice = try AccountID("alice")
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("session-token", id: "bearer", Data("secret token".utf8))
+        try await vault.put("notes", id: "n1", Data("a note".utf8))
+        try await vault.put("drafts", id: "d1", Data("a draft kept across sign-out".utf8))
+        let namespace = vault.namespace.rawValue
+        await fixture.vaults.close()
+        // A newer version of the app migrated it since: this one cannot open it.
+        let manifestFile = fixture.data.appendingPathComponent("vaults/\(namespace)/vault.json")
+        var manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: manifestFile)) as! [String: Any]
+        manifest["migrations"] = ["v9-from-the-future"]
+        try JSONSerialization.data(withJSONObject: manifest).write(to: manifestFile)
+        let keysBefore = try fixture.keyStore.listKeys().count
+        await #expect {
+            _ = try await fixture.vaults.open(alice)
+        } throws: { ($0 as? VaultError)?.code == .schemaTooNew }
+        #expect(try await fixture.vaults.logout().deletedDatasets.isEmpty)  // nothing open
+
+        let report = try await fixture.vaults.logout(alice)
+        #expect(report.deletedDatasets == ["notes", "session-token"])
+        #expect(report.keptDatasets == ["drafts"])
+        #expect(try fixture.keyStore.listKeys().count == keysBefore - 2)
+        #expect(VaultFixture.files(under: fixture.data, containing: Data("secret token".utf8)).isEmpty)
+    }
+}

@@ -206,6 +206,14 @@ public actor NotesApp {
         }
     }
 
+    /// The account the session file names (the one to reopen at launch), if any.
+    private func launchAccount() -> AccountID? {
+        guard let data = try? Data(contentsOf: sessionFile), let session = try? JSONValue(parsing: data),
+            let name = session["account"]?.stringValue
+        else { return nil }
+        return try? AccountID(name)
+    }
+
     /// The server ended the session (a 401): the navigator shows sign-in over the public screens, holding the
     /// one on top, and a relaunch before the next sign-in asks for it again (the session file says so).
     private func sessionEnded() async {
@@ -438,10 +446,12 @@ public actor NotesApp {
 
     private func signOut() async throws -> JSONObject {
         let outstanding = try await engine?.outstandingCount() ?? 0
-        let account = engine?.vault.account
+        // The account of the session file when its vault did not open (a newer app wrote it, say): its
+        // credentials still go.
+        let account = engine?.vault.account ?? launchAccount()
         _ = try await navigate(.signOut)
         // The reference app signs out when asked and says how many changes were lost (its caller decided).
-        let report = try await accounts.signOut(discardingUnsent: true)
+        let report = try await accounts.signOut(discardingUnsent: true, account: account)
         engine = nil
         // Its session goes with it: a later switch to the account must sign in again.
         if let account { tokens.withLock { $0[account] = nil } }

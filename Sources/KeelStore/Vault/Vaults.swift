@@ -313,6 +313,14 @@ public actor Vaults {
         return try await purge(namespace: vault.namespace, trigger: .logout, resuming: false)
     }
 
+    /// Signs `account` out whether or not its vault is open: as ``logout()``, by its namespace's manifest —
+    /// for a vault that could not be opened (written by a newer version of the app, a migration that failed),
+    /// whose credentials must still go. Closes the vault first when it is the active one.
+    @discardableResult
+    public func logout(_ account: AccountID) async throws -> PurgeReport {
+        try await runTrigger(.logout, account)
+    }
+
     /// Deletes everything of `account` on this device: every dataset, file and key of its namespace
     /// (closing its vault first when it is the active one).
     @discardableResult

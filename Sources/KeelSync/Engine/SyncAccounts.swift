@@ -72,11 +72,22 @@ public actor SyncAccounts {
     /// Without an engine (one that could not be made), the open vault's outbox is counted by ``storage``'s
     /// names: pass the app's own ``SyncStorage`` to ``init(vaults:storage:makeEngine:)`` when it is not the
     /// default.
-    public func signOut(discardingUnsent: Bool = false) async throws -> PurgeReport {
+    ///
+    /// - Parameter account: the account signing out, for when no vault is open — one that could not be
+    ///   opened (written by a newer version of the app, a failed migration) still has its logout datasets
+    ///   deleted, by its manifest (``Vaults/logout(_:)``). Without it, nothing open means nothing deleted.
+    public func signOut(discardingUnsent: Bool = false, account: AccountID? = nil) async throws -> PurgeReport {
         await turnstile.enter()
         defer { turnstile.leave() }
+        // No vault open (it could not be opened: written by a newer app, a failed migration): `account`'s
+        // logout datasets are deleted by its manifest — its changes cannot be counted, nor sent.
+        func logoutWithoutVault() async throws -> PurgeReport {
+            if let account { return try await vaults.logout(account) }
+            return try await vaults.logout()
+        }
         guard !discardingUnsent else {
             await stopCurrent()
+            if await vaults.active == nil { return try await logoutWithoutVault() }
             return try await vaults.logout()
         }
         // Counted in the vault that would be purged — the active one, whether an engine runs on it or not (an
@@ -84,7 +95,7 @@ public actor SyncAccounts {
         // that an engine the app already stopped is no obstacle.
         guard let vault = await vaults.active else {
             await stopCurrent()
-            return try await vaults.logout()  // nothing open, nothing to lose
+            return try await logoutWithoutVault()  // nothing open to count
         }
         let outbox = engine.map { $0.vault === vault ? $0.storage.outbox : storage.outbox } ?? storage.outbox
         try await requireNothingUnsent(in: vault, outbox)
