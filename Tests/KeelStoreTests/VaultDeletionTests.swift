@@ -50,6 +50,18 @@ import Testing
         let vault = try await fillAlice()
         let before = try keyIDs(vault.namespace)
         #expect(before.count == 4)  // notes, drafts, session-token, media
+        // The note as it is stored: sealed, in the database file it shares with drafts, which the logout keeps —
+        // so its table is dropped there (not the file deleted), and its bytes must go too (found in an outside
+        // audit: only plaintext was looked for, which a sealed dataset never writes).
+        let shared = fixture.data.appendingPathComponent("vaults/\(vault.namespace.rawValue)/include.sqlite").path
+        let reader = try DatabasePool(path: shared)
+        let envelope = try #require(
+            try await reader.read { db in
+                try db.scalar(Data.self, #"SELECT value FROM "records.notes" WHERE id = 'n1'"#)
+            })
+        await reader.close()
+        #expect(envelope.count > 32)
+        #expect(!VaultFixture.files(under: fixture.data, containing: envelope.suffix(32)).isEmpty)
         let report = try await fixture.vaults.logout()
         #expect(report.deletedDatasets == ["feed-cache", "media", "notes", "session-token"])
         #expect(report.keptDatasets == ["drafts"])
@@ -58,7 +70,7 @@ import Testing
         #expect(!vault.isOpen)
         #expect(await fixture.vaults.active == nil)
         // What is gone is gone from disk too, not only from the API.
-        for secret in [Self.note, Self.token, Self.photo] {
+        for secret in [Self.note, Self.token, Self.photo, envelope.suffix(32)] {
             #expect(VaultFixture.files(under: fixture.data, containing: secret).isEmpty)
         }
         let again = try await fixture.vaults.open(alice)
