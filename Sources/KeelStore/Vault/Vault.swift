@@ -242,6 +242,9 @@ public final class Vault: Sendable {
                 throw VaultError(code: .ioError, dataset: dataset, recordID: name, message: error.description)
             }
             try BackupExclusion.apply(to: directory + "/" + name, policy: access.declaration.backup)
+            // The directory too: a backup that kept it, empty, without the files it excludes would make the
+            // restore inspector take the dataset's files for present (found in an outside audit).
+            try BackupExclusion.apply(to: directory, policy: access.declaration.backup)
         }
     }
 

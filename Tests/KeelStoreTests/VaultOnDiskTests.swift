@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 import KeelTesting
 import Testing
 
@@ -38,5 +39,35 @@ import Testing
         let onWriter = try await pool.writeWithoutTransaction { db in try db.scalar(Int.self, "PRAGMA secure_delete") }
         #expect(onWriter == 1)
         await pool.close()
+    }
+}
+
+/// Found in an outside audit: a vault's database files were made with the process's default mode (0644),
+/// readable by every user of the machine, while its manifest and keys were 0600.
+@Suite(.timeLimit(.minutes(1))) struct VaultFileModeTests {
+    static func mode(_ path: String) throws -> mode_t {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw CocoaError(.fileNoSuchFile) }
+        return info.st_mode & 0o777
+    }
+
+    @Test func aVaultsDatabaseFilesAreTheOwnersAlone() async throws {
+        let fixture = try VaultFixture("keel-vault-modes")
+        let vault = try await fixture.vaults.open(try AccountID("alice"))
+        try await vault.put("notes", id: "n1", Data("a note".utf8))
+        let directory = fixture.data.appendingPathComponent("vaults/\(vault.namespace.rawValue)").path
+        let databases = try FileManager.default.contentsOfDirectory(atPath: directory).filter {
+            $0.contains(".sqlite")
+        }
+        #expect(databases.contains("include.sqlite") && databases.contains("include.sqlite-wal"))
+        for name in databases { #expect(try Self.mode(directory + "/" + name) == 0o600, "\(name)") }
+        await fixture.vaults.close()
+        // One an older Keel made readable by all is narrowed when it is opened.
+        let file = directory + "/include.sqlite"
+        #expect(chmod(file, 0o644) == 0)
+        let reopened = try await fixture.vaults.open(try AccountID("alice"))
+        #expect(try await reopened.get("notes", id: "n1") == Data("a note".utf8))
+        #expect(try Self.mode(file) == 0o600)
+        await fixture.vaults.close()
     }
 }
