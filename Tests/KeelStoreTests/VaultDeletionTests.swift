@@ -396,6 +396,23 @@ import Testing
         #expect(VaultFixture.files(under: fixture.data, containing: Self.token).isEmpty)
     }
 
+    /// Found in an outside audit: an account deletion whose key store failed before the first key went was
+    /// recorded nowhere; the vault then opened with all of the account's data, as if never deleted.
+    @Test func anAccountDeletionInterruptedByAnUnavailableKeyStoreIsFinishedAtTheNextOpen() async throws {
+        _ = try await fillAlice()
+        let moved = fixture.root.url("keys-away")
+        try FileManager.default.moveItem(at: fixture.keys, to: moved)
+        #expect(await Self.code { try await fixture.vaults.deleteAccount(alice) } == "keyStoreFailed")
+        try FileManager.default.moveItem(at: moved, to: fixture.keys)
+        let vault = try await fixture.vaults.open(alice)
+        #expect(try await vault.get("notes", id: "n1") == nil)
+        #expect(try await vault.get("drafts", id: "d1") == nil)  // everything goes with the account
+        #expect(try keyIDs(vault.namespace).isEmpty)
+        for secret in [Self.note, Self.token, Self.draft, Self.photo] {
+            #expect(VaultFixture.files(under: fixture.data, containing: secret).isEmpty)
+        }
+    }
+
     /// Found in review: an unfinished logout was replaced by a later access revocation, whose list has no
     /// `notes`: the notes outlived the logout. The pending purge is finished with the new one instead.
     @Test func anUnfinishedLogoutIsFinishedByALaterRevocationNotReplaced() async throws {

@@ -364,6 +364,15 @@ public actor Vaults {
                 ? try? ExclusiveFileLock(directory + "/" + VaultFiles.moveLock, .file, waitingUpTo: .seconds(30))
                 : nil
             defer { moveLock?.release() }
+            // Recorded first where the manifest can hold it: a key store that fails before the first key is
+            // shredded leaves the deletion to be finished at the next open (as for the other triggers), never
+            // a vault that opens as if its account had not been deleted.
+            if (try? VaultManifest.read(directory: directory)) != nil {
+                _ = try? VaultManifest.update(directory: directory, namespace: namespace.rawValue, fallback: nil) {
+                    fresh throws(VaultError) in
+                    fresh.pendingPurge = .init(trigger: .accountDeletion, datasets: fresh.datasets.keys.sorted())
+                }
+            }
             report.shreddedKeys = try shredAllKeys(of: namespace)
             if DurableFiles.kind(directory) != nil {
                 let tombstone = root + "/" + VaultFiles.tombstonePrefix + namespace.rawValue + "-" + UUID().uuidString
