@@ -65,6 +65,7 @@ import Testing
         let report = try await fixture.vaults.logout()
         #expect(report.deletedDatasets == ["feed-cache", "media", "notes", "session-token"])
         #expect(report.keptDatasets == ["drafts"])
+        #expect(report.isScrubbed)
         #expect(report.shreddedKeys.count == 3)
         #expect(try keyIDs(vault.namespace).count == 1)
         #expect(!vault.isOpen)
@@ -394,6 +395,24 @@ import Testing
         #expect(try await vault.get("session-token", id: "token") == nil)
         #expect(try await vault.get("drafts", id: "d1") == Self.draft)
         #expect(VaultFixture.files(under: fixture.data, containing: Self.token).isEmpty)
+    }
+
+    /// Found in an outside audit: the logout's checkpoint result was ignored, so a reader of another process
+    /// (an app extension) that kept the dropped records' bytes in the WAL went unreported; the retention sweep
+    /// reports the same case. The report says so, and the next checkpoint finishes the job.
+    @Test func aLogoutWhileAnotherProcessReadsSaysItsBytesAreNotScrubbedYet() async throws {
+        let vault = try await fillAlice()
+        let shared = fixture.data.appendingPathComponent("vaults/\(vault.namespace.rawValue)/include.sqlite").path
+        let reader = try DatabasePool(path: shared)
+        try await reader.writeWithoutTransaction { db in
+            try db.execute("BEGIN")
+            _ = try db.rows("SELECT count(*) FROM sqlite_master")
+        }
+        let report = try await fixture.vaults.logout()
+        #expect(report.deletedDatasets.contains("notes"))
+        #expect(!report.isScrubbed)
+        try await reader.writeWithoutTransaction { db in try db.execute("COMMIT") }
+        await reader.close()
     }
 
     /// Found in an outside audit: an account deletion whose key store failed before the first key went was

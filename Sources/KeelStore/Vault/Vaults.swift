@@ -470,7 +470,7 @@ public actor Vaults {
                 throw VaultError(
                     code: .databaseFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
             }
-            try await pool.writeWithoutTransaction { db in
+            let scrubbed = try await pool.writeWithoutTransaction { db -> Bool in
                 try db.execute("PRAGMA secure_delete = ON")
                 try db.inTransaction {
                     for name in names {
@@ -478,8 +478,16 @@ public actor Vaults {
                         try db.execute("DROP TABLE IF EXISTS \(DataStore.quoted(VaultFiles.stagingTable(name)))")
                     }
                 }
-                _ = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
+                // The checkpoint does not throw when another process's reader blocks it: its row says (busy,
+                // log, done). Blocked, the dropped pages' bytes may remain in the WAL until a later checkpoint;
+                // the sign-out does not wait long for a reader that may read for minutes.
+                try db.execute("PRAGMA busy_timeout = 1000")
+                guard let row = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)").first, row.values.count == 3 else {
+                    return false
+                }
+                return row.values[0] == .integer(0) && row.values[1] == row.values[2]
             }
+            if !scrubbed { report.isScrubbed = false }
             await pool.close()
         }
         for name in affected {
@@ -526,6 +534,10 @@ public struct PurgeReport: Sendable, Equatable {
     public internal(set) var deletedDatasets: [String] = []
     /// The datasets kept (their deletion triggers do not include this one).
     public internal(set) var keptDatasets: [String] = []
+    /// Whether the deleted records' bytes are gone from the database files' write-ahead logs too. False when
+    /// another process was reading a database file (an app extension): its WAL could not be emptied, the
+    /// dropped records are unreachable and their keys shredded, and the next checkpoint finishes the job.
+    public internal(set) var isScrubbed = true
 
     init(trigger: Dataset.DeletionTrigger, namespace: VaultNamespace?) {
         self.trigger = trigger
