@@ -123,11 +123,16 @@ final class TerminationSignals {
     private static let numbers = [SIGTERM, SIGINT]
     private let sources: [any DispatchSourceSignal]
 
-    init(_ stop: @escaping @Sendable () -> Void) {
+    convenience init(_ stop: @escaping @Sendable () -> Void) {
+        self.init { _ in stop() }
+    }
+
+    /// Calls `stop` with the signal's number.
+    init(_ stop: @escaping @Sendable (Int32) -> Void) {
         sources = Self.numbers.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number)
-            source.setEventHandler(handler: stop)
+            source.setEventHandler { stop(number) }
             source.resume()
             return source
         }

@@ -30,6 +30,22 @@ import Testing
         #expect(!html.contains("http://") && !html.contains("https://"))
     }
 
+    /// Found in an outside audit: Ctrl-C or SIGTERM during the demo left its data directory — the devices'
+    /// vaults and their keys — in the temporary directory (its removal was a `defer` no signal reaches).
+    @Test(arguments: [SIGINT, SIGTERM])
+    func anInterruptedDemoLeavesNothingBehind(signal: Int32) async throws {
+        let temporary = try TemporaryDirectory(prefix: "keel-demo-interrupted")
+        let child = try ChildProcess.launch(
+            product: "keel", arguments: ["demo", "--only", "kill,links"], environment: ["TMPDIR": temporary.url.path])
+        _ = try await child.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("[1/2]") }
+        let made = try FileManager.default.contentsOfDirectory(atPath: temporary.url.path)
+        #expect(made.contains { $0.hasPrefix("keel-demo-") })  // its data directory, made before the first scenario
+        child.kill(signal: signal)
+        #expect(try await child.waitForExit(timeout: .seconds(30)) == .exited(128 + signal))
+        let left = try FileManager.default.contentsOfDirectory(atPath: temporary.url.path)
+        #expect(!left.contains { $0.hasPrefix("keel-demo-") }, "\(left)")
+    }
+
     @Test(arguments: [
         (["demo", "--only", "nope"], "no scenario 'nope'"),
         (["demo", "extra"], "unexpected argument 'extra'"),

@@ -70,9 +70,17 @@ import Testing
         let data = try #require(summary.first { $0.contains("MOB-DATA-004") })
         let api = try #require(summary.first { $0.contains("MOB-API-003") })
         #expect(data.contains("2/2 checks") && api.contains("1/2 checks"), "\(summary)")
+        // Marked by its own checks (found in an outside audit: a failed check of MOB-API-003 marked MOB-DATA-004,
+        // whose two checks held, ✗ too).
+        #expect(data.hasPrefix("  ✓ MOB-DATA-004") && api.hasPrefix("  ✗ MOB-API-003"), "\(summary)")
         let html = NotesDemo.html(report)
-        #expect(html.contains("✓ 2/2") || html.contains("✗ 2/2"))
-        #expect(html.contains("1/2</td>"))
+        #expect(html.contains("✓ 2/2</td>") && html.contains("✗ 1/2</td>"))
+        // A scenario that stopped early demonstrates none of its requirements, whatever held before it stopped.
+        let stopped = NotesDemo.Report(
+            outcomes: [.init(scenario: scenario, timeline: [.verified(stale)], abortion: "the app did not answer")],
+            duration: .seconds(1))
+        #expect(!stopped.demonstrated("MOB-DATA-004"))
+        #expect(NotesDemo.summary(stopped).contains { $0.hasPrefix("  ✗ MOB-DATA-004") })
     }
 
     @Test func aCheckThatDidNotHoldIsShownWithWhatWasExpectedAndSeen() {

@@ -42,7 +42,7 @@ extension NotesDemo {
         for (requirement, outcomes) in report.requirements {
             let checks = report.verifications(for: requirement)
             let held = checks.filter(\.held).count
-            let passed = outcomes.allSatisfy(\.passed)
+            let passed = report.demonstrated(requirement)
             let title = requirementTitles[requirement] ?? ""
             lines.append(
                 "  \(passed ? "✓" : "✗") \(requirement.padding(toLength: 13, withPad: " ", startingAt: 0))"
@@ -86,7 +86,7 @@ extension NotesDemo {
             """
         for (requirement, outcomes) in report.requirements {
             let all = report.verifications(for: requirement)
-            let passed = outcomes.allSatisfy(\.passed)
+            let passed = report.demonstrated(requirement)
             body += """
                 <tr class="\(passed ? "ok" : "bad")"><td><code>\(requirement)</code></td>\
                 <td>\(escape(requirementTitles[requirement] ?? ""))</td>\

@@ -66,9 +66,10 @@ extension DemoRun {
         let again = try relaunch(phone)
         action("phone starts again on the same directories")
         let state = try await listed(again, note)?["state"]?.stringValue ?? "missing"
+        // Said, not inferred: the app must list the note as sending or pending (a missing answer is no proof).
         verify(
-            "the edit is not shown as synced: the backend's answer never reached the app", state != "synced",
-            expected: "sending or pending", seen: state)
+            "the edit is not shown as synced: the backend's answer never reached the app",
+            ["sending", "pending"].contains(state), expected: "sending or pending", seen: state)
         let sync = try await syncUntilIdle(again)
         verify(
             "sync completes after the restart", sync["ok"] == true && sync["outstanding"] == 0,
@@ -127,10 +128,16 @@ extension DemoRun {
                 && onPhone?["version"] == onTablet?["version"],
             expected: "milk, eggs, bread on both",
             seen: "phone \(onPhone?.description ?? "-"), tablet \(onTablet?.description ?? "-")")
-        let tags = Set((onPhone?["tags"]?.arrayValue ?? []).compactMap(\.stringValue))
+        func tags(_ note: JSONValue?) -> [String] {
+            (note?["tags"]?.arrayValue ?? []).compactMap(\.stringValue).sorted()
+        }
+        let backendNote = try await backend.note(note)
         verify(
-            "tags merged as a set union (the declared policy): home and weekend", tags == ["home", "weekend"],
-            expected: "[home, weekend]", seen: tags.sorted().description)
+            "tags merged as a set union (the declared policy): home and weekend, on both devices and the backend",
+            tags(onPhone) == ["home", "weekend"] && tags(onTablet) == tags(onPhone)
+                && tags(backendNote) == tags(onPhone),
+            expected: "[home, weekend] everywhere",
+            seen: "phone \(tags(onPhone)), tablet \(tags(onTablet)), backend \(tags(backendNote))")
         try await verifyAppliedOnce()
     }
 
@@ -139,11 +146,17 @@ extension DemoRun {
     func accountSwitch() async throws {
         let phone = try device("phone")
         try await must(phone, "signin dana")
-        let secret = try await must(phone, "new Surprise party for Eli")["id"]?.stringValue ?? ""
+        let made = try await must(phone, "new Surprise party for Eli")
+        guard let secret = made["id"]?.stringValue else {
+            throw NotesDemoError(code: .badAnswer, message: "phone$ new answered \(made) (no id)")
+        }
         try await must(phone, "switch eli")
         let list = try await run(phone, "list")
         verify("eli sees none of dana's notes", list["notes"]?.arrayValue?.count, equals: 0)
-        let eliNote = try await must(phone, "new Reading list")["id"]?.stringValue ?? ""
+        let madeForEli = try await must(phone, "new Reading list")
+        guard let eliNote = madeForEli["id"]?.stringValue else {
+            throw NotesDemoError(code: .badAnswer, message: "phone$ new answered \(madeForEli) (no id)")
+        }
         let sync = try await syncUntilIdle(phone)
         verify("eli's sync sends eli's change only", sync["acknowledged"], equals: 1)
         let notes = try await backend.notes()
@@ -162,10 +175,12 @@ extension DemoRun {
             "dana's note reached the backend under dana",
             try await backend.note(secret)?["account"], equals: "dana")
         let danaList = try await run(phone, "list")
+        let danaNotes = danaList["notes"]?.arrayValue
         verify(
             "dana does not see eli's note",
-            !(danaList["notes"]?.arrayValue ?? []).contains { $0["id"]?.stringValue == eliNote }, expected: "absent",
-            seen: "present")
+            danaList["ok"] == true && danaNotes.map { !$0.contains { $0["id"]?.stringValue == eliNote } } == true
+                && danaNotes?.contains { $0["id"]?.stringValue == secret } == true,
+            expected: "her own note listed, eli's absent", seen: danaList.description)
     }
 
     // MARK: - 5 Links
@@ -224,7 +239,9 @@ extension DemoRun {
             "it does not claim the edit was or was not sent: outcome unknown", sync["error"]?["outcome"],
             equals: "unknown")
         let state = try await listed(phone, note)?["state"]?.stringValue ?? "missing"
-        verify("the edit is not called synced", state != "synced", expected: "sending or pending", seen: state)
+        verify(
+            "the edit is not called synced", ["sending", "pending"].contains(state), expected: "sending or pending",
+            seen: state)
         verify("the backend did not change the note", try await backend.note(note)?["version"], equals: 1)
         try await backend.fault("none")
         action("the portal is gone")
@@ -297,6 +314,9 @@ extension DemoRun {
             "the public host (not allowlisted) received no traceparent or tracestate",
             !seen.isEmpty && seen.allSatisfy { $0.headers["traceparent"] == nil && $0.headers["tracestate"] == nil },
             expected: "no trace headers", seen: "\(seen.count) requests")
+        verify(
+            "nor the account's token", !seen.isEmpty && seen.allSatisfy { $0.headers["Authorization"] == nil },
+            expected: "no Authorization", seen: "\(seen.count) requests")
         let publish = try await backend.requests().last { ($0["path"]?.stringValue ?? "").hasSuffix("/publish") }
         verify(
             "the backend (allowlisted) received the publish call with a traceparent",

@@ -133,6 +133,15 @@ public struct NotesDemo: Sendable {
         public func verifications(for requirement: String) -> [Verification] {
             outcomes.flatMap { $0.verifications(for: requirement) }
         }
+
+        /// Whether `requirement` was shown kept: its own checks all held, and no scenario that shows it
+        /// stopped early (its later checks never ran). A check of another requirement that failed in the same
+        /// scenario does not count against it.
+        public func demonstrated(_ requirement: String) -> Bool {
+            let checks = verifications(for: requirement)
+            let scenarios = outcomes.filter { $0.scenario.requirements.contains(requirement) }
+            return !checks.isEmpty && checks.allSatisfy(\.held) && scenarios.allSatisfy { $0.abortion == nil }
+        }
     }
 
     /// The configuration.
@@ -183,7 +192,9 @@ public struct NotesDemo: Sendable {
         let chosen = only.map { ids in Self.scenarios.filter { ids.contains($0.id) } } ?? Self.scenarios
         let clock = ContinuousClock()
         let start = clock.now
-        try FileManager.default.createDirectory(at: configuration.directory, withIntermediateDirectories: true)
+        // The devices' vaults and key directories live here: the owner's alone, like a real app's container.
+        try FileManager.default.createDirectory(
+            at: configuration.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let backend = try await ReferenceBackendProcess(
             keel: configuration.keel, data: configuration.directory.appendingPathComponent("backend"))
         progress(.backend(backend.baseURL))

@@ -61,9 +61,17 @@ enum DemoCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "keel-demo-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
 
-        // The data directory goes whatever happens, unless --keep asked to keep it.
+        // The data directory goes whatever happens, unless --keep asked to keep it — interrupted too (Ctrl-C,
+        // SIGTERM): it holds the devices' vaults and their keys. The processes go with this one (the backend
+        // runs with --exit-with-parent, each app ends when its input closes).
         let keep = arguments.has("keep")
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
+        let interrupted = TerminationSignals { number in
+            if !keep { try? FileManager.default.removeItem(at: directory) }
+            FileHandle.standardError.write("keel demo: interrupted\(keep ? "; data kept in \(directory.path)" : "")\n")
+            exit(128 + number)
+        }
+        defer { interrupted.restore() }
         say("keel demo — the reference notes app (keel-notes) on two devices against the reference backend")
         say("every step names the requirement it shows; every ✓ was checked against what the processes reported")
         let demo = NotesDemo(.init(keel: keel.path, notes: notes.path, directory: directory))
