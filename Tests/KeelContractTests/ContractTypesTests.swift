@@ -294,6 +294,55 @@ import Testing
         }
     }
 
+    /// Found in an outside audit: dates were read with ISO8601DateFormatter, which took impossible dates for
+    /// other instants (February 30th as March 1st, 24:00, an offset of +24:00), accepted garbage around them,
+    /// refused a leap second and read years before 1582 on the Julian calendar (Go's zero time two days off).
+    @Test func datesAreExactlyRFC3339OnTheProlepticGregorianCalendar() throws {
+        func decoded(_ text: String) -> Double? {
+            (try? ContractDecoder().decode(Date.self, from: Data("\"\(text)\"".utf8)))?.timeIntervalSince1970
+        }
+        for refused in [
+            "2024-02-30T00:00:00Z", "2023-02-29T12:00:00Z", "2024-04-31T00:00:00Z", "2024-13-01T00:00:00Z",
+            "2024-00-10T00:00:00Z", "2024-01-00T00:00:00Z", "2024-01-01T24:00:00Z", "2024-01-01T00:60:00Z",
+            "2024-01-01T00:00:61Z", "2024-01-01T00:00:00+24:00", "2024-01-01T00:00:00+05:99",
+            "2024-01-01T00:00:00Zjunk", " 2024-01-01T00:00:00Z", "2024-1-1T0:0:0Z", "2024-01-01T00:00:00",
+            "2024-01-01T00:00:00.Z", "2024-01-01 00:00:00Z", "2024-01-01T00:00:00+0100", "20240101T000000Z",
+            "2016-12-31T12:59:60Z", "+2024-01-01T00:00:00Z",
+        ] {
+            #expect(decoded(refused) == nil, "\(refused)")
+        }
+        #expect(decoded("2024-02-29T12:00:00Z") == 1_709_208_000)
+        #expect(decoded("2000-02-29T00:00:00Z") == 951_782_400)  // a leap year by the 400 rule
+        #expect(decoded("2024-01-01t00:00:00z") == 1_704_067_200)  // lower case is RFC 3339 too
+        #expect(decoded("2024-01-01T01:30:00+01:30") == 1_704_067_200)
+        #expect(decoded("2024-01-01T00:00:00-00:00") == 1_704_067_200)
+        #expect(decoded("2023-12-31T23:00:00-01:00") == 1_704_067_200)
+        // A leap second is the start of the next second; one at 23:59 UTC only.
+        #expect(decoded("2016-12-31T23:59:60Z") == 1_483_228_800)
+        #expect(decoded("2017-01-01T00:59:60+01:00") == 1_483_228_800)
+        // Before the Gregorian reform, as RFC 3339 counts (proleptic Gregorian): Go's zero time.
+        #expect(decoded("0001-01-01T00:00:00Z") == -62_135_596_800)
+        #expect(decoded("1582-10-10T00:00:00Z") == -12_219_724_800)
+        #expect(decoded("0000-03-01T00:00:00Z") == -62_162_035_200)
+        #expect(decoded("2026-11-30T08:00:00.123456Z").map { abs($0 - 1_796_025_600.123456) < 1e-6 } == true)
+
+        // Written back the same way, and refused beyond what RFC 3339 can write.
+        struct Stamped: Codable, Equatable { var at: Date }
+        for (text, seconds) in [
+            ("0001-01-01T00:00:00Z", -62_135_596_800.0), ("1582-10-10T00:00:00Z", -12_219_724_800),
+            ("9999-12-31T23:59:59.999Z", 253_402_300_799.999), ("1969-12-31T23:59:59.500Z", -0.5),
+        ] {
+            let encoded = try ContractEncoder().encode(Stamped(at: Date(timeIntervalSince1970: seconds)))
+            #expect(String(decoding: encoded, as: UTF8.self) == #"{"at":"\#(text)"}"#, "\(text)")
+        }
+        #expect(throws: EncodingError.self) {
+            try ContractEncoder().encode(Stamped(at: Date(timeIntervalSince1970: 253_402_300_800)))
+        }
+        #expect(throws: EncodingError.self) {
+            try ContractEncoder().encode(Stamped(at: Date(timeIntervalSince1970: -62_167_219_201)))
+        }
+    }
+
     @Test func datesDecodeAndEncodeFromManyThreadsAtOnce() async throws {
         struct Stamped: Codable, Equatable { var at: Date }
         let json = Data(#"{"at": "2026-11-30T08:00:00.250Z"}"#.utf8)

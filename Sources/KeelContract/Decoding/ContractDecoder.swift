@@ -162,29 +162,82 @@ public struct ContractDecodingError: KeelError, Equatable, CustomStringConvertib
     }
 }
 
-/// RFC 3339 parsing with thread-safe formatters.
+/// RFC 3339 date-times (§5.6), read and written by Keel itself on the proleptic Gregorian calendar.
+///
+/// Not with ISO8601DateFormatter, which (in swift-corelibs-foundation, found in an outside audit) took
+/// `2024-02-30` for March 1st, `24:00:00` and an offset of `+24:00` for other instants, accepted trailing
+/// garbage and a leading space, refused a leap second, and read dates before 1582-10-15 on the Julian
+/// calendar — a malformed or early timestamp became another, plausible date without an error.
 enum RFC3339 {
     /// ISO8601DateFormatter is documented thread-safe on Apple platforms, but swift-corelibs-foundation's
-    /// is not (concurrent use has crashed there): every use goes through the lock.
+    /// is not (concurrent use has crashed there): every use goes through the lock. Only for
+    /// ``iso8601Date(from:)``, which is Foundation's `.iso8601` strategy on purpose.
     private struct Formatters: @unchecked Sendable {
         // @unchecked Sendable: only reachable inside `Locked.withLock`.
-        let withFractions: ISO8601DateFormatter
         let withoutFractions: ISO8601DateFormatter
     }
 
     private static let formatters: Locked<Formatters> = {
-        let withFractions = ISO8601DateFormatter()
-        withFractions.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let withoutFractions = ISO8601DateFormatter()
         withoutFractions.formatOptions = [.withInternetDateTime]
-        return Locked(Formatters(withFractions: withFractions, withoutFractions: withoutFractions))
+        return Locked(Formatters(withoutFractions: withoutFractions))
     }()
 
+    /// The instant `text` names, or nil when it is not an RFC 3339 `date-time`: four-digit year, a month and
+    /// day that exist (February 29th in leap years only), hour 00–23, minute 00–59, second 00–59 or a leap
+    /// second (60, at 23:59 UTC), an optional fraction, and `Z` or an offset of ±00:00…±23:59; `T` and `Z`
+    /// in either case; nothing before or after.
     static func date(from text: String) -> Date? {
-        // RFC 3339 allows a lowercase `t` and `z`; ISO8601DateFormatter does not.
-        let text =
-            text.utf8.contains(where: { $0 == UInt8(ascii: "t") || $0 == UInt8(ascii: "z") }) ? text.uppercased() : text
-        return formatters.withLock { $0.withoutFractions.date(from: text) ?? $0.withFractions.date(from: text) }
+        var utf8 = Array(text.utf8)[...]
+        func digits(_ count: Int) -> Int? {
+            guard utf8.count >= count else { return nil }
+            var value = 0
+            for byte in utf8.prefix(count) {
+                guard (48...57).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - 48)
+            }
+            utf8 = utf8.dropFirst(count)
+            return value
+        }
+        func expect(_ characters: String) -> Bool {
+            guard let byte = utf8.first, characters.utf8.contains(byte) else { return false }
+            utf8 = utf8.dropFirst()
+            return true
+        }
+        guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2),
+            expect("Tt"), let hour = digits(2), expect(":"), let minute = digits(2), expect(":"),
+            let second = digits(2)
+        else { return nil }
+        var fraction = 0.0
+        if expect(".") {
+            var scale = 0.1
+            var count = 0
+            while let byte = utf8.first, (48...57).contains(byte) {
+                fraction += Double(byte - 48) * scale
+                scale /= 10
+                count += 1
+                utf8 = utf8.dropFirst()
+            }
+            guard count > 0 else { return nil }
+        }
+        var offset = 0
+        if !expect("Zz") {
+            guard let sign = utf8.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") else { return nil }
+            utf8 = utf8.dropFirst()
+            guard let hours = digits(2), expect(":"), let minutes = digits(2), hours <= 23, minutes <= 59 else {
+                return nil
+            }
+            offset = (hours * 60 + minutes) * 60 * (sign == UInt8(ascii: "-") ? -1 : 1)
+        }
+        guard utf8.isEmpty, (1...12).contains(month), day >= 1, day <= daysIn(month, of: year), hour <= 23,
+            minute <= 59, second <= 60
+        else { return nil }
+        let local = (daysFromCivil(year, month, day) * 86_400) + hour * 3600 + minute * 60
+        let utc = local - offset
+        // A leap second ends a UTC day: 23:59:60 UTC (RFC 3339 §5.7). It is the instant of the next second's
+        // start (a Date has no leap seconds).
+        if second == 60, ((utc % 86_400) + 86_400) % 86_400 != 86_340 { return nil }
+        return Date(timeIntervalSince1970: Double(utc + second) + fraction)
     }
 
     /// What `JSONDecoder`'s `.iso8601` strategy accepts: an internet date-time without fractional seconds.
@@ -192,14 +245,59 @@ enum RFC3339 {
         formatters.withLock { $0.withoutFractions.date(from: text) }
     }
 
-    /// UTC, with milliseconds when the date, rounded to milliseconds, has a fractional second.
-    static func string(from date: Date) -> String {
+    /// UTC, with milliseconds when the date, rounded to milliseconds, has a fractional second; nil for an
+    /// instant outside the years 0000…9999, which RFC 3339 cannot write.
+    static func string(from date: Date) -> String? {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
-        let rounded = Date(timeIntervalSince1970: milliseconds / 1000)
-        return formatters.withLock {
-            milliseconds.truncatingRemainder(dividingBy: 1000) == 0
-                ? $0.withoutFractions.string(from: rounded) : $0.withFractions.string(from: rounded)
+        guard milliseconds.isFinite, abs(milliseconds) < 1e15 else { return nil }
+        let total = Int(milliseconds)
+        let (seconds, millisecond) = total.quotientAndRemainder(dividingBy: 1000)
+        let adjusted = millisecond < 0 ? (seconds - 1, millisecond + 1000) : (seconds, millisecond)
+        let (days, secondOfDay) = adjusted.0.quotientAndRemainder(dividingBy: 86_400)
+        let (day, second) = secondOfDay < 0 ? (days - 1, secondOfDay + 86_400) : (days, secondOfDay)
+        let (year, month, dayOfMonth) = civilFromDays(day)
+        guard (0...9999).contains(year) else { return nil }
+        func padded(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
         }
+        var result =
+            "\(padded(year, 4))-\(padded(month, 2))-\(padded(dayOfMonth, 2))T\(padded(second / 3600, 2)):"
+            + "\(padded(second / 60 % 60, 2)):\(padded(second % 60, 2))"
+        if adjusted.1 != 0 { result += "." + padded(adjusted.1, 3) }
+        return result + "Z"
+    }
+
+    /// The days in `month` of `year` (proleptic Gregorian).
+    static func daysIn(_ month: Int, of year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days from 1970-01-01 to `year`-`month`-`day` on the proleptic Gregorian calendar.
+    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The date `days` after 1970-01-01 on the proleptic Gregorian calendar.
+    static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
 

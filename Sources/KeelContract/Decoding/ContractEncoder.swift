@@ -19,13 +19,23 @@ public struct ContractEncoder: Sendable {
 
     /// The JSON encoding of `value`.
     ///
-    /// - Throws: `EncodingError` for a value JSON cannot represent (a non-finite number).
+    /// - Throws: `EncodingError` for a value JSON cannot represent (a non-finite number, a date outside the
+    ///   years 0000…9999).
     public func encode<T: Encodable>(_ value: T) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = outputFormatting
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(RFC3339.string(from: date))
+            guard let text = RFC3339.string(from: date) else {
+                throw EncodingError.invalidValue(
+                    date,
+                    .init(
+                        codingPath: encoder.codingPath,
+                        debugDescription:
+                            "\(date.timeIntervalSince1970) s since 1970 is outside the years RFC 3339 writes (0000…9999)"
+                    ))
+            }
+            try container.encode(text)
         }
         return try encoder.encode(value)
     }
