@@ -61,6 +61,20 @@ import Testing
         #expect(failure(Wide.self, #"{"id": 1, "small": 256, "ratio": 0}"#)?.path == "small")
         #expect(failure(Wide.self, #"{"id": 1, "small": -1, "ratio": 0}"#)?.path == "small")
         #expect(failure(Wide.self, #"{"id": 1, "small": 1, "ratio": 1e400}"#)?.path == "ratio")
+        // Too small is refused too (found in an outside audit: `1e-400` became 0.0, and was sent back as 0);
+        // zero itself, written any way, is zero.
+        for tiny in ["1e-400", "-1e-400", "0.0000000000000000000000000000000000000001e-300"] {
+            #expect(failure(Wide.self, #"{"id": 1, "small": 1, "ratio": \#(tiny)}"#)?.path == "ratio", "\(tiny)")
+        }
+        for zero in ["0", "-0", "0.0", "0e-400", "0.000E+5"] {
+            let decoded = try ContractDecoder().decode(
+                Wide.self, from: Data(#"{"id": 1, "small": 1, "ratio": \#(zero)}"#.utf8))
+            #expect(decoded.ratio == 0, "\(zero)")
+        }
+        struct Single: Decodable { var value: Float }
+        #expect(failure(Single.self, #"{"value": 1e-50}"#)?.path == "value")
+        // A subnormal Float is not zero: kept.
+        #expect(try ContractDecoder().decode(Single.self, from: Data(#"{"value": 1e-40}"#.utf8)).value > 0)
     }
 
     @Test func memberNamesMatchByTheirBytesNotByCanonicalEquivalence() throws {

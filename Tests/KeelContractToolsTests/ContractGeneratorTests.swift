@@ -549,6 +549,51 @@ import Testing
         #expect(found[3].message.contains("allows several (or any)"))
     }
 
+    /// Found in an outside audit: names that are one text in two Unicode forms (composed and decomposed
+    /// `café`; `OK` with a Kelvin sign) were merged by the generator — the second member silently dropped, or
+    /// two references given one type — though JSON and Keel's runtime keep them apart. Refused, naming both.
+    /// Found in an outside audit: an integer without a format whose bounds reach past 2^63 became `Int`,
+    /// which refused every such value the contract allows.
+    @Test func anIntegerBoundedPastInt64IsUInt64() throws {
+        let code = try generate(
+            """
+                Counter:
+                  type: object
+                  required: [total, plain, small, beyond]
+                  properties:
+                    total: {type: integer, minimum: 0, maximum: 18446744073709551615}
+                    plain: {type: integer}
+                    small: {type: integer, minimum: 0, maximum: 100}
+                    beyond: {type: integer, minimum: -1, maximum: 18446744073709551615}
+            """)
+        #expect(code.contains("var total: UInt64"), "\(code)")
+        #expect(code.contains("var plain: Int\n") && code.contains("var small: Int\n"))
+        #expect(code.contains("var beyond: Int\n"))  // negative values too: no Swift integer holds both
+    }
+
+    @Test func namesThatAreOneTextInTwoUnicodeFormsAreRefused() throws {
+        let found = try diagnostics(
+            #"""
+                Menu:
+                  type: object
+                  properties:
+                    "caf\u00e9": {type: string}
+                    "cafe\u0301": {type: string}
+                    "O\u212a": {type: integer}
+                    OK: {type: integer}
+                "caf\u00e9": {type: object, required: [a], properties: {a: {type: string}}}
+                "cafe\u0301": {type: object, required: [b], properties: {b: {type: string}}}
+            """#)
+        #expect(
+            found.map(\.location) == [
+                "#/components/schemas/Menu/properties", "#/components/schemas/Menu/properties", "#/components/schemas",
+            ], "\(found)")
+        #expect(found.allSatisfy { $0.message.contains("same text in different Unicode forms") })
+        // Names alike in their bytes are fine.
+        let alike = #"    Menu: {type: object, properties: {"caf\u00e9": {type: string}}}"# + "\n"
+        #expect(try generate(alike).contains("caf"))
+    }
+
     @Test func everyUnsupportedConstructIsReportedAtOnceWithItsLocation() throws {
         let found = try diagnostics(
             """

@@ -152,6 +152,17 @@ final class ValueDecoder: Decoder {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: path(), debugDescription: "Number \(number.literal) does not fit in \(T.self)."))
         }
+        // Underflow: a number the server sent as non-zero must not become 0 (found in an outside audit: `1e-400`
+        // decoded as 0.0, and was sent back as 0).
+        if result == 0,
+            number.literal.utf8.prefix(while: { $0 != UInt8(ascii: "e") && $0 != UInt8(ascii: "E") })
+                .contains(where: { (49...57).contains($0) })
+        {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: path(),
+                    debugDescription: "Number \(number.literal) is too small for \(T.self): it would become 0."))
+        }
         return result
     }
 

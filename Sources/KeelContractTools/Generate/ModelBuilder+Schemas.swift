@@ -131,7 +131,11 @@ extension ModelBuilder {
         case "string":
             return .scalar(schema["format"]?.stringValue == "date-time" ? .date : .string)
         case "integer":
-            return .scalar(.integer(format: schema["format"]?.stringValue))
+            let sized = Builtin.integer(format: schema["format"]?.stringValue)
+            // Without a size, the bounds may need more than `Int`: non-negative up to 2^64 - 1 is `UInt64`
+            // (found in an outside audit: `Int` refused every value from 2^63 that the contract allows).
+            if sized == .int, Self.needsUInt64(schema) { return .scalar(.uint64) }
+            return .scalar(sized)
         case "number":
             return .scalar(.number(format: schema["format"]?.stringValue))
         case "boolean":
@@ -400,5 +404,21 @@ extension ModelBuilder {
             let wide = values(wider)
         else { return false }
         return wide.isEmpty || narrow.allSatisfy(wide.contains)
+    }
+
+    /// Whether an integer schema's bounds go beyond `Int64.max` while staying within 0…`UInt64.max`.
+    static func needsUInt64(_ schema: JSONValue) -> Bool {
+        func bound(_ name: String) -> JSONNumber? {
+            if case .number(let number)? = schema[name] { return number }
+            return nil
+        }
+        guard let maximum = bound("maximum") ?? bound("exclusiveMaximum"),
+            let int64Max = JSONNumber(literal: String(Int64.max)),
+            let uint64Max = JSONNumber(literal: String(UInt64.max)),
+            maximum > int64Max, maximum <= uint64Max
+        else { return false }
+        if let minimum = bound("minimum") { return minimum >= JSONNumber(Int64(0)) }
+        if let minimum = bound("exclusiveMinimum") { return minimum >= JSONNumber(Int64(-1)) }
+        return false
     }
 }

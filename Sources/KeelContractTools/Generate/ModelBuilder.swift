@@ -53,6 +53,14 @@ struct ModelBuilder {
     // MARK: - Plan
 
     mutating func build() throws(ContractLoadError) {
+        // Names that are one text in two Unicode forms (`café` composed and decomposed, `K` and the Kelvin
+        // sign): JSON and Keel's runtime keep them apart by their bytes, Swift's strings do not — the generator
+        // would merge two members into one, or point two references at one type (found in an outside audit).
+        // Refused, naming both.
+        for (file, root) in document.documents.sorted(by: { $0.key.path < $1.key.path }) {
+            findEquivalentNames(root, file: file, pointer: "#")
+        }
+        guard diagnostics.isEmpty else { return }
         let operations = try document.operations()
         let targets = schemaReferenceTargets(operations)
         registerComponents(targets)
@@ -1051,6 +1059,31 @@ struct ModelBuilder {
             "a discriminator without oneOf, on a schema used as a value (not only as an allOf part), is not "
                 + "supported yet: a subtype received there would lose its own members; where it is used, list the subtypes in oneOf with the discriminator"
         )
+    }
+
+    /// Reports every object under `value` with two member names that Swift's `String` takes for equal while
+    /// their bytes differ.
+    private mutating func findEquivalentNames(_ value: JSONValue, file: URL, pointer: String) {
+        switch value {
+        case .object(let object):
+            var byText: [String: String] = [:]
+            for (name, member) in object {
+                if let earlier = byText[name], !earlier.utf8.elementsEqual(name.utf8) {
+                    diagnose(
+                        file, pointer,
+                        "the member names \(earlier.debugDescription) and \(name.debugDescription) are the same text in different Unicode forms; generated Swift cannot keep them apart — write both alike"
+                    )
+                } else if byText[name] == nil {
+                    byText[name] = name
+                }
+                findEquivalentNames(member, file: file, pointer: pointer + "/" + JSONPointer.escape(name))
+            }
+        case .array(let items):
+            for (index, item) in items.enumerated() {
+                findEquivalentNames(item, file: file, pointer: pointer + "/\(index)")
+            }
+        default: break
+        }
     }
 
     private mutating func diagnose(_ file: URL, _ location: String, _ message: String) {
