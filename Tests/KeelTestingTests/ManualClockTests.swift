@@ -302,3 +302,43 @@ private func at(_ duration: Duration) -> Instant { Instant(offset: duration) }
         #expect(finished.withLock { $0 } == at(.seconds(5)))
     }
 }
+
+/// Found in an outside review: two `advance(by:)` at once both read the same `now`, and one of them was
+/// lost; and two overlapping `ClockPump.run`s lost each other's announcements (a retry that then slept for
+/// ever).
+@Suite(.timeLimit(.minutes(1))) struct ConcurrentAdvanceTests {
+    @Test func advancesFromManyThreadsAtOnceAddUp() {
+        let clock = ManualClock()
+        DispatchQueue.concurrentPerform(iterations: 400) { _ in clock.advance(by: .milliseconds(5)) }
+        #expect(clock.now.offset == .seconds(2))
+    }
+
+    @Test func overlappingPumpRunsShareOneDriver() async throws {
+        struct Stuck: Error {}
+        let clock = ManualClock()
+        let pump = ClockPump(clock: clock)
+        let (started, startedSignal) = AsyncStream<Void>.makeStream()
+        let (otherEnded, otherEndedSignal) = AsyncStream<Void>.makeStream()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // Run A announces its wait only after run B, which began while A ran, has ended.
+                try await pump.run {
+                    startedSignal.yield()
+                    for await _ in otherEnded { break }
+                    pump.announce(.seconds(5))
+                    try await clock.sleep(until: clock.now.advanced(by: .seconds(5)), tolerance: nil)
+                }
+            }
+            for await _ in started { break }
+            await pump.run {}  // run B
+            otherEndedSignal.yield()
+            group.addTask {
+                try await Task.sleep(for: .seconds(10))  // real time: A's wait was never advanced
+                throw Stuck()
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+        #expect(clock.now.offset == .seconds(5))
+    }
+}

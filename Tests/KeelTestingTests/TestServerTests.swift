@@ -512,4 +512,22 @@ import Testing
         let code = await urlErrorCode { _ = try await makeSession().get(server.url("/")) }
         #expect(code != nil)
     }
+
+    /// Found in an outside review: a response scripted with its own `Transfer-Encoding` (a body written as
+    /// chunks by hand) got a `Content-Length` added beside it, which RFC 9112 §6.1 forbids and strict clients
+    /// refuse.
+    @Test func aScriptedTransferEncodingGetsNoContentLengthBesideIt() async throws {
+        let server = try TestServer()
+        defer { server.shutdown() }
+        server.enqueue(
+            TestResponse(
+                headers: ["Transfer-Encoding": "chunked"], body: "5\r\nhello\r\n0\r\n\r\n",
+                socketEffect: .disconnectAtEnd))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = raw.readUntilClose()
+        #expect(response.contains("Transfer-Encoding: chunked\r\n"), "\(response)")
+        #expect(!response.lowercased().contains("content-length"), "\(response)")
+        #expect(response.hasSuffix("\r\n\r\n5\r\nhello\r\n0\r\n\r\n"))
+    }
 }

@@ -25,7 +25,13 @@ import KeelCore
 public final class ClockPump: Sendable {
     /// The clock it advances.
     public let clock: ManualClock
-    private let current = Locked<AsyncStream<Announcement>.Continuation?>(nil)
+    /// The driver of the runs under way, and how many there are: runs that overlap share it.
+    private struct Running {
+        let continuation: AsyncStream<Announcement>.Continuation
+        let driver: Task<Void, Never>
+        var runs: Int
+    }
+    private let running = Locked<Running?>(nil)
 
     /// An announced wait, and the number the sleep that makes it will have at the earliest.
     private struct Announcement {
@@ -40,28 +46,48 @@ public final class ClockPump: Sendable {
     /// observer, before the code sleeps. Announcements outside ``run(_:)`` are dropped.
     public func announce(_ wait: Duration) {
         let first = clock.nextSleeperNumber
-        _ = current.withLock { $0?.yield(Announcement(wait: wait, firstSleeper: first)) }
+        _ = running.withLock { $0?.continuation.yield(Announcement(wait: wait, firstSleeper: first)) }
     }
 
     /// Runs `body`, advancing the clock through every wait announced meanwhile: each time, once a task has
     /// started sleeping on the clock since the announcement (one already asleep — another call's timer —
     /// is not the announced wait), by exactly the announced duration. A timer that another task starts between
     /// the announcement and the announced sleep is still taken for it: code that announces should sleep next.
+    ///
+    /// Runs may overlap (two calls under way at once, or one inside another): they share one driver, and every
+    /// wait announced while any of them runs is advanced once (found in an outside review: the second run took
+    /// the first one's announcements, and when it ended the first one's later waits were never advanced).
     public func run<Result>(_ body: () async throws -> Result) async rethrows -> Result {
-        let (waits, continuation) = AsyncStream<Announcement>.makeStream()
-        current.withLock { $0 = continuation }
         let clock = self.clock
-        let driver = Task {
-            for await announced in waits {
-                // A timeout here means the code never slept after announcing: nothing to advance.
-                guard (try? await clock.waitForSleeper(numberedFrom: announced.firstSleeper)) != nil else { continue }
-                clock.advance(by: announced.wait)
+        running.withLock { running in
+            if running != nil {
+                running!.runs += 1
+                return
             }
+            let (waits, continuation) = AsyncStream<Announcement>.makeStream()
+            let driver = Task {
+                for await announced in waits {
+                    // A timeout here means the code never slept after announcing: nothing to advance.
+                    guard (try? await clock.waitForSleeper(numberedFrom: announced.firstSleeper)) != nil else {
+                        continue
+                    }
+                    clock.advance(by: announced.wait)
+                }
+            }
+            running = Running(continuation: continuation, driver: driver, runs: 1)
         }
         defer {
-            current.withLock { $0 = nil }
-            continuation.finish()
-            driver.cancel()
+            running.withLock { running in
+                guard var current = running else { return }
+                current.runs -= 1
+                guard current.runs == 0 else {
+                    running = current
+                    return
+                }
+                current.continuation.finish()
+                current.driver.cancel()
+                running = nil
+            }
         }
         return try await body()
     }

@@ -83,6 +83,14 @@ package final class POSIXThread: @unchecked Sendable {
         pthread_join(handle, nil)
     }
 
+    /// Lets the thread end on its own, its resources freed when it does (it is never joined): for the thread
+    /// that runs the code stopping its owner (a server shut down from one of its connection threads).
+    package func detach() {
+        guard let handle else { return }
+        self.handle = nil
+        pthread_detach(handle)
+    }
+
     /// Whether the calling thread is this thread.
     package var isCurrent: Bool {
         guard let handle else { return false }

@@ -98,6 +98,13 @@ public final class ChildProcess: Sendable {
         if let override = ProcessInfo.processInfo.environment["KEEL_PRODUCTS_DIRECTORY"], !override.isEmpty {
             return URL(fileURLWithPath: override, isDirectory: true)
         }
+        #if canImport(Darwin)
+            // Under `swift test` on macOS the process is the `xctest` tool (XCTest) or SwiftPM's testing helper
+            // (Swift Testing), not the test bundle: the loaded `.xctest` bundle says where the products are.
+            if let bundle = Bundle.allBundles.first(where: { $0.bundlePath.hasSuffix(".xctest") }) {
+                return bundle.bundleURL.deletingLastPathComponent()
+            }
+        #endif
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent()
         // On Apple platforms the test binary sits inside `<Package>Tests.xctest/Contents/MacOS/`.
@@ -255,6 +262,9 @@ public final class ChildProcess: Sendable {
     }
 
     /// Skips lines of `stream` until one satisfies `predicate`, and returns it.
+    ///
+    /// `predicate` runs under this value's lock, on whatever thread output arrives: it must not call back into
+    /// this `ChildProcess` (``output(of:)``, another wait), which would deadlock.
     ///
     /// - Throws: ``WaitTimeout`` on timeout; ``ChildProcessError`` when the stream ends first.
     public func waitForLine(

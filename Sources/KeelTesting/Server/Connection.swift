@@ -481,7 +481,10 @@ final class Connection: @unchecked Sendable {
         var headers = response.headers
         if response.chunkSize != nil, sendsBody {
             if !headers.contains("Transfer-Encoding") { headers["Transfer-Encoding"] = "chunked" }
-        } else if !headers.contains("Content-Length"), response.status != 204, !(100...199).contains(response.status) {
+        } else if !headers.contains("Content-Length"), !headers.contains("Transfer-Encoding"), response.status != 204,
+            !(100...199).contains(response.status)
+        {
+            // Not beside a scripted Transfer-Encoding: RFC 9112 §6.1 forbids both (found in an outside review).
             headers["Content-Length"] = String(response.bodyCount)
         }
         // A connection that closes after this answer says so, whatever the response set (a scripted

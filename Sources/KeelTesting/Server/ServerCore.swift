@@ -100,7 +100,11 @@ final class ServerCore: Sendable {
             return (threads.acceptor, threads.connections)
         }
         if let acceptor { acceptor.join() }  // user code never runs on the accept thread
-        for thread in connections.values where !thread.isCurrent { thread.join() }
+        // The connection thread running this shutdown (a dispatcher that stops the server) cannot join
+        // itself: detached, its resources go when it ends (found in an outside review: it was leaked).
+        for thread in connections.values {
+            if thread.isCurrent { thread.detach() } else { thread.join() }
+        }
         POSIX.close(listenDescriptor)
         state.failAllWaiters(with: TestServerError(code: .shutDown, message: "the server was shut down"))
         // The wake pipe stays open until deinit: a connection thread that called shutdown (through a

@@ -226,6 +226,9 @@ public final class TestServer: Sendable {
     /// Waits for the first connection event (past — among those kept, see ``connectionEvents`` — or future)
     /// matching `predicate`.
     ///
+    /// `predicate` runs under the server's lock, on the server's threads too: it must not call back into the
+    /// server (``requestCount``, ``requests``, another wait), which would deadlock.
+    ///
     /// - Throws: ``WaitTimeout`` when none happens within `timeout` (real time).
     public func awaitConnectionEvent(
         timeout: Duration = .seconds(10),
@@ -245,7 +248,9 @@ public final class TestServer: Sendable {
         core.shutdown()
     }
 
-    /// Stops gracefully: refuses new connections (a connect is refused at once), lets every request already
+    /// Stops gracefully: refuses new connections (on Linux a connect is refused at once; on Apple platforms,
+    /// where a listening socket cannot be shut down, one may wait in the backlog until the drain ends and is
+    /// then reset), lets every request already
     /// handed to the dispatcher (or the queue) get its response written — waiting at most `timeout`, real
     /// time — then does what ``shutdown()`` does. What a server process does on SIGTERM.
     ///
