@@ -201,6 +201,8 @@ public struct NotesDemo: Sendable {
         let pages = try PublicPages()
         var outcomes: [Outcome] = []
         for (index, scenario) in chosen.enumerated() {
+            // Cancelled (Ctrl-C): no further scenario starts, and what runs stops at its next step.
+            if Task.isCancelled { break }
             progress(.scenario(number: index + 1, of: chosen.count, scenario))
             let run = DemoRun(
                 configuration: configuration, backend: backend, pages: pages, scenario: scenario, progress: progress)
@@ -306,6 +308,7 @@ actor DemoRun {
 
     /// A device of this scenario (`<scenario>-<name>` directories), started.
     func device(_ name: String, arguments: [String] = [], server: URL? = nil) throws -> NotesDevice {
+        try Task.checkCancellation()
         let directory = configuration.directory.appendingPathComponent(scenario.id)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let device = try NotesDevice(
@@ -317,6 +320,7 @@ actor DemoRun {
 
     /// `device` started again on its directories.
     func relaunch(_ device: NotesDevice, server: URL? = nil, arguments: [String]? = nil) throws -> NotesDevice {
+        try Task.checkCancellation()
         let next = try device.relaunched(server: server ?? backend.baseURL, arguments: arguments)
         devices.append(next)
         return next
@@ -325,6 +329,7 @@ actor DemoRun {
     /// Runs `command` on `device`, shown in the timeline.
     @discardableResult
     func run(_ device: NotesDevice, _ command: String, quiet: Bool = false) async throws -> JSONValue {
+        try Task.checkCancellation()
         let answer = try await device.run(command)
         if !quiet {
             var line = "\(device.name)$ \(command)"

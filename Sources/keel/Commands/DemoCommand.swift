@@ -62,25 +62,36 @@ enum DemoCommand {
             "keel-demo-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
 
         // The data directory goes whatever happens, unless --keep asked to keep it — interrupted too (Ctrl-C,
-        // SIGTERM): it holds the devices' vaults and their keys. The processes go with this one (the backend
-        // runs with --exit-with-parent, each app ends when its input closes).
+        // SIGTERM): it holds the devices' vaults and their keys. An interrupt cancels the run, which stops its
+        // processes before the directory goes (removed while a device was starting, it was made again).
         let keep = arguments.has("keep")
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
-        let interrupted = TerminationSignals { number in
-            if !keep { try? FileManager.default.removeItem(at: directory) }
-            FileHandle.standardError.write("keel demo: interrupted\(keep ? "; data kept in \(directory.path)" : "")\n")
-            exit(128 + number)
-        }
-        defer { interrupted.restore() }
         say("keel demo — the reference notes app (keel-notes) on two devices against the reference backend")
         say("every step names the requirement it shows; every ✓ was checked against what the processes reported")
         let demo = NotesDemo(.init(keel: keel.path, notes: notes.path, directory: directory))
-        let report: NotesDemo.Report
-        do {
-            report = try await demo.run(only: only) { event in
+        let work = Task {
+            try await demo.run(only: only) { event in
                 for line in NotesDemo.lines(for: event) { say(line) }
             }
-        } catch {
+        }
+        let interruption = Locked<Int32?>(nil)
+        let signals = TerminationSignals { number in
+            interruption.withLock { $0 = $0 ?? number }
+            work.cancel()
+            // A process that does not answer may hold the run: after a few seconds the directory goes anyway.
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) {
+                if !keep { try? FileManager.default.removeItem(at: directory) }
+                exit(128 + number)
+            }
+        }
+        defer { signals.restore() }
+        let outcome = await work.result
+        if let number = interruption.withLock({ $0 }) {
+            FileHandle.standardError.write("keel demo: interrupted\(keep ? "; data kept in \(directory.path)" : "")\n")
+            return 128 + number
+        }
+        let report: NotesDemo.Report
+        do { report = try outcome.get() } catch {
             return fail("the demo could not start: \(error)", status: 1)
         }
         for line in NotesDemo.summary(report) { say(line) }
