@@ -234,7 +234,12 @@ struct Run {
     /// Pops the top entry or dismisses the modal; at the root, leaves the app.
     mutating func leaveTop() {
         if let modal = state.modal {
-            if modal.route == navigator.signInRoute { state.pendingTarget = nil }
+            if modal.route == navigator.signInRoute, let target = state.pendingTarget {
+                // The destination it held goes with it: its input is kept as a draft where its lifecycle
+                // keeps drafts, reported lost otherwise (found in a review: dropped without a word).
+                forget(target)
+                state.pendingTarget = nil
+            }
             state.modal = nil
         } else if state.stack.count > 1 {
             state.stack.removeLast()

@@ -17,6 +17,7 @@
     /// Effects are performed one event after another, in order (a draft saved by one event is never
     /// overtaken by the deletion of the next). This glue is not compiled on Linux, where Keel is tested: the
     /// decisions it forwards are (`NavigatorTests`).
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
     @MainActor @Observable
     public final class NavigationModel {
         /// The current state.

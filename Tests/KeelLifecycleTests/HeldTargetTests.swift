@@ -109,6 +109,20 @@ import Testing
         #expect(h.state.pendingTarget == nil)
     }
 
+    /// Found in a review: dismissing the sign-in screen dropped the target it held, with its input, without
+    /// a word (the session expiry now keeps that input in the held target).
+    @Test func dismissingSignInReportsTheHeldTargetsInput() throws {
+        var h = try Harness(routes: Self.routes)
+        h.send(.signIn(account: "alice"))
+        h.send(.open(route: "note", parameters: ["noteID": "1"]))
+        h.send(.open(route: "cd", parameters: ["noteID": "1"]))
+        h.send(.type("half a sentence"))
+        h.send(.sessionExpired)
+        h.send(.back(.modalDismiss))
+        #expect(h.effects == ["inputLost cd noteID=1", "saveSnapshot"])
+        #expect(h.state.pendingTarget == nil && h.state.modal == nil)
+    }
+
     /// The session came back while the app was dead (a refresh at relaunch): the restored app still showed
     /// sign-in over the home screen, holding the target; and "switch" to the same account did nothing.
     @Test func aSessionValidAgainEndsTheSignInItHeldAtRestoreAndAtASwitch() throws {

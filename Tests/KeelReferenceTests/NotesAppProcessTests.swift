@@ -398,9 +398,12 @@ extension NotesDevice {
         let screen = try await again.run("screen")
         #expect(screen["screen"]?["modal"] == "signIn", "\(screen)")
         #expect(screen["screen"]?["stack"] == ["home"])
-        let signedIn = try await again.run("signin oli")
+        // A switch to that same account is a sign-in (found in a review: it brought the screens back on the
+        // dead token, and the next relaunch no longer asked).
+        let signedIn = try await again.run("switch oli")
         #expect(signedIn["ok"] == true && signedIn["screen"]?["modal"] == .null, "\(signedIn)")
         #expect(signedIn["screen"]?["stack"]?[2] == .string("note noteID=\(id)"))
+        #expect(try await again.run("sync")["ok"] == true)
         _ = try await again.run("quit")
     }
 

@@ -42,6 +42,39 @@ import Testing
         await check.close()
     }
 
+    /// Found in a review: the marker was set only when this process created the table, so a table an older
+    /// Keel made, read first and then written, never got it. Any committed write sets it.
+    @Test func aTableAnOlderKeelMadeIsMarkedCommittedByTheNextWrite() async throws {
+        let fixture = try VaultFixture("keel-vault-legacy-table")
+        let alice = try AccountID("alice")
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.put("notes", id: "n1", Data("a note".utf8))
+        let namespace = vault.namespace.rawValue
+        await fixture.vaults.close()
+        let manifestFile = fixture.data.appendingPathComponent("vaults/\(namespace)/vault.json")
+        func committed() throws -> Any? {
+            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: manifestFile)) as? [String: Any]
+            let datasets = manifest?["datasets"] as? [String: Any]
+            return (datasets?["notes"] as? [String: Any])?["recordsCommitted"]
+        }
+        #expect(try committed() as? Bool == true)
+        // As an older Keel wrote it: no marker.
+        var manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: manifestFile)) as? [String: Any])
+        var datasets = try #require(manifest["datasets"] as? [String: Any])
+        var notes = try #require(datasets["notes"] as? [String: Any])
+        notes["recordsCommitted"] = nil
+        datasets["notes"] = notes
+        manifest["datasets"] = datasets
+        try JSONSerialization.data(withJSONObject: manifest).write(to: manifestFile)
+        #expect(try committed() == nil)
+        let reopened = try await fixture.vaults.open(alice)
+        #expect(try await reopened.get("notes", id: "n1") == Data("a note".utf8))  // read first
+        try await reopened.put("notes", id: "n2", Data("then written".utf8))
+        #expect(try committed() as? Bool == true)
+        await fixture.vaults.close()
+    }
+
     /// A first write that rolls back takes its new table with it: that dataset reads empty (nothing was lost),
     /// and the next write creates the table.
     @Test func aFirstWriteThatRolledBackLeavesAnEmptyDatasetNotADamagedOne() async throws {

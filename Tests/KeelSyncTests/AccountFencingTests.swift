@@ -91,6 +91,27 @@ import Testing
         #expect(try await again.outstandingCount() == 1)
     }
 
+    /// Found in a review: a sign-out naming an account whose vault is not open deleted its outbox without
+    /// counting it. Without `discardingUnsent` it is refused; with it, the vault goes by its manifest.
+    @Test func aSignOutOfAnAccountWhoseVaultIsNotOpenNeedsLeaveToLoseItsChanges() async throws {
+        let world = try SyncWorld()
+        let app = try App(world: world, tokens: [.alice: try await world.token(.alice)])
+        let engine = try await app.relaunch(.alice, online: false)
+        try await engine.create("note", id: "n1", fields: .note("Written offline"), operation: "createNote")
+        await app.accounts.deactivate()
+        #expect(await app.device.vaults.active == nil)
+        await #expect {
+            _ = try await app.accounts.signOut(account: .alice)
+        } throws: { error in
+            (error as? SyncError)?.code == .unsentChanges
+        }
+        let again = try await app.accounts.activate(.alice)
+        #expect(try await again.outstandingCount() == 1)  // nothing was purged
+        await app.accounts.deactivate()
+        let report = try await app.accounts.signOut(discardingUnsent: true, account: .alice)
+        #expect(report.deletedDatasets.contains(again.storage.outbox))
+    }
+
     /// DATA-006.1: offline, Alice has a cached note, a draft, a photo and a pending change; the switch to Bob
     /// shows him none of it and sends none of it; back on Alice (online) everything is intact and her change
     /// goes out under her own account, once.

@@ -412,10 +412,12 @@ extension ModelBuilder {
             if case .number(let number)? = schema[name] { return number }
             return nil
         }
+        // The largest value allowed: `maximum`, or one below `exclusiveMaximum` (2^64 is then UInt64.max).
+        let exclusive = bound("maximum") == nil
         guard let maximum = bound("maximum") ?? bound("exclusiveMaximum"),
             let int64Max = JSONNumber(literal: String(Int64.max)),
-            let uint64Max = JSONNumber(literal: String(UInt64.max)),
-            maximum > int64Max, maximum <= uint64Max
+            let limit = JSONNumber(literal: exclusive ? "18446744073709551616" : String(UInt64.max)),
+            maximum > int64Max, maximum <= limit
         else { return false }
         if let minimum = bound("minimum") { return minimum >= JSONNumber(Int64(0)) }
         if let minimum = bound("exclusiveMinimum") { return minimum >= JSONNumber(Int64(-1)) }

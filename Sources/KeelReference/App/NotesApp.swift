@@ -3,6 +3,7 @@ public import KeelContract
 public import KeelCore
 public import KeelHTTP
 public import KeelLifecycle
+import KeelCrypto
 import KeelStore
 import KeelSync
 
@@ -376,7 +377,10 @@ public actor NotesApp {
     /// `signin` asks the server for a new session (its token replaces the stored one, and an engine holding
     /// the old token is replaced); `switch` uses the session the account has on this device — offline too,
     /// after a relaunch — and signs in only when it has none.
-    private func signIn(_ account: AccountID, switching: Bool = false) async throws -> JSONObject {
+    private func signIn(_ account: AccountID, switching requested: Bool = false) async throws -> JSONObject {
+        // A switch to the account whose session the server ended is a sign-in: its stored token is the dead one
+        // (found in a review: the switch brought its screens back on it).
+        let switching = requested && !(AccountID.same(state.account, account.rawValue) && !state.sessionValid)
         if !switching {
             let token = try await NotesRemote.signIn(account, client: client)
             tokens.withLock { $0[account] = token }
@@ -401,21 +405,17 @@ public actor NotesApp {
         try Data(JSONValue.object(["account": .string(account.rawValue)]).serialized()).write(
             to: sessionFile, options: .atomic)
         // The account's drafts, from its vault (loaded at launch only for the account active then: another
-        // account's were hidden, and the next save of one wrote over it). What this event itself saved or
-        // deleted is newer.
-        var signedIn = result
-        let changed = Set(
-            result.effects.compactMap { effect -> DraftKey? in
-                switch effect {
-                case .saveDraft(let key, _), .deleteDraft(let key): key
-                default: nil
-                }
-            })
+        // account's were hidden, and the next save of one wrote over it), before the event is applied for good:
+        // a target sign-in held opens with its draft. Drafts in memory are newer (typed while no vault was open).
+        // The same event on the same state with more drafts of this account leaves the same effects for the
+        // account left, applied above.
+        var withDrafts = state
         for (key, text) in try await VaultDrafts(vault: active.vault, dataset: "drafts").load()
-        where !changed.contains(key) {
-            signedIn.state.drafts[key] = text
+        where withDrafts.drafts[key] == nil {
+            withDrafts.drafts[key] = text
         }
-        var answer = try await finish(signedIn, drafts: result.effects.filter { !leaving.contains($0) })
+        let signedIn = navigator.reduce(withDrafts, event)
+        var answer = try await finish(signedIn, drafts: signedIn.effects.filter { !leaving.contains($0) })
         // Changes refused because the session had ended go out with the new one. After the switch is complete:
         // failing to move them (they stay failed, shown so) never leaves the app half switched.
         if !switching { _ = try? await engine?.retryFailed(causedBy: [.authentication]) }
@@ -615,7 +615,8 @@ public actor NotesApp {
             throw NotesAppError(kind: .validation, message: "Sync this note before publishing it.")
         }
         let ledger = try effectLedger(account)
-        // A confirmation that failed for certain may be confirmed again: the next attempt is a new operation.
+        // A confirmation that failed for certain may be confirmed again: the next attempt is a new ledger entry,
+        // sent under the same key (the backend keeps no answer for a key it did not apply).
         var attempt = 1
         while await ledger.entry(Self.publication(noteID, attempt))?.state == .failed { attempt += 1 }
         let id = Self.publication(noteID, attempt)
@@ -670,8 +671,12 @@ public actor NotesApp {
         EffectLedger.operationID(entry: "note/\(noteID)", action: "publish", attempt: attempt)
     }
 
-    /// The idempotency key of publishing `noteID` (the backend scopes keys by account).
-    static func publicationKey(_ noteID: String) -> String { "publish-" + noteID }
+    /// The idempotency key of publishing `noteID` (the backend scopes keys by account): a digest of the note
+    /// id, so that any id gives a key of the contract's length (16…128) and characters (a short id gave a
+    /// key the backend refused, a long or non-ASCII one an invalid key).
+    static func publicationKey(_ noteID: String) -> String {
+        "publish-" + SHA256Digest.hex(Array(("publish\u{0}" + noteID).utf8)).prefix(40)
+    }
 
     private func token(of engine: SyncEngine) async throws -> String {
         if let stored = try await engine.vault.get(Self.credentials, id: "bearer") {

@@ -111,7 +111,9 @@ public final class Vault: Sendable {
                 let created = try self.ensureTable(access, db)
                 return (try body(VaultRecords(database: db, access: access, vault: self)), created)
             }
-            if created { self.rememberTables([access]) }
+            // Committed: remembered, and marked committed in the manifest where it is not yet (a table an older
+            // Keel made, first read and then written here).
+            self.rememberTables([access], created: created)
             return result
         }
     }
@@ -163,7 +165,7 @@ public final class Vault: Sendable {
                 }
                 return (try body(VaultTransaction(records: records, database: db)), created)
             }
-            if !created.isEmpty { self.rememberTables(created) }
+            self.rememberTables(accesses, created: !created.isEmpty)
             return result
         }
     }
@@ -1058,13 +1060,14 @@ public final class Vault: Sendable {
     /// The tables of `accesses` exist: their write transaction committed. The manifest records it once per
     /// dataset (``VaultManifest/Entry/recordsCommitted``); failing to is not an error (the loss of the table
     /// would then read as empty, as before).
-    private func rememberTables(_ accesses: [Access]) {
-        state.withLock { state in
-            for access in accesses { state.tables.insert(access.tableKey) }
-        }
-        let unmarked = accesses.filter { access in
-            state.withLock { $0.manifest.datasets[access.dataset].map { $0.hasRecords && $0.recordsCommitted != true } }
-                ?? false
+    private func rememberTables(_ accesses: [Access], created: Bool = true) {
+        let unmarked = state.withLock { state -> [Access] in
+            if created { for access in accesses { state.tables.insert(access.tableKey) } }
+            return accesses.filter { access in
+                state.tables.contains(access.tableKey)
+                    && state.manifest.datasets[access.dataset].map { $0.hasRecords && $0.recordsCommitted != true }
+                        == true
+            }
         }
         guard !unmarked.isEmpty else { return }
         try? fileQueue.sync {

@@ -75,7 +75,8 @@ public actor SyncAccounts {
     ///
     /// - Parameter account: the account signing out, for when no vault is open — one that could not be
     ///   opened (written by a newer version of the app, a failed migration) still has its logout datasets
-    ///   deleted, by its manifest (``Vaults/logout(_:)``). Without it, nothing open means nothing deleted.
+    ///   deleted, by its manifest (``Vaults/logout(_:)``), when `discardingUnsent` (its changes cannot be
+    ///   counted: without it, `unsentChanges`). Without `account`, nothing open means nothing deleted.
     public func signOut(discardingUnsent: Bool = false, account: AccountID? = nil) async throws -> PurgeReport {
         await turnstile.enter()
         defer { turnstile.leave() }
@@ -95,7 +96,16 @@ public actor SyncAccounts {
         // that an engine the app already stopped is no obstacle.
         guard let vault = await vaults.active else {
             await stopCurrent()
-            return try await logoutWithoutVault()  // nothing open to count
+            // Nothing open to count: an account's vault that cannot be opened is signed out only when its
+            // unsent changes may go (found in a review: they were deleted without being counted).
+            if let account {
+                throw SyncError(
+                    code: .unsentChanges, subject: account.rawValue,
+                    message:
+                        "\(account.rawValue)'s vault is not open, so its unsent changes cannot be counted: sign out with discardingUnsent to delete them"
+                )
+            }
+            return try await vaults.logout()
         }
         let outbox = engine.map { $0.vault === vault ? $0.storage.outbox : storage.outbox } ?? storage.outbox
         try await requireNothingUnsent(in: vault, outbox)
