@@ -57,6 +57,8 @@
         /// The ids of the entries above the root, for `NavigationStack(path:)`. SwiftUI's own Back button and
         /// swipe-back shorten the path; that is sent to the navigator as Back (`.gesture`), one screen at a
         /// time, never applied by SwiftUI alone: a screen holding input asks first, and then the path stays.
+        /// A longer or different path (a `NavigationLink(value:)`) is not taken: open screens with
+        /// `send(.open(route:parameters:))`, so that access and input are checked.
         public var path: Binding<[String]> {
             Binding(
                 get: { MainActor.assumeIsolated { self.state.stack.dropFirst().map(\.id) } },
