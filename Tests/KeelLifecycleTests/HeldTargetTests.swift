@@ -23,6 +23,17 @@ import Testing
         Route("signIn", access: .public, isModal: true),
     ]
 
+    /// Alice typed `text` into the `cd` editor of note 1, then her session expired: sign-in holds the editor.
+    static func expiredOverTheEditor(typing text: String) throws -> Harness {
+        var h = try Harness(routes: routes)
+        h.send(.signIn(account: "alice"))
+        h.send(.open(route: "note", parameters: ["noteID": "1"]))
+        h.send(.open(route: "cd", parameters: ["noteID": "1"]))
+        h.send(.type(text))
+        h.send(.sessionExpired)
+        return h
+    }
+
     /// The session expired: the form below the top went with every protected screen, and its text was gone
     /// without an `inputLost` (an account switch over the same stack reported it).
     @Test func anExpiredSessionReportsTheInputOfTheProtectedScreensItCloses() throws {
@@ -89,12 +100,7 @@ import Testing
     /// without saving the snapshot (which still held alice's target); and bob signing in over alice's expired
     /// session while running dropped the held target's input without an `inputLost`.
     @Test func anotherAccountSigningInDropsTheHeldTargetSayingSoAndSavesTheSnapshot() throws {
-        var h = try Harness(routes: Self.routes)
-        h.send(.signIn(account: "alice"))
-        h.send(.open(route: "note", parameters: ["noteID": "1"]))
-        h.send(.open(route: "cd", parameters: ["noteID": "1"]))
-        h.send(.type("alice's words"))
-        h.send(.sessionExpired)
+        var h = try Self.expiredOverTheEditor(typing: "alice's words")
         let snapshot = try NavigationSnapshot(h.state).encoded()
         var relaunched = try Harness(routes: Self.routes, seed: 6)
         relaunched.state = relaunched.navigator.restore(snapshot, drafts: [:], session: .signedOut).result.state
@@ -112,12 +118,7 @@ import Testing
     /// Found in a review: dismissing the sign-in screen dropped the target it held, with its input, without
     /// a word (the session expiry now keeps that input in the held target).
     @Test func dismissingSignInReportsTheHeldTargetsInput() throws {
-        var h = try Harness(routes: Self.routes)
-        h.send(.signIn(account: "alice"))
-        h.send(.open(route: "note", parameters: ["noteID": "1"]))
-        h.send(.open(route: "cd", parameters: ["noteID": "1"]))
-        h.send(.type("half a sentence"))
-        h.send(.sessionExpired)
+        var h = try Self.expiredOverTheEditor(typing: "half a sentence")
         h.send(.back(.modalDismiss))
         #expect(h.effects == ["inputLost cd noteID=1", "saveSnapshot"])
         #expect(h.state.pendingTarget == nil && h.state.modal == nil)

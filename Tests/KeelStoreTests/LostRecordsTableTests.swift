@@ -5,6 +5,27 @@ import Testing
 
 @testable import KeelStore
 
+extension VaultFixture {
+    /// The manifest of the vault of `namespace`, as JSON.
+    func manifestFile(_ namespace: String) -> URL { data.appendingPathComponent("vaults/\(namespace)/vault.json") }
+
+    /// Opens `account`'s vault, writes note `id` ("a note") and closes it; the vault's namespace.
+    func closedVault(of account: AccountID, withANote id: String) async throws -> String {
+        let vault = try await vaults.open(account)
+        try await vault.put("notes", id: id, Data("a note".utf8))
+        await vaults.close()
+        return vault.namespace.rawValue
+    }
+
+    /// Rewrites the manifest of the vault of `namespace` as `change` says (what another version of Keel wrote).
+    func editManifest(_ namespace: String, _ change: (inout [String: Any]) throws -> Void) throws {
+        let file = manifestFile(namespace)
+        var manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+        try change(&manifest)
+        try JSONSerialization.data(withJSONObject: manifest).write(to: file)
+    }
+}
+
 /// Found in an outside audit: a database restored from an older copy, or whose WAL was lost, without the
 /// records table of a dataset the manifest says was written, read as an empty dataset — and the next write
 /// created the table again, erasing the evidence. The manifest now knows when a records table was committed.
@@ -12,10 +33,7 @@ import Testing
     @Test func aCommittedRecordsTableThatIsGoneIsDamagedNeverEmptyNorRecreated() async throws {
         let fixture = try VaultFixture("keel-vault-lost-table")
         let alice = try AccountID("alice")
-        let vault = try await fixture.vaults.open(alice)
-        try await vault.put("notes", id: "n1", Data("a note".utf8))
-        let namespace = vault.namespace.rawValue
-        await fixture.vaults.close()
+        let namespace = try await fixture.closedVault(of: alice, withANote: "n1")
         // The database as an older copy has it: without the notes table.
         let file = fixture.data.appendingPathComponent("vaults/\(namespace)/include.sqlite").path
         let raw = try DatabasePool(path: file)
@@ -47,26 +65,23 @@ import Testing
     @Test func aTableAnOlderKeelMadeIsMarkedCommittedByTheNextWrite() async throws {
         let fixture = try VaultFixture("keel-vault-legacy-table")
         let alice = try AccountID("alice")
-        let vault = try await fixture.vaults.open(alice)
-        try await vault.put("notes", id: "n1", Data("a note".utf8))
-        let namespace = vault.namespace.rawValue
-        await fixture.vaults.close()
-        let manifestFile = fixture.data.appendingPathComponent("vaults/\(namespace)/vault.json")
+        let namespace = try await fixture.closedVault(of: alice, withANote: "n1")
         func committed() throws -> Any? {
-            let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: manifestFile)) as? [String: Any]
+            let manifest =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: fixture.manifestFile(namespace)))
+                as? [String: Any]
             let datasets = manifest?["datasets"] as? [String: Any]
             return (datasets?["notes"] as? [String: Any])?["recordsCommitted"]
         }
         #expect(try committed() as? Bool == true)
         // As an older Keel wrote it: no marker.
-        var manifest = try #require(
-            try JSONSerialization.jsonObject(with: Data(contentsOf: manifestFile)) as? [String: Any])
-        var datasets = try #require(manifest["datasets"] as? [String: Any])
-        var notes = try #require(datasets["notes"] as? [String: Any])
-        notes["recordsCommitted"] = nil
-        datasets["notes"] = notes
-        manifest["datasets"] = datasets
-        try JSONSerialization.data(withJSONObject: manifest).write(to: manifestFile)
+        try fixture.editManifest(namespace) { manifest in
+            var datasets = try #require(manifest["datasets"] as? [String: Any])
+            var notes = try #require(datasets["notes"] as? [String: Any])
+            notes["recordsCommitted"] = nil
+            datasets["notes"] = notes
+            manifest["datasets"] = datasets
+        }
         #expect(try committed() == nil)
         let reopened = try await fixture.vaults.open(alice)
         #expect(try await reopened.get("notes", id: "n1") == Data("a note".utf8))  // read first
@@ -108,10 +123,7 @@ import Testing
         let namespace = vault.namespace.rawValue
         await fixture.vaults.close()
         // A newer version of the app migrated it since: this one cannot open it.
-        let manifestFile = fixture.data.appendingPathComponent("vaults/\(namespace)/vault.json")
-        var manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: manifestFile)) as! [String: Any]
-        manifest["migrations"] = ["v9-from-the-future"]
-        try JSONSerialization.data(withJSONObject: manifest).write(to: manifestFile)
+        try fixture.editManifest(namespace) { $0["migrations"] = ["v9-from-the-future"] }
         let keysBefore = try fixture.keyStore.listKeys().count
         await #expect {
             _ = try await fixture.vaults.open(alice)

@@ -178,9 +178,7 @@ public actor NotesApp {
     /// Reopens the account that was active and restores its screen and drafts (after a kill as after a normal
     /// quit). Answers the screen.
     public func launch() async -> JSONObject {
-        guard let data = try? Data(contentsOf: sessionFile), let session = try? JSONValue(parsing: data),
-            let name = session["account"]?.stringValue, let account = try? AccountID(name)
-        else {
+        guard let (account, expired) = storedSession() else {
             return ["ok": true, "launched": "fresh", "screen": screen]
         }
         do {
@@ -190,7 +188,7 @@ public actor NotesApp {
             let drafts = try await VaultDrafts(vault: engine.vault, dataset: "drafts").load()
             // The session as it is now: one the server ended (a 401) asks for sign-in again before the
             // account's screens come back (MOB-PLAT-005).
-            let check: SessionCheck = session["expired"] == true ? .expired : .valid(account: account.rawValue)
+            let check: SessionCheck = expired ? .expired : .valid(account: account.rawValue)
             let restored = navigator.restore(snapshot, drafts: drafts, session: check)
             // What the restore did is done and said: a draft of a screen whose access was revoked is deleted
             // from the vault, a discarded snapshot or lost input is reported.
@@ -207,12 +205,20 @@ public actor NotesApp {
         }
     }
 
-    /// The account the session file names (the one to reopen at launch), if any.
-    private func launchAccount() -> AccountID? {
+    /// The account the session file names (the one to reopen at launch), and whether the server ended its
+    /// session, if there is one.
+    private func storedSession() -> (account: AccountID, expired: Bool)? {
         guard let data = try? Data(contentsOf: sessionFile), let session = try? JSONValue(parsing: data),
-            let name = session["account"]?.stringValue
+            let name = session["account"]?.stringValue, let account = try? AccountID(name)
         else { return nil }
-        return try? AccountID(name)
+        return (account, session["expired"] == true)
+    }
+
+    /// Records `account` as the one to reopen at launch; `expired` when the server ended its session.
+    private func storeSession(_ account: AccountID, expired: Bool = false) throws {
+        var session: JSONObject = ["account": .string(account.rawValue)]
+        if expired { session["expired"] = true }
+        try Data(JSONValue.object(session).serialized()).write(to: sessionFile, options: .atomic)
     }
 
     /// The server ended the session (a 401): the navigator shows sign-in over the public screens, holding the
@@ -220,8 +226,7 @@ public actor NotesApp {
     private func sessionEnded() async {
         guard let account = engine?.vault.account, state.sessionValid else { return }
         _ = try? await navigate(.sessionExpired)
-        try? Data(JSONValue.object(["account": .string(account.rawValue), "expired": true]).serialized()).write(
-            to: sessionFile, options: .atomic)
+        try? storeSession(account, expired: true)
     }
 
     // MARK: - Commands
@@ -402,8 +407,7 @@ public actor NotesApp {
         }
         let active = try await activateSigningInIfNeeded(account, returningTo: engine?.vault.account)
         engine = active
-        try Data(JSONValue.object(["account": .string(account.rawValue)]).serialized()).write(
-            to: sessionFile, options: .atomic)
+        try storeSession(account)
         // The account's drafts, from its vault (loaded at launch only for the account active then: another
         // account's were hidden, and the next save of one wrote over it), before the event is applied for good:
         // a target sign-in held opens with its draft. Drafts in memory are newer (typed while no vault was open).
@@ -448,7 +452,7 @@ public actor NotesApp {
         let outstanding = try await engine?.outstandingCount() ?? 0
         // The account of the session file when its vault did not open (a newer app wrote it, say): its
         // credentials still go.
-        let account = engine?.vault.account ?? launchAccount()
+        let account = engine?.vault.account ?? storedSession()?.account
         _ = try await navigate(.signOut)
         // The reference app signs out when asked and says how many changes were lost (its caller decided).
         let report = try await accounts.signOut(discardingUnsent: true, account: account)

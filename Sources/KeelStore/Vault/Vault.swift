@@ -49,6 +49,9 @@ public final class Vault: Sendable {
         var sealers: [KeyID: RecordSealer] = [:]
         var pools: [Dataset.BackupPolicy: DatabasePool] = [:]
         var tables: Set<String> = []
+        /// Known tables whose dataset's manifest entry does not say yet that they were committed: the next
+        /// committed write marks them. Empty on nearly every write, which then does no more than look.
+        var unmarkedTables: Set<String> = []
         /// Prepared accesses for writing, per dataset (statements built once; the sealer of the current key).
         var accesses: [String: Access] = [:]
     }
@@ -1016,8 +1019,17 @@ public final class Vault: Sendable {
             try db.scalar(
                 Int.self, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [access.table])
             != nil
-        if exists { state.withLock { _ = $0.tables.insert(key) } }
+        if exists { state.withLock { Self.remember(access, in: &$0) } }
         return exists
+    }
+
+    /// `access`'s table exists (committed): known from now on, and noted for marking when its manifest entry
+    /// does not say so (``VaultManifest/Entry/recordsCommitted``).
+    private static func remember(_ access: Access, in state: inout State) {
+        guard state.tables.insert(access.tableKey).inserted,
+            state.manifest.datasets[access.dataset].map({ $0.hasRecords && $0.recordsCommitted != true }) == true
+        else { return }
+        state.unmarkedTables.insert(access.tableKey)
     }
 
     /// Whether the dataset's records table exists, for a read: nil tables read as empty, but a table the
@@ -1062,12 +1074,12 @@ public final class Vault: Sendable {
     /// would then read as empty, as before).
     private func rememberTables(_ accesses: [Access], created: Bool = true) {
         let unmarked = state.withLock { state -> [Access] in
-            if created { for access in accesses { state.tables.insert(access.tableKey) } }
-            return accesses.filter { access in
-                state.tables.contains(access.tableKey)
-                    && state.manifest.datasets[access.dataset].map { $0.hasRecords && $0.recordsCommitted != true }
-                        == true
-            }
+            if created { for access in accesses { Self.remember(access, in: &state) } }
+            guard !state.unmarkedTables.isEmpty else { return [] }
+            let found = accesses.filter { state.unmarkedTables.contains($0.tableKey) }
+            // Tried once: a manifest that cannot be written is not written again on every later write.
+            for access in found { state.unmarkedTables.remove(access.tableKey) }
+            return found
         }
         guard !unmarked.isEmpty else { return }
         try? fileQueue.sync {
