@@ -27,7 +27,11 @@ import Testing
             ])
         #expect(status == .exited(0))
         let json = try object(output)
-        #expect(json.keys == ["valid", "version", "traceId", "parentId", "flags", "sampled", "tracestate", "reason"])
+        #expect(
+            json.keys == [
+                "valid", "version", "traceId", "parentId", "flags", "sampled", "tracestate", "reason",
+                "tracestateDropped",
+            ])
         #expect(json["valid"] == .bool(true))
         #expect(json["version"] == .string("00"))
         #expect(json["traceId"] == .string("4bf92f3577b34da6a3ce929d0e0e4736"))
@@ -51,18 +55,35 @@ import Testing
         #expect(status == .exited(1))
         let json = try object(output)
         #expect(json["valid"] == .bool(false))
-        for key in ["version", "traceId", "parentId", "flags", "sampled", "tracestate"] { #expect(json[key] == .null) }
+        for key in ["version", "traceId", "parentId", "flags", "sampled", "tracestate", "tracestateDropped"] {
+            #expect(json[key] == .null)
+        }
         #expect(json["reason"]?.stringValue?.contains("all zeros") == true)
         let (textStatus, text, _) = try await runKeel(["trace", "parse", "ff" + Self.traceparent.dropFirst(2)])
         #expect(textStatus == .exited(1))
         #expect(text.contains("a new trace would be started"))
     }
 
-    @Test func aDroppedTracestateIsNullBesideAValidTraceparent() async throws {
+    /// Found in an outside audit: JSON said nothing of why a tracestate was dropped (text did), so it read
+    /// exactly as no tracestate given.
+    @Test func aDroppedTracestateIsNullBesideAValidTraceparentAndSaysWhy() async throws {
         let (status, output, _) = try await runKeel(
             ["trace", "parse", Self.traceparent, "--tracestate", "a=1,a=2", "--format", "json"])
         #expect(status == .exited(0))
-        #expect(try object(output)["tracestate"] == .null)
+        let json = try object(output)
+        #expect(json["tracestate"] == .null)
+        #expect(json["reason"] == .null)
+        #expect(json["tracestateDropped"]?.stringValue?.contains("appears twice") == true)
+    }
+
+    /// A value that begins with '-' is an option unless it follows `--` (as the help says): after `--` even
+    /// `--help` is a traceparent, and an invalid one.
+    @Test func aValueAfterTheSeparatorIsReadAsTheTraceparent() async throws {
+        let (status, output, _) = try await runKeel(["trace", "parse", "--format", "json", "--", "--help"])
+        #expect(status == .exited(1))
+        #expect(try object(output)["valid"] == .bool(false))
+        let (_, help, _) = try await runKeel(["trace", "parse", "--help"])
+        #expect(help.contains("put it after"))
     }
 
     @Test func repeatedTracestatesAreOneListAsHTTPCombinesFieldLines() async throws {
@@ -112,6 +133,20 @@ import Testing
                 == .array([
                     .object(["store": "google-play", "release": "5.2.0", "why": reasons?[0]?["why"] ?? .null])
                 ]))
+    }
+
+    /// Found in an outside audit: a store id is input, and one with a newline printed a second line that
+    /// read as the opposite verdict.
+    @Test func aStoreIDCannotForgeALineOfTheTextReport() async throws {
+        let forged = #"x\nallowed: the backend may require 5.2 on ios"#
+        let path = try writeStores(
+            #"{"stores": [{"id": "\#(forged)", "platform": "ios", "production": true, "releases": []}]}"#)
+        let (status, output, _) = try await runKeel(
+            ["release-gate", "--stores", path, "--platform", "ios", "--min-version", "5.2"])
+        #expect(status == .exited(1))
+        #expect(output.hasPrefix("refused"))
+        #expect(!output.split(separator: "\n").contains { $0.hasPrefix("allowed") })
+        #expect(output.contains(#"x\nallowed: the backend"#))
     }
 
     /// Found in review: an input that is a pipe (`<(…)`, `/dev/stdin`) read as "cannot read the file".

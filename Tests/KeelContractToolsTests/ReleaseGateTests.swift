@@ -68,6 +68,27 @@ import Testing
         #expect(throws: ReleaseGateInputError.self) { try Self.gate(over, .android, "5.2.0") }
     }
 
+    /// Found in an outside audit: `Decimal` keeps 38 digits, so a percent just over 100 written with more
+    /// digits was 100 (and let through as every user), and an exponent beyond ±128 made a valid 0 bad input.
+    @Test(
+        arguments: [
+            ("100.00000000000000000000000000000000000000000001", false, nil),
+            ("100000000000000000000000000000000000000000001e-42", false, nil),
+            ("1e3", false, nil), ("-1e-400", false, nil), ("100e999999999", false, nil),
+            ("0.1e3", true, true), ("1000e-1", true, true),
+            ("100000000000000000000000000000000000000000000e-42", true, true),
+            ("99.999999999999999999999999999999999999999999", true, false), ("0e200", true, false),
+            ("0e-200", true, false), ("-0", true, false), ("1e-130", true, false), ("5e-999999999", true, false),
+        ] as [(String, Bool, Bool?)])
+    func aPercentIsJudgedOnEveryDigitAsWritten(literal: String, valid: Bool, everyUser: Bool?) throws {
+        let json = Self.example.replacingOccurrences(of: #""percent": 20"#, with: #""percent": \#(literal)"#)
+        guard valid else {
+            #expect(throws: ReleaseGateInputError.self) { try Self.gate(json, .android, "5.2.0") }
+            return
+        }
+        #expect(try Self.gate(json, .android, "5.2.0").allowed == everyUser)
+    }
+
     @Test func aSecondAndroidProductionStoreThatLagsRefuses() throws {
         let json = """
             {"stores": [

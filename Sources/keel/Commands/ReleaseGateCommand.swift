@@ -163,16 +163,18 @@ enum ReleaseGateCommand {
             lines.append("refused: the backend may not require \(gate.minimumVersion) on \(platform) yet")
         }
         for reason in gate.reasons {
-            lines.append("  \(reason.store)  \(reason.release?.description ?? "-")  \(reason.why)")
+            // A store id is input: a newline in it must not start a line that reads as another verdict.
+            lines.append(
+                "  \(TerminalText.oneLine(reason.store))  \(reason.release?.description ?? "-")  \(reason.why)")
         }
         for store in gate.stores {
             let role = store.production ? "production" : "not production, does not decide"
             let serving = store.serving.map { "serves \($0) to every user" } ?? "cannot serve it to every user"
-            lines.append("  store \(store.store) (\(role)): \(serving)")
+            lines.append("  store \(TerminalText.oneLine(store.store)) (\(role)): \(serving)")
         }
         if incident {
             lines.append(blockScreen.prefix(1).uppercased() + blockScreen.dropFirst() + ".")
-            let blocked = gate.storesThatCannotServe
+            let blocked = gate.storesThatCannotServe.map(TerminalText.oneLine)
             lines.append(
                 "Stores that cannot serve the update yet: \(blocked.isEmpty ? "none" : blocked.joined(separator: ", "))"
             )

@@ -24,9 +24,15 @@ enum TraceCommand {
                                     combines field lines (a duplicate key across them drops it all).
               --format text|json    Output style (default text). json prints one object:
                                     {"valid", "version", "traceId", "parentId", "flags", "sampled",
-                                     "tracestate": ["key=value", ...] | null, "reason"}
-                                    with absent fields null.
+                                     "tracestate": ["key=value", ...] | null, "reason",
+                                     "tracestateDropped"}
+                                    with absent fields null. "reason" says why the traceparent is
+                                    invalid; "tracestateDropped" why a tracestate given with a valid
+                                    one is not propagated.
               -h, --help            Show this help.
+
+            A value that begins with '-' (never a valid traceparent) is read as an option: put it after
+            '--' (keel trace parse --format json -- "$VALUE"), or -h / --help shows this help.
 
             EXIT STATUS: 0 valid, 1 invalid (a new trace would be started), 2 usage error.
 
@@ -48,7 +54,7 @@ enum TraceCommand {
             parent = try TraceParent.parse(arguments.positionals[0])
         } catch {
             if format == "json" {
-                say(json(valid: false, parent: nil, state: nil, reason: error.message))
+                say(json(valid: false, parent: nil, state: nil, reason: error.message, dropped: nil))
             } else {
                 say("traceparent: invalid: \(error.message)")
                 say("a new trace would be started" + (tracestate == nil ? "" : "; the tracestate is dropped with it"))
@@ -66,7 +72,7 @@ enum TraceCommand {
             }
         }
         if format == "json" {
-            say(json(valid: true, parent: parent, state: state, reason: nil))
+            say(json(valid: true, parent: parent, state: state, reason: nil, dropped: dropped))
             return 0
         }
         say("traceparent: valid")
@@ -89,7 +95,9 @@ enum TraceCommand {
     }
 
     /// The one JSON object of `--format json`, members in the documented order, absent fields null.
-    private static func json(valid: Bool, parent: TraceParent?, state: TraceState?, reason: String?) -> String {
+    private static func json(
+        valid: Bool, parent: TraceParent?, state: TraceState?, reason: String?, dropped: String?
+    ) -> String {
         func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
         let object: JSONObject = [
             "valid": .bool(valid),
@@ -100,6 +108,7 @@ enum TraceCommand {
             "sampled": parent.map { .bool($0.sampled) } ?? .null,
             "tracestate": state.map { .array($0.members.map { .string($0.description) }) } ?? .null,
             "reason": text(reason),
+            "tracestateDropped": text(dropped),
         ]
         return String(decoding: JSONValue.object(object).serialized(), as: UTF8.self)
     }
