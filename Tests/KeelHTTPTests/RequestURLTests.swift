@@ -13,6 +13,17 @@ import Testing
         ("", "/notes/a b", [], "/notes/a%20b"),
         ("/v1", "/notes", [URLQueryItem(name: "q", value: "x y&z")], "/v1/notes?q=x%20y%26z"),
         ("", "/caf\u{E9}", [], "/caf%C3%A9"),
+        // Found in an outside audit: the `%` of an escape was encoded again (`a%2Fb` went out as `a%252Fb`), so
+        // no id with a `/` could be put into a path. Escapes go as written; a `%` that is not one is encoded.
+        ("", "/notes/a%2Fb", [], "/notes/a%2Fb"),
+        ("/v1", "/notes/a%2fb", [URLQueryItem(name: "q", value: "1")], "/v1/notes/a%2fb?q=1"),
+        ("", "/notes/50%", [], "/notes/50%25"),
+        ("", "/notes/%zz%4", [], "/notes/%25zz%254"),
+        ("/v%201", "/x", [], "/v%201/x"),
+        (
+            "/v1", "/notes/" + HTTPOperation.pathSegment("a/b?c#d \u{E9}%.~"), [],
+            "/v1/notes/a%2Fb%3Fc%23d%20%C3%A9%25.~"
+        ),
     ])
     func theTargetIsTheBasePathPlusTheOperationsPath(base: String, path: String, query: [URLQueryItem], target: String)
         async throws
@@ -31,7 +42,11 @@ import Testing
     @Test func aPathWithADotSegmentIsNeverSent() async throws {
         let server = try TestServer()
         let harness = try Harness(server: server)
-        for path in ["/notes/../admin/x", "/notes/./7", "/notes/..", "notes/..%2f/x/..", "/notes/..;x=1/admin"] {
+        // Percent-encoded dots too: a server decodes `%2e%2E` to `..` before it resolves the path.
+        for path in [
+            "/notes/../admin/x", "/notes/./7", "/notes/..", "notes/..%2f/x/..", "/notes/..;x=1/admin",
+            "/notes/%2e%2E/admin", "/notes/%2E", "/notes/.%2e;x",
+        ] {
             let failure = try #require(await harness.send(.get(path)).failure, "\(path)")
             #expect(failure.outcome == .notSent && failure.attempts == 0, "\(path)")
         }

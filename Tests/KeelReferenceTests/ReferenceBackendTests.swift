@@ -538,6 +538,113 @@ final class BackendHarness: Sendable {
         #expect(distinct["results"]?[0]?["status"] == "applied", "\(distinct.text)")
     }
 
+    /// Found in an outside audit: keys and operations in progress were kept in Swift sets, which take a
+    /// decomposed "é" for the precomposed one, so two accounts the store tells apart shared them: the other
+    /// account got 409 for its own key, and read the first one's operation as in progress.
+    @Test func unicodeEquivalentAccountsShareNoKeyOrOperationInProgress() async throws {
+        let harness = try BackendHarness()
+        let precomposed = try await harness.signIn("jos\u{E9}")
+        let decomposed = try await harness.signIn("jose\u{301}")
+        harness.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(1500)))
+        let held = Task {
+            try await harness.call(
+                "POST", "/mutations",
+                headers: [
+                    "Authorization": "Bearer \(precomposed)", "Idempotency-Key": "batch-0000000000000001",
+                    "X-Correlation-ID": "op-1",
+                ],
+                json: #"{"mutations": [\#(BackendHarness.create("m1", note: "n1"))]}"#)
+        }
+        var status: JSONValue?
+        for _ in 0..<200 where status != "inProgress" {
+            try await Task.sleep(for: .milliseconds(5))
+            status = try await harness.call(
+                "GET", "/operations/op-1", headers: ["Authorization": "Bearer \(precomposed)"])["status"]
+        }
+        #expect(status == "inProgress")
+        let theirs = try await harness.call(
+            "GET", "/operations/op-1", headers: ["Authorization": "Bearer \(decomposed)"])
+        #expect(theirs.status == 404, "\(theirs.text)")
+        let own = try await harness.mutate(
+            decomposed, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1", title: "U"))
+        #expect(own.status == 200 && own["results"]?[0]?["status"] == "applied", "\(own.text)")
+        #expect(try await held.value["results"]?[0]?["status"] == "applied")
+    }
+
+    /// Found in an outside audit: a mutation's idempotency key was measured in Swift characters (16 decomposed
+    /// "é", 32 code points, was too short; 128 of them, 256 code points, fit), a batch's duplicate keys and an
+    /// account name's length were judged the same way, and by bytes.
+    @Test func keysAndAccountNamesAreMeasuredAndToldApartByCodePoints() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        let sixteen = String(repeating: "e\u{301}", count: 8)
+        let fits = try await harness.mutate(
+            token, batchKey: "batch-0000000000000001", BackendHarness.create("m1", note: "n1", key: sixteen))
+        #expect(fits["results"]?[0]?["status"] == "applied", "\(fits.text)")
+        let tooLong = try await harness.mutate(
+            token, batchKey: "batch-0000000000000002",
+            BackendHarness.create("m2", note: "n2", key: String(repeating: "e\u{301}", count: 65)))
+        #expect(tooLong.status == 422, "\(tooLong.text)")
+        let pair = try await harness.mutate(
+            token, batchKey: "batch-0000000000000003",
+            BackendHarness.create("m3", note: "n3", key: "kkkkkkkkkkkkkkk\u{E9}") + ", "
+                + BackendHarness.create("m4", note: "n4", key: "kkkkkkkkkkkkkkke\u{301}"))
+        #expect(pair.status == 200 && pair["results"]?[1]?["status"] == "applied", "\(pair.text)")
+        let name = String(repeating: "\u{E9}", count: 64)  // 64 code points, 128 bytes
+        let signedIn = try await harness.call("POST", "/sessions", json: #"{"account": "\#(name)"}"#)
+        #expect(signedIn.status == 200, "\(signedIn.text)")
+        let longer = try await harness.call("POST", "/sessions", json: #"{"account": "\#(name)a"}"#)
+        #expect(longer.status == 422)
+    }
+
+    /// Found in an outside audit: path parameters were compared as sent, so `/notes/a%2Fb` never found note
+    /// `a/b`, and `/operations/op%2Fx` answered 404 — read by reconcile as "never applied" — for an operation
+    /// that was. A raw `/` is another path.
+    @Test func pathParametersArePercentDecoded() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        let auth = ["Authorization": "Bearer \(token)"]
+        let made = try await harness.call(
+            "POST", "/mutations",
+            headers: auth.merging(["Idempotency-Key": "batch-0000000000000001", "X-Correlation-ID": "op/x \u{E9}"]) {
+                $1
+            },
+            json: #"{"mutations": [\#(BackendHarness.create("m1", note: "a/b c\u{E9}"))]}"#)
+        #expect(made["results"]?[0]?["status"] == "applied", "\(made.text)")
+        let note = try await harness.call("GET", "/notes/a%2Fb%20c%C3%A9", headers: auth)
+        #expect(note.status == 200 && note["title"] == "T", "\(note.text)")
+        #expect(try await harness.call("GET", "/notes/a/b%20c%C3%A9", headers: auth).status == 404)
+        #expect(try await harness.call("GET", "/notes/a%2Fb%20c%C3%A", headers: auth).status == 404)
+        let operation = try await harness.call("GET", "/operations/op%2Fx%20%C3%A9", headers: auth)
+        #expect(operation["status"] == "applied", "\(operation.text)")
+        let published = try await harness.call(
+            "POST", "/notes/a%2Fb%20c%C3%A9/publish",
+            headers: auth.merging(["Idempotency-Key": "publish-000000000001"]) { $1 })
+        #expect(published.status == 200 || published.status == 201, "\(published.text)")
+        #expect(try harness.backend.publicationCounts(account: "alice") == ["a/b c\u{E9}": 1])
+        #expect(try harness.backend.publicationCounts(account: "bob").isEmpty)
+        let admin = try await harness.call("GET", "/_admin/published?account=alice")
+        #expect(admin["published"] == .object(["a/b c\u{E9}": 1]), "\(admin.text)")
+    }
+
+    /// Found in an outside audit: a 401 named no scheme (RFC 9110 §11.6.1 requires `WWW-Authenticate`), and
+    /// the version gate was passed by a platform the contract does not name or by leaving it out.
+    @Test func a401NamesBearerAndTheVersionGateNeedsBothHeaders() async throws {
+        let harness = try BackendHarness()
+        let unauthenticated = try await harness.call("GET", "/changes")
+        #expect(unauthenticated.status == 401)
+        #expect(unauthenticated.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
+        let token = try await harness.signIn("alice")
+        _ = try await harness.call("POST", "/_admin/min-version", json: #"{"platform": "ios", "version": "2.0"}"#)
+        for fields in [["X-App-Version": "1.0", "X-App-Platform": "IOS"], ["X-App-Version": "1.0"]] {
+            let answer = try await harness.call(
+                "GET", "/changes", headers: fields.merging(["Authorization": "Bearer \(token)"]) { $1 })
+            #expect(answer.status == 400 && answer["code"] == "validation", "\(fields)")
+        }
+        let plain = try await harness.call("GET", "/changes", headers: ["Authorization": "Bearer \(token)"])
+        #expect(plain.status == 200)
+    }
+
     @Test func everythingSurvivesARestartOfTheBackend() async throws {
         let directory = try TemporaryDirectory(prefix: "keel-backend-restart")
         var harness: BackendHarness? = try BackendHarness(directory: directory)

@@ -85,6 +85,12 @@ package enum Hex {
         return String(decoding: text, as: UTF8.self)
     }
 
+    /// `byte` as a URL percent-escape, `%` and two uppercase digits (RFC 3986 §2.1 prefers uppercase).
+    package static func percentEscape(_ byte: UInt8) -> String {
+        let upper: [UInt8] = Array("0123456789ABCDEF".utf8)
+        return String(decoding: [UInt8(ascii: "%"), upper[Int(byte >> 4)], upper[Int(byte & 0x0F)]], as: UTF8.self)
+    }
+
     package static func decode(_ text: String) -> [UInt8]? {
         let utf8 = Array(text.utf8)
         guard utf8.count.isMultiple(of: 2) else { return nil }

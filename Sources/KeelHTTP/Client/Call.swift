@@ -486,37 +486,75 @@ struct Call {
     }
 
     /// The operation's URL under the base URL. The common case (no query, a path of plain URL characters)
-    /// is one string concatenation; anything else goes through URLComponents, which percent-encodes.
+    /// is one string concatenation; otherwise the path is put in its URL form (``encodedPath(_:)``) and the
+    /// query added by URLComponents.
     private func url() -> URL {
-        let path = operation.path.hasPrefix("/") ? operation.path : "/" + operation.path
-        if operation.query.isEmpty, let prefix = basePrefix, path.utf8.allSatisfy(Self.isPlainPathByte),
-            let url = URL(string: prefix + path)
-        {
+        var path = operation.path.hasPrefix("/") ? operation.path : "/" + operation.path
+        let plain = path.utf8.allSatisfy(Self.isPlainPathByte)
+        if !plain { path = Self.encodedPath(path) }
+        if operation.query.isEmpty, let prefix = basePrefix, let url = URL(string: prefix + path) {
             return url
         }
         var components = URLComponents(url: configuration.baseURL, resolvingAgainstBaseURL: false)!
-        let basePath = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
-        components.path = basePath + path
+        let base = components.percentEncodedPath
+        components.percentEncodedPath = (base.hasSuffix("/") ? String(base.dropLast()) : base) + path
         if !operation.query.isEmpty { components.queryItems = operation.query }
         return components.url!
     }
 
-    /// Refuses a path with a `.` or `..` segment: no API path needs one, and one that does is an id from a
-    /// deep link or a push interpolated into the path (`"/notes/\(id)"` with `../admin/x`), which a server
+    /// `path` in its URL form: plain bytes and `%XX` escapes as written, every other byte (a space, a lone
+    /// `%`, `?`, `#`, non-ASCII) percent-encoded. Before, URLComponents encoded the `%` of an escape too:
+    /// `/notes/a%2Fb` went out as `/notes/a%252Fb`, so no id with a `/` could be put into a path.
+    static func encodedPath(_ path: String) -> String {
+        let bytes = Array(path.utf8)
+        var result = ""
+        result.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if isPlainPathByte(byte) {
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            } else if byte == UInt8(ascii: "%"), index + 2 < bytes.count,
+                isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2])
+            {
+                result += String(decoding: bytes[index...(index + 2)], as: UTF8.self)
+                index += 3
+                continue
+            } else {
+                result += Hex.percentEscape(byte)
+            }
+            index += 1
+        }
+        return result
+    }
+
+    /// Refuses a path with a `.` or `..` segment, written plainly or percent-encoded (`%2e%2E`, which a
+    /// server decodes before it resolves): no API path needs one, and one that does is an id from a deep
+    /// link or a push interpolated into the path (`"/notes/\(id)"` with `../admin/x`), which a server
     /// normalizing dot segments would route elsewhere on the same origin — with the app's credentials.
     private func refuseDotSegments() throws(HTTPFailure) {
         let path = operation.path
-        // Most paths have no "." at all: one scan, no split.
-        guard path.utf8.contains(UInt8(ascii: ".")) else { return }
+        // Most paths have no "." or escape at all: one scan, no split.
+        guard path.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "%") }) else { return }
         // `..;x` counts too: servlet containers drop a segment's `;` parameters before resolving it.
         for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
             let name = segment.prefix(while: { $0 != ";" })
+                .replacingOccurrences(of: "%2e", with: ".", options: .caseInsensitive)
             guard name == "." || name == ".." else { continue }
             throw HTTPFailure(
                 kind: .technical, outcome: .notSent, correlationID: correlationID, attempts: 0,
                 detail: Redacted(
-                    "the path has a \"\(segment)\" segment, which a server may resolve to another path: nothing was sent (percent-encode values put into a path)"
+                    "the path has a \"\(segment)\" segment, which a server may resolve to another path: nothing was sent (put values into a path with HTTPOperation.pathSegment)"
                 ))
+        }
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
+        default: false
         }
     }
 

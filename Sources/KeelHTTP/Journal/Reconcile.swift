@@ -29,7 +29,9 @@ public struct OperationStatusQuery: Sendable {
 
     /// A query; the defaults are the sample contract's.
     public init(
-        path: @escaping @Sendable (JournalEntry) -> String = { "/operations/\($0.correlationID.rawValue)" },
+        path: @escaping @Sendable (JournalEntry) -> String = {
+            "/operations/" + HTTPOperation.pathSegment($0.correlationID.rawValue)
+        },
         statusMember: String = "status", applied: String = "applied", notApplied: String = "notApplied",
         notFoundMeansNotApplied: Bool = true, notFoundCodes: Set<String> = ["operation_not_found"]
     ) {

@@ -42,7 +42,10 @@ public struct HTTPOperation: Sendable {
 
     /// The method (`GET`, `POST`, ...).
     public var method: String
-    /// The path relative to the client's base URL (`/notes/7`).
+    /// The path relative to the client's base URL (`/notes/7`), in its URL form: a `%XX` escape is sent as
+    /// written (`/notes/a%2Fb` is one segment, `a/b`), and any other byte a URL path cannot carry is
+    /// percent-encoded (`/notes/café` is sent as `/notes/caf%C3%A9`). Put a value into a path with
+    /// ``pathSegment(_:)``: an id with a `/`, `%` or `?` in it then stays one segment.
     public var path: String
     /// Query items, in order.
     public var query: [URLQueryItem]
@@ -242,5 +245,31 @@ public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertib
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(rawValue, forKey: .rawValue)
+    }
+}
+
+extension HTTPOperation {
+    /// `value` as one path segment: every byte but RFC 3986's unreserved characters (letters, digits, `-`,
+    /// `.`, `_`, `~`) percent-encoded, so `/` and `%` in an id cannot split the path or read as an escape.
+    ///
+    /// ```swift
+    /// HTTPOperation.get("/notes/" + HTTPOperation.pathSegment(id))   // "a/b?c" → /notes/a%2Fb%3Fc
+    /// ```
+    ///
+    /// A segment of `.` or `..` is still refused when the call is made (servers resolve it).
+    public static func pathSegment(_ value: String) -> String {
+        var result = ""
+        result.reserveCapacity(value.utf8.count)
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                result += Hex.percentEscape(byte)
+            }
+        }
+        return result
     }
 }

@@ -12,7 +12,8 @@ extension BackendHandler {
         let batch = try Self.object(request.body)
         let mutations = try Self.parseBatch(batch)
         let keys = mutations.map { $0.key }
-        guard Set(keys).count == keys.count else {
+        // Told apart by their bytes, as the store keeps them (see State.keysInProgress).
+        guard Set(keys.map { Array($0.utf8) }).count == keys.count else {
             throw BackendFailure(
                 status: 422, code: "validation", message: "a batch carries each idempotency key once",
                 errors: [("mutations", "duplicateKey")])
@@ -110,6 +111,8 @@ extension BackendHandler {
     func withKeysClaimed<T>(_ scoped: [String], operation: String? = nil, busy: String, _ body: () throws -> T)
         throws -> T
     {
+        let scoped = scoped.map { Array($0.utf8) }
+        let operation = operation.map { Array($0.utf8) }
         let claimed = state.withLock { state -> Bool in
             guard state.keysInProgress.isDisjoint(with: scoped) else { return false }
             state.keysInProgress.formUnion(scoped)
@@ -177,7 +180,8 @@ extension BackendHandler {
             // The contract's bounds on what decides deduplication: a key of 16...128 characters (the mutation
             // id stands in when there is none), a base version that is a version (0 or more).
             if let value = object["idempotencyKey"] {
-                guard let text = value.stringValue, (16...128).contains(text.count) else {
+                // Characters as JSON Schema counts them: code points (a decomposed "é" is two).
+                guard let text = value.stringValue, (16...128).contains(text.unicodeScalars.count) else {
                     throw BackendFailure(
                         status: 422, code: "validation",
                         message: "mutation \(index): idempotencyKey must be a string of 16...128 characters",

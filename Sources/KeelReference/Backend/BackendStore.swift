@@ -289,11 +289,18 @@ final class BackendStore: Sendable {
         ]
     }
 
-    /// How many publications each note has, all accounts together.
-    func publicationCounts() throws -> [String: Int] {
+    /// How many publications each note has: of `account`'s notes, or of every account's together (two
+    /// accounts' notes of one id add up).
+    func publicationCounts(account: String? = nil) throws -> [String: Int] {
         try pool.readSync { db in
             var counts: [String: Int] = [:]
-            for row in try db.rows("SELECT note_id, count(*) AS n FROM publications GROUP BY note_id") {
+            let rows =
+                try account.map {
+                    try db.rows(
+                        "SELECT note_id, count(*) AS n FROM publications WHERE account = ? GROUP BY note_id",
+                        arguments: [$0])
+                } ?? db.rows("SELECT note_id, count(*) AS n FROM publications GROUP BY note_id")
+            for row in rows {
                 counts[try row.decode("note_id") as String] = try row.decode("n") as Int
             }
             return counts

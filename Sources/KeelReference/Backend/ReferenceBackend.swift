@@ -213,8 +213,11 @@ public final class ReferenceBackend: Sendable {
         }
     }
 
-    /// How many publications each note has (once, unless something is broken).
-    public func publicationCounts() throws -> [String: Int] { try handler.store.publicationCounts() }
+    /// How many publications each note has (once, unless something is broken): of `account`'s notes, or of
+    /// every account's together.
+    public func publicationCounts(account: String? = nil) throws -> [String: Int] {
+        try handler.store.publicationCounts(account: account)
+    }
 
     /// Every note of every account, tombstones included: its document with `account`, `version` and
     /// `deleted`.
@@ -241,8 +244,10 @@ package final class BackendHandler: Sendable {
 
     struct State {
         var fault = ReferenceBackend.Fault.none
-        var keysInProgress: Set<String> = []
-        var operationsInProgress: Set<String> = []
+        /// Keys and operations, told apart by their bytes as the store tells them apart (Swift's `==` takes a
+        /// decomposed "é" for the precomposed one: two accounts' keys would collide).
+        var keysInProgress: Set<[UInt8]> = []
+        var operationsInProgress: Set<[UInt8]> = []
         var log: [ReferenceBackend.LoggedRequest] = []
         /// Set when the backend stops: late answers are no longer held.
         var stopping = false
@@ -318,11 +323,12 @@ package final class BackendHandler: Sendable {
             case ("GET", "/changes"): response = try changes(request, account: owner)
             case ("POST", let path) where path.hasPrefix("/notes/") && path.hasSuffix("/publish"):
                 response = try publish(
-                    String(path.dropFirst("/notes/".count).dropLast("/publish".count)), request, account: owner)
+                    Self.pathParameter(path.dropFirst("/notes/".count).dropLast("/publish".count)), request,
+                    account: owner)
             case ("GET", let path) where path.hasPrefix("/notes/"):
-                response = try note(String(path.dropFirst("/notes/".count)), account: owner)
+                response = try note(Self.pathParameter(path.dropFirst("/notes/".count)), account: owner)
             case ("GET", let path) where path.hasPrefix("/operations/"):
-                response = try operation(String(path.dropFirst("/operations/".count)), account: owner)
+                response = try operation(Self.pathParameter(path.dropFirst("/operations/".count)), account: owner)
             default:
                 throw BackendFailure(status: 404, code: "not_found", message: "no such endpoint")
             }
@@ -404,10 +410,19 @@ package final class BackendHandler: Sendable {
             if byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "%"), byte != UInt8(ascii: "\"") {
                 word.unicodeScalars.append(Unicode.Scalar(byte))
             } else {
-                word += "%" + Hex.encode([byte]).uppercased()
+                word += Hex.percentEscape(byte)
             }
         }
         return word
+    }
+
+    /// A path parameter (`{id}`, `{correlationID}`): one segment, percent-decoded (`a%2Fb` is `a/b`). A raw
+    /// `/` is another path, and a malformed escape names nothing: no such endpoint either way.
+    static func pathParameter(_ raw: Substring) throws -> String {
+        guard !raw.isEmpty, !raw.contains("/"), let value = raw.removingPercentEncoding else {
+            throw BackendFailure(status: 404, code: "not_found", message: "no such endpoint")
+        }
+        return value
     }
 
     // MARK: - Authentication and version policy
@@ -419,8 +434,10 @@ package final class BackendHandler: Sendable {
             let account = try store.account(
                 forToken: String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         else {
+            // A 401 names the scheme it wants (RFC 9110 §11.6.1, RFC 6750 §3).
             throw BackendFailure(
-                status: 401, code: "authentication_required", message: "a valid bearer token is needed")
+                status: 401, code: "authentication_required", message: "a valid bearer token is needed",
+                headers: ["WWW-Authenticate": #"Bearer realm="notes""#])
         }
         // Accounts are told apart by their bytes, as sessions and notes are stored (Swift's `==` would take a
         // decomposed "é" for the precomposed one: another account). Two claims are refused (403, as any claim
@@ -444,9 +461,19 @@ package final class BackendHandler: Sendable {
                 status: 400, code: "validation", message: "X-App-Version must be 1 to 4 dot-separated integers",
                 errors: [("X-App-Version", "pattern")])
         }
-        guard let platform = request.headers["X-App-Platform"], let text = request.headers["X-App-Version"],
-            let version = AppVersion(text)
-        else { return }
+        // Nor can a version without its platform, or a platform the contract does not name (`IOS`, `web`):
+        // the gate would otherwise be passed by leaving one header out or spelling the other differently.
+        let platform = request.headers["X-App-Platform"]
+        let text = request.headers["X-App-Version"]
+        if platform != nil || text != nil {
+            guard let platform, ["ios", "android"].contains(platform), text != nil else {
+                throw BackendFailure(
+                    status: 400, code: "validation",
+                    message: "X-App-Version and X-App-Platform (ios or android) are sent together",
+                    errors: [("X-App-Platform", "enum")])
+            }
+        }
+        guard let platform, let text, let version = AppVersion(text) else { return }
         guard let minimum = store.setting("minimum.\(platform)").flatMap(AppVersion.init), version < minimum
         else { return }
         var minimums = JSONObject()
@@ -470,7 +497,8 @@ package final class BackendHandler: Sendable {
 
     private func signIn(_ request: RecordedRequest) throws -> TestResponse {
         let body = try Self.object(request.body)
-        guard let name = body["account"]?.stringValue, (try? AccountID(name)) != nil, name.utf8.count <= 64 else {
+        guard let name = body["account"]?.stringValue, (try? AccountID(name)) != nil, name.unicodeScalars.count <= 64
+        else {
             throw BackendFailure(
                 status: 422, code: "validation", message: "account must be a valid account id",
                 errors: [("account", "invalid")])
@@ -509,7 +537,7 @@ package final class BackendHandler: Sendable {
     }
 
     private func operation(_ correlationID: String, account: String) throws -> TestResponse {
-        let key = account + "\u{0}" + correlationID
+        let key = Array((account + "\u{0}" + correlationID).utf8)
         if state.withLock({ $0.operationsInProgress.contains(key) }) {
             return Self.json(status: 200, ["status": "inProgress"])
         }
@@ -635,7 +663,8 @@ package final class BackendHandler: Sendable {
             return Self.json(status: 200, ["notes": .array(try store.documents().map(JSONValue.object))])
         case ("GET", "/_admin/published"):
             var object = JSONObject()
-            let counts = try store.publicationCounts()
+            let account = request.queryItems.first { $0.name == "account" }?.value
+            let counts = try store.publicationCounts(account: account)
             for id in counts.keys.sorted() { object[id] = .number(JSONNumber(Int64(counts[id]!))) }
             return Self.json(status: 200, ["published": .object(object)])
         case ("POST", "/_admin/min-version"):

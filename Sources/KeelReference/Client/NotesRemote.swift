@@ -58,7 +58,8 @@ public struct NotesRemote: SyncRemote {
     {
         let reply = try await client.send(
             .post(
-                "/notes/\(noteID)/publish", body: nil, idempotency: .keyed(key), headers: headers,
+                "/notes/" + HTTPOperation.pathSegment(noteID) + "/publish", body: nil, idempotency: .keyed(key),
+                headers: headers,
                 correlationID: correlationID))
         guard let answer = try? JSONValue(parsing: reply.body), let id = answer["publication"]?.stringValue,
             let path = answer["path"]?.stringValue, case .number(let number)? = answer["version"],

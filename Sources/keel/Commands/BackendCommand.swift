@@ -65,7 +65,8 @@ enum BackendCommand {
                                                           clears the minimum
                                GET  /_admin/notes        {"notes": [every note of every account, with
                                                           "account", "version" and "deleted"]}
-                               GET  /_admin/published    {"published": {"<note id>": <publications>}}
+                               GET  /_admin/published    {"published": {"<note id>": <publications>}}, every
+                                                          account's together; ?account=NAME for one account's
                                GET  /_admin/requests     the last 1,000 requests with their account, status,
                                                           traceparent, tracestate and correlation id
               --exit-with-parent
@@ -103,7 +104,15 @@ enum BackendCommand {
                     log: { log.write($0) }))
         } catch let error as CocoaError {
             // The data directory could not be created or used (a file of that name, no permission).
-            return fail("--data \(data) cannot be used: \(error.localizedDescription)", status: 1)
+            // Foundation's text on Linux drops the underlying POSIX error ("error 512"): it is said here.
+            var reason = error.localizedDescription
+            if let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError,
+                underlying.domain == NSPOSIXErrorDomain
+            {
+                reason = String(cString: strerror(Int32(underlying.code)))
+            }
+            let path = (error.userInfo[NSFilePathErrorKey] as? String).map { " (\($0))" } ?? ""
+            return fail("--data \(data) cannot be used: \(reason)\(path)", status: 1)
         } catch let error as ReferenceBackend.DataDirectoryInUse {
             return fail("--data \(data) cannot be used: \(error)", status: 1)
         } catch let error as TestServerError {
