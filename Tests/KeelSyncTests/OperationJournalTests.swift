@@ -583,6 +583,41 @@ private final class IdempotentBackend: Sendable {
             ])
         #expect(server.requests.filter { $0.method == "POST" }.count == 4)  // only the first sends: none re-sent
         #expect(try await journal.unresolved().map(\.operationID) == ["no-answer"])  // still visible
+        // Found in an outside audit: the lookup's own request id replaced the operation's, though the lookup
+        // settled nothing; support would look up the wrong exchange.
+        #expect(try await journal.entry("no-answer")?.requestID == nil)
+        #expect(try await journal.entry("applied")?.requestID == "r-status")
+    }
+
+    /// Found in an outside audit: reconcile wrote its finding over whatever the entry held by then. A
+    /// background task's client on the same journal had its answer ("succeeded") while the backend, asked
+    /// before that request committed, said it knew no such operation: reconcile wrote "not applied", and the
+    /// app would offer to pay again.
+    @Test func reconcileNeverWritesOverAnAnswerThatCameInMeanwhile() async throws {
+        let server = try TestServer()
+        let journal = try SQLiteOperationJournal(path: path)
+        let client = makeClient(server, journal: journal)
+        var operation = HTTPOperation.post("/payments", body: Self.body)
+        operation.operationID = "x"
+        server.enqueue(TestResponse(socketEffect: .disconnectAfterRequest))
+        await #expect(throws: HTTPFailure.self) { try await client.send(operation) }
+        #expect(try await journal.entry("x")?.state == .unknown)
+        // The other client's answer lands in the journal while the status lookup is on its way.
+        let other = try DatabasePool(path: path)
+        server.setDispatcher(
+            TestServer.Dispatcher { _ in
+                try? other.writeSync { db in
+                    try db.execute(
+                        "UPDATE keel_operation_journal SET state = 'succeeded', request_id = 'r-own' WHERE operation_id = 'x'"
+                    )
+                }
+                return TestResponse(status: 404, body: #"{"code": "operation_not_found"}"#)
+            })
+        let settled = try await client.reconcile()
+        #expect(settled.map(\.state) == [.succeeded])
+        let entry = try #require(try await journal.entry("x"))
+        #expect(entry.state == .succeeded && entry.requestID == "r-own")
+        await other.close()
     }
 
     /// A keyed POST /mutations journaled as operation `k` whose answer was lost (`unknown`), a server whose

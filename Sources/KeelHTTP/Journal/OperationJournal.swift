@@ -79,6 +79,12 @@ public protocol OperationJournal: Sendable {
     func record(_ entry: JournalEntry) async throws
     /// Moves entry `operationID` to `state` (with the request id of the deciding answer, when present).
     func complete(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws
+    /// Moves entry `operationID` to `state` only if it is still unresolved (`sending` or `unknown`), and says
+    /// whether it did. ``HTTPClient/reconcile(rebuild:status:)`` settles with it: an entry its own call
+    /// settled meanwhile (an answer that came in while the backend was asked about it) keeps that answer.
+    /// The default reads the entry, then completes it; a journal that can do both in one step (a
+    /// conditional `UPDATE`) should, as `SQLiteOperationJournal` does.
+    func settleUnresolved(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws -> Bool
     /// Every entry still `sending` or `unknown`, oldest first. An entry that cannot be read back (damaged, or
     /// written by a newer release) is not among them: it is listed by ``unreadable()``, so that one bad row
     /// does not keep every other operation from being reconciled.
@@ -95,6 +101,16 @@ public protocol OperationJournal: Sendable {
 }
 
 extension OperationJournal {
+    /// Reads entry `operationID` and completes it if it is unresolved: two steps, so an answer recorded
+    /// between them can still be overwritten. Override it where the journal can check and write at once.
+    public func settleUnresolved(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws
+        -> Bool
+    {
+        guard let current = try await entry(operationID), !current.isResolved else { return false }
+        try await complete(operationID, state: state, requestID: requestID)
+        return true
+    }
+
     /// None: a journal that reads back everything it records.
     public func unreadable() async throws -> [UnreadableJournalEntry] { [] }
 

@@ -78,7 +78,10 @@ extension HTTPClient {
             }
             guard taken else { continue }
             defer { journalTraffic.withLock { _ = $0.reconciling.remove(entry.operationID) } }
-            results.append(try await reconcile(entry, journal: journal, rebuild: rebuild, status: status))
+            // The list was read before: the entry's own call (this client's, or another client's on the same
+            // journal) may have settled it since. A settled entry is not asked about again.
+            guard let current = try await journal.entry(entry.operationID), !current.isResolved else { continue }
+            results.append(try await reconcile(current, journal: journal, rebuild: rebuild, status: status))
         }
         return results
     }
@@ -132,7 +135,11 @@ extension HTTPClient {
             let calls = try await journal.entries(correlationID: entry.correlationID)
             if let calls, calls.contains(where: { $0.operationID != entry.operationID }) { settled = .unknown }
         }
-        try await journal.complete(entry.operationID, state: settled, requestID: requestID ?? entry.requestID)
+        // Only while it is unresolved: another client on the same journal (a background task's) may have
+        // had its answer meanwhile, and "not applied" must not be written over its "succeeded". The request
+        // id stays the operation's own unless the status answer settled it (then it is the deciding one).
+        _ = try await journal.settleUnresolved(
+            entry.operationID, state: settled, requestID: settled == .unknown ? nil : requestID)
         return try await journal.entry(entry.operationID) ?? entry
     }
 }

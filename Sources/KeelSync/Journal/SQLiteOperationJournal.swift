@@ -71,6 +71,22 @@ public final class SQLiteOperationJournal: OperationJournal {
         }
     }
 
+    /// Moves entry `operationID` to `state` if it is still `sending` or `unknown`, in one `UPDATE`: an
+    /// entry settled meanwhile keeps its answer. Keeps its request id when `requestID` is nil.
+    public func settleUnresolved(_ operationID: String, state: JournalEntry.State, requestID: String?) async throws
+        -> Bool
+    {
+        try await pool.writeInline { db in
+            try db.execute(
+                """
+                UPDATE keel_operation_journal SET state = ?, request_id = coalesce(?, request_id)
+                WHERE operation_id = ? AND state IN ('sending', 'unknown')
+                """,
+                arguments: [Self.text(state), requestID, operationID])
+            return db.changes > 0
+        }
+    }
+
     /// Entries still `sending` or `unknown`, oldest first; one that cannot be read is left out (see
     /// ``unreadable()``), so that it does not keep the others from being reconciled.
     public func unresolved() async throws -> [JournalEntry] {
