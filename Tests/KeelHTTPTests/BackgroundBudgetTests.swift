@@ -90,11 +90,63 @@ import Testing
         #expect(server.requestCount == 0)
     }
 
+    /// Found in an outside audit: once expired, a budget stayed expired, so an app that keeps one client
+    /// (foreground, background task, foreground again) failed every later call at once.
+    @Test func aNewGrantAfterAnExpiryLetsCallsRunAndTheNextExpiryEndsThem() async throws {
+        let budget = ManualBackgroundBudget(remaining: .seconds(30))
+        let harness = try Harness(backgroundBudget: budget)
+        budget.expire()
+        budget.setRemaining(nil)  // back in the foreground
+        #expect(!budget.isExpired && budget.remaining() == nil)
+        harness.server.enqueue(.json("{}"))
+        _ = try #require(await harness.send(.get("/notes")).success)
+        budget.setRemaining(.seconds(30))  // a new background task
+        harness.server.enqueue(TestResponse(socketEffect: .noResponse))
+        let call = Task { await harness.send(.get("/notes")) }
+        _ = try await harness.server.takeRequest()
+        budget.expire()
+        let failure = try #require(await call.value.failure)
+        #expect(failure.kind == .cancelled, "\(failure.detail.unredacted)")
+    }
+
     @Test func withoutALimitNothingChanges() async throws {
         let budget = ManualBackgroundBudget(remaining: nil)
         let harness = try Harness(backgroundBudget: budget)
         harness.server.enqueue(.json("{}"))
         _ = try #require(await harness.send(.get("/notes")).success)
         #expect(!budget.isExpired)
+    }
+}
+
+/// The real socket transport, and then the OS taking the background time away right after the complete
+/// answer arrived (it waits until the call has seen its cancellation before handing the answer back).
+private struct ExpiringAfterTheAnswer: InterruptibleHTTPTransport {
+    let inner = HTTPClient.Configuration.makeDefaultTransport() as! any InterruptibleHTTPTransport
+    let budget: ManualBackgroundBudget
+
+    func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        try await inner.send(request)
+    }
+
+    func send(_ request: TransportRequest, interruption: TransportInterruption) async throws(TransportError)
+        -> TransportResponse
+    {
+        let response = try await inner.send(request, interruption: interruption)
+        budget.expire()
+        for _ in 0..<100_000 where !Task.isCancelled { await Task.yield() }
+        return response
+    }
+}
+
+extension BackgroundBudgetTests {
+    /// Found in an outside audit: a complete answer that came in just as the budget expired was thrown away
+    /// as "cancelled", so the journal said `unknown` of a payment the server had confirmed.
+    @Test func aCompleteAnswerThatArrivesAsTheBudgetExpiresIsKept() async throws {
+        let budget = ManualBackgroundBudget(remaining: .seconds(30))
+        let harness = try Harness(transport: ExpiringAfterTheAnswer(budget: budget), backgroundBudget: budget)
+        harness.server.enqueue(.json(#"{"id": "p1"}"#, status: 201))
+        let reply = try #require(await harness.send(.post("/payments", body: Data("{}".utf8))).success)
+        #expect(reply.status == 201)
+        #expect(budget.isExpired)
     }
 }

@@ -36,10 +36,18 @@ public final class ManualBackgroundBudget: BackgroundBudget {
     /// The time left (nil: unlimited; zero once expired).
     public func remaining() -> Duration? { state.withLock { $0.isExpired ? .zero : $0.remaining } }
 
-    /// Sets the time left (a new grant); nil for unlimited. Does not revive an expired budget.
-    public func setRemaining(_ remaining: Duration?) { state.withLock { $0.remaining = remaining } }
+    /// Sets the time left; nil for unlimited (back in the foreground). A new grant: an expired budget lives
+    /// again, and the next ``expire()`` ends the calls made under it. Calls the earlier expiry cancelled
+    /// stay cancelled. (Found in an outside audit: an expired budget stayed expired for good, and an app
+    /// keeping one client failed every call at once after its first background task ran out.)
+    public func setRemaining(_ remaining: Duration?) {
+        state.withLock { state in
+            state.remaining = remaining
+            state.isExpired = false
+        }
+    }
 
-    /// Whether ``expire()`` was called.
+    /// Whether ``expire()`` was called since the last grant.
     public var isExpired: Bool { state.withLock { $0.isExpired } }
 
     /// The OS took the time away: every call still running is cancelled.

@@ -358,14 +358,17 @@ struct Call {
         return result ?? .timedOut
     }
 
-    /// What an attempt the caller cancelled ends as: the transport's own failure when it proves the request
-    /// never left (cancelled while resolving, connecting or in the TLS handshake: `notSent`), else
-    /// `.cancelled` — it may have been sent.
+    /// What an attempt the caller cancelled ends as: a complete answer that came in as it was cancelled is
+    /// that answer (found in an outside audit: a 201 received as the background budget expired was thrown
+    /// away, and the journal said `unknown` of a payment the server had confirmed); the transport's own
+    /// failure when it proves the request never left (cancelled while resolving, connecting or in the TLS
+    /// handshake: `notSent`); else `.cancelled` — it may have been sent.
     private static func cancelled(with result: AttemptResult?) -> AttemptResult {
-        if case .transportFailure(let error)? = result, !error.requestMayHaveBeenSent {
-            return .transportFailure(error)
+        switch result {
+        case .response?: return result!
+        case .transportFailure(let error)? where !error.requestMayHaveBeenSent: return .transportFailure(error)
+        default: return .cancelled
         }
-        return .cancelled
     }
 
     /// One attempt on a transport that the attempt timer can interrupt: the exchange runs on this task, and

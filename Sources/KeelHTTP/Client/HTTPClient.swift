@@ -404,14 +404,21 @@ public final class HTTPClient: Sendable {
             var ended: Result<Reply, HTTPFailure>?
             while let next = await group.next() {
                 guard let next else {
-                    if !Task.isCancelled { expired = true }
+                    // The budget's task ends by itself only at the expiry (it returns nil too once cancelled,
+                    // after the call ended or the caller cancelled).
+                    if ended == nil, !Task.isCancelled { expired = true }
                     group.cancelAll()  // the budget ran out: stop the call where it stands
                     continue
                 }
                 ended = next
                 group.cancelAll()  // the call ended: stop waiting for the budget
             }
-            guard expired, case .failure(let failure) = ended, failure.kind == .cancelled else { return ended! }
+            // The budget reads zero as soon as it expires, before the cancellation reaches the call: a call
+            // between attempts then ends as a timeout ("deadline of 0.0 seconds passed"). Either way it was
+            // the expiry that ended it.
+            guard expired || budget.remaining() == .zero, case .failure(let failure) = ended,
+                failure.kind == .cancelled || failure.kind == .timeout
+            else { return ended! }
             return .failure(
                 HTTPFailure(
                     kind: .cancelled, outcome: failure.outcome, status: failure.status, errorCode: failure.errorCode,
