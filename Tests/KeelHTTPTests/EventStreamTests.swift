@@ -96,6 +96,23 @@ import Testing
         }
     }
 
+    /// Found in an outside audit: fields were split on Swift characters, and a colon or space followed by a
+    /// combining mark is one character with it: `data:\u{301}x` was an unknown field (no event), the space of
+    /// `data: \u{301}x` stayed in the value, and `:\u{301}` was not a comment. The spec works on code points.
+    @Test func fieldsAreSplitOnCodePointsNotCharacters() async throws {
+        let server = try TestServer()
+        server.enqueue(
+            TestResponse(
+                headers: ["Content-Type": "text/event-stream"],
+                body: ":\u{301} a comment\ndata:\u{301}x\n\ndata: \u{301}y\n\nevent:\u{301}\ndata: z\n\n",
+                socketEffect: .disconnectAtEnd))
+        let (events, failure) = await collect(client(server).events(.get("/events"), format: .serverSentEvents))
+        #expect(failure == nil)
+        #expect(events.map(\.data) == ["\u{301}x", "\u{301}y", "z"])
+        #expect(events.map { $0.data.unicodeScalars.count } == [2, 2, 1])
+        #expect(events.last?.type == "\u{301}")
+    }
+
     /// Found in review: streams skipped the captive-portal judgement every call makes — a portal's 200 HTML
     /// page was delivered line by line as events (or read as a clean end with none), and a redirect to the
     /// portal's origin was an ordinary `technical` failure.

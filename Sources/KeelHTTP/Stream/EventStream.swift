@@ -331,14 +331,18 @@ struct EventParser {
                 guard !data.isEmpty else { return nil }
                 return StreamEvent(data: data.joined(separator: "\n"), type: type, id: id)
             }
-            if text.hasPrefix(":") { return nil }  // a comment (often a keep-alive)
+            // Code points, not characters: a colon or space followed by a combining mark is one Swift
+            // `Character` with it, and the field would not be found (found in an outside audit).
+            let scalars = text.unicodeScalars
+            if scalars.first == ":" { return nil }  // a comment (often a keep-alive)
             pending = true
             let field: Substring
             var value: Substring
-            if let colon = text.firstIndex(of: ":") {
+            if let colon = scalars.firstIndex(of: ":") {
                 field = text[..<colon]
-                value = text[text.index(after: colon)...]
-                if value.hasPrefix(" ") { value = value.dropFirst() }
+                var start = scalars.index(after: colon)
+                if start < scalars.endIndex, scalars[start] == " " { start = scalars.index(after: start) }
+                value = Substring(scalars[start...])
             } else {
                 field = Substring(text)
                 value = ""
