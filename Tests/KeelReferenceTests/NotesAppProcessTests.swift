@@ -350,6 +350,25 @@ extension NotesDevice {
         _ = try await phone.run("quit")
     }
 
+    /// Found in an outside audit: `publish` (online-only: no offline scenario declares it) went out while the
+    /// app knew it was offline, and waited out its timeout against a stalled backend before saying `unknown`.
+    @Test func publishingOfflineFailsAtOnceWithOffline() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-publish-offline")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        _ = try await phone.run("signin alice")
+        let id = try #require(try await phone.run("new Essay")["id"]?.stringValue)
+        #expect(try await phone.run("sync")["ok"] == true)
+        _ = try await phone.run("offline")
+        let answer = try await phone.run("publish \(id)")
+        #expect(answer["ok"] == false && answer["error"]?["kind"] == "offline", "\(answer)")
+        #expect(try backend.publicationCounts().isEmpty)
+        #expect(backend.requestLog.allSatisfy { !$0.path.hasSuffix("/publish") })
+        _ = try await phone.run("online")
+        #expect(try await phone.run("publish \(id)")["ok"] == true)
+        _ = try await phone.run("quit")
+    }
+
     /// Found in an outside audit: drafts were loaded at launch for the account active then only; after a
     /// relaunch, a switch to another account showed its editor empty, and the next keystroke wrote over the
     /// draft kept in its vault.

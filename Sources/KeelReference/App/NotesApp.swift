@@ -618,6 +618,9 @@ public actor NotesApp {
         guard note.serverVersion != nil, note.state == .synced else {
             throw NotesAppError(kind: .validation, message: "Sync this note before publishing it.")
         }
+        // Publishing is online-only (no offline scenario declares it): offline it fails at once with
+        // `offline`, instead of waiting out a call that cannot get through (found in an outside audit).
+        try NotesSync.offline.requireOnline("publishNote", connectivity: await engine.connectivity)
         let ledger = try effectLedger(account)
         // A confirmation that failed for certain may be confirmed again: the next attempt is a new ledger entry,
         // sent under the same key (the backend keeps no answer for a key it did not apply).
