@@ -83,6 +83,23 @@ import Testing
         let (fresh, _) = ConflictResolver.resolve(
             mutation(["n": 3]), base: ["n": 1], server: server([:]), policies: try policies())
         #expect(fresh == .send(["n": 2]))
+        // Found in an outside audit: a base that is not a number or a set was read as 0 or empty (base "5",
+        // local 6, server 7 merged into 13), and a whole sum past 64 bits became a rounded Double.
+        let (textBase, _) = ConflictResolver.resolve(
+            mutation(["n": 6, "s": ["x"]]), base: ["n": "5", "s": "x"], server: server(["n": 7, "s": ["w"]]),
+            policies: try policies())
+        #expect(textBase == .manual(unresolved: ["n", "s"], proposal: [:]))
+        let (overflow, _) = ConflictResolver.resolve(
+            mutation(["n": .number(JSONNumber(Int64.max))]), base: ["n": 0],
+            server: server(["n": .number(JSONNumber(Int64.max))]), policies: try policies())
+        #expect(overflow == .manual(unresolved: ["n"], proposal: [:]))
+        let (beyond, _) = ConflictResolver.resolve(
+            mutation(["n": .number(JSONNumber(literal: "18446744073709551616")!)]), base: ["n": 0],
+            server: server(["n": 1]), policies: try policies())
+        #expect(beyond == .manual(unresolved: ["n"], proposal: [:]))
+        let (fractions, _) = ConflictResolver.resolve(
+            mutation(["n": 1.5]), base: ["n": 1], server: server(["n": 2]), policies: try policies())
+        #expect(fractions == .send(["n": 2.5]))
     }
 
     @Test func aManualFieldKeepsTheConflictAndProposesTheRest() throws {

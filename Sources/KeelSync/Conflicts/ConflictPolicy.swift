@@ -54,8 +54,8 @@ public struct ConflictPolicy: Sendable {
         /// elements without those the local side removed, then the elements the local side added. An element
         /// the server removed stays removed (found in review: every local element the server lacked came back,
         /// undoing a removal made on another device). An absent or null set is an empty one; anything else that
-        /// is not an array is ``Inapplicable`` (found in review: a local null dropped the local change, a
-        /// server string kept the local one — each side winning without a word).
+        /// is not an array, on any side or in the base, is ``Inapplicable`` (found in review: a local null
+        /// dropped the local change, a server string kept the local one — each side winning without a word).
         public static let setUnion = Merge("setUnion") { base, local, server in
             func items(_ value: JSONValue?, _ side: String) throws -> [JSONValue] {
                 switch value {
@@ -66,7 +66,9 @@ public struct ConflictPolicy: Sendable {
             }
             let localItems = try items(local, "local")
             let serverItems = try items(server, "server")
-            let baseItems = (try? items(base, "base")) ?? []
+            // A base that is not a set cannot say what either side removed (found in an outside audit: it was
+            // read as empty, and every removal made on one side came back from the other).
+            let baseItems = try items(base, "base")
             let removedLocally = baseItems.filter { !localItems.contains($0) }
             var merged = serverItems.filter { !removedLocally.contains($0) }
             for item in localItems where !merged.contains(item) && !baseItems.contains(item) { merged.append(item) }
@@ -74,9 +76,10 @@ public struct ConflictPolicy: Sendable {
         }
 
         /// Counters: the server's value plus what the local side added since the base (an absent or null
-        /// server or base value counts as 0). Whole numbers are added exactly; a local value that is not a
-        /// number, or a server value that is neither a number nor absent, is ``Inapplicable`` (found in
-        /// review: the local value was sent instead, last-write-wins under another name).
+        /// server or base value counts as 0). Whole numbers are added exactly, and a sum beyond 64 bits is
+        /// ``Inapplicable``; so is a local value that is not a number, or a server or base value that is
+        /// neither a number nor absent (found in review: the local value was sent instead, last-write-wins
+        /// under another name).
         public static let additive = Merge("additive") { base, local, server in
             func number(_ value: JSONValue?, _ side: String, absentIsZero: Bool) throws -> JSONNumber {
                 switch value {
@@ -87,11 +90,20 @@ public struct ConflictPolicy: Sendable {
             }
             let localNumber = try number(local, "local", absentIsZero: false)
             let serverNumber = try number(server, "server", absentIsZero: true)
-            let baseNumber = (try? number(base, "base", absentIsZero: true)) ?? JSONNumber(Int64(0))
-            if let l = localNumber.int64, let s = serverNumber.int64, let b = baseNumber.int64 {
+            // A base that is not a number cannot say what the local side added (found in an outside audit: a
+            // base of "5" was read as 0, so 6 and 7 merged into 13).
+            let baseNumber = try number(base, "base", absentIsZero: true)
+            if localNumber.isInteger, serverNumber.isInteger, baseNumber.isInteger {
+                // Whole counters add exactly or not at all: past Int64 a Double would round the count.
+                guard let l = localNumber.int64, let s = serverNumber.int64, let b = baseNumber.int64 else {
+                    throw Inapplicable("additive: a count beyond 64 bits cannot be added exactly")
+                }
                 let (delta, overflowA) = l.subtractingReportingOverflow(b)
                 let (sum, overflowB) = s.addingReportingOverflow(delta)
-                if !overflowA, !overflowB { return .number(JSONNumber(sum)) }
+                guard !overflowA, !overflowB else {
+                    throw Inapplicable("additive: the sum is beyond what a 64-bit count holds")
+                }
+                return .number(JSONNumber(sum))
             }
             let sum = serverNumber.double + (localNumber.double - baseNumber.double)
             guard sum.isFinite else { throw Inapplicable("additive: the sum is beyond what a number holds") }
