@@ -306,6 +306,47 @@ import Testing
         #expect(try await tablet.entity("note", id: "n1")?.fields["body"] == "S-from-B")
     }
 
+    /// Found in an outside audit: a conflict shows the note with every edit queued after the conflicted one,
+    /// but a resolution covered the first edit only. The later edits went out against the version the
+    /// conflict was about and raised it again (one prompt per saved edit, each showing the same text); after
+    /// a merge, the next one wrote an older text over the user's merge. Each resolution now decides the edits
+    /// the conflict showed.
+    @Test(arguments: ["theirs", "mine", "merged"])
+    func aResolutionDecidesEveryQueuedEditTheConflictShowed(resolution: String) async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        try await tablet.update("note", id: "n1", fields: ["body": "tablet"], operation: "editNote")
+        #expect(await tablet.sync().isComplete)
+        let first = try await phone.update("note", id: "n1", fields: ["body": "a1"], operation: "editNote")
+        try await phone.update("note", id: "n1", fields: ["body": "a12", "pinned": true], operation: "editNote")
+        try await phone.update("note", id: "n1", fields: ["body": "a123"], operation: "editNote")
+        _ = await phone.sync()
+        let conflict = try #require(try await phone.conflicts().first)
+        #expect(conflict.id == first.id && conflict.local["body"] == "a123")
+        switch resolution {
+        case "theirs": #expect(try await phone.resolve(conflict.id, with: .theirs) == nil)
+        case "mine": _ = try await phone.resolve(conflict.id, with: .mine)
+        default: _ = try await phone.resolve(conflict.id, with: .merged(["body": "MERGED"]))
+        }
+        let expected: (body: JSONValue, pinned: JSONValue) =
+            switch resolution {
+            case "theirs": ("tablet", false)
+            case "mine": ("a123", true)
+            default: ("MERGED", true)
+            }
+        #expect(try await phone.entity("note", id: "n1")?.fields["body"] == expected.body)
+        let report = await phone.sync()
+        #expect(report.isComplete && report.conflicts == 0, "\(report)")
+        #expect(try await phone.conflicts().isEmpty)
+        let shown = try #require(try await phone.entity("note", id: "n1"))
+        #expect(
+            shown.state == .synced && shown.fields["body"] == expected.body && shown.fields["pinned"] == expected.pinned
+        )
+        #expect(await tablet.sync().isComplete)
+        let other = try #require(try await tablet.entity("note", id: "n1"))
+        #expect(other.fields["body"] == expected.body && other.fields["pinned"] == expected.pinned)
+    }
+
     /// Found in review: `retryFailed()` sent a change the server had refused on its own again under the same
     /// key, and the backend (which keeps each key's answer) replayed the refusal: once the cause was gone the
     /// change still could never go. It now goes as a new change with a new key, the old one settled as

@@ -20,6 +20,10 @@ public struct ConflictRecord: Sendable, Hashable, Identifiable {
     public let proposal: JSONObject
     /// When it was found.
     public let detectedAt: Date
+    /// The newest of the entity's queued changes that ``local`` shows (the changes after the conflicted one
+    /// up to it are decided with it: ``SyncEngine/resolve(_:with:)``); nil in records of earlier releases,
+    /// which decided the conflicted change alone.
+    let shownThrough: UInt64?
 
     /// How the app settles a conflict.
     public enum Resolution: Sendable, Hashable {
@@ -37,12 +41,14 @@ public struct ConflictRecord: Sendable, Hashable, Identifiable {
             "unresolved": .array(unresolvedFields.map(JSONValue.string)), "proposal": .object(proposal),
             "detectedAt": .number(JSONNumber(detectedAt.timeIntervalSince1970)), "local": .object(local),
         ]
-        return .object(object)
+        var result = object
+        if let shownThrough { result["through"] = .number(JSONNumber(Int64(bitPattern: shownThrough))) }
+        return .object(result)
     }
 
     init(
         mutation: PendingMutation, local: JSONObject, server: RemoteEntity, unresolvedFields: [String],
-        proposal: JSONObject, detectedAt: Date
+        proposal: JSONObject, detectedAt: Date, shownThrough: UInt64?
     ) {
         self.mutation = mutation
         self.local = local
@@ -50,6 +56,7 @@ public struct ConflictRecord: Sendable, Hashable, Identifiable {
         self.unresolvedFields = unresolvedFields
         self.proposal = proposal
         self.detectedAt = detectedAt
+        self.shownThrough = shownThrough
     }
 
     init(json: JSONValue) throws(SyncError) {
@@ -60,7 +67,8 @@ public struct ConflictRecord: Sendable, Hashable, Identifiable {
         self.init(
             mutation: try PendingMutation(json: mutation), local: local,
             server: try SyncRecords.remoteEntity(server), unresolvedFields: unresolved.compactMap(\.stringValue),
-            proposal: proposal, detectedAt: Date(timeIntervalSince1970: detectedAt))
+            proposal: proposal, detectedAt: Date(timeIntervalSince1970: detectedAt),
+            shownThrough: json["through"]?.int.map { UInt64(bitPattern: Int64($0)) })
     }
 }
 

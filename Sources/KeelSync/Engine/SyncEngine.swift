@@ -885,6 +885,11 @@ public actor SyncEngine {
                 try self.replace(
                     original, with: replacement, settlement: replacement.map { .replaced(by: $0.id) } ?? .discarded,
                     at: now, in: transaction)
+                if let shownThrough = conflict.shownThrough {
+                    try self.resolveLaterChanges(
+                        of: original, through: shownThrough, by: resolution, replacement: replacement,
+                        serverVersion: conflict.server.version, at: now, in: transaction)
+                }
                 return replacement
             }
         }
@@ -1327,6 +1332,7 @@ public actor SyncEngine {
                     case .conflict(let answered):
                         counts.conflicts += 1
                         let local = record.visible
+                        let shownThrough = record.outstanding.max()
                         _ = record.take(answered)
                         // A replayed answer (its first delivery was lost) shows the server as it was then; a
                         // newer copy the feed brought since is what the conflict is judged — and resolved —
@@ -1371,7 +1377,7 @@ public actor SyncEngine {
                             try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry))
                             let conflict = ConflictRecord(
                                 mutation: entry, local: local, server: server, unresolvedFields: unresolved,
-                                proposal: proposal, detectedAt: now)
+                                proposal: proposal, detectedAt: now, shownThrough: shownThrough)
                             try transaction.records(storage.conflicts).put(entry.id, SyncRecords.encode(conflict.json))
                             try record.rebuild(with: Self.outstanding(record, in: outbox))
                             try entities.put(record.recordID, SyncRecords.encode(record.json))
@@ -1446,6 +1452,63 @@ public actor SyncEngine {
 
     /// Takes `original` out of the outbox — or puts `replacement` in its place (same sequence, so the order
     /// per entity holds) — records its settlement and rebuilds the entity.
+    /// The changes of the entity queued after a resolved conflict's change, up to `shownThrough`, under the
+    /// user's decision. (Changes queued after the conflict was found were not shown with it: they stay as
+    /// they are, and are judged when they are sent.)
+    ///
+    /// The conflict showed the entity as the user left it — every change queued after the conflicted one
+    /// until then — and the user decided on that. Found in an outside audit: only the first change was resolved; the
+    /// later ones went out against the version the conflict was about, and raised it again (once per saved
+    /// edit), or wrote an older text over the user's merge. Now: `theirs` discards them all (the server's
+    /// version is kept, as the user chose); `mine` keeps them, rebased on the server's version with the
+    /// resolution, so they apply on top of it; `merged` keeps them too, without the merged fields — the merge
+    /// was made against their values and replaces them (a change left with nothing is settled by it).
+    nonisolated private func resolveLaterChanges(
+        of original: PendingMutation, through shownThrough: UInt64, by resolution: ConflictRecord.Resolution,
+        replacement: PendingMutation?, serverVersion: Int, at now: Date, in transaction: VaultTransaction
+    ) throws {
+        let outbox = try transaction.records(storage.outbox)
+        let entities = try transaction.records(storage.entities)
+        guard let record = try Self.entity(original.entity, in: entities) else { return }
+        let later = try Self.outstanding(record, in: outbox).filter {
+            $0.sequence > original.sequence && $0.sequence <= shownThrough && $0.state == .pending
+        }
+        guard !later.isEmpty else { return }
+        if resolution == .theirs {
+            for change in later { try replace(change, with: nil, settlement: .discarded, at: now, in: transaction) }
+            return
+        }
+        var mergedNames: Set<String> = []
+        if case .merged(let merged) = resolution { mergedNames = Set(merged.keys) }
+        var kept: [UInt64] = []
+        for change in later {
+            guard change.kind == .update, change.fields.keys.contains(where: mergedNames.contains) else {
+                kept.append(change.sequence)
+                continue
+            }
+            let fields = JSONObject(change.fields.filter { !mergedNames.contains($0.key) }.map { ($0.key, $0.value) })
+            guard !fields.isEmpty else {
+                try replace(
+                    change, with: nil, settlement: replacement.map { .replaced(by: $0.id) } ?? .discarded, at: now,
+                    in: transaction)
+                continue
+            }
+            let trimmed = PendingMutation(
+                id: change.id, idempotencyKey: change.idempotencyKey, correlationID: change.correlationID,
+                entity: change.entity, kind: change.kind, baseVersion: change.baseVersion, fields: fields,
+                previous: change.previous.filter(fields), operation: change.operation, createdAt: change.createdAt,
+                attempts: change.attempts, state: change.state, failure: change.failure, sequence: change.sequence,
+                replaces: change.replaces, laterBases: change.laterBases)
+            try outbox.put(SyncRecords.outboxID(change.sequence), SyncRecords.encode(trimmed))
+            kept.append(change.sequence)
+        }
+        guard !kept.isEmpty, var current = try Self.entity(original.entity, in: entities) else { return }
+        for sequence in kept { current.setBase(serverVersion, of: sequence) }
+        try Self.persistFirst(of: current, in: outbox)
+        try current.rebuild(with: Self.outstanding(current, in: outbox))
+        try entities.put(current.recordID, SyncRecords.encode(current.json))
+    }
+
     nonisolated private func replace(
         _ original: PendingMutation, with replacement: PendingMutation?, settlement: Settlement, at now: Date,
         in transaction: VaultTransaction
