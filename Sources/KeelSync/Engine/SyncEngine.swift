@@ -391,14 +391,20 @@ public actor SyncEngine {
     /// - entity records set aside so that sync could go on, by the key their stored bytes are kept under
     ///   (`damaged:note/7`); the entities were rebuilt from their changes in the outbox and the server's copy;
     /// - outbox entries, left where they are (`damaged:outbox/00000000000000000012`): never sent, since their
-    ///   content is unknown, and skipped by every read and write (sync of everything else goes on).
+    ///   content is unknown, and skipped by every read and write (sync of everything else goes on);
+    /// - conflict records, left where they are (`damaged:conflict/<change id>`): ``conflicts()`` leaves them
+    ///   out, and their changes stay `conflicted` until discarded;
+    /// - a push's in-flight marker, set aside by the next push (`damaged:inflight:<key>`), which took every
+    ///   entity's first change as sent without a known answer.
     ///
-    /// Nothing was deleted.
+    /// A damaged pull cursor or freshness record is not listed: derived data, it is read as absent (the feed
+    /// is read from the start; the data shows as never pulled) and written again by the next pull. Nothing
+    /// was deleted.
     public func damagedRecords() async throws(SyncError) -> [String] {
         try requireRunning()
         let storage = storage
         return try await storageCall {
-            try await self.vault.read([storage.state, storage.outbox]) { transaction in
+            try await self.vault.read([storage.state, storage.outbox, storage.conflicts]) { transaction in
                 let state = try transaction.records(storage.state)
                 var found: [String] = []
                 var after = DamagedRecords.prefix
@@ -413,6 +419,15 @@ public actor SyncEngine {
                 for id in try outbox.ids() where try SyncRecords.outboxEntry(id, in: outbox) == nil {
                     // Listed, so present: it did not open or decode.
                     found.append(DamagedRecords.prefix + "outbox/" + id)
+                }
+                let conflicts = try transaction.records(storage.conflicts)
+                for id in try conflicts.ids() {
+                    let readable = try Self.undamaged {
+                        try conflicts.get(id).map {
+                            try ConflictRecord(json: SyncRecords.decode($0, "conflict record"))
+                        }
+                    }
+                    if readable == nil { found.append(DamagedRecords.prefix + "conflict/" + id) }
                 }
                 return found.sorted()
             }
@@ -617,8 +632,14 @@ public actor SyncEngine {
         let storage = storage
         return try await storageCall {
             try await self.vault.read(storage.conflicts) { conflicts in
+                // A damaged record is left out (and listed by `damagedRecords()`), not the reason no conflict
+                // can be shown: its change stays `conflicted`, and can be discarded.
                 try conflicts.ids().compactMap { id in
-                    try conflicts.get(id).map { try ConflictRecord(json: SyncRecords.decode($0, "conflict record")) }
+                    try Self.undamaged {
+                        try conflicts.get(id).map {
+                            try ConflictRecord(json: SyncRecords.decode($0, "conflict record"))
+                        }
+                    }
                 }.sorted { $0.mutation.sequence < $1.mutation.sequence }
             }
         }
@@ -630,8 +651,14 @@ public actor SyncEngine {
         let storage = storage
         let lastPull = try await storageCall {
             try await self.vault.read(storage.state) { state in
-                try state.get("pulled:" + entityType).flatMap { data -> Date? in
-                    try SyncRecords.decode(data, "freshness")["at"]?.double.map { Date(timeIntervalSince1970: $0) }
+                // A damaged record says nothing of when the data was pulled: never, as far as the user is told
+                // (stale), until the next pull writes it again.
+                try Self.undamaged {
+                    try state.get("pulled:" + entityType).flatMap { data -> Date? in
+                        try SyncRecords.decode(data, "freshness")["at"]?.double.map {
+                            Date(timeIntervalSince1970: $0)
+                        }
+                    }
                 }
             }
         }
@@ -769,8 +796,11 @@ public actor SyncEngine {
                     return
                 }
                 // Sent without a known answer: the backend may have applied it. Discarding would be a lie.
-                let unconfirmed = try Self.unconfirmed(in: transaction.records(storage.state))
-                if entry.state == .sending || sending.contains(entry.id) || unconfirmed.contains(entry.id) {
+                let state = try transaction.records(storage.state)
+                let unconfirmed = try Self.unconfirmed(in: state)
+                // A damaged marker may name it: it is known only at the next push (`takeBatch`).
+                let unknown = try InFlightMarker.markers(in: state).contains { $0.marker == .null }
+                if entry.state == .sending || sending.contains(entry.id) || unconfirmed.contains(entry.id) || unknown {
                     throw SyncError(
                         code: .invalidChange, subject: entry.id,
                         message: "it was sent and its answer is not known yet: it may already be applied")
@@ -992,8 +1022,11 @@ public actor SyncEngine {
             let (stored, resync) = try await storageCall {
                 try await self.vault.read(storage.state) { state in
                     (
-                        try state.get("cursor").flatMap {
-                            try SyncRecords.decode($0, "cursor")["cursor"]?.stringValue
+                        // A damaged cursor: the feed is read from the start (what is here already is skipped).
+                        try Self.undamaged {
+                            try state.get("cursor").flatMap {
+                                try SyncRecords.decode($0, "cursor")["cursor"]?.stringValue
+                            }
                         },
                         try state.storedBytes(DamagedRecords.resyncKey) != nil
                     )
@@ -1128,6 +1161,17 @@ public actor SyncEngine {
                 // Another engine's batch may still be out (an app and its extension): its changes are marked
                 // `sending` like a killed push's, and its marker goes only once they are (``InFlightMarker``).
                 for (markerKey, marker) in try InFlightMarker.markers(in: state) {
+                    if marker == .null {
+                        // Damaged: the changes it named are not known, so every change that could have been
+                        // out — each entity's first — is taken as sent without a known answer (its key makes a
+                        // second send harmless). The bytes are set aside, listed by `damagedRecords()`.
+                        try Self.markFirstChangesSending(in: outbox)
+                        if let stored = try state.storedBytes(markerKey) {
+                            try state.put(DamagedRecords.prefix + markerKey, stored)
+                        }
+                        try state.delete(markerKey)
+                        continue
+                    }
                     if case .array(let ids)? = marker["ids"], case .array(let sequences)? = marker["sequences"] {
                         for (id, sequence) in zip(ids.compactMap(\.stringValue), sequences.compactMap(\.int)) {
                             let key = SyncRecords.outboxID(UInt64(sequence))
@@ -1205,6 +1249,20 @@ public actor SyncEngine {
                 }
                 return (batch, taken, key)
             }
+        }
+    }
+
+    /// Marks the first outstanding change of every entity `sending` (sent without a known answer), if it is
+    /// `pending`: what a push whose marker cannot be read may have sent.
+    static func markFirstChangesSending(in outbox: VaultRecords) throws {
+        var seen: Set<EntityRef> = []
+        for id in try outbox.ids() {
+            guard var entry = try SyncRecords.outboxEntry(id, in: outbox), seen.insert(entry.entity).inserted,
+                entry.state == .pending
+            else { continue }
+            entry.state = .sending
+            entry.attempts += 1
+            try outbox.put(id, SyncRecords.encode(entry))
         }
     }
 
@@ -1731,8 +1789,13 @@ enum InFlightMarker {
             let page = try state.ids(after: after, limit: 64)
             let keys = page.prefix { $0 == legacy || $0.hasPrefix(prefix) }
             for key in keys {
-                guard let data = try state.get(key) else { continue }
-                markers.append((key, try SyncRecords.decode(data, "in-flight marker")))
+                // A damaged marker is `.null`: which changes it names is not known (see `takeBatch`).
+                do {
+                    guard let data = try state.get(key) else { continue }
+                    markers.append((key, try SyncRecords.decode(data, "in-flight marker")))
+                } catch  where SyncEngine.isDamage(error) {
+                    markers.append((key, .null))
+                }
             }
             guard keys.count == 64, let last = keys.last else { return markers }
             after = last
