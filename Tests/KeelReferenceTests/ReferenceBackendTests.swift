@@ -871,15 +871,17 @@ final class BackendHarness: Sendable {
     @Test func aWrongMethodIs405WithTheAllowedMethods() async throws {
         let harness = try BackendHarness()
         let cases: [(method: String, path: String, allow: String)] = [
-            ("GET", "/mutations", "POST"), ("DELETE", "/notes/n1", "GET"), ("GET", "/notes/n1/publish", "POST"),
-            ("PUT", "/changes", "GET"), ("GET", "/sessions", "POST"), ("POST", "/operations/c1", "GET"),
-            ("PATCH", "/client-config", "GET"), ("POST", "/_admin/applied", "GET"), ("GET", "/_admin/fault", "POST"),
+            ("GET", "/mutations", "POST"), ("DELETE", "/notes/n1", "GET, HEAD"), ("GET", "/notes/n1/publish", "POST"),
+            ("PUT", "/changes", "GET, HEAD"), ("GET", "/sessions", "POST"), ("POST", "/operations/c1", "GET, HEAD"),
+            ("PATCH", "/client-config", "GET, HEAD"), ("POST", "/_admin/applied", "GET, HEAD"),
+            ("GET", "/_admin/fault", "POST"), ("HEAD", "/mutations", "POST"),
         ]
         for (method, path, allow) in cases {
             let answer = try await harness.call(method, path)
             #expect(answer.status == 405, "\(method) \(path)")
             #expect(answer.headers["allow"] == allow, "\(method) \(path)")
-            #expect(answer["code"]?.stringValue == "method_not_allowed", "\(method) \(path)")
+            // A HEAD answer has no body to carry the code.
+            #expect(method == "HEAD" || answer["code"]?.stringValue == "method_not_allowed", "\(method) \(path)")
         }
         #expect(try await harness.call("GET", "/nowhere").status == 401)  // unknown: authentication first
         let token = try await harness.signIn("alice")
@@ -887,5 +889,12 @@ final class BackendHarness: Sendable {
         #expect(try await harness.call("GET", "/nowhere", headers: bearer).status == 404)
         #expect(try await harness.call("GET", "/changes", headers: bearer).status == 200)
         #expect(try await harness.call("GET", "/notes/missing", headers: bearer).status == 404)
+        // Found in an outside audit: HEAD, which every server must answer where it answers GET (RFC 9110
+        // §9.1), was 405. It is the GET's answer without the body.
+        let get = try await harness.call("GET", "/changes", headers: bearer)
+        let head = try await harness.call("HEAD", "/changes", headers: bearer)
+        #expect(head.status == 200 && head.text.isEmpty)
+        #expect(head.headers["content-length"] == String(get.text.utf8.count))
+        #expect(try await harness.call("HEAD", "/notes/missing", headers: bearer).status == 404)
     }
 }

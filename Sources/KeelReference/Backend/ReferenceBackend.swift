@@ -310,7 +310,7 @@ package final class BackendHandler: Sendable {
             if gated { try checkVersion(request) }
             try Self.requireAllowedMethod(request)
             var headers = try updateHeaders(request)
-            switch (request.method, request.path) {
+            switch (Self.routed(request.method), request.path) {
             case ("POST", "/sessions"): return try signIn(request)
             case ("GET", "/client-config"): return try clientConfig(request)
             default: break
@@ -318,7 +318,7 @@ package final class BackendHandler: Sendable {
             let owner = try authenticate(request)
             account = owner
             let response: TestResponse
-            switch (request.method, request.path) {
+            switch (Self.routed(request.method), request.path) {
             case ("POST", "/mutations"): response = try mutations(request, account: owner)
             case ("GET", "/changes"): response = try changes(request, account: owner)
             case ("POST", let path) where path.hasPrefix("/notes/") && path.hasSuffix("/publish"):
@@ -360,12 +360,17 @@ package final class BackendHandler: Sendable {
     /// not 404, which would tell a client with a wrong method that the endpoint is missing. Before
     /// authentication: which methods a path answers is the same for everyone.
     static func requireAllowedMethod(_ request: RecordedRequest) throws {
-        guard let allowed = methods(at: request.path), !allowed.contains(request.method) else { return }
+        guard var allowed = methods(at: request.path), !allowed.contains(routed(request.method)) else { return }
+        if allowed.contains("GET") { allowed.append("HEAD") }
         throw BackendFailure(
             status: 405, code: "method_not_allowed",
             message: "\(request.path) answers \(allowed.joined(separator: ", ")), not \(request.method)",
             headers: ["Allow": allowed.joined(separator: ", ")])
     }
+
+    /// The method a request is answered as: HEAD as GET (RFC 9110 §9.3.2: the same header fields, and the
+    /// server writes no body), anything else as itself.
+    static func routed(_ method: String) -> String { method == "HEAD" ? "GET" : method }
 
     private func guarded(_ body: () throws -> TestResponse) -> TestResponse {
         do { return try body() } catch let failure as BackendFailure {
@@ -617,7 +622,7 @@ package final class BackendHandler: Sendable {
 
     private func admin(_ request: RecordedRequest) throws -> TestResponse {
         try Self.requireAllowedMethod(request)
-        switch (request.method, request.path) {
+        switch (Self.routed(request.method), request.path) {
         case ("GET", "/_admin/applied"):
             // Built from names compared by their bytes (JSONObject keeps `josé` in NFC and NFD apart, as the
             // backend does): found in an outside test, two accounts' keys read as one key applied twice.
