@@ -185,6 +185,11 @@ import Testing
         _ = try await passesTheGate("notes-api.v1.4.yaml", "notes-api.v1.5.yaml")
     }
 
+    @Test func version1Point6IsCompatibleWithVersion1Point5() async throws {
+        // The 400 answers the backend gives for malformed version headers and client-config queries, declared.
+        _ = try await passesTheGate("notes-api.v1.5.yaml", "notes-api.v1.6.yaml")
+    }
+
     @Test func theCommittedModelsOfTheSampleContractAreCurrent() async throws {
         let child = try ChildProcess.launch(
             product: "keel",
