@@ -59,6 +59,16 @@ import Testing
         }
     }
 
+    /// Found in an outside audit: a value of 55 characters with an "é" among them was refused as "not 56
+    /// characters" — its length in bytes. It is told what is wrong with it; lengths are told in characters.
+    @Test func whatIsWrongIsToldInCharacters() {
+        let accented = "00-\(Self.traceID)-\(Self.parentID.dropLast())\u{E9}-01"
+        let error = #expect(throws: TraceContextError.self) { try TraceParent.parse(accented) }
+        #expect(error?.message.contains("lowercase hex digits") == true, "\(String(describing: error))")
+        let long = #expect(throws: TraceContextError.self) { try TraceParent.parse(Self.valid + "\u{E9}") }
+        #expect(long?.message.hasSuffix("not 56") == true, "\(String(describing: long))")
+    }
+
     @Test func aHigherVersionIsReadForItsFirstFourFields() throws {
         let exact = try TraceParent.parse("cc-\(Self.traceID)-\(Self.parentID)-01")
         #expect(exact.version == 0xcc)

@@ -135,14 +135,20 @@ public struct TraceParent: Sendable, Hashable {
             throw invalid(.malformedTraceparent, "the version is not two lowercase hex digits")
         }
         guard version != 0xff else { throw invalid(.invalidVersion, "version ff is invalid") }
+        // Its four fields are ASCII: a value with other characters among its first 55 bytes is told so, not
+        // told a length in bytes (found in an outside audit: 55 characters with an "é" were "not 56").
+        guard text.prefix(55).allSatisfy({ $0 < 0x80 }) else {
+            throw invalid(.malformedTraceparent, "a traceparent's fields are lowercase hex digits separated by '-'")
+        }
+        var length: Int { String(decoding: text, as: UTF8.self).unicodeScalars.count }
         if version == 0 {
             guard text.count == 55 else {
                 throw invalid(
-                    .malformedTraceparent, "a version 00 traceparent is exactly 55 characters, not \(text.count)")
+                    .malformedTraceparent, "a version 00 traceparent is exactly 55 characters, not \(length)")
             }
         } else {
             guard text.count >= 55 else {
-                throw invalid(.malformedTraceparent, "a traceparent is at least 55 characters, not \(text.count)")
+                throw invalid(.malformedTraceparent, "a traceparent is at least 55 characters, not \(length)")
             }
             guard text.count == 55 || text[55] == UInt8(ascii: "-") else {
                 throw invalid(.malformedTraceparent, "after the flags of a future version, a '-' must follow")
