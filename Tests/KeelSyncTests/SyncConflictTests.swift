@@ -347,6 +347,33 @@ import Testing
         #expect(other.fields["body"] == expected.body && other.fields["pinned"] == expected.pinned)
     }
 
+    /// A queued edit of a field nobody decided, which the other device changed too, is still judged by the
+    /// field's declared policy when it is sent (found while fixing the above: moving every later edit onto
+    /// the server's version wrote the phone's tags over the tablet's instead of merging them).
+    @Test(arguments: ["mine", "merged"])
+    func aLaterEditOfAFieldTheServerChangedIsStillJudgedByItsPolicy(resolution: String) async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        try await tablet.update(
+            "note", id: "n1", fields: ["body": "tablet", "tags": ["x", "tablet"]], operation: "editNote")
+        #expect(await tablet.sync().isComplete)
+        let first = try await phone.update("note", id: "n1", fields: ["body": "phone"], operation: "editNote")
+        try await phone.update("note", id: "n1", fields: ["tags": ["x", "phone"]], operation: "editNote")
+        _ = await phone.sync()
+        let conflict = try #require(try await phone.conflicts().first)
+        #expect(conflict.id == first.id && conflict.unresolvedFields == ["body"])
+        _ = try await phone.resolve(
+            conflict.id, with: resolution == "mine" ? .mine : .merged(["body": "phone + tablet"]))
+        #expect(await phone.sync().isComplete)
+        #expect(try await phone.conflicts().isEmpty)
+        #expect(await tablet.sync().isComplete)
+        let note = try #require(try await tablet.entity("note", id: "n1"))
+        #expect(note.fields["body"] == (resolution == "mine" ? "phone" : "phone + tablet"))
+        var tags: Set<String> = []
+        if case .array(let items)? = note.fields["tags"] { tags = Set(items.compactMap(\.stringValue)) }
+        #expect(tags == ["x", "tablet", "phone"], "\(note.fields)")
+    }
+
     /// Found in review: `retryFailed()` sent a change the server had refused on its own again under the same
     /// key, and the backend (which keeps each key's answer) replayed the refusal: once the cause was gone the
     /// change still could never go. It now goes as a new change with a new key, the old one settled as

@@ -917,8 +917,8 @@ public actor SyncEngine {
                     at: now, in: transaction)
                 if let shownThrough = conflict.shownThrough {
                     try self.resolveLaterChanges(
-                        of: original, through: shownThrough, by: resolution, replacement: replacement,
-                        serverVersion: conflict.server.version, at: now, in: transaction)
+                        of: conflict, through: shownThrough, by: resolution, replacement: replacement, at: now,
+                        in: transaction)
                 }
                 return replacement
             }
@@ -1508,23 +1508,29 @@ public actor SyncEngine {
         try transaction.records(storage.entities).put(record.recordID, SyncRecords.encode(record.json))
     }
 
-    /// Takes `original` out of the outbox — or puts `replacement` in its place (same sequence, so the order
-    /// per entity holds) — records its settlement and rebuilds the entity.
-    /// The changes of the entity queued after a resolved conflict's change, up to `shownThrough`, under the
-    /// user's decision. (Changes queued after the conflict was found were not shown with it: they stay as
-    /// they are, and are judged when they are sent.)
+    /// The changes of the entity queued after a resolved conflict's change, up to the newest the conflict
+    /// showed, under the user's decision. (Changes queued after the conflict was found were not shown with
+    /// it: they stay as they are, and are judged when they are sent.)
     ///
-    /// The conflict showed the entity as the user left it — every change queued after the conflicted one
-    /// until then — and the user decided on that. Found in an outside audit: only the first change was resolved; the
-    /// later ones went out against the version the conflict was about, and raised it again (once per saved
-    /// edit), or wrote an older text over the user's merge. Now: `theirs` discards them all (the server's
-    /// version is kept, as the user chose); `mine` keeps them, rebased on the server's version with the
-    /// resolution, so they apply on top of it; `merged` keeps them too, without the merged fields — the merge
-    /// was made against their values and replaces them (a change left with nothing is settled by it).
+    /// Found in an outside audit: only the conflicted change was resolved; the later ones went out against
+    /// the version the conflict was about and raised it again (once per saved edit, each showing the same
+    /// text), or wrote an older text over the user's merge. Now:
+    /// - `theirs` drops them, as it drops the conflicted change: the local version the conflict showed is
+    ///   given up;
+    /// - `merged` takes the fields the user decided out of them (the merge replaces their values; a change
+    ///   left with nothing is settled by it);
+    /// - `mine` leaves their values: the user kept them.
+    ///
+    /// A change left whose every field is one the user decided (for `mine`, a field the conflict left to the
+    /// user) or one the server had not changed from what this device saw goes against the server's version
+    /// with the resolution, so that it follows the resolution without a new conflict. Any other keeps its
+    /// base: the server changed a field of it that nobody decided (a tag, a counter), and it is judged by the
+    /// declared policies when it is sent — never written over without a word.
     nonisolated private func resolveLaterChanges(
-        of original: PendingMutation, through shownThrough: UInt64, by resolution: ConflictRecord.Resolution,
-        replacement: PendingMutation?, serverVersion: Int, at now: Date, in transaction: VaultTransaction
+        of conflict: ConflictRecord, through shownThrough: UInt64, by resolution: ConflictRecord.Resolution,
+        replacement: PendingMutation?, at now: Date, in transaction: VaultTransaction
     ) throws {
+        let original = conflict.mutation
         let outbox = try transaction.records(storage.outbox)
         let entities = try transaction.records(storage.entities)
         guard let record = try Self.entity(original.entity, in: entities) else { return }
@@ -1536,37 +1542,45 @@ public actor SyncEngine {
             for change in later { try replace(change, with: nil, settlement: .discarded, at: now, in: transaction) }
             return
         }
-        var mergedNames: Set<String> = []
-        if case .merged(let merged) = resolution { mergedNames = Set(merged.keys) }
-        var kept: [UInt64] = []
+        // The fields the user decided: those the conflict left to the user, and any the merge sets.
+        var decided = Set(conflict.unresolvedFields)
+        if case .merged(let merged) = resolution { decided.formUnion(merged.keys) }
+        let trims = resolution != .mine
+        var rebased: [UInt64] = []
         for change in later {
-            guard change.kind == .update, change.fields.keys.contains(where: mergedNames.contains) else {
-                kept.append(change.sequence)
-                continue
+            guard change.kind == .update else { continue }
+            var kept = change
+            if trims, change.fields.keys.contains(where: decided.contains) {
+                let fields = JSONObject(change.fields.filter { !decided.contains($0.key) }.map { ($0.key, $0.value) })
+                guard !fields.isEmpty else {
+                    try replace(
+                        change, with: nil, settlement: replacement.map { .replaced(by: $0.id) } ?? .discarded,
+                        at: now, in: transaction)
+                    continue
+                }
+                kept = PendingMutation(
+                    id: change.id, idempotencyKey: change.idempotencyKey, correlationID: change.correlationID,
+                    entity: change.entity, kind: change.kind, baseVersion: change.baseVersion, fields: fields,
+                    previous: change.previous.filter(fields), operation: change.operation,
+                    createdAt: change.createdAt, attempts: change.attempts, state: change.state,
+                    failure: change.failure, sequence: change.sequence, replaces: change.replaces,
+                    laterBases: change.laterBases)
+                try outbox.put(SyncRecords.outboxID(change.sequence), SyncRecords.encode(kept))
             }
-            let fields = JSONObject(change.fields.filter { !mergedNames.contains($0.key) }.map { ($0.key, $0.value) })
-            guard !fields.isEmpty else {
-                try replace(
-                    change, with: nil, settlement: replacement.map { .replaced(by: $0.id) } ?? .discarded, at: now,
-                    in: transaction)
-                continue
+            let followsTheResolution = kept.fields.keys.allSatisfy { name in
+                decided.contains(name) || conflict.server.fields[name] == kept.previous[name]
             }
-            let trimmed = PendingMutation(
-                id: change.id, idempotencyKey: change.idempotencyKey, correlationID: change.correlationID,
-                entity: change.entity, kind: change.kind, baseVersion: change.baseVersion, fields: fields,
-                previous: change.previous.filter(fields), operation: change.operation, createdAt: change.createdAt,
-                attempts: change.attempts, state: change.state, failure: change.failure, sequence: change.sequence,
-                replaces: change.replaces, laterBases: change.laterBases)
-            try outbox.put(SyncRecords.outboxID(change.sequence), SyncRecords.encode(trimmed))
-            kept.append(change.sequence)
+            if followsTheResolution { rebased.append(kept.sequence) }
         }
-        guard !kept.isEmpty, var current = try Self.entity(original.entity, in: entities) else { return }
-        for sequence in kept { current.setBase(serverVersion, of: sequence) }
+        guard var current = try Self.entity(original.entity, in: entities) else { return }
+        for sequence in rebased { current.setBase(conflict.server.version, of: sequence) }
         try Self.persistFirst(of: current, in: outbox)
         try current.rebuild(with: Self.outstanding(current, in: outbox))
         try entities.put(current.recordID, SyncRecords.encode(current.json))
     }
 
+    /// Takes `original` out of the outbox — or puts `replacement` in its place (same sequence, so the order
+    /// per entity holds) — records its settlement and rebuilds the entity.
     nonisolated private func replace(
         _ original: PendingMutation, with replacement: PendingMutation?, settlement: Settlement, at now: Date,
         in transaction: VaultTransaction
