@@ -118,6 +118,86 @@ import Testing
                     "        labels: {type: array, maxItems: 10, items: {type: string}}\n        id: {type: string, readOnly: true}\n"
                 ),
             ], version: "1.0.0", expected: []),
+        // Found in an outside audit: each of these passed the gate as compatible.
+        Fixture(
+            name: "required response property became writeOnly",
+            edits: [("        title: {type: string}\n", "        title: {type: string, writeOnly: true}\n")],
+            version: "2.0.0", expected: ["response-property-became-write-only"]),
+        Fixture(
+            name: "writeOnly response property now sent as another type",
+            edits: [("        password: {type: string, writeOnly: true}\n", "        password: {type: integer}\n")],
+            version: "2.0.0", expected: ["response-property-type-changed"],
+            baseEdits: [
+                (
+                    "        tags: {type: array, items: {type: string}}\n",
+                    "        tags: {type: array, items: {type: string}}\n        password: {type: string, writeOnly: true}\n"
+                )
+            ]),
+        Fixture(
+            name: "required response member without a property schema became optional",
+            edits: [("required: [id, title, kind, visibility, extra]", "required: [id, title, kind, visibility]")],
+            version: "2.0.0", expected: ["response-property-became-optional"],
+            baseEdits: [("required: [id, title, kind, visibility]", "required: [id, title, kind, visibility, extra]")]),
+        Fixture(
+            name: "required request member lost readOnly",
+            edits: [("        id: {type: string, readOnly: true}\n", "        id: {type: string}\n")],
+            version: "2.0.0", expected: ["request-property-became-required"],
+            baseEdits: [
+                ("      required: [title]\n", "      required: [title, id]\n"),
+                (
+                    "        labels: {type: array, maxItems: 10, items: {type: string}}\n",
+                    "        labels: {type: array, maxItems: 10, items: {type: string}}\n        id: {type: string, readOnly: true}\n"
+                ),
+            ]),
+        Fixture(
+            name: "request additionalProperties schema added to an open object",
+            edits: [
+                (
+                    "    NoteInput:\n      type: object\n",
+                    "    NoteInput:\n      type: object\n      additionalProperties: {type: integer}\n"
+                )
+            ],
+            version: "2.0.0", expected: ["request-body-additional-properties-narrowed"]),
+        Fixture(
+            name: "allOf part constrains a member the schema defines",
+            edits: [
+                (
+                    "    NoteInput:\n      type: object\n",
+                    "    NoteInput:\n      type: object\n      allOf: [{properties: {priority: {maximum: 5}}}]\n"
+                )
+            ],
+            version: "2.0.0", expected: ["request-property-maximum-added"]),
+        Fixture(
+            name: "response media type lost its schema",
+            edits: [
+                (
+                    "            application/json:\n              schema: {$ref: '#/components/schemas/Note'}",
+                    "            application/json: {}"
+                )
+            ], version: "2.0.0", expected: ["response-media-type-schema-removed"]),
+        Fixture(
+            name: "query parameter now written as JSON content",
+            edits: [
+                (
+                    "{name: view, in: query, schema: {type: string, enum: [full, compact]}}",
+                    "{name: view, in: query, content: {application/json: {schema: {type: string, enum: [full, compact]}}}}"
+                )
+            ], version: "2.0.0", expected: ["request-parameter-content-type-changed"]),
+        Fixture(
+            name: "query parameter given by content narrowed",
+            edits: [
+                (
+                    "content: {application/json: {schema: {type: string, enum: [full, compact]}}}",
+                    "content: {application/json: {schema: {type: string, enum: [full]}}}"
+                )
+            ],
+            version: "2.0.0", expected: ["request-parameter-enum-value-removed"],
+            baseEdits: [
+                (
+                    "{name: view, in: query, schema: {type: string, enum: [full, compact]}}",
+                    "{name: view, in: query, content: {application/json: {schema: {type: string, enum: [full, compact]}}}}"
+                )
+            ]),
         Fixture(
             name: "response property removed", edits: [("        tags: {type: array, items: {type: string}}\n", "")],
             version: "2.0.0", expected: ["response-property-removed"]),
@@ -832,7 +912,9 @@ import Testing
             "response-property-additional-properties-widened", "response-required-header-removed",
             "response-header-became-optional", "response-header-type-changed", "request-property-maximum-decreased",
             "request-parameter-style-changed", "request-parameter-explode-changed", "api-security-scope-added",
-            "api-security-scheme-changed",
+            "api-security-scheme-changed", "response-property-became-write-only",
+            "request-body-additional-properties-narrowed", "response-media-type-schema-removed",
+            "request-parameter-content-type-changed",
         ] {
             table[rule] = .breaking
         }

@@ -377,6 +377,14 @@ struct Collector {
                     "request-parameter-became-required", .breaking, place, nil, "parameter \(name) is now required",
                     origin: origin(of: parameter))
             }
+            // Written as a media type (`content`) instead of by style, or the other way, or as another media type:
+            // installed clients write it the old way.
+            if parameter.contentType.map({ $0.lowercased() }) != previous.contentType.map({ $0.lowercased() }) {
+                add(
+                    "request-parameter-content-type-changed", .breaking, place, nil,
+                    "parameter \(name) is now written \(parameter.contentType.map { "as \($0)" } ?? "by its style"), not \(previous.contentType.map { "as \($0)" } ?? "by its style"): installed clients write it the old way",
+                    origin: origin(of: parameter))
+            }
             // How the value is written on the wire (`style`, `explode`): installed clients write it the old way.
             // It matters for arrays and objects anywhere, and for any value in the path (label and matrix add
             // prefixes); a primitive in the query or a header is written the same in every style.
@@ -490,6 +498,14 @@ struct Collector {
                     try use(
                         oldSchema, newSchema, responsePlace, direction: .response, role: .responseBody,
                         subject: "the response body")
+                } else if let oldSchema = oldMedia.schema, newMedia.schema == nil,
+                    !Self.admitsAnything(oldSchema.value)
+                {
+                    // No schema: any body may now come where old clients decode one shape (found in an outside
+                    // audit: a schema on one side only was not compared).
+                    add(
+                        "response-media-type-schema-removed", .breaking, responsePlace, nil,
+                        "the response body (\(oldMedia.name)) may now be anything: its schema is gone")
                 }
             }
         }
@@ -616,10 +632,17 @@ struct Collector {
             let schema = resolved.value
             // A part in another file is located in it: its origin and its members' `$ref`s are read there.
             let location = resolved.location.isEmpty ? enclosing : resolved.location
-            for (name, member) in objectMembers(schema["properties"]) where properties[name] == nil {
-                properties[name] = member
-                if let location { origins[name] = location }
-                if resolved.file != root { files[name] = resolved.file }
+            for (name, member) in objectMembers(schema["properties"]) {
+                guard let existing = properties[name] else {
+                    properties[name] = member
+                    if let location { origins[name] = location }
+                    if resolved.file != root { files[name] = resolved.file }
+                    continue
+                }
+                // Defined again by another part: a value must meet both (found in an outside audit: a part that
+                // only constrained a member — `maxLength: 5` — was not seen). Keywords the first definition
+                // lacks are added; of two numeric bounds the tighter holds.
+                properties[name] = Self.conjunction(existing, member)
             }
             if case .array(let list) = schema["required"] ?? .null {
                 required.formUnion(list.compactMap { $0.stringValue })
@@ -629,6 +652,25 @@ struct Collector {
                 schema, in: resolved.file, of: document, into: &properties, required: &required, types: &types,
                 parts: &origins, files: &files, root: root, merged: &merged, part: location, depth: depth + 1)
         }
+    }
+
+    /// `first` with what `second` adds to it, for a member two `allOf` parts define: keywords `first` lacks,
+    /// and the tighter of two numeric bounds. (Two schemas that are not objects: `first`.)
+    static func conjunction(_ first: JSONValue, _ second: JSONValue) -> JSONValue {
+        guard case .object(var merged) = first, case .object(let more) = second else { return first }
+        for (keyword, value) in more {
+            guard let present = merged[keyword] else {
+                merged[keyword] = value
+                continue
+            }
+            guard case .number(let a) = present, case .number(let b) = value else { continue }
+            if ["maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"].contains(keyword) {
+                merged[keyword] = b.double < a.double ? value : present
+            } else if ["minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"].contains(keyword) {
+                merged[keyword] = b.double > a.double ? value : present
+            }
+        }
+        return .object(merged)
     }
 
     /// Whether a member's schema says `keyword: true` (`readOnly`, `writeOnly`): on itself, through `$ref`s, or

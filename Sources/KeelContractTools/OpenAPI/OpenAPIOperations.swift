@@ -53,6 +53,9 @@ extension OpenAPIDocument {
         public var style: String? = nil
         /// `explode` as written (nil when the description gives none).
         public var explode: Bool? = nil
+        /// The media type its value is written in, when the description gives `content` instead of `schema`
+        /// (``schema`` is then that media type's); nil for a value written by `style`.
+        public var contentType: String? = nil
 
         /// How the value is written on the wire: `style`, or its default for the location (`form` in the
         /// query and cookies, `simple` in the path and headers).
@@ -221,15 +224,14 @@ extension OpenAPIDocument {
             guard let name = resolved.value["name"]?.stringValue, let raw = resolved.value["in"]?.stringValue,
                 let place = ParameterLocation(rawValue: raw)
             else { continue }
-            let schema = resolved.value["schema"].map {
-                SchemaSource(value: $0, file: resolved.file, location: entryLocation + "/schema")
-            }
+            let (schema, contentType) = Self.valueSchema(resolved.value, file: resolved.file, location: entryLocation)
             var explode: Bool?
             if case .bool(let value) = resolved.value["explode"] ?? .null { explode = value }
             result.append(
                 Parameter(
                     name: name, location: place, required: place == .path || resolved.value["required"] == .bool(true),
-                    schema: schema, style: resolved.value["style"]?.stringValue, explode: explode))
+                    schema: schema, style: resolved.value["style"]?.stringValue, explode: explode,
+                    contentType: contentType))
         }
         return result
     }
@@ -244,11 +246,29 @@ extension OpenAPIDocument {
             result.append(
                 Header(
                     name: name, required: resolved.value["required"] == .bool(true),
-                    schema: resolved.value["schema"].map {
-                        SchemaSource(value: $0, file: resolved.file, location: entryLocation + "/schema")
-                    }))
+                    schema: Self.valueSchema(resolved.value, file: resolved.file, location: entryLocation).schema))
         }
         return result
+    }
+
+    /// The schema of a parameter's or header's value: its `schema`, or, for one given by `content` (a map of
+    /// exactly one media type), that media type's schema and the media type's name. (Found in an outside
+    /// audit: `content` was not read, so nothing about such a value was ever compared.)
+    static func valueSchema(_ value: JSONValue, file: URL, location: String) -> (
+        schema: SchemaSource?, contentType: String?
+    ) {
+        if let schema = value["schema"] {
+            return (SchemaSource(value: schema, file: file, location: location + "/schema"), nil)
+        }
+        guard case .object(let content) = value["content"] ?? .null, let type = content.keys.first,
+            let media = content[type]
+        else { return (nil, nil) }
+        let schema = media["schema"].map {
+            SchemaSource(
+                value: $0, file: file,
+                location: location + "/content/" + JSONPointer.escape(type) + "/schema")
+        }
+        return (schema, type)
     }
 
     private func mediaTypes(_ value: JSONValue?, file: URL, location: String) -> [MediaType] {
