@@ -25,13 +25,18 @@ import Testing
     }
 
     @Test func referenceCyclesTerminate() throws {
-        // A cycle that consumes no instance depth never decides; it must end with an error, not hang.
+        // A cycle that consumes no instance depth never decides; it must end undecided, not hang.
         let loop = try JSONSchema([
             "$defs": ["a": ["$ref": "#/$defs/b"], "b": ["$ref": "#/$defs/a"]], "$ref": "#/$defs/a",
         ])
         let result = loop.validate(1)
         #expect(!result.isValid)
-        #expect(result.errors.contains { $0.message.contains("circular reference") })
+        #expect(result.undecided?.contains("circular reference") == true)
+        // Found in an outside audit: the cycle failed as "invalid", so a `not` around it read as valid and the
+        // schema accepted every instance. No answer holds, under a `not` too.
+        let negated = try JSONSchema(["$defs": ["a": ["$ref": "#/$defs/a"]], "not": ["$ref": "#/$defs/a"]])
+        let negatedResult = negated.validate(1)
+        #expect(!negatedResult.isValid && negatedResult.undecided?.contains("circular reference") == true)
         // A recursive schema that walks down the instance is fine.
         let tree = try JSONSchema([
             "type": "object",
@@ -61,6 +66,22 @@ import Testing
         #expect(schema.validate("a@example.com", options: ValidationOptions(formatAssertion: true)).isValid)
         // formats apply to strings
         #expect(schema.validate(42, options: ValidationOptions(formatAssertion: true)).isValid)
+    }
+
+    /// Found in an outside audit: OpenAPI's `int32` and `int64` were not checked when formats are asserted,
+    /// so a payload that passed held a member its generated `Int32` could not decode.
+    @Test func integerFormatsAreCheckedWhenAsserted() throws {
+        let asserted = ValidationOptions(formatAssertion: true)
+        let int32 = try JSONSchema(["type": "integer", "format": "int32"])
+        #expect(int32.validate(.number(JSONNumber(Int64(Int32.max))), options: asserted).isValid)
+        #expect(!int32.validate(.number(JSONNumber(Int64(Int32.max) + 1)), options: asserted).isValid)
+        #expect(!int32.validate(.number(JSONNumber(Int64(Int32.min) - 1)), options: asserted).isValid)
+        #expect(int32.validate(.number(JSONNumber(Int64(Int32.max) + 1))).isValid)  // an annotation otherwise
+        let int64 = try JSONSchema(["format": "int64"])
+        #expect(int64.validate(.number(JSONNumber(Int64.max)), options: asserted).isValid)
+        #expect(!int64.validate(.number(JSONNumber(literal: "9223372036854775808")!), options: asserted).isValid)
+        #expect(!int64.validate(.number(JSONNumber(literal: "1.5")!), options: asserted).isValid)
+        #expect(int64.validate("text", options: asserted).isValid)  // says nothing of strings
     }
 
     @Test func openAPINullableIsOptIn() throws {
