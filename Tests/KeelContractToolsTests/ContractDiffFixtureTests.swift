@@ -806,6 +806,35 @@ import Testing
                     "oauth: {type: apiKey, in: header, name: X-Key}"
                 )
             ], version: "2.0.0", expected: ["api-security-scheme-changed"], baseEdits: Self.oauthAdded),
+        // Found in an outside audit: a scheme renamed with the same definition was reported as new security,
+        // and OAuth flows were not compared.
+        Fixture(
+            name: "security scheme renamed, same definition",
+            edits: [
+                ("security: [{oauth: [read]}]", "security: [{auth: [read]}]"),
+                ("    oauth: {type: oauth2", "    auth: {type: oauth2"),
+            ],
+            version: "1.0.0", expected: [], baseEdits: Self.oauthAdded),
+        Fixture(
+            name: "OAuth flow replaced",
+            edits: [
+                (
+                    "flows: {clientCredentials: {tokenUrl: 'https://auth.example/token',",
+                    "flows: {authorizationCode: {authorizationUrl: 'https://auth.example/authorize', tokenUrl: 'https://auth.example/token',"
+                )
+            ], version: "2.0.0", expected: ["api-security-scheme-changed"], baseEdits: Self.oauthAdded),
+        Fixture(
+            name: "OAuth token URL moved",
+            edits: [("tokenUrl: 'https://auth.example/token'", "tokenUrl: 'https://login.example/token'")],
+            version: "2.0.0", expected: ["api-security-scheme-changed"], baseEdits: Self.oauthAdded),
+        Fixture(
+            name: "OAuth flow added beside the old one is no change",
+            edits: [
+                (
+                    "flows: {clientCredentials:",
+                    "flows: {implicit: {authorizationUrl: 'https://auth.example/authorize', scopes: {read: r}}, clientCredentials:"
+                )
+            ], version: "1.0.0", expected: [], baseEdits: Self.oauthAdded),
         // Found in an outside audit: response header fields were not compared at all.
         Fixture(
             name: "required response header removed",

@@ -181,13 +181,66 @@ struct Collector {
         for name in old.keys.sorted() {
             guard let oldScheme = old[name], let newScheme = new[name] else { continue }
             let (was, now) = (wire(oldScheme, in: base), wire(newScheme, in: revision))
-            guard was != now else { continue }
-            func text(_ parts: [String]) -> String { parts.filter { !$0.isEmpty }.joined(separator: " ") }
-            add(
-                "api-security-scheme-changed", .breaking, Place(), nil,
-                "security scheme \(name) changed from \(text(was)) to \(text(now)): what installed clients send is not what the server reads"
-            )
+            guard was == now else {
+                func text(_ parts: [String]) -> String { parts.filter { !$0.isEmpty }.joined(separator: " ") }
+                add(
+                    "api-security-scheme-changed", .breaking, Place(), nil,
+                    "security scheme \(name) changed from \(text(was)) to \(text(now)): what installed clients send is not what the server reads"
+                )
+                continue
+            }
+            // How installed clients get their credential: each OAuth flow they may use, and where its tokens
+            // come from, or the OpenID Connect discovery document (found in an outside audit: not compared).
+            let oldResolved = (try? base.resolve(oldScheme))?.value ?? oldScheme
+            let newResolved = (try? revision.resolve(newScheme))?.value ?? newScheme
+            if let oldURL = oldResolved["openIdConnectUrl"]?.stringValue,
+                newResolved["openIdConnectUrl"]?.stringValue != oldURL
+            {
+                add(
+                    "api-security-scheme-changed", .breaking, Place(), nil,
+                    "security scheme \(name) now discovers OpenID Connect elsewhere than \(oldURL): installed clients ask the old one"
+                )
+            }
+            let oldFlows = objectMembers(oldResolved["flows"])
+            let newFlows = objectMembers(newResolved["flows"])
+            for flow in oldFlows.keys.sorted() {
+                guard let newFlow = newFlows[flow] else {
+                    add(
+                        "api-security-scheme-changed", .breaking, Place(), nil,
+                        "security scheme \(name) no longer offers the OAuth \(flow) flow: installed clients that use it get no token"
+                    )
+                    continue
+                }
+                for endpoint in ["authorizationUrl", "tokenUrl"] {
+                    let before = oldFlows[flow]?[endpoint]?.stringValue
+                    guard let before, newFlow[endpoint]?.stringValue != before else { continue }
+                    add(
+                        "api-security-scheme-changed", .breaking, Place(), nil,
+                        "security scheme \(name)'s OAuth \(flow) flow moved its \(endpoint) from \(before): installed clients ask the old one"
+                    )
+                }
+            }
         }
+    }
+
+    /// Security schemes the revision renamed: a name only the revision has, whose definition (but for its
+    /// description) is that of exactly one name only the base has, mapped to that name.
+    func securitySchemeRenames() -> [String: String] {
+        let old = objectMembers(base.root["components"]?["securitySchemes"])
+        let new = objectMembers(revision.root["components"]?["securitySchemes"])
+        func definition(_ value: JSONValue, in document: OpenAPIDocument) -> JSONValue {
+            guard case .object(var members) = (try? document.resolve(value))?.value ?? value else { return value }
+            members["description"] = nil
+            return .object(members)
+        }
+        let gone = old.keys.filter { new[$0] == nil }.map { ($0, definition(old[$0]!, in: base)) }
+        var renames: [String: String] = [:]
+        for name in new.keys where old[name] == nil {
+            let defined = definition(new[name]!, in: revision)
+            let matches = gone.filter { $0.1 == defined }
+            if matches.count == 1 { renames[name] = matches[0].0 }
+        }
+        return renames
     }
 
     mutating func compareVersions() {
@@ -516,7 +569,10 @@ struct Collector {
             guard let security, !security.isEmpty else { return [[]] }
             return security.map(Set.init)
         }
-        let newAlternatives = alternatives(new.security)
+        // A scheme renamed with its definition unchanged is the same credential on the wire (found in an outside
+        // audit: `bearer` renamed `bearerAuth` was reported as new security).
+        let renamed = securitySchemeRenames()
+        let newAlternatives = alternatives(new.security).map { Set($0.map { renamed[$0] ?? $0 }) }
         for sent in alternatives(old.security) where !newAlternatives.contains(where: { $0.isSubset(of: sent) }) {
             let required = newAlternatives.map {
                 $0.isEmpty ? "anonymous access" : $0.sorted().joined(separator: " + ")
