@@ -1006,6 +1006,43 @@ import Testing
 
     /// A schema in another file whose own `$ref`s are relative to that file: followed from there, on both
     /// sides (they used to be resolved against the root description and reported as dangling).
+    /// Found in an outside audit: in 3.1, keywords beside a `$ref` to another file were dropped — a `maxLength`
+    /// or `enum` added there passed the gate. Plain keywords join the target; siblings with `$ref`s of their
+    /// own still cannot (their location is this file's).
+    @Test func keywordsBesideAReferenceToAnotherFileAreCompared() throws {
+        let directory = try TemporaryDirectory(prefix: "keel-diff-siblings")
+        for (side, mood) in [
+            ("base", "{$ref: 'ext/common.yaml#/Mood'}"), ("revision", "{$ref: 'ext/common.yaml#/Mood', maxLength: 5}"),
+        ] {
+            try FileManager.default.createDirectory(at: directory.url("\(side)/ext"), withIntermediateDirectories: true)
+            try Data(
+                """
+                openapi: 3.1.0
+                info: {title: Notes, version: 2.0.0}
+                paths:
+                  /notes:
+                    put:
+                      requestBody:
+                        content:
+                          application/json:
+                            schema: {type: object, properties: {mood: \(mood)}}
+                      responses:
+                        '200': {description: ok}
+                """.utf8
+            ).write(to: directory.url("\(side)/api.yaml"))
+            try Data("Mood: {type: string}\n".utf8).write(to: directory.url("\(side)/ext/common.yaml"))
+        }
+        let documents = try OpenAPIDocument.load(from: [
+            directory.url("base/api.yaml"), directory.url("revision/api.yaml"),
+        ])
+        let changes = try ContractDiff(base: documents[0], revision: documents[1]).changes()
+        #expect(
+            changes.map(\.rule) == [
+                "breaking-changes-without-major-version-bump", "request-property-max-length-added",
+            ],
+            "\(changes)")
+    }
+
     @Test func referencesInsideAnotherFileAreFollowedFromThatFile() throws {
         let directory = try TemporaryDirectory(prefix: "keel-diff-files")
         for (side, tagType) in [("base", "string"), ("revision", "integer")] {

@@ -354,8 +354,13 @@ extension Collector {
             schema.keys.contains(where: constrains)
         else { return resolved }
         let siblings = schema.filter { key, _ in constrains(key) }
-        // A target in another file would read the siblings' `$ref`s in the wrong file: compared as before.
-        guard !siblings.isEmpty, resolved.file == file, case .object(var merged) = resolved.value else {
+        // A target in another file is read in its file: siblings with `$ref`s of their own (which this file's
+        // location resolves) cannot join it, and are compared as before; plain keywords (`maxLength`, an `enum`)
+        // can (found in an outside audit: beside a reference to another file they were not seen).
+        guard !siblings.isEmpty,
+            resolved.file == file || !Self.containsReference(.object(JSONObject(siblings.map { ($0.key, $0.value) }))),
+            case .object(var merged) = resolved.value
+        else {
             return resolved
         }
         // Both apply, so where both say something the stricter holds: an `enum` is what both admit, a bound the
@@ -388,7 +393,20 @@ extension Collector {
                 break  // the target's
             }
         }
-        return (.object(merged), file, "")
+        return (.object(merged), resolved.file, "")
+    }
+
+    /// Whether `value` holds a `$ref` or `$dynamicRef` anywhere.
+    static func containsReference(_ value: JSONValue, depth: Int = 0) -> Bool {
+        guard depth < 64 else { return true }
+        switch value {
+        case .object(let members):
+            return members.contains { key, member in
+                key == "$ref" || key == "$dynamicRef" || containsReference(member, depth: depth + 1)
+            }
+        case .array(let elements): return elements.contains { containsReference($0, depth: depth + 1) }
+        default: return false
+        }
     }
 
     /// `allOf` with a single part and nothing beside it but annotations (`description`, `nullable`, `title`,
