@@ -806,6 +806,30 @@ import Testing
                     "oauth: {type: apiKey, in: header, name: X-Key}"
                 )
             ], version: "2.0.0", expected: ["api-security-scheme-changed"], baseEdits: Self.oauthAdded),
+        Fixture(
+            name: "request property not added",
+            edits: [
+                (
+                    "title: {type: string, maxLength: 200, pattern: '^.+$'}",
+                    "title: {type: string, maxLength: 200, pattern: '^.+$', not: {const: x}}"
+                )
+            ],
+            version: "2.0.0", expected: ["request-property-not-added"]),
+        Fixture(
+            name: "response tuple element type changed",
+            edits: [
+                (
+                    "tags: {type: array, prefixItems: [{type: string}]}",
+                    "tags: {type: array, prefixItems: [{type: integer}]}"
+                )
+            ],
+            version: "2.0.0", expected: ["response-property-type-changed"],
+            baseEdits: [
+                (
+                    "        tags: {type: array, items: {type: string}}\n",
+                    "        tags: {type: array, prefixItems: [{type: string}]}\n"
+                )
+            ]),
         // Found in an outside audit: a scheme renamed with the same definition was reported as new security,
         // and OAuth flows were not compared.
         Fixture(
@@ -943,7 +967,7 @@ import Testing
             "request-parameter-style-changed", "request-parameter-explode-changed", "api-security-scope-added",
             "api-security-scheme-changed", "response-property-became-write-only",
             "request-body-additional-properties-narrowed", "response-media-type-schema-removed",
-            "request-parameter-content-type-changed",
+            "request-parameter-content-type-changed", "request-property-not-added",
         ] {
             table[rule] = .breaking
         }

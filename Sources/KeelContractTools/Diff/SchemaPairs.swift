@@ -730,6 +730,7 @@ extension Collector {
         if let oldItems = a.items, let newItems = b.items {
             try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)
         }
+        try comparePrefixItems(a, old, b, new, pointer: pointer, origin: here, &walk)
     }
 
     /// Whether `schema` admits every value: `true` or `{}`.
@@ -755,6 +756,22 @@ extension Collector {
     /// double): the widenings a client never notices.
     static func formatIncludes(_ wide: String, _ narrow: String) -> Bool {
         (wide == "int64" && narrow == "int32") || (wide == "double" && narrow == "float")
+    }
+
+    /// A tuple's elements (`prefixItems`), each compared with the one in its place (found in an outside audit:
+    /// never compared).
+    private mutating func comparePrefixItems(
+        _ a: Shape, _ old: Resolved, _ b: Shape, _ new: Resolved, pointer: String, origin here: OriginBase?,
+        _ walk: inout Walk
+    ) throws(ContractLoadError) {
+        guard case .array(let oldElements)? = a.value["prefixItems"],
+            case .array(let newElements)? = b.value["prefixItems"]
+        else { return }
+        for index in 0..<min(oldElements.count, newElements.count) {
+            try child(
+                oldElements[index], old.file, newElements[index], new.file,
+                pointer: pointer + "/prefixItems/\(index)", origin: here, &walk)
+        }
     }
 
     /// `additionalProperties` schemas on both sides: compared as a member (in the pair's direction).
@@ -930,6 +947,13 @@ extension Collector {
                     origin: here)
             }
         }
+        // A `not` added or changed: values the server accepted may now be refused (found in an outside audit:
+        // never compared). Whether a changed one refuses more is not worked out: someone looks.
+        if let newNot = b.value["not"], a.value["not"] != newNot {
+            walk.add(
+                "\(prefix)-not-\(a.value["not"] == nil ? "added" : "changed")", .breaking, pointer,
+                .afterSubject(" now refuses the values its `not` describes"), origin: here)
+        }
         // Members the schema does not name: refused now where they were accepted.
         if b.value["additionalProperties"] == .bool(false), a.value["additionalProperties"] != .bool(false),
             b.types.isEmpty || b.types.contains("object")
@@ -1014,5 +1038,6 @@ extension Collector {
         if let oldItems = a.items, let newItems = b.items {
             try child(oldItems, old.file, newItems, new.file, pointer: pointer + "/items", origin: here, &walk)
         }
+        try comparePrefixItems(a, old, b, new, pointer: pointer, origin: here, &walk)
     }
 }
