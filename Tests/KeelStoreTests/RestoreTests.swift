@@ -393,6 +393,21 @@ import Testing
         #expect(report.isFreshInstall && !report.needsRecovery)
     }
 
+    /// Found in an outside audit: a path that could not be looked at (a data directory this process may not
+    /// enter) read as "nothing there", so two accounts' vaults were a fresh install. Permissions do not hold
+    /// for root (the tests' user), so the case here is another a path cannot be looked at through: a symlink
+    /// loop on the way. Either is an error, never an answer about the data.
+    @Test func aDataDirectoryThatCannotBeLookedAtIsAnErrorNeverAFreshInstall() async throws {
+        try await fillAlice()
+        let loop = fixture.root.url("loop").path
+        try FileManager.default.createSymbolicLink(atPath: loop, withDestinationPath: loop)
+        let unreachable = URL(fileURLWithPath: loop + "/data")
+        let error = #expect(throws: VaultError.self) {
+            try RestoreInspector(dataDirectory: unreachable, keyStore: fixture.keyStore).inspect()
+        }
+        #expect(error?.code == .ioError && error?.message.contains("cannot be read") == true)
+    }
+
     @Test func damagedAndMissingFilesAreReportedAndNothingIsChanged() async throws {
         try await fillAlice()
         let vaultDirectory = fixture.data.appendingPathComponent("vaults/" + VaultNamespace(alice).rawValue)

@@ -217,10 +217,12 @@ package enum DurableFiles {
         throw Failure(operation: "remove", path: path, errno: errno)
     }
 
-    /// What is at `path` (not following a final symlink), or nil when nothing is.
+    /// What is at `path` (not following a final symlink), or nil when nothing is. `.unreadable` when it
+    /// cannot be told (a directory on the way that this process may not enter): never "nothing", which a
+    /// caller would take for a fresh install (found in an outside audit).
     static func kind(_ path: String) -> FileKind? {
         var status = stat()
-        guard lstat(path, &status) == 0 else { return nil }
+        guard lstat(path, &status) == 0 else { return errno == ENOENT || errno == ENOTDIR ? nil : .unreadable }
         switch status.st_mode & S_IFMT {
         case S_IFDIR: return .directory
         case S_IFREG: return .file
@@ -229,7 +231,7 @@ package enum DurableFiles {
         }
     }
 
-    enum FileKind { case directory, file, symlink, other }
+    enum FileKind { case directory, file, symlink, other, unreadable }
 
     /// `path`, or where it leads when it is a symlink to a directory. For the data directory an app or a
     /// person names, which may be a link (macOS's `/tmp` is one); nothing inside it is followed.

@@ -46,11 +46,16 @@ public struct RestoreInspector: Sendable {
         for directory in [data, root] {
             switch DurableFiles.kind(directory) {
             case nil, .directory: continue
+            case .unreadable?: throw Self.cannotRead(directory)
             default:
                 throw VaultError(code: .damaged, message: "\(directory) is not a directory; nothing was changed")
             }
         }
         let names = try VaultFiles.namespaces(under: root)
+        // A vault directory this process may not enter says nothing of its data: never "damaged".
+        if let closed = names.first(where: { DurableFiles.kind(root + "/" + $0.rawValue) == .unreadable }) {
+            throw Self.cannotRead(root + "/" + closed.rawValue)
+        }
         var keys: [String: Set<KeyID>] = [:]
         if let listing = try? keyStore.listKeys() {
             for key in listing { keys[key.namespace, default: []].insert(key.id) }
@@ -162,6 +167,12 @@ public struct RestoreInspector: Sendable {
             namespace: namespace, state: ordered.first ?? .normal, conditions: ordered, datasets: datasets,
             recovery: Self.recovery(for: Set(ordered), datasets: datasets),
             permissionsToRequest: permissionsToRequest, pendingMigrations: pendingMigrations)
+    }
+
+    /// A path this process may not read (permissions): an error, never a finding about the data.
+    static func cannotRead(_ path: String) -> VaultError {
+        VaultError(
+            code: .ioError, message: "\(path) cannot be read (check its permissions); nothing was changed")
     }
 
     /// Why `entry`'s data cannot be read, or nil when it can.

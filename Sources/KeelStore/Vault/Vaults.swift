@@ -231,6 +231,10 @@ public actor Vaults {
         switch DurableFiles.kind(directory) {
         case .directory: break
         case nil: break
+        case .unreadable?:
+            throw VaultError(
+                code: .ioError, namespace: namespace.rawValue,
+                message: "\(directory) cannot be read (check its permissions); nothing was changed")
         default:
             throw VaultError(
                 code: .damaged, namespace: namespace.rawValue,

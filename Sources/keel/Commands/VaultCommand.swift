@@ -61,6 +61,11 @@ enum VaultCommand {
             guard (try? FileManager.default.contentsOfDirectory(atPath: path)) != nil else {
                 return fail("\(option) \(path): the directory cannot be listed (check its permissions)")
             }
+            // Listed but not entered (read without search permission): what is inside cannot be read either, and
+            // would look absent — a fresh install (found in an outside audit).
+            guard access(path, R_OK | X_OK) == 0 else {
+                return fail("\(option) \(path): the directory cannot be entered (check its permissions)")
+            }
         }
         var inventory: Inventory?
         if let path = arguments.value("inventory") {
