@@ -511,6 +511,36 @@ import Testing
             #expect(Self.dataset(state, "notes")?.readable == false)
             #expect(Self.snapshot(copy.data) == before)
         }
+        // Found in an outside audit: 4 KiB of zeros beside it passed for a write-ahead log holding the missing
+        // pages. A log is one whose header says so.
+        let zeroLog = try newDevice("cut-zero-log") { try FileManager.default.copyItem(at: fixture.data, to: $0) }
+        let handle = try FileHandle(forWritingTo: zeroLog.data.appendingPathComponent(name))
+        try handle.truncate(atOffset: 4096)
+        try handle.close()
+        try Data(count: 4096).write(to: zeroLog.data.appendingPathComponent(name + "-wal"))
+        let before = Self.snapshot(zeroLog.data)
+        #expect(try inspect(zeroLog.data, fixture.keyStore).state == .damaged)
+        #expect(Self.snapshot(zeroLog.data) == before)
+    }
+
+    /// Found in an outside audit: a database whose records table is gone (its write-ahead log lost, or an older
+    /// copy restored) was `normal`, though the manifest knows the table was committed and the vault then reads
+    /// the dataset as damaged. The inspector looks (read-only, nothing created beside the file).
+    @Test func aCommittedRecordsTableThatIsGoneIsDamaged() async throws {
+        try await fillAlice()
+        let name = "vaults/" + VaultNamespace(alice).rawValue + "/include.sqlite"
+        let file = fixture.data.appendingPathComponent(name).path
+        let raw = try DatabasePool(path: file)
+        try await raw.writeWithoutTransaction { db in try db.execute(#"DROP TABLE "records.notes""#) }
+        await raw.close()
+        try? FileManager.default.removeItem(atPath: file + "-wal")
+        try? FileManager.default.removeItem(atPath: file + "-shm")
+        let before = Self.snapshot(fixture.data)
+        let state = try inspect(fixture.data, fixture.keyStore)
+        #expect(state.state == .damaged)
+        #expect(Self.dataset(state, "notes")?.reason == .damaged)
+        #expect(Self.dataset(state, "drafts")?.readable == true)  // its table is there
+        #expect(Self.snapshot(fixture.data) == before)
     }
 
     @Test func aDataDirectoryThatIsASymlinkIsInspectedAndOpenedLikeTheDirectory() async throws {

@@ -1,3 +1,4 @@
+import CSQLite
 public import Foundation
 import KeelCore
 import KeelCrypto
@@ -15,7 +16,8 @@ import KeelCrypto
 ///
 /// It only reads: no file, key or database is created, changed or deleted (not even SQLite's `-shm`), so
 /// it is safe on a support copy of a device's data and in `keel vault inspect`. It reads manifests, key
-/// store entries and the first bytes of database files; it does not decrypt records.
+/// store entries, the first bytes of database files and, where no write-ahead log lies beside one, its list of
+/// tables (opened immutable: SQLite creates nothing); it does not decrypt records.
 public struct RestoreInspector: Sendable {
     /// The data directory (`vaults/` below it).
     public let dataDirectory: URL
@@ -188,6 +190,14 @@ public struct RestoreInspector: Sendable {
                 // An empty file is a database SQLite never wrote to: the records are not there.
                 if head.isEmpty { return .missing }
                 if !Self.isWholeDatabase(file, head: head) { return .damaged }
+                // A records table the manifest knows was committed, gone from a database with no write-ahead
+                // log that could hold it (restored from an older copy, or its WAL lost): what the vault reads
+                // as damaged, never as empty (found in an outside audit: reported `normal`).
+                if entry.recordsCommitted == true, !Self.holdsLog(file),
+                    Self.lacksTable(VaultFiles.table(name), in: file)
+                {
+                    return .damaged
+                }
             default: return .damaged
             }
         }
@@ -254,8 +264,43 @@ public struct RestoreInspector: Sendable {
         // The header's page count is valid only when its "version valid for" equals the change counter.
         let pages = integer(at: 28, bytes: 4)
         guard pages > 0, integer(at: 92, bytes: 4) == integer(at: 24, bytes: 4) else { return true }
-        if let log = DurableFiles.size(file + "-wal"), log > 32 { return true }
+        if holdsLog(file) { return true }
         return length >= pages * pageSize
+    }
+
+    /// Whether a write-ahead log beside `file` may hold pages: longer than its 32-byte header, and the header
+    /// starts with a WAL's magic number (found in an outside audit: 4 KiB of zeros passed for a log, and a
+    /// database cut short beside it for whole).
+    static func holdsLog(_ file: String) -> Bool {
+        guard let length = DurableFiles.size(file + "-wal"), length > 32,
+            let head = try? DurableFiles.head(file + "-wal", count: 4), head.count == 4
+        else { return false }
+        return head == [0x37, 0x7F, 0x06, 0x82] || head == [0x37, 0x7F, 0x06, 0x83]
+    }
+
+    /// Whether the database `file` (with no log beside it) provably has no table `table`. Opened immutable
+    /// and read-only, so SQLite creates nothing beside it (no `-shm`, no `-wal`) and writes nothing; a file
+    /// it cannot read says nothing (false): the header checks judge it.
+    static func lacksTable(_ table: String, in file: String) -> Bool {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#%")
+        guard let path = file.addingPercentEncoding(withAllowedCharacters: allowed) else { return false }
+        var handle: OpaquePointer?
+        defer { sqlite3_close_v2(handle) }
+        guard
+            sqlite3_open_v2("file:" + path + "?immutable=1", &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nil)
+                == SQLITE_OK, let handle
+        else { return false }
+        var statement: OpaquePointer?
+        defer { sqlite3_finalize(statement) }
+        guard
+            sqlite3_prepare_v2(
+                handle, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", -1, &statement, nil)
+                == SQLITE_OK
+        else { return false }
+        sqlite3_bind_text(statement, 1, table, -1, keel_sqlite3_transient())
+        guard sqlite3_step(statement) == SQLITE_ROW else { return false }
+        return sqlite3_column_int64(statement, 0) == 0
     }
 
     /// The recovery paths of `conditions`, in the order an app should offer them.
