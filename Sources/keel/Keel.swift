@@ -161,17 +161,24 @@ func forEachStandardInputLineBytes(_ body: (ArraySlice<UInt8>) -> Bool) -> Int32
     var pending: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     var failure: Int32?
+    // Only the bytes a read added are searched for a line end, and the lines taken are removed once per read
+    // (found in an outside audit: rescanning a long line's bytes after every 4 KiB took 177 s for 8 MiB).
+    var searched = 0
     while true {
         let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
         if count < 0 && errno == EINTR { continue }
         if count < 0 { failure = errno }
         guard count > 0 else { break }
         pending.append(contentsOf: buffer[..<count])
-        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-            let line = lineBytes(pending[..<newline])
-            pending.removeSubrange(...newline)
+        var start = 0
+        while let newline = pending[searched...].firstIndex(of: UInt8(ascii: "\n")) {
+            let line = lineBytes(pending[start..<newline])
+            start = newline + 1
+            searched = start
             if !body(line) { return nil }
         }
+        pending.removeFirst(start)
+        searched = pending.count
     }
     if !pending.isEmpty, !body(lineBytes(pending[...])) { return nil }
     return failure

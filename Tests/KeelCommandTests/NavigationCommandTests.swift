@@ -304,6 +304,46 @@ import Testing
             environment: ["TMPDIR": directory.url("not-a-directory").path])
         #expect(try await noTemporary.waitForExit() == .exited(2))
         #expect(noTemporary.output(of: .standardError).contains("set TMPDIR"))
+        // Found in an outside audit: a TMPDIR naming nothing was created by the run.
+        let nowhere = directory.url("nowhere").path
+        let absent = try ChildProcess.launch(
+            product: "keel", arguments: ["navigation", "simulate", Self.example, "--script", Self.example],
+            environment: ["TMPDIR": nowhere])
+        #expect(try await absent.waitForExit() == .exited(2))
+        #expect(!FileManager.default.fileExists(atPath: nowhere))
+    }
+
+    /// Found in an outside audit: a run stopped by SIGTERM or Ctrl-C left its directory (drafts, session)
+    /// behind, and a reader that went away (`| head -1`) killed it with SIGPIPE (exit 141), leaving it too.
+    @Test func aStoppedRunOrOneWhoseReaderLeftRemovesItsDirectory() async throws {
+        let temporary = directory.url("tmp")
+        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+        func runs() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: temporary.path).filter {
+                $0.hasPrefix("keel-navigation-")
+            }
+        }
+        let stopped = try ChildProcess.launch(
+            product: "keel", arguments: ["navigation", "simulate", Self.example],
+            environment: ["TMPDIR": temporary.path])
+        try stopped.writeLine("signin alice")
+        _ = try #require(try await stopped.nextLine(timeout: .seconds(30)))
+        #expect(try runs().count == 1)
+        stopped.kill(signal: SIGTERM)
+        #expect(try await stopped.waitForExit() == .exited(128 + SIGTERM))
+        #expect(try runs().isEmpty)
+        // The reader goes away after the first line; the run ends quietly, its directory removed.
+        let keel = ChildProcess.productsDirectory.appendingPathComponent("keel").path
+        let events = directory.url("events.txt")
+        try Data(String(repeating: "signin alice\nopen notes\nback systemBack\n", count: 2000).utf8).write(to: events)
+        let piped = try ChildProcess.launch(
+            executable: "/bin/sh",
+            arguments: [
+                "-c", #"TMPDIR="$3" "$0" navigation simulate "$1" < "$2" | head -1 > /dev/null"#,
+                keel, Self.example, events.path, temporary.path,
+            ])
+        #expect(try await piped.waitForExit() == .exited(0))
+        #expect(try runs().isEmpty)
     }
 
     /// Found in review: a parameter given twice was read as its last value, and a tab between words made

@@ -1,6 +1,7 @@
 import Foundation
 import KeelCore
 import KeelLifecycle
+import KeelTesting
 
 /// `keel navigation check`: prints an app's navigation contract for review and checks it in CI
 /// (MOB-PLAT-008).
@@ -151,15 +152,31 @@ enum NavigationCommand {
             }
             script = text
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        // The run's directory goes inside the temporary directory, which must be there: a TMPDIR naming
+        // nothing was created, as a side effect of this run (found in an outside audit).
+        let base = FileManager.default.temporaryDirectory
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: base.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return fail("cannot make the run's directory in \(base.path): set TMPDIR to a writable directory")
+        }
+        let directory = base.appendingPathComponent(
             "keel-navigation-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(at: directory) }
         let simulator: NavigationSimulator
         do { simulator = try NavigationSimulator(contract: contract, directory: directory) } catch {
             // (Foundation's own text here is "error 512", which helps nobody.)
-            let base = FileManager.default.temporaryDirectory.path
-            return fail("cannot make the run's directory in \(base): set TMPDIR to a writable directory")
+            return fail("cannot make the run's directory in \(base.path): set TMPDIR to a writable directory")
         }
+        // Stopped (Ctrl-C, SIGTERM), the run's directory goes with it: found in an outside audit, it was left
+        // behind, with the drafts and session of the run. A reader that goes away (`| head -1`) ends the run
+        // quietly: SIGPIPE had killed it (exit 141), leaving the directory too.
+        let signals = TerminationSignals { number in
+            try? FileManager.default.removeItem(at: directory)
+            exit(128 + number)
+        }
+        defer { signals.restore() }
+        signal(SIGPIPE, SIG_IGN)
+        defer { signal(SIGPIPE, SIG_DFL) }
         var number = 0
         var status: Int32 = 0
         /// Runs one event line and prints its object; false after a malformed line (nothing after it runs).
@@ -179,8 +196,8 @@ enum NavigationCommand {
                 status = fail("line \(number): \(error.description): \(trimmed)")
                 return false
             }
-            say(simulator.run(command, line: line).json)
-            return true
+            // A reader that went away takes no more lines: the run ends there.
+            return POSIX.writeAll(1, Array((simulator.run(command, line: line).json + "\n").utf8))
         }
         if let script {
             _ = [UInt8](script).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).lazy
