@@ -80,8 +80,13 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
     /// on. A placeholder's value must be; so must a query item's that becomes a route parameter
     /// (`Navigator`), while other query items (a tracking id, a return URL) are not the route's business.
     public static func isOneSegment(_ value: String) -> Bool {
+        // Controls are C0, DEL and C1 (U+0085 is a line break too), and the line and paragraph separators
+        // (found in an outside audit: U+0085 and U+2028 passed).
         !value.isEmpty && value != "." && value != ".."
-            && !value.unicodeScalars.contains(where: { $0 == "/" || $0.value < 0x20 || $0.value == 0x7F })
+            && !value.unicodeScalars.contains(where: {
+                $0 == "/" || $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028
+                    || $0.value == 0x2029
+            })
     }
 
     /// The parameters `url` carries when it matches, or nil when it does not match: the placeholders' values
@@ -112,13 +117,18 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
                 values[name] = value
             }
         }
+        var queried: [String: String] = [:]
         for pair in query.split(separator: "&") {
             let item = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard item.count == 2, let name = String(item[0]).removingPercentEncoding,
-                let value = String(item[1]).removingPercentEncoding, values[name] == nil
+                let value = String(item[1]).removingPercentEncoding
             else { continue }
-            values[name] = value
+            // A name given twice with two values says nothing certain (found in an outside audit: the first
+            // was taken, where `open` refuses a parameter given twice): the link does not match.
+            if let earlier = queried[name], earlier != value { return nil }
+            queried[name] = value
         }
+        for (name, value) in queried where values[name] == nil { values[name] = value }
         return values
     }
 }

@@ -55,6 +55,17 @@ public struct Navigator: Sendable {
         case .open(let route, let parameters): run.open(route, parameters)
         case .deepLink(let url, let mode, let id): run.deepLink(url, mode: mode, id: id)
         case .notification(let route, let parameters, let mode, let id):
+            // A notification's payload comes from outside, as a link does: its route parameters are held to
+            // the same (found in an outside audit: `noteID=../x` opened).
+            if let name = contract.route(route)?.parameters.first(where: {
+                parameters[$0].map { !DeepLinkPattern.isOneSegment($0) } ?? false
+            }) {
+                return NavigationResult(
+                    state: state, effects: [],
+                    error:
+                        "the notification's \(name) is not one segment (empty, a path, a dot segment or control characters)"
+                )
+            }
             run.enter(route, parameters, mode: mode, id: id)
         case .signIn(let account): run.signIn(account)
         case .signOut: run.signOut()

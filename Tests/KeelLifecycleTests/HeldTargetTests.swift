@@ -195,4 +195,40 @@ import Testing
         #expect(h.stack == ["home", "folder", "note"])
         #expect(h.state.top?.parameters == ["folderID": "work", "noteID": "7"])
     }
+
+    /// Found in an outside audit: C1 controls (U+0085, a line break) and the line separator U+2028 passed the
+    /// one-segment check; a parameter given twice in the query took its first value; and a notification's
+    /// parameters were not checked at all (`noteID=../x` opened).
+    @Test func lineBreaksOfEveryKindRepeatedQueryItemsAndNotificationsAreRefused() throws {
+        let routes = [
+            Route("home", access: .public, isRoot: true),
+            Route("folder", parent: "home", access: .public, parameters: ["folderID"]),
+            Route(
+                "note", parent: "folder", access: .public, parameters: ["folderID", "noteID"],
+                deepLink: "app://note/{noteID}"),
+        ]
+        for url in [
+            "app://note/a%C2%85b?folderID=f", "app://note/a%E2%80%A8b?folderID=f", "app://note/7?folderID=%C2%9B",
+        ] {
+            var h = try Harness(routes: routes)
+            let result = h.send(.deepLink(url: url, mode: .cold, id: nil))
+            #expect(result.error != nil && h.stack == ["home"], "\(url)")
+        }
+        var twice = try Harness(routes: routes)
+        let repeated = twice.send(.deepLink(url: "app://note/7?folderID=a&folderID=b", mode: .cold, id: nil))
+        #expect(repeated.error?.contains("no route's deep link matches") == true && twice.stack == ["home"])
+        var same = try Harness(routes: routes)
+        #expect(same.send(.deepLink(url: "app://note/7?folderID=a&folderID=a", mode: .cold, id: nil)).error == nil)
+        for value in ["../x", "a/b", "", "a\u{2028}b"] {
+            var h = try Harness(routes: routes)
+            let result = h.send(
+                .notification(route: "note", parameters: ["folderID": "f", "noteID": value], mode: .cold))
+            #expect(result.error?.contains("noteID is not one segment") == true && h.stack == ["home"], "\(value)")
+        }
+        var fine = try Harness(routes: routes)
+        #expect(
+            fine.send(.notification(route: "note", parameters: ["folderID": "f", "noteID": "7"], mode: .cold)).error
+                == nil)
+        #expect(fine.stack == ["home", "folder", "note"])
+    }
 }
