@@ -82,6 +82,28 @@ import Testing
         }
     }
 
+    /// Found in an outside audit: blanks made of line breaks passed as a name, a purpose or a cache's source;
+    /// a name no vault can store a dataset under (`my notes`, `a/b`) passed and was refused at first use; and
+    /// data kept "until an event" whose only event is retention expiry (which needs a duration) was sound,
+    /// though it is never deleted.
+    @Test func blankUnusableAndNeverDeletedDeclarationsAreRefused() {
+        func codes(_ change: (inout Dataset) -> Void) -> [InventoryProblem.Code] {
+            var dataset = Self.feed
+            change(&dataset)
+            return dataset.problems.map(\.code)
+        }
+        #expect(codes { $0.name = "\n" } == [.missingName])
+        #expect(codes { $0.purpose = "\r\n" } == [.missingPurpose])
+        #expect(codes { $0.role = .cache(rebuiltFrom: "\n") } == [.cacheWithoutSource])
+        for name in ["my notes", "a/b", "a\u{0}b", ".hidden", String(repeating: "x", count: 129)] {
+            #expect(codes { $0.name = name } == [.unusableName], "\(name.debugDescription)")
+        }
+        #expect(codes { $0.name = "feed-cache_v2.1" }.isEmpty)
+        var never = Self.notes
+        never.deletionTriggers = [.retentionExpiry]
+        #expect(never.problems.map(\.code).contains(.missingDeletionTrigger))
+    }
+
     @Test func accountBoundCredentialsAndSensitiveDataMustGoOnLogoutAndAccessRevocation() throws {
         func token(
             _ classification: Dataset.Classification, _ triggers: Set<Dataset.DeletionTrigger>, bound: Bool = true

@@ -129,8 +129,18 @@ public struct Dataset: Sendable, Hashable, Codable {
         func problem(_ code: InventoryProblem.Code, _ field: String, _ message: String) {
             problems.append(InventoryProblem(code: code, dataset: name, field: field, message: message))
         }
-        if name.trimmingCharacters(in: .whitespaces).isEmpty { problem(.missingName, "name", "a dataset needs a name") }
-        if purpose.trimmingCharacters(in: .whitespaces).isEmpty {
+        // Blank is blank with line breaks too (found in an outside audit: a name of "\n" passed).
+        if name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            problem(.missingName, "name", "a dataset needs a name")
+        } else if !VaultFiles.isSafeComponent(name) {
+            // What a vault can store it under (a file and table name): found in an outside audit, `my notes` or
+            // `a/b` passed the check, and every vault then refused the dataset at its first use.
+            problem(
+                .unusableName, "name",
+                "\(name.debugDescription) cannot name a dataset: 1 to 128 of A–Z, a–z, 0–9, '.', '_', '-', not starting with '.'"
+            )
+        }
+        if purpose.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             problem(.missingPurpose, "purpose", "a dataset needs a purpose")
         }
         if classification >= .sensitive, backup == .include {
@@ -160,6 +170,13 @@ public struct Dataset: Sendable, Hashable, Codable {
         if retention == .untilEvent, deletionTriggers.isEmpty {
             problem(
                 .missingDeletionTrigger, "deletionTriggers", "kept until an event, but no deletion trigger is declared")
+        } else if retention == .untilEvent, deletionTriggers == [.retentionExpiry] {
+            // Retention expiry needs a duration to expire by: with "until event" and no other event, the data is
+            // never deleted (found in an outside audit).
+            problem(
+                .missingDeletionTrigger, "deletionTriggers",
+                "kept until an event, but its only event is retention expiry, which needs a duration: it is never deleted"
+            )
         }
         if case .duration(let duration) = retention {
             if duration.components.seconds <= 0 {
@@ -172,7 +189,7 @@ public struct Dataset: Sendable, Hashable, Codable {
                     "a retention duration needs table storage with a timestamp column to sweep")
             }
         }
-        if case .cache(let source) = role, source.trimmingCharacters(in: .whitespaces).isEmpty {
+        if case .cache(let source) = role, source.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             problem(.cacheWithoutSource, "role", "a cache must say what rebuilds it")
         }
         return problems

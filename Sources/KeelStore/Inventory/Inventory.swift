@@ -173,6 +173,8 @@ extension ErrorCode where Domain == InventoryProblem {
     public static var tableDeclaredTwice: Self { Self("tableDeclaredTwice") }
     /// A dataset without a name.
     public static var missingName: Self { Self("missingName") }
+    /// A name a vault cannot store the dataset under (a file and table name: `A–Z a–z 0–9 . _ -`, 1 to 128).
+    public static var unusableName: Self { Self("unusableName") }
     /// A dataset without a purpose.
     public static var missingPurpose: Self { Self("missingPurpose") }
     /// Sensitive data or credentials in transferable backups.

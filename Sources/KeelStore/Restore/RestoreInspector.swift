@@ -193,7 +193,8 @@ public struct RestoreInspector: Sendable {
                 // A records table the manifest knows was committed, gone from a database with no write-ahead
                 // log that could hold it (restored from an older copy, or its WAL lost): what the vault reads
                 // as damaged, never as empty (found in an outside audit: reported `normal`).
-                if entry.recordsCommitted == true, !Self.holdsLog(file),
+                // (Not while it is being moved: the move drops the old table before it records where it went.)
+                if entry.recordsCommitted == true, entry.moving == nil, !Self.holdsLog(file),
                     Self.lacksTable(VaultFiles.table(name), in: file)
                 {
                     return .damaged
