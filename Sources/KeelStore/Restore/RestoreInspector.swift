@@ -104,14 +104,25 @@ public struct RestoreInspector: Sendable {
 
         var conditions: Set<RestoreState> = []
         var pendingMigrations: [String] = []
+        // What the schema says is wrong (found in an outside audit: a too-new schema gave no reason at all).
+        var schemaProblem: String?
         if let schema {
             switch schema.state(ofApplied: manifest.migrations ?? []) {
             case .upToDate: break
             case .pending(let names): pendingMigrations = names
             // A migration list this vault cannot follow: as for a newer schema, only another build of the app
             // can open it, and the data is kept.
-            case .tooNew, .inconsistent: conditions.insert(.schemaTooNew)
-            case .tooOld: conditions.insert(.schemaTooOld)
+            case .tooNew(let unknown):
+                conditions.insert(.schemaTooNew)
+                schemaProblem = "migrations this app does not know were applied: \(unknown.joined(separator: ", "))"
+            case .inconsistent(let outOfOrder):
+                conditions.insert(.schemaTooNew)
+                schemaProblem =
+                    "migrations were applied in another order than this app's: \(outOfOrder.joined(separator: ", "))"
+            case .tooOld(let missing):
+                conditions.insert(.schemaTooOld)
+                schemaProblem =
+                    "migrations this app no longer has are needed first: \(missing.joined(separator: ", "))"
             }
         }
 
@@ -168,7 +179,7 @@ public struct RestoreInspector: Sendable {
         return VaultInspection(
             namespace: namespace, state: ordered.first ?? .normal, conditions: ordered, datasets: datasets,
             recovery: Self.recovery(for: Set(ordered), datasets: datasets),
-            permissionsToRequest: permissionsToRequest, pendingMigrations: pendingMigrations)
+            permissionsToRequest: permissionsToRequest, pendingMigrations: pendingMigrations, problem: schemaProblem)
     }
 
     /// A path this process may not read (permissions): an error, never a finding about the data.
