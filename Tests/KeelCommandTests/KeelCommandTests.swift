@@ -200,9 +200,10 @@ import Testing
         (#"[{"status": 200, "status": 500}]"#, #"duplicate member "status""#),
         (#"{"status": 200}"#, "at top level expected Array"),
         (#"[{"status": "200"}]"#, "at [0].status expected"),
-        (#"[{"status": 200}, {"effect": "explode"}]"#, #"response [1]: unknown effect "explode""#),
+        // Found in an outside audit: the place named was the entry after the bad one ("at [2]: response [1]").
+        (#"[{"status": 200}, {"effect": "explode"}, {}]"#, #"at [1]: response [1]: unknown effect "explode""#),
         (#"[{"effect": "disconnectDuringResponseBody"}]"#, #"needs "afterBytes""#),
-        (#"[{"status": 42}]"#, "status 42 is not a three-digit code"),
+        (#"[{"status": 42}]"#, "at [0]: response [0]: status 42 is not a three-digit code"),
         // A misspelt member would answer the default (200) instead of the 503 the author wrote.
         (#"[{"stauts": 503}]"#, #"unknown member "stauts""#),
         (#"[{"throttle": {"bytes": 4, "periodMS": 5}}]"#, #"unknown member "periodMS""#),

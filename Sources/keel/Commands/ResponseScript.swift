@@ -71,14 +71,26 @@ struct ResponseScript: Decodable {
             do {
                 responses.append(try Self.response(from: entry))
             } catch let problem as Problem {
-                throw DecodingError.dataCorruptedError(
-                    in: container, debugDescription: "response [\(index)]: \(problem.message)")
+                // At the entry's own index: the container has moved past it (found in an outside audit: the
+                // error named the next entry).
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: container.codingPath + [EntryIndex(intValue: index)],
+                        debugDescription: "response [\(index)]: \(problem.message)"))
             }
         }
         self.responses = responses
     }
 
     struct Problem: Error { let message: String }
+
+    /// An entry's place in the script, as a coding path element.
+    struct EntryIndex: CodingKey {
+        let intValue: Int?
+        var stringValue: String { "Index \(intValue ?? 0)" }
+        init(intValue: Int) { self.intValue = intValue }
+        init?(stringValue: String) { nil }
+    }
 
     static let effectNames = [
         "keepOpen", "disconnectAtEnd", "disconnectAtStart", "disconnectAfterRequest", "disconnectDuringRequestBody",
