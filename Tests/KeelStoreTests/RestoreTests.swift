@@ -526,6 +526,31 @@ import Testing
         #expect(Self.snapshot(zeroLog.data) == before)
     }
 
+    /// Found in an outside audit: a dataset declared with a value or member this app does not know (a newer
+    /// app's, within the same manifest format) made the vault `damaged`, whose way out is a backup. It is
+    /// a newer app's vault: update the app, keep the data (the vault's open refuses it as `formatTooNew`).
+    @Test func aDeclarationOfANewerAppIsSchemaTooNewNotDamaged() async throws {
+        try await fillAlice()
+        let namespace = VaultNamespace(alice).rawValue
+        for change in ["kind", "member"] {
+            let copy = try newDevice("newer-\(change)") { try FileManager.default.copyItem(at: fixture.data, to: $0) }
+            let file = copy.data.appendingPathComponent("vaults/\(namespace)/vault.json")
+            var manifest = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+            var datasets = try #require(manifest["datasets"] as? [String: Any])
+            var notes = try #require(datasets["notes"] as? [String: Any])
+            var declaration = try #require(notes["declaration"] as? [String: Any])
+            if change == "kind" { declaration["kind"] = "blob" } else { declaration["encryption"] = "v2" }
+            notes["declaration"] = declaration
+            datasets["notes"] = notes
+            manifest["datasets"] = datasets
+            try JSONSerialization.data(withJSONObject: manifest).write(to: file)
+            let state = try inspect(copy.data, fixture.keyStore)
+            #expect(state.state == .schemaTooNew, "\(change)")
+            #expect(state.recovery == [.updateApp, .keepData], "\(change)")
+        }
+    }
+
     /// Found in an outside audit: a database whose records table is gone (its write-ahead log lost, or an older
     /// copy restored) was `normal`, though the manifest knows the table was committed and the vault then reads
     /// the dataset as damaged. The inspector looks (read-only, nothing created beside the file).

@@ -105,6 +105,18 @@ struct VaultManifest: Codable, Equatable {
         }
         let manifest: VaultManifest
         do { manifest = try JSONDecoder().decode(VaultManifest.self, from: Data(bytes)) } catch {
+            // A dataset declaration with a value or a member this app does not know (a new kind, a new
+            // deletion trigger) is what a newer app writes within the same format: update the app, keep the
+            // data — not "damaged", whose way out is a backup (found in an outside audit).
+            if case .dataCorrupted(let context) = error as? DecodingError,
+                context.codingPath.first?.stringValue == "datasets"
+            {
+                throw VaultError(
+                    code: .formatTooNew,
+                    message:
+                        "vault manifest \(path) declares a dataset in a way this app does not know (written by a newer app): \(context.debugDescription)"
+                )
+            }
             throw VaultError(code: .damaged, message: "vault manifest \(path) is damaged: \(error)")
         }
         // Dataset names become paths (a dataset's files directory, deleted by a purge): a manifest that came
