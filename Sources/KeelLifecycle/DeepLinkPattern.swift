@@ -117,18 +117,41 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
                 values[name] = value
             }
         }
-        var queried: [String: String] = [:]
+        for (name, value) in Self.queryItems(query) where values[name] == nil { values[name] = value }
+        return values
+    }
+
+    /// The query's items, decoded, the first of each name.
+    static func queryItems(_ query: Substring) -> [(name: String, value: String)] {
+        var items: [(name: String, value: String)] = []
+        var seen: Set<String> = []
+        for pair in query.split(separator: "&") {
+            let item = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard item.count == 2, let name = String(item[0]).removingPercentEncoding,
+                let value = String(item[1]).removingPercentEncoding, seen.insert(name).inserted
+            else { continue }
+            items.append((name, value))
+        }
+        return items
+    }
+
+    /// The names `url`'s query gives twice with different values: a route parameter among them says nothing
+    /// certain (found in an outside audit: the first was taken, where `open` refuses a parameter given
+    /// twice). Other query items (tracking ids) are not the route's business.
+    public static func ambiguousQueryItems(_ url: String) -> Set<String> {
+        guard let mark = url.firstIndex(of: "?") else { return [] }
+        var query = url[url.index(after: mark)...]
+        if let fragment = query.firstIndex(of: "#") { query = query[..<fragment] }
+        var values: [String: String] = [:]
+        var ambiguous: Set<String> = []
         for pair in query.split(separator: "&") {
             let item = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard item.count == 2, let name = String(item[0]).removingPercentEncoding,
                 let value = String(item[1]).removingPercentEncoding
             else { continue }
-            // A name given twice with two values says nothing certain (found in an outside audit: the first
-            // was taken, where `open` refuses a parameter given twice): the link does not match.
-            if let earlier = queried[name], earlier != value { return nil }
-            queried[name] = value
+            if let earlier = values[name], earlier != value { ambiguous.insert(name) }
+            values[name] = values[name] ?? value
         }
-        for (name, value) in queried where values[name] == nil { values[name] = value }
-        return values
+        return ambiguous
     }
 }

@@ -381,6 +381,12 @@ struct Run {
             error = "no route's deep link matches \(url)"
             return
         }
+        // A parameter the route declares, given twice in the query with two values, says nothing certain.
+        let ambiguous = DeepLinkPattern.ambiguousQueryItems(url)
+        if let name = contract.route(best.route)?.parameters.first(where: ambiguous.contains) {
+            error = "the deep link gives \(name) twice, with two values"
+            return
+        }
         // A parameter the route declares, taken from the query, is held to what a placeholder is: one segment.
         for name in contract.route(best.route)?.parameters ?? [] {
             if let value = best.values[name], !DeepLinkPattern.isOneSegment(value) {

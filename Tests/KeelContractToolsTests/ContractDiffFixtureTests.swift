@@ -839,6 +839,26 @@ import Testing
                 ("    oauth: {type: oauth2", "    auth: {type: oauth2"),
             ],
             version: "1.0.0", expected: [], baseEdits: Self.oauthAdded),
+        // Found in a review of the fix: the scopes were still compared by the old name, so a scope added under
+        // the new name went unreported.
+        Fixture(
+            name: "security scheme renamed and a scope added",
+            edits: [
+                ("security: [{oauth: [read]}]", "security: [{auth: [read, write]}]"),
+                ("    oauth: {type: oauth2", "    auth: {type: oauth2"),
+            ],
+            version: "2.0.0", expected: ["api-security-scope-added", "api-security-scope-added"],
+            baseEdits: Self.oauthAdded),
+        Fixture(
+            name: "parameter content type given with a charset is no change",
+            edits: [("content: {application/json: {schema:", "content: {'application/json; charset=utf-8': {schema:")],
+            version: "1.0.0", expected: [],
+            baseEdits: [
+                (
+                    "{name: view, in: query, schema: {type: string, enum: [full, compact]}}",
+                    "{name: view, in: query, content: {application/json: {schema: {type: string, enum: [full, compact]}}}}"
+                )
+            ]),
         Fixture(
             name: "OAuth flow replaced",
             edits: [
@@ -1028,8 +1048,6 @@ import Testing
         #expect(rules.contains("request-property-became-not-nullable"), "\(rules)")
     }
 
-    /// A schema in another file whose own `$ref`s are relative to that file: followed from there, on both
-    /// sides (they used to be resolved against the root description and reported as dangling).
     /// Found in an outside audit: in 3.1, keywords beside a `$ref` to another file were dropped — a `maxLength`
     /// or `enum` added there passed the gate. Plain keywords join the target; siblings with `$ref`s of their
     /// own still cannot (their location is this file's).
@@ -1067,6 +1085,8 @@ import Testing
             "\(changes)")
     }
 
+    /// A schema in another file whose own `$ref`s are relative to that file: followed from there, on both
+    /// sides (they used to be resolved against the root description and reported as dangling).
     @Test func referencesInsideAnotherFileAreFollowedFromThatFile() throws {
         let directory = try TemporaryDirectory(prefix: "keel-diff-files")
         for (side, tagType) in [("base", "string"), ("revision", "integer")] {

@@ -46,6 +46,8 @@ import Testing
         for path in [
             "/notes/../admin/x", "/notes/./7", "/notes/..", "notes/..%2f/x/..", "/notes/..;x=1/admin",
             "/notes/%2e%2E/admin", "/notes/%2E", "/notes/.%2e;x",
+            // A segment a server decodes before resolving: an id from a link that decoded once to `..%2Fadmin`.
+            "/notes/..%2Fadmin", "/notes/%2e%2e%2fadmin", "/notes/..%5Cadmin", "/notes/x%2F..%2F..",
         ] {
             let failure = try #require(await harness.send(.get(path)).failure, "\(path)")
             #expect(failure.outcome == .notSent && failure.attempts == 0, "\(path)")

@@ -532,7 +532,7 @@ import Testing
     @Test func aDeclarationOfANewerAppIsSchemaTooNewNotDamaged() async throws {
         try await fillAlice()
         let namespace = VaultNamespace(alice).rawValue
-        for change in ["kind", "member"] {
+        for change in ["kind", "member", "damage"] {
             let copy = try newDevice("newer-\(change)") { try FileManager.default.copyItem(at: fixture.data, to: $0) }
             let file = copy.data.appendingPathComponent("vaults/\(namespace)/vault.json")
             var manifest = try #require(
@@ -540,14 +540,21 @@ import Testing
             var datasets = try #require(manifest["datasets"] as? [String: Any])
             var notes = try #require(datasets["notes"] as? [String: Any])
             var declaration = try #require(notes["declaration"] as? [String: Any])
-            if change == "kind" { declaration["kind"] = "blob" } else { declaration["encryption"] = "v2" }
+            if change == "kind" {
+                declaration["kind"] = "blob"
+            } else if change == "member" {
+                declaration["encryption"] = "v2"
+            } else {
+                notes["keyID"] = "not a key id"
+            }
             notes["declaration"] = declaration
             datasets["notes"] = notes
             manifest["datasets"] = datasets
             try JSONSerialization.data(withJSONObject: manifest).write(to: file)
             let state = try inspect(copy.data, fixture.keyStore)
-            #expect(state.state == .schemaTooNew, "\(change)")
-            #expect(state.recovery == [.updateApp, .keepData], "\(change)")
+            // A value that is no newer app's but damage (a key id that is not one) stays damaged.
+            #expect(state.state == (change == "damage" ? .damaged : .schemaTooNew), "\(change)")
+            if change != "damage" { #expect(state.recovery == [.updateApp, .keepData], "\(change)") }
         }
     }
 

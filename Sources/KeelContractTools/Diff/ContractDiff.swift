@@ -432,7 +432,13 @@ struct Collector {
             }
             // Written as a media type (`content`) instead of by style, or the other way, or as another media type:
             // installed clients write it the old way.
-            if parameter.contentType.map({ $0.lowercased() }) != previous.contentType.map({ $0.lowercased() }) {
+            let sameEncoding: Bool =
+                switch (parameter.contentType, previous.contentType) {
+                case (nil, nil): true
+                case (let now?, let was?): Self.sameMediaType(now, was)  // by what they name, as for bodies
+                default: false
+                }
+            if !sameEncoding {
                 add(
                     "request-parameter-content-type-changed", .breaking, place, nil,
                     "parameter \(name) is now written \(parameter.contentType.map { "as \($0)" } ?? "by its style"), not \(previous.contentType.map { "as \($0)" } ?? "by its style"): installed clients write it the old way",
@@ -584,7 +590,12 @@ struct Collector {
         }
         // Scopes: an alternative installed clients satisfy by its schemes, but now asking more of one of them (an
         // OAuth scope their tokens were never granted). Found in an outside audit: scopes were not compared.
-        if let oldScopes = old.securityScopes, let newScopes = new.securityScopes {
+        if let oldScopes = old.securityScopes,
+            let newScopes = new.securityScopes.map({ alternatives in
+                // Named as the base names them (a renamed scheme is the same scheme: its scopes are compared).
+                alternatives.map { Dictionary($0.map { (renamed[$0.key] ?? $0.key, $0.value) }) { $0 + $1 } }
+            })
+        {
             for sent in oldScopes {
                 let satisfying = newScopes.filter { Set($0.keys).isSubset(of: Set(sent.keys)) }
                 guard let first = satisfying.first else { continue }  // api-security-added said it
@@ -657,7 +668,8 @@ struct Collector {
         if case .array(let list) = value["required"] ?? .null { required = Set(list.compactMap { $0.stringValue }) }
         var properties = objectMembers(value["properties"])
         // `allOf` parts are one object, as the generator makes them one struct: their members and `required`
-        // are the schema's own (parts in this file, `$ref`s followed; the first definition of a member wins).
+        // are the schema's own (parts in this file, `$ref`s followed; a member defined by two parts is both
+        // definitions, ``conjunction(_:_:references:)``).
         var memberParts: [String: String] = [:]
         var memberFiles: [String: URL] = [:]
         var merged: Set<String> = []
@@ -697,8 +709,10 @@ struct Collector {
                 }
                 // Defined again by another part: a value must meet both (found in an outside audit: a part that
                 // only constrained a member — `maxLength: 5` — was not seen). Keywords the first definition
-                // lacks are added; of two numeric bounds the tighter holds.
-                properties[name] = Self.conjunction(existing, member)
+                // lacks are added; of two numeric bounds the tighter holds. (From a part in another file than
+                // the first definition's, keywords holding `$ref`s stay out: they would be read in that file.)
+                let sameFile = resolved.file == (files[name] ?? root)
+                properties[name] = Self.conjunction(existing, member, references: sameFile)
             }
             if case .array(let list) = schema["required"] ?? .null {
                 required.formUnion(list.compactMap { $0.stringValue })
@@ -712,9 +726,10 @@ struct Collector {
 
     /// `first` with what `second` adds to it, for a member two `allOf` parts define: keywords `first` lacks,
     /// and the tighter of two numeric bounds. (Two schemas that are not objects: `first`.)
-    static func conjunction(_ first: JSONValue, _ second: JSONValue) -> JSONValue {
+    static func conjunction(_ first: JSONValue, _ second: JSONValue, references: Bool = true) -> JSONValue {
         guard case .object(var merged) = first, case .object(let more) = second else { return first }
         for (keyword, value) in more {
+            if !references, keyword == "$ref" || containsReference(value) { continue }
             guard let present = merged[keyword] else {
                 merged[keyword] = value
                 continue

@@ -539,11 +539,15 @@ struct Call {
         let path = operation.path
         // Most paths have no "." or escape at all: one scan, no split.
         guard path.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "%") }) else { return }
-        // `..;x` counts too: servlet containers drop a segment's `;` parameters before resolving it.
+        // `..;x` counts too: servlet containers drop a segment's `;` parameters before resolving it. A segment
+        // is also read as a server that decodes it first would: `..%2Fadmin` or `%2e%2e%5c` is a dot segment
+        // then (found in a review: escapes now go out as written).
         for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
-            let name = segment.prefix(while: { $0 != ";" })
-                .replacingOccurrences(of: "%2e", with: ".", options: .caseInsensitive)
-            guard name == "." || name == ".." else { continue }
+            let decoded = String(segment).removingPercentEncoding ?? String(segment)
+            let pieces = decoded.split(omittingEmptySubsequences: false) { $0 == "/" || $0 == "\\" }
+            guard pieces.contains(where: { ["." as Substring, ".."].contains($0.prefix { $0 != ";" }) }) else {
+                continue
+            }
             throw HTTPFailure(
                 kind: .technical, outcome: .notSent, correlationID: correlationID, attempts: 0,
                 detail: Redacted(

@@ -68,6 +68,9 @@ public struct BackupPlan: Sendable, Equatable, Codable {
         throws(VaultError) -> BackupPlan
     {
         let (base, root) = VaultFiles.roots(of: dataDirectory)
+        for directory in [base, root] where DurableFiles.kind(directory) == .unreadable {
+            throw VaultError(code: .ioError, message: "\(directory) cannot be read (check its permissions)")
+        }
         guard DurableFiles.kind(base) == .directory else {
             throw VaultError(code: .damaged, message: "\(base) is not a directory")
         }
@@ -79,6 +82,10 @@ public struct BackupPlan: Sendable, Equatable, Codable {
         let namespaces = try VaultFiles.namespaces(under: root)
         for namespace in namespaces {
             let directory = root + "/" + namespace.rawValue
+            // A vault this process may not read is not silently left out of the backup.
+            if DurableFiles.kind(directory) == .unreadable {
+                throw VaultError(code: .ioError, message: "\(directory) cannot be read (check its permissions)")
+            }
             guard DurableFiles.kind(directory) == .directory,
                 let manifest = try VaultManifest.read(directory: directory)
             else { continue }

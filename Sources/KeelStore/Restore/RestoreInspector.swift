@@ -206,7 +206,8 @@ public struct RestoreInspector: Sendable {
                 // as damaged, never as empty (found in an outside audit: reported `normal`).
                 // (Not while it is being moved: the move drops the old table before it records where it went.)
                 if entry.recordsCommitted == true, entry.moving == nil, !Self.holdsLog(file),
-                    Self.lacksTable(VaultFiles.table(name), in: file)
+                    Self.lacksTable(VaultFiles.table(name), in: file), Self.stillCommitted(name, in: directory),
+                    !Self.holdsLog(file)
                 {
                     return .damaged
                 }
@@ -288,6 +289,16 @@ public struct RestoreInspector: Sendable {
             let head = try? DurableFiles.head(file + "-wal", count: 4), head.count == 4
         else { return false }
         return head == [0x37, 0x7F, 0x06, 0x82] || head == [0x37, 0x7F, 0x06, 0x83]
+    }
+
+    /// Whether the manifest, read again, still says `name`'s records table was committed and is not being
+    /// moved or purged: a running app may have dropped the table (a purge, a move) since the manifest was
+    /// first read, and that is no damage (found in a review).
+    static func stillCommitted(_ name: String, in directory: String) -> Bool {
+        guard let manifest = try? VaultManifest.read(directory: directory), let entry = manifest.datasets[name]
+        else { return false }
+        return entry.recordsCommitted == true && entry.moving == nil
+            && !(manifest.pendingPurge?.datasets.contains(name) ?? false)
     }
 
     /// Whether the database `file` (with no log beside it) provably has no table `table`. Opened immutable

@@ -109,7 +109,8 @@ struct VaultManifest: Codable, Equatable {
             // deletion trigger) is what a newer app writes within the same format: update the app, keep the
             // data — not "damaged", whose way out is a backup (found in an outside audit).
             if case .dataCorrupted(let context) = error as? DecodingError,
-                context.codingPath.first?.stringValue == "datasets"
+                context.codingPath.first?.stringValue == "datasets",
+                context.codingPath.contains(where: { $0.stringValue == "declaration" })
             {
                 throw VaultError(
                     code: .formatTooNew,

@@ -393,7 +393,15 @@ public actor Vaults {
             }
             return report
         }
-        guard DurableFiles.kind(directory) == .directory else { return report }
+        switch DurableFiles.kind(directory) {
+        case .directory?: break
+        // Not "nothing to delete": a logout that cannot look must not report its purge done.
+        case .unreadable?:
+            throw VaultError(
+                code: .ioError, namespace: namespace.rawValue,
+                message: "\(directory) cannot be read (check its permissions); nothing was deleted")
+        default: return report
+        }
         guard var manifest = try VaultManifest.read(directory: directory) else {
             // Data whose manifest is gone cannot be told apart into what the trigger deletes and what it keeps:
             // signing out without deleting the credentials would be a lie, deleting everything a guess.
