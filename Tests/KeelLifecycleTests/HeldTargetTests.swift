@@ -171,16 +171,19 @@ import Testing
         #expect(relaunched.state.top?.parameters == ["noteID": "9"])
     }
 
+    /// A note under a folder, opened by `app://note/{noteID}` (its folder from the query).
+    static let folderRoutes = [
+        Route("home", access: .public, isRoot: true),
+        Route("folder", parent: "home", access: .public, parameters: ["folderID"]),
+        Route(
+            "note", parent: "folder", access: .public, parameters: ["folderID", "noteID"],
+            deepLink: "app://note/{noteID}"),
+    ]
+
     /// A placeholder's value must be one segment, but a parameter the route declares could come from the
     /// query: `?folderID=..%2F..%2Fsecret%0A...` was taken as it was and built the parent from it.
     @Test func aRouteParameterFromTheQueryIsHeldToOneSegment() throws {
-        let routes = [
-            Route("home", access: .public, isRoot: true),
-            Route("folder", parent: "home", access: .public, parameters: ["folderID"]),
-            Route(
-                "note", parent: "folder", access: .public, parameters: ["folderID", "noteID"],
-                deepLink: "app://note/{noteID}"),
-        ]
+        let routes = Self.folderRoutes
         for query in ["folderID=..%2F..%2Fsecret%0Aforged", "folderID=..", "folderID=", "folderID=a%00b"] {
             var h = try Harness(routes: routes)
             let result = h.send(.deepLink(url: "app://note/7?" + query, mode: .cold, id: nil))
@@ -200,13 +203,7 @@ import Testing
     /// one-segment check; a parameter given twice in the query took its first value; and a notification's
     /// parameters were not checked at all (`noteID=../x` opened).
     @Test func lineBreaksOfEveryKindRepeatedQueryItemsAndNotificationsAreRefused() throws {
-        let routes = [
-            Route("home", access: .public, isRoot: true),
-            Route("folder", parent: "home", access: .public, parameters: ["folderID"]),
-            Route(
-                "note", parent: "folder", access: .public, parameters: ["folderID", "noteID"],
-                deepLink: "app://note/{noteID}"),
-        ]
+        let routes = Self.folderRoutes
         for url in [
             "app://note/a%C2%85b?folderID=f", "app://note/a%E2%80%A8b?folderID=f", "app://note/7?folderID=%C2%9B",
         ] {

@@ -64,6 +64,25 @@ final class BackendHarness: Sendable {
         return try await call("POST", "/mutations", headers: headers, json: #"{"mutations": [\#(mutations)]}"#)
     }
 
+    /// A batch creating note n1 (mutation m1, correlation id `op-1`) sent with `token` and held by the
+    /// backend for 1.5 s, once `/operations/op-1` says it is in progress; the task ends with its answer.
+    func holdAMutation(token: String, batchKey: String) async throws -> Task<Exchange, any Error> {
+        backend.setFault(.init(mode: .none, delayAcks: .milliseconds(1500)))
+        let held = Task {
+            try await call(
+                "POST", "/mutations",
+                headers: ["Authorization": "Bearer \(token)", "Idempotency-Key": batchKey, "X-Correlation-ID": "op-1"],
+                json: #"{"mutations": [\#(BackendHarness.create("m1", note: "n1"))]}"#)
+        }
+        var status: JSONValue?
+        for _ in 0..<200 where status != "inProgress" {
+            try await Task.sleep(for: .milliseconds(5))
+            status = try await call("GET", "/operations/op-1", headers: ["Authorization": "Bearer \(token)"])["status"]
+        }
+        #expect(status == "inProgress")
+        return held
+    }
+
     static func create(_ id: String, note: String, title: String = "T", key: String? = nil) -> String {
         let keyMember = key.map { #", "idempotencyKey": "\#($0)""# } ?? ""
         return #"{"id": "\#(id)", "type": "create", "noteID": "\#(note)", "title": "\#(title)"\#(keyMember)}"#
@@ -221,23 +240,7 @@ final class BackendHarness: Sendable {
     @Test func aKeyStillBeingAppliedAnswers409AndTheOperationIsInProgress() async throws {
         let harness = try BackendHarness()
         let token = try await harness.signIn("alice")
-        harness.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(1500)))
-        let slow = Task {
-            try await harness.call(
-                "POST", "/mutations",
-                headers: [
-                    "Authorization": "Bearer \(token)", "Idempotency-Key": "batch-0000000000000009",
-                    "X-Correlation-ID": "op-1",
-                ],
-                json: #"{"mutations": [\#(BackendHarness.create("m1", note: "n1"))]}"#)
-        }
-        var status: JSONValue?
-        for _ in 0..<200 where status != "inProgress" {
-            try await Task.sleep(for: .milliseconds(5))
-            status = try await harness.call("GET", "/operations/op-1", headers: ["Authorization": "Bearer \(token)"])[
-                "status"]
-        }
-        #expect(status == "inProgress")
+        let slow = try await harness.holdAMutation(token: token, batchKey: "batch-0000000000000009")
         let concurrent = try await harness.mutate(
             token, batchKey: "batch-0000000000000010", BackendHarness.create("m1", note: "n1"))
         #expect(concurrent.status == 409 && concurrent["code"] == "idempotency_key_in_progress")
@@ -545,23 +548,7 @@ final class BackendHarness: Sendable {
         let harness = try BackendHarness()
         let precomposed = try await harness.signIn("jos\u{E9}")
         let decomposed = try await harness.signIn("jose\u{301}")
-        harness.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(1500)))
-        let held = Task {
-            try await harness.call(
-                "POST", "/mutations",
-                headers: [
-                    "Authorization": "Bearer \(precomposed)", "Idempotency-Key": "batch-0000000000000001",
-                    "X-Correlation-ID": "op-1",
-                ],
-                json: #"{"mutations": [\#(BackendHarness.create("m1", note: "n1"))]}"#)
-        }
-        var status: JSONValue?
-        for _ in 0..<200 where status != "inProgress" {
-            try await Task.sleep(for: .milliseconds(5))
-            status = try await harness.call(
-                "GET", "/operations/op-1", headers: ["Authorization": "Bearer \(precomposed)"])["status"]
-        }
-        #expect(status == "inProgress")
+        let held = try await harness.holdAMutation(token: precomposed, batchKey: "batch-0000000000000001")
         let theirs = try await harness.call(
             "GET", "/operations/op-1", headers: ["Authorization": "Bearer \(decomposed)"])
         #expect(theirs.status == 404, "\(theirs.text)")
