@@ -117,40 +117,38 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
                 values[name] = value
             }
         }
+        // The first of each name (placeholders come first).
         for (name, value) in Self.queryItems(query) where values[name] == nil { values[name] = value }
         return values
     }
 
-    /// The query's items, decoded, the first of each name.
+    /// The query's items, decoded, in order (a name may come more than once).
     static func queryItems(_ query: Substring) -> [(name: String, value: String)] {
-        var items: [(name: String, value: String)] = []
-        var seen: Set<String> = []
-        for pair in query.split(separator: "&") {
+        query.split(separator: "&").compactMap { pair in
             let item = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard item.count == 2, let name = String(item[0]).removingPercentEncoding,
-                let value = String(item[1]).removingPercentEncoding, seen.insert(name).inserted
-            else { continue }
-            items.append((name, value))
+                let value = String(item[1]).removingPercentEncoding
+            else { return nil }
+            return (name, value)
         }
-        return items
     }
 
     /// The names `url`'s query gives twice with different values: a route parameter among them says nothing
     /// certain (found in an outside audit: the first was taken, where `open` refuses a parameter given
     /// twice). Other query items (tracking ids) are not the route's business.
     public static func ambiguousQueryItems(_ url: String) -> Set<String> {
-        guard let mark = url.firstIndex(of: "?") else { return [] }
-        var query = url[url.index(after: mark)...]
-        if let fragment = query.firstIndex(of: "#") { query = query[..<fragment] }
-        var values: [String: String] = [:]
+        // Read as `match(_:)` reads it: the fragment first cut off, then the query after the first `?`.
+        let link = url.firstIndex(of: "#").map { url[..<$0] } ?? url[...]
+        guard let mark = link.firstIndex(of: "?") else { return [] }
+        let query = link[link.index(after: mark)...]
+        var first: [String: String] = [:]
         var ambiguous: Set<String> = []
-        for pair in query.split(separator: "&") {
-            let item = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard item.count == 2, let name = String(item[0]).removingPercentEncoding,
-                let value = String(item[1]).removingPercentEncoding
-            else { continue }
-            if let earlier = values[name], earlier != value { ambiguous.insert(name) }
-            values[name] = values[name] ?? value
+        for (name, value) in queryItems(query) {
+            if let earlier = first[name] {
+                if earlier != value { ambiguous.insert(name) }
+            } else {
+                first[name] = value
+            }
         }
         return ambiguous
     }

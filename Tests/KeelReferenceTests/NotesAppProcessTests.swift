@@ -19,6 +19,20 @@ extension NotesDevice {
 
 /// The reference app as a process, against the reference backend on loopback.
 @Suite(.timeLimit(.minutes(1))) struct NotesAppProcessTests {
+    /// A reference backend (admin endpoints on) and a phone signed in as alice with one synced note, "Essay",
+    /// whose id comes last; the directory holds both, and goes when it does.
+    static func syncedEssay(_ prefix: String) async throws -> (
+        TemporaryDirectory, ReferenceBackend, NotesDevice, String
+    ) {
+        let directory = try TemporaryDirectory(prefix: prefix)
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        _ = try await phone.run("signin alice")
+        let id = try #require(try await phone.run("new Essay")["id"]?.stringValue)
+        #expect(try await phone.run("sync")["ok"] == true)
+        return (directory, backend, phone, id)
+    }
+
     @Test func theAppSignsInWorksOnNotesAndSyncsThem() async throws {
         let directory = try TemporaryDirectory(prefix: "keel-notes")
         let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
@@ -309,12 +323,8 @@ extension NotesDevice {
     }
 
     @Test func aDamagedPublicationRecordIsNeverReplacedByANewKey() async throws {
-        let directory = try TemporaryDirectory(prefix: "keel-notes-ledger")
-        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
-        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
-        _ = try await phone.run("signin alice")
-        let id = try #require(try await phone.run("new Essay")["id"]?.stringValue)
-        #expect(try await phone.run("sync")["ok"] == true)
+        let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger")
+        defer { withExtendedLifetime(directory) {} }  // the data is deleted with it
         // A started publication whose key was lost (a damaged or foreign ledger file): sending it again under a
         // new key could publish twice, so the app refuses and says so.
         let ledger = phone.data.appendingPathComponent("effects").appendingPathComponent(
@@ -333,12 +343,8 @@ extension NotesDevice {
     /// drew a new random key — the backend, which deduplicates by key, published the note a second time. The
     /// key now says what is published (the note, published once), so it is the same key again.
     @Test func aPublicationForgottenAtSignOutIsNeverMadeTwice() async throws {
-        let directory = try TemporaryDirectory(prefix: "keel-notes-publish")
-        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
-        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
-        _ = try await phone.run("signin alice")
-        let id = try #require(try await phone.run("new Essay")["id"]?.stringValue)
-        #expect(try await phone.run("sync")["ok"] == true)
+        let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-publish")
+        defer { withExtendedLifetime(directory) {} }  // the data is deleted with it
         let first = try await phone.run("publish \(id)")
         #expect(first["ok"] == true, "\(first)")
         #expect(try await phone.run("signout")["ok"] == true)
@@ -353,12 +359,8 @@ extension NotesDevice {
     /// Found in an outside audit: `publish` (online-only: no offline scenario declares it) went out while the
     /// app knew it was offline, and waited out its timeout against a stalled backend before saying `unknown`.
     @Test func publishingOfflineFailsAtOnceWithOffline() async throws {
-        let directory = try TemporaryDirectory(prefix: "keel-notes-publish-offline")
-        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
-        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
-        _ = try await phone.run("signin alice")
-        let id = try #require(try await phone.run("new Essay")["id"]?.stringValue)
-        #expect(try await phone.run("sync")["ok"] == true)
+        let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-publish-offline")
+        defer { withExtendedLifetime(directory) {} }  // the data is deleted with it
         _ = try await phone.run("offline")
         let answer = try await phone.run("publish \(id)")
         #expect(answer["ok"] == false && answer["error"]?["kind"] == "offline", "\(answer)")

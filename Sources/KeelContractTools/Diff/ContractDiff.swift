@@ -59,6 +59,9 @@ struct Collector {
     /// The paths of both descriptions' own files, asked of URL once (see ``path(of:)``).
     private let basePath: String
     private let revisionPath: String
+    /// The security schemes the revision renamed (``securitySchemeRenames(base:revision:)``), worked out once
+    /// for the diff rather than for every operation.
+    let renamedSchemes: [String: String]
 
     init(base: OpenAPIDocument, revision: OpenAPIDocument) {
         self.base = base
@@ -66,6 +69,7 @@ struct Collector {
         revisionDirectory = revision.url.deletingLastPathComponent().path + "/"
         basePath = base.url.path
         revisionPath = revision.url.path
+        renamedSchemes = Self.securitySchemeRenames(base: base, revision: revision)
     }
 
     /// `file.path`; for either description's own file, the path noted once. (Keys of schema pairs name their
@@ -225,7 +229,7 @@ struct Collector {
 
     /// Security schemes the revision renamed: a name only the revision has, whose definition (but for its
     /// description) is that of exactly one name only the base has, mapped to that name.
-    func securitySchemeRenames() -> [String: String] {
+    static func securitySchemeRenames(base: OpenAPIDocument, revision: OpenAPIDocument) -> [String: String] {
         let old = objectMembers(base.root["components"]?["securitySchemes"])
         let new = objectMembers(revision.root["components"]?["securitySchemes"])
         func definition(_ value: JSONValue, in document: OpenAPIDocument) -> JSONValue {
@@ -577,7 +581,7 @@ struct Collector {
         }
         // A scheme renamed with its definition unchanged is the same credential on the wire (found in an outside
         // audit: `bearer` renamed `bearerAuth` was reported as new security).
-        let renamed = securitySchemeRenames()
+        let renamed = renamedSchemes
         let newAlternatives = alternatives(new.security).map { Set($0.map { renamed[$0] ?? $0 }) }
         for sent in alternatives(old.security) where !newAlternatives.contains(where: { $0.isSubset(of: sent) }) {
             let required = newAlternatives.map {
@@ -736,9 +740,9 @@ struct Collector {
             }
             guard case .number(let a) = present, case .number(let b) = value else { continue }
             if ["maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"].contains(keyword) {
-                merged[keyword] = b.double < a.double ? value : present
+                merged[keyword] = .number(min(a, b))
             } else if ["minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"].contains(keyword) {
-                merged[keyword] = b.double > a.double ? value : present
+                merged[keyword] = .number(max(a, b))
             }
         }
         return .object(merged)

@@ -179,15 +179,16 @@ public struct StoreCatalog: Sendable, Equatable {
                 throw ReleaseGateInputError(
                     pointer: pointer + "/percent", message: "not allowed with rollout \(rollout.rawValue)")
             }
-            // Judged on the number as written: a `Double` rounds 99.99999999999999999 to 100 and
-            // 100.00000000000001 into range (and `Decimal` keeps 38 digits and a small exponent).
+            // Judged on the number as written, by JSONNumber's exact comparison: a `Double` rounds
+            // 99.99999999999999999 to 100 and 100.00000000000001 into range, and `Decimal` keeps 38 digits.
+            let hundred = JSONNumber(Int64(100))
             guard case .number(let number) = value, let double = Double(number.literal),
-                let exact = PercentLiteral(number.literal), exact.order != .above
+                number >= JSONNumber(Int64(0)), number <= hundred
             else {
                 throw ReleaseGateInputError(pointer: pointer + "/percent", message: "must be a number from 0 to 100")
             }
             percent = double
-            isFullPercent = exact.order == .hundred
+            isFullPercent = number == hundred
         } else if rollout.takesPercent {
             throw ReleaseGateInputError(
                 pointer: pointer + "/percent", message: "required with rollout \(rollout.rawValue)")
@@ -341,67 +342,4 @@ public struct ReleaseGateInputError: KeelError, Equatable, CustomStringConvertib
 extension ErrorCode where Domain == ReleaseGateInputError {
     /// The input breaks the format.
     public static var invalid: Self { Self("invalid") }
-}
-
-/// Where a JSON number literal lies against 0…100, decided on its digits (any length, any exponent).
-struct PercentLiteral: Equatable {
-    enum Order: Equatable {
-        /// From 0 up to, not including, 100.
-        case below
-        /// Exactly 100.
-        case hundred
-        /// Above 100, or below 0.
-        case above
-    }
-
-    let order: Order
-
-    /// Nil when `literal` is not a JSON number (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`).
-    init?(_ literal: String) {
-        var bytes = Substring(literal).utf8[...]
-        let negative = bytes.first == UInt8(ascii: "-")
-        if negative { bytes = bytes.dropFirst() }
-        func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-        let integer = bytes.prefix(while: isDigit)
-        bytes = bytes.dropFirst(integer.count)
-        guard !integer.isEmpty, integer.count == 1 || integer.first != UInt8(ascii: "0") else { return nil }
-        var fraction = bytes.prefix(0)
-        if bytes.first == UInt8(ascii: ".") {
-            fraction = bytes.dropFirst().prefix(while: isDigit)
-            guard !fraction.isEmpty else { return nil }
-            bytes = bytes.dropFirst(1 + fraction.count)
-        }
-        // The exponent, saturated far beyond any digit count a document can hold.
-        var exponent = 0
-        if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
-            bytes = bytes.dropFirst()
-            var exponentNegative = false
-            if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") {
-                exponentNegative = bytes.first == UInt8(ascii: "-")
-                bytes = bytes.dropFirst()
-            }
-            let digits = bytes.prefix(while: isDigit)
-            guard !digits.isEmpty else { return nil }
-            bytes = bytes.dropFirst(digits.count)
-            for digit in digits { exponent = min(exponent * 10 + Int(digit - UInt8(ascii: "0")), 1 << 40) }
-            if exponentNegative { exponent = -exponent }
-        }
-        guard bytes.isEmpty else { return nil }
-        // value = 0.d₁d₂…dₙ × 10^point, with d₁ ≠ 0 and dₙ ≠ 0 (leading and trailing zeros dropped).
-        let digits = Array(integer) + Array(fraction)
-        guard let first = digits.firstIndex(where: { $0 != UInt8(ascii: "0") }) else {
-            order = .below  // zero, -0 included
-            return
-        }
-        let last = digits.lastIndex(where: { $0 != UInt8(ascii: "0") })!
-        let point = integer.count - first + exponent
-        if negative {
-            order = .above
-        } else if point != 3 {
-            // 100 = 0.1 × 10³: fewer places before the point is smaller, more is larger.
-            order = point < 3 ? .below : .above
-        } else {
-            order = first == last && digits[first] == UInt8(ascii: "1") ? .hundred : .above
-        }
-    }
 }

@@ -69,7 +69,7 @@ public struct BackupPlan: Sendable, Equatable, Codable {
     {
         let (base, root) = VaultFiles.roots(of: dataDirectory)
         for directory in [base, root] where DurableFiles.kind(directory) == .unreadable {
-            throw VaultError(code: .ioError, message: "\(directory) cannot be read (check its permissions)")
+            throw VaultError.cannotRead(directory)
         }
         guard DurableFiles.kind(base) == .directory else {
             throw VaultError(code: .damaged, message: "\(base) is not a directory")
@@ -84,7 +84,7 @@ public struct BackupPlan: Sendable, Equatable, Codable {
             let directory = root + "/" + namespace.rawValue
             // A vault this process may not read is not silently left out of the backup.
             if DurableFiles.kind(directory) == .unreadable {
-                throw VaultError(code: .ioError, message: "\(directory) cannot be read (check its permissions)")
+                throw VaultError.cannotRead(directory)
             }
             guard DurableFiles.kind(directory) == .directory,
                 let manifest = try VaultManifest.read(directory: directory)

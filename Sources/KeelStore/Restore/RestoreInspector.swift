@@ -48,7 +48,7 @@ public struct RestoreInspector: Sendable {
         for directory in [data, root] {
             switch DurableFiles.kind(directory) {
             case nil, .directory: continue
-            case .unreadable?: throw Self.cannotRead(directory)
+            case .unreadable?: throw VaultError.cannotRead(directory)
             default:
                 throw VaultError(code: .damaged, message: "\(directory) is not a directory; nothing was changed")
             }
@@ -56,7 +56,7 @@ public struct RestoreInspector: Sendable {
         let names = try VaultFiles.namespaces(under: root)
         // A vault directory this process may not enter says nothing of its data: never "damaged".
         if let closed = names.first(where: { DurableFiles.kind(root + "/" + $0.rawValue) == .unreadable }) {
-            throw Self.cannotRead(root + "/" + closed.rawValue)
+            throw VaultError.cannotRead(root + "/" + closed.rawValue)
         }
         var keys: [String: Set<KeyID>] = [:]
         if let listing = try? keyStore.listKeys() {
@@ -182,12 +182,6 @@ public struct RestoreInspector: Sendable {
             permissionsToRequest: permissionsToRequest, pendingMigrations: pendingMigrations, problem: schemaProblem)
     }
 
-    /// A path this process may not read (permissions): an error, never a finding about the data.
-    static func cannotRead(_ path: String) -> VaultError {
-        VaultError(
-            code: .ioError, message: "\(path) cannot be read (check its permissions); nothing was changed")
-    }
-
     /// Why `entry`'s data cannot be read, or nil when it can.
     private func problem(of entry: VaultManifest.Entry, name: String, directory: String, manifest: VaultManifest)
         -> DatasetInspection.Reason?
@@ -204,7 +198,9 @@ public struct RestoreInspector: Sendable {
                 // A records table the manifest knows was committed, gone from a database with no write-ahead
                 // log that could hold it (restored from an older copy, or its WAL lost): what the vault reads
                 // as damaged, never as empty (found in an outside audit: reported `normal`).
-                // (Not while it is being moved: the move drops the old table before it records where it went.)
+                // (Not while it is being moved: the move drops the old table before it records where it went.
+                // A running app may have changed things while the table was looked for: the manifest and the
+                // log are looked at again before the table is called lost.)
                 if entry.recordsCommitted == true, entry.moving == nil, !Self.holdsLog(file),
                     Self.lacksTable(VaultFiles.table(name), in: file), Self.stillCommitted(name, in: directory),
                     !Self.holdsLog(file)

@@ -31,6 +31,16 @@ public struct VaultError: KeelError {
         self.underlying = underlying
     }
 
+    /// `path` this process may not look at (permissions, a symlink loop: ``DurableFiles/FileKind/unreadable``):
+    /// an I/O error, never a finding about the data — nothing there would be a fresh install, and a
+    /// purge that cannot look would report itself done.
+    static func cannotRead(_ path: String, namespace: String? = nil, outcome: String = "nothing was changed")
+        -> VaultError
+    {
+        VaultError(
+            code: .ioError, namespace: namespace, message: "\(path) cannot be read (check its permissions); \(outcome)")
+    }
+
     /// A database failure as the vault reports it: `damaged` when the file is not a database (or is
     /// corrupt), `databaseFailed` otherwise.
     init(_ error: DatabaseError, namespace: String? = nil, dataset: String? = nil, message: String? = nil) {

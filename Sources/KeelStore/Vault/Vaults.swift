@@ -232,9 +232,7 @@ public actor Vaults {
         case .directory: break
         case nil: break
         case .unreadable?:
-            throw VaultError(
-                code: .ioError, namespace: namespace.rawValue,
-                message: "\(directory) cannot be read (check its permissions); nothing was changed")
+            throw VaultError.cannotRead(directory, namespace: namespace.rawValue)
         default:
             throw VaultError(
                 code: .damaged, namespace: namespace.rawValue,
@@ -397,9 +395,7 @@ public actor Vaults {
         case .directory?: break
         // Not "nothing to delete": a logout that cannot look must not report its purge done.
         case .unreadable?:
-            throw VaultError(
-                code: .ioError, namespace: namespace.rawValue,
-                message: "\(directory) cannot be read (check its permissions); nothing was deleted")
+            throw VaultError.cannotRead(directory, namespace: namespace.rawValue, outcome: "nothing was deleted")
         default: return report
         }
         guard var manifest = try VaultManifest.read(directory: directory) else {

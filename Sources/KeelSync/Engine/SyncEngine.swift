@@ -796,10 +796,10 @@ public actor SyncEngine {
                     return
                 }
                 // Sent without a known answer: the backend may have applied it. Discarding would be a lie.
-                let state = try transaction.records(storage.state)
-                let unconfirmed = try Self.unconfirmed(in: state)
+                let markers = try InFlightMarker.markers(in: transaction.records(storage.state))
+                let unconfirmed = Self.unconfirmed(markers)
                 // A damaged marker may name it: it is known only at the next push (`takeBatch`).
-                let unknown = try InFlightMarker.markers(in: state).contains { $0.marker == .null }
+                let unknown = markers.contains { $0.marker == .null }
                 if entry.state == .sending || sending.contains(entry.id) || unconfirmed.contains(entry.id) || unknown {
                     throw SyncError(
                         code: .invalidChange, subject: entry.id,
@@ -1121,8 +1121,13 @@ public actor SyncEngine {
     /// The changes a push wrote down as going out whose answer has not been recorded (every engine's push
     /// on this vault: an app and its extension may push at the same time).
     static func unconfirmed(in state: VaultRecords) throws -> Set<String> {
+        unconfirmed(try InFlightMarker.markers(in: state))
+    }
+
+    /// The changes `markers` name (a damaged marker, `.null`, names none that can be known).
+    static func unconfirmed(_ markers: [(key: String, marker: JSONValue)]) -> Set<String> {
         var unconfirmed: Set<String> = []
-        for (_, marker) in try InFlightMarker.markers(in: state) {
+        for (_, marker) in markers {
             guard case .array(let ids)? = marker["ids"] else { continue }
             unconfirmed.formUnion(ids.compactMap(\.stringValue))
         }
