@@ -122,7 +122,30 @@ import Testing
         #expect(token(.credential, [.logout, .accountDeletion, .accessRevocation]).problems.isEmpty)
         // Personal data and a device's own credential (not an account's) are not held to it.
         #expect(token(.personal, [.accountDeletion]).problems.isEmpty)
-        #expect(token(.credential, [.appVersionChange], bound: false).problems.isEmpty)
+        #expect(token(.credential, [.accountDeletion], bound: false).problems.isEmpty)
+    }
+
+    /// MOB-API-005: an update never deletes credentials, drafts or uncertain operations because of the version
+    /// alone; only a cache may be declared to go with it.
+    @Test func onlyACacheMayBeDeletedBecauseTheAppVersionChanged() {
+        func dataset(_ kind: Dataset.Kind, _ classification: Dataset.Classification, role: Dataset.Role) -> Dataset {
+            Dataset(
+                name: "data", purpose: "what the app keeps", kind: kind, classification: classification,
+                isAccountBound: false, retention: .untilEvent, backup: .exclude,
+                deletionTriggers: [.logout, .appVersionChange], role: role)
+        }
+        for (kind, classification) in [
+            (Dataset.Kind.keyValue, Dataset.Classification.credential), (.draft, .personal), (.queue, .personal),
+            (.table, .internal),
+        ] {
+            let problems = dataset(kind, classification, role: .sourceOfTruth).problems
+            #expect(problems.map(\.code) == [.deletedByAppVersion], "\(kind) \(classification)")
+            #expect(problems.first?.field == "deletionTriggers")
+        }
+        #expect(dataset(.cache, .internal, role: .cache(rebuiltFrom: "GET /feed")).problems.isEmpty)
+        #expect(throws: InventoryError.self) {
+            try Inventory([dataset(.draft, .personal, role: .sourceOfTruth)])
+        }
     }
 
     @Test func theStoreRefusesUndeclaredDatasetsAndResetsOnlyCaches() async throws {

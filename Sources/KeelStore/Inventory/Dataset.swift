@@ -189,6 +189,15 @@ public struct Dataset: Sendable, Hashable, Codable {
                     "a retention duration needs table storage with a timestamp column to sweep")
             }
         }
+        // MOB-API-005: an update must not delete credentials, drafts or the record of an operation whose result
+        // is not known merely because the app's version changed; what an update cannot carry over gets an
+        // explicit safe result through a migration (MOB-DATA-003). Only a cache may go with the version.
+        if deletionTriggers.contains(.appVersionChange), !role.isCache {
+            problem(
+                .deletedByAppVersion, "deletionTriggers",
+                "the source of truth may not be deleted because the app's version changed (only a cache may): migrate it, and give what an update cannot carry over an explicit safe result"
+            )
+        }
         if case .cache(let source) = role, source.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             problem(.cacheWithoutSource, "role", "a cache must say what rebuilds it")
         }

@@ -175,6 +175,9 @@ extension ErrorCode where Domain == InventoryProblem {
     public static var missingName: Self { Self("missingName") }
     /// A name a vault cannot store the dataset under (a file and table name: `A–Z a–z 0–9 . _ -`, 1 to 128).
     public static var unusableName: Self { Self("unusableName") }
+    /// The source of truth (credentials, drafts, queued or uncertain operations, user data) declared to be
+    /// deleted when the app's version changes; only a cache may be (MOB-API-005, MOB-DATA-003).
+    public static var deletedByAppVersion: Self { Self("deletedByAppVersion") }
     /// A dataset without a purpose.
     public static var missingPurpose: Self { Self("missingPurpose") }
     /// Sensitive data or credentials in transferable backups.
