@@ -256,29 +256,55 @@ extension DemoRun {
     func requiredUpdate() async throws {
         let phone = try device("phone", arguments: ["--app-version", "1.4"])
         let note = try await signedInNote(phone, account: "hana", title: "Visa application")
+        // An operation whose result the app cannot know (MOB-API-005 names it with credentials and drafts):
+        // the backend applies a new note and holds its answer, and the app is killed before it arrives.
+        let photos = try await must(phone, "new Passport photos")["id"]?.stringValue ?? ""
         try await must(phone, "open \(note)")
         try await must(phone, "editor \(note)")
         try await must(phone, "type Draft: call the embassy on Monday")
+        try await backend.fault("none", delayAcksMs: 2500)
+        try phone.send("sync")
+        action("phone$ sync  (in flight; the backend holds its answer)")
+        let applied = try await waitUntil(.seconds(10)) { try await self.backend.note(photos) != nil }
+        verify(
+            "the backend applied the new note while its answer is held", applied, expected: "applied",
+            seen: applied ? "applied" : "not applied")
+        try await phone.kill()
+        action("kill -9 phone before the answer arrives: the result of that sync is unknown to the app")
+        try await backend.fault("none")
         try await backend.post("min-version", ["platform": "ios", "version": "2.0", "latest": "2.1"])
         action("the backend now requires version 2.0 on iOS (the phone runs 1.4)")
-        let sync = try await run(phone, "sync")
+        let again = try relaunch(phone)
+        action("phone starts again, still 1.4")
+        let sync = try await run(again, "sync")
         verify("the call is refused as a required update", sync["error"]?["kind"], equals: "updateRequired")
-        let version = try await run(phone, "version")
+        let version = try await run(again, "version")
         verify(
             "the app knows the minimum it must update to",
             version["policy"] == "updateRequired" && version["minimum"] == "2.0",
             expected: "updateRequired, minimum 2.0", seen: version.description)
-        try await phone.kill()
-        action("kill -9 phone; it starts again, still 1.4")
-        let again = try relaunch(phone)
         let screen = try await run(again, "screen")
         verify("the draft is kept", screen["screen"]?["input"], equals: "Draft: call the embassy on Monday")
         verify("the notes are kept", try await listed(again, note)?["state"], equals: "synced")
+        let unknown = try await listed(again, photos)?["state"]?.stringValue ?? "missing"
+        verify(
+            "the operation whose answer was lost is kept and not called synced",
+            ["sending", "pending"].contains(unknown),
+            expected: "sending or pending", seen: unknown)
         try await again.quit()
         action("phone is updated to 2.1 and starts again: no new sign-in")
         let updated = try relaunch(phone, arguments: ["--app-version", "2.1"])
         let resumed = try await syncUntilIdle(updated)
-        verify("the updated app syncs with its kept credentials", resumed["ok"], equals: true)
+        verify(
+            "the updated app syncs with its kept credentials", resumed["ok"] == true && resumed["outstanding"] == 0,
+            expected: "ok, nothing outstanding", seen: resumed.description)
+        let settled = try await listed(updated, photos)
+        verify(
+            "the operation is settled after the update: the note is synced at version 1",
+            settled?["state"] == "synced" && settled?["version"] == 1, expected: "synced, version 1",
+            seen: settled?.description ?? "missing")
+        verify("the backend has it once: version 1", try await backend.note(photos)?["version"], equals: 1)
+        try await verifyAppliedOnce()
         let draft = try await run(updated, "screen")
         verify(
             "and the draft survived the update", draft["screen"]?["input"], equals: "Draft: call the embassy on Monday")

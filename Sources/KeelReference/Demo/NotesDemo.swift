@@ -172,7 +172,7 @@ public struct NotesDemo: Sendable {
             id: "portal", title: "A captive portal is recognised, not taken for the backend",
             requirements: ["MOB-API-003"], run: { try await $0.captivePortal() }),
         Scenario(
-            id: "update", title: "A required update blocks calls and keeps drafts and credentials",
+            id: "update", title: "A required update blocks calls and keeps drafts, credentials and an unknown result",
             requirements: ["MOB-API-005"], run: { try await $0.requiredUpdate() }),
         Scenario(
             id: "trace", title: "One trace id across retries; no trace context or token to another host",
