@@ -191,6 +191,109 @@ import Testing
         }
     }
 
+    /// MOB-API-005 (API-005.3): a required update during a staged rollout. With `--stores`, the backend asks
+    /// the release gate before it requires a version: while Google Play serves 5.2.0 to 20 % of its users,
+    /// 5.2.0 is not required on Android, and an installed 5.1.0 keeps working; at 100 % it is, and 5.1.0 is
+    /// told to update (iOS is not touched). A security incident may block first; a catalog that cannot be
+    /// read refuses the switch and changes nothing.
+    @Test func aRequiredUpdateWaitsForTheStagedRolloutToReachEveryUser() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-stores")
+        let stores = directory.url("stores.json")
+        func rollout(android percent: Int, ios rollout: String = #""rollout": "available""#) throws {
+            try Data(
+                """
+                {"stores": [
+                  {"id": "app-store", "platform": "ios", "production": true,
+                   "releases": [{"version": "5.2.0", \(rollout)}]},
+                  {"id": "google-play", "platform": "android", "production": true,
+                   "releases": [{"version": "5.1.0", "rollout": "available"},
+                                {"version": "5.2.0", "rollout": "staged", "percent": \(percent)}]}
+                ]}
+                """.utf8
+            ).write(to: stores)
+        }
+        try rollout(android: 20)
+        let child = try ChildProcess.launch(
+            product: "keel",
+            arguments: ["backend", "--data", directory.url("backend").path, "--admin", "--stores", stores.path])
+        defer { child.kill() }
+        let first = try #require(try await child.nextLine(timeout: .seconds(20)))
+        let base = try #require(URL(string: String(first.dropFirst("listening ".count))))
+        let (_, session) = try await send(
+            "POST", base.appendingPathComponent("sessions"), json: #"{"account": "alice"}"#)
+        let token = try #require(session?["token"]?.stringValue)
+        func changes(_ platform: String) async throws -> (Int, JSONValue?) {
+            try await send(
+                "GET", base.appendingPathComponent("changes"),
+                headers: ["Authorization": "Bearer \(token)", "X-App-Version": "5.1.0", "X-App-Platform": platform])
+        }
+        func require(_ platform: String, _ version: String, incident: Bool? = nil) async throws -> (Int, JSONValue?) {
+            let extra = incident.map { #", "incident": \#($0)"# } ?? ""
+            return try await send(
+                "POST", base.appendingPathComponent("_admin/min-version"),
+                json: #"{"platform": "\#(platform)", "version": "\#(version)"\#(extra)}"#)
+        }
+
+        // 20 %: refused, with the store and the release that fall short; the installed 5.1.0 keeps working.
+        let (refused, why) = try await require("android", "5.2.0")
+        #expect(refused == 409 && why?["code"] == "rollout_incomplete", "\(refused) \(why?.description ?? "")")
+        let reasons = Self.strings(why?["reasons"])
+        #expect(
+            reasons.count == 1 && reasons[0].hasPrefix("google-play 5.2.0:") && reasons[0].contains("20"), "\(reasons)")
+        #expect(try await changes("android").0 == 200)
+
+        // 100 %: required; 5.1.0 on Android must update to 5.2.0, on iOS nothing changed.
+        try rollout(android: 100)
+        #expect(try await require("android", "5.2.0").0 == 200)
+        let (blocked, answer) = try await changes("android")
+        #expect(blocked == 426 && answer?["code"] == "update_required", "\(blocked) \(answer?.description ?? "")")
+        #expect(answer?.description.contains("5.2.0") == true, "\(answer?.description ?? "")")
+        #expect(try await changes("ios").0 == 200)
+
+        // A security incident may block before every user can update: the answer lists who cannot yet.
+        try rollout(android: 100, ios: #""rollout": "phased", "percent": 5"#)
+        #expect(try await require("ios", "5.2.0").0 == 409)
+        #expect(try await changes("ios").0 == 200)
+        let (forced, said) = try await require("ios", "5.2.0", incident: true)
+        #expect(forced == 200 && said?["incident"] == true, "\(forced) \(said?.description ?? "")")
+        #expect(Self.strings(said?["reasons"]).first?.hasPrefix("app-store 5.2.0:") == true)
+        #expect(try await changes("ios").0 == 426)
+
+        // A catalog that cannot be read verifies nothing: the switch is refused and the policy left as it was.
+        try FileManager.default.removeItem(at: stores)
+        let (unverified, because) = try await require("android", "5.3.0")
+        #expect(unverified == 409 && because?["code"] == "rollout_unverified")
+        let (stillOld, minimum) = try await changes("android")
+        #expect(
+            stillOld == 426 && minimum?.description.contains("5.2.0") == true && !minimum!.description.contains("5.3.0")
+        )
+        // Clearing a minimum asks nobody.
+        #expect(
+            try await send(
+                "POST", base.appendingPathComponent("_admin/min-version"),
+                json: #"{"platform": "android", "version": null}"#
+            ).0 == 200)
+        #expect(try await changes("android").0 == 200)
+    }
+
+    static func strings(_ value: JSONValue?) -> [String] {
+        guard case .array(let items)? = value else { return [] }
+        return items.compactMap(\.stringValue)
+    }
+
+    @Test func aStoresFileThatIsNotACatalogIsAUsageError() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-backend-stores")
+        try Data(#"{"stores": [{"id": "app-store", "platform": "ios", "production": true, "releses": []}]}"#.utf8)
+            .write(to: directory.url("typo.json"))
+        for file in ["typo.json", "missing.json"] {
+            let child = try ChildProcess.launch(
+                product: "keel",
+                arguments: ["backend", "--data", directory.url("backend").path, "--stores", directory.url(file).path])
+            #expect(try await child.waitForExit() == .exited(2), "\(file)")
+            #expect(child.output(of: .standardError).contains("--stores"), "\(child.output(of: .standardError))")
+        }
+    }
+
     @Test func aDataDirectoryThatIsAFileExitsOneSayingSo() async throws {
         let directory = try TemporaryDirectory(prefix: "keel-backend-file")
         try Data("x".utf8).write(to: directory.url("a-file"))

@@ -47,11 +47,16 @@ public final class ReferenceBackend: Sendable {
         public var random: RandomSource
         /// Receives one line per request (method, path, status, account and trace headers).
         public var log: (@Sendable (String) -> Void)?
+        /// Asked before `POST /_admin/min-version` requires a version (MOB-API-005): nil lets every minimum
+        /// through; otherwise the minimum is refused (409 `rollout_incomplete`) unless the gate allows it or
+        /// the body declares a security incident. `keel backend --stores` answers with `keel release-gate`.
+        public var minimumVersionGate: MinimumVersionGate?
 
         /// A configuration; the defaults suit tests.
         public init(
             dataDirectory: URL, port: Int = 0, admin: Bool = false, clock: WallClock = .system,
-            random: RandomSource = .system, log: (@Sendable (String) -> Void)? = nil
+            random: RandomSource = .system, log: (@Sendable (String) -> Void)? = nil,
+            minimumVersionGate: MinimumVersionGate? = nil
         ) {
             self.dataDirectory = dataDirectory
             self.port = port
@@ -59,8 +64,15 @@ public final class ReferenceBackend: Sendable {
             self.clock = clock
             self.random = random
             self.log = log
+            self.minimumVersionGate = minimumVersionGate
         }
     }
+
+    /// Whether the backend may require `version` on `platform` (`ios` or `android`) now: the reasons it may
+    /// not — each production store that cannot serve that version to every one of its users yet — or none
+    /// when it may. A throw (the store catalog cannot be read) refuses the minimum too: nothing verified it.
+    public typealias MinimumVersionGate =
+        @Sendable (_ platform: String, _ version: String) throws -> [String]
 
     /// A fault the backend plays until it is set back to ``Mode/none``.
     public struct Fault: Sendable, Equatable {
@@ -673,7 +685,7 @@ package final class BackendHandler: Sendable {
             for id in counts.keys.sorted() { object[id] = .number(JSONNumber(Int64(counts[id]!))) }
             return Self.json(status: 200, ["published": .object(object)])
         case ("POST", "/_admin/min-version"):
-            let body = try Self.object(request.body, allowing: ["platform", "version", "latest"])
+            let body = try Self.object(request.body, allowing: ["platform", "version", "latest", "incident"])
             guard let platform = body["platform"]?.stringValue, ["ios", "android"].contains(platform) else {
                 throw BackendFailure(status: 422, code: "validation", message: "platform must be ios or android")
             }
@@ -696,9 +708,38 @@ package final class BackendHandler: Sendable {
                 throw BackendFailure(
                     status: 422, code: "validation", message: "latest \(latest) is older than the minimum \(minimum)")
             }
+            let incident: Bool
+            switch body["incident"] {
+            case nil, .null?: incident = false
+            case .bool(let value)?: incident = value
+            default: throw BackendFailure(status: 422, code: "validation", message: "incident must be true or false")
+            }
+            // MOB-API-005: before a required update is switched on, every production store must offer a compatible
+            // release to every user; a staged rollout must not leave some of them unable to get it. Only a
+            // security incident may block first (and the block screen then keeps all local data).
+            var answer: JSONObject = ["platform": .string(platform)]
+            if let minimum, let gate = configuration.minimumVersionGate {
+                let reasons: [String]
+                do { reasons = try gate(platform, minimum) } catch {
+                    throw BackendFailure(
+                        status: 409, code: "rollout_unverified",
+                        message: "the stores could not be checked, so \(minimum) is not required: \(error)")
+                }
+                if !reasons.isEmpty {
+                    guard incident else {
+                        throw BackendFailure(
+                            status: 409, code: "rollout_incomplete",
+                            message:
+                                "\(minimum) is not required on \(platform): not every user can get it yet (\(reasons.joined(separator: "; ")))",
+                            extra: ["reasons": .array(reasons.map(JSONValue.string))])
+                    }
+                    answer["incident"] = true
+                    answer["reasons"] = .array(reasons.map(JSONValue.string))
+                }
+            }
             try store.setSetting("minimum.\(platform)", minimum)
             if body["latest"] != nil { try store.setSetting("latest.\(platform)", latest) }
-            return Self.json(status: 200, ["platform": .string(platform)])
+            return Self.json(status: 200, answer)
         case ("GET", "/_admin/requests"):
             let log = state.withLock { $0.log.suffix(1000) }
             return Self.json(

@@ -1,5 +1,7 @@
 import Dispatch
 import Foundation
+import KeelContractTools
+import KeelCore
 import KeelReference
 import KeelTesting
 
@@ -15,7 +17,7 @@ enum BackendCommand {
         name: "backend",
         summary: "Run the reference backend (the sample notes contract, persisted in SQLite) on 127.0.0.1.",
         usage: """
-            USAGE: keel backend --data <dir> [--port <port>] [--admin] [--exit-with-parent]
+            USAGE: keel backend --data <dir> [--port <port>] [--admin] [--stores <STORES.json>] [--exit-with-parent]
 
             Runs Keel's reference backend: contracts/notes-api.v1.6.yaml (sign-in, notes, idempotent batch
             mutations, publishing, a changes feed with an opaque cursor, operation status, version policy),
@@ -62,13 +64,25 @@ enum BackendCommand {
                                                           "latest": "<x.y.z>"|null (optional)}: older versions
                                                           get 426 update_required; older than latest get
                                                           X-Update-Available; version is required, null
-                                                          clears the minimum
+                                                          clears the minimum. With --stores, a minimum that
+                                                          `keel release-gate` refuses is refused: 409
+                                                          {"code": "rollout_incomplete", "reasons": [...]}
+                                                          and nothing changes — unless the body also says
+                                                          "incident": true (a security incident: required
+                                                          anyway, the reasons in the answer)
                                GET  /_admin/notes        {"notes": [every note of every account, with
                                                           "account", "version" and "deleted"]}
                                GET  /_admin/published    {"published": {"<note id>": <publications>}}, every
                                                           account's together; ?account=NAME for one account's
                                GET  /_admin/requests     the last 1,000 requests with their account, status,
                                                           traceparent, tracestate and correlation id
+              --stores <STORES.json>
+                             Before POST /_admin/min-version requires a version, ask `keel release-gate`
+                             about it with this file (read again at each request, so it can follow a
+                             rollout): every production store of the platform must offer a release at
+                             least that new to every user. A file that cannot be read at start is a
+                             usage error; one that cannot be read later refuses the minimum (409
+                             rollout_unverified).
               --exit-with-parent
                              Also stop when the process that started it exits (checked once a second), so
                              that a launcher killed without cleaning up (a demo stopped with Ctrl-C, a test
@@ -82,8 +96,29 @@ enum BackendCommand {
         run: run
     )
 
+    /// The gate of `--stores PATH`: `keel release-gate` on the file as it is at each request. The file must
+    /// be a store catalog at start (a typo in a CI step fails the step, not the first switch).
+    static func storesGate(_ path: String) throws -> ReferenceBackend.MinimumVersionGate {
+        @Sendable func catalog() throws -> StoreCatalog {
+            guard let data = readInputFile(path) else { throw UsageError("--stores \(path): cannot read the file") }
+            do { return try StoreCatalog(json: Array(data)) } catch {
+                throw UsageError("--stores \(path): \(error)")
+            }
+        }
+        _ = try catalog()
+        return { platformName, versionText in
+            guard let platform = StoreCatalog.Platform(rawValue: platformName), let version = AppVersion(versionText)
+            else { throw UsageError("\(platformName) \(versionText) is not a platform and a version") }
+            let gate = try ReleaseGate(catalog: try catalog(), platform: platform, minimumVersion: version)
+            return gate.reasons.map { reason in
+                "\(reason.store)\(reason.release.map { " \($0)" } ?? ""): \(reason.why)"
+            }
+        }
+    }
+
     static func run(_ raw: [String]) async throws -> Int32 {
-        let arguments = try Arguments(raw, options: ["data", "port"], flags: ["admin", "exit-with-parent"])
+        let arguments = try Arguments(
+            raw, options: ["data", "port", "stores"], flags: ["admin", "exit-with-parent"])
         guard arguments.positionals.isEmpty else {
             throw UsageError("unexpected argument '\(arguments.positionals[0])'")
         }
@@ -91,6 +126,7 @@ enum BackendCommand {
         // An empty path would put the database in whatever directory the backend happens to start in.
         guard !data.isEmpty else { throw UsageError("--data needs a directory, not an empty path") }
         let port = try arguments.integer("port", default: 0, in: 0...65535)
+        let gate = try arguments.value("stores").map(storesGate)
         // A reader of standard output that goes away (a harness that closed its end) ends the log, never the
         // backend: writes then fail with EPIPE instead of raising SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
@@ -101,7 +137,7 @@ enum BackendCommand {
             backend = try ReferenceBackend(
                 configuration: .init(
                     dataDirectory: URL(fileURLWithPath: data), port: port, admin: arguments.has("admin"),
-                    log: { log.write($0) }))
+                    log: { log.write($0) }, minimumVersionGate: gate))
         } catch let error as CocoaError {
             // The data directory could not be created or used (a file of that name, no permission).
             // Foundation's text on Linux drops the underlying POSIX error ("error 512"): it is said here.
