@@ -302,6 +302,42 @@ import Testing
         await original.close()
     }
 
+    /// A conversion that gave up (a damaged record) and was cut short while putting things back — a crash, a
+    /// full disk, a manifest lock held too long — is never taken for a finished one: the sealed records are
+    /// not read as plain afterwards (found in an outside audit: with the staging table dropped before the move
+    /// was unrecorded, the next open took the swap for done and served the envelopes as plaintext).
+    @Test func aConversionCutShortWhileGivingUpIsNeverTakenForDone() async throws {
+        try await writeDrafts()
+        try {
+            let pool = try DatabasePool(path: vaultDirectory.appendingPathComponent("include.sqlite").path)
+            defer { Task { await pool.close() } }
+            try pool.writeSync { db in
+                try db.execute(#"UPDATE "records.drafts" SET value = zeroblob(90) WHERE id = 'd5'"#)
+            }
+        }()
+        let unsealed = try Self.inventory(changing: "drafts") { $0.classification = .internal }
+        let cut = try vaults(unsealed, moving: "drafts", interruptAt: "gaveUp")
+        _ = try await cut.open(alice)
+        await cut.close()
+        let again = try vaults(unsealed, moving: "drafts", after: ["v2-move-drafts"])
+        let opened = try await again.open(alice)
+        let read = try? await opened.get("drafts", id: "d1")
+        #expect(read == nil, "a sealed record read as plain: \(read.map { Array($0.prefix(8)) } ?? [])")
+        await #expect {
+            _ = try await opened.get("drafts", id: "d1")
+        } throws: { error in
+            (error as? VaultError)?.code == .declarationChanged
+        }
+        await again.close()
+        #expect(try !tables(in: "include.sqlite").contains("moving.drafts"))
+        let original = try vaults(
+            VaultFixture.inventory, moving: "drafts", after: ["v2-move-drafts", "v3-move-drafts"])
+        let reopened = try await original.open(alice)
+        #expect(try await reopened.get("drafts", id: "d1") == value(1))
+        #expect(try await reopened.get("drafts", id: "d299") == value(299))
+        await original.close()
+    }
+
     @Test func anUpdateThatChangesTheDeclarationAgainBeforeAMoveFinishedEndsItThenMovesOn() async throws {
         // Release 2 seals the feed cache and is killed right after the swap; release 3 makes it plain again.
         try await writeDrafts()

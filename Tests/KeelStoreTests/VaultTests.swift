@@ -101,6 +101,24 @@ func account(_ raw: String) -> AccountID {
         #expect(try await vault.fileNames("feed-cache").isEmpty)
     }
 
+    /// A dataset's files directory that cannot be listed is an error, never "no files" (found in an outside
+    /// audit: a listing showed nothing, and a move converted nothing and recorded the dataset converted).
+    @Test func aFilesDirectoryThatCannotBeListedIsAnErrorNotAnEmptyList() async throws {
+        let vault = try await fixture.vaults.open(alice)
+        try await vault.writeFile("media", named: "p1.jpg", contents: Data("photo".utf8))
+        let directory = fixture.data.appendingPathComponent("vaults").appendingPathComponent(vault.namespace.rawValue)
+            .appendingPathComponent("files").appendingPathComponent("media")
+        let aside = directory.deletingLastPathComponent().appendingPathComponent("media-aside")
+        try FileManager.default.moveItem(at: directory, to: aside)
+        try Data("not a directory".utf8).write(to: directory)
+        let error = await #expect(throws: VaultError.self) { _ = try await vault.fileNames("media") }
+        #expect(error?.code == .damaged, "\(String(describing: error))")
+        try FileManager.default.removeItem(at: directory)
+        #expect(try await vault.fileNames("media") == [], "a directory that does not exist holds no files")
+        try FileManager.default.moveItem(at: aside, to: directory)
+        #expect(try await vault.fileNames("media") == ["p1.jpg"])
+    }
+
     /// The stored form of a record tells whether it was written again since it was read, without opening it:
     /// in a sealed dataset any write changes it (even of the same value: a fresh nonce); in a plain one any
     /// write of another value.

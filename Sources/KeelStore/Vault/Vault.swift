@@ -289,8 +289,7 @@ public final class Vault: Sendable {
         return try await onFileQueue {
             try self.requireOpen()
             let directory = try self.filesDirectory(access, create: false)
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            return names.filter(VaultFiles.isSafeComponent).sorted()
+            return try self.listedFiles(directory).sorted()
         }
     }
 
@@ -536,9 +535,21 @@ public final class Vault: Sendable {
                 try copyRecords(from: source, table: table, to: destination, table: copy, converted)
             } catch let error as VaultError where Self.unreadable(error) {
                 // Left where it is: the partial copy goes (it is nothing but this move's), and the move is no
-                // longer recorded.
-                try dropScrubbing([copy], in: destination, renaming: nil)
-                try updateManifest { $0.datasets[dataset]?.moving = nil }
+                // longer recorded. Within one file the record goes first: a run that found the move recorded
+                // and the staging table gone would take the swap for done, and read the sealed records as plain
+                // (found in an outside audit: a manifest that could not be written after the drop did that). A
+                // staging table left by a failure in between is dropped when the move is tried again. Into
+                // another file the copy goes first: the records table is still in the source, so a move still
+                // recorded is tried again, not taken for done.
+                if sameFile {
+                    try updateManifest { $0.datasets[dataset]?.moving = nil }
+                    try moveStep.withLock { $0 }?("gaveUp")
+                    try dropScrubbing([copy], in: destination, renaming: nil)
+                } else {
+                    try dropScrubbing([copy], in: destination, renaming: nil)
+                    try moveStep.withLock { $0 }?("gaveUp")
+                    try updateManifest { $0.datasets[dataset]?.moving = nil }
+                }
                 return false
             }
             try dropScrubbing([table], in: source, renaming: sameFile ? (staging, table) : nil)
@@ -645,8 +656,7 @@ public final class Vault: Sendable {
         sealer: RecordSealer?
     ) throws {
         let directory = path + "/" + VaultFiles.filesDirectory + "/" + dataset
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter(
-            VaultFiles.isSafeComponent)
+        let names = try listedFiles(directory)
         for name in names.sorted() {
             let file = directory + "/" + name
             if entry.sealed != target.sealed {
@@ -688,12 +698,29 @@ public final class Vault: Sendable {
         }
     }
 
+    /// The files in a dataset's `directory` (safe names only); none when it does not exist. A directory that
+    /// cannot be listed throws: read as empty, a move would convert none of its files and record the dataset
+    /// converted, and a listing would show the user nothing (found in an outside audit).
+    private func listedFiles(_ directory: String) throws(VaultError) -> [String] {
+        switch DurableFiles.kind(directory) {
+        case nil: return []
+        case .directory?:
+            do {
+                return try FileManager.default.contentsOfDirectory(atPath: directory).filter(VaultFiles.isSafeComponent)
+            } catch { throw VaultError.cannotRead(directory, namespace: namespace.rawValue) }
+        case .unreadable?: throw VaultError.cannotRead(directory, namespace: namespace.rawValue)
+        default:
+            throw VaultError(
+                code: .damaged, namespace: namespace.rawValue,
+                message: "\(directory) is not a directory; nothing was changed")
+        }
+    }
+
     /// Whether every file of `dataset` that is sealed with one of its keys opens (files a cut-short move
     /// already made plain open trivially).
     private func filesOpen(of dataset: String, _ entry: VaultManifest.Entry) throws -> Bool {
         let directory = path + "/" + VaultFiles.filesDirectory + "/" + dataset
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter(
-            VaultFiles.isSafeComponent)
+        let names = try listedFiles(directory)
         for name in names {
             let bytes: [UInt8]
             do throws(DurableFiles.Failure) {

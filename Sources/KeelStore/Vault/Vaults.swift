@@ -256,15 +256,11 @@ public actor Vaults {
         defer { lock.release() }
         // Another process (or another `Vaults` on this directory) may have created it while this one waited.
         if let manifest = try Self.existingManifest(directory, namespace: namespace) { return manifest }
-        // A new vault. Keys under this namespace belong to an earlier installation whose data is gone.
-        do {
-            for listing in try keyStore.listKeys() where listing.namespace == namespace.rawValue {
-                try keyStore.delete(listing.id)
-            }
-        } catch {
-            throw VaultError(
-                code: .keyStoreFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
-        }
+        // A new vault, with keys of its own (new ids, entangled with this manifest). Keys already under this
+        // namespace are left alone: a directory without a vault is no proof that their data is gone. They may
+        // be an earlier installation's (a Keychain outlives the app), but they may as well open this account's
+        // vault in another data directory — an app extension's container, a volume not mounted yet —, and
+        // shredding them would lose that data for good (found in an outside audit). They open nothing here.
         let manifest = VaultManifest(
             format: VaultManifest.baseFormat, namespace: namespace.rawValue,
             entanglement: Hex.encode(AESGCM.randomBytes(16)), datasets: [:], permissions: nil, pendingPurge: nil,
@@ -461,7 +457,15 @@ public actor Vaults {
         let names = affected.filter { manifest.datasets[$0]?.hasRecords == true }
         for policy in Dataset.BackupPolicy.allCases where !names.isEmpty {
             let file = directory + "/" + VaultFiles.database(policy)
-            guard DurableFiles.kind(file) == .file else { continue }
+            guard DurableFiles.kind(file) == .file else {
+                // A purge cut short after the file went (below) leaves its log, which may hold the rows it
+                // dropped: it goes now (found in an outside audit).
+                for companion in VaultFiles.databaseCompanions.dropFirst()
+                where DurableFiles.kind(file + companion) == .file {
+                    try removeTree(file + companion)
+                }
+                continue
+            }
             // Kept: datasets written here, and those the inventory now puts here — a move cut short after its
             // original was deleted has its only copy here, before the manifest says so.
             let remaining = manifest.datasets.filter {
@@ -470,11 +474,19 @@ public actor Vaults {
                         || inventory.datasets[$0.key]?.backup == policy)
             }
             if remaining.isEmpty {
-                for companion in VaultFiles.databaseCompanions { try removeTree(file + companion) }
+                // The log and the shared memory first, the database last: cut short, what is left is found by
+                // the database file (or, gone, by the loop above), never a log without its database.
+                for companion in VaultFiles.databaseCompanions.reversed() { try removeTree(file + companion) }
                 continue
             }
+            // Its drops committed as every vault write is (`synchronous = FULL`): the manifest records the purge
+            // done right after, and a power cut must not bring the tables back without it.
             let pool: DatabasePool
-            do { pool = try DatabasePool(path: file) } catch {
+            do {
+                pool = try DatabasePool(
+                    path: file,
+                    configuration: DatabaseConfiguration(synchronous: Vaults.synchronous, secureDelete: true))
+            } catch {
                 throw VaultError(
                     code: .databaseFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
             }
