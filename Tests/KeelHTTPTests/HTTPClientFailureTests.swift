@@ -155,6 +155,23 @@ struct FaultTransport: HTTPTransport {
         #expect(failure.outcome == .rejected)
     }
 
+    /// 511 Network Authentication Required is the status RFC 6585 gives an intercepting proxy that wants a
+    /// network login: a portal, not the API failing (found in an outside audit: `technical`, `rejected`). The
+    /// proxy forwards nothing before the login, so a mutation too was not sent.
+    @Test func a511IsACaptivePortalNotAServerFailure() async throws {
+        let harness = try Harness(policy: once)
+        let login = TestResponse(
+            status: 511, headers: ["Content-Type": "text/html"], body: "<html><body>Log in to the Wi-Fi</body></html>")
+        harness.server.enqueue(login)
+        let read = try #require(await harness.send(.get("/notes")).failure)
+        #expect(read.kind == .captivePortal && read.outcome == .notSent, "\(read)")
+        harness.server.enqueue(login)
+        let post = try #require(await harness.send(HTTPOperation(method: "POST", path: "/notes", body: Data())).failure)
+        #expect(post.kind == .captivePortal && post.outcome == .notSent, "\(post)")
+        harness.server.enqueue(login)
+        #expect(await harness.client.probeReachability() == .captivePortal)
+    }
+
     @Test func aRedirectToAnotherOriginIsCaptivePortal() async throws {
         let harness = try Harness(
             policy: once,

@@ -20,6 +20,16 @@ import Testing
         ("", "/notes/50%", [], "/notes/50%25"),
         ("", "/notes/%zz%4", [], "/notes/%25zz%254"),
         ("/v%201", "/x", [], "/v%201/x"),
+        // Found in an outside audit: `+` and `;` went out as written, and a server reading the query as a form
+        // took `+` for a space (a cursor `a+b` came back as `a b`). Everything but unreserved bytes is escaped.
+        (
+            "/v1", "/notes",
+            [
+                URLQueryItem(name: "cursor", value: "a+b;c?d@e,f$g!h(i)*j=k&l%m#n é"),
+                URLQueryItem(name: "flag", value: nil), URLQueryItem(name: "a b+", value: ""),
+            ],
+            "/v1/notes?cursor=a%2Bb%3Bc%3Fd%40e%2Cf%24g%21h%28i%29%2Aj%3Dk%26l%25m%23n%20%C3%A9&flag&a%20b%2B="
+        ),
         (
             "/v1", "/notes/" + HTTPOperation.pathSegment("a/b?c#d \u{E9}%.~"), [],
             "/v1/notes/a%2Fb%3Fc%23d%20%C3%A9%25.~"

@@ -233,6 +233,11 @@ import Testing
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 0\r\n0123456789abcdef\r\n0\r\n\r\n",
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxx",
         "HTTP/1.1 200 OK\r\n folded: before any field\r\nContent-Length: 0\r\n\r\n",
+        // Found in an outside audit: a length field with no length was read as none, and codings other than
+        // a single `chunked` were ignored (gzip bytes, or inner chunk framing, handed on as the content).
+        "HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\nhello", "HTTP/1.1 200 OK\r\nContent-Length: ,\r\n\r\nhello",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
     ])
     func malformedResponsesAreRefused(raw: String) async throws {
         server.enqueue(.raw(raw))

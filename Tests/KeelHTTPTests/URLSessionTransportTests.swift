@@ -3,7 +3,7 @@ import Foundation
     import FoundationNetworking
 #endif
 import KeelCore
-import KeelHTTP
+@testable import KeelHTTP
 import KeelTesting
 import Testing
 
@@ -126,7 +126,49 @@ import Testing
             Issue.record("expected cancellation")
         } catch let error as TransportError {
             #expect(error.code == .cancelled)
+            // Never started, never sent (found in an outside audit: it said it may have been sent).
+            #expect(!error.requestMayHaveBeenSent)
         }
+        #expect(server.requestCount == 0)
+    }
+
+    /// What URLSession reports for a handshake that failed — an untrusted, expired or misnamed certificate, a
+    /// client certificate refused, App Transport Security — or a phone call holding the data channel: nothing
+    /// was sent (found in an outside audit: `other`, may have been sent, so a POST met by a portal's certificate
+    /// ended `unknown`). FoundationNetworking on Linux reports a failed handshake as -1 (`unknown`), which is
+    /// also its truncated body, so only Apple platforms tell these apart; the table is checked here.
+    @Test func aFailedHandshakeOrABlockedChannelSentNothing() {
+        let handshake: [URLError.Code] = [
+            .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
+            .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
+            .clientCertificateRequired, .appTransportSecurityRequiresSecureConnection,
+        ]
+        for code in handshake {
+            let mapped = URLSessionTransport.map(URLError(code))
+            #expect(mapped.code == .secureConnectionFailed && !mapped.requestMayHaveBeenSent, "\(code.rawValue)")
+        }
+        let call = URLSessionTransport.map(URLError(.callIsActive))
+        #expect(call.code == .notConnected && !call.requestMayHaveBeenSent)
+        // What may have left stays so.
+        for code: URLError.Code in [.timedOut, .networkConnectionLost, .unknown, .badServerResponse] {
+            #expect(URLSessionTransport.map(URLError(code)).requestMayHaveBeenSent, "\(code.rawValue)")
+        }
+    }
+
+    /// An attempt interrupted (its timer ran out) before the transport started it sent nothing, and says so.
+    @Test func anAttemptInterruptedBeforeItStartedSaysNothingWasSent() async throws {
+        let server = try TestServer()
+        let interruption = TransportInterruption()
+        interruption.interrupt()
+        do {
+            _ = try await URLSessionTransport().send(
+                TransportRequest(method: "POST", url: server.url("/pay"), body: Data(), reusesConnections: false),
+                interruption: interruption)
+            Issue.record("expected a failure")
+        } catch {
+            #expect(!error.requestMayHaveBeenSent, "\(error)")
+        }
+        #expect(server.requestCount == 0)
     }
 
     @Test func aRefusedFreshConnectionProvablyNeverSentTheRequest() async throws {

@@ -501,8 +501,31 @@ struct Call {
         var components = URLComponents(url: configuration.baseURL, resolvingAgainstBaseURL: false)!
         let base = components.percentEncodedPath
         components.percentEncodedPath = (base.hasSuffix("/") ? String(base.dropLast()) : base) + path
-        if !operation.query.isEmpty { components.queryItems = operation.query }
+        if !operation.query.isEmpty {
+            components.percentEncodedQueryItems = operation.query.map {
+                URLQueryItem(name: Self.encodedQueryComponent($0.name), value: $0.value.map(Self.encodedQueryComponent))
+            }
+        }
         return components.url!
+    }
+
+    /// A query item's name or value in its URL form: every byte but the unreserved ones (`A–Z a–z 0–9 - . _ ~`)
+    /// percent-encoded. URLComponents leaves `+` and `;` as they are, and most servers read a query as a form —
+    /// `+` a space, `;` a separator in some —, so a cursor `a+b` arrived as `a b` (found in an outside audit).
+    static func encodedQueryComponent(_ text: String) -> String {
+        var result = ""
+        result.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                result += Hex.percentEscape(byte)
+            }
+        }
+        return result
     }
 
     /// `path` in its URL form: plain bytes and `%XX` escapes as written, every other byte (a space, a lone
@@ -580,6 +603,11 @@ struct Call {
 
     /// A response that cannot be the API's: a redirect to another origin, or HTML where JSON was promised.
     private mutating func captivePortalFailure(_ response: TransportResponse) -> HTTPFailure? {
+        // 511 Network Authentication Required is what an intercepting proxy answers until the network is
+        // logged into (RFC 6585 §6): never the API's own answer (found in an outside audit: read as a 5xx).
+        // The proxy forwards nothing until then: unlike a login page in the API's place, a 511 proves the
+        // request did not reach the API, a mutation's too (what earlier attempts established still holds).
+        if response.status == 511 { return failure(.captivePortal, detail: "511 Network Authentication Required") }
         if (300...399).contains(response.status) {
             let location = response.header("Location").flatMap { URL(string: $0, relativeTo: configuration.baseURL) }
             if let location, OriginAllowlist.Origin(location) != OriginAllowlist.Origin(configuration.baseURL) {

@@ -33,7 +33,8 @@ extension HTTPClient {
             case .captivePortal: return .captivePortal
             default:
                 // A 5xx or 429 is the API answering; any other wrong answer is something else answering.
-                return error.status.map { (500...599).contains($0) || $0 == 429 } == true
+                // (511 is a portal's: the client reports it as one, above.)
+                return error.status.map { ((500...599).contains($0) && $0 != 511) || $0 == 429 } == true
                     ? .unavailable : .captivePortal
             }
         }

@@ -71,17 +71,27 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
         }
         // Before the task is resumed: an interruption that came first ends the exchange before it is sent.
         interruption.onInterrupt { stop(.timedOut, "interrupted by the attempt timer") }
+        let resumed = Locked(false)
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation {
                     (continuation: CheckedContinuation<TransportResponse, any Error>) in
                     // Attach first, resume after: a cancellation that came earlier resumes at once instead.
-                    if exchange.attach(continuation) { task.resume() }
+                    if exchange.attach(continuation) {
+                        resumed.withLock { $0 = true }
+                        task.resume()
+                    }
                 }
             } onCancel: {
                 stop(.cancelled, "cancelled")
             }
         } catch let error as TransportError {
+            // Ended before the task was resumed (an interruption or a cancel that came first): nothing left the
+            // device, whatever `stop` assumed (found in an outside audit: such a call ended `unknown`).
+            guard resumed.withLock({ $0 }) else {
+                throw TransportError(
+                    code: error.code, requestMayHaveBeenSent: false, detail: error.detail + " (before it was sent)")
+            }
             throw error
         } catch {
             throw TransportError(code: .other, requestMayHaveBeenSent: true, detail: "\(error)")
@@ -119,6 +129,15 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
             return TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true, detail: detail)
         case .cancelled:
             return TransportError(code: .cancelled, requestMayHaveBeenSent: true, detail: detail)
+        // The handshake failed, or the connection was refused before it: the request never left (found in an
+        // outside audit: `other`, may have been sent — how a captive portal usually shows over HTTPS).
+        case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
+            .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
+            .clientCertificateRequired, .appTransportSecurityRequiresSecureConnection:
+            return TransportError(code: .secureConnectionFailed, requestMayHaveBeenSent: false, detail: detail)
+        case .callIsActive:
+            // A phone call holds the only data channel (2G): nothing could be sent.
+            return TransportError(code: .notConnected, requestMayHaveBeenSent: false, detail: detail)
         default:
             return TransportError(code: .other, requestMayHaveBeenSent: true, detail: detail)
         }

@@ -54,8 +54,11 @@ package struct ResponseReader<Source: ResponseByteSource> {
         if hasNoBody {
             // Nothing to read.
         } else if head.headers.contains("Transfer-Encoding") {
+            // Exactly `chunked`: other codings would have to be decoded (none is supported), and chunked twice is
+            // forbidden (RFC 9112 §6.1) — accepting `gzip, chunked` handed gzip bytes on as the content (found in
+            // an outside audit).
             let codings = head.headers.tokens(for: "Transfer-Encoding")
-            guard codings.last == "chunked" else {
+            guard codings == ["chunked"] else {
                 throw .malformed("unsupported Transfer-Encoding \(codings.joined(separator: ", ").debugDescription)")
             }
             body = try readChunked(limit: limit)
@@ -98,7 +101,7 @@ package struct ResponseReader<Source: ResponseByteSource> {
         if method == "HEAD" || (100...199).contains(head.status) || head.status == 204 || head.status == 304 {
             framing = .none
         } else if head.headers.contains("Transfer-Encoding") {
-            guard head.headers.tokens(for: "Transfer-Encoding").last == "chunked" else {
+            guard head.headers.tokens(for: "Transfer-Encoding") == ["chunked"] else {
                 throw .malformed("unsupported Transfer-Encoding")
             }
             framing = .chunked(remainingInChunk: 0)
@@ -263,10 +266,14 @@ package struct ResponseReader<Source: ResponseByteSource> {
 
     /// One Content-Length, or several identical ones; anything else is malformed (RFC 9112 §6.3).
     private func contentLength(_ headers: HeaderFields) throws(ResponseReadFailure) -> Int? {
-        let values = headers.values(for: "Content-Length").flatMap { $0.split(separator: ",") }.map {
-            $0.trimmingSpacesAndTabs()
+        let fields = headers.values(for: "Content-Length")
+        guard !fields.isEmpty else { return nil }
+        let values = fields.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpacesAndTabs() }.filter {
+            !$0.isEmpty
         }
-        guard let first = values.first else { return nil }
+        // A field with no length in it (`Content-Length:` or `Content-Length: ,`) is invalid, not absent (found
+        // in an outside audit: a keep-alive answer was then read until the attempt timed out).
+        guard let first = values.first else { throw .malformed("empty Content-Length") }
         guard values.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
             let length = Int(first.prefix(18))
         else {
