@@ -35,6 +35,10 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         public var maximumHeadBytes: Int
         /// Idle keep-alive connections kept per origin.
         public var maximumIdleConnectionsPerOrigin: Int
+        /// How long an idle connection is kept for reuse. A connection a NAT or a network change silently
+        /// dropped raises no error until a request on it times out, so one idle for longer is closed instead
+        /// of used (`.zero`: never reused).
+        public var maximumIdleTime: Duration
         /// A PEM file of trusted certificates for `https`; nil for the system's trust store.
         public var trustedCertificatesFile: String?
         /// Runs on the worker thread before a new connection resolves its host (tests make it block, as a
@@ -44,7 +48,8 @@ public final class SocketTransport: InterruptibleHTTPTransport {
         /// Settings; the defaults suit an app talking to its API.
         public init(
             connectTimeout: Duration = .seconds(15), maximumHeadBytes: Int = 64 * 1024,
-            maximumIdleConnectionsPerOrigin: Int = 4, trustedCertificatesFile: String? = nil
+            maximumIdleConnectionsPerOrigin: Int = 4, trustedCertificatesFile: String? = nil,
+            maximumIdleTime: Duration = .seconds(60)
         ) {
             precondition(connectTimeout > .zero, "SocketTransport.connectTimeout must be positive")
             precondition(maximumHeadBytes >= 1024, "SocketTransport.maximumHeadBytes must be at least 1 KiB")
@@ -52,12 +57,14 @@ public final class SocketTransport: InterruptibleHTTPTransport {
             self.maximumHeadBytes = maximumHeadBytes
             self.maximumIdleConnectionsPerOrigin = maximumIdleConnectionsPerOrigin
             self.trustedCertificatesFile = trustedCertificatesFile
+            self.maximumIdleTime = maximumIdleTime
         }
     }
 
     /// The settings it was made with.
     public let configuration: Configuration
-    private let idle = Locked<[Endpoint: [ClientSocket]]>([:])
+    /// Idle connections per origin, with when each became idle.
+    private let idle = Locked<[Endpoint: [(socket: ClientSocket, since: ContinuousClock.Instant)]]>([:])
 
     /// A transport with `configuration`.
     public init(configuration: Configuration = Configuration()) {
@@ -65,7 +72,7 @@ public final class SocketTransport: InterruptibleHTTPTransport {
     }
 
     deinit {
-        for sockets in idle.withLock({ $0.values }) { sockets.forEach { $0.close() } }
+        for sockets in idle.withLock({ $0.values }) { sockets.forEach { $0.socket.close() } }
     }
 
     /// Performs one exchange on a worker thread (socket I/O blocks); cancelling the task, or `interruption`,
@@ -280,9 +287,11 @@ public final class SocketTransport: InterruptibleHTTPTransport {
     // MARK: - Pool
 
     private func takeIdle(_ endpoint: Endpoint) -> ClientSocket? {
-        while let candidate = idle.withLock({ $0[endpoint]?.popLast() }) {
-            // A server may have closed an idle connection; sending on it would only fail after the fact.
-            if candidate.isReusable { return candidate }
+        while let (candidate, since) = idle.withLock({ $0[endpoint]?.popLast() }) {
+            // A server may have closed an idle connection; sending on it would only fail after the fact. One idle
+            // too long may be gone without a word (found in an outside audit: a silently dropped pooled
+            // connection cost a whole attempt's timeout).
+            if since.duration(to: .now) < configuration.maximumIdleTime, candidate.isReusable { return candidate }
             candidate.close()
         }
         return nil
@@ -293,7 +302,7 @@ public final class SocketTransport: InterruptibleHTTPTransport {
             guard idle[endpoint, default: []].count < configuration.maximumIdleConnectionsPerOrigin else {
                 return false
             }
-            idle[endpoint, default: []].append(socket)
+            idle[endpoint, default: []].append((socket, .now))
             return true
         }
     }
