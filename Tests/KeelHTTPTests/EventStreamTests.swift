@@ -113,6 +113,21 @@ import Testing
         #expect(events.last?.type == "\u{301}")
     }
 
+    /// An `event:` field with an empty value leaves the event of the default type ("message"), as if there were
+    /// none; a later block's type does not carry over (found in an outside audit: the type was "").
+    @Test func anEmptyEventFieldMeansTheDefaultType() async throws {
+        let server = try TestServer()
+        server.enqueue(
+            TestResponse(
+                headers: ["Content-Type": "text/event-stream"],
+                body: "event:\ndata: a\n\nevent: note\ndata: b\n\nevent: note\nevent:\ndata: c\n\n",
+                socketEffect: .disconnectAtEnd))
+        let (events, failure) = await collect(client(server).events(.get("/events"), format: .serverSentEvents))
+        #expect(failure == nil)
+        #expect(events.map(\.data) == ["a", "b", "c"])
+        #expect(events.map(\.type) == [nil, "note", nil])
+    }
+
     /// Found in review: streams skipped the captive-portal judgement every call makes — a portal's 200 HTML
     /// page was delivered line by line as events (or read as a clean end with none), and a redirect to the
     /// portal's origin was an ordinary `technical` failure.

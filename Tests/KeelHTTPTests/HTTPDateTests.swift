@@ -32,6 +32,12 @@ import Testing
                 $0 > now.addingTimeInterval(49 * 365 * 86_400)
             } == true)
         #expect(HTTPDate.parse("Wednesday, 02-Dec-76 00:00:00 GMT", now: now).map { $0 < now } == true)
+        // After the middle of a century the next one is near: in 2070, `10` is 2110 (40 years ahead), not 2010.
+        let in2070 = Date(timeIntervalSince1970: 3_155_760_000)  // 2070-01-01
+        let ten = try #require(HTTPDate.parse("Wednesday, 01-Jan-10 00:00:00 GMT", now: in2070))
+        #expect(ten == Date(timeIntervalSince1970: 4_417_977_600))  // 2110-01-01
+        let sixty = try #require(HTTPDate.parse("Thursday, 01-Jan-60 00:00:00 GMT", now: in2070))
+        #expect(sixty == Date(timeIntervalSince1970: 2_840_140_800))  // 2060-01-01
     }
 
     @Test(arguments: [

@@ -85,4 +85,19 @@ enum RandomSourceFixture {
         for _ in 0..<100 { budget.recordSuccess() }
         #expect(budget.available == 10)
     }
+
+    /// A backend that answers only at the third attempt drains the budget: each such call spends two retries
+    /// and gets back the last one's cost, so retries stop instead of tripling its load for good (AWS standard
+    /// mode; found in an outside audit).
+    @Test func aSuccessAfterRetriesGivesBackOnlyTheLastRetrysCost() {
+        let budget = RetryBudget(capacity: 100, retryCost: 5, successRefund: 1)
+        var calls = 0
+        while calls < 100, budget.spendForRetry(), budget.spendForRetry() {
+            budget.recordSuccess(refunding: 10)
+            calls += 1
+        }
+        #expect(calls < 100, "the budget never drains")
+        #expect((15...25).contains(calls), "\(calls)")
+        #expect(budget.available < 10)
+    }
 }

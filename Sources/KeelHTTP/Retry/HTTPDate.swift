@@ -90,12 +90,17 @@ public enum HTTPDate {
                 literal(" GMT"), atEnd
             else { return nil }
             let currentYear = HTTPDate.year(of: now)
-            var year = currentYear - currentYear % 100 + twoDigits
-            // "More than 50 years in the future" compares instants: the candidate against now + 50 years.
-            if let candidate = HTTPDate.date(
-                year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2),
-                let limit = Self.fiftyYears(after: now), candidate > limit
-            {
+            // The latest year with these two digits that is not more than 50 years in the future: from the next
+            // century down ("more than 50 years in the future" compares instants, against now + 50 years). From
+            // this century down only, in 2070 `10` was read as 2010 instead of 2110 (found in an outside audit).
+            var year = currentYear - currentYear % 100 + 100 + twoDigits
+            guard let limit = Self.fiftyYears(after: now) else { return nil }
+            for _ in 0..<2 {
+                guard
+                    let candidate = HTTPDate.date(
+                        year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2),
+                    candidate > limit
+                else { break }
                 year -= 100
             }
             return HTTPDate.date(year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2)

@@ -36,9 +36,12 @@ public final class RetryBudget: Sendable {
         }
     }
 
-    /// Returns the refund for a successful call, plus what it spent on retries (a retry that worked
-    /// costs nothing in the end, as in AWS standard mode).
+    /// Returns what a successful call earns back. A call that succeeded at once returns ``successRefund``; one
+    /// that needed retries (`spent` > 0) gets back the cost of its last retry only, as in AWS standard mode: a
+    /// backend that answers only at the third attempt must still drain the budget, or retries would triple its
+    /// load for good (found in an outside audit: every retry's cost and the success's token came back).
     public func recordSuccess(refunding spent: Int = 0) {
-        tokens.withLock { $0 = min(capacity, $0 + successRefund + max(0, spent)) }
+        let earned = spent > 0 ? min(spent, retryCost) : successRefund
+        tokens.withLock { $0 = min(capacity, $0 + earned) }
     }
 }

@@ -349,7 +349,8 @@ struct EventParser {
             }
             switch field {
             case "data": data.append(String(value))
-            case "event": type = String(value)
+            // An empty `event:` is the default type, as no field at all (found in an outside audit: type "").
+            case "event": type = value.isEmpty ? nil : String(value)
             case "id" where !value.contains("\u{0}"): id = String(value)
             default: break  // `retry` and unknown fields are ignored
             }
