@@ -183,6 +183,27 @@ import Testing
         #expect(requests[2].headers["Connection"] == "close" && requests[3].headers["Connection"] == "close")
     }
 
+    /// A connection idle for longer than `maximumIdleTime` is closed, not used: one a NAT or a network change
+    /// dropped without a word would cost a request its whole timeout (found in an outside audit).
+    @Test func aConnectionIdleForTooLongIsNotReused() async throws {
+        var configuration = SocketTransport.Configuration()
+        configuration.maximumIdleTime = .zero
+        let fresh = SocketTransport(configuration: configuration)
+        for _ in 0..<4 { server.enqueue(.json("{}")) }
+        for path in ["/a", "/b"] {
+            _ = try await fresh.send(TransportRequest(method: "GET", url: server.url(path)))
+        }
+        // The default keeps it for a minute.
+        for path in ["/c", "/d"] {
+            _ = try await transport.send(TransportRequest(method: "GET", url: server.url(path)))
+        }
+        let requests = server.requests
+        #expect(requests[0].connectionID != requests[1].connectionID)
+        #expect(requests[2].connectionID == requests[3].connectionID)
+        // Reusable in principle (no `Connection: close`): only its idle time decided.
+        #expect(requests[0].headers["Connection"] == nil)
+    }
+
     @Test func chunkedHeadAndEmptyBodiesAreFramedRight() async throws {
         server.enqueue(TestResponse(body: String(repeating: "z", count: 10_000)).chunked(size: 333))
         server.enqueue(TestResponse(status: 204))
