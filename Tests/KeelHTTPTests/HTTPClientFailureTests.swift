@@ -111,6 +111,24 @@ struct FaultTransport: HTTPTransport {
         #expect(failure.outcome == .notSent)
     }
 
+    /// The same through the real default transport and the system's resolver: a name that cannot exist
+    /// (`.invalid`, RFC 2606) fails to resolve, so nothing was sent — not a stub's word for it (found in a
+    /// conformance audit: the DNS class came only from an injected error).
+    @Test func aNameThatDoesNotResolveIsOfflineAndNotSentThroughTheRealTransport() async throws {
+        let client = HTTPClient(
+            configuration: .init(
+                baseURL: URL(string: "http://keel-test.nonexistent.invalid:8080")!,
+                transport: SocketTransport(configuration: .init(connectTimeout: .seconds(10))),
+                policy: CallPolicy(attemptTimeout: .seconds(10), deadline: .seconds(10), maximumAttempts: 1)))
+        do {
+            _ = try await client.send(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
+            Issue.record("a name under .invalid resolved")
+        } catch {
+            #expect(error.kind == .offline, "\(error)")
+            #expect(error.outcome == .notSent, "\(error)")
+        }
+    }
+
     @Test func anAttemptTimeoutIsTimeoutWithUnknownOutcome() async throws {
         let harness = try Harness(policy: CallPolicy(attemptTimeout: .seconds(2), maximumAttempts: 1))
         harness.server.enqueue(TestResponse(socketEffect: .noResponse))
