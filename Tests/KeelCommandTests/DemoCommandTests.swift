@@ -8,8 +8,12 @@ import Testing
     @Test func theDemoShowsItsStepsAndWritesASelfContainedReport() async throws {
         let directory = try TemporaryDirectory(prefix: "keel-demo-command")
         let report = directory.url("demo.html")
+        // Written through a symbolic link, which stays one (found in an outside audit: the atomic write
+        // renamed a regular file over it).
+        let link = directory.url("latest.html")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: "demo.html")
         let child = try ChildProcess.launch(
-            product: "keel", arguments: ["demo", "--only", "links,switch", "--report", report.path])
+            product: "keel", arguments: ["demo", "--only", "links,switch", "--report", link.path])
         // Progress is visible while it runs: the first scenario's heading arrives before the end.
         let heading = try await child.waitForLine(timeout: .seconds(60)) { $0.hasPrefix("[1/2]") }
         #expect(heading.contains("An account switch"))
@@ -22,6 +26,7 @@ import Testing
         #expect(output.contains("✓ MOB-PLAT-008"))
         #expect(output.contains("every one held"))
         #expect(!output.contains("✗"))
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == "demo.html")
         let html = try String(contentsOf: report, encoding: .utf8)
         #expect(html.hasPrefix("<!doctype html>") && html.contains("Every check held"))
         #expect(html.contains("id=\"links\"") && html.contains("id=\"switch\""))

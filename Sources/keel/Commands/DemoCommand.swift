@@ -139,10 +139,10 @@ enum DemoCommand {
         for line in NotesDemo.summary(report) { show(line) }
         if let path = arguments.value("report") {
             do {
-                try Data(NotesDemo.html(report).utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+                try OutputFile.write(Data(NotesDemo.html(report).utf8), to: path)
                 show("report: \(path)")
             } catch {
-                return fail("cannot write the report to \(path): \(error.localizedDescription)", status: 1)
+                return fail("cannot write the report to \(path): \(error)", status: 1)
             }
         }
         if keep { show("data kept in \(directory.path)") }
