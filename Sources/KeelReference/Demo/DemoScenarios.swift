@@ -355,18 +355,21 @@ extension DemoRun {
     func publishOnce() async throws {
         let phone = try device("phone")
         let note = try await signedInNote(phone, account: "june", title: "Essay on tides")
+        let path = "/notes/\(note)/publish"
         try await backend.fault("none", delayAcksMs: 2500)
         action("backend holds its answers for 2.5 s after publishing")
         try phone.send("publish \(note)")
         action("phone$ publish \(Self.short(note))  (in flight)")
         let made = try await waitUntil(.seconds(10)) { try await self.backend.published()[note] == 1 }
+        demonstrating("MOB-API-002")
         verify("the backend made the publication", made, expected: "1 publication", seen: made ? "1" : "none")
         try await phone.kill()
         action("kill -9 phone before the answer arrives")
         try await backend.fault("none")
         let again = try relaunch(phone)
         let deadline = ContinuousClock.now + .seconds(15)
-        var answer = try await run(again, "publish \(note)")
+        let first = try await run(again, "publish \(note)")
+        var answer = first
         while answer["ok"] == false, answer["error"]?["kind"] == "inProgress", ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(250))
             answer = try await run(again, "publish \(note)", quiet: true)
@@ -374,13 +377,38 @@ extension DemoRun {
         if answer["ok"] == true {
             action("phone$ publish \(Self.short(note))  → published at \(answer["path"]?.stringValue ?? "-")")
         }
+        // The premise, checked: the kill came while the publication was in flight. Had its answer arrived
+        // first, the ledger would hold it, and this tap would be answered from there without a call.
+        verify(
+            "the kill came before the answer: after the restart the app does not know the outcome (not answered "
+                + "from its ledger)",
+            first["alreadyPublished"] != true && answer["alreadyPublished"] == false,
+            expected: "alreadyPublished false", seen: answer.description)
         verify("publishing again after the restart succeeds", answer["ok"], equals: true)
-        verify("the backend published the note once, not twice", try await backend.published()[note], equals: 1)
-        let calls = try await backend.requests().filter { ($0["path"]?.stringValue ?? "").hasSuffix("/publish") }.count
+        let calls = try await backend.requests().filter { $0["path"]?.stringValue == path }
+        let answered = calls.filter { $0["status"] == 200 }.count
+        // The request in flight at the kill and its replay after the restart, both answered with the one
+        // publication: the replay carried the same key (a new key publishes again).
+        verify(
+            "the backend answered the publication again after the restart: 2 calls answered 200 (the one in "
+                + "flight, then its replay)",
+            answered, equals: 2)
+        demonstrating("MOB-API-002", "MOB-PLAT-008")
+        verify(
+            "the backend published the note once, not twice: the replay carried the same key",
+            try await backend.published()[note], equals: 1)
+        demonstrating("MOB-PLAT-008")
+        let before = try await backend.requests()
+        let pagesBefore = pages.server.requests.count
         let repeated = try await run(again, "publish \(note)")
         verify("a third tap answers from the effect ledger", repeated["alreadyPublished"], equals: true)
-        let after = try await backend.requests().filter { ($0["path"]?.stringValue ?? "").hasSuffix("/publish") }.count
-        verify("and makes no call at all", after, equals: calls)
+        let after = try await backend.requests()
+        let pagesAfter = pages.server.requests.count
+        verify(
+            "and makes no call at all: the backend's request log and the public page host are unchanged",
+            after == before && pagesAfter == pagesBefore,
+            expected: "\(before.count) backend requests, \(pagesBefore) page requests",
+            seen: "\(after.count) backend requests, \(pagesAfter) page requests")
     }
 }
 
