@@ -188,18 +188,24 @@ extension DemoRun {
     func deepLinks() async throws {
         let phone = try device("phone")
         let note = try await signedInNote(phone, account: "farah", title: "Recipe")
+        let other = try await must(phone, "new Shopping")["id"]?.stringValue ?? ""
         let label = "note noteID=\(note)"
         demonstrating("MOB-PLAT-008")
+        // Opened from another stack (another note's editor): a navigator that only pushed the note would
+        // leave that stack under it (found in an outside audit: opened from [home, notes], pushing passed).
+        try await must(phone, "open \(other)")
+        try await must(phone, "editor \(other)")
         let linked = try await must(phone, "open-link keel-notes://note/\(note)")
         verify(
-            "the deep link opens the note above its declared parents", linked["screen"]?["stack"],
-            equals: ["home", "notes", .string(label)])
+            "the deep link, opened over another note's editor, shows the note above its declared parents only",
+            linked["screen"]?["stack"], equals: ["home", "notes", .string(label)])
         let back = try await must(phone, "back systemBack")
         verify(
             "system back returns to its parent, the notes list", back["screen"]?["stack"], equals: ["home", "notes"])
+        try await must(phone, "open \(other)")
         let notified = try await must(phone, "notification \(note)")
         verify(
-            "a notification opens the note the same way", notified["screen"]?["stack"],
+            "a notification, opened over another note, opens the note the same way", notified["screen"]?["stack"],
             equals: ["home", "notes", .string(label)])
         let gesture = try await must(phone, "back gesture")
         verify("the back gesture does the same as system back", gesture["screen"]?["stack"], equals: ["home", "notes"])
