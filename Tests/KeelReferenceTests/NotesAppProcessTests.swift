@@ -322,6 +322,34 @@ extension NotesDevice {
         _ = try await tablet.run("quit")
     }
 
+    /// Found in an outside audit: coming back online met a conflict, the change still outstanding, and the
+    /// answer said `"synced": true`. In Keel "synced" means the backend confirmed: `synced` is true only
+    /// when nothing is left outstanding, conflicted or rejected; `ran` says whether a sync ran at all.
+    @Test func aConditionThatMeetsAConflictDoesNotSaySynced() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-synced")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        let tablet = try NotesDevice(directory, name: "tablet", server: backend.baseURL)
+        _ = try await phone.run("signin alice")
+        _ = try await tablet.run("signin alice")
+        let id = try #require(try await phone.run("new Shared")["id"]?.stringValue)
+        _ = try await phone.run("sync")
+        _ = try await tablet.run("sync")
+        _ = try await tablet.run("edit \(id) from the tablet")
+        _ = try await tablet.run("sync")
+        #expect(try await phone.run("offline")["ran"] == false)
+        _ = try await phone.run("edit \(id) from the phone")
+        let regained = try await phone.run("online")
+        #expect(regained["ok"] == true && regained["ran"] == true, "\(regained)")
+        #expect(regained["conflicts"] == 1 && regained["outstanding"] == 1, "\(regained)")
+        #expect(regained["synced"] == false, "\(regained)")
+        _ = try await phone.run("resolve \(id) merged from both")
+        let settled = try await phone.run("foreground")
+        #expect(settled["outstanding"] == 0 && settled["synced"] == true, "\(settled)")
+        _ = try await phone.run("quit")
+        _ = try await tablet.run("quit")
+    }
+
     @Test func aDamagedPublicationRecordIsNeverReplacedByANewKey() async throws {
         let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger")
         defer { withExtendedLifetime(directory) {} }  // the data is deleted with it

@@ -335,7 +335,7 @@ public actor NotesApp {
             case "offline":
                 networkLost = true
                 _ = try await requireEngine().connectivityChanged(reachable: false)
-                return ["ok": true, "synced": false]
+                return ["ok": true, "ran": false, "synced": false]
             case "foreground": return try await syncedOn(await requireEngine().handle(.foreground))
             case "conflicts": return try await conflicts()
             case "resolve":
@@ -530,12 +530,17 @@ public actor NotesApp {
         try await answer(to: await requireEngine().sync())
     }
 
-    /// The answer to a condition that may have synced: `synced` false when it did not (not declared, or
-    /// nothing changed), else what `sync` answers with `synced` true.
+    /// The answer to a condition that may have synced: `ran` false when it did not (not declared, or nothing
+    /// changed), else what `sync` answers with `ran` true. `synced` says what Keel means by it — the backend
+    /// confirmed every change: true only when the run left nothing outstanding, conflicted or rejected (found
+    /// in an outside audit: a run that met a conflict, its change still outstanding, answered `synced: true`).
     private func syncedOn(_ report: SyncReport?) async throws -> JSONObject {
-        guard let report else { return ["ok": true, "synced": false] }
+        guard let report else { return ["ok": true, "ran": false, "synced": false] }
         var answer = try await answer(to: report)
-        if answer["ok"] == true { answer["synced"] = true }
+        guard answer["ok"] == true else { return answer }
+        answer["ran"] = true
+        answer["synced"] = .bool(
+            report.conflicts == 0 && report.rejected == 0 && answer["outstanding"] == 0)
         return answer
     }
 
