@@ -12,7 +12,7 @@
 // resolve ID mine|theirs|merged TEXT ·
 // open-link URL · notification ID ·
 // open ID · editor ID · type TEXT · back systemBack|gesture|appButton|modalDismiss · screen · publish ID ·
-// version · quit
+// version · launch · quit
 import Foundation
 import KeelContract
 import KeelCore
@@ -116,7 +116,13 @@ if let path = option("script") {
         String(decoding: line.last == 13 ? line.dropLast() : line, as: UTF8.self)
     }.filter { !$0.isEmpty }
 }
-_ = await app.launch()
+// The launch's outcome is said, not dropped: an account whose data cannot be read (a key that is gone, a
+// damaged vault) would otherwise show only as "sign in first" (found in an outside audit). It goes to standard
+// error, as one JSON object, so that standard output keeps one answer per command; `launch` answers it too.
+let launched = await app.launch()
+if launched["ok"] != true {
+    FileHandle.standardError.write(Data("launch: ".utf8 + JSONValue.object(launched).serialized() + [0x0A]))
+}
 var position = 0
 while true {
     let line: String

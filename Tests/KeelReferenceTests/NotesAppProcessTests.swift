@@ -350,6 +350,55 @@ extension NotesDevice {
         _ = try await tablet.run("quit")
     }
 
+    /// Found in an outside audit: the launch's result was dropped, so data whose key was gone showed as
+    /// "sign in first", and signing in said "technical". The launch says what it found (a JSON line on
+    /// standard error, and `launch`), with a typed kind and the way out (MOB-DATA-007); the way out works.
+    @Test func dataWhoseKeyIsGoneIsReportedAtLaunchWithItsWayOut() async throws {
+        let (directory, backend, phone, _) = try await Self.syncedEssay("keel-notes-key-gone")
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+        try FileManager.default.removeItem(at: phone.keys)
+        let restored = try phone.relaunched()
+        let launched = try await restored.run("launch")
+        #expect(launched["launched"] == "failed" && launched["account"] == "alice", "\(launched)")
+        #expect(launched["error"]?["kind"] == "keyUnavailable" && launched["error"]?["action"] == "signOut")
+        let errors = restored.process.output(of: .standardError)
+        #expect(errors.contains("launch: {") && errors.contains("\"keyUnavailable\""), "\(errors)")
+        // Not "sign in first" (nobody signed in), not "technical": what is wrong, and what to do.
+        let list = try await restored.run("list")
+        #expect(list["error"]?["kind"] == "keyUnavailable", "\(list)")
+        #expect(list["error"]?["message"]?.stringValue?.contains("Sign out") == true, "\(list)")
+        #expect(try await restored.run("signin alice")["error"]?["kind"] == "keyUnavailable")
+        #expect(try await restored.run("signout")["ok"] == true)
+        #expect(try await restored.run("signin alice")["ok"] == true)
+        #expect(try await restored.run("sync")["ok"] == true)
+        #expect(try await restored.run("list")["notes"]?[0]?["title"] == "Essay")
+        _ = try await restored.run("quit")
+        withExtendedLifetime((directory, backend)) {}
+    }
+
+    /// A vault whose manifest is damaged is `vaultDamaged` at launch, with `deleteAccount` as the way out (a
+    /// sign-out cannot tell what it deletes from what it keeps); `delete-account` works without the vault.
+    @Test func aDamagedVaultIsReportedAtLaunchAndCanBeDeleted() async throws {
+        let (directory, backend, phone, _) = try await Self.syncedEssay("keel-notes-vault-damaged")
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+        let manifest = phone.data.appendingPathComponent(
+            "vaults/\(VaultNamespace(try AccountID("alice")).rawValue)/vault.json")
+        try Data("not a manifest".utf8).write(to: manifest)
+        let restored = try phone.relaunched()
+        let launched = try await restored.run("launch")
+        #expect(launched["error"]?["kind"] == "vaultDamaged" && launched["error"]?["action"] == "deleteAccount")
+        #expect(try await restored.run("list")["error"]?["kind"] == "vaultDamaged")
+        #expect(try await restored.run("signin alice")["error"]?["kind"] == "vaultDamaged")
+        #expect(try await restored.run("delete-account")["ok"] == true)
+        #expect(try await restored.run("signin alice")["ok"] == true)
+        #expect(try await restored.run("sync")["ok"] == true)
+        #expect(try await restored.run("list")["notes"]?[0]?["title"] == "Essay")
+        _ = try await restored.run("quit")
+        withExtendedLifetime((directory, backend)) {}
+    }
+
     @Test func aDamagedPublicationRecordIsNeverReplacedByANewKey() async throws {
         let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger")
         defer { withExtendedLifetime(directory) {} }  // the data is deleted with it
