@@ -123,6 +123,40 @@ let launched = await app.launch()
 if launched["ok"] != true {
     FileHandle.standardError.write(Data("launch: ".utf8 + JSONValue.object(launched).serialized() + [0x0A]))
 }
+/// Standard input's lines as bytes, read with read(2): a line that is not UTF-8 is refused, not read with
+/// replacement characters (`readLine()` turned "signin \xff" and "signin \xfe" into one account "\u{FFFD}":
+/// found in an outside audit).
+struct StandardInputLines {
+    private var pending: [UInt8] = []
+    private var ended = false
+
+    /// The next line without its "\n" (nor a "\r" before it), or nil at the end of input.
+    mutating func next() -> ArraySlice<UInt8>? {
+        var searched = 0
+        while true {
+            if let newline = pending[searched...].firstIndex(of: 0x0A) {
+                let line = pending[..<newline]
+                defer { pending.removeFirst(newline + 1) }
+                return ArraySlice(line.last == 0x0D ? line.dropLast() : line)
+            }
+            searched = pending.count
+            guard !ended else { break }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 {
+                ended = true
+            } else {
+                pending.append(contentsOf: buffer[..<count])
+            }
+        }
+        guard !pending.isEmpty else { return nil }
+        defer { pending.removeAll() }
+        return ArraySlice(pending.last == 0x0D ? pending.dropLast() : pending[...])
+    }
+}
+
+var input = StandardInputLines()
 var position = 0
 while true {
     let line: String
@@ -131,8 +165,17 @@ while true {
         line = script[position]
         position += 1
     } else {
-        guard let read = readLine() else { break }
-        line = read
+        guard let bytes = input.next() else { break }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            say([
+                "ok": false,
+                "error": [
+                    "kind": "usage", "outcome": "notSent", "message": "That line is not valid UTF-8; nothing was done.",
+                ],
+            ])
+            continue
+        }
+        line = text
     }
     let trimmed = line.trimmingCharacters(in: .whitespaces)
     if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }

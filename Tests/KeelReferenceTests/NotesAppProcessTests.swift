@@ -399,6 +399,24 @@ extension NotesDevice {
         withExtendedLifetime((directory, backend)) {}
     }
 
+    /// Found in an outside audit: lines were read with `readLine()`, so `signin \xff` and `signin \xfe` both
+    /// signed in one account named "\u{FFFD}" (MOB-DATA-006). A line that is not UTF-8 is refused.
+    @Test func aLineThatIsNotUTF8IsRefusedNotReadAsAnotherName() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-utf8")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        for byte: UInt8 in [0xFF, 0xFE] {
+            try phone.process.write(Data("signin ".utf8) + Data([byte, 0x0A]))
+            let answer = try await phone.answer(to: "signin \\x\(String(byte, radix: 16))")
+            #expect(answer["ok"] == false && answer["error"]?["kind"] == "usage", "\(answer)")
+            #expect(answer["error"]?["message"]?.stringValue?.contains("UTF-8") == true, "\(answer)")
+        }
+        #expect(try await phone.run("list")["error"]?["message"] == "sign in first")
+        // Valid UTF-8 still reads as it did: a name in another script, a line ending in CRLF.
+        #expect(try await phone.run("signin zoë\r")["account"] == "zoë")
+        _ = try await phone.run("quit")
+    }
+
     @Test func aDamagedPublicationRecordIsNeverReplacedByANewKey() async throws {
         let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger")
         defer { withExtendedLifetime(directory) {} }  // the data is deleted with it
