@@ -143,6 +143,9 @@ extension NotesDevice {
             (["--server", "notaurl"], "--server needs an http(s) URL"),
             (["--server", "http://127.0.0.1:1", "--script", "--device", "x"], "option '--script' needs a value"),
             (["--server", "http://127.0.0.1:1", "--server", "http://127.0.0.1:2"], "given more than once"),
+            // Found in an outside audit: a --public that is no URL was taken, and --data naming a file ran and
+            // said its vault was damaged (exit 1).
+            (["--server", "http://127.0.0.1:1", "--public", "notaurl"], "--public needs an http(s) URL"),
         ] {
             let process = try ChildProcess.launch(executable: NotesDevice.executable, arguments: required + extra)
             process.closeInput()
@@ -150,10 +153,28 @@ extension NotesDevice {
             #expect(process.output(of: .standardError).contains(message), "\(extra)")
             #expect(process.output(of: .standardOutput).isEmpty, "\(extra)")
         }
+        let file = directory.url("a-file")
+        try Data().write(to: file)
+        let onAFile = try ChildProcess.launch(
+            executable: NotesDevice.executable,
+            arguments: ["--data", file.path, "--keys", directory.url("k").path, "--server", "http://127.0.0.1:1"])
+        onAFile.closeInput()
+        #expect(try await onAFile.waitForExit(timeout: .seconds(30)) == .exited(2))
+        #expect(onAFile.output(of: .standardError).contains("--data needs a directory"))
         let help = try ChildProcess.launch(executable: NotesDevice.executable, arguments: ["--help"])
         help.closeInput()
         #expect(try await help.waitForExit(timeout: .seconds(30)) == .exited(0))
-        #expect(help.output(of: .standardOutput).hasPrefix("usage: keel-notes --data DIR"))
+        let text = help.output(of: .standardOutput)
+        #expect(text.hasPrefix("usage: keel-notes --data DIR"))
+        // The commands too (found in an outside audit: none were listed, and `help` was an unknown command).
+        #expect(text.contains("  signin ACCOUNT\n") && text.contains("  publish ID\n"), "\(text)")
+        let asked = try ChildProcess.launch(
+            executable: NotesDevice.executable,
+            arguments: required + ["--server", "http://127.0.0.1:1"])
+        try asked.writeLine("help")
+        asked.closeInput()
+        #expect(try await asked.waitForExit(timeout: .seconds(30)) == .exited(0))
+        #expect(asked.output(of: .standardOutput).contains(#""commands":["signin ACCOUNT""#))
     }
 
     /// Found in review: a script with CRLF line ends (written on Windows) ran as one command — Swift does not
