@@ -12,15 +12,28 @@
 // resolve ID mine|theirs|merged TEXT ·
 // open-link URL · notification ID ·
 // open ID · editor ID · type TEXT · back systemBack|gesture|appButton|modalDismiss · screen · publish ID ·
-// version · quit
+// version · launch · help · quit
 import Foundation
 import KeelContract
 import KeelCore
 import KeelReference
 
+/// The command language, one command per line (`help` answers it too).
+let commands = [
+    "signin ACCOUNT", "switch ACCOUNT", "signout", "delete-account", "new TITLE", "edit ID TEXT", "tag ID TAG",
+    "pin ID", "list", "sync", "online", "offline", "foreground", "retry", "discard ID", "conflicts",
+    "resolve ID mine|theirs|merged TEXT", "open-link URL", "notification ID", "open ID", "editor ID", "type TEXT",
+    "back systemBack|gesture|appButton|modalDismiss", "screen", "publish ID", "version", "launch", "help", "quit",
+]
+
 let usage =
     "usage: keel-notes --data DIR --keys DIR --server URL [--device NAME] [--app-version V] [--script FILE] "
     + "[--public URL] [--time-offset SECONDS]\n"
+
+/// `--help`: the options and the commands read from standard input (or the script).
+let help =
+    usage + "\nOne command per line on standard input (or --script FILE); one JSON object answers each:\n"
+    + commands.map { "  \($0)\n" }.joined()
 
 func usageError(_ message: String) -> Never {
     FileHandle.standardError.write(Data(("error: \(message)\n" + usage).utf8))
@@ -35,7 +48,7 @@ let options: [String: String] = {
     var arguments = CommandLine.arguments.dropFirst()
     while let argument = arguments.popFirst() {
         if argument == "--help" || argument == "-h" {
-            FileHandle.standardOutput.write(Data(usage.utf8))
+            FileHandle.standardOutput.write(Data(help.utf8))
             exit(0)
         }
         guard argument.hasPrefix("--") else { usageError("unexpected argument '\(argument)'") }
@@ -63,12 +76,18 @@ func say(_ object: JSONObject) {
     FileHandle.standardOutput.write(Data(JSONValue.object(object).serialized() + [0x0A]))
 }
 
+/// `text` as an http(s) URL with a host, or nil.
+func webURL(_ text: String) -> URL? {
+    guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+        url.host?.isEmpty == false
+    else { return nil }
+    return url
+}
+
 guard let data = option("data"), let keys = option("keys"), let serverText = option("server") else {
     usageError("--data, --keys and --server are required")
 }
-guard let server = URL(string: serverText), ["http", "https"].contains(server.scheme?.lowercased() ?? ""),
-    server.host?.isEmpty == false
-else {
+guard let server = webURL(serverText) else {
     usageError("--server needs an http(s) URL, not '\(serverText)'")
 }
 guard let version = AppVersion(option("app-version") ?? "1.0") else {
@@ -80,10 +99,18 @@ guard let offset = Double(option("time-offset") ?? "0"), offset.isFinite else {
     FileHandle.standardError.write(Data("error: --time-offset needs a number of seconds\n".utf8))
     exit(2)
 }
-let publicPages = option("public").flatMap(URL.init(string:))
-if option("public") != nil && publicPages == nil {
-    FileHandle.standardError.write(Data("error: --public needs a URL\n".utf8))
-    exit(2)
+let publicPages = option("public").flatMap(webURL)
+if let text = option("public"), publicPages == nil {
+    usageError("--public needs an http(s) URL, not '\(text)'")
+}
+// A directory option naming a file is a usage error, not a vault "damaged" at launch (exit 1).
+for name in ["data", "keys"] {
+    var isDirectory: ObjCBool = false
+    if let path = option(name), FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory),
+        !isDirectory.boolValue
+    {
+        usageError("--\(name) needs a directory; \(path) is a file")
+    }
 }
 
 let app: NotesApp
@@ -116,7 +143,48 @@ if let path = option("script") {
         String(decoding: line.last == 13 ? line.dropLast() : line, as: UTF8.self)
     }.filter { !$0.isEmpty }
 }
-_ = await app.launch()
+// The launch's outcome is said, not dropped: an account whose data cannot be read (a key that is gone, a
+// damaged vault) would otherwise show only as "sign in first" (found in an outside audit). It goes to standard
+// error, as one JSON object, so that standard output keeps one answer per command; `launch` answers it too.
+let launched = await app.launch()
+if launched["ok"] != true {
+    FileHandle.standardError.write(Data("launch: ".utf8 + JSONValue.object(launched).serialized() + [0x0A]))
+}
+
+/// Standard input's lines as bytes, read with read(2): a line that is not UTF-8 is refused, not read with
+/// replacement characters (`readLine()` turned "signin \xff" and "signin \xfe" into one account "\u{FFFD}":
+/// found in an outside audit).
+struct StandardInputLines {
+    private var pending: [UInt8] = []
+    private var ended = false
+
+    /// The next line without its "\n" (nor a "\r" before it), or nil at the end of input.
+    mutating func next() -> ArraySlice<UInt8>? {
+        var searched = 0
+        while true {
+            if let newline = pending[searched...].firstIndex(of: 0x0A) {
+                let line = pending[..<newline]
+                defer { pending.removeFirst(newline + 1) }
+                return ArraySlice(line.last == 0x0D ? line.dropLast() : line)
+            }
+            searched = pending.count
+            guard !ended else { break }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 {
+                ended = true
+            } else {
+                pending.append(contentsOf: buffer[..<count])
+            }
+        }
+        guard !pending.isEmpty else { return nil }
+        defer { pending.removeAll() }
+        return ArraySlice(pending.last == 0x0D ? pending.dropLast() : pending[...])
+    }
+}
+
+var input = StandardInputLines()
 var position = 0
 while true {
     let line: String
@@ -125,14 +193,27 @@ while true {
         line = script[position]
         position += 1
     } else {
-        guard let read = readLine() else { break }
-        line = read
+        guard let bytes = input.next() else { break }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            say([
+                "ok": false,
+                "error": [
+                    "kind": "usage", "outcome": "notSent", "message": "That line is not valid UTF-8; nothing was done.",
+                ],
+            ])
+            continue
+        }
+        line = text
     }
     let trimmed = line.trimmingCharacters(in: .whitespaces)
     if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
     if trimmed == "quit" {
         say(["ok": true])
         break
+    }
+    if trimmed == "help" {
+        say(["ok": true, "commands": .array(commands.map(JSONValue.string))])
+        continue
     }
     say(await app.perform(trimmed))
 }

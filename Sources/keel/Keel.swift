@@ -116,21 +116,31 @@ func sayJSON(_ value: some Encodable) throws {
     say(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
-/// Calls `stop` on SIGTERM or SIGINT instead of letting the default action end the process, so that a
-/// long-running command shuts down cleanly. ``TerminationSignals/restore()`` gives both signals their default
-/// action back (a second Ctrl-C during shutdown then ends the process).
+/// Calls `stop` on SIGTERM or SIGINT (and SIGHUP where asked) instead of letting the default action end the
+/// process, so that a long-running command shuts down cleanly. ``TerminationSignals/restore()`` gives the
+/// signals their default action back (a second Ctrl-C during shutdown then ends the process).
 final class TerminationSignals {
-    private static let numbers = [SIGTERM, SIGINT]
+    /// SIGTERM and SIGINT: what every long-running command handles.
+    static let standard = [SIGTERM, SIGINT]
+    /// SIGHUP too, for a command that leaves data behind when it is killed: the terminal it ran in closed (a
+    /// dropped ssh session) stops it as SIGTERM does (found in an outside audit: `keel demo` left its
+    /// directory). A SIGHUP ignored when the process started (`nohup`) stays ignored.
+    static let withHangUp = [SIGTERM, SIGINT, SIGHUP]
+    private let numbers: [Int32]
     private let sources: [any DispatchSourceSignal]
 
-    convenience init(_ stop: @escaping @Sendable () -> Void) {
-        self.init { _ in stop() }
+    convenience init(_ numbers: [Int32] = standard, _ stop: @escaping @Sendable () -> Void) {
+        self.init(numbers) { (_: Int32) in stop() }
     }
 
     /// Calls `stop` with the signal's number.
-    init(_ stop: @escaping @Sendable (Int32) -> Void) {
-        sources = Self.numbers.map { number in
-            signal(number, SIG_IGN)
+    init(_ numbers: [Int32] = standard, _ stop: @escaping @Sendable (Int32) -> Void) {
+        self.numbers = numbers.filter { number in
+            let previous = signal(number, SIG_IGN)
+            // Ignored by whoever started this process (nohup ignores SIGHUP): left ignored.
+            return number != SIGHUP || unsafeBitCast(previous, to: Int.self) != unsafeBitCast(SIG_IGN, to: Int.self)
+        }
+        sources = self.numbers.map { number in
             let source = DispatchSource.makeSignalSource(signal: number)
             source.setEventHandler { stop(number) }
             source.resume()
@@ -140,7 +150,7 @@ final class TerminationSignals {
 
     func restore() {
         sources.forEach { $0.cancel() }
-        for number in Self.numbers { signal(number, SIG_DFL) }
+        for number in numbers { signal(number, SIG_DFL) }
     }
 }
 

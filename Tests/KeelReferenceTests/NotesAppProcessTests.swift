@@ -143,6 +143,9 @@ extension NotesDevice {
             (["--server", "notaurl"], "--server needs an http(s) URL"),
             (["--server", "http://127.0.0.1:1", "--script", "--device", "x"], "option '--script' needs a value"),
             (["--server", "http://127.0.0.1:1", "--server", "http://127.0.0.1:2"], "given more than once"),
+            // Found in an outside audit: a --public that is no URL was taken, and --data naming a file ran and
+            // said its vault was damaged (exit 1).
+            (["--server", "http://127.0.0.1:1", "--public", "notaurl"], "--public needs an http(s) URL"),
         ] {
             let process = try ChildProcess.launch(executable: NotesDevice.executable, arguments: required + extra)
             process.closeInput()
@@ -150,10 +153,28 @@ extension NotesDevice {
             #expect(process.output(of: .standardError).contains(message), "\(extra)")
             #expect(process.output(of: .standardOutput).isEmpty, "\(extra)")
         }
+        let file = directory.url("a-file")
+        try Data().write(to: file)
+        let onAFile = try ChildProcess.launch(
+            executable: NotesDevice.executable,
+            arguments: ["--data", file.path, "--keys", directory.url("k").path, "--server", "http://127.0.0.1:1"])
+        onAFile.closeInput()
+        #expect(try await onAFile.waitForExit(timeout: .seconds(30)) == .exited(2))
+        #expect(onAFile.output(of: .standardError).contains("--data needs a directory"))
         let help = try ChildProcess.launch(executable: NotesDevice.executable, arguments: ["--help"])
         help.closeInput()
         #expect(try await help.waitForExit(timeout: .seconds(30)) == .exited(0))
-        #expect(help.output(of: .standardOutput).hasPrefix("usage: keel-notes --data DIR"))
+        let text = help.output(of: .standardOutput)
+        #expect(text.hasPrefix("usage: keel-notes --data DIR"))
+        // The commands too (found in an outside audit: none were listed, and `help` was an unknown command).
+        #expect(text.contains("  signin ACCOUNT\n") && text.contains("  publish ID\n"), "\(text)")
+        let asked = try ChildProcess.launch(
+            executable: NotesDevice.executable,
+            arguments: required + ["--server", "http://127.0.0.1:1"])
+        try asked.writeLine("help")
+        asked.closeInput()
+        #expect(try await asked.waitForExit(timeout: .seconds(30)) == .exited(0))
+        #expect(asked.output(of: .standardOutput).contains(#""commands":["signin ACCOUNT""#))
     }
 
     /// Found in review: a script with CRLF line ends (written on Windows) ran as one command — Swift does not
@@ -320,6 +341,101 @@ extension NotesDevice {
         #expect(try await tablet.run("list")["notes"]?[0]?["body"] == "phone and tablet")
         _ = try await phone.run("quit")
         _ = try await tablet.run("quit")
+    }
+
+    /// Found in an outside audit: coming back online met a conflict, the change still outstanding, and the
+    /// answer said `"synced": true`. In Keel "synced" means the backend confirmed: `synced` is true only
+    /// when nothing is left outstanding, conflicted or rejected; `ran` says whether a sync ran at all.
+    @Test func aConditionThatMeetsAConflictDoesNotSaySynced() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-synced")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        let tablet = try NotesDevice(directory, name: "tablet", server: backend.baseURL)
+        _ = try await phone.run("signin alice")
+        _ = try await tablet.run("signin alice")
+        let id = try #require(try await phone.run("new Shared")["id"]?.stringValue)
+        _ = try await phone.run("sync")
+        _ = try await tablet.run("sync")
+        _ = try await tablet.run("edit \(id) from the tablet")
+        _ = try await tablet.run("sync")
+        #expect(try await phone.run("offline")["ran"] == false)
+        _ = try await phone.run("edit \(id) from the phone")
+        let regained = try await phone.run("online")
+        #expect(regained["ok"] == true && regained["ran"] == true, "\(regained)")
+        #expect(regained["conflicts"] == 1 && regained["outstanding"] == 1, "\(regained)")
+        #expect(regained["synced"] == false, "\(regained)")
+        _ = try await phone.run("resolve \(id) merged from both")
+        let settled = try await phone.run("foreground")
+        #expect(settled["outstanding"] == 0 && settled["synced"] == true, "\(settled)")
+        _ = try await phone.run("quit")
+        _ = try await tablet.run("quit")
+    }
+
+    /// Found in an outside audit: the launch's result was dropped, so data whose key was gone showed as
+    /// "sign in first", and signing in said "technical". The launch says what it found (a JSON line on
+    /// standard error, and `launch`), with a typed kind and the way out (MOB-DATA-007); the way out works.
+    @Test func dataWhoseKeyIsGoneIsReportedAtLaunchWithItsWayOut() async throws {
+        let (directory, backend, phone, _) = try await Self.syncedEssay("keel-notes-key-gone")
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+        try FileManager.default.removeItem(at: phone.keys)
+        let restored = try phone.relaunched()
+        let launched = try await restored.run("launch")
+        #expect(launched["launched"] == "failed" && launched["account"] == "alice", "\(launched)")
+        #expect(launched["error"]?["kind"] == "keyUnavailable" && launched["error"]?["action"] == "signOut")
+        let errors = restored.process.output(of: .standardError)
+        #expect(errors.contains("launch: {") && errors.contains("\"keyUnavailable\""), "\(errors)")
+        // Not "sign in first" (nobody signed in), not "technical": what is wrong, and what to do.
+        let list = try await restored.run("list")
+        #expect(list["error"]?["kind"] == "keyUnavailable", "\(list)")
+        #expect(list["error"]?["message"]?.stringValue?.contains("Sign out") == true, "\(list)")
+        #expect(try await restored.run("signin alice")["error"]?["kind"] == "keyUnavailable")
+        #expect(try await restored.run("signout")["ok"] == true)
+        #expect(try await restored.run("signin alice")["ok"] == true)
+        #expect(try await restored.run("sync")["ok"] == true)
+        #expect(try await restored.run("list")["notes"]?[0]?["title"] == "Essay")
+        _ = try await restored.run("quit")
+        withExtendedLifetime((directory, backend)) {}
+    }
+
+    /// A vault whose manifest is damaged is `vaultDamaged` at launch, with `deleteAccount` as the way out (a
+    /// sign-out cannot tell what it deletes from what it keeps); `delete-account` works without the vault.
+    @Test func aDamagedVaultIsReportedAtLaunchAndCanBeDeleted() async throws {
+        let (directory, backend, phone, _) = try await Self.syncedEssay("keel-notes-vault-damaged")
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+        let manifest = phone.data.appendingPathComponent(
+            "vaults/\(VaultNamespace(try AccountID("alice")).rawValue)/vault.json")
+        try Data("not a manifest".utf8).write(to: manifest)
+        let restored = try phone.relaunched()
+        let launched = try await restored.run("launch")
+        #expect(launched["error"]?["kind"] == "vaultDamaged" && launched["error"]?["action"] == "deleteAccount")
+        #expect(try await restored.run("list")["error"]?["kind"] == "vaultDamaged")
+        #expect(try await restored.run("signin alice")["error"]?["kind"] == "vaultDamaged")
+        #expect(try await restored.run("delete-account")["ok"] == true)
+        #expect(try await restored.run("signin alice")["ok"] == true)
+        #expect(try await restored.run("sync")["ok"] == true)
+        #expect(try await restored.run("list")["notes"]?[0]?["title"] == "Essay")
+        _ = try await restored.run("quit")
+        withExtendedLifetime((directory, backend)) {}
+    }
+
+    /// Found in an outside audit: lines were read with `readLine()`, so `signin \xff` and `signin \xfe` both
+    /// signed in one account named "\u{FFFD}" (MOB-DATA-006). A line that is not UTF-8 is refused.
+    @Test func aLineThatIsNotUTF8IsRefusedNotReadAsAnotherName() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-utf8")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        for byte: UInt8 in [0xFF, 0xFE] {
+            try phone.process.write(Data("signin ".utf8) + Data([byte, 0x0A]))
+            let answer = try await phone.answer(to: "signin \\x\(String(byte, radix: 16))")
+            #expect(answer["ok"] == false && answer["error"]?["kind"] == "usage", "\(answer)")
+            #expect(answer["error"]?["message"]?.stringValue?.contains("UTF-8") == true, "\(answer)")
+        }
+        #expect(try await phone.run("list")["error"]?["message"] == "sign in first")
+        // Valid UTF-8 still reads as it did: a name in another script, a line ending in CRLF.
+        #expect(try await phone.run("signin zoë\r")["account"] == "zoë")
+        _ = try await phone.run("quit")
     }
 
     @Test func aDamagedPublicationRecordIsNeverReplacedByANewKey() async throws {

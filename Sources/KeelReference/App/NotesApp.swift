@@ -101,6 +101,12 @@ public actor NotesApp {
         periodic = engine.map { engine in Task { await engine.runPeriodically(clock: ContinuousClock()) } }
     }
     var state: NavigationState
+    /// Why the account of the session file could not be reopened at launch (its vault did not open), until it
+    /// is signed out of or another sign-in succeeds: commands that need it say so, with the way out, instead of
+    /// "sign in first" (found in an outside audit: a missing key read as nobody signed in).
+    private var launchProblem: LocalDataProblem?
+    /// What ``launch()`` answered.
+    private(set) var launched: JSONObject = ["ok": true, "launched": "notYet"]
 
     /// The app on its directories (nothing is opened until ``launch()``).
     ///
@@ -178,6 +184,11 @@ public actor NotesApp {
     /// Reopens the account that was active and restores its screen and drafts (after a kill as after a normal
     /// quit). Answers the screen.
     public func launch() async -> JSONObject {
+        launched = await reopen()
+        return launched
+    }
+
+    private func reopen() async -> JSONObject {
         guard let (account, expired) = storedSession() else {
             return ["ok": true, "launched": "fresh", "screen": screen]
         }
@@ -201,7 +212,15 @@ public actor NotesApp {
             answer["account"] = .string(account.rawValue)
             return answer
         } catch {
-            return Self.failure(error)
+            // Data that exists and cannot be read (MOB-DATA-007: a key that is gone, a damaged vault) is an
+            // explicit result with a way out, never read as an empty or signed-out state.
+            let problem = LocalDataProblem(error, account: account)
+            launchProblem = problem
+            var answer = problem.answer
+            answer["launched"] = "failed"
+            answer["account"] = .string(account.rawValue)
+            answer["screen"] = screen
+            return answer
         }
     }
 
@@ -335,7 +354,7 @@ public actor NotesApp {
             case "offline":
                 networkLost = true
                 _ = try await requireEngine().connectivityChanged(reachable: false)
-                return ["ok": true, "synced": false]
+                return ["ok": true, "ran": false, "synced": false]
             case "foreground": return try await syncedOn(await requireEngine().handle(.foreground))
             case "conflicts": return try await conflicts()
             case "resolve":
@@ -367,6 +386,7 @@ public actor NotesApp {
                 guard let argument else { return Self.usage("publish ID") }
                 return try await publish(argument)
             case "version": return version()
+            case "launch": return launched
             case "screen": return ["ok": true, "screen": screen]
             default:
                 return Self.usage("unknown command \(command)")
@@ -407,6 +427,7 @@ public actor NotesApp {
         }
         let active = try await activateSigningInIfNeeded(account, returningTo: engine?.vault.account)
         engine = active
+        launchProblem = nil
         try storeSession(account)
         // The account's drafts, from its vault (loaded at launch only for the account active then: another
         // account's were hidden, and the next save of one wrote over it), before the event is applied for good:
@@ -457,6 +478,7 @@ public actor NotesApp {
         // The reference app signs out when asked and says how many changes were lost (its caller decided).
         let report = try await accounts.signOut(discardingUnsent: true, account: account)
         engine = nil
+        launchProblem = nil
         // Its session goes with it: a later switch to the account must sign in again.
         if let account { tokens.withLock { $0[account] = nil } }
         try? FileManager.default.removeItem(at: sessionFile)
@@ -474,12 +496,15 @@ public actor NotesApp {
     }
 
     private func deleteAccount() async throws -> JSONObject {
-        guard let account = engine?.vault.account else {
+        // The account of the session file when its vault did not open (damaged): deleting its data on this
+        // device is the way out the launch named.
+        guard let account = engine?.vault.account ?? storedSession()?.account else {
             throw NotesAppError(kind: .authentication, message: "nobody is signed in")
         }
         _ = try await navigate(.signOut)
         let report = try await accounts.deleteAccount(account)
         engine = nil
+        launchProblem = nil
         tokens.withLock { $0[account] = nil }
         try? FileManager.default.removeItem(at: sessionFile)
         try? FileManager.default.removeItem(at: ledgerFile(account))
@@ -489,7 +514,10 @@ public actor NotesApp {
     }
 
     private func requireEngine() throws -> SyncEngine {
-        guard let engine else { throw NotesAppError(kind: .authentication, message: "sign in first") }
+        guard let engine else {
+            if let launchProblem { throw launchProblem }
+            throw NotesAppError(kind: .authentication, message: "sign in first")
+        }
         return engine
     }
 
@@ -530,12 +558,17 @@ public actor NotesApp {
         try await answer(to: await requireEngine().sync())
     }
 
-    /// The answer to a condition that may have synced: `synced` false when it did not (not declared, or
-    /// nothing changed), else what `sync` answers with `synced` true.
+    /// The answer to a condition that may have synced: `ran` false when it did not (not declared, or nothing
+    /// changed), else what `sync` answers with `ran` true. `synced` says what Keel means by it — the backend
+    /// confirmed every change: true only when the run left nothing outstanding, conflicted or rejected (found
+    /// in an outside audit: a run that met a conflict, its change still outstanding, answered `synced: true`).
     private func syncedOn(_ report: SyncReport?) async throws -> JSONObject {
-        guard let report else { return ["ok": true, "synced": false] }
+        guard let report else { return ["ok": true, "ran": false, "synced": false] }
         var answer = try await answer(to: report)
-        if answer["ok"] == true { answer["synced"] = true }
+        guard answer["ok"] == true else { return answer }
+        answer["ran"] = true
+        answer["synced"] = .bool(
+            report.conflicts == 0 && report.rejected == 0 && answer["outstanding"] == 0)
         return answer
     }
 
@@ -789,6 +822,10 @@ public actor NotesApp {
         case let sync as SyncError:
             return refusal(
                 sync.code.name, sync.code == .offline ? "This needs a connection." : "That cannot be done now.")
+        case let local as LocalDataProblem:
+            return local.answer
+        case is VaultError, is KeyStoreError:
+            return LocalDataProblem(error, account: nil).answer
         default:
             return refusal("technical", "Something went wrong on this device.")
         }
@@ -803,4 +840,97 @@ public struct NotesAppError: Error, Sendable {
     public let message: String
     /// The account has no session on this device (it must sign in).
     var notSignedIn = false
+}
+
+/// Why an account's data on this device cannot be used — its vault did not open — as a typed kind and the way
+/// out (MOB-DATA-007: ciphertext without a key, a damaged or newer vault is an explicit result with a recovery
+/// path, never "technical", an empty list or "sign in first"; found in an outside audit).
+///
+/// Kinds: `keyUnavailable` (the data's key is not on this device, or does not open it), `vaultDamaged`,
+/// `vaultTooNew` (a newer app wrote it), `vaultIncompatible` (older than this app migrates, or declared
+/// otherwise), `migrationFailed`, `locked` (the device's key store is locked), `keyStoreFailed` (the key store
+/// itself is gone or damaged), `storage` (an I/O or database failure). The `action`, as a failed note's:
+/// `signOut` (`signout` deletes what cannot be read; a new sign-in brings back what the backend has, and
+/// changes not synced are lost), `deleteAccount` (`delete-account`: a damaged vault cannot be told apart into
+/// what a sign-out deletes and keeps, so everything of the account on this device goes), `updateApp`, `retry`.
+struct LocalDataProblem: Error, Sendable {
+    let kind: String
+    let action: String
+    let message: String
+
+    init(_ error: any Error, account: AccountID?) {
+        let whose = account.map { "\($0.rawValue)'s notes" } ?? "This account's notes"
+        let lost = "the notes the backend has come back; changes that were not synced cannot be recovered."
+        let signOut = "Sign out to delete them from this device, then sign in again: " + lost
+        func from(_ keys: KeyStoreError) -> (String, String, String) {
+            switch keys.code {
+            case .locked: ("locked", "retry", "The device is locked: unlock it, then try again.")
+            case .corrupt, .wrongKeyLength:
+                (
+                    "keyUnavailable", "signOut",
+                    "\(whose) on this device cannot be read: their key is damaged. \(signOut)"
+                )
+            case .unavailable, .insideDataDirectory:
+                (
+                    "keyStoreFailed", "signOut",
+                    "\(whose) on this device cannot be read: the key store failed. \(signOut)"
+                )
+            default: ("storage", "retry", "\(whose) on this device cannot be read now. Try again.")
+            }
+        }
+        let mapped: (String, String, String)
+        switch error {
+        case let vault as VaultError:
+            switch vault.code {
+            case .keyUnavailable, .cannotOpen:
+                mapped = (
+                    "keyUnavailable", "signOut",
+                    "\(whose) on this device cannot be read: their key is not on this device. \(signOut)"
+                )
+            case .damaged:
+                mapped = (
+                    "vaultDamaged", "deleteAccount",
+                    "\(whose) on this device are damaged. Delete this account's data on this device, then sign in "
+                        + "again: " + lost
+                )
+            case .formatTooNew, .schemaTooNew:
+                mapped = (
+                    "vaultTooNew", "updateApp",
+                    "\(whose) on this device were written by a newer version of the app: update the app."
+                )
+            case .schemaTooOld, .schemaInconsistent, .declarationChanged, .misplaced:
+                mapped = (
+                    "vaultIncompatible", "signOut",
+                    "\(whose) on this device cannot be read by this version of the app. \(signOut)"
+                )
+            case .migrationFailed:
+                mapped = (
+                    "migrationFailed", "retry",
+                    "\(whose) on this device could not be brought up to date. Start the app again."
+                )
+            case .locked: mapped = ("locked", "retry", "The device is locked: unlock it, then try again.")
+            case .keyStoreFailed:
+                mapped =
+                    (vault.underlying as? KeyStoreError).map(from)
+                    ?? (
+                        "keyStoreFailed", "signOut",
+                        "\(whose) on this device cannot be read: the key store failed. \(signOut)"
+                    )
+            default: mapped = ("storage", "retry", "\(whose) on this device cannot be read now. Try again.")
+            }
+        case let keys as KeyStoreError: mapped = from(keys)
+        default: mapped = ("storage", "retry", "\(whose) on this device cannot be read now. Try again.")
+        }
+        (kind, action, message) = mapped
+    }
+
+    /// `{"ok": false, "error": {"kind", "outcome": "notSent", "message", "action"}}`.
+    var answer: JSONObject {
+        [
+            "ok": false,
+            "error": [
+                "kind": .string(kind), "outcome": "notSent", "message": .string(message), "action": .string(action),
+            ],
+        ]
+    }
 }

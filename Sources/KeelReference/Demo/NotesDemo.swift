@@ -208,8 +208,10 @@ public struct NotesDemo: Sendable {
                 configuration: configuration, backend: backend, pages: pages, scenario: scenario, progress: progress)
             var abortion: String?
             do { try await scenario.run(run) } catch {
-                abortion = "\(error)"
-                progress(.aborted("\(error)"))
+                // Stopped from outside (Ctrl-C, SIGTERM): said as such, not as "CancellationError()" or a device
+                // that did not answer (found in an outside audit).
+                abortion = error is CancellationError || Task.isCancelled ? "interrupted" : "\(error)"
+                progress(.aborted(abortion ?? ""))
             }
             await run.finish()
             outcomes.append(Outcome(scenario: scenario, timeline: await run.timeline, abortion: abortion))

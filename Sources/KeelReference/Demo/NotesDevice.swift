@@ -58,7 +58,7 @@ public final class NotesDevice: Sendable {
     /// Sends one command line and returns its one JSON answer.
     ///
     /// - Throws: ``NotesDemoError`` (`noAnswer`, `badAnswer`) when the process ends or stays silent for `timeout`, or answers
-    ///   something that is not JSON.
+    ///   something that is not JSON; `CancellationError` when the task is cancelled while it waits.
     public func run(_ command: String, timeout: Duration = .seconds(30)) async throws -> JSONValue {
         try send(command)
         return try await answer(to: command, timeout: timeout)
@@ -74,7 +74,10 @@ public final class NotesDevice: Sendable {
     /// Reads the answer to a command sent with ``send(_:)``.
     public func answer(to command: String, timeout: Duration = .seconds(30)) async throws -> JSONValue {
         let line: String?
-        do { line = try await process.nextLine(timeout: timeout) } catch {
+        do { line = try await process.nextLine(timeout: timeout) } catch is CancellationError {
+            // The run was stopped (Ctrl-C): not a device that failed to answer (found in an outside audit).
+            throw CancellationError()
+        } catch {
             throw NotesDemoError(code: .noAnswer, message: "\(name) did not answer '\(command)' within \(timeout)")
         }
         guard let line else {

@@ -1,6 +1,7 @@
 import Foundation
 import KeelCore
 import KeelReference
+import KeelTesting
 
 /// `keel demo`: the reference app against the reference backend, scenario by scenario, every claim checked.
 enum DemoCommand {
@@ -26,7 +27,9 @@ enum DemoCommand {
               -h, --help            Show this help.
 
             EXIT STATUS: 0 when every verification held, 1 when one did not (it prints what was expected and
-            what was seen) or the demo could not run, 2 for usage errors.
+            what was seen) or the demo could not run or was cut short by a reader that went away (`| head`),
+            2 for usage errors, 128 + the signal's number when SIGINT, SIGTERM or SIGHUP stopped it. Stopped,
+            it removes its data directory (unless --keep) all the same.
 
             """,
         run: run
@@ -58,52 +61,107 @@ enum DemoCommand {
             return fail(
                 "keel-notes is not built next to keel (\(notes.path)): swift build --product keel-notes", status: 1)
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        // The run's directory goes inside the temporary directory, which must be there: a TMPDIR naming nothing
+        // was created with all its parents and left behind, and one that cannot be written gave Foundation's
+        // "error 512" (found in an outside audit). As `keel navigation simulate` says it.
+        let base = FileManager.default.temporaryDirectory
+        let directory = base.appendingPathComponent(
             "keel-demo-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: base.path, isDirectory: &isDirectory), isDirectory.boolValue,
+            (try? FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])) != nil
+        else {
+            return fail(
+                "cannot make the run's directory in \(base.path): set TMPDIR to a writable directory", status: 1)
+        }
 
         // The data directory goes whatever happens, unless --keep asked to keep it — interrupted too (Ctrl-C,
-        // SIGTERM): it holds the devices' vaults and their keys. An interrupt cancels the run, which stops its
-        // processes before the directory goes (removed while a device was starting, it was made again).
+        // SIGTERM, SIGHUP), or cut short by a reader that went away (`keel demo | head`): it holds the devices'
+        // vaults and their keys. Either cancels the run, which stops its processes before the directory goes
+        // (removed while a device was starting, it was made again).
         let keep = arguments.has("keep")
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
-        say("keel demo — the reference notes app (keel-notes) on two devices against the reference backend")
-        say("every step names the requirement it shows; every ✓ was checked against what the processes reported")
+        // A closed standard output is an EPIPE on the next line written, not a SIGPIPE that kills the run and
+        // leaves the directory (found in an outside audit: exit 141).
+        signal(SIGPIPE, SIG_IGN)
+        defer { signal(SIGPIPE, SIG_DFL) }
+        let stop = Locked<Stop?>(nil)
+        let running = Locked<Task<NotesDemo.Report, any Error>?>(nil)
+        /// Stops the run for `reason` (the first reason stays): cancels it, and if it does not end within a few
+        /// seconds (a process that does not answer), removes the directory and exits anyway.
+        @Sendable func stopRun(_ reason: Stop) {
+            guard
+                stop.withLock({ stopped in
+                    defer { stopped = stopped ?? reason }
+                    return stopped == nil
+                })
+            else { return }
+            running.withLock { $0 }?.cancel()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) {
+                if !keep { try? FileManager.default.removeItem(at: directory) }
+                exit(reason.status)
+            }
+        }
+        /// Writes `line`; a reader that went away stops the run.
+        @Sendable func show(_ line: String) {
+            guard stop.withLock({ $0 }) != .outputClosed else { return }
+            if !POSIX.writeAll(1, Array((line + "\n").utf8)) { stopRun(.outputClosed) }
+        }
+        let signals = TerminationSignals(TerminationSignals.withHangUp) { number in stopRun(.signal(number)) }
+        defer { signals.restore() }
+        show("keel demo — the reference notes app (keel-notes) on two devices against the reference backend")
+        show("every step names the requirement it shows; every ✓ was checked against what the processes reported")
         let demo = NotesDemo(.init(keel: keel.path, notes: notes.path, directory: directory))
         let work = Task {
             try await demo.run(only: only) { event in
-                for line in NotesDemo.lines(for: event) { say(line) }
+                for line in NotesDemo.lines(for: event) { show(line) }
             }
         }
-        let interruption = Locked<Int32?>(nil)
-        let signals = TerminationSignals { number in
-            interruption.withLock { $0 = $0 ?? number }
-            work.cancel()
-            // A process that does not answer may hold the run: after a few seconds the directory goes anyway.
-            DispatchQueue.global().asyncAfter(deadline: .now() + 5) {
-                if !keep { try? FileManager.default.removeItem(at: directory) }
-                exit(128 + number)
-            }
-        }
-        defer { signals.restore() }
+        running.withLock { $0 = work }
+        // Stopped before the task was known: cancelled now.
+        if stop.withLock({ $0 }) != nil { work.cancel() }
         let outcome = await work.result
-        if let number = interruption.withLock({ $0 }) {
+        switch stop.withLock({ $0 }) {
+        case .signal(let number):
             FileHandle.standardError.write("keel demo: interrupted\(keep ? "; data kept in \(directory.path)" : "")\n")
             return 128 + number
+        case .outputClosed:
+            let kept = keep ? "; data kept in \(directory.path)" : ""
+            FileHandle.standardError.write("keel demo: standard output was closed; the run stopped\(kept)\n")
+            return 1
+        case nil: break
         }
         let report: NotesDemo.Report
         do { report = try outcome.get() } catch {
             return fail("the demo could not start: \(error)", status: 1)
         }
-        for line in NotesDemo.summary(report) { say(line) }
+        for line in NotesDemo.summary(report) { show(line) }
         if let path = arguments.value("report") {
             do {
-                try Data(NotesDemo.html(report).utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-                say("report: \(path)")
+                try OutputFile.write(Data(NotesDemo.html(report).utf8), to: path)
+                show("report: \(path)")
             } catch {
-                return fail("cannot write the report to \(path): \(error.localizedDescription)", status: 1)
+                return fail("cannot write the report to \(path): \(error)", status: 1)
             }
         }
-        if keep { say("data kept in \(directory.path)") }
+        if keep { show("data kept in \(directory.path)") }
+        if stop.withLock({ $0 }) == .outputClosed { return 1 }
         return report.passed ? 0 : 1
+    }
+
+    /// Why a run stopped before its end.
+    enum Stop: Equatable {
+        /// A signal (SIGINT, SIGTERM, SIGHUP): exit 128 + its number.
+        case signal(Int32)
+        /// Standard output's reader went away: exit 1.
+        case outputClosed
+
+        var status: Int32 {
+            switch self {
+            case .signal(let number): 128 + number
+            case .outputClosed: 1
+            }
+        }
     }
 }
