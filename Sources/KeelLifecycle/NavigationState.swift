@@ -3,11 +3,11 @@ public import KeelCore
 /// One screen on the stack: a route with its parameters, the account it was opened under, and the input
 /// typed into it that is not saved yet.
 public struct NavigationEntry: Sendable, Hashable, Codable {
-    /// Unique across launches: `e<number>-<lineage>` (`e3-9f86d081884c7d65`), where the lineage is that
-    /// of the ``Navigator`` that opened it, minted at random when it was made (see ``Navigator/lineage``).
-    /// Effect ledgers key irreversible operations by it, so an entry of one launch must never share an id
-    /// with an entry of another. Entries restored from snapshots written before lineages existed keep
-    /// `e<number>`.
+    /// Unique within a launch and across launches: `e<number>-<lineage>` (`e3-9f86d081884c7d65`), where the
+    /// lineage is that of the state it was opened in (``NavigationState/lineage``), minted at random for each
+    /// state ``Navigator/initialState`` or ``Navigator/restore(_:drafts:session:migrations:)`` gives. Effect
+    /// ledgers key irreversible operations by it, so no two entries may ever share one. Entries restored from
+    /// snapshots written before lineages existed keep `e<number>`.
     public var id: String
     /// The route's id.
     public var route: String
@@ -138,14 +138,24 @@ public struct NavigationState: Sendable, Hashable, Codable {
     public var drafts: [DraftKey: String]
     /// The next entry number.
     public var nextEntry: Int
+    /// What makes the ids of the entries opened in this state its own: 16 random hex digits, minted for each
+    /// state ``Navigator/initialState`` and ``Navigator/restore(_:drafts:session:migrations:)`` give (found in
+    /// an outside audit: minted once per navigator, two windows of one launch — or a rebuild from a snapshot
+    /// older than the state — handed the same id to two screens, and the effect ledger took one screen's
+    /// publish for the other's). Entry numbers go on from ``nextEntry``; restored entries keep their ids.
+    /// Empty in a state decoded from a snapshot written before states carried one: its entries then get the
+    /// navigator's (``Navigator/lineage``). Take states from `initialState` and `restore`, never by decoding a
+    /// snapshot yourself, and drive each state value alone (a copy driven beside it opens entries with the
+    /// same ids).
+    public var lineage: String
 
     /// The state of a fresh launch: the root alone, nobody signed in.
     ///
     /// - Parameters:
     ///   - root: the root route.
-    ///   - lineage: the lineage of the root entry's id (``Navigator/lineage``); by default 16 random hex
-    ///     digits from the system's generator.
+    ///   - lineage: the state's ``lineage``; by default 16 random hex digits from the system's generator.
     public init(root: String, lineage: String = NavigationState.newLineage(from: .system)) {
+        self.lineage = lineage
         account = nil
         sessionValid = false
         stack = [NavigationEntry(id: Self.entryID(1, lineage: lineage), route: root)]
@@ -172,7 +182,7 @@ public struct NavigationState: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case account, sessionValid, stack, modal, prompt, pendingTarget, consumed, nextEntry
+        case account, sessionValid, stack, modal, prompt, pendingTarget, consumed, nextEntry, lineage
     }
 
     /// Decodes a snapshot (drafts come from the drafts store, not from the snapshot).
@@ -186,6 +196,7 @@ public struct NavigationState: Sendable, Hashable, Codable {
         pendingTarget = try container.decodeIfPresent(NavigationEntry.self, forKey: .pendingTarget)
         consumed = try container.decode([String].self, forKey: .consumed)
         nextEntry = try container.decode(Int.self, forKey: .nextEntry)
+        lineage = try container.decodeIfPresent(String.self, forKey: .lineage) ?? ""
         drafts = [:]
     }
 
@@ -200,5 +211,6 @@ public struct NavigationState: Sendable, Hashable, Codable {
         try container.encodeIfPresent(pendingTarget, forKey: .pendingTarget)
         try container.encode(consumed, forKey: .consumed)
         try container.encode(nextEntry, forKey: .nextEntry)
+        if !lineage.isEmpty { try container.encode(lineage, forKey: .lineage) }
     }
 }

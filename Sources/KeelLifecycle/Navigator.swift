@@ -21,13 +21,16 @@ public struct Navigator: Sendable {
     public let access: any AccessChecker
     /// The modal shown when sign-in is needed (by default the route `signIn`, when the contract has one).
     public let signInRoute: String?
-    /// What makes the ids of the entries this navigator opens its own: 16 random hex digits, minted when it
-    /// is made (once per launch). Entry numbers are kept in the state, and a state can come back from a
-    /// snapshot older than the last entries a dead process opened (or start over, with none at all): an
-    /// entry number can be handed out again, and without the lineage an operation confirmed on `e6` in
-    /// one launch would be answered "already done" (``EffectLedger``) for a different `e6` in the next.
-    /// Restored entries keep the ids they had.
+    /// 16 random hex digits minted when the navigator is made: the lineage of entries opened in a state that
+    /// has none of its own (one decoded from a snapshot written before states carried one). Every state
+    /// ``initialState`` and ``restore(_:drafts:session:migrations:)`` give mints its own
+    /// (``NavigationState/lineage``): entry numbers are kept in the state, and a state can come back from a
+    /// snapshot older than the last entries opened (a dead process's, or this process's own), or start over,
+    /// so an entry number is handed out again; the lineage keeps an operation confirmed on `e6` from being
+    /// answered "already done" (``EffectLedger``) for a different `e6`. Restored entries keep their ids.
     public let lineage: String
+    /// Where the lineages of states come from.
+    let random: RandomSource
 
     /// A navigator over `contract`.
     ///
@@ -40,10 +43,14 @@ public struct Navigator: Sendable {
         self.access = access
         self.signInRoute = signInRoute ?? (contract.route("signIn") != nil ? "signIn" : nil)
         lineage = NavigationState.newLineage(from: random)
+        self.random = random
     }
 
-    /// The state of a fresh launch.
-    public var initialState: NavigationState { NavigationState(root: contract.root.id, lineage: lineage) }
+    /// The state of a fresh launch (or of another window), with a lineage of its own: no two states it gives
+    /// open entries with the same ids.
+    public var initialState: NavigationState {
+        NavigationState(root: contract.root.id, lineage: NavigationState.newLineage(from: random))
+    }
 
     // MARK: - Events
 
@@ -129,12 +136,13 @@ struct Run {
         parameters.filter { route.parameters.contains($0.key) }
     }
 
-    /// A new entry with the next entry id (`e2-<lineage>`, `e3-<lineage>`, ...).
+    /// A new entry with the next entry id (`e2-<lineage>`, `e3-<lineage>`, ...) of the state's lineage.
     mutating func mint(_ route: String, _ parameters: [String: String] = [:], account: String?) -> NavigationEntry {
         defer { state.nextEntry &+= 1 }  // a counter from disk is never trusted not to be at its limit
+        let lineage = state.lineage.isEmpty ? navigator.lineage : state.lineage
         return NavigationEntry(
-            id: NavigationState.entryID(state.nextEntry, lineage: navigator.lineage), route: route,
-            parameters: parameters, account: account)
+            id: NavigationState.entryID(state.nextEntry, lineage: lineage), route: route, parameters: parameters,
+            account: account)
     }
 
     /// Whether `entry`'s route is declared `public`.

@@ -133,6 +133,9 @@ extension Navigator {
         }
 
         var run = Run(navigator: self, state: snapshot.state)
+        // Entries opened from now on get a lineage of their own: the snapshot may be older than entries opened
+        // after it, in a dead process or in this one (a rebuild), whose numbers the counter hands out again.
+        run.state.lineage = fresh.lineage
         run.state.drafts = drafts
         run.state.prompt = nil
         // The session, as it is now.
