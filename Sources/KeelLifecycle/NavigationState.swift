@@ -131,6 +131,11 @@ public struct NavigationState: Sendable, Hashable, Codable {
     public var prompt: NavigationPrompt?
     /// Where the user was going when sign-in interrupted (opened after sign-in, access re-checked).
     public var pendingTarget: NavigationEntry?
+    /// Whether ``pendingTarget`` is a screen the user opened (`open`), not one a link, a notification or an
+    /// expired session asked for: after sign-in it is pushed onto the stack as it is, the user's own history
+    /// — the screens below it, and their input, stay — instead of being rebuilt over its declared ancestors
+    /// (found in an outside audit: the rebuild destroyed a `warnBeforeLoss` screen below without its warning).
+    public var pendingTargetPushed: Bool
     /// Ids of deep links and notifications already handled: a redelivery (an Android recreation, a
     /// restore) never replays them. The last 64 are kept.
     public var consumed: [String]
@@ -162,6 +167,7 @@ public struct NavigationState: Sendable, Hashable, Codable {
         modal = nil
         prompt = nil
         pendingTarget = nil
+        pendingTargetPushed = false
         consumed = []
         drafts = [:]
         nextEntry = 2
@@ -182,7 +188,8 @@ public struct NavigationState: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case account, sessionValid, stack, modal, prompt, pendingTarget, consumed, nextEntry, lineage
+        case account, sessionValid, stack, modal, prompt, pendingTarget, pendingTargetPushed, consumed, nextEntry
+        case lineage
     }
 
     /// Decodes a snapshot (drafts come from the drafts store, not from the snapshot).
@@ -194,6 +201,7 @@ public struct NavigationState: Sendable, Hashable, Codable {
         modal = try container.decodeIfPresent(NavigationEntry.self, forKey: .modal)
         prompt = try container.decodeIfPresent(NavigationPrompt.self, forKey: .prompt)
         pendingTarget = try container.decodeIfPresent(NavigationEntry.self, forKey: .pendingTarget)
+        pendingTargetPushed = try container.decodeIfPresent(Bool.self, forKey: .pendingTargetPushed) ?? false
         consumed = try container.decode([String].self, forKey: .consumed)
         nextEntry = try container.decode(Int.self, forKey: .nextEntry)
         lineage = try container.decodeIfPresent(String.self, forKey: .lineage) ?? ""
@@ -209,6 +217,7 @@ public struct NavigationState: Sendable, Hashable, Codable {
         try container.encodeIfPresent(modal, forKey: .modal)
         try container.encodeIfPresent(prompt, forKey: .prompt)
         try container.encodeIfPresent(pendingTarget, forKey: .pendingTarget)
+        if pendingTarget != nil, pendingTargetPushed { try container.encode(true, forKey: .pendingTargetPushed) }
         try container.encode(consumed, forKey: .consumed)
         try container.encode(nextEntry, forKey: .nextEntry)
         if !lineage.isEmpty { try container.encode(lineage, forKey: .lineage) }

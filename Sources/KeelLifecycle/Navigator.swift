@@ -213,6 +213,7 @@ struct Run {
             case .needsSignIn:
                 effects.append(.signInRequired(target.label))
                 state.pendingTarget = target
+                state.pendingTargetPushed = false
                 return (kept, signInEntry(), [])
             case .denied:
                 effects.append(.accessDenied(entry.label))
@@ -237,8 +238,13 @@ struct Run {
         guard let top = state.top else { return }
         if let input = contract.route(top.route)?.input, let text = top.input, !text.isEmpty {
             switch input.policy {
-            case .saveDraft:
+            case .saveDraft where keepsInput(top):
                 save(top, text)
+            case .saveDraft:
+                // Typed while nobody is signed in: no account's store can keep it, so leaving loses it — the
+                // user is warned first, as `warnBeforeLoss` does (found in an outside audit: it went silently).
+                state.prompt = NavigationPrompt(kind: .warnBeforeLoss, entry: top.id, pending: .back)
+                return
             case .confirmDiscard:
                 state.prompt = NavigationPrompt(kind: .confirmDiscard, entry: top.id, pending: .back)
                 return
@@ -275,6 +281,34 @@ struct Run {
         effects.append(.saveDraft(key, text))
     }
 
+    /// Whether `entry`'s input can be kept as a draft: its lifecycle keeps drafts, and there is an account
+    /// whose drafts store can hold it (nobody signed in: there is none, and the input can only be lost).
+    func keepsInput(_ entry: NavigationEntry) -> Bool {
+        guard let input = contract.route(entry.route)?.input else { return false }
+        return Self.keepsDrafts(input) && draftKey(entry) != nil
+    }
+
+    /// `entry`'s typed input, about to go with it without a question: kept as a draft where it can be,
+    /// reported lost otherwise.
+    mutating func keepOrReport(_ entry: NavigationEntry) {
+        guard let text = entry.input, !text.isEmpty else { return }
+        if keepsInput(entry) { save(entry, text) } else { effects.append(.inputLost(entry.label)) }
+    }
+
+    /// Entries cut from the stack above one that lost its access: those access is denied to (ids in `denied`,
+    /// ``deniedIDs(_:resource:)``) lose their input with their draft (``lose(_:)``); the others are still the
+    /// user's to open, and keep their input as a draft where it can be kept, or report it lost (found in an
+    /// outside audit: every screen above lost its draft, an accessible `saveDraft` one too).
+    mutating func cut(_ entries: [NavigationEntry], denied: Set<String>) {
+        for entry in entries {
+            if denied.contains(entry.id) {
+                if holdsInput(entry) { lose(entry) }
+            } else {
+                keepOrReport(entry)
+            }
+        }
+    }
+
     // MARK: Prompts
 
     mutating func answer(confirmed: Bool) {
@@ -284,7 +318,7 @@ struct Run {
         }
         state.prompt = nil
         guard confirmed else { return }
-        let all = state.stack + (state.modal.map { [$0] } ?? [])
+        let all = state.stack + (state.modal.map { [$0] } ?? []) + (state.pendingTarget.map { [$0] } ?? [])
         switch prompt.pending {
         case .back:
             if let entry = all.first(where: { $0.id == prompt.entry }) { discard(entry, kind: prompt.kind) }
@@ -310,21 +344,25 @@ struct Run {
         }
     }
 
-    /// The topmost entry (the modal first) holding input that a replacement must ask about — every input
-    /// policy but `saveDraft`, which keeps it; with `losingInputOnly`, only those whose input would be lost
-    /// (not kept as a draft) — other than `excluding`.
+    /// The topmost entry (the target sign-in holds, then the modal, then the stack from the top) holding input
+    /// that a replacement must ask about — every input policy but `saveDraft` where a draft keeps it; with
+    /// `losingInputOnly`, only those whose input would be lost (not kept as a draft) — other than `excluding`.
+    /// The held target is asked about too: a replacement drops it (found in an outside audit: with its input,
+    /// without a word).
     func entryToAskAbout(excluding: [String] = [], losingInputOnly: Bool = false) -> NavigationEntry? {
-        inputEntries().last { entry in
+        let held = state.pendingTarget.flatMap { ($0.input ?? "").isEmpty ? nil : [$0] } ?? []
+        return (inputEntries() + held).last { entry in
             guard !excluding.contains(entry.id), let input = contract.route(entry.route)?.input,
-                input.policy != .saveDraft
+                input.policy != .saveDraft || !keepsInput(entry)
             else { return false }
-            return !losingInputOnly || !Self.keepsDrafts(input)
+            return !losingInputOnly || !keepsInput(entry)
         }
     }
 
-    /// The question `entry`'s input policy asks before its input is lost.
+    /// The question `entry`'s input policy asks before its input is lost (a `saveDraft` one no draft can keep
+    /// is warned about).
     func promptKind(for entry: NavigationEntry) -> NavigationPrompt.Kind {
-        contract.route(entry.route)?.input?.policy == .warnBeforeLoss ? .warnBeforeLoss : .confirmDiscard
+        contract.route(entry.route)?.input?.policy == .confirmDiscard ? .confirmDiscard : .warnBeforeLoss
     }
 
     /// The user agreed to lose `entry`'s input.
@@ -363,6 +401,7 @@ struct Run {
             // The sign-in screen and the target it leads to are state like any other: saved, so that a kill
             // before the user signs in still brings both back (found in an outside audit: they were lost).
             state.pendingTarget = entry
+            state.pendingTargetPushed = true
             effects.append(.signInRequired(entry.label))
             state.modal = signInEntry()
             effects.append(.saveSnapshot)
@@ -451,6 +490,8 @@ struct Run {
         with stack: [NavigationEntry], modal: NavigationEntry?, discarding: Set<String>, target: NavigationEntry? = nil
     ) {
         keepOrReportInput(discarding: discarding)
+        // The target sign-in held goes too: its input is kept or reported, unless a prompt already asked.
+        if let held = state.pendingTarget, !discarding.contains(held.id) { forget(held) }
         state.pendingTarget = nil
         guard let target = target ?? modal ?? stack.last else {
             state.stack = [rootEntry()]
@@ -472,10 +513,8 @@ struct Run {
             guard let input = contract.route(entry.route)?.input else { continue }
             if discarding.contains(entry.id) {
                 if input.policy == .saveDraft { save(entry, entry.input!) }
-            } else if Self.keepsDrafts(input) {
-                save(entry, entry.input!)
             } else {
-                effects.append(.inputLost(entry.label))
+                keepOrReport(entry)
             }
         }
     }
@@ -495,6 +534,12 @@ struct Run {
                 // Another account's destination is not opened for this one: its input stays that account's
                 // draft where its lifecycle keeps drafts, and is reported lost otherwise.
                 forget(target)
+            } else if state.pendingTargetPushed {
+                // A screen the user opened: pushed onto the stack it was opened from, as `open` does once
+                // signed in; the screens below it stay with their input (found in an outside audit: rebuilt over
+                // its declared ancestors, a `warnBeforeLoss` screen below went with only an `inputLost`).
+                target.account = account
+                push(target)
             } else {
                 target.account = account
                 let (stack, modal) = syntheticStack(for: target, rebuilding: true)
@@ -505,11 +550,50 @@ struct Run {
                 state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
                 state.modal = checked.modal
                 // Access revoked while sign-in held the target: its input is lost with it and its draft deleted,
-                // as when access is revoked while it is shown (and as a restore does).
-                for entry in checked.denied where holdsInput(entry) { lose(entry) }
+                // as when access is revoked while it is shown (and as a restore does); a screen cut above one
+                // denied but accessible itself keeps its input as its lifecycle says.
+                cut(
+                    Array(checked.denied),
+                    denied: deniedIDs(checked.denied, resource: checked.denied.first?.parameters ?? [:]))
             }
         }
+        state.pendingTargetPushed = false
+        // Input typed while nobody was signed in, on screens that stay: an account's store can keep it now
+        // (found in an outside audit: a kill after sign-in lost it without a word).
+        saveUnsavedDrafts()
         effects.append(.saveSnapshot)
+    }
+
+    /// The ids of `entries` access is denied to now: those the checks refuse, and those about the resource
+    /// access to was revoked — carrying all of `resource`'s parameters with the same values (the editor of a
+    /// revoked note), when it has any.
+    func deniedIDs(_ entries: some Sequence<NavigationEntry>, resource: [String: String]) -> Set<String> {
+        Set(
+            entries.filter { entry in
+                navigator.verdict(entry, in: state) != .allowed
+                    || (!resource.isEmpty && resource.allSatisfy { entry.parameters[$0.key] == $0.value })
+            }.map(\.id))
+    }
+
+    /// Shows `entry` over the stack (presents it, for a modal) when access allows it; reports it otherwise.
+    mutating func push(_ entry: NavigationEntry) {
+        switch navigator.verdict(entry, in: state) {
+        case .allowed:
+            let shown = restoringDraft(entry)
+            if contract.route(entry.route)?.isModal == true { state.modal = shown } else { state.stack.append(shown) }
+        case .denied, .needsSignIn:
+            effects.append(.accessDenied(entry.label))
+            if holdsInput(entry) { lose(entry) }
+        }
+    }
+
+    /// Saves the input of every entry whose lifecycle keeps drafts and whose draft is not what it holds (typed
+    /// while nobody was signed in).
+    mutating func saveUnsavedDrafts() {
+        for entry in inputEntries() where keepsInput(entry) {
+            guard let key = draftKey(entry), let text = entry.input, state.drafts[key] != text else { continue }
+            save(entry, text)
+        }
     }
 
     /// Whether `entry` holds input: typed text, or a saved draft.
@@ -523,8 +607,7 @@ struct Run {
     /// drafts, its input is already saved as its account's draft and comes back to that account; otherwise
     /// it is reported lost, never dropped without a word.
     mutating func forget(_ target: NavigationEntry) {
-        guard let text = target.input, !text.isEmpty, let input = contract.route(target.route)?.input,
-            !Self.keepsDrafts(input)
+        guard let text = target.input, !text.isEmpty, contract.route(target.route)?.input != nil, !keepsInput(target)
         else { return }
         effects.append(.inputLost(target.label))
     }
@@ -545,6 +628,12 @@ struct Run {
             // The same account, signed in again after its session expired: what sign-in does (the sign-in
             // screen goes, the target it held opens).
             if !state.sessionValid { signIn(account) }
+            return
+        }
+        guard state.account != nil else {
+            // Nobody to switch from: a saved account chosen while signed out is a sign-in (the target it held
+            // opens, and input typed meanwhile is saved to the account now that it has a store).
+            signIn(account)
             return
         }
         removeProtected(purging: nil)
@@ -633,13 +722,14 @@ struct Run {
         state.modal = nil
         if let target, navigator.verdict(target, in: state) == .needsSignIn {
             state.pendingTarget = target
+            state.pendingTargetPushed = false
             effects.append(.signInRequired(target.label))
         }
         // The input of the screens that go (the protected ones, and the modal sign-in covers), other than the
         // target sign-in holds with its input: saved above where its lifecycle keeps drafts, reported lost
         // otherwise — never dropped without a word.
         for entry in leaving where entry.id != state.pendingTarget?.id && !(entry.input ?? "").isEmpty {
-            guard let input = contract.route(entry.route)?.input, !Self.keepsDrafts(input) else { continue }
+            guard contract.route(entry.route)?.input != nil, !keepsInput(entry) else { continue }
             effects.append(.inputLost(entry.label))
         }
         state.modal = signInEntry()
@@ -673,10 +763,17 @@ struct Run {
         }
         if let index = state.stack.firstIndex(where: matches) {
             effects.append(.accessDenied(state.stack[index].label))
-            for entry in state.stack[index...] where !(entry.input ?? "").isEmpty { lose(entry) }
+            let cutOff = Array(state.stack[index...])
+            cut(cutOff, denied: deniedIDs(cutOff, resource: parameters).union(cutOff.filter(matches).map(\.id)))
             state.stack.removeSubrange(index...)
             if state.stack.isEmpty { state.stack = [rootEntry()] }
-            state.modal = state.modal.flatMap { navigator.verdict($0, in: state) == .allowed ? $0 : nil }
+            // A modal access went with the revoked screen is cut too, saying so (found in an outside audit: it
+            // disappeared without an effect, and its draft stayed behind).
+            if let modal = state.modal, navigator.verdict(modal, in: state) != .allowed {
+                effects.append(.accessDenied(modal.label))
+                if holdsInput(modal) { lose(modal) }
+                state.modal = nil
+            }
             state.prompt = nil
         }
         if let target = state.pendingTarget, matches(target) {
@@ -685,6 +782,8 @@ struct Run {
             effects.append(.accessDenied(target.label))
             if holdsInput(target) { lose(target) }
             state.pendingTarget = nil
+            // A prompt about it asks about nothing now.
+            if state.prompt?.entry == target.id { state.prompt = nil }
         }
         effects.append(.saveSnapshot)
     }

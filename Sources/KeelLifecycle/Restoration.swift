@@ -201,12 +201,14 @@ extension Navigator {
         // Sign-in is what the user sees again: it still leads to the target it was holding.
         if run.state.pendingTarget == nil, let held, checked.modal?.route == signInRoute {
             run.state.pendingTarget = held
+            run.state.pendingTargetPushed = snapshot.state.pendingTargetPushed
         }
         // Access revoked while the app was dead: as when it is revoked while running, the input of what is cut
-        // is lost and its draft deleted (never kept for a screen the user cannot reach, to come back later).
-        for entry in checked.denied {
-            if let key = run.draftKey(entry), run.state.drafts[key] != nil { run.lose(entry) }
-        }
+        // is lost and its draft deleted (never kept for a screen the user cannot reach, to come back later);
+        // the draft of a screen cut above it but accessible itself stays.
+        run.cut(
+            Array(checked.denied),
+            denied: run.deniedIDs(checked.denied, resource: checked.denied.first?.parameters ?? [:]))
         run.state.stack = checked.stack.isEmpty ? [run.rootEntry()] : checked.stack
         run.state.modal = checked.modal
         // Sign-in saved on screen, and the session is valid now (a refresh at relaunch, or a sign-in while the
