@@ -93,9 +93,12 @@ public struct Navigator: Sendable {
 
     enum Verdict: Equatable { case allowed, needsSignIn, denied }
 
-    /// Whether `entry` may be shown in `state` now.
+    /// Whether `entry` may be shown in `state` now. An entry without a parameter its route declares (restored
+    /// from a snapshot of an earlier version of the app, whose route took fewer) cannot be: it is denied, and
+    /// cut as a revoked one is (found in an outside audit: it came back, a screen the app cannot show).
     func verdict(_ entry: NavigationEntry, in state: NavigationState) -> Verdict {
-        guard let route = contract.route(entry.route) else { return .denied }
+        guard let route = contract.route(entry.route), route.parameters.allSatisfy({ entry.parameters[$0] != nil })
+        else { return .denied }
         if case .public = route.access { return .allowed }
         guard let account = state.account, state.sessionValid else { return .needsSignIn }
         if route.access.isAccountScoped, let owner = entry.account, !AccountID.same(owner, account) { return .denied }

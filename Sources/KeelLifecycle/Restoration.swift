@@ -173,6 +173,15 @@ extension Navigator {
         {
             held = nil
         }
+        // A held target without a parameter its route declares now (an app update) can never be opened: it is
+        // dropped saying so, with its draft, as a revoked one is.
+        if let entry = held,
+            contract.route(entry.route)?.parameters.contains(where: { entry.parameters[$0] == nil }) == true
+        {
+            run.effects.append(.accessDenied(entry.label))
+            if run.holdsInput(entry) { run.lose(entry) }
+            held = nil
+        }
         // Input typed while nobody was signed in could not be kept as a draft: the process died with it, and
         // the app says so (for a route whose lifecycle promised to keep it).
         for index in entries.indices where entries[index].inputNotKept == true {

@@ -148,6 +148,41 @@ import Testing
         #expect(try await ledger.begin(other, action: "publish") == .run, "note 9 was shown note 1's publication")
     }
 
+    /// Found in an outside audit: after an app update whose route takes a new parameter (a note now lives in a
+    /// folder), a snapshot of the previous version restored an entry that route can no longer be opened with.
+    /// It is unusable, as a revoked one is: the stack is cut above it, saying so, and a held target without
+    /// it is dropped saying so.
+    @Test func aRestoredEntryAlwaysCarriesTheParametersItsRouteDeclaresNow() throws {
+        var old = try Harness()
+        old.deepStack()
+        old.send(.back(.systemBack))
+        let snapshot = try NavigationSnapshot(old.state).encoded()
+        old.send(.sessionExpired)
+        #expect(old.state.pendingTarget?.route == "note")
+        let held = try NavigationSnapshot(old.state).encoded()
+        let updated = exampleRoutes.map { route -> Route in
+            guard route.id == "note" else { return route }
+            var route = route
+            route.parameters = ["folderID", "noteID"]  // v2: a note lives in a folder
+            route.deepLink = "keel-notes://note/{folderID}/{noteID}"
+            return route
+        }
+        let new = try Harness(routes: updated, seed: 6)
+        let restored = new.navigator.restore(snapshot, drafts: [:], session: .valid(account: "alice")).result
+        #expect(restored.state.stack.map(\.route) == ["home", "notes"])
+        #expect(restored.effects.map(\.description) == ["accessDenied note noteID=1"])
+        for entry in restored.state.stack + [restored.state.modal].compactMap({ $0 }) {
+            let declared = try #require(new.navigator.contract.route(entry.route))
+            #expect(declared.parameters.allSatisfy { entry.parameters[$0] != nil }, "\(entry.label)")
+        }
+        // Held by sign-in across the update: dropped at launch, saying so; signing in opens no such screen.
+        let launched = new.navigator.restore(held, drafts: [:], session: .expired).result
+        #expect(launched.state.pendingTarget == nil)
+        #expect(launched.effects.map(\.description).contains("accessDenied note noteID=1"))
+        let signedIn = new.navigator.reduce(launched.state, .signIn(account: "alice")).state
+        #expect(signedIn.stack.allSatisfy { $0.route != "note" })
+    }
+
     /// Found in review: operations in flight of the account in the snapshot were handed back in another
     /// account's session (or signed out), to be reattached there.
     @Test func operationsInFlightComeBackOnlyToTheirAccount() throws {
