@@ -62,11 +62,10 @@ public struct Navigator: Sendable {
         case .open(let route, let parameters): run.open(route, parameters)
         case .deepLink(let url, let mode, let id): run.deepLink(url, mode: mode, id: id)
         case .notification(let route, let parameters, let mode, let id):
-            // A notification's payload comes from outside, as a link does: its route parameters are held to
-            // the same (found in an outside audit: `noteID=../x` opened).
-            if let name = contract.route(route)?.parameters.first(where: {
-                parameters[$0].map { !DeepLinkPattern.isOneSegment($0) } ?? false
-            }) {
+            // A notification's payload comes from outside, as a link does: the parameters of its route, and of the
+            // ancestors built from it, are held to the same (found in an outside audit: `noteID=../x` opened).
+            let names = (contract.route(route)?.parameters ?? []) + contract.ancestors(of: route).flatMap(\.parameters)
+            if let name = names.first(where: { parameters[$0].map { !DeepLinkPattern.isOneSegment($0) } ?? false }) {
                 return NavigationResult(
                     state: state, effects: [],
                     error:
@@ -180,17 +179,21 @@ struct Run {
     /// is a sensitive one-time route is left out — rebuilt, it would be a fresh payment confirmation under
     /// the receipt, whose operation the ledger would let run again — and so is one whose parameters the
     /// target does not carry (it was reached from the app's own flow); sign-in never fails for either.
-    mutating func syntheticStack(for target: NavigationEntry, rebuilding: Bool = false) -> (
-        stack: [NavigationEntry], modal: NavigationEntry?
-    ) {
+    /// `payload`: the parameters a link or notification carries, from which each ancestor takes those it
+    /// declares (found in an outside audit: ancestors were built from the target's own parameters only, and a
+    /// notification carrying every parameter the stack needs was refused); the target's own by default.
+    mutating func syntheticStack(
+        for target: NavigationEntry, payload: [String: String]? = nil, rebuilding: Bool = false
+    ) -> (stack: [NavigationEntry], modal: NavigationEntry?) {
         var stack: [NavigationEntry] = []
+        let parameters = payload ?? target.parameters
         for ancestor in contract.ancestors(of: target.route) {
             if rebuilding,
-                ancestor.isSensitive || !ancestor.parameters.allSatisfy({ target.parameters[$0] != nil })
+                ancestor.isSensitive || !ancestor.parameters.allSatisfy({ parameters[$0] != nil })
             {
                 continue
             }
-            guard let entry = makeEntry(ancestor.id, target.parameters) else { return ([], nil) }
+            guard let entry = makeEntry(ancestor.id, parameters) else { return ([], nil) }
             stack.append(entry)
         }
         if stack.first?.route != contract.root.id, let root = makeEntry(contract.root.id, [:]) {
@@ -471,7 +474,7 @@ struct Run {
             state.consumed.append(id)
             if state.consumed.count > 64 { state.consumed.removeFirst(state.consumed.count - 64) }
         }
-        let (stack, modal) = syntheticStack(for: target)
+        let (stack, modal) = syntheticStack(for: target, payload: parameters)
         guard error == nil else { return }
         // Input in the stack being replaced (a warm entry) is left under its route's lifecycle.
         if mode == .warm, let asking = entryToAskAbout() {

@@ -418,6 +418,28 @@ struct Harness {
         #expect(h.effects == ["alreadyConsumed link-1"] && h.stack == ["home"])
     }
 
+    /// Found in an outside audit: ancestors were built from the target's own parameters only, so a notification
+    /// for a reply carrying the note it belongs to was refused ("missing parameter noteID"), though the contract
+    /// accepts the route. Each ancestor takes what it declares from the payload, held to one segment too.
+    @Test func aNotificationBuildsAncestorsFromItsPayload() throws {
+        let routes = exampleRoutes + [Route("reply", parent: "note", access: .account, parameters: ["replyID"])]
+        var h = try Harness(routes: routes)
+        h.send(.signIn(account: "alice"))
+        let result = h.send(
+            .notification(route: "reply", parameters: ["noteID": "1", "replyID": "5", "utm": "x"], mode: .warm))
+        #expect(result.error == nil, "\(result.error ?? "")")
+        #expect(h.stack == ["home", "notes", "note", "reply"])
+        #expect(h.state.stack.map(\.parameters) == [[:], [:], ["noteID": "1"], ["replyID": "5"]])
+        h.send(.back(.systemBack))
+        #expect(h.state.top?.label == "note noteID=1")
+        // An ancestor's parameter from outside is one segment, as the target's are; one missing is refused.
+        let before = h.state
+        for payload in [["noteID": "..", "replyID": "5"], ["noteID": "a/b", "replyID": "5"], ["replyID": "5"]] {
+            let refused = h.send(.notification(route: "reply", parameters: payload, mode: .warm))
+            #expect(refused.error != nil && h.state == before, "\(payload)")
+        }
+    }
+
     /// Overlapping patterns (found by a black-box audit: the first declared won, so `b` was unreachable):
     /// the more specific one wins in either order of declaration; others still reach the general one.
     @Test func whereDeepLinksOverlapTheMostSpecificWins() throws {
