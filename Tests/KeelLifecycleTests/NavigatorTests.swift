@@ -462,6 +462,27 @@ struct Harness {
         }
     }
 
+    /// Found in an outside audit: a literal path segment was compared undecoded while a placeholder's value was
+    /// decoded, so `n%65w` (which is `new`) went to the general route with `x = new`; and a pattern repeating a
+    /// placeholder passed the contract check, keeping the last of two values.
+    @Test func deepLinkLiteralsAreComparedDecodedAndRepeatedPlaceholdersRefused() throws {
+        let home = Route("home", access: .public, isRoot: true)
+        let general = Route("a", parent: "home", access: .public, parameters: ["x"], deepLink: "app://n/{x}")
+        let specific = Route("b", parent: "home", access: .public, deepLink: "app://n/new")
+        var h = try Harness(routes: [home, general, specific])
+        h.send(.deepLink(url: "app://n/n%65w", mode: .warm))
+        #expect(h.stack == ["home", "b"], "\(h.stack) \(String(describing: h.state.top?.parameters))")
+        // An encoded slash stays inside its segment: it is neither a separator nor the literal.
+        let pattern = try #require(DeepLinkPattern("app://n/new/{x}"))
+        #expect(pattern.match("app://n/n%65w/1") == ["x": "1"])
+        #expect(pattern.match("app://n%2Fnew/1") == nil && pattern.match("app://n/new%2F1") == nil)
+        // A literal written encoded in the pattern is the same literal, and the same shape.
+        let encoded = Route("c", parent: "home", access: .public, deepLink: "app://n/n%65w")
+        #expect(NavigationContract.problems(in: [home, specific, encoded]).map(\.code) == [.duplicateDeepLink])
+        let twice = Route("t", parent: "home", access: .public, parameters: ["x"], deepLink: "app://t/{x}/{x}")
+        #expect(NavigationContract.problems(in: [home, twice]).map(\.code) == [.invalidDeepLink])
+    }
+
     @Test func aDeepLinkWhileSignedOutShowsSignInAndOpensTheTargetAfterIt() throws {
         var h = try Harness()
         h.send(.deepLink(url: "keel-notes://note/42", mode: .cold))
