@@ -2,9 +2,10 @@ import Foundation
 
 /// A deep-link pattern such as `keel-notes://note/{noteID}`: a scheme, then `/`-separated segments (the
 /// first is the host), each either literal or a `{parameter}` placeholder standing for a whole segment.
-/// Scheme and host match case-insensitively, path segments exactly; a query (`?a=b`) may supply
-/// parameters the path does not. A placeholder's value is percent-decoded and must stay one segment: a
-/// value that decodes to a `/`, to `.` or `..`, or to control characters does not match.
+/// Scheme and host match case-insensitively, path segments exactly once percent-decoded (`n%65w` is `new`;
+/// a `%2F` decodes within its segment, never into a separator); a query (`?a=b`) may supply parameters the
+/// path does not. A placeholder's value is percent-decoded and must stay one segment: a value that decodes to
+/// a `/`, to `.` or `..`, or to control characters does not match.
 public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
     enum Segment: Sendable, Hashable {
         case literal(String)
@@ -33,7 +34,9 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
                 segments.append(.parameter(String(name)))
             } else {
                 guard !raw.isEmpty else { return nil }
-                segments.append(.literal(String(raw)))
+                // A path literal is kept decoded, as URLs are compared (the host is compared as written).
+                let text = segments.isEmpty ? String(raw) : String(raw).removingPercentEncoding ?? String(raw)
+                segments.append(.literal(text))
             }
         }
         guard case .literal = segments.first else { return nil }  // a host, never a placeholder
@@ -109,7 +112,10 @@ public struct DeepLinkPattern: Sendable, Hashable, CustomStringConvertible {
         for (index, (part, segment)) in zip(parts, segments).enumerated() {
             switch segment {
             case .literal(let text):
-                guard index == 0 ? part.lowercased() == text.lowercased() : part == text else { return nil }
+                // A path segment is compared decoded, as a placeholder's value is (found in an outside audit:
+                // `n%65w` went to `{id}` instead of the literal `new`); it stays one segment whatever it decodes to.
+                guard index == 0 ? part.lowercased() == text.lowercased() : String(part).removingPercentEncoding == text
+                else { return nil }
             case .parameter(let name):
                 // One whole segment, decoded: never a path (`%2F`), a dot segment, or control characters
                 // (`%00`, a line break) that an app building a path or a log line from it would act on.

@@ -125,15 +125,20 @@ public actor EffectLedger {
     /// Records how `id` ended.
     ///
     /// - Throws: ``EffectLedgerError`` `unknownOperation` for an operation never begun; `alreadySucceeded`,
-    ///   changing nothing, for one recorded as succeeded and now said to have failed or to be running (a late
-    ///   answer of a second caller): the next confirmation would otherwise run it again.
+    ///   changing nothing, for one already recorded as succeeded — whatever it is now said to be: failed or
+    ///   running (a late answer of a second caller), which would let the next confirmation run it again, or
+    ///   succeeded again (a reattach racing the first caller), which would rewrite the result the user was
+    ///   shown and when it settled (found in an outside audit). What is recorded stays: read it with
+    ///   ``entry(_:)``. An operation recorded as failed may still be completed (a late answer that it did
+    ///   succeed is recorded, so that the next confirmation does not run it again).
     public func complete(_ id: String, _ state: State, result: String?) throws {
         guard var entry = entries[id] else {
             throw EffectLedgerError(code: .unknownOperation, message: "\(id) was never begun")
         }
-        if entry.state == .succeeded, state != .succeeded {
+        if entry.state == .succeeded {
             throw EffectLedgerError(
-                code: .alreadySucceeded, message: "\(id) is recorded as succeeded; it is not recorded as \(state)")
+                code: .alreadySucceeded,
+                message: "\(id) is recorded as succeeded, with its result; it is not recorded again as \(state)")
         }
         let before = entry
         entry.state = state
@@ -229,7 +234,7 @@ extension ErrorCode where Domain == EffectLedgerError {
     public static var unknownOperation: Self { Self("unknownOperation") }
     /// The ledger could not be written (the operation must not run).
     public static var ioError: Self { Self("ioError") }
-    /// Completing an operation recorded as succeeded with another outcome (nothing is changed).
+    /// Completing an operation already recorded as succeeded, with any outcome (nothing is changed).
     public static var alreadySucceeded: Self { Self("alreadySucceeded") }
     /// Another effect ledger (another process, or another instance in this one) has the same file: one at
     /// a time, or each would rewrite the file without the other's entries.

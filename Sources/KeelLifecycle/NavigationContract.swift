@@ -150,6 +150,11 @@ public struct NavigationContract: Sendable, Equatable {
                     for name in pattern.parameterNames where !route.parameters.contains(name) {
                         problem(.invalidDeepLink, route.id, "deep link placeholder {\(name)} is not a parameter")
                     }
+                    // Which of two values would be meant is anybody's guess (found in an outside audit: the last won).
+                    var seen: Set<String> = []
+                    for name in pattern.parameterNames where !seen.insert(name).inserted {
+                        problem(.invalidDeepLink, route.id, "deep link placeholder {\(name)} appears more than once")
+                    }
                     if let other = patterns[pattern.shape] {
                         problem(
                             .duplicateDeepLink, route.id, "deep link \(link) matches the same URLs as \(other)'s")

@@ -3,11 +3,11 @@ public import KeelCore
 /// One screen on the stack: a route with its parameters, the account it was opened under, and the input
 /// typed into it that is not saved yet.
 public struct NavigationEntry: Sendable, Hashable, Codable {
-    /// Unique across launches: `e<number>-<lineage>` (`e3-9f86d081884c7d65`), where the lineage is that
-    /// of the ``Navigator`` that opened it, minted at random when it was made (see ``Navigator/lineage``).
-    /// Effect ledgers key irreversible operations by it, so an entry of one launch must never share an id
-    /// with an entry of another. Entries restored from snapshots written before lineages existed keep
-    /// `e<number>`.
+    /// Unique within a launch and across launches: `e<number>-<lineage>` (`e3-9f86d081884c7d65`), where the
+    /// lineage is that of the state it was opened in (``NavigationState/lineage``), minted at random for each
+    /// state ``Navigator/initialState`` or ``Navigator/restore(_:drafts:session:migrations:)`` gives. Effect
+    /// ledgers key irreversible operations by it, so no two entries may ever share one. Entries restored from
+    /// snapshots written before lineages existed keep `e<number>`.
     public var id: String
     /// The route's id.
     public var route: String
@@ -131,6 +131,11 @@ public struct NavigationState: Sendable, Hashable, Codable {
     public var prompt: NavigationPrompt?
     /// Where the user was going when sign-in interrupted (opened after sign-in, access re-checked).
     public var pendingTarget: NavigationEntry?
+    /// Whether ``pendingTarget`` is a screen the user opened (`open`), not one a link, a notification or an
+    /// expired session asked for: after sign-in it is pushed onto the stack as it is, the user's own history
+    /// — the screens below it, and their input, stay — instead of being rebuilt over its declared ancestors
+    /// (found in an outside audit: the rebuild destroyed a `warnBeforeLoss` screen below without its warning).
+    public var pendingTargetPushed: Bool
     /// Ids of deep links and notifications already handled: a redelivery (an Android recreation, a
     /// restore) never replays them. The last 64 are kept.
     public var consumed: [String]
@@ -138,20 +143,31 @@ public struct NavigationState: Sendable, Hashable, Codable {
     public var drafts: [DraftKey: String]
     /// The next entry number.
     public var nextEntry: Int
+    /// What makes the ids of the entries opened in this state its own: 16 random hex digits, minted for each
+    /// state ``Navigator/initialState`` and ``Navigator/restore(_:drafts:session:migrations:)`` give (found in
+    /// an outside audit: minted once per navigator, two windows of one launch — or a rebuild from a snapshot
+    /// older than the state — handed the same id to two screens, and the effect ledger took one screen's
+    /// publish for the other's). Entry numbers go on from ``nextEntry``; restored entries keep their ids.
+    /// Empty in a state decoded from a snapshot written before states carried one: its entries then get the
+    /// navigator's (``Navigator/lineage``). Take states from `initialState` and `restore`, never by decoding a
+    /// snapshot yourself, and drive each state value alone (a copy driven beside it opens entries with the
+    /// same ids).
+    public var lineage: String
 
     /// The state of a fresh launch: the root alone, nobody signed in.
     ///
     /// - Parameters:
     ///   - root: the root route.
-    ///   - lineage: the lineage of the root entry's id (``Navigator/lineage``); by default 16 random hex
-    ///     digits from the system's generator.
+    ///   - lineage: the state's ``lineage``; by default 16 random hex digits from the system's generator.
     public init(root: String, lineage: String = NavigationState.newLineage(from: .system)) {
+        self.lineage = lineage
         account = nil
         sessionValid = false
         stack = [NavigationEntry(id: Self.entryID(1, lineage: lineage), route: root)]
         modal = nil
         prompt = nil
         pendingTarget = nil
+        pendingTargetPushed = false
         consumed = []
         drafts = [:]
         nextEntry = 2
@@ -172,7 +188,8 @@ public struct NavigationState: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case account, sessionValid, stack, modal, prompt, pendingTarget, consumed, nextEntry
+        case account, sessionValid, stack, modal, prompt, pendingTarget, pendingTargetPushed, consumed, nextEntry
+        case lineage
     }
 
     /// Decodes a snapshot (drafts come from the drafts store, not from the snapshot).
@@ -184,8 +201,10 @@ public struct NavigationState: Sendable, Hashable, Codable {
         modal = try container.decodeIfPresent(NavigationEntry.self, forKey: .modal)
         prompt = try container.decodeIfPresent(NavigationPrompt.self, forKey: .prompt)
         pendingTarget = try container.decodeIfPresent(NavigationEntry.self, forKey: .pendingTarget)
+        pendingTargetPushed = try container.decodeIfPresent(Bool.self, forKey: .pendingTargetPushed) ?? false
         consumed = try container.decode([String].self, forKey: .consumed)
         nextEntry = try container.decode(Int.self, forKey: .nextEntry)
+        lineage = try container.decodeIfPresent(String.self, forKey: .lineage) ?? ""
         drafts = [:]
     }
 
@@ -198,7 +217,9 @@ public struct NavigationState: Sendable, Hashable, Codable {
         try container.encodeIfPresent(modal, forKey: .modal)
         try container.encodeIfPresent(prompt, forKey: .prompt)
         try container.encodeIfPresent(pendingTarget, forKey: .pendingTarget)
+        if pendingTarget != nil, pendingTargetPushed { try container.encode(true, forKey: .pendingTargetPushed) }
         try container.encode(consumed, forKey: .consumed)
         try container.encode(nextEntry, forKey: .nextEntry)
+        if !lineage.isEmpty { try container.encode(lineage, forKey: .lineage) }
     }
 }

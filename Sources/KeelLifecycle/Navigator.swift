@@ -21,13 +21,16 @@ public struct Navigator: Sendable {
     public let access: any AccessChecker
     /// The modal shown when sign-in is needed (by default the route `signIn`, when the contract has one).
     public let signInRoute: String?
-    /// What makes the ids of the entries this navigator opens its own: 16 random hex digits, minted when it
-    /// is made (once per launch). Entry numbers are kept in the state, and a state can come back from a
-    /// snapshot older than the last entries a dead process opened (or start over, with none at all): an
-    /// entry number can be handed out again, and without the lineage an operation confirmed on `e6` in
-    /// one launch would be answered "already done" (``EffectLedger``) for a different `e6` in the next.
-    /// Restored entries keep the ids they had.
+    /// 16 random hex digits minted when the navigator is made: the lineage of entries opened in a state that
+    /// has none of its own (one decoded from a snapshot written before states carried one). Every state
+    /// ``initialState`` and ``restore(_:drafts:session:migrations:)`` give mints its own
+    /// (``NavigationState/lineage``): entry numbers are kept in the state, and a state can come back from a
+    /// snapshot older than the last entries opened (a dead process's, or this process's own), or start over,
+    /// so an entry number is handed out again; the lineage keeps an operation confirmed on `e6` from being
+    /// answered "already done" (``EffectLedger``) for a different `e6`. Restored entries keep their ids.
     public let lineage: String
+    /// Where the lineages of states come from.
+    let random: RandomSource
 
     /// A navigator over `contract`.
     ///
@@ -40,10 +43,14 @@ public struct Navigator: Sendable {
         self.access = access
         self.signInRoute = signInRoute ?? (contract.route("signIn") != nil ? "signIn" : nil)
         lineage = NavigationState.newLineage(from: random)
+        self.random = random
     }
 
-    /// The state of a fresh launch.
-    public var initialState: NavigationState { NavigationState(root: contract.root.id, lineage: lineage) }
+    /// The state of a fresh launch (or of another window), with a lineage of its own: no two states it gives
+    /// open entries with the same ids.
+    public var initialState: NavigationState {
+        NavigationState(root: contract.root.id, lineage: NavigationState.newLineage(from: random))
+    }
 
     // MARK: - Events
 
@@ -55,11 +62,10 @@ public struct Navigator: Sendable {
         case .open(let route, let parameters): run.open(route, parameters)
         case .deepLink(let url, let mode, let id): run.deepLink(url, mode: mode, id: id)
         case .notification(let route, let parameters, let mode, let id):
-            // A notification's payload comes from outside, as a link does: its route parameters are held to
-            // the same (found in an outside audit: `noteID=../x` opened).
-            if let name = contract.route(route)?.parameters.first(where: {
-                parameters[$0].map { !DeepLinkPattern.isOneSegment($0) } ?? false
-            }) {
+            // A notification's payload comes from outside, as a link does: the parameters of its route, and of the
+            // ancestors built from it, are held to the same (found in an outside audit: `noteID=../x` opened).
+            let names = (contract.route(route)?.parameters ?? []) + contract.ancestors(of: route).flatMap(\.parameters)
+            if let name = names.first(where: { parameters[$0].map { !DeepLinkPattern.isOneSegment($0) } ?? false }) {
                 return NavigationResult(
                     state: state, effects: [],
                     error:
@@ -86,9 +92,12 @@ public struct Navigator: Sendable {
 
     enum Verdict: Equatable { case allowed, needsSignIn, denied }
 
-    /// Whether `entry` may be shown in `state` now.
+    /// Whether `entry` may be shown in `state` now. An entry without a parameter its route declares (restored
+    /// from a snapshot of an earlier version of the app, whose route took fewer) cannot be: it is denied, and
+    /// cut as a revoked one is (found in an outside audit: it came back, a screen the app cannot show).
     func verdict(_ entry: NavigationEntry, in state: NavigationState) -> Verdict {
-        guard let route = contract.route(entry.route) else { return .denied }
+        guard let route = contract.route(entry.route), route.parameters.allSatisfy({ entry.parameters[$0] != nil })
+        else { return .denied }
         if case .public = route.access { return .allowed }
         guard let account = state.account, state.sessionValid else { return .needsSignIn }
         if route.access.isAccountScoped, let owner = entry.account, !AccountID.same(owner, account) { return .denied }
@@ -129,12 +138,13 @@ struct Run {
         parameters.filter { route.parameters.contains($0.key) }
     }
 
-    /// A new entry with the next entry id (`e2-<lineage>`, `e3-<lineage>`, ...).
+    /// A new entry with the next entry id (`e2-<lineage>`, `e3-<lineage>`, ...) of the state's lineage.
     mutating func mint(_ route: String, _ parameters: [String: String] = [:], account: String?) -> NavigationEntry {
         defer { state.nextEntry &+= 1 }  // a counter from disk is never trusted not to be at its limit
+        let lineage = state.lineage.isEmpty ? navigator.lineage : state.lineage
         return NavigationEntry(
-            id: NavigationState.entryID(state.nextEntry, lineage: navigator.lineage), route: route,
-            parameters: parameters, account: account)
+            id: NavigationState.entryID(state.nextEntry, lineage: lineage), route: route, parameters: parameters,
+            account: account)
     }
 
     /// Whether `entry`'s route is declared `public`.
@@ -169,17 +179,21 @@ struct Run {
     /// is a sensitive one-time route is left out — rebuilt, it would be a fresh payment confirmation under
     /// the receipt, whose operation the ledger would let run again — and so is one whose parameters the
     /// target does not carry (it was reached from the app's own flow); sign-in never fails for either.
-    mutating func syntheticStack(for target: NavigationEntry, rebuilding: Bool = false) -> (
-        stack: [NavigationEntry], modal: NavigationEntry?
-    ) {
+    /// `payload`: the parameters a link or notification carries, from which each ancestor takes those it
+    /// declares (found in an outside audit: ancestors were built from the target's own parameters only, and a
+    /// notification carrying every parameter the stack needs was refused); the target's own by default.
+    mutating func syntheticStack(
+        for target: NavigationEntry, payload: [String: String]? = nil, rebuilding: Bool = false
+    ) -> (stack: [NavigationEntry], modal: NavigationEntry?) {
         var stack: [NavigationEntry] = []
+        let parameters = payload ?? target.parameters
         for ancestor in contract.ancestors(of: target.route) {
             if rebuilding,
-                ancestor.isSensitive || !ancestor.parameters.allSatisfy({ target.parameters[$0] != nil })
+                ancestor.isSensitive || !ancestor.parameters.allSatisfy({ parameters[$0] != nil })
             {
                 continue
             }
-            guard let entry = makeEntry(ancestor.id, target.parameters) else { return ([], nil) }
+            guard let entry = makeEntry(ancestor.id, parameters) else { return ([], nil) }
             stack.append(entry)
         }
         if stack.first?.route != contract.root.id, let root = makeEntry(contract.root.id, [:]) {
@@ -205,6 +219,7 @@ struct Run {
             case .needsSignIn:
                 effects.append(.signInRequired(target.label))
                 state.pendingTarget = target
+                state.pendingTargetPushed = false
                 return (kept, signInEntry(), [])
             case .denied:
                 effects.append(.accessDenied(entry.label))
@@ -229,8 +244,13 @@ struct Run {
         guard let top = state.top else { return }
         if let input = contract.route(top.route)?.input, let text = top.input, !text.isEmpty {
             switch input.policy {
-            case .saveDraft:
+            case .saveDraft where keepsInput(top):
                 save(top, text)
+            case .saveDraft:
+                // Typed while nobody is signed in: no account's store can keep it, so leaving loses it — the
+                // user is warned first, as `warnBeforeLoss` does (found in an outside audit: it went silently).
+                state.prompt = NavigationPrompt(kind: .warnBeforeLoss, entry: top.id, pending: .back)
+                return
             case .confirmDiscard:
                 state.prompt = NavigationPrompt(kind: .confirmDiscard, entry: top.id, pending: .back)
                 return
@@ -267,6 +287,34 @@ struct Run {
         effects.append(.saveDraft(key, text))
     }
 
+    /// Whether `entry`'s input can be kept as a draft: its lifecycle keeps drafts, and there is an account
+    /// whose drafts store can hold it (nobody signed in: there is none, and the input can only be lost).
+    func keepsInput(_ entry: NavigationEntry) -> Bool {
+        guard let input = contract.route(entry.route)?.input else { return false }
+        return Self.keepsDrafts(input) && draftKey(entry) != nil
+    }
+
+    /// `entry`'s typed input, about to go with it without a question: kept as a draft where it can be,
+    /// reported lost otherwise.
+    mutating func keepOrReport(_ entry: NavigationEntry) {
+        guard let text = entry.input, !text.isEmpty else { return }
+        if keepsInput(entry) { save(entry, text) } else { effects.append(.inputLost(entry.label)) }
+    }
+
+    /// Entries cut from the stack above one that lost its access: those access is denied to (ids in `denied`,
+    /// ``deniedIDs(_:resource:)``) lose their input with their draft (``lose(_:)``); the others are still the
+    /// user's to open, and keep their input as a draft where it can be kept, or report it lost (found in an
+    /// outside audit: every screen above lost its draft, an accessible `saveDraft` one too).
+    mutating func cut(_ entries: [NavigationEntry], denied: Set<String>) {
+        for entry in entries {
+            if denied.contains(entry.id) {
+                if holdsInput(entry) { lose(entry) }
+            } else {
+                keepOrReport(entry)
+            }
+        }
+    }
+
     // MARK: Prompts
 
     mutating func answer(confirmed: Bool) {
@@ -276,7 +324,7 @@ struct Run {
         }
         state.prompt = nil
         guard confirmed else { return }
-        let all = state.stack + (state.modal.map { [$0] } ?? [])
+        let all = state.stack + (state.modal.map { [$0] } ?? []) + (state.pendingTarget.map { [$0] } ?? [])
         switch prompt.pending {
         case .back:
             if let entry = all.first(where: { $0.id == prompt.entry }) { discard(entry, kind: prompt.kind) }
@@ -302,21 +350,25 @@ struct Run {
         }
     }
 
-    /// The topmost entry (the modal first) holding input that a replacement must ask about — every input
-    /// policy but `saveDraft`, which keeps it; with `losingInputOnly`, only those whose input would be lost
-    /// (not kept as a draft) — other than `excluding`.
+    /// The topmost entry (the target sign-in holds, then the modal, then the stack from the top) holding input
+    /// that a replacement must ask about — every input policy but `saveDraft` where a draft keeps it; with
+    /// `losingInputOnly`, only those whose input would be lost (not kept as a draft) — other than `excluding`.
+    /// The held target is asked about too: a replacement drops it (found in an outside audit: with its input,
+    /// without a word).
     func entryToAskAbout(excluding: [String] = [], losingInputOnly: Bool = false) -> NavigationEntry? {
-        inputEntries().last { entry in
+        let held = state.pendingTarget.flatMap { ($0.input ?? "").isEmpty ? nil : [$0] } ?? []
+        return (inputEntries() + held).last { entry in
             guard !excluding.contains(entry.id), let input = contract.route(entry.route)?.input,
-                input.policy != .saveDraft
+                input.policy != .saveDraft || !keepsInput(entry)
             else { return false }
-            return !losingInputOnly || !Self.keepsDrafts(input)
+            return !losingInputOnly || !keepsInput(entry)
         }
     }
 
-    /// The question `entry`'s input policy asks before its input is lost.
+    /// The question `entry`'s input policy asks before its input is lost (a `saveDraft` one no draft can keep
+    /// is warned about).
     func promptKind(for entry: NavigationEntry) -> NavigationPrompt.Kind {
-        contract.route(entry.route)?.input?.policy == .warnBeforeLoss ? .warnBeforeLoss : .confirmDiscard
+        contract.route(entry.route)?.input?.policy == .confirmDiscard ? .confirmDiscard : .warnBeforeLoss
     }
 
     /// The user agreed to lose `entry`'s input.
@@ -355,6 +407,7 @@ struct Run {
             // The sign-in screen and the target it leads to are state like any other: saved, so that a kill
             // before the user signs in still brings both back (found in an outside audit: they were lost).
             state.pendingTarget = entry
+            state.pendingTargetPushed = true
             effects.append(.signInRequired(entry.label))
             state.modal = signInEntry()
             effects.append(.saveSnapshot)
@@ -421,7 +474,7 @@ struct Run {
             state.consumed.append(id)
             if state.consumed.count > 64 { state.consumed.removeFirst(state.consumed.count - 64) }
         }
-        let (stack, modal) = syntheticStack(for: target)
+        let (stack, modal) = syntheticStack(for: target, payload: parameters)
         guard error == nil else { return }
         // Input in the stack being replaced (a warm entry) is left under its route's lifecycle.
         if mode == .warm, let asking = entryToAskAbout() {
@@ -443,6 +496,8 @@ struct Run {
         with stack: [NavigationEntry], modal: NavigationEntry?, discarding: Set<String>, target: NavigationEntry? = nil
     ) {
         keepOrReportInput(discarding: discarding)
+        // The target sign-in held goes too: its input is kept or reported, unless a prompt already asked.
+        if let held = state.pendingTarget, !discarding.contains(held.id) { forget(held) }
         state.pendingTarget = nil
         guard let target = target ?? modal ?? stack.last else {
             state.stack = [rootEntry()]
@@ -464,10 +519,8 @@ struct Run {
             guard let input = contract.route(entry.route)?.input else { continue }
             if discarding.contains(entry.id) {
                 if input.policy == .saveDraft { save(entry, entry.input!) }
-            } else if Self.keepsDrafts(input) {
-                save(entry, entry.input!)
             } else {
-                effects.append(.inputLost(entry.label))
+                keepOrReport(entry)
             }
         }
     }
@@ -487,6 +540,12 @@ struct Run {
                 // Another account's destination is not opened for this one: its input stays that account's
                 // draft where its lifecycle keeps drafts, and is reported lost otherwise.
                 forget(target)
+            } else if state.pendingTargetPushed {
+                // A screen the user opened: pushed onto the stack it was opened from, as `open` does once
+                // signed in; the screens below it stay with their input (found in an outside audit: rebuilt over
+                // its declared ancestors, a `warnBeforeLoss` screen below went with only an `inputLost`).
+                target.account = account
+                push(target)
             } else {
                 target.account = account
                 let (stack, modal) = syntheticStack(for: target, rebuilding: true)
@@ -497,11 +556,50 @@ struct Run {
                 state.stack = checked.stack.isEmpty ? [rootEntry()] : checked.stack
                 state.modal = checked.modal
                 // Access revoked while sign-in held the target: its input is lost with it and its draft deleted,
-                // as when access is revoked while it is shown (and as a restore does).
-                for entry in checked.denied where holdsInput(entry) { lose(entry) }
+                // as when access is revoked while it is shown (and as a restore does); a screen cut above one
+                // denied but accessible itself keeps its input as its lifecycle says.
+                cut(
+                    Array(checked.denied),
+                    denied: deniedIDs(checked.denied, resource: checked.denied.first?.parameters ?? [:]))
             }
         }
+        state.pendingTargetPushed = false
+        // Input typed while nobody was signed in, on screens that stay: an account's store can keep it now
+        // (found in an outside audit: a kill after sign-in lost it without a word).
+        saveUnsavedDrafts()
         effects.append(.saveSnapshot)
+    }
+
+    /// The ids of `entries` access is denied to now: those the checks refuse, and those about the resource
+    /// access to was revoked — carrying all of `resource`'s parameters with the same values (the editor of a
+    /// revoked note), when it has any.
+    func deniedIDs(_ entries: some Sequence<NavigationEntry>, resource: [String: String]) -> Set<String> {
+        Set(
+            entries.filter { entry in
+                navigator.verdict(entry, in: state) != .allowed
+                    || (!resource.isEmpty && resource.allSatisfy { entry.parameters[$0.key] == $0.value })
+            }.map(\.id))
+    }
+
+    /// Shows `entry` over the stack (presents it, for a modal) when access allows it; reports it otherwise.
+    mutating func push(_ entry: NavigationEntry) {
+        switch navigator.verdict(entry, in: state) {
+        case .allowed:
+            let shown = restoringDraft(entry)
+            if contract.route(entry.route)?.isModal == true { state.modal = shown } else { state.stack.append(shown) }
+        case .denied, .needsSignIn:
+            effects.append(.accessDenied(entry.label))
+            if holdsInput(entry) { lose(entry) }
+        }
+    }
+
+    /// Saves the input of every entry whose lifecycle keeps drafts and whose draft is not what it holds (typed
+    /// while nobody was signed in).
+    mutating func saveUnsavedDrafts() {
+        for entry in inputEntries() where keepsInput(entry) {
+            guard let key = draftKey(entry), let text = entry.input, state.drafts[key] != text else { continue }
+            save(entry, text)
+        }
     }
 
     /// Whether `entry` holds input: typed text, or a saved draft.
@@ -515,8 +613,7 @@ struct Run {
     /// drafts, its input is already saved as its account's draft and comes back to that account; otherwise
     /// it is reported lost, never dropped without a word.
     mutating func forget(_ target: NavigationEntry) {
-        guard let text = target.input, !text.isEmpty, let input = contract.route(target.route)?.input,
-            !Self.keepsDrafts(input)
+        guard let text = target.input, !text.isEmpty, contract.route(target.route)?.input != nil, !keepsInput(target)
         else { return }
         effects.append(.inputLost(target.label))
     }
@@ -537,6 +634,12 @@ struct Run {
             // The same account, signed in again after its session expired: what sign-in does (the sign-in
             // screen goes, the target it held opens).
             if !state.sessionValid { signIn(account) }
+            return
+        }
+        guard state.account != nil else {
+            // Nobody to switch from: a saved account chosen while signed out is a sign-in (the target it held
+            // opens, and input typed meanwhile is saved to the account now that it has a store).
+            signIn(account)
             return
         }
         removeProtected(purging: nil)
@@ -625,13 +728,14 @@ struct Run {
         state.modal = nil
         if let target, navigator.verdict(target, in: state) == .needsSignIn {
             state.pendingTarget = target
+            state.pendingTargetPushed = false
             effects.append(.signInRequired(target.label))
         }
         // The input of the screens that go (the protected ones, and the modal sign-in covers), other than the
         // target sign-in holds with its input: saved above where its lifecycle keeps drafts, reported lost
         // otherwise — never dropped without a word.
         for entry in leaving where entry.id != state.pendingTarget?.id && !(entry.input ?? "").isEmpty {
-            guard let input = contract.route(entry.route)?.input, !Self.keepsDrafts(input) else { continue }
+            guard contract.route(entry.route)?.input != nil, !keepsInput(entry) else { continue }
             effects.append(.inputLost(entry.label))
         }
         state.modal = signInEntry()
@@ -665,10 +769,17 @@ struct Run {
         }
         if let index = state.stack.firstIndex(where: matches) {
             effects.append(.accessDenied(state.stack[index].label))
-            for entry in state.stack[index...] where !(entry.input ?? "").isEmpty { lose(entry) }
+            let cutOff = Array(state.stack[index...])
+            cut(cutOff, denied: deniedIDs(cutOff, resource: parameters).union(cutOff.filter(matches).map(\.id)))
             state.stack.removeSubrange(index...)
             if state.stack.isEmpty { state.stack = [rootEntry()] }
-            state.modal = state.modal.flatMap { navigator.verdict($0, in: state) == .allowed ? $0 : nil }
+            // A modal access went with the revoked screen is cut too, saying so (found in an outside audit: it
+            // disappeared without an effect, and its draft stayed behind).
+            if let modal = state.modal, navigator.verdict(modal, in: state) != .allowed {
+                effects.append(.accessDenied(modal.label))
+                if holdsInput(modal) { lose(modal) }
+                state.modal = nil
+            }
             state.prompt = nil
         }
         if let target = state.pendingTarget, matches(target) {
@@ -677,6 +788,8 @@ struct Run {
             effects.append(.accessDenied(target.label))
             if holdsInput(target) { lose(target) }
             state.pendingTarget = nil
+            // A prompt about it asks about nothing now.
+            if state.prompt?.entry == target.id { state.prompt = nil }
         }
         effects.append(.saveSnapshot)
     }

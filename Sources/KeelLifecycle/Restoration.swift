@@ -133,6 +133,9 @@ extension Navigator {
         }
 
         var run = Run(navigator: self, state: snapshot.state)
+        // Entries opened from now on get a lineage of their own: the snapshot may be older than entries opened
+        // after it, in a dead process or in this one (a rebuild), whose numbers the counter hands out again.
+        run.state.lineage = fresh.lineage
         run.state.drafts = drafts
         run.state.prompt = nil
         // The session, as it is now.
@@ -170,6 +173,15 @@ extension Navigator {
         {
             held = nil
         }
+        // A held target without a parameter its route declares now (an app update) can never be opened: it is
+        // dropped saying so, with its draft, as a revoked one is.
+        if let entry = held,
+            contract.route(entry.route)?.parameters.contains(where: { entry.parameters[$0] == nil }) == true
+        {
+            run.effects.append(.accessDenied(entry.label))
+            if run.holdsInput(entry) { run.lose(entry) }
+            held = nil
+        }
         // Input typed while nobody was signed in could not be kept as a draft: the process died with it, and
         // the app says so (for a route whose lifecycle promised to keep it).
         for index in entries.indices where entries[index].inputNotKept == true {
@@ -198,12 +210,14 @@ extension Navigator {
         // Sign-in is what the user sees again: it still leads to the target it was holding.
         if run.state.pendingTarget == nil, let held, checked.modal?.route == signInRoute {
             run.state.pendingTarget = held
+            run.state.pendingTargetPushed = snapshot.state.pendingTargetPushed
         }
         // Access revoked while the app was dead: as when it is revoked while running, the input of what is cut
-        // is lost and its draft deleted (never kept for a screen the user cannot reach, to come back later).
-        for entry in checked.denied {
-            if let key = run.draftKey(entry), run.state.drafts[key] != nil { run.lose(entry) }
-        }
+        // is lost and its draft deleted (never kept for a screen the user cannot reach, to come back later);
+        // the draft of a screen cut above it but accessible itself stays.
+        run.cut(
+            Array(checked.denied),
+            denied: run.deniedIDs(checked.denied, resource: checked.denied.first?.parameters ?? [:]))
         run.state.stack = checked.stack.isEmpty ? [run.rootEntry()] : checked.stack
         run.state.modal = checked.modal
         // Sign-in saved on screen, and the session is valid now (a refresh at relaunch, or a sign-in while the

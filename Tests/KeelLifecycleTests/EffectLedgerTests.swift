@@ -195,4 +195,34 @@ import Testing
         #expect(await reopened.entry("publish@e6#1")?.state == .succeeded)
         #expect(await reopened.entry("publish@e6#1")?.result == "/p/1")
     }
+
+    /// Found in an outside audit: a second "succeeded" (a reattach racing the first caller) rewrote the result
+    /// the user is shown, and when it settled (which decides when it is forgotten). A succeeded operation's
+    /// record never changes: a second completion is refused with `alreadySucceeded`, on disk too.
+    @Test func aSucceededOperationsRecordedResultNeverChanges() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-ledger-settled")
+        let now = Locked(Date(timeIntervalSince1970: 1_764_892_800))
+        let settled = now.withLock { $0 }
+        do {
+            let ledger = try EffectLedger(file: directory.url("ledger.json"), clock: WallClock { now.withLock { $0 } })
+            #expect(try await ledger.begin("publish@e6#1", action: "publish") == .run)
+            try await ledger.complete("publish@e6#1", .succeeded, result: "/p/1")
+            now.withLock { $0 += 86_400 }
+            for result in [nil, "/p/2", "/p/1"] {
+                await #expect {
+                    try await ledger.complete("publish@e6#1", .succeeded, result: result)
+                } throws: { ($0 as? EffectLedgerError)?.code == .alreadySucceeded }
+            }
+            #expect(await ledger.entry("publish@e6#1")?.result == "/p/1")
+            #expect(await ledger.entry("publish@e6#1")?.settledAt == settled)
+        }
+        let reopened = try EffectLedger(file: directory.url("ledger.json"))
+        #expect(await reopened.entry("publish@e6#1")?.result == "/p/1")
+        #expect(await reopened.entry("publish@e6#1")?.settledAt == settled)
+        // A failed attempt may still be recorded as succeeded (a late answer that it did happen).
+        #expect(try await reopened.begin("publish@e7#1", action: "publish") == .run)
+        try await reopened.complete("publish@e7#1", .failed, result: nil)
+        try await reopened.complete("publish@e7#1", .succeeded, result: "/p/7")
+        #expect(await reopened.entry("publish@e7#1")?.result == "/p/7")
+    }
 }

@@ -56,6 +56,33 @@ import Testing
         #expect(h.state.top?.input == "half a sentence")
     }
 
+    /// Found in an outside audit: a warm link or notification while sign-in held a target replaced it with its
+    /// unsaved (`warnBeforeLoss`) input, without a question or an `inputLost`. It is asked about as a screen on
+    /// the stack is; confirmed, the loss is reported; a cold entry, which cannot ask, reports it.
+    @Test func aWarmEntryAsksBeforeDroppingTheInputOfTheTargetSignInHolds() throws {
+        func held() throws -> Harness {
+            var h = try Harness(routes: Self.routes)
+            h.send(.signIn(account: "alice"))
+            h.send(.open(route: "warn"))
+            h.send(.type("unsent"))
+            h.send(.sessionExpired)
+            #expect(h.state.pendingTarget?.route == "warn" && h.state.pendingTarget?.input == "unsent")
+            return h
+        }
+        var h = try held()
+        h.send(.notification(route: "note", parameters: ["noteID": "2"], mode: .warm))
+        #expect(h.state.prompt?.kind == .warnBeforeLoss && h.state.prompt?.entry == h.state.pendingTarget?.id)
+        h.send(.cancel)
+        #expect(h.state.pendingTarget?.input == "unsent")
+        h.send(.notification(route: "note", parameters: ["noteID": "2"], mode: .warm))
+        h.send(.confirm)
+        #expect(h.effects.filter { $0 == "inputLost warn" }.count == 1)
+        #expect(h.state.pendingTarget?.route == "note")
+        var cold = try held()
+        cold.send(.notification(route: "note", parameters: ["noteID": "2"], mode: .cold))
+        #expect(cold.effects.contains("inputLost warn") && cold.state.pendingTarget?.route == "note")
+    }
+
     /// Access to the target sign-in held was revoked while the session was expired: its draft stayed and came
     /// back at the next visit, and nothing said the input was gone — unlike a revocation of a shown screen.
     @Test func accessRevokedWhileSignInHoldsTheTargetLosesItsInputAndItsDraft() throws {

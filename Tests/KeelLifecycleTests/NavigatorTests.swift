@@ -265,6 +265,112 @@ struct Harness {
         #expect(!back.result.effects.map(\.description).contains { $0.hasPrefix("inputLost") })
     }
 
+    /// Found in an outside audit: `saveDraft` input typed while nobody is signed in has no account's store to
+    /// be kept in, and went without a word when the screen was left, replaced by a warm link, or kept across
+    /// a sign-in and a kill. Leaving warns first; a link asks first; a sign-in (or choosing a saved account)
+    /// saves it to the account now that it has a store.
+    @Test func saveDraftInputTypedWhileSignedOutIsNeverLostWithoutAWord() throws {
+        let routes =
+            exampleRoutes + [Route("contact", parent: "home", access: .public, input: .init(policy: .saveDraft))]
+        func typedSignedOut() throws -> Harness {
+            var h = try Harness(routes: routes)
+            h.send(.open(route: "contact"))
+            h.send(.type("hello"))
+            return h
+        }
+        // Back, by any trigger: warned, then lost saying so.
+        var back = try typedSignedOut()
+        back.send(.back(.gesture))
+        #expect(back.state.prompt?.kind == .warnBeforeLoss && back.stack == ["home", "contact"])
+        back.send(.confirm)
+        #expect(back.effects == ["inputLost contact", "saveSnapshot"] && back.stack == ["home"])
+        // A warm link over it: asked first.
+        var link = try typedSignedOut()
+        link.send(.deepLink(url: "keel-notes://note/1", mode: .warm))
+        #expect(link.state.prompt?.kind == .warnBeforeLoss && link.stack == ["home", "contact"])
+        link.send(.confirm)
+        #expect(link.effects.contains("inputLost contact"))
+        // Signed in, then killed without `background`: the draft was saved at sign-in and comes back.
+        for signIn: NavigationEvent in [.signIn(account: "alice"), .switchAccount("alice")] {
+            var kill = try typedSignedOut()
+            let signedIn = kill.send(signIn)
+            let key = DraftKey(account: "alice", route: "contact", parameters: [:])
+            #expect(signedIn.effects.contains(.saveDraft(key, "hello")), "\(signIn)")
+            #expect(kill.stack == ["home", "contact"])
+            let restored = kill.navigator.restore(
+                try NavigationSnapshot(kill.state).encoded(), drafts: kill.state.drafts,
+                session: .valid(account: "alice"))
+            #expect(restored.result.state.top?.input == "hello", "\(signIn)")
+            // Once kept, leaving saves it as any draft and asks nothing.
+            kill.send(.back(.systemBack))
+            #expect(kill.state.prompt == nil && kill.effects.first == "saveDraft contact")
+        }
+    }
+
+    /// Found in an outside audit: when access to a note was revoked, a modal over it that access went with
+    /// (a comment on the note) disappeared without an `accessDenied`, its input without an `inputLost`, and its
+    /// draft stayed behind.
+    @Test func aModalCutWithARevokedScreenLosesItsInputSayingSo() throws {
+        let routes =
+            exampleRoutes + [
+                Route(
+                    "comment", parent: "note", access: .account, isModal: true, parameters: ["noteID"],
+                    input: .init(policy: .confirmDiscard, onDeath: .save))
+            ]
+        var h = try Harness(routes: routes)
+        h.deepStack()
+        h.send(.back(.systemBack))
+        h.send(.open(route: "comment", parameters: ["noteID": "1"]))
+        h.send(.type("half a comment"))
+        #expect(!h.state.drafts.isEmpty)
+        h.revocations.revoke("note noteID=1")
+        h.revocations.revoke("comment noteID=1")  // the server revoked the note and everything about it
+        h.send(.accessRevoked(route: "note", parameters: ["noteID": "1"]))
+        #expect(h.state.modal == nil && h.stack == ["home", "notes"])
+        #expect(h.effects.contains("accessDenied comment noteID=1"))
+        #expect(h.effects.contains("deleteDraft comment noteID=1") && h.effects.contains("inputLost comment noteID=1"))
+        #expect(h.state.drafts.isEmpty)
+    }
+
+    /// Found in an outside audit: revoking a note deleted the draft of every screen cut above it, a `saveDraft`
+    /// screen the user can still open among them. Only what access is denied to (or what is about the revoked
+    /// resource: the editor of that note) loses its input; the others keep it as their lifecycle says.
+    @Test func revokingAScreenKeepsTheDraftsOfAccessibleScreensAboveIt() throws {
+        let routes =
+            exampleRoutes + [
+                Route("compose", parent: "notes", access: .signedIn, input: .init(policy: .saveDraft)),
+                Route("feedback", parent: "home", access: .public, input: .init(policy: .warnBeforeLoss)),
+            ]
+        var h = try Harness(routes: routes)
+        h.send(.signIn(account: "alice"))
+        h.send(.open(route: "notes"))
+        h.send(.open(route: "note", parameters: ["noteID": "1"]))
+        h.send(.open(route: "compose"))
+        h.send(.type("my text"))
+        h.send(.open(route: "feedback"))
+        h.send(.type("a remark"))
+        h.revocations.revoke("note noteID=1")
+        h.send(.accessRevoked(route: "note", parameters: ["noteID": "1"]))
+        #expect(h.stack == ["home", "notes"])
+        #expect(!h.effects.contains("deleteDraft compose") && h.effects.contains("saveDraft compose"))
+        #expect(h.effects.contains("inputLost feedback"))  // cut without a question: said, not silent
+        let key = DraftKey(account: "alice", route: "compose", parameters: [:])
+        #expect(h.state.drafts[key] == "my text")
+        h.send(.open(route: "compose"))
+        #expect(h.state.top?.input == "my text")
+        // The same after a restore: the snapshot's compose is cut with the note, its draft stays.
+        h.send(.back(.systemBack))
+        h.revocations.unrevokeAll()
+        h.send(.open(route: "note", parameters: ["noteID": "1"]))
+        h.send(.open(route: "compose"))
+        let snapshot = try NavigationSnapshot(h.state).encoded()
+        h.revocations.revoke("note noteID=1")
+        let restored = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: "alice"))
+        #expect(restored.result.state.stack.map(\.route) == ["home", "notes"])
+        #expect(restored.result.state.drafts[key] == "my text")
+        #expect(!restored.result.effects.map(\.description).contains("deleteDraft compose"))
+    }
+
     @Test func draftsSavedAsTypedFollowTheInputAndTheAccountThatTypedIt() throws {
         var h = try Harness(
             routes: Self.inputRoutes + [
@@ -312,6 +418,28 @@ struct Harness {
         #expect(h.effects == ["alreadyConsumed link-1"] && h.stack == ["home"])
     }
 
+    /// Found in an outside audit: ancestors were built from the target's own parameters only, so a notification
+    /// for a reply carrying the note it belongs to was refused ("missing parameter noteID"), though the contract
+    /// accepts the route. Each ancestor takes what it declares from the payload, held to one segment too.
+    @Test func aNotificationBuildsAncestorsFromItsPayload() throws {
+        let routes = exampleRoutes + [Route("reply", parent: "note", access: .account, parameters: ["replyID"])]
+        var h = try Harness(routes: routes)
+        h.send(.signIn(account: "alice"))
+        let result = h.send(
+            .notification(route: "reply", parameters: ["noteID": "1", "replyID": "5", "utm": "x"], mode: .warm))
+        #expect(result.error == nil, "\(result.error ?? "")")
+        #expect(h.stack == ["home", "notes", "note", "reply"])
+        #expect(h.state.stack.map(\.parameters) == [[:], [:], ["noteID": "1"], ["replyID": "5"]])
+        h.send(.back(.systemBack))
+        #expect(h.state.top?.label == "note noteID=1")
+        // An ancestor's parameter from outside is one segment, as the target's are; one missing is refused.
+        let before = h.state
+        for payload in [["noteID": "..", "replyID": "5"], ["noteID": "a/b", "replyID": "5"], ["replyID": "5"]] {
+            let refused = h.send(.notification(route: "reply", parameters: payload, mode: .warm))
+            #expect(refused.error != nil && h.state == before, "\(payload)")
+        }
+    }
+
     /// Overlapping patterns (found by a black-box audit: the first declared won, so `b` was unreachable):
     /// the more specific one wins in either order of declaration; others still reach the general one.
     @Test func whereDeepLinksOverlapTheMostSpecificWins() throws {
@@ -332,6 +460,27 @@ struct Harness {
             h.send(.deepLink(url: "app://n/7/edit", mode: .warm))
             #expect(h.stack == ["home", "c"] && h.state.top?.parameters == ["x": "7"])
         }
+    }
+
+    /// Found in an outside audit: a literal path segment was compared undecoded while a placeholder's value was
+    /// decoded, so `n%65w` (which is `new`) went to the general route with `x = new`; and a pattern repeating a
+    /// placeholder passed the contract check, keeping the last of two values.
+    @Test func deepLinkLiteralsAreComparedDecodedAndRepeatedPlaceholdersRefused() throws {
+        let home = Route("home", access: .public, isRoot: true)
+        let general = Route("a", parent: "home", access: .public, parameters: ["x"], deepLink: "app://n/{x}")
+        let specific = Route("b", parent: "home", access: .public, deepLink: "app://n/new")
+        var h = try Harness(routes: [home, general, specific])
+        h.send(.deepLink(url: "app://n/n%65w", mode: .warm))
+        #expect(h.stack == ["home", "b"], "\(h.stack) \(String(describing: h.state.top?.parameters))")
+        // An encoded slash stays inside its segment: it is neither a separator nor the literal.
+        let pattern = try #require(DeepLinkPattern("app://n/new/{x}"))
+        #expect(pattern.match("app://n/n%65w/1") == ["x": "1"])
+        #expect(pattern.match("app://n%2Fnew/1") == nil && pattern.match("app://n/new%2F1") == nil)
+        // A literal written encoded in the pattern is the same literal, and the same shape.
+        let encoded = Route("c", parent: "home", access: .public, deepLink: "app://n/n%65w")
+        #expect(NavigationContract.problems(in: [home, specific, encoded]).map(\.code) == [.duplicateDeepLink])
+        let twice = Route("t", parent: "home", access: .public, parameters: ["x"], deepLink: "app://t/{x}/{x}")
+        #expect(NavigationContract.problems(in: [home, twice]).map(\.code) == [.invalidDeepLink])
     }
 
     @Test func aDeepLinkWhileSignedOutShowsSignInAndOpensTheTargetAfterIt() throws {

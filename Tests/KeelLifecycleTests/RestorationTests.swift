@@ -12,14 +12,21 @@ import Testing
         h.send(.background)
         let snapshot = try NavigationSnapshot(h.state, inFlight: ["publish@e5#1"]).encoded()
         let rebuilt = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: "alice"))
-        #expect(rebuilt.result.state == h.state)
+        // Equal but for the lineage of the entries opened from now on (entryIDsNeverRepeatWithinALaunch).
+        func sameLineage(_ state: NavigationState) -> NavigationState {
+            var state = state
+            state.lineage = h.state.lineage
+            return state
+        }
+        #expect(sameLineage(rebuilt.result.state) == h.state)
+        #expect(rebuilt.result.state.stack.map(\.id) == h.state.stack.map(\.id))
         #expect(rebuilt.result.effects.isEmpty)
         #expect(rebuilt.inFlight == ["publish@e5#1"])  // reattached to the ledger, not started again
         // And again: recreation is idempotent.
         let again = h.navigator.restore(
             try NavigationSnapshot(rebuilt.result.state).encoded(), drafts: h.state.drafts,
             session: .valid(account: "alice"))
-        #expect(again.result.state == h.state && again.result.effects.isEmpty)
+        #expect(sameLineage(again.result.state) == h.state && again.result.effects.isEmpty)
         // What a snapshot never holds does not come back from one (found in an outside audit: the guide said
         // every rebuild was equal): a one-time screen is dropped, saying so. Apps keep the state value instead.
         h.send(.open(route: "otp"))
@@ -97,10 +104,83 @@ import Testing
         state["nextEntry"] = stack.count + 1
         object["state"] = state
         let old = try JSONSerialization.data(withJSONObject: object)
-        var restored = h.navigator.restore(old, drafts: [:], session: .valid(account: "alice")).result.state
+        let restored = h.navigator.restore(old, drafts: [:], session: .valid(account: "alice")).result.state
         #expect(restored.stack.map(\.id) == ["e1", "e2", "e3", "e4"])
-        restored = h.navigator.reduce(restored, .open(route: "notes")).state
-        #expect(restored.top?.id == "e5-\(h.navigator.lineage)")
+        #expect(restored.lineage.count == 16 && restored.lineage != h.state.lineage)
+        let opened = h.navigator.reduce(restored, .open(route: "notes")).state
+        #expect(opened.top?.id == "e5-\(restored.lineage)")
+    }
+
+    /// Found in an outside audit: the lineage was minted once per navigator, so two states of one launch — two
+    /// windows, or a rebuild in the same process from a snapshot older than the state — handed the same id to
+    /// two screens, and the effect ledger answered one note's publish with the other's result (the second
+    /// publish never ran). Each state `initialState` and `restore` give opens entries of its own lineage.
+    @Test func entryIDsNeverRepeatWithinALaunch() async throws {
+        let h = try Harness()
+        func walk(_ noteID: String) -> NavigationState {
+            var state = h.navigator.initialState
+            for event: NavigationEvent in [
+                .signIn(account: "alice"), .open(route: "notes"), .open(route: "note", parameters: ["noteID": noteID]),
+            ] { state = h.navigator.reduce(state, event).state }
+            return state
+        }
+        // Two windows (scenes) of one launch.
+        let windowA = walk("1")
+        let windowB = walk("2")
+        #expect(Set(windowA.stack.map(\.id)).isDisjoint(with: windowB.stack.map(\.id)))
+        // A rebuild in this process from the last snapshot written, which is older than the state.
+        var state = h.navigator.reduce(h.navigator.initialState, .signIn(account: "alice")).state
+        state = h.navigator.reduce(state, .open(route: "notes")).state
+        let snapshot = try NavigationSnapshot(state).encoded()
+        state = h.navigator.reduce(state, .open(route: "note", parameters: ["noteID": "1"])).state
+        let directory = try TemporaryDirectory(prefix: "keel-lineage")
+        let ledger = try EffectLedger(file: directory.url("ledger.json"))
+        let published = EffectLedger.operationID(entry: try #require(state.top).id, action: "publish")
+        #expect(try await ledger.begin(published, action: "publish") == .run)
+        try await ledger.complete(published, .succeeded, result: "/p/1")
+        let restored = h.navigator.restore(snapshot, drafts: [:], session: .valid(account: "alice")).result.state
+        // Restored entries keep their ids (a completed operation on them is still found)...
+        #expect(restored.stack.map(\.id) == Array(state.stack.map(\.id).prefix(2)))
+        // ...and the screen opened after the rebuild is another one, whose publish runs.
+        let rebuilt = h.navigator.reduce(restored, .open(route: "note", parameters: ["noteID": "9"])).state
+        let other = EffectLedger.operationID(entry: try #require(rebuilt.top).id, action: "publish")
+        #expect(other != published)
+        #expect(try await ledger.begin(other, action: "publish") == .run, "note 9 was shown note 1's publication")
+    }
+
+    /// Found in an outside audit: after an app update whose route takes a new parameter (a note now lives in a
+    /// folder), a snapshot of the previous version restored an entry that route can no longer be opened with.
+    /// It is unusable, as a revoked one is: the stack is cut above it, saying so, and a held target without
+    /// it is dropped saying so.
+    @Test func aRestoredEntryAlwaysCarriesTheParametersItsRouteDeclaresNow() throws {
+        var old = try Harness()
+        old.deepStack()
+        old.send(.back(.systemBack))
+        let snapshot = try NavigationSnapshot(old.state).encoded()
+        old.send(.sessionExpired)
+        #expect(old.state.pendingTarget?.route == "note")
+        let held = try NavigationSnapshot(old.state).encoded()
+        let updated = exampleRoutes.map { route -> Route in
+            guard route.id == "note" else { return route }
+            var route = route
+            route.parameters = ["folderID", "noteID"]  // v2: a note lives in a folder
+            route.deepLink = "keel-notes://note/{folderID}/{noteID}"
+            return route
+        }
+        let new = try Harness(routes: updated, seed: 6)
+        let restored = new.navigator.restore(snapshot, drafts: [:], session: .valid(account: "alice")).result
+        #expect(restored.state.stack.map(\.route) == ["home", "notes"])
+        #expect(restored.effects.map(\.description) == ["accessDenied note noteID=1"])
+        for entry in restored.state.stack + [restored.state.modal].compactMap({ $0 }) {
+            let declared = try #require(new.navigator.contract.route(entry.route))
+            #expect(declared.parameters.allSatisfy { entry.parameters[$0] != nil }, "\(entry.label)")
+        }
+        // Held by sign-in across the update: dropped at launch, saying so; signing in opens no such screen.
+        let launched = new.navigator.restore(held, drafts: [:], session: .expired).result
+        #expect(launched.state.pendingTarget == nil)
+        #expect(launched.effects.map(\.description).contains("accessDenied note noteID=1"))
+        let signedIn = new.navigator.reduce(launched.state, .signIn(account: "alice")).state
+        #expect(signedIn.stack.allSatisfy { $0.route != "note" })
     }
 
     /// Found in review: operations in flight of the account in the snapshot were handed back in another

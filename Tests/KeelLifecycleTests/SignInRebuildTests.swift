@@ -73,17 +73,48 @@ let shopRoutes: [Route] = [
         #expect(h.state.top?.parameters == ["commentID": "3"])
     }
 
-    /// Input typed on a public screen while signed out, then a protected screen opened: sign-in replaced the
-    /// stack and the text was gone without a word.
+    /// Input typed on a public screen, then the session expired over a protected screen opened from it: sign-in
+    /// rebuilt the target over its declared ancestors, replacing the stack, and the text was gone without a word.
     @Test func inputOnAScreenSignInReplacesIsReportedLost() throws {
+        var h = try Harness(routes: shopRoutes)
+        h.send(.signIn(account: "alice"))
+        h.send(.open(route: "feedback"))
+        h.send(.type("long complaint"))
+        h.send(.open(route: "note", parameters: ["noteID": "1"]))
+        h.send(.sessionExpired)
+        #expect(h.state.modal?.route == "signIn" && h.stack == ["home", "feedback"])
+        let signedIn = h.send(.signIn(account: "alice"))
+        #expect(h.stack == ["home", "note"])
+        #expect(signedIn.effects.map(\.description).contains("inputLost feedback"))
+    }
+
+    /// Found in an outside audit: a screen opened while signed out (the user's own history, not a link) was
+    /// rebuilt over its declared ancestors after sign-in, and a `warnBeforeLoss` screen below it was destroyed
+    /// with only an after-the-fact `inputLost`. It is pushed onto the stack it was opened from, which stays
+    /// with its input — across a kill before the sign-in too.
+    @Test func signingInPushesAScreenOpenedWhileSignedOutOverTheScreensItWasOpenedFrom() throws {
         var h = try Harness(routes: shopRoutes)
         h.send(.open(route: "feedback"))
         h.send(.type("long complaint"))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
-        #expect(h.state.modal?.route == "signIn")
+        #expect(h.state.modal?.route == "signIn" && h.state.pendingTarget?.route == "note")
+        let snapshot = try NavigationSnapshot(h.state).encoded()
         let signedIn = h.send(.signIn(account: "alice"))
-        #expect(h.stack == ["home", "note"])
-        #expect(signedIn.effects.map(\.description).contains("inputLost feedback"))
+        #expect(h.stack == ["home", "feedback", "note"] && h.state.modal == nil)
+        #expect(h.state.stack[1].input == "long complaint")
+        #expect(!signedIn.effects.map(\.description).contains { $0.hasPrefix("inputLost") })
+        #expect(h.state.top?.parameters == ["noteID": "1"] && h.state.top?.account == "alice")
+        // Killed before signing in: the relaunch still pushes it (the typed text was declared lost at launch).
+        var relaunched = try Harness(routes: shopRoutes, seed: 6)
+        relaunched.state = relaunched.navigator.restore(snapshot, drafts: [:], session: .signedOut).result.state
+        relaunched.send(.signIn(account: "alice"))
+        #expect(relaunched.stack == ["home", "feedback", "note"])
+        // A link opened while signed out is still built over its declared parents.
+        var linked = try Harness(routes: shopRoutes)
+        linked.send(.open(route: "feedback"))
+        linked.send(.notification(route: "edit", parameters: ["noteID": "2"], mode: .cold))
+        linked.send(.signIn(account: "alice"))
+        #expect(linked.stack == ["home", "note", "edit"])
     }
 
     /// A confirmed prompt about the top screen also replaced the screen below it that held input: that one
