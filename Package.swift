@@ -189,7 +189,8 @@ let package = Package(
         .testTarget(
             name: "KeelReferenceTests",
             dependencies: [
-                "KeelReference", "KeelContract", "KeelCore", "KeelHTTP", "KeelStore", "KeelSync", "KeelTesting",
+                "KeelReference", "KeelContract", "KeelContractTools", "KeelCore", "KeelHTTP", "KeelStore", "KeelSync",
+                "KeelTesting",
             ],
             swiftSettings: swiftSettings),
         .testTarget(
