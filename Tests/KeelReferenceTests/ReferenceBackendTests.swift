@@ -666,6 +666,34 @@ final class BackendHarness: Sendable {
         _ = try BackendHarness(directory: directory)
     }
 
+    /// `GET /_admin/requests` lists what a test or the demo checks a client sent: the trace, correlation and
+    /// idempotency headers as received (a replay after a kill must carry the key of the call in flight).
+    @Test func theRequestLogShowsTheHeadersAClientSent() async throws {
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        let sent = try await harness.call(
+            "POST", "/mutations",
+            headers: [
+                "Authorization": "Bearer \(token)", "Idempotency-Key": "batch-key-0000000001",
+                "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "X-Correlation-ID": "op-7",
+            ],
+            json:
+                #"{"mutations": [{"id": "m1", "type": "create", "noteID": "n1", "title": "T", "idempotencyKey": "note-key-0000000001"}]}"#
+        )
+        #expect(sent.status == 200, "\(sent.text)")
+        let log = try await harness.call("GET", "/_admin/requests")
+        guard case .array(let entries)? = log["requests"] else {
+            Issue.record("no request log: \(log.text)")
+            return
+        }
+        let post = try #require(entries.first { $0["path"] == "/mutations" })
+        #expect(post["idempotencyKey"] == "batch-key-0000000001")
+        #expect(post["traceparent"] == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        #expect(post["account"] == "alice" && post["status"] == 200)
+        let signIn = try #require(entries.first { $0["path"] == "/sessions" })
+        #expect(signIn["idempotencyKey"] == .null)
+    }
+
     @Test func theVersionPolicyAndFaultsAnswerAsTheContractSays() async throws {
         let harness = try BackendHarness()
         let token = try await harness.signIn("alice")

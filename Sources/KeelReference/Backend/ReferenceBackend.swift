@@ -756,6 +756,7 @@ package final class BackendHandler: Sendable {
                             object["traceparent"] = entry.traceparent.map(JSONValue.string) ?? .null
                             object["tracestate"] = entry.tracestate.map(JSONValue.string) ?? .null
                             object["correlationID"] = entry.correlationID.map(JSONValue.string) ?? .null
+                            object["idempotencyKey"] = entry.idempotencyKey.map(JSONValue.string) ?? .null
                             return .object(object)
                         })
                 ])

@@ -410,8 +410,13 @@ extension DemoRun {
                 + "flight, then its replay)",
             answered, equals: 2)
         demonstrating("MOB-API-002", "MOB-PLAT-008")
+        let keys = Set(calls.map { $0["idempotencyKey"]?.stringValue ?? "none" })
         verify(
-            "the backend published the note once, not twice: the replay carried the same key",
+            "the replay carried the key of the call in flight: one Idempotency-Key for both",
+            keys.count == 1 && !keys.contains("none"), expected: "one key",
+            seen: keys.sorted().map { String($0.prefix(12)) }.joined(separator: ", "))
+        verify(
+            "the backend published the note once, not twice",
             try await backend.published()[note], equals: 1)
         demonstrating("MOB-PLAT-008")
         let before = try await backend.requests()

@@ -75,7 +75,8 @@ enum BackendCommand {
                                GET  /_admin/published    {"published": {"<note id>": <publications>}}, every
                                                           account's together; ?account=NAME for one account's
                                GET  /_admin/requests     the last 1,000 requests with their account, status,
-                                                          traceparent, tracestate and correlation id
+                                                          traceparent, tracestate, correlation id and
+                                                          Idempotency-Key
               --stores <STORES.json>
                              Before POST /_admin/min-version requires a version, ask `keel release-gate`
                              about it with this file (read again at each request, so it can follow a
