@@ -230,6 +230,46 @@ struct FaultTransport: HTTPTransport {
         #expect(await harness.send(.get("/notes")).success != nil)
     }
 
+    /// The network switch as it usually happens on a phone: the old path goes silent mid-body — no FIN, no
+    /// RST, nothing more — and only the attempt's own timer can end it (found in a conformance audit: the
+    /// test above drops the connection cleanly, the fast, explicit failure the standard says not to count on).
+    /// The silent connection is never used again; a read and a keyed call complete on a new one with the same
+    /// key; an unsafe call ends `unknown`.
+    @Test func aConnectionThatGoesSilentMidBodyEndsTheAttemptAndIsNeverUsedAgain() async throws {
+        func scenario(_ operation: HTTPOperation) async throws -> (
+            Result<HTTPClient.Reply, HTTPFailure>, [RecordedRequest]
+        ) {
+            let harness = try Harness(
+                policy: CallPolicy(attemptTimeout: .seconds(2), deadline: .seconds(30), maximumAttempts: 3))
+            harness.server.enqueue(
+                TestResponse(
+                    body: #"{"id": 1, "title": "long enough"}"#, socketEffect: .stallDuringResponseBody(afterBytes: 9)))
+            harness.server.enqueue(.json(#"{"id": 1}"#))
+            let call = Task { await harness.send(operation) }
+            _ = try await harness.server.takeRequest()
+            try await harness.clock.waitForSleepers(count: 1)
+            harness.clock.advance(by: .seconds(2))
+            return (await call.value, harness.server.requests)
+        }
+        let (read, readRequests) = try await scenario(.get("/notes/1"))
+        #expect(read.success?.attempts == 2, "\(read)")
+        #expect(readRequests.count == 2 && readRequests[0].connectionID != readRequests[1].connectionID)
+
+        let key = IdempotencyKey("key-43")
+        let (keyed, keyedRequests) = try await scenario(
+            HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8), idempotency: .keyed(key)))
+        #expect(keyed.success?.attempts == 2, "\(keyed)")
+        #expect(keyedRequests.map { $0.headers["Idempotency-Key"] } == ["key-43", "key-43"])
+        #expect(keyedRequests.count == 2 && keyedRequests[0].connectionID != keyedRequests[1].connectionID)
+
+        let (unsafe, unsafeRequests) = try await scenario(
+            HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
+        #expect(
+            unsafe.failure?.kind == .timeout && unsafe.failure?.outcome == .unknown,
+            "\(unsafe.failure.map { "\($0.kind) \($0.outcome) \($0.detail.unredacted)" } ?? "none")")
+        #expect(unsafeRequests.count == 1)
+    }
+
     @Test func networkLossMidBodyThenRecovery() async throws {
         // The "network switch": the server drops every connection mid-body, then serves again on the same port.
         func scenario(_ operation: HTTPOperation) async throws -> (

@@ -91,6 +91,22 @@ import Testing
         #expect(wire.hasSuffix("\r\n\r\n0123"))
     }
 
+    /// Part of the body, then silence — no FIN, no RST, even for a request that asked to close: what a client
+    /// sees when the network under a connection switches away. Held until the client hangs up.
+    @Test func stallDuringResponseBodySendsPartOfTheBodyThenNothing() async throws {
+        let server = try TestServer()
+        server.enqueue(TestResponse(body: "0123456789", socketEffect: .stallDuringResponseBody(afterBytes: 4)))
+        let raw = try RawClient(port: server.port)
+        raw.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let wire = raw.read(until: "\r\n\r\n0123")
+        #expect(wire.contains("Content-Length: 10") && wire.hasSuffix("\r\n\r\n0123"), "\(wire)")
+        // Nothing more arrives, and the connection stays open.
+        #expect(POSIX.waitReadable([raw.descriptor], timeoutMilliseconds: 300).isEmpty)
+        #expect(!server.connectionEvents.contains { $0.connectionID == 1 && $0.kind != .opened })
+        POSIX.shutdown(raw.descriptor, .both)
+        #expect(try await awaitEnd(of: server) == .closedByClient)
+    }
+
     @Test func halfCloseAfterRequestEndsTheServersOutputWithoutAnswer() async throws {
         let server = try TestServer()
         server.enqueue(TestResponse(body: "never", socketEffect: .halfCloseAfterRequest))

@@ -190,6 +190,9 @@ final class Connection: @unchecked Sendable {
             switch write(framed, for: head, closing: &closesAfter) {
             case .completed: break
             case .ended(let ending): return ending
+            case .stalled:
+                endExchange()
+                return stallReading()
             }
 
             // A drain that began while this answer was being written (its headers already out, keep-alive):
@@ -461,6 +464,8 @@ final class Connection: @unchecked Sendable {
     private enum WriteResult {
         case completed
         case ended(Ending)
+        /// Part of the body is out and the connection is to go silent (`stallDuringResponseBody`).
+        case stalled
     }
 
     /// Writes `response`; `closing` (whether the connection closes after it) becomes true when a drain
@@ -497,8 +502,12 @@ final class Connection: @unchecked Sendable {
 
         var cutAfter: Int? = nil
         var cutEnding = Ending.closeGracefully
+        var stallsAfterCut = false
         switch response.socketEffect {
         case .disconnectDuringResponseBody(let afterBytes): cutAfter = afterBytes
+        case .stallDuringResponseBody(let afterBytes):
+            cutAfter = afterBytes
+            stallsAfterCut = true
         case .resetDuringResponseBody(let afterBytes):
             cutAfter = afterBytes
             cutEnding = .reset
@@ -513,7 +522,10 @@ final class Connection: @unchecked Sendable {
             return send(Array(text.utf8) + response.body) ? .completed : .ended(.peerClosed)
         }
         guard send(Array(text.utf8)) else { return .ended(.peerClosed) }
-        guard sendsBody else { return cutAfter == nil ? .completed : .ended(cutEnding) }
+        guard sendsBody else {
+            if stallsAfterCut { return .stalled }
+            return cutAfter == nil ? .completed : .ended(cutEnding)
+        }
 
         if !sleep(response.bodyDelay) { return .ended(.interrupted) }
         if let count = response.generatedBodyCount {
@@ -522,6 +534,7 @@ final class Connection: @unchecked Sendable {
             {
                 return .ended(ending)
             }
+            if stallsAfterCut { return .stalled }
             return cutAfter == nil ? .completed : .ended(cutEnding)
         }
 
@@ -536,6 +549,7 @@ final class Connection: @unchecked Sendable {
             offset = end
             if offset < limit, let period = response.throttle?.period, !sleep(period) { return .ended(.interrupted) }
         }
+        if stallsAfterCut { return .stalled }
         return cutAfter == nil ? .completed : .ended(cutEnding)
     }
 

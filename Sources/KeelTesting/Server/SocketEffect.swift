@@ -14,6 +14,11 @@ public enum SocketEffect: Sendable, Equatable {
     /// Send the headers and `afterBytes` bytes of the body as it goes on the wire (with ``TestResponse/chunked(size:)``,
     /// the chunked framing counts: cut after 6 bytes of chunks of 4, the client gets `4\r\n01`), then close.
     case disconnectDuringResponseBody(afterBytes: Int)
+    /// Send the headers and `afterBytes` bytes of the body as it goes on the wire (framing included, as for
+    /// ``disconnectDuringResponseBody(afterBytes:)``), then go silent: no more bytes, no FIN, no RST — a
+    /// network that switched away under the connection. It is held until the client gives up or the server
+    /// stops, whatever `Connection: close` the request carried.
+    case stallDuringResponseBody(afterBytes: Int)
     /// Read the request, then shut down the server's output (the client sees end-of-stream, no response).
     case halfCloseAfterRequest
     /// Read the request and never answer; hold the connection until the client gives up or the server stops.

@@ -96,6 +96,7 @@ struct ResponseScript: Decodable {
         "keepOpen", "disconnectAtEnd", "disconnectAtStart", "disconnectAfterRequest", "disconnectDuringRequestBody",
         "disconnectDuringResponseBody", "halfCloseAfterRequest", "noResponse", "stallAtStart", "resetAtStart",
         "resetAfterRequest", "resetDuringResponseBody", "shutdownInputAtEnd", "shutdownOutputAtEnd",
+        "stallDuringResponseBody",
     ]
 
     private static func response(from entry: Entry) throws -> TestResponse {
@@ -149,6 +150,7 @@ struct ResponseScript: Decodable {
         case "resetDuringResponseBody": return .resetDuringResponseBody(afterBytes: try bytes())
         case "shutdownInputAtEnd": return .shutdownInputAtEnd
         case "shutdownOutputAtEnd": return .shutdownOutputAtEnd
+        case "stallDuringResponseBody": return .stallDuringResponseBody(afterBytes: try bytes())
         default:
             throw Problem(message: "unknown effect \"\(name)\"; expected one of \(effectNames.joined(separator: ", "))")
         }
