@@ -105,6 +105,10 @@ import Testing
         #expect(!server.connectionEvents.contains { $0.connectionID == 1 && $0.kind != .opened })
         POSIX.shutdown(raw.descriptor, .both)
         #expect(try await awaitEnd(of: server) == .closedByClient)
+        // URLSession waits out its timeout.
+        server.enqueue(TestResponse(body: "0123456789", socketEffect: .stallDuringResponseBody(afterBytes: 4)))
+        let code = await urlErrorCode { _ = try await makeSession(timeout: 1).get(server.url("/")) }
+        #expect(code == .timedOut)
     }
 
     @Test func halfCloseAfterRequestEndsTheServersOutputWithoutAnswer() async throws {
