@@ -192,6 +192,29 @@ import Testing
         #expect(try await tablet.entity("note", id: "n1")?.fields == note.fields)
     }
 
+    /// A change that carries a field the user did not touch (a form saving every field) never undoes the
+    /// other device's change of it: the tablet pins the note; the phone, behind, saves its title with
+    /// `pinned` as it saw it. `pinned` is last-write-wins, yet the pin stays — the phone never wrote it — and
+    /// the untouched body asks no one (found in an outside audit: the pin was silently removed).
+    @Test func aFieldOnlyTheServerChangedKeepsTheServersValue() async throws {
+        let world = try SyncWorld()
+        let (phone, tablet) = try await twoDevices(world)
+        try await tablet.update("note", id: "n1", fields: ["pinned": true, "body": "B2"], operation: "editNote")
+        #expect(await tablet.sync().isComplete)
+        try await phone.update(
+            "note", id: "n1", fields: ["title": "New", "pinned": false, "body": "B"], operation: "editNote")
+        let report = await phone.sync()
+        #expect(report.isComplete, "\(report)")
+        #expect(try await phone.conflicts().isEmpty, "the untouched body is no conflict")
+        let note = try #require(try await phone.entity("note", id: "n1"))
+        #expect(note.state == .synced)
+        #expect(note.fields["title"] == "New")
+        #expect(note.fields["pinned"] == true, "the tablet's pin stays")
+        #expect(note.fields["body"] == "B2", "the tablet's body stays")
+        _ = await tablet.sync()
+        #expect(try await tablet.entity("note", id: "n1")?.fields == note.fields)
+    }
+
     // MARK: - DATA-005.3 conflicts and their resolution by the user
 
     /// A title changed on both devices is a manual conflict: both versions are kept (and survive a restart),

@@ -112,6 +112,11 @@ enum ConflictResolver {
                 if local != serverValue { settled[field] = local }
                 continue
             }
+            // Only the server changed it: the change carries the field as the user saw it (a form that saves
+            // every field), so the server's newer value stands — sending the old one back would undo the other
+            // device's edit without a word, and asking a person about a field they never touched helps no one
+            // (found in an outside audit: clientWins un-pinned a note the tablet had pinned).
+            if local == baseValue { continue }
             let policy = policies.policy(for: type, field: field) ?? entityPolicy
             // Both sides changed it. The same value on both is agreement — except for a merge, where two
             // increments that happen to read the same are still two (5 → 6 here and there is 7).
