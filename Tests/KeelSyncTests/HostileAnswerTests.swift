@@ -128,6 +128,31 @@ final class ScriptedRemote: SyncRemote {
         )
     }
 
+    /// A change whose answer was lost goes again alone, as it went, before a newer change joins a batch with
+    /// it: every attempt that carries it carries its own correlation id (OBS-LOG-004; found in an outside
+    /// audit: re-sent inside `[a, b]`, it went under a correlation id of that batch, naming no user operation).
+    @Test func aChangeWhoseAnswerWasLostGoesAgainAsItWentBeforeNewChangesJoinIt() async throws {
+        let world = try SyncWorld()
+        let token = try await world.token(.alice)
+        let remote = ScriptedRemote(
+            NotesRemote(client: world.client(), account: .alice, token: token),
+            steps: [.forwardAndLoseTheAnswer, .forward, .forward])
+        let engine = try SyncEngine(
+            vault: try await world.device("phone").vaults.switchAccount(to: .alice), remote: remote,
+            policies: NotesSync.policies, offline: NotesSync.offline, random: .seeded(522))
+        let a = try await engine.create("note", id: "a", fields: .note("A"), operation: "createNote")
+        #expect(await engine.push().failure?.outcome == .unknown)
+        let b = try await engine.create("note", id: "b", fields: .note("B"), operation: "createNote")
+        let report = await engine.push()
+        #expect(report.failure == nil && report.acknowledged == 2, "\(report)")
+        #expect(try await engine.state(of: a) == .synced)
+        #expect(try await engine.state(of: b) == .synced)
+        // a, a again (alone, its own id), then b alone (its own id): three pushes, no batch id.
+        #expect(
+            remote.pushCorrelations.withLock { $0 } == [a.correlationID, a.correlationID, b.correlationID],
+            "\(remote.pushCorrelations.withLock { $0 })")
+    }
+
     /// Overwrites the stored envelopes of records `ids` of `dataset` in `device`'s vault files with random
     /// bytes of the same length (damage on disk, as a flipped sector would leave); returns how many rows.
     static func overwriteWithNoise(_ ids: [String], in dataset: String, of device: SyncDevice) async throws -> Int {
@@ -324,22 +349,27 @@ final class ScriptedRemote: SyncRemote {
             world, try world.device("phone"), steps: [.forwardAndLoseTheAnswer, .refuse(.validation, status: 422)],
             seed: 501)
         let lost = try await engine.create("note", id: "a", fields: .note("A"), operation: "createNote")
+        let also = try await engine.create("note", id: "c", fields: .note("C"), operation: "createNote")
         #expect(await engine.push().failure?.outcome == .unknown)
         #expect(try await engine.state(of: lost) == .sending)
-        // The next batch holds it and a new note; the request as a whole is refused (a gateway, a batch rule).
+        // The same batch goes again (a new note does not join a batch whose answer is unknown); the request as
+        // a whole is refused (a gateway, a batch rule).
         let fresh = try await engine.create("note", id: "e", fields: .note("E"), operation: "createNote")
         #expect(await engine.push().failure?.kind == .validation)
         // That refusal does not answer for the earlier attempt, which the backend applied.
         #expect(try await engine.state(of: lost) == .sending)
+        #expect(try await engine.state(of: also) == .sending)
         await #expect(throws: SyncError.self) { try await engine.discard(lost) }
-        #expect(try await engine.state(of: fresh) == .failed)
-        // Sent again, the backend finds it applied: synced, and there once.
+        #expect(try await engine.state(of: fresh) == .pending)
+        // Sent again, the backend finds them applied: synced, and there once; then the new note goes.
         let report = await engine.push()
         #expect(report.failure == nil)
         #expect(try await engine.state(of: lost) == .synced)
+        #expect(try await engine.state(of: also) == .synced)
+        #expect(try await engine.state(of: fresh) == .synced)
         let other = try await self.engine(world, try world.device("tablet"), seed: 502)
         #expect(await other.sync().isComplete)
-        #expect(try await other.entities("note").map(\.ref.id) == ["a"])
+        #expect(try await other.entities("note").map(\.ref.id) == ["a", "c", "e"])
     }
 
     @Test func aRefusalOfAChangeSentAloneIsItsAnswer() async throws {

@@ -1165,6 +1165,8 @@ public actor SyncEngine {
                 let state = try transaction.records(storage.state)
                 // Another engine's batch may still be out (an app and its extension): its changes are marked
                 // `sending` like a killed push's, and its marker goes only once they are (``InFlightMarker``).
+                // Changes another push has out right now (or had when it was killed), marked `sending` below.
+                var markedOut: Set<String> = []
                 for (markerKey, marker) in try InFlightMarker.markers(in: state) {
                     if marker == .null {
                         // Damaged: the changes it named are not known, so every change that could have been
@@ -1186,6 +1188,7 @@ public actor SyncEngine {
                             entry.state = .sending
                             entry.attempts += 1
                             try outbox.put(key, SyncRecords.encode(entry))
+                            markedOut.insert(id)
                         }
                     }
                     try state.delete(markerKey)
@@ -1240,6 +1243,20 @@ public actor SyncEngine {
                     }
                     guard let last = ids.last, ids.count == 256 else { break }
                     after = last
+                }
+                // A batch whose answer was lost goes again as it was, before any other change joins it: the same
+                // changes keep the same batch key and the same correlation id on every attempt (OBS-LOG-004;
+                // found in an outside audit: a change sent alone, its answer lost, went again inside a larger
+                // batch under another correlation id). Its changes are the ones stored `sending` by that push.
+                // Those another push has out right now (an app extension's; or a killed run's, which cannot be
+                // told apart) go along with this batch's, as before: holding them back would hold this
+                // engine's own changes behind another's push.
+                let unknown = taken.indices.filter {
+                    taken[$0].entry.state == .sending && !markedOut.contains(taken[$0].entry.id)
+                }
+                if !unknown.isEmpty, unknown.count < batch.count {
+                    batch = unknown.map { batch[$0] }
+                    taken = unknown.map { taken[$0] }
                 }
                 // Named after the batch's key: two pushes with the same key carry the same changes, which the
                 // later one marked `sending` before it went.
