@@ -176,6 +176,32 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct TracePropagationTests {
     static func parts(_ header: String?) -> [String] { header?.split(separator: "-").map(String.init) ?? [] }
 
+    /// The ids on the wire come from the injected random sources — the client's for the trace id, the
+    /// middleware's for each parent id —, never from the system's: the same seeds give the same headers, byte
+    /// for byte, and another seed other ones (found in an outside audit: only the id types were checked).
+    @Test func theIDsOnTheWireComeFromTheInjectedRandomSources() async throws {
+        func traceparents(clientSeed: UInt64, middlewareSeed: UInt64) async throws -> [String] {
+            let api = try TestServer()
+            let tracing = TraceContextMiddleware(
+                allowlist: OriginAllowlist([api.baseURL]), random: .seeded(middlewareSeed))
+            let harness = try Harness(seed: clientSeed, server: api, middleware: [tracing])
+            for _ in 0..<2 {
+                api.enqueue(.json("{}"))
+                _ = try #require(await harness.send(.get("/notes")).success)
+            }
+            return api.requests.compactMap { $0.headers["traceparent"] }
+        }
+        let first = try await traceparents(clientSeed: 3, middlewareSeed: 4)
+        #expect(first.count == 2 && first[0] != first[1])
+        #expect(try await traceparents(clientSeed: 3, middlewareSeed: 4) == first)
+        let otherTrace = try await traceparents(clientSeed: 30, middlewareSeed: 4)
+        #expect(otherTrace.map { Self.parts($0)[1] } != first.map { Self.parts($0)[1] })
+        #expect(otherTrace.map { Self.parts($0)[2] } == first.map { Self.parts($0)[2] })
+        let otherParents = try await traceparents(clientSeed: 3, middlewareSeed: 40)
+        #expect(otherParents.map { Self.parts($0)[1] } == first.map { Self.parts($0)[1] })
+        #expect(otherParents.map { Self.parts($0)[2] } != first.map { Self.parts($0)[2] })
+    }
+
     @Test func oneOperationWithThreeAttemptsSharesATraceIDWithAFreshParentEach() async throws {
         let api = try TestServer()
         let tracing = TraceContextMiddleware(allowlist: OriginAllowlist([api.baseURL]), random: .seeded(5))

@@ -8,8 +8,9 @@ import Testing
 /// Two devices of one account make 500 changes and sync while `keel-notes` processes are SIGKILLed at
 /// random moments (seeded: `KEEL_CRASH_SEED` replays a run's choices — commands, which are killed, after how
 /// long — though not the scheduling of the processes; the seed is in every failure message).
-/// Afterwards: every mutation the backend applied was applied exactly once (counted per change, so a change
-/// sent again under a new key would count twice), every note a device created reached it, both devices converge on the
+/// Afterwards: every idempotency key the backend applied was applied exactly once (a change sent again under
+/// a new key would not show here: keys are made once, when the change is), every note a device created reached
+/// it, both devices converge on the
 /// backend's notes, conflict records carried both versions, and no device ever called a note synced at a
 /// version the backend did not have.
 @Suite(.timeLimit(.minutes(6))) struct RandomCrashTests {

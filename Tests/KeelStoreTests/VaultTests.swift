@@ -496,6 +496,31 @@ func account(_ raw: String) -> AccountID {
         }
     }
 
+    /// MOB-DATA-006: a shared cache is reused only for data without account-bound fields *and* of a
+    /// classification that allows it: an `internal` or `personal` dataset of no account is refused too (found
+    /// in an outside audit: the fixture had none, so a check of `isAccountBound` alone passed).
+    @Test func aSharedCacheTakesOnlyPublicDataEvenOfNoAccount() async throws {
+        func cache(_ name: String, _ classification: Dataset.Classification) -> Dataset {
+            Dataset(
+                name: name, purpose: "what this device keeps", kind: .cache, classification: classification,
+                isAccountBound: false, retention: classification >= .personal ? .untilEvent : nil, backup: .exclude,
+                deletionTriggers: [.appVersionChange], role: .cache(rebuiltFrom: "the device"))
+        }
+        let vaults = try Vaults(
+            dataDirectory: fixture.root.url("shared-only"), keyStore: fixture.keyStore,
+            inventory: try Inventory([
+                cache("catalog", .public), cache("diagnostics", .internal), cache("nearby-contacts", .personal),
+            ]))
+        try await vaults.shared.put("catalog", id: "p1", Data("public product".utf8))
+        for dataset in ["diagnostics", "nearby-contacts"] {
+            do {
+                try await vaults.shared.put(dataset, id: "x", Data("not public".utf8))
+                Issue.record("\(dataset) was kept in the shared cache")
+            } catch let error as VaultError { #expect(error.code == .misplaced, "\(dataset)") }
+        }
+        await vaults.shared.close()
+    }
+
     @Test func onlyPublicDataOfNoAccountIsKeptOutsideAVault() async throws {
         let shared = fixture.vaults.shared
         try await shared.put("catalog", id: "p1", Data("public product".utf8))

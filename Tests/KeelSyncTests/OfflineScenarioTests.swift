@@ -176,6 +176,34 @@ import Testing
 
     /// DATA-004.3: the data's age is shown as the user reads it and judged against the scenario's maximum
     /// staleness, on the engine's injected wall clock.
+    /// The declared periodic condition is real: `runPeriodically` syncs once per interval on the injected clock —
+    /// nothing before it —, and ends once the engine is stopped (found in an outside audit: never exercised).
+    @Test func aPeriodicConditionSyncsOncePerIntervalAndEndsWithTheEngine() async throws {
+        let world = try SyncWorld()
+        let engine = try await world.device("phone").engine(.alice)
+        #expect(engine.offline.periodicInterval == .seconds(900))
+        let change = try await engine.create("note", id: "p1", fields: .note("P"), operation: "createNote")
+        let clock = ManualClock()
+        let loop = Task { await engine.runPeriodically(clock: clock) }
+        try await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(899))
+        try await clock.waitForSleepers(count: 1)
+        #expect(try await engine.state(of: change) == .pending, "nothing is sent before the interval")
+        #expect(try world.backend.appliedKeys().isEmpty)
+        clock.advance(by: .seconds(1))
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await engine.state(of: change) != .synced, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try await engine.state(of: change) == .synced)
+        #expect(try world.backend.appliedKeys() == [change.idempotencyKey.rawValue: 1])
+        // The loop waits for the next interval, and ends when it comes to a stopped engine.
+        try await clock.waitForSleepers(count: 1)
+        await engine.stop()
+        clock.advance(by: .seconds(900))
+        await loop.value
+    }
+
     @Test func stalenessIsShownAndJudgedAgainstTheScenario() async throws {
         let world = try SyncWorld()
         let time = MovableWallClock()

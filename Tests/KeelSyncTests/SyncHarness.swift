@@ -100,13 +100,16 @@ final class MovableWallClock: Sendable {
     func advance(by seconds: TimeInterval) { now.withLock { $0 += seconds } }
 }
 
-/// A port nothing listens on (a backend that is down): bound and closed at once.
+/// A port nothing listens on (a backend that is down): held bound without listening for the rest of the run,
+/// so no other test's server can take it meanwhile (found in an outside audit: a port bound and closed at once
+/// could be handed to a parallel test's server, and "offline" then reached it).
 func deadBaseURL() throws -> URL {
-    let server = try TestServer()
-    let url = server.baseURL
-    server.shutdown()
-    return url
+    let port = try RefusingPort()
+    heldDeadPorts.withLock { $0.append(port) }
+    return port.baseURL
 }
+
+private let heldDeadPorts = Locked<[RefusingPort]>([])
 
 extension JSONObject {
     static func note(_ title: String, body: String = "") -> JSONObject {
