@@ -1,0 +1,16 @@
+CREATE TABLE keel_migration (name TEXT PRIMARY KEY NOT NULL, position INTEGER NOT NULL);
+INSERT INTO "keel_migration" (name, position) VALUES ('v1-notes', 0);
+CREATE TABLE keel_migration_progress (name TEXT PRIMARY KEY NOT NULL, checkpoint INTEGER);
+CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL);
+INSERT INTO "note" (id, title, body) VALUES (1, 'Note 1 ÄÖ', 'body 1');
+INSERT INTO "note" (id, title, body) VALUES (2, 'Note 2 ÄÖ', 'body 2');
+INSERT INTO "note" (id, title, body) VALUES (3, 'Note 3 ÄÖ', 'body 3');
+INSERT INTO "note" (id, title, body) VALUES (4, 'Note 4 ÄÖ', 'body 4');
+INSERT INTO "note" (id, title, body) VALUES (5, 'Note 5 ÄÖ', 'body 5');
+INSERT INTO "note" (id, title, body) VALUES (6, 'Note 6 ÄÖ', 'body 6');
+INSERT INTO "note" (id, title, body) VALUES (7, 'Note 7 ÄÖ', 'body 7');
+INSERT INTO "note" (id, title, body) VALUES (8, 'Note 8 ÄÖ', 'body 8');
+INSERT INTO "note" (id, title, body) VALUES (9, 'Note 9 ÄÖ', 'body 9');
+INSERT INTO "note" (id, title, body) VALUES (10, 'Note 10 ÄÖ', 'body 10');
+INSERT INTO "note" (id, title, body) VALUES (11, 'Note 11 ÄÖ', 'body 11');
+INSERT INTO "note" (id, title, body) VALUES (12, 'Note 12 ÄÖ', 'body 12');
