@@ -18,12 +18,23 @@ import KeelStore
 public final class SQLiteOperationJournal: OperationJournal {
     private let pool: DatabasePool
 
-    /// Opens (or creates) the journal at `path`.
+    /// Opens (or creates) the journal at `path`, bringing its schema to this version's through a versioned
+    /// ``Migrator`` (MOB-DATA-003): a later Keel that changes the table adds a migration, and a journal an older
+    /// Keel made — before the journal had versions, too — is carried over, never recreated or emptied.
     ///
-    /// - Throws: ``DatabaseError`` when the file cannot be opened or is not a journal Keel can read.
+    /// - Throws: ``DatabaseError`` when the file cannot be opened or is not a database; ``MigrationError``
+    ///   `superseded` when a newer Keel wrote it (its entries, `unknown` ones included, are left as they are:
+    ///   update the app), `inconsistent` or `failed` as any migration.
     public init(path: String) throws {
         pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(synchronous: .full))
-        try pool.writeSync { db in
+        try Self.migrator.migrate(pool)
+    }
+
+    /// The journal's schema history: one step so far, the table as the first journal made it (`IF NOT
+    /// EXISTS`: a journal made before versions keeps its rows and is recorded at this step).
+    static var migrator: Migrator {
+        var migrator = Migrator()
+        migrator.registerMigration("v1-operation-journal") { db in
             try db.execute(
                 """
                 CREATE TABLE IF NOT EXISTS keel_operation_journal (
@@ -40,6 +51,7 @@ public final class SQLiteOperationJournal: OperationJournal {
                 )
                 """)
         }
+        return migrator
     }
 
     /// Records `entry`, replacing one with the same operation id; committed (FULL sync) on return.
