@@ -57,4 +57,42 @@ import Testing
         #expect(applied.withLock { $0.duplicates } == 1)  // the re-send was recognised as a repeat
         #expect(try await SQLiteOperationJournal(path: journalPath).unresolved().isEmpty)
     }
+
+    /// MOB-API-004 (API-004.3), suspension with a real process: stopped (SIGSTOP, as the OS suspends an app)
+    /// while the server holds its keyed request, the answer arrives while it cannot run; the journal on disk
+    /// still says the operation may have been sent — nothing is called done that the app has not seen —; resumed
+    /// (SIGCONT), it reads the answer and settles the operation `succeeded`, sent once.
+    @Test func aProcessSuspendedMidRequestSettlesFromTheAnswerThatCameMeanwhile() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-journal-stop")
+        let journalPath = directory.url("journal.sqlite").path
+        let key = IdempotencyKey.make(using: .seeded(22)).rawValue
+        let server = try TestServer()
+        let release = DispatchSemaphore(value: 0)
+        let answered = Locked(false)
+        server.setDispatcher(
+            TestServer.Dispatcher { _ in
+                release.wait()  // held until the app is suspended
+                answered.withLock { $0 = true }
+                return TestResponse(
+                    status: 200, headers: ["X-Request-ID": "req-while-stopped"], body: #"{"results": []}"#)
+            })
+        let arguments = ["--journal", journalPath, "--server", server.baseURL.absoluteString, "--key", key]
+        let app = try ChildProcess.launch(product: "keel-fixtures", arguments: ["journal-send"] + arguments)
+        defer { app.kill() }
+        #expect(try await app.nextLine(timeout: .seconds(30)) == "sending", "\(app.output(of: .standardError))")
+        _ = try await server.takeRequest(timeout: .seconds(30))
+        app.kill(signal: SIGSTOP)
+        release.signal()  // the answer goes out while the app cannot run
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !answered.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(100))  // the answer's bytes reach the stopped app's socket
+        #expect(try await SQLiteOperationJournal(path: journalPath).entry("outbox-1")?.state == .sending)
+        app.kill(signal: SIGCONT)
+        #expect(try await app.waitForExit(timeout: .seconds(30)) == .exited(0))
+        #expect(app.output(of: .standardOutput).contains("answered"))
+        let settled = try await SQLiteOperationJournal(path: journalPath).entry("outbox-1")
+        #expect(
+            settled?.state == .succeeded && settled?.requestID == "req-while-stopped", "\(String(describing: settled))")
+        #expect(server.requests.filter { $0.method == "POST" }.count == 1)
+    }
 }
