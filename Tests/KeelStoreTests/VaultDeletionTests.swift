@@ -289,17 +289,94 @@ import Testing
 
     // MARK: - DATA-006.3 extraction of two accounts' namespaces and keys
 
+    /// The key id each sealed value stored in `vault`'s directory names (envelope bytes 1..<17, after the
+    /// version byte: see `RecordSealer`), by dataset: every record of its databases' sealed tables, and every
+    /// file under `files/`. Read from the files themselves, the vault closed.
+    func storedEnvelopeKeyIDs(_ vault: Vault, sealed: Set<String>) async throws -> [String: Set<KeyID>] {
+        func keyID(_ envelope: Data) -> KeyID? {
+            // version (1) | key id (16) | nonce (12) | ciphertext | tag (16)
+            guard envelope.count >= 1 + 16 + 12 + 16, envelope.first == 2 else { return nil }
+            return KeyID(rawValue: envelope.dropFirst().prefix(16).map { String(format: "%02x", $0) }.joined())
+        }
+        var found: [String: Set<KeyID>] = [:]
+        var unreadable: [String] = []
+        for file in VaultFixture.files(under: vault.directory) {
+            if file.path.hasPrefix("files/") {
+                let dataset = String(file.path.dropFirst("files/".count).prefix { $0 != "/" })
+                if let id = keyID(file.bytes) {
+                    found[dataset, default: []].insert(id)
+                } else {
+                    unreadable.append(file.path)
+                }
+                continue
+            }
+            guard file.path.hasSuffix(".sqlite") else { continue }
+            let pool = try DatabasePool(path: vault.directory.appendingPathComponent(file.path).path)
+            let tables = try await pool.read { db in
+                let rows = try db.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'records.%'")
+                return rows.compactMap { $0.get("name", as: String.self) }
+            }
+            for table in tables {
+                let dataset = String(table.dropFirst("records.".count))
+                guard sealed.contains(dataset) else { continue }
+                let values = try await pool.read { db in
+                    try db.rows(#"SELECT id, value FROM "\#(table)""#).map {
+                        ($0.get("id", as: String.self) ?? "?", $0.get("value", as: Data.self) ?? Data())
+                    }
+                }
+                for (id, value) in values {
+                    if let key = keyID(value) {
+                        found[dataset, default: []].insert(key)
+                    } else {
+                        unreadable.append("\(table)/\(id)")
+                    }
+                }
+            }
+            await pool.close()
+        }
+        #expect(unreadable.isEmpty, "not envelopes: \(unreadable)")
+        return found
+    }
+
+    /// DATA-006.3: two accounts on one device, their data directory and keys taken (an extraction). Each
+    /// account has keys of its own, and every envelope it stored names one of them; no key's bytes are another
+    /// account's; no file anywhere in the data directory holds either account's plaintext (notes, drafts,
+    /// session tokens, photos); and one account's envelopes do not open as the other's.
     @Test func twoAccountsOnOneDeviceShareNoKeyAndNoPlaintext() async throws {
         let a = try await fillAlice()
         let bobNote = Data("bob's note, not for alice".utf8)
+        let bobToken = Data("bob-session-token-1a2b3c".utf8)
         let b = try await fixture.vaults.switchAccount(to: bob)
         try await b.put("notes", id: "n1", bobNote)
-        try await b.put("session-token", id: "token", Data("bob-token".utf8))
+        try await b.put("session-token", id: "token", bobToken)
         await fixture.vaults.close()
-        #expect(try keyIDs(a.namespace).isDisjoint(with: try keyIDs(b.namespace)))
-        // No file of alice's namespace holds bob's plaintext, and the reverse.
-        #expect(VaultFixture.files(under: a.directory, containing: bobNote).isEmpty)
-        #expect(VaultFixture.files(under: b.directory, containing: Self.note).isEmpty)
+        let aliceKeys = try keyIDs(a.namespace)
+        let bobKeys = try keyIDs(b.namespace)
+        // One key per sealed dataset each wrote: alice's notes, drafts, session-token, media; bob's notes and
+        // session-token. Disjoint, and neither empty (two empty sets are disjoint too).
+        #expect(aliceKeys.count == 4 && bobKeys.count == 2)
+        #expect(aliceKeys.isDisjoint(with: bobKeys))
+        // Every envelope names a key listed in its own account's namespace (read from the files, not the manifest).
+        let sealed: Set = ["notes", "drafts", "session-token", "media"]
+        let aliceSealedWith = try await storedEnvelopeKeyIDs(a, sealed: sealed)
+        let bobSealedWith = try await storedEnvelopeKeyIDs(b, sealed: sealed)
+        #expect(Set(aliceSealedWith.keys) == sealed && Set(bobSealedWith.keys) == ["notes", "session-token"])
+        #expect(aliceSealedWith.values.allSatisfy { $0.count == 1 && $0.isSubset(of: aliceKeys) })
+        #expect(bobSealedWith.values.allSatisfy { $0.count == 1 && $0.isSubset(of: bobKeys) })
+        // No key's bytes are another's (the ids differ, the AAD binds them: a key shared under two ids would pass
+        // both checks above).
+        func material(_ ids: Set<KeyID>) throws -> [Data] {
+            try ids.map { id in try #require(try fixture.keyStore.key(id)).withKeyBytes { Data($0) } }
+        }
+        let aliceMaterial = try material(aliceKeys)
+        let bobMaterial = try material(bobKeys)
+        #expect(aliceMaterial.count == 4 && bobMaterial.count == 2)
+        #expect(Set(aliceMaterial).isDisjoint(with: bobMaterial))
+        // Nowhere in the data directory (not only in the two namespaces): no plaintext of either account.
+        for secret in [Self.note, Self.draft, Self.token, Self.photo, bobNote, bobToken] {
+            let holding = VaultFixture.files(under: fixture.data, containing: secret)
+            #expect(holding.isEmpty, "\(String(decoding: secret, as: UTF8.self)) found in \(holding)")
+        }
         // Bob's keys open none of alice's records: alice's envelopes stored as bob's records.
         let aliceDB = try DatabasePool(path: a.directory.appendingPathComponent("include.sqlite").path)
         let aliceRows = try await aliceDB.read { db in

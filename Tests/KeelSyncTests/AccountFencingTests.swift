@@ -208,6 +208,68 @@ import Testing
         #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)
     }
 
+    /// DATA-006.2 (a concurrent answer of the old session after the new one is activated): Alice's push is
+    /// out — applied by the backend, its answer held by a remote that ignores cancellation — when the app
+    /// switches to Bob. The switch does not return, nor open Bob's vault, while that push is out; once the
+    /// answer arrives it is dropped, and neither vault changed: Bob has nothing of Alice's, and her change is
+    /// still `sending` when she comes back, then goes once.
+    @Test func aSwitchWaitsForTheOldSessionsPushAndDropsItsAnswer() async throws {
+        let world = try SyncWorld()
+        let tokens = [AccountID.alice: try await world.token(.alice), .bob: try await world.token(.bob)]
+        let device = try world.device("phone")
+        let hold = PushHold()
+        // Whether Alice's push was still out when Bob's engine was made (his vault already open), per engine made.
+        let madeWhileHeld = Locked<[AccountID: Bool]>([:])
+        let accounts = SyncAccounts(vaults: device.vaults) { vault in
+            madeWhileHeld.withLock { $0[vault.account] = hold.isOut }
+            let inner = NotesRemote(client: world.client(), account: vault.account, token: tokens[vault.account]!)
+            return try SyncEngine(
+                vault: vault, remote: vault.account == .alice ? HeldPushRemote(inner: inner, hold: hold) : inner,
+                policies: NotesSync.policies, offline: NotesSync.offline,
+                random: .seeded(
+                    SyncDevice.seeds.withLock { next in
+                        defer { next += 1 }
+                        return next
+                    }))
+        }
+        let alice = try await accounts.activate(.alice)
+        let change = try await alice.create("note", id: "n1", fields: .note("Slow"), operation: "createNote")
+        let running = Task { await alice.sync() }
+        await hold.entered.wait()
+        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)  // applied, answer held
+
+        let activated = Locked(false)
+        let switching = Task {
+            let bob = try await accounts.activate(.bob)
+            activated.withLock { $0 = true }
+            return bob
+        }
+        // The switch has begun (Alice's engine is told to stop)…
+        while await !alice.isStopped { try await Task.sleep(for: .milliseconds(2)) }
+        // …and is given time to finish, were it not waiting for her push: it must not return meanwhile.
+        for _ in 0..<200 where !activated.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(!activated.withLock { $0 })
+        #expect(alice.vault.isOpen && madeWhileHeld.withLock { $0[.bob] } == nil)
+
+        hold.release.fire()
+        let bob = try await switching.value
+        let report = await running.value
+        #expect(report.droppedAnswers == 1 && report.acknowledged == 0 && !report.isComplete)
+        #expect(madeWhileHeld.withLock { $0[.bob] } == false)  // Bob's engine came after Alice's push was back
+        #expect(!alice.vault.isOpen)
+        #expect(try await bob.entities("note").isEmpty)
+        #expect(try await bob.outbox().isEmpty)
+        #expect(try await bob.settlement(of: change.id) == nil)
+
+        let back = try await accounts.activate(.alice)
+        #expect(try await back.state(of: change) == .sending)
+        #expect(try await back.outbox().map(\.state) == [.sending])
+        #expect(try await back.settlement(of: change.id) == nil)
+        #expect(await back.sync().isComplete)
+        #expect(try await back.state(of: change) == .synced)
+        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)
+    }
+
     /// The engine's own fence: a remote that ignores cancellation and answers after the engine was stopped
     /// gets its answer dropped — the change stays outstanding, nothing is acknowledged.
     @Test func anAnswerArrivingAfterStopIsDropped() async throws {
@@ -270,6 +332,70 @@ struct StubbornRemote: SyncRemote {
             throw HTTPFailure(kind: .technical, outcome: .unknown, correlationID: context.correlationID)
         }
         return results
+    }
+
+    func pull(after cursor: String?, limit: Int, context: SyncContext) async throws(HTTPFailure) -> PullPage {
+        try await inner.pull(after: cursor, limit: limit, context: context)
+    }
+}
+
+/// A one-shot signal, awaited on a continuation: no polling, and no spinning when the waiting task is
+/// cancelled.
+final class Signal: Sendable {
+    private let state = Locked<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    var hasFired: Bool { state.withLock { $0.fired } }
+
+    func fire() {
+        let waiters = state.withLock { state in
+            defer { state = (true, []) }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once ``fire()`` was called, whether or not the calling task is cancelled.
+    func wait() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let fired = state.withLock { state in
+                if !state.fired { state.waiters.append(waiter) }
+                return state.fired
+            }
+            if fired { waiter.resume() }
+        }
+    }
+}
+
+/// Holds a push's answer: `entered` fires once the backend has answered a push, which then waits for
+/// `release`.
+final class PushHold: Sendable {
+    let entered = Signal()
+    let release = Signal()
+
+    /// Whether a push is held (entered, not yet released).
+    var isOut: Bool { entered.hasFired && !release.hasFired }
+}
+
+/// A remote whose pushes ignore cancellation: each is sent and answered whatever happens to the task that
+/// made it, and its answer handed back only once `hold` is released.
+struct HeldPushRemote: SyncRemote {
+    let inner: NotesRemote
+    let hold: PushHold
+
+    func push(_ batch: [PendingMutation], batchKey: IdempotencyKey, context: SyncContext) async throws(HTTPFailure)
+        -> [PushResult]
+    {
+        let inner = inner
+        let answer = await Task.detached { () -> Result<[PushResult], HTTPFailure> in
+            do throws(HTTPFailure) {
+                return .success(try await inner.push(batch, batchKey: batchKey, context: context))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        hold.entered.fire()
+        await hold.release.wait()
+        return try answer.get()
     }
 
     func pull(after cursor: String?, limit: Int, context: SyncContext) async throws(HTTPFailure) -> PullPage {

@@ -74,37 +74,60 @@ import Testing
         #expect(try world.backend.appliedKeys()[edit.idempotencyKey.rawValue] == 1)
     }
 
-    /// DATA-004.2: `pending` → `sending` → `synced` only after the backend confirms; an answer lost on the way
-    /// leaves the change `sending`, never `synced`, and it is confirmed by sending it again with its key.
+    /// DATA-004.2: `pending` → `sending` → `synced` only after the backend confirms: a change the backend has
+    /// applied but not yet answered reads `sending` everywhere (its state, its note, its outbox entry; no
+    /// settlement), and `synced` only once the push returned. An answer lost on the way leaves the change
+    /// `sending`, never `synced`, and it is confirmed by sending it again with its key.
     @Test func aChangeIsSyncedOnlyAfterTheBackendConfirmsIt() async throws {
         let world = try SyncWorld()
         let engine = try await world.device("phone").engine(.alice)
         let change = try await engine.create("note", id: "n1", fields: .note("Plan"), operation: "createNote")
         #expect(try await engine.state(of: change) == .pending)
+        #expect(try await engine.entity("note", id: "n1")?.state == .pending)
+        #expect(try await engine.outbox().map(\.state) == [.pending])
+
+        // The backend applies the change and holds its answer (well within the client's 5 s attempt timeout).
+        world.backend.setFault(.init(mode: .none, delayAcks: .seconds(2)))
+        let returned = Locked(false)
+        let running = Task {
+            let report = await engine.sync()
+            returned.withLock { $0 = true }
+            return report
+        }
+        for _ in 0..<400 where try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == nil {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)
+        // Applied, the answer not yet here: `sending`, not `synced`, nothing settled.
+        #expect(try await engine.state(of: change) == .sending)
+        #expect(try await engine.entity("note", id: "n1")?.state == .sending)
+        #expect(try await engine.outbox().map(\.state) == [.sending])
+        #expect(try await engine.settlement(of: change.id) == nil)
+        #expect(!returned.withLock { $0 }, "the answer came before the reads: they did not see it held")
+        let confirmed = await running.value
+        #expect(confirmed.isComplete && confirmed.acknowledged == 1)
+        #expect(try await engine.state(of: change) == .synced)
+        #expect(try await engine.entity("note", id: "n1")?.state == .synced)
+        #expect(try await engine.outbox().isEmpty)
+        #expect(try await engine.settlement(of: change.id) == .applied(version: 1))
 
         // Applied by the backend, answer lost: the engine cannot know, so it does not say synced.
         world.backend.setFault(.init(mode: .drop))
+        let edit = try await engine.update("note", id: "n1", fields: ["body": "details"], operation: "editNote")
         let lost = await engine.sync()
         #expect(lost.failure?.outcome == .unknown)
-        #expect(try await engine.state(of: change) == .sending)
+        #expect(try await engine.state(of: edit) == .sending)
         #expect(try await engine.entity("note", id: "n1")?.state == .sending)
-        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)
+        #expect(try await engine.outbox().map(\.state) == [.sending])
+        #expect(try await engine.settlement(of: edit.id) == nil)
+        #expect(try world.backend.appliedKeys()[edit.idempotencyKey.rawValue] == 1)
 
-        // While an answer is on its way the change is `sending`.
-        world.backend.setFault(.init(mode: .none, delayAcks: .milliseconds(400)))
-        let running = Task { await engine.sync() }
-        var seenSending = false
-        for _ in 0..<100 where !seenSending {
-            // The change as the entity shows it and as the outbox lists it (which reads the stored rows).
-            let listed = try await engine.outbox().map(\.state)
-            seenSending = try await engine.state(of: change) == .sending && listed == [.sending]
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        #expect(seenSending)
-        #expect(await running.value.isComplete)
-        #expect(try await engine.state(of: change) == .synced)
-        #expect(try await engine.settlement(of: change.id) == .applied(version: 1))
-        #expect(try world.backend.appliedKeys()[change.idempotencyKey.rawValue] == 1)  // sent twice, applied once
+        // Sent again with its key: confirmed, applied once.
+        world.backend.setFault(.none)
+        #expect(await engine.sync().isComplete)
+        #expect(try await engine.state(of: edit) == .synced)
+        #expect(try await engine.settlement(of: edit.id) == .applied(version: 2))
+        #expect(try world.backend.appliedKeys()[edit.idempotencyKey.rawValue] == 1)  // sent twice, applied once
     }
 
     /// Found in review: a settlement record is kept for every change ever made, so the state dataset only
