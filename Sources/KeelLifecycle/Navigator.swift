@@ -92,12 +92,20 @@ public struct Navigator: Sendable {
 
     enum Verdict: Equatable { case allowed, needsSignIn, denied }
 
+    /// Whether `entry` was made by an earlier version of the app: its route is gone, or now declares a
+    /// parameter the entry lacks. It cannot be shown, but nothing was revoked: its input and draft are kept or
+    /// reported as its lifecycle says, never deleted because the app was updated (MOB-API-005; found in a
+    /// review: a new parameter cut the screen as a revoked one, and the drafts above it with the same ids).
+    func isOutdated(_ entry: NavigationEntry) -> Bool {
+        guard let route = contract.route(entry.route) else { return true }
+        return !route.parameters.allSatisfy { entry.parameters[$0] != nil }
+    }
+
     /// Whether `entry` may be shown in `state` now. An entry without a parameter its route declares (restored
     /// from a snapshot of an earlier version of the app, whose route took fewer) cannot be: it is denied, and
     /// cut as a revoked one is (found in an outside audit: it came back, a screen the app cannot show).
     func verdict(_ entry: NavigationEntry, in state: NavigationState) -> Verdict {
-        guard let route = contract.route(entry.route), route.parameters.allSatisfy({ entry.parameters[$0] != nil })
-        else { return .denied }
+        guard !isOutdated(entry), let route = contract.route(entry.route) else { return .denied }
         if case .public = route.access { return .allowed }
         guard let account = state.account, state.sessionValid else { return .needsSignIn }
         if route.access.isAccountScoped, let owner = entry.account, !AccountID.same(owner, account) { return .denied }
@@ -560,7 +568,7 @@ struct Run {
                 // denied but accessible itself keeps its input as its lifecycle says.
                 cut(
                     Array(checked.denied),
-                    denied: deniedIDs(checked.denied, resource: checked.denied.first?.parameters ?? [:]))
+                    denied: deniedIDs(checked.denied, resource: revokedResource(checked.denied)))
             }
         }
         state.pendingTargetPushed = false
@@ -576,9 +584,17 @@ struct Run {
     func deniedIDs(_ entries: some Sequence<NavigationEntry>, resource: [String: String]) -> Set<String> {
         Set(
             entries.filter { entry in
-                navigator.verdict(entry, in: state) != .allowed
-                    || (!resource.isEmpty && resource.allSatisfy { entry.parameters[$0.key] == $0.value })
+                !navigator.isOutdated(entry)
+                    && (navigator.verdict(entry, in: state) != .allowed
+                        || (!resource.isEmpty && resource.allSatisfy { entry.parameters[$0.key] == $0.value }))
             }.map(\.id))
+    }
+
+    /// The resource the first of `denied` was refused for — its parameters —, unless it was only outdated (an
+    /// earlier app's entry, which revokes nothing).
+    func revokedResource(_ denied: some Collection<NavigationEntry>) -> [String: String] {
+        guard let first = denied.first, !navigator.isOutdated(first) else { return [:] }
+        return first.parameters
     }
 
     /// Shows `entry` over the stack (presents it, for a modal) when access allows it; reports it otherwise.

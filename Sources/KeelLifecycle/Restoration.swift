@@ -174,12 +174,11 @@ extension Navigator {
             held = nil
         }
         // A held target without a parameter its route declares now (an app update) can never be opened: it is
-        // dropped saying so, with its draft, as a revoked one is.
-        if let entry = held,
-            contract.route(entry.route)?.parameters.contains(where: { entry.parameters[$0] == nil }) == true
-        {
+        // dropped saying so; its input and draft are kept or reported as its lifecycle says — an update revokes
+        // nothing, and deletes no draft (MOB-API-005).
+        if let entry = held, run.navigator.isOutdated(entry) {
             run.effects.append(.accessDenied(entry.label))
-            if run.holdsInput(entry) { run.lose(entry) }
+            if run.holdsInput(entry) { run.keepOrReport(entry) }
             held = nil
         }
         // Input typed while nobody was signed in could not be kept as a draft: the process died with it, and
@@ -217,7 +216,7 @@ extension Navigator {
         // the draft of a screen cut above it but accessible itself stays.
         run.cut(
             Array(checked.denied),
-            denied: run.deniedIDs(checked.denied, resource: checked.denied.first?.parameters ?? [:]))
+            denied: run.deniedIDs(checked.denied, resource: run.revokedResource(checked.denied)))
         run.state.stack = checked.stack.isEmpty ? [run.rootEntry()] : checked.stack
         run.state.modal = checked.modal
         // Sign-in saved on screen, and the session is valid now (a refresh at relaunch, or a sign-in while the

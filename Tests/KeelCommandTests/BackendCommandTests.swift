@@ -259,14 +259,19 @@ import Testing
         #expect(Self.strings(said?["reasons"]).first?.hasPrefix("app-store 5.2.0:") == true)
         #expect(try await changes("ios").0 == 426)
 
-        // A catalog that cannot be read verifies nothing: the switch is refused and the policy left as it was.
+        // A catalog that cannot be read verifies nothing: a raise is refused and the policy left as it was —
+        // but a security incident may still block; lowering a minimum is never asked about.
         try FileManager.default.removeItem(at: stores)
         let (unverified, because) = try await require("android", "5.3.0")
-        #expect(unverified == 409 && because?["code"] == "rollout_unverified")
+        #expect(unverified == 503 && because?["code"] == "rollout_unverified")
         let (stillOld, minimum) = try await changes("android")
         #expect(
             stillOld == 426 && minimum?.description.contains("5.2.0") == true && !minimum!.description.contains("5.3.0")
         )
+        let (emergency, stated) = try await require("ios", "5.3.0", incident: true)
+        #expect(emergency == 200 && stated?["incident"] == true, "\(emergency) \(stated?.description ?? "")")
+        #expect(try await require("ios", "5.1.0").0 == 200)  // lowered: nobody newly blocked
+        #expect(try await changes("ios").0 == 200)
         // Clearing a minimum asks nobody.
         #expect(
             try await send(

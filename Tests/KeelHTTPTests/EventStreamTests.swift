@@ -137,6 +137,8 @@ import Testing
             TestResponse(headers: ["Content-Type": "text/html; charset=utf-8"], body: page),
             TestResponse(body: page, socketEffect: .disconnectAtEnd),
             TestResponse.redirect(to: "http://portal.example/login"),
+            // A network login's status (found in a review: a stream read it as the server failing).
+            TestResponse(status: 511, headers: ["Content-Type": "text/html"], body: page),
         ] {
             for format in [StreamFormat.serverSentEvents, .newlineDelimitedJSON] {
                 let server = try TestServer()

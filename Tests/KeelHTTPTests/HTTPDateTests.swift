@@ -36,6 +36,9 @@ import Testing
         let in2070 = Date(timeIntervalSince1970: 3_155_760_000)  // 2070-01-01
         let ten = try #require(HTTPDate.parse("Wednesday, 01-Jan-10 00:00:00 GMT", now: in2070))
         #expect(ten == Date(timeIntervalSince1970: 4_417_977_600))  // 2110-01-01
+        // A day that exists in one century only: 29 February of `00` is 2000's (2100 is no leap year).
+        let leap = try #require(HTTPDate.parse("Tuesday, 29-Feb-00 00:00:00 GMT", now: now))
+        #expect(leap == Date(timeIntervalSince1970: 951_782_400))  // 2000-02-29
         let sixty = try #require(HTTPDate.parse("Thursday, 01-Jan-60 00:00:00 GMT", now: in2070))
         #expect(sixty == Date(timeIntervalSince1970: 2_840_140_800))  // 2060-01-01
     }

@@ -183,6 +183,33 @@ import Testing
         #expect(signedIn.stack.allSatisfy { $0.route != "note" })
     }
 
+    /// An update that adds a parameter to a route cuts the old entries of that route — they cannot be shown —
+    /// but revokes nothing: the drafts above them (the editor of the same note) are kept, never deleted because
+    /// the app was updated (MOB-API-005; found in a review: the cut entry's ids were taken for a revoked
+    /// resource, and the editor's draft went with it).
+    @Test func anUpdateThatAddsARouteParameterDeletesNoDraft() throws {
+        var old = try Harness()
+        old.deepStack()
+        old.send(.type("half a sentence"))
+        old.send(.background)
+        let drafts = old.state.drafts
+        #expect(!drafts.isEmpty)
+        let snapshot = try NavigationSnapshot(old.state).encoded()
+        let updated = exampleRoutes.map { route -> Route in
+            guard route.id == "note" else { return route }
+            var route = route
+            route.parameters = ["folderID", "noteID"]
+            route.deepLink = "keel-notes://note/{folderID}/{noteID}"
+            return route
+        }
+        let new = try Harness(routes: updated, seed: 6)
+        let restored = new.navigator.restore(snapshot, drafts: drafts, session: .valid(account: "alice")).result
+        #expect(restored.state.stack.map(\.route) == ["home", "notes"])
+        #expect(restored.effects.map(\.description).contains("accessDenied note noteID=1"))
+        #expect(!restored.effects.contains { $0.description.hasPrefix("deleteDraft") }, "\(restored.effects)")
+        #expect(restored.state.drafts == drafts)
+    }
+
     /// Found in review: operations in flight of the account in the snapshot were handed back in another
     /// account's session (or signed out), to be reattached there.
     @Test func operationsInFlightComeBackOnlyToTheirAccount() throws {

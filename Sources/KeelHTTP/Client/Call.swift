@@ -652,6 +652,10 @@ struct Call {
     /// `Content-Type`, or by `firstBytes` when it has none — where events were asked for (a captive portal's
     /// login page would otherwise be read as events, or as a clean end with none).
     mutating func streamPortalFailure(status: Int, headers: HeaderFields, firstBytes: Data) -> HTTPFailure? {
+        // A network login's 511, as for any call (found in a review: streams read it as a server error).
+        if status == 511 {
+            return captivePortalFailure(TransportResponse(status: status, headers: headers, body: Data()))
+        }
         if (300...399).contains(status) {
             // A portal's redirect is not the server's answer: the outcome stays as the attempts made it.
             return captivePortalFailure(TransportResponse(status: status, headers: headers, body: Data()))

@@ -6,8 +6,8 @@ public import Foundation
 ///
 /// - IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`
 /// - obsolete RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT` — the two-digit year is read as RFC 9110 says:
-///   in the century of `now`, unless that appears to be more than 50 years in the future, in which
-///   case it is the most recent past year with those digits (in 2026, `70` is 2070 and `80` is 1980);
+///   the latest year with those digits that is not more than 50 years in the future (in 2026, `70` is 2070
+///   and `80` is 1980; in 2070, `10` is 2110);
 /// - obsolete asctime: `Sun Nov  6 08:49:37 1994`.
 ///
 /// Names are case-sensitive, as the grammar says; the day name must be a day name (its agreement with the
@@ -95,12 +95,12 @@ public enum HTTPDate {
             // this century down only, in 2070 `10` was read as 2010 instead of 2110 (found in an outside audit).
             var year = currentYear - currentYear % 100 + 100 + twoDigits
             guard let limit = Self.fiftyYears(after: now) else { return nil }
+            // A date that does not exist in a century (29 February of 2100) is not that century's: the next
+            // one down is tried (found in a review: `29-Feb-00` read in 2026 was refused).
             for _ in 0..<2 {
-                guard
-                    let candidate = HTTPDate.date(
-                        year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2),
-                    candidate > limit
-                else { break }
+                let candidate = HTTPDate.date(
+                    year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2)
+                if let candidate, candidate <= limit { break }
                 year -= 100
             }
             return HTTPDate.date(year: year, month: month, day: day, hour: time.0, minute: time.1, second: time.2)

@@ -3,14 +3,15 @@ import KeelCore
 /// A token bucket that limits retries across all calls of one client, so a failing backend does not
 /// get a retry storm from one app (in the spirit of AWS "standard" retry mode and gRPC retry throttling).
 ///
-/// Every retry costs ``retryCost`` tokens; every success returns ``successRefund`` tokens, up to
-/// ``capacity``. When the bucket cannot pay for a retry, the call fails with its last failure instead.
+/// Every retry costs ``retryCost`` tokens; a call that succeeds at once returns ``successRefund`` tokens, one
+/// that succeeded after retries the cost of its last retry (AWS standard mode), up to ``capacity``. When the
+/// bucket cannot pay for a retry, the call fails with its last failure instead.
 public final class RetryBudget: Sendable {
     /// The most tokens the bucket holds (and starts with).
     public let capacity: Int
     /// Tokens a retry costs.
     public let retryCost: Int
-    /// Tokens a successful call returns.
+    /// Tokens a call that succeeded without a retry returns.
     public let successRefund: Int
     private let tokens: Locked<Int>
 

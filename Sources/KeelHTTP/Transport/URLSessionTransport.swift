@@ -129,12 +129,16 @@ public final class URLSessionTransport: InterruptibleHTTPTransport {
             return TransportError(code: .responseTooLarge, requestMayHaveBeenSent: true, detail: detail)
         case .cancelled:
             return TransportError(code: .cancelled, requestMayHaveBeenSent: true, detail: detail)
-        // The handshake failed, or the connection was refused before it: the request never left (found in an
-        // outside audit: `other`, may have been sent — how a captive portal usually shows over HTTPS).
-        case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
-            .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
-            .clientCertificateRequired, .appTransportSecurityRequiresSecureConnection:
+        // The server's certificate was refused, or App Transport Security refused the connection: that is
+        // decided in the handshake, before the request is written, so it never left (found in an outside audit:
+        // `other`, may have been sent — how a captive portal usually shows over HTTPS). CFNetwork's catch-all
+        // for TLS (-1200) and a client certificate refused (which TLS 1.3 may say after the client's first
+        // data) can come after the request went out: may have been sent (found in a review).
+        case .serverCertificateHasBadDate, .serverCertificateUntrusted, .serverCertificateHasUnknownRoot,
+            .serverCertificateNotYetValid, .clientCertificateRequired, .appTransportSecurityRequiresSecureConnection:
             return TransportError(code: .secureConnectionFailed, requestMayHaveBeenSent: false, detail: detail)
+        case .secureConnectionFailed, .clientCertificateRejected:
+            return TransportError(code: .secureConnectionFailed, requestMayHaveBeenSent: true, detail: detail)
         case .callIsActive:
             // A phone call holds the only data channel (2G): nothing could be sent.
             return TransportError(code: .notConnected, requestMayHaveBeenSent: false, detail: detail)

@@ -693,7 +693,11 @@ public actor NotesApp {
             }
             throw error
         }
-        try await ledger.complete(id, .succeeded, result: publication.path)
+        do {
+            try await ledger.complete(id, .succeeded, result: publication.path)
+        } catch let error as EffectLedgerError where error.code == .alreadySucceeded {
+            // Another tap settled it meanwhile (the same key, so the same publication): its record stands.
+        }
         var answer: JSONObject = [
             "ok": true, "id": .string(noteID), "path": .string(publication.path), "alreadyPublished": false,
             "version": .number(JSONNumber(Int64(publication.version))),
@@ -882,7 +886,14 @@ struct LocalDataProblem: Error, Sendable {
         switch error {
         case let vault as VaultError:
             switch vault.code {
-            case .keyUnavailable, .cannotOpen:
+            case .cannotOpen:
+                // A record that does not open (one damaged on disk) is no missing key: advice to sign out would
+                // lose the changes not synced yet for one bad record (found in a review).
+                mapped = (
+                    "storage", "retry",
+                    "Some of \(whose.prefix(1).lowercased() + whose.dropFirst()) on this device cannot be read now. Try again."
+                )
+            case .keyUnavailable:
                 mapped = (
                     "keyUnavailable", "signOut",
                     "\(whose) on this device cannot be read: their key is not on this device. \(signOut)"

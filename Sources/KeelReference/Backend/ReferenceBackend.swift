@@ -718,23 +718,32 @@ package final class BackendHandler: Sendable {
             // release to every user; a staged rollout must not leave some of them unable to get it. Only a
             // security incident may block first (and the block screen then keeps all local data).
             var answer: JSONObject = ["platform": .string(platform)]
-            if let minimum, let gate = configuration.minimumVersionGate {
-                let reasons: [String]
-                do { reasons = try gate(platform, minimum) } catch {
+            // Only a raise is asked about: lowering or clearing a minimum (or setting the same one again) blocks
+            // no one who was not blocked already.
+            let current = store.setting("minimum.\(platform)").flatMap(AppVersion.init)
+            let raises = minimum.flatMap(AppVersion.init).map { new in current.map { new > $0 } ?? true } ?? false
+            if raises, let minimum, let gate = configuration.minimumVersionGate {
+                var reasons: [String] = []
+                var unverified: String?
+                do { reasons = try gate(platform, minimum) } catch { unverified = "\(error)" }
+                if let unverified, !incident {
+                    // Nothing was verified: a failure of the check itself, not a conflict of the request.
                     throw BackendFailure(
-                        status: 409, code: "rollout_unverified",
-                        message: "the stores could not be checked, so \(minimum) is not required: \(error)")
+                        status: 503, code: "rollout_unverified",
+                        message: "the stores could not be checked, so \(minimum) is not required: \(unverified)")
                 }
-                if !reasons.isEmpty {
-                    guard incident else {
-                        throw BackendFailure(
-                            status: 409, code: "rollout_incomplete",
-                            message:
-                                "\(minimum) is not required on \(platform): not every user can get it yet (\(reasons.joined(separator: "; ")))",
-                            extra: ["reasons": .array(reasons.map(JSONValue.string))])
-                    }
+                if !reasons.isEmpty, !incident {
+                    throw BackendFailure(
+                        status: 409, code: "rollout_incomplete",
+                        message:
+                            "\(minimum) is not required on \(platform): not every user can get it yet (\(reasons.joined(separator: "; ")))",
+                        extra: ["reasons": .array(reasons.map(JSONValue.string))])
+                }
+                // A security incident may block first, whatever the stores say (or if they cannot be read).
+                if incident, unverified != nil || !reasons.isEmpty {
                     answer["incident"] = true
-                    answer["reasons"] = .array(reasons.map(JSONValue.string))
+                    answer["reasons"] = .array(
+                        (unverified.map { ["stores unverified: \($0)"] } ?? reasons).map(JSONValue.string))
                 }
             }
             try store.setSetting("minimum.\(platform)", minimum)

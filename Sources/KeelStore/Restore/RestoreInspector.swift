@@ -64,8 +64,7 @@ public struct RestoreInspector: Sendable {
         }
         let identity = Result { () throws(KeyStoreError) in try keyStore.deviceIdentity(create: false) }
         var vaults = names.map { inspect(root + "/" + $0.rawValue, namespace: $0.rawValue, identity: identity) }
-        // Keys without data here: an earlier installation's (a Keychain item that outlived an uninstall), or a
-        // vault's in another data directory on the same key store.
+        // Keys without data: an earlier installation's (a Keychain item that outlived an uninstall).
         for namespace in keys.keys.sorted() where !names.contains(where: { $0.rawValue == namespace }) {
             vaults.append(VaultInspection(namespace: namespace, state: .freshInstall))
         }

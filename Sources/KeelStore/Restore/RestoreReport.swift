@@ -1,8 +1,7 @@
 /// What the ``RestoreInspector`` found: one entry per vault on disk (MOB-DATA-007).
 public struct RestoreReport: Sendable, Equatable, Codable {
     /// One entry per vault, by namespace; also one `freshInstall` entry per namespace that has keys in the
-    /// key store but no data here (an earlier installation's, or those of a vault in another data directory
-    /// on the same key store: they are never deleted for being alone here, and open nothing in a new vault).
+    /// key store but no data (left by an earlier installation; they are deleted when that account signs in).
     public var vaults: [VaultInspection]
 
     /// A report of these vaults.

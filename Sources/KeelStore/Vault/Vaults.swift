@@ -256,11 +256,21 @@ public actor Vaults {
         defer { lock.release() }
         // Another process (or another `Vaults` on this directory) may have created it while this one waited.
         if let manifest = try Self.existingManifest(directory, namespace: namespace) { return manifest }
-        // A new vault, with keys of its own (new ids, entangled with this manifest). Keys already under this
-        // namespace are left alone: a directory without a vault is no proof that their data is gone. They may
-        // be an earlier installation's (a Keychain outlives the app), but they may as well open this account's
-        // vault in another data directory — an app extension's container, a volume not mounted yet —, and
-        // shredding them would lose that data for good (found in an outside audit). They open nothing here.
+        // A new vault. Keys under this namespace belong to an earlier installation whose data is gone: a
+        // Keychain outlives an uninstall, and its keys are entangled with a marker that went with the data
+        // (the vaults issue asks for them to be treated as absent and deleted). This is why a key store serves
+        // one data directory: an app extension that opens vaults must open them in the same directory (the app
+        // group's), or its first vault would take the app's keys for an earlier installation's. (An outside
+        // audit proposed keeping them; a reinstall and another data directory cannot be told apart from here,
+        // and the uninstall case is the one the standard's key hygiene is about.)
+        do {
+            for listing in try keyStore.listKeys() where listing.namespace == namespace.rawValue {
+                try keyStore.delete(listing.id)
+            }
+        } catch {
+            throw VaultError(
+                code: .keyStoreFailed, namespace: namespace.rawValue, message: error.description, underlying: error)
+        }
         let manifest = VaultManifest(
             format: VaultManifest.baseFormat, namespace: namespace.rawValue,
             entanglement: Hex.encode(AESGCM.randomBytes(16)), datasets: [:], permissions: nil, pendingPurge: nil,

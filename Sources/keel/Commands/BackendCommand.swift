@@ -64,12 +64,15 @@ enum BackendCommand {
                                                           "latest": "<x.y.z>"|null (optional)}: older versions
                                                           get 426 update_required; older than latest get
                                                           X-Update-Available; version is required, null
-                                                          clears the minimum. With --stores, a minimum that
-                                                          `keel release-gate` refuses is refused: 409
-                                                          {"code": "rollout_incomplete", "reasons": [...]}
-                                                          and nothing changes — unless the body also says
-                                                          "incident": true (a security incident: required
-                                                          anyway, the reasons in the answer)
+                                                          clears the minimum. With --stores, a raised
+                                                          minimum that `keel release-gate` refuses is
+                                                          refused: 409 {"code": "rollout_incomplete",
+                                                          "reasons": [...]} and nothing changes (503
+                                                          rollout_unverified when the file cannot be read)
+                                                          — unless the body also says "incident": true (a
+                                                          security incident: required anyway, the reasons
+                                                          in the answer). Lowering or clearing one is never
+                                                          asked about
                                GET  /_admin/notes        {"notes": [every note of every account, with
                                                           "account", "version" and "deleted"]}
                                GET  /_admin/published    {"published": {"<note id>": <publications>}}, every
@@ -82,7 +85,7 @@ enum BackendCommand {
                              about it with this file (read again at each request, so it can follow a
                              rollout): every production store of the platform must offer a release at
                              least that new to every user. A file that cannot be read at start is a
-                             usage error; one that cannot be read later refuses the minimum (409
+                             usage error; one that cannot be read later refuses the minimum (503
                              rollout_unverified).
               --exit-with-parent
                              Also stop when the process that started it exits (checked once a second), so
