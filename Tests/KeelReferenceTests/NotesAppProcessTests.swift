@@ -315,8 +315,12 @@ extension NotesDevice {
         _ = try await again.run("quit")
     }
 
-    @Test func twoDevicesConflictAndTheUserKeepsTheirVersion() async throws {
-        let directory = try TemporaryDirectory(prefix: "keel-notes-conflict")
+    /// A backend, and alice's phone and tablet sharing a note the tablet then edited and synced; the phone
+    /// has not seen that edit yet.
+    func twoDevicesAfterATabletEdit(_ prefix: String) async throws -> (
+        directory: TemporaryDirectory, backend: ReferenceBackend, phone: NotesDevice, tablet: NotesDevice, id: String
+    ) {
+        let directory = try TemporaryDirectory(prefix: prefix)
         let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
         let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
         let tablet = try NotesDevice(directory, name: "tablet", server: backend.baseURL)
@@ -327,6 +331,13 @@ extension NotesDevice {
         _ = try await tablet.run("sync")
         _ = try await tablet.run("edit \(id) from the tablet")
         _ = try await tablet.run("sync")
+        return (directory, backend, phone, tablet, id)
+    }
+
+    @Test func twoDevicesConflictAndTheUserKeepsTheirVersion() async throws {
+        let setup = try await twoDevicesAfterATabletEdit("keel-notes-conflict")
+        defer { withExtendedLifetime(setup) {} }  // the backend and the directories outlive the devices
+        let (phone, tablet, id) = (setup.phone, setup.tablet, setup.id)
         _ = try await phone.run("edit \(id) from the phone")
         let sync = try await phone.run("sync")
         #expect(sync["conflicts"] == 1)
@@ -348,17 +359,9 @@ extension NotesDevice {
     /// answer said `"synced": true`. In Keel "synced" means the backend confirmed: `synced` is true only
     /// when nothing is left outstanding, conflicted or rejected; `ran` says whether a sync ran at all.
     @Test func aConditionThatMeetsAConflictDoesNotSaySynced() async throws {
-        let directory = try TemporaryDirectory(prefix: "keel-notes-synced")
-        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
-        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
-        let tablet = try NotesDevice(directory, name: "tablet", server: backend.baseURL)
-        _ = try await phone.run("signin alice")
-        _ = try await tablet.run("signin alice")
-        let id = try #require(try await phone.run("new Shared")["id"]?.stringValue)
-        _ = try await phone.run("sync")
-        _ = try await tablet.run("sync")
-        _ = try await tablet.run("edit \(id) from the tablet")
-        _ = try await tablet.run("sync")
+        let setup = try await twoDevicesAfterATabletEdit("keel-notes-synced")
+        defer { withExtendedLifetime(setup) {} }  // the backend and the directories outlive the devices
+        let (phone, tablet, id) = (setup.phone, setup.tablet, setup.id)
         #expect(try await phone.run("offline")["ran"] == false)
         _ = try await phone.run("edit \(id) from the phone")
         let regained = try await phone.run("online")

@@ -63,6 +63,15 @@ import Testing
         }
     }
 
+    /// One draft's ciphertext damaged on disk (d5): it cannot be opened, so the drafts cannot be made plain.
+    func damageDraft5() throws {
+        let pool = try DatabasePool(path: vaultDirectory.appendingPathComponent("include.sqlite").path)
+        defer { Task { await pool.close() } }
+        try pool.writeSync { db in
+            try db.execute(#"UPDATE "records.drafts" SET value = zeroblob(90) WHERE id = 'd5'"#)
+        }
+    }
+
     /// Drafts 0..<records written under the fixture's inventory (include.sqlite, sealed).
     func writeDrafts() async throws {
         let vault = try await fixture.vaults.open(alice)
@@ -273,13 +282,7 @@ import Testing
     @Test func aDamagedRecordStopsAConversionAndEverythingIsPutBack() async throws {
         try await writeDrafts()
         // One draft's ciphertext damaged on disk: it cannot be opened, so the drafts cannot be made plain.
-        try {
-            let pool = try DatabasePool(path: vaultDirectory.appendingPathComponent("include.sqlite").path)
-            defer { Task { await pool.close() } }
-            try pool.writeSync { db in
-                try db.execute(#"UPDATE "records.drafts" SET value = zeroblob(90) WHERE id = 'd5'"#)
-            }
-        }()
+        try damageDraft5()
         let unsealed = try Self.inventory(changing: "drafts") { $0.classification = .internal }
         let plain = try vaults(unsealed, moving: "drafts")
         let opened = try await plain.open(alice)
@@ -308,13 +311,7 @@ import Testing
     /// was unrecorded, the next open took the swap for done and served the envelopes as plaintext).
     @Test func aConversionCutShortWhileGivingUpIsNeverTakenForDone() async throws {
         try await writeDrafts()
-        try {
-            let pool = try DatabasePool(path: vaultDirectory.appendingPathComponent("include.sqlite").path)
-            defer { Task { await pool.close() } }
-            try pool.writeSync { db in
-                try db.execute(#"UPDATE "records.drafts" SET value = zeroblob(90) WHERE id = 'd5'"#)
-            }
-        }()
+        try damageDraft5()
         let unsealed = try Self.inventory(changing: "drafts") { $0.classification = .internal }
         let cut = try vaults(unsealed, moving: "drafts", interruptAt: "gaveUp")
         _ = try await cut.open(alice)

@@ -510,23 +510,10 @@ struct Call {
     }
 
     /// A query item's name or value in its URL form: every byte but the unreserved ones (`A–Z a–z 0–9 - . _ ~`)
-    /// percent-encoded. URLComponents leaves `+` and `;` as they are, and most servers read a query as a form —
-    /// `+` a space, `;` a separator in some —, so a cursor `a+b` arrived as `a b` (found in an outside audit).
-    static func encodedQueryComponent(_ text: String) -> String {
-        var result = ""
-        result.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                result += Hex.percentEscape(byte)
-            }
-        }
-        return result
-    }
+    /// percent-encoded, as a path segment is. URLComponents leaves `+` and `;` as they are, and most servers
+    /// read a query as a form — `+` a space, `;` a separator in some —, so a cursor `a+b` arrived as `a b`
+    /// (found in an outside audit).
+    static func encodedQueryComponent(_ text: String) -> String { HTTPOperation.pathSegment(text) }
 
     /// `path` in its URL form: plain bytes and `%XX` escapes as written, every other byte (a space, a lone
     /// `%`, `?`, `#`, non-ASCII) percent-encoded. Before, URLComponents encoded the `%` of an escape too:
