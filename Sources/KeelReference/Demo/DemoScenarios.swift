@@ -53,11 +53,7 @@ extension DemoRun {
         let phone = try device("phone")
         let note = try await signedInNote(phone, account: "bruno", title: "Field notes")
         try await must(phone, "edit \(note) Day 1: arrived at the station")
-        try await backend.fault("none", delayAcksMs: 2500)
-        action("backend holds its answers to mutations for 2.5 s after applying them")
-        try phone.send("sync")
-        action("phone$ sync  (in flight)")
-        let applied = try await waitUntil(.seconds(10)) { try await self.backend.note(note)?["version"] == 2 }
+        let applied = try await syncWithItsAnswerHeld(phone) { try await self.backend.note(note)?["version"] == 2 }
         // A restart in the middle of sync (MOB-DATA-005); the resend applied once is the retry with an
         // idempotency key (MOB-API-002).
         demonstrating("MOB-DATA-005")
@@ -278,10 +274,7 @@ extension DemoRun {
         try await must(phone, "open \(note)")
         try await must(phone, "editor \(note)")
         try await must(phone, "type Draft: call the embassy on Monday")
-        try await backend.fault("none", delayAcksMs: 2500)
-        try phone.send("sync")
-        action("phone$ sync  (in flight; the backend holds its answer)")
-        let applied = try await waitUntil(.seconds(10)) { try await self.backend.note(photos) != nil }
+        let applied = try await syncWithItsAnswerHeld(phone) { try await self.backend.note(photos) != nil }
         verify(
             "the backend applied the new note while its answer is held", applied, expected: "applied",
             seen: applied ? "applied" : "not applied")

@@ -393,6 +393,19 @@ actor DemoRun {
         return notes.first { $0["id"]?.stringValue == id }
     }
 
+    /// Starts a sync on `device` while the backend holds its answers to mutations for 2.5 s after applying them,
+    /// and waits (at most 10 s) until `applied` says the backend has the change: whether it does. The scenario
+    /// then kills the device before the answer arrives.
+    func syncWithItsAnswerHeld(_ device: NotesDevice, applied: () async throws -> Bool) async throws
+        -> Bool
+    {
+        try await backend.fault("none", delayAcksMs: 2500)
+        action("backend holds its answers to mutations for 2.5 s after applying them")
+        try device.send("sync")
+        action("\(device.name)$ sync  (in flight)")
+        return try await waitUntil(.seconds(10), applied)
+    }
+
     /// Polls `condition` every 50 ms for at most `limit`.
     func waitUntil(_ limit: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + limit
