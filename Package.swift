@@ -74,7 +74,7 @@ let package = Package(
             dependencies: ["KeelCore", .target(name: "CCrypto", condition: .when(platforms: [.linux, .android]))],
             swiftSettings: swiftSettings
         ),
-        .target(name: "KeelContract", dependencies: ["KeelCore", "KeelCrypto"], swiftSettings: swiftSettings),
+        .target(name: "KeelContract", dependencies: ["KeelCore"], swiftSettings: swiftSettings),
         // JSON Schema 2020-12 validation: used by the contract tools and by apps that opt in. Apart from
         // KeelContract so that an app that only links the HTTP client carries no validator.
         .target(name: "KeelSchema", dependencies: ["KeelContract", "KeelCore"], swiftSettings: swiftSettings),

@@ -582,13 +582,6 @@ import Testing
             }
         }
         let executable = directory.url("program").path
-        #if os(Linux)
-            // KeelContract hashes with OpenSSL's libcrypto on Linux (SHA256Digest): its module map and library.
-            let crypto =
-                ["-I", Self.repository.appendingPathComponent("Sources/CCrypto").path, "-lcrypto"] + Self.systemModules
-        #else
-            let crypto: [String] = []
-        #endif
         let compiler = try ChildProcess.launch(
             executable: try Self.swiftc(),
             arguments: [
@@ -596,7 +589,7 @@ import Testing
                 "InternalImportsByDefault",
                 "-warnings-as-errors", "-I", products.appendingPathComponent("Modules").path,
                 main.path,
-            ] + sources.map(\.path) + crypto + objects.sorted() + ["-o", executable])
+            ] + sources.map(\.path) + Self.systemModules + objects.sorted() + ["-o", executable])
         compiler.closeInput()
         let compiled = try await compiler.waitForExit(timeout: .seconds(300))
         try #require(compiled == .exited(0), "\(compiler.output(of: .standardError))")
@@ -629,7 +622,7 @@ import Testing
     }
 
     /// The swiftc of the toolchain on PATH.
-    private static func swiftc() throws -> String {
+    static func swiftc() throws -> String {
         struct NoCompiler: Error {}
         for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
             let candidate = "\(directory)/swiftc"

@@ -35,8 +35,8 @@ import Testing
         let (status, output, _) = try await run([Self.contract, "--schema", "#/components/schemas/Note", "bad.json"])
         #expect(status == .exited(1))
         #expect(output.hasPrefix("bad.json: invalid (2 errors)"), "\(output)")
-        #expect(output.contains("  #/visibility  #"))
-        #expect(output.contains("  #/version  #"))
+        #expect(output.contains("#/visibility  #"))
+        #expect(output.contains("#/version  #"))
 
         let (jsonStatus, json, _) = try await run([
             Self.contract, "--schema", "#/components/schemas/Note", "--format", "json", "bad.json", Self.example,

@@ -60,3 +60,24 @@ import Testing
         }
     }
 }
+
+@Suite struct DerivedIdempotencyKeyTests {
+    /// The key is the namespace and 40 hex digits of SHA-256(namespace, 0, name): the values below are
+    /// Python's `hashlib.sha256(b"publish\x00note-1")`, so a change of the derivation (which would let a
+    /// reinstalled app publish a note a second time) fails here.
+    @Test func aDerivedKeyIsTheDigestOfItsNameAndTheSameEveryTime() {
+        let key = IdempotencyKey.derived(from: "note-1", namespace: "publish")
+        #expect(key.rawValue == "publish-333dc71f216271edc0239bf0f01ffd3df57599de")
+        #expect(
+            IdempotencyKey.derived(from: "zoë", namespace: "publish").rawValue
+                == "publish-f9440c11a2e9d18f5f7c76915220f568657ebc11")
+        #expect(key == IdempotencyKey.derived(from: "note-1", namespace: "publish"))
+        #expect(key != IdempotencyKey.derived(from: "note-2", namespace: "publish"))
+        #expect(key != IdempotencyKey.derived(from: "note-1", namespace: "archive"))
+        // Any name — empty, long, not ASCII — gives a key a server's 16…128 bounds accept.
+        for name in ["", String(repeating: "x", count: 10_000), "\u{0}\u{7F}é😀"] {
+            let derived = IdempotencyKey.derived(from: name, namespace: "publish").rawValue
+            #expect((16...128).contains(derived.utf8.count) && IdempotencyKey(validating: derived) != nil)
+        }
+    }
+}

@@ -442,6 +442,28 @@ extension NotesDevice {
         _ = try await phone.run("quit")
     }
 
+    /// Found in an outside audit: words after a command's last argument were dropped, so `signin a b` signed
+    /// in to `a` and synced under it. A command given more words than it takes is refused and runs nothing.
+    @Test func extraWordsAreRefusedNotDropped() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-arity")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        let refused = try await phone.run("signin a b")
+        #expect(refused["ok"] == false && refused["error"]?["kind"] == "usage", "\(refused)")
+        #expect(try await phone.run("list")["error"]?["message"] == "sign in first")
+        #expect(try await phone.run("signin alice")["account"] == "alice")
+        let id = try #require(try await phone.run("new Essay on two words")["id"]?.stringValue)
+        for command in ["switch bob carol", "pin \(id) x", "publish \(id) x", "back gesture x", "list x", "sync now"] {
+            #expect(try await phone.run(command)["error"]?["kind"] == "usage", "\(command)")
+        }
+        // Nothing of them ran: the note is unpinned, unsent, and alice is still the account.
+        let list = try await phone.run("list")
+        #expect(list["notes"]?[0]?["pinned"] != true && list["notes"]?[0]?["state"] == "pending", "\(list)")
+        #expect(list["notes"]?[0]?["title"] == "Essay on two words")
+        #expect(try backend.noteCount() == 0)
+        _ = try await phone.run("quit")
+    }
+
     @Test func aDamagedPublicationRecordIsNeverReplacedByANewKey() async throws {
         let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger")
         defer { withExtendedLifetime(directory) {} }  // the data is deleted with it

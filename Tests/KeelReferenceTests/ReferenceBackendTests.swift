@@ -784,6 +784,11 @@ final class BackendHarness: Sendable {
             // Found in review: an empty id (the key when there is none) was applied and stored.
             BackendHarness.create("", note: "n1"),
             BackendHarness.create(String(repeating: "i", count: 129), note: "n1"),
+            // Found in an outside audit: a note id no GET could name (414) was created; so was one with a
+            // control character.
+            BackendHarness.create("m1", note: String(repeating: "n", count: 129)),
+            BackendHarness.create("m1", note: ""),
+            BackendHarness.create("m1", note: #"n\u0001"#),
         ].enumerated() {
             let answer = try await harness.mutate(token, batchKey: "batch-000000000000010\(index)", mutation)
             #expect(answer.status == 422 && answer["code"] == "validation", "\(mutation): \(answer.text)")

@@ -2,16 +2,24 @@
 /// (socket threads, clock sleepers resumed from synchronous code).
 ///
 /// `Synchronization.Mutex` would do, but it needs iOS 18 / macOS 15; Keel supports older systems. The lock
-/// is a ``PlatformMutex``.
-package final class Locked<Value>: @unchecked Sendable {
+/// is a ``PlatformMutex``. Public so that an app on those systems has one too (the reference app keeps its
+/// session tokens in one, read by a middleware on any thread).
+///
+/// ```swift
+/// let tokens = Locked<[AccountID: String]>([:])
+/// tokens.withLock { $0[account] = token }
+/// let current = tokens.withLock { $0[account] }
+/// ```
+public final class Locked<Value>: @unchecked Sendable {
     // @unchecked Sendable: every access to `value` happens inside `lock`.
     private let lock = PlatformMutex()
     private var value: Value
 
-    package init(_ value: Value) { self.value = value }
+    /// A lock around `value`.
+    public init(_ value: Value) { self.value = value }
 
     /// Runs `body` with exclusive access to the value.
-    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure)
+    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure)
         -> Result
     {
         lock.lock()
@@ -21,7 +29,7 @@ package final class Locked<Value>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the value when no other thread holds it; nil, without
     /// waiting, when one does.
-    package func withLockIfAvailable<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result)
+    public func withLockIfAvailable<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result)
         throws(Failure) -> Result?
     {
         guard lock.tryLock() else { return nil }

@@ -207,7 +207,7 @@ extension AccountID {
     /// account: the same UTF-8 bytes, as ``AccountID``'s `==` decides — never Swift's `==` on `String`, which
     /// takes a decomposed "é" for the precomposed one, two accounts with two vaults. Two nils are the same
     /// (no account); a nil and an account are not.
-    package static func same(_ lhs: String?, _ rhs: String?) -> Bool {
+    public static func same(_ lhs: String?, _ rhs: String?) -> Bool {
         switch (lhs, rhs) {
         case (nil, nil): true
         case (let lhs?, let rhs?): lhs.utf8.elementsEqual(rhs.utf8)

@@ -1,4 +1,4 @@
-package import Foundation
+public import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -101,8 +101,9 @@ public final class RandomSource: Sendable {
 }
 
 extension RandomSource {
-    /// A version 4 UUID drawn from this source (deterministic with a seeded one), lowercase: ids of notes.
-    package func uuidString() -> String {
+    /// A version 4 UUID drawn from this source (deterministic with a seeded one), lowercase: ids of records
+    /// an app makes offline (the reference app's notes), reproducible in tests.
+    public func uuidString() -> String {
         var bytes = uuidBytes()
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         return Self.uuidString(bytes)
@@ -112,7 +113,7 @@ extension RandomSource {
     /// first 48 bits, the rest drawn from this source. Ids made later sort after ids made earlier, so records
     /// keyed by them are appended to their index instead of scattered over it (the sync engine's mutation ids:
     /// a settlement record keyed by one is written on every acknowledgement).
-    package func uuidString(timeOrderedAt date: Date) -> String {
+    public func uuidString(timeOrderedAt date: Date) -> String {
         var bytes = uuidBytes()
         let milliseconds = UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded(.down)))
         for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }

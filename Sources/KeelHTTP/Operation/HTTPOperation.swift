@@ -217,6 +217,27 @@ public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertib
         IdempotencyKey(CorrelationID.make(using: random).rawValue)
     }
 
+    /// The key of one effect named by the app rather than drawn at random: `namespace`, a dash and 40 hex
+    /// digits of the SHA-256 digest of `namespace`, a zero byte and `name`. The same effect always gets the
+    /// same key — after a reinstall or a lost ledger too — so a server that applies each key once applies the
+    /// effect once ("publish this note": `derived(from: noteID, namespace: "publish")`). Any `name` gives a key
+    /// of 42–105 visible ASCII characters, inside the usual 16–128 bounds of an `Idempotency-Key`.
+    ///
+    /// Precondition: `namespace` is 1–64 ASCII letters, digits, `.`, `_` or `-` (a literal of the app's).
+    /// Use it only where doing the effect twice is the harm; an effect the user may repeat on purpose (a
+    /// second payment of the same amount) needs a new random key (``make(using:)``) each time.
+    public static func derived(from name: String, namespace: String) -> IdempotencyKey {
+        precondition(
+            (1...64).contains(namespace.utf8.count)
+                && namespace.utf8.allSatisfy { byte in
+                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                        || byte == 0x2E || byte == 0x5F || byte == 0x2D
+                },
+            "an IdempotencyKey namespace is 1–64 ASCII letters, digits, '.', '_' or '-'")
+        let digest = SHA256Digest.hex(Array(namespace.utf8) + [0] + Array(name.utf8))
+        return IdempotencyKey(namespace + "-" + digest.prefix(40))
+    }
+
     /// The key text (``rawValue``), the value of the `Idempotency-Key` header.
     public var description: String { rawValue }
 

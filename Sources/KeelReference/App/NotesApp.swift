@@ -3,7 +3,6 @@ public import KeelContract
 public import KeelCore
 public import KeelHTTP
 public import KeelLifecycle
-import KeelCrypto
 import KeelStore
 import KeelSync
 
@@ -257,6 +256,13 @@ public actor NotesApp {
         guard let command = words.first else { return Self.usage("an empty line") }
         let argument = words.count > 1 ? words[1] : nil
         let rest = words.count > 2 ? words[2] : nil
+        // A command that takes fewer words than it was given is refused, not run on the first ones: `signin a b`
+        // must not sign in to `a` (found in an outside audit: the extra words were silently dropped).
+        if let arity = Self.arity[command], words.count - 1 > arity {
+            return Self.usage(
+                "\(command) takes \(arity == 0 ? "no argument" : "one argument") (got \(line.split(separator: " ").count - 1))"
+            )
+        }
         do {
             switch command {
             case "signin":
@@ -719,7 +725,7 @@ public actor NotesApp {
     /// id, so that any id gives a key of the contract's length (16…128) and characters (a short id gave a
     /// key the backend refused, a long or non-ASCII one an invalid key).
     static func publicationKey(_ noteID: String) -> String {
-        "publish-" + SHA256Digest.hex(Array(("publish\u{0}" + noteID).utf8)).prefix(40)
+        IdempotencyKey.derived(from: noteID, namespace: "publish").rawValue
     }
 
     private func token(of engine: SyncEngine) async throws -> String {
@@ -805,6 +811,14 @@ public actor NotesApp {
     }
 
     static func usage(_ text: String) -> JSONObject { refusal("usage", "Usage: \(text)") }
+
+    /// How many words the commands of a fixed number of arguments take; the others end in free text (a title,
+    /// a body, a tag, typed input).
+    static let arity: [String: Int] = [
+        "signin": 1, "switch": 1, "pin": 1, "discard": 1, "open-link": 1, "back": 1, "open": 1, "editor": 1,
+        "notification": 1, "publish": 1, "signout": 0, "delete-account": 0, "list": 0, "sync": 0, "retry": 0,
+        "online": 0, "offline": 0, "foreground": 0, "conflicts": 0, "version": 0, "launch": 0, "screen": 0,
+    ]
 
     static func notFound(_ id: String) -> JSONObject { refusal("notFound", "That note is not here.") }
 

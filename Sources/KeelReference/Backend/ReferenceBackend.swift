@@ -475,7 +475,8 @@ package final class BackendHandler: Sendable {
         // A version that does not parse cannot be judged against the minimum: refused, never let through.
         if let text = request.headers["X-App-Version"], AppVersion(text) == nil {
             throw BackendFailure(
-                status: 400, code: "validation", message: "X-App-Version must be 1 to 4 dot-separated integers",
+                status: 400, code: "validation",
+                message: "X-App-Version must be 1 to 4 dot-separated integers, each at most \(Int.max)",
                 errors: [("X-App-Version", "pattern")])
         }
         // Nor can a version without its platform, or a platform the contract does not name (`IOS`, `web`):

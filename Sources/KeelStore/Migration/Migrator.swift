@@ -15,7 +15,7 @@ public import KeelCore
 /// ```swift
 /// var migrator = Migrator()
 /// migrator.registerMigration("v1-notes") { db in try db.execute("CREATE TABLE note (id INTEGER PRIMARY KEY, title TEXT)") }
-/// migrator.registerBackfill("v2-title-lower", batchSize: 500) { db, after in ... }
+/// migrator.registerBackfill("v2-title-lower", batchSize: 500) { db, checkpoint, batchSize in ... }
 /// try await migrator.migrate(pool)
 /// ```
 public struct Migrator: Sendable {

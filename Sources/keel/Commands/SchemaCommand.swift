@@ -12,9 +12,10 @@ enum SchemaCommand {
             USAGE: keel schema validate --schema <schema.json> [--remote <url-prefix>=<dir>]...
                                         [--format-assertion] [--format text|json] <instance.json>...
 
-            Validates each instance against the schema and prints every error as
-              <instance-path>  <keyword-path>  <message>
-            with paths as JSON Pointer fragments (#/notes/3/status). The schema itself is checked against
+            Validates each instance against the schema. Prints one line per instance,
+            <file>: valid  or  <file>: invalid (N errors), followed by every error on a line of its own:
+            <instance-path>  <keyword-path>  <message>
+            (two spaces between the fields; paths as JSON Pointer fragments, #/notes/3/status). The schema itself is checked against
             the draft 2020-12 metaschema first.
 
             References resolve only to files: the schema's own directory (relative $refs), and each
@@ -120,7 +121,7 @@ enum SchemaCommand {
                 for error in result.errors {
                     say(
                         TerminalText.oneLine(
-                            "  #\(error.instanceLocation)  #\(error.keywordLocation)  \(error.message)"))
+                            "#\(error.instanceLocation)  #\(error.keywordLocation)  \(error.message)"))
                 }
             }
         }
