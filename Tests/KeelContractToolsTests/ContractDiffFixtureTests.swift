@@ -1630,6 +1630,48 @@ import Testing
             ], "\(groups.map { $0.text(verbose: false) })")
     }
 
+    /// A shared parameter added to several operations is one root cause, its origin the component; one
+    /// written into each operation has none (found in an outside audit: three findings, `origin: null`).
+    @Test func aSharedParameterAddedToSeveralOperationsIsOneEntry() throws {
+        func spec(added: String) -> String {
+            let paths = (0..<3).map { index in
+                """
+                  /items\(index):
+                    get:
+                      parameters: [\(added)]
+                      responses:
+                        '200': {description: ok}
+                """
+            }.joined(separator: "\n")
+            return """
+                openapi: 3.0.3
+                info: {title: Shared, version: 1.0.0}
+                paths:
+                \(paths)
+                components:
+                  parameters:
+                    Tenant: {name: tenant, in: header, required: true, schema: {type: string}}
+                """
+        }
+        let changes = try ContractDiff(
+            base: try OpenAPIDocument.parse(spec(added: ""), name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(
+                spec(added: "{$ref: '#/components/parameters/Tenant'}"), name: "revision.yaml")
+        ).changes().filter { $0.rule == "new-required-request-parameter" }
+        #expect(changes.count == 3)
+        #expect(changes.allSatisfy { $0.origin == "revision.yaml#/components/parameters/Tenant" }, "\(changes)")
+        let groups = ContractChangeGroup.grouping(changes)
+        #expect(groups.count == 1 && groups.first?.operations == 3, "\(groups.map { $0.text(verbose: false) })")
+        // Written inline in each operation, the same parameter is three places with no shared origin.
+        let inline = try ContractDiff(
+            base: try OpenAPIDocument.parse(spec(added: ""), name: "base.yaml"),
+            revision: try OpenAPIDocument.parse(
+                spec(added: "{name: tenant, in: header, required: true, schema: {type: string}}"), name: "revision.yaml"
+            )
+        ).changes().filter { $0.rule == "new-required-request-parameter" }
+        #expect(inline.count == 3 && inline.allSatisfy { $0.origin == nil })
+    }
+
     /// One change to a shared schema is one root cause whichever way each operation reaches it (the body
     /// itself, array items, a member): the messages name different places, the entry is one.
     @Test func oneChangeSeenFromDifferentPlacesIsOneEntry() throws {
