@@ -6,12 +6,13 @@ import KeelReference
 import KeelTesting
 import Testing
 
-/// Every failure the reference backend answers is in its contract's format (`contracts/notes-api.v1.7.yaml`):
-/// the Error body with a stable machine code. Found in an outside audit: a request the HTTP layer refused (a
-/// malformed head, a body too large) was answered in plain text with no machine code.
+/// Every answer the reference backend gives is one its contract (`contracts/notes-api.v1.8.yaml`) declares,
+/// in the contract's format. Found in an outside audit: a request the HTTP layer refused (a malformed head, a
+/// body too large) was answered in plain text with no machine code; maintenance answered sign-in and operation
+/// status, which declared no 503; `POST /mutations` answered a 413 it did not declare.
 @Suite(.timeLimit(.minutes(1))) struct RejectionAnswersContractTests {
     static let contract = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("contracts/notes-api.v1.7.yaml")
+        .deletingLastPathComponent().appendingPathComponent("contracts/notes-api.v1.8.yaml")
 
     /// An answer read off the wire: status, header fields (names in lower case), body, and whether the server
     /// closed the connection after it.
@@ -53,6 +54,24 @@ import Testing
         }
         answer.body = Data(received[(end + separator.count)...])
         return answer
+    }
+
+    /// The schema the contract declares for `status` of `operationID` (its JSON body), and the response; nil
+    /// when the operation declares no such status.
+    static func declared(_ document: OpenAPIDocument, _ operationID: String, _ status: Int) throws -> (
+        schema: ContractSchema, response: OpenAPIDocument.Response
+    )? {
+        guard let operation = try document.operations().first(where: { $0.operationID == operationID }),
+            let response = operation.responses.first(where: { $0.status == String(status) }),
+            let reference = response.content.first(where: { $0.name == "application/json" })?.schema?.value["$ref"]?
+                .stringValue
+        else { return nil }
+        return (try document.schema(at: reference), response)
+    }
+
+    /// A request the contract's operation `operation` stands for, with its path parameters filled in.
+    static func path(of operation: OpenAPIDocument.Operation) -> String {
+        operation.path.replacingOccurrences(of: #"\{[^}]*\}"#, with: "x1", options: .regularExpression)
     }
 
     static let tooLarge = 100_000_000  // more than the server reads (64 MiB)
@@ -137,5 +156,61 @@ import Testing
         let answer = try Self.exchange(served, port: harness.backend.port)
         #expect(answer.status == 401 && answer.closed, "\(answer.status) \(answer.text)")
         #expect(answer.headers["content-type"] == "application/json")
+    }
+
+    /// Maintenance stands before routing: every operation of the contract answers it, so every one declares it.
+    @Test func maintenanceIsDeclaredOnEveryOperationItAnswers() async throws {
+        let document = try OpenAPIDocument.load(from: Self.contract)
+        let harness = try BackendHarness()
+        let token = try await harness.signIn("alice")
+        _ = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "unavailable", "retryAfter": 30}"#)
+        let operations = try document.operations()
+        #expect(["signIn", "getOperationStatus"].allSatisfy { id in operations.contains { $0.operationID == id } })
+        for operation in operations {
+            let name = operation.operationID ?? operation.location
+            let answer = try await harness.call(
+                operation.method.uppercased(), Self.path(of: operation),
+                headers: ["Authorization": "Bearer \(token)", "Idempotency-Key": "maintenance-key-000001"],
+                json: operation.requestBody == nil ? nil : #"{"account": "alice", "mutations": []}"#)
+            #expect(answer.status == 503, "\(name): \(answer.status) \(answer.text)")
+            guard let declared = try Self.declared(document, name, 503) else {
+                Issue.record("\(name) answers 503 maintenance, which its contract does not declare")
+                continue
+            }
+            #expect(declared.response.headers.contains { $0.name == "Retry-After" }, "\(name)")
+            #expect(answer.headers["retry-after"] == "30", "\(name)")
+            let verdict = declared.schema.validate(try #require(answer.body, "\(name): \(answer.text)"))
+            #expect(verdict.isValid, "\(name): \(verdict.errors.map(\.message)) in \(answer.text)")
+        }
+        _ = try await harness.call("POST", "/_admin/fault", json: #"{"mode": "none"}"#)
+    }
+
+    /// A body larger than the server reads is refused with 413 on any operation that takes one: each declares it.
+    @Test func aBodyTooLargeIsDeclaredOnEveryOperationThatTakesOne() throws {
+        let document = try OpenAPIDocument.load(from: Self.contract)
+        let harness = try BackendHarness()
+        let operations = try document.operations().filter { $0.requestBody != nil }
+        #expect(
+            operations.contains { $0.operationID == "applyMutations" }
+                && operations.contains { $0.operationID == "signIn" })
+        for operation in operations {
+            let name = operation.operationID ?? operation.location
+            let head =
+                "\(operation.method.uppercased()) \(Self.path(of: operation)) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(Self.tooLarge)\r\n\r\n"
+            let answer = try Self.exchange(Array(head.utf8), port: harness.backend.port)
+            #expect(answer.status == 413, "\(name): \(answer.status) \(answer.text)")
+            guard let declared = try Self.declared(document, name, 413) else {
+                Issue.record("\(name) answers 413, which its contract does not declare")
+                continue
+            }
+            guard let body = try? JSONValue(parsing: answer.body) else {
+                Issue.record("\(name): not JSON: \(answer.text)")
+                continue
+            }
+            #expect(body["code"] == "payload_too_large", "\(name): \(answer.text)")
+            let verdict = declared.schema.validate(body)
+            #expect(verdict.isValid, "\(name): \(verdict.errors.map(\.message)) in \(answer.text)")
+        }
     }
 }

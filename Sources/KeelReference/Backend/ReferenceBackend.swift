@@ -5,7 +5,7 @@ import KeelCrypto
 import KeelStore
 import KeelTesting
 
-/// Keel's reference backend: the sample notes contract (`contracts/notes-api.v1.7.yaml`) served on
+/// Keel's reference backend: the sample notes contract (`contracts/notes-api.v1.8.yaml`) served on
 /// loopback by KeelTesting's HTTP/1.1 server, persisted in SQLite so that it survives its own restart.
 ///
 /// What it keeps (the promises a sync client is tested against):

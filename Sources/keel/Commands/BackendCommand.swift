@@ -19,7 +19,7 @@ enum BackendCommand {
         usage: """
             USAGE: keel backend --data <dir> [--port <port>] [--admin] [--stores <STORES.json>] [--exit-with-parent]
 
-            Runs Keel's reference backend: contracts/notes-api.v1.7.yaml (sign-in, notes, idempotent batch
+            Runs Keel's reference backend: contracts/notes-api.v1.8.yaml (sign-in, notes, idempotent batch
             mutations, publishing, a changes feed with an opaque cursor, operation status, version policy),
             persisted in <dir>/backend.sqlite so that it survives its own restart. Served by KeelTesting's
             HTTP/1.1 server on 127.0.0.1. Every failure is the contract's Error JSON with a stable code, a
