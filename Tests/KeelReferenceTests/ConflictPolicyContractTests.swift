@@ -10,7 +10,7 @@ import Testing
 /// marks `x-last-write-wins: true`; every other field of a note has another declared policy.
 @Suite struct ConflictPolicyContractTests {
     static let contract = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("contracts/notes-api.v1.7.yaml")
+        .deletingLastPathComponent().appendingPathComponent("contracts/notes-api.v1.8.yaml")
 
     @Test func lastWriteWinsIsDeclaredOnlyWhereTheContractAllowsIt() throws {
         let document = try OpenAPIDocument.load(from: Self.contract)

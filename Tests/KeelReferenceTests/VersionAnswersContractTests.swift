@@ -9,12 +9,12 @@ import Testing
 
 /// MOB-API-005 (API-005.1): the contract test of optional update, required update, maintenance and technical
 /// failure. The reference backend's real answers are checked against the contract revision that pins them
-/// (`contracts/notes-api.v1.7.yaml`: `update_required` with the minimum per platform, `maintenance`), and
+/// (`contracts/notes-api.v1.8.yaml`: `update_required` with the minimum per platform, `maintenance`), and
 /// Keel's client reads each as the policy it stands for — or, for what the contract does not say, as a
 /// technical failure that changes nothing.
 @Suite(.timeLimit(.minutes(1))) struct VersionAnswersContractTests {
     static let contract = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("contracts/notes-api.v1.7.yaml")
+        .deletingLastPathComponent().appendingPathComponent("contracts/notes-api.v1.8.yaml")
 
     func client(_ harness: BackendHarness, token: String, version: String) throws -> HTTPClient {
         HTTPClient(

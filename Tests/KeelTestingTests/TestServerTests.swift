@@ -473,6 +473,42 @@ import Testing
         #expect(rejected.kind == .rejected(status: 414, reason: "request line exceeds 1024 bytes"))
         #expect(server.requestCount == 0)
     }
+
+    /// A server speaking an API contract answers requests refused at the HTTP layer in the contract's error
+    /// format (found in an outside audit of the reference backend: plain text, no machine code). The hook
+    /// renders header fields and body; the status line, the framing and the close stay the server's.
+    @Test func aRejectionIsRenderedByTheConfiguredHookAndStillClosesTheConnection() async throws {
+        let server = try TestServer(
+            configuration: .init(
+                maximumBodyBytes: 10,
+                rejectionAnswer: { rejection in
+                    TestServer.RejectionAnswer(
+                        headers: [
+                            "Content-Type": "application/json", "Content-Length": "999", "Connection": "keep-alive",
+                            "Transfer-Encoding": "chunked", "X-Status": String(rejection.status),
+                        ],
+                        body: Data(#"{"reason": "\#(rejection.reason)"}"#.utf8))
+                }))
+        let raw = try RawClient(port: server.port)
+        raw.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n")
+        let body = #"{"reason": "request body too large"}"#
+        #expect(
+            raw.readUntilClose()
+                == "HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\nX-Status: 413\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        let rejected = try await server.awaitConnectionEvent { if case .rejected = $0.kind { true } else { false } }
+        #expect(rejected.kind == .rejected(status: 413, reason: "request body too large"))
+
+        // The default is unchanged: plain text naming the reason.
+        let plain = try TestServer()
+        let other = try RawClient(port: plain.port)
+        other.send("GET / HTTP/1.1\r\n\r\n")
+        let reason = "TestServer rejected the request: HTTP/1.1 request without Host\n"
+        #expect(
+            other.readUntilClose()
+                == "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                + "Content-Length: \(reason.utf8.count)\r\nConnection: close\r\n\r\n\(reason)")
+    }
 }
 
 @Suite(.timeLimit(.minutes(1))) struct TestServerRawResponseTests {

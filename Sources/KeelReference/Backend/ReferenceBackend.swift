@@ -5,7 +5,7 @@ import KeelCrypto
 import KeelStore
 import KeelTesting
 
-/// Keel's reference backend: the sample notes contract (`contracts/notes-api.v1.7.yaml`) served on
+/// Keel's reference backend: the sample notes contract (`contracts/notes-api.v1.8.yaml`) served on
 /// loopback by KeelTesting's HTTP/1.1 server, persisted in SQLite so that it survives its own restart.
 ///
 /// What it keeps (the promises a sync client is tested against):
@@ -29,6 +29,11 @@ import KeelTesting
 /// - **Version policy.** `X-App-Version` below the platform's minimum → 426 `update_required` with the
 ///   minimum per platform; below the latest → `X-Update-Available`.
 /// - **A request log** with the trace headers each request carried.
+/// - **Errors in the contract's format, always.** A request the HTTP layer refuses before routing is answered
+///   with the contract's Error body too, never plain text: 400 `bad_request` (a malformed request line,
+///   header, `Content-Length` or chunk; no `Host`; both `Content-Length` and `Transfer-Encoding`), 408
+///   `request_timeout`, 413 `payload_too_large`, 414 `uri_too_long`, 431 `headers_too_large`, 505
+///   `http_version_not_supported` — each closing its connection.
 ///
 /// With ``Configuration/admin``, `/_admin/...` endpoints let tests and demos inspect it and inject faults
 /// (see ``Fault``); the same things are available as methods.
@@ -176,7 +181,9 @@ public final class ReferenceBackend: Sendable {
         server = try TestServer(
             // Idle connections are closed after five minutes: a thread serves each, and a long-running backend
             // must not keep threads for clients that went quiet (a client's own pool lets go sooner).
-            configuration: .init(port: configuration.port, recordsRequests: false, idleTimeout: .seconds(300)),
+            configuration: .init(
+                port: configuration.port, recordsRequests: false, idleTimeout: .seconds(300),
+                rejectionAnswer: BackendHandler.rejectionAnswer),
             dispatcher: .init { request in handler.respond(to: request) })
     }
 
@@ -390,6 +397,29 @@ package final class BackendHandler: Sendable {
         } catch {
             return Self.failure(BackendFailure(status: 500, code: "internal", message: "\(error)"))
         }
+    }
+
+    // MARK: - Requests refused by the HTTP layer
+
+    /// The stable code of each answer the HTTP layer gives a request it refuses before the backend sees it (the
+    /// contract's Error `code`): the request is not well-formed HTTP/1.1 or is larger than the server reads.
+    static let rejectionCodes: [Int: String] = [
+        400: "bad_request",  // a malformed request line, header, Content-Length or chunk; no Host; both framings
+        408: "request_timeout",  // the head or body stopped arriving for the idle timeout
+        413: "payload_too_large",  // the body is larger than the server reads
+        414: "uri_too_long",  // the request line alone is larger than the server reads
+        431: "headers_too_large",  // the head is larger than the server reads
+        505: "http_version_not_supported",  // not HTTP/1.0 or HTTP/1.1
+    ]
+
+    /// A request the HTTP layer refused, answered as the contract answers every failure: an Error body with a
+    /// stable machine code (``rejectionCodes``; `request_rejected` for a status not listed there) and the
+    /// reason as its message, for logs.
+    @Sendable static func rejectionAnswer(_ rejection: TestServer.Rejection) -> TestServer.RejectionAnswer {
+        let code = rejectionCodes[rejection.status] ?? "request_rejected"
+        let object: JSONObject = ["code": .string(code), "message": .string(rejection.reason)]
+        return TestServer.RejectionAnswer(
+            headers: ["Content-Type": "application/json"], body: Data(JSONValue.object(object).serialized()))
     }
 
     // MARK: - Log

@@ -7,7 +7,7 @@ public enum NotesSync {
     /// Notes: title and body are settled by the user (two people's words are never silently dropped), tags
     /// merge as a set union, and `pinned` is last-write-wins — declared, because a pin is a display
     /// preference whose intermediate values nobody needs, and allowed by the contract (`x-last-write-wins` on
-    /// `Note.pinned` in `contracts/notes-api.v1.7.yaml`). A delete against an edit is the user's call too.
+    /// `Note.pinned` in `contracts/notes-api.v1.8.yaml`). A delete against an edit is the user's call too.
     public static let policies: ConflictPolicies = {
         var policies = ConflictPolicies()
         do {

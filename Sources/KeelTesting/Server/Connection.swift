@@ -426,11 +426,16 @@ final class Connection: @unchecked Sendable {
 
     private func reject(status: Int, reason: String) -> Ending {
         server.recordEvent(.rejected(status: status, reason: reason), connection: id, bytesSent: bytesSent)
-        let body = Array("TestServer rejected the request: \(reason)\n".utf8)
-        let head =
-            "HTTP/1.1 \(status) \(ReasonPhrase.standard(for: status))\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-        _ = send(Array(head.utf8) + body)
+        let answer = server.configuration.rejectionAnswer(TestServer.Rejection(status: status, reason: reason))
+        // The framing and the close are the server's, whatever the answer says: the connection closes after it.
+        var headers = answer.headers
+        headers.removeAll(named: "Transfer-Encoding")
+        headers["Content-Length"] = String(answer.body.count)
+        headers["Connection"] = "close"
+        var head = "HTTP/1.1 \(status) \(ReasonPhrase.standard(for: status))\r\n"
+        for field in headers { head += "\(field.name): \(field.value)\r\n" }
+        head += "\r\n"
+        _ = send(Array(head.utf8) + [UInt8](answer.body))
         return .rejected
     }
 

@@ -1,5 +1,5 @@
 public import Foundation
-import KeelCore
+public import KeelCore
 
 /// An HTTP/1.1 server on real loopback sockets that scripts faults, for testing network clients.
 ///
@@ -66,6 +66,45 @@ public final class TestServer: Sendable {
         }
     }
 
+    /// A request the server refuses at the HTTP layer, before any dispatcher or queue sees it (a malformed
+    /// head, a body too large, a head or body that stopped arriving): the status it is answered with and
+    /// why — the pair ``ConnectionEvent/Kind/rejected(status:reason:)`` records.
+    public struct Rejection: Sendable, Equatable {
+        /// 400, 408, 413, 414, 431 or 505.
+        public let status: Int
+        /// What was wrong, for a person reading a log (`malformed Content-Length`).
+        public let reason: String
+
+        /// A rejection with `status` for `reason`.
+        public init(status: Int, reason: String) {
+            self.status = status
+            self.reason = reason
+        }
+    }
+
+    /// The header fields and body a ``Rejection`` is answered with (see
+    /// ``Configuration/rejectionAnswer``). The status line, `Content-Length` and `Connection: close` are
+    /// always the server's own: a rejected connection is closed after its answer.
+    public struct RejectionAnswer: Sendable {
+        /// Header fields; `Content-Length`, `Transfer-Encoding` and `Connection` given here are replaced.
+        public var headers: HeaderFields
+        /// The body.
+        public var body: Data
+
+        /// An answer with `headers` and `body`.
+        public init(headers: HeaderFields = [:], body: Data = Data()) {
+            self.headers = headers
+            self.body = body
+        }
+
+        /// The default: plain text naming the reason (`TestServer rejected the request: <reason>`).
+        public static func plainText(_ rejection: Rejection) -> RejectionAnswer {
+            RejectionAnswer(
+                headers: ["Content-Type": "text/plain; charset=utf-8"],
+                body: Data("TestServer rejected the request: \(rejection.reason)\n".utf8))
+        }
+    }
+
     /// Settings fixed when the server starts.
     public struct Configuration: Sendable {
         /// The answer when the queue is empty and no dispatcher is set. Default: 404 saying so.
@@ -87,6 +126,11 @@ public final class TestServer: Sendable {
         /// (a slow head or body) — before the server closes it. Nil (the default): forever, as tests of slow
         /// clients need. A long-running server sets it, so idle connections cannot hold its threads forever.
         public var idleTimeout: Duration?
+        /// Renders a request refused at the HTTP layer (a ``Rejection``) into header fields and a body.
+        /// Default: ``RejectionAnswer/plainText(_:)``. A server that speaks an API contract (the reference
+        /// backend) answers these in the contract's error format instead, so a client reads a machine code
+        /// here as from any other failure.
+        public var rejectionAnswer: @Sendable (Rejection) -> RejectionAnswer
         /// How connection threads are made (tests replace it to make thread creation fail on purpose, as it
         /// does at a process's memory or thread limit).
         package var spawnsConnectionThread:
@@ -101,8 +145,10 @@ public final class TestServer: Sendable {
             maximumHeadBytes: Int = 64 * 1024,
             maximumBodyBytes: Int = 64 * 1024 * 1024,
             recordsRequests: Bool = true,
-            idleTimeout: Duration? = nil
+            idleTimeout: Duration? = nil,
+            rejectionAnswer: @escaping @Sendable (Rejection) -> RejectionAnswer = RejectionAnswer.plainText
         ) {
+            self.rejectionAnswer = rejectionAnswer
             precondition(
                 idleTimeout.map { $0 > .zero } ?? true, "TestServer.Configuration.idleTimeout must be positive")
             self.idleTimeout = idleTimeout

@@ -19,10 +19,14 @@ enum BackendCommand {
         usage: """
             USAGE: keel backend --data <dir> [--port <port>] [--admin] [--stores <STORES.json>] [--exit-with-parent]
 
-            Runs Keel's reference backend: contracts/notes-api.v1.7.yaml (sign-in, notes, idempotent batch
+            Runs Keel's reference backend: contracts/notes-api.v1.8.yaml (sign-in, notes, idempotent batch
             mutations, publishing, a changes feed with an opaque cursor, operation status, version policy),
             persisted in <dir>/backend.sqlite so that it survives its own restart. Served by KeelTesting's
-            HTTP/1.1 server on 127.0.0.1.
+            HTTP/1.1 server on 127.0.0.1. Every failure is the contract's Error JSON with a stable code, a
+            request the HTTP layer refuses too (then its connection closes): 400 bad_request (malformed
+            request line, header, Content-Length or chunk; no Host; both Content-Length and
+            Transfer-Encoding), 408 request_timeout, 413 payload_too_large, 414 uri_too_long, 431
+            headers_too_large, 505 http_version_not_supported.
 
             The first line on standard output is 'listening http://127.0.0.1:<port>'; then one line per
             request to the contract's API (requests to /_admin are not logged): '<method> <path> <status>
