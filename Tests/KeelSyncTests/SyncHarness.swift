@@ -13,11 +13,12 @@ final class SyncWorld: Sendable {
     let directory: TemporaryDirectory
     let backend: ReferenceBackend
 
-    init(prefix: String = "keel-sync", clock: WallClock = .system) throws {
+    init(prefix: String = "keel-sync", clock: WallClock = .system, maximumBodyBytes: Int = 64 * 1024 * 1024) throws {
         directory = try TemporaryDirectory(prefix: prefix)
         backend = try ReferenceBackend(
             configuration: .init(
-                dataDirectory: directory.url("backend"), admin: true, clock: clock, random: .seeded(99)))
+                dataDirectory: directory.url("backend"), admin: true, clock: clock, random: .seeded(99),
+                maximumBodyBytes: maximumBodyBytes))
     }
 
     /// A client of the backend; one attempt per call unless `attempts` says otherwise, short timeouts.

@@ -56,12 +56,15 @@ public final class ReferenceBackend: Sendable {
         /// through; otherwise the minimum is refused (409 `rollout_incomplete`) unless the gate allows it or
         /// the body declares a security incident. `keel backend --stores` answers with `keel release-gate`.
         public var minimumVersionGate: MinimumVersionGate?
+        /// The longest request body it reads; a longer one is answered 413 `payload_too_large` (declared by the
+        /// operations that take a body). 64 MiB by default.
+        public var maximumBodyBytes: Int
 
         /// A configuration; the defaults suit tests.
         public init(
             dataDirectory: URL, port: Int = 0, admin: Bool = false, clock: WallClock = .system,
             random: RandomSource = .system, log: (@Sendable (String) -> Void)? = nil,
-            minimumVersionGate: MinimumVersionGate? = nil
+            minimumVersionGate: MinimumVersionGate? = nil, maximumBodyBytes: Int = 64 * 1024 * 1024
         ) {
             self.dataDirectory = dataDirectory
             self.port = port
@@ -70,6 +73,7 @@ public final class ReferenceBackend: Sendable {
             self.random = random
             self.log = log
             self.minimumVersionGate = minimumVersionGate
+            self.maximumBodyBytes = maximumBodyBytes
         }
     }
 
@@ -182,8 +186,8 @@ public final class ReferenceBackend: Sendable {
             // Idle connections are closed after five minutes: a thread serves each, and a long-running backend
             // must not keep threads for clients that went quiet (a client's own pool lets go sooner).
             configuration: .init(
-                port: configuration.port, recordsRequests: false, idleTimeout: .seconds(300),
-                rejectionAnswer: BackendHandler.rejectionAnswer),
+                port: configuration.port, maximumBodyBytes: configuration.maximumBodyBytes, recordsRequests: false,
+                idleTimeout: .seconds(300), rejectionAnswer: BackendHandler.rejectionAnswer),
             dispatcher: .init { request in handler.respond(to: request) })
     }
 

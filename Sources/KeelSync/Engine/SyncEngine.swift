@@ -33,7 +33,8 @@ public struct SyncReport: Sendable {
     public internal(set) var acknowledged = 0
     /// Conflicts found: settled by a policy or kept for a person.
     public internal(set) var conflicts = 0
-    /// Changes the server refused.
+    /// Changes the server refused: answered `rejected` in a batch, or refused when sent alone (a batch refused
+    /// as a whole is sent again in halves until that change is found). Each is `failed`.
     public internal(set) var rejected = 0
     /// Entities received from the changes feed.
     public internal(set) var pulled = 0
@@ -88,6 +89,9 @@ public actor SyncEngine {
     /// The changes of the batch on its way now: `sending`. The outbox entries are not rewritten for it; a
     /// small in-flight record (``markInFlight(_:)``) keeps the fact across a kill.
     private var inFlight: Set<String> = []
+    /// The most changes the next batch of this run takes: ``batchSize``, halved each time the backend refuses a
+    /// batch of several as a whole (``splitsOnRefusal(_:)``), doubled back after each acknowledged batch.
+    private var pushLimit = 100
     private var stopped = false
     private var running: Task<SyncReport, Never>?
     /// The newest outbox tail this engine wrote or read (``OutboxTail``): used by a transaction only after it
@@ -966,9 +970,11 @@ public actor SyncEngine {
 
     /// Pushes batches until nothing is sendable; false when the run must stop.
     private func pushAll(_ report: inout SyncReport) async throws(SyncError) -> Bool {
+        pushLimit = batchSize
+        var refusedInARow = 0
         while true {
             guard !fenced else { return false }
-            let (batch, taken, key) = try await takeBatch()
+            let (batch, taken, key) = try await takeBatch(limit: pushLimit)
             guard !batch.isEmpty else { return true }
             inFlight = Set(batch.map(\.id))
             defer { inFlight = [] }
@@ -982,7 +988,30 @@ public actor SyncEngine {
                     report.droppedAnswers += 1
                     return false
                 }
+                // Refused as a whole — one change the backend cannot take (an id it refuses), or a body too
+                // large — a batch of several is sent again in halves, so that the one change is found and only
+                // it fails; the others go (found in review: one such change failed every change of its batch,
+                // and a batch too large for the server was sent again, whole, on every sync, ahead of all the
+                // rest). Nothing of it was applied: its marker goes, its changes stay as they are stored.
+                if batch.count > 1, Self.splitsOnRefusal(error) {
+                    try await storageCall {
+                        try await self.vault.write(self.storage.state, inline: true) { state in
+                            try state.delete(marker)
+                        }
+                    }
+                    pushLimit = max(1, batch.count / 2)
+                    continue
+                }
                 try await recordFailure(error, for: batch, marker: marker)
+                // A change refused alone is failed, as one the backend answers `rejected` in a batch is: the
+                // push goes on with the others. Unless every change is refused so — three in a row with none
+                // acknowledged between says the refusal is not about them (a client the backend no longer
+                // takes): the run stops and the rest wait, instead of every change being failed one by one.
+                if Self.splitsOnRefusal(error) {
+                    report.rejected += 1
+                    refusedInARow += 1
+                    if refusedInARow < 3 { continue }
+                }
                 report.failure = SyncFailure(error)
                 return false
             }
@@ -1008,7 +1037,16 @@ public actor SyncEngine {
             }
             connectivity = .online
             try await apply(results, of: batch, taken: taken, marker: marker, into: &report)
+            pushLimit = min(batchSize, pushLimit * 2)
+            refusedInARow = 0
         }
+    }
+
+    /// Whether `failure` refuses a push as a whole, for something one of its changes may be alone in: the
+    /// request's content (400, 422) or its size (413), certainly not applied. Sent alone, a change refused so
+    /// is failed (``recordFailure(_:for:marker:)``).
+    static func splitsOnRefusal(_ failure: HTTPFailure) -> Bool {
+        failure.outcome == .rejected && (failure.kind == .validation || failure.status == 413)
     }
 
     /// Pulls pages until the feed's end; false when the run must stop.
@@ -1151,11 +1189,10 @@ public actor SyncEngine {
     /// (the change is not in the batch) or sees the marker and refuses (it may be applied). Changes of an
     /// earlier marker whose answer never came (the app was killed while they were out) are marked
     /// `sending` first: sent without a known answer.
-    private func takeBatch() async throws(SyncError) -> (
+    private func takeBatch(limit: Int) async throws(SyncError) -> (
         batch: [PendingMutation], taken: [TakenEntry], key: IdempotencyKey
     ) {
         let storage = storage
-        let limit = batchSize
         let cached = tail
         return try await storageCall {
             try await self.vault.write(storage.all, inline: true) { transaction in
@@ -1309,9 +1346,10 @@ public actor SyncEngine {
         // 409: the backend is still applying one of these keys (an earlier attempt): the outcome is not known.
         let unknown = failure.outcome == .unknown || failure.status == 409
         // A validation refusal of a batch of one change refuses that change's content, which an earlier attempt
-        // sent as well: it was not applied then either. A batch of several is refused as a whole — perhaps
-        // for another change in it — and says nothing about an earlier attempt of each one.
-        let refusesItAlone = failure.kind == .validation && batch.count == 1
+        // sent as well: it was not applied then either; so does a 413 (the change is too large to be taken).
+        // Either fails it: sent again as it is, it would be refused again, ahead of every other change. A
+        // batch of several refused so is sent again in halves (``splitsOnRefusal(_:)``) before it comes here.
+        let refusesItAlone = Self.splitsOnRefusal(failure) && batch.count == 1
         try await storageCall {
             try await self.vault.write([storage.outbox, storage.state], inline: true) { transaction in
                 let outbox = try transaction.records(storage.outbox)
@@ -1331,7 +1369,7 @@ public actor SyncEngine {
                         // discardable as if it had not left.
                         if failure.outcome == .rejected { entry.attempts += 1 }
                     } else {
-                        entry.state = needsSomeone.contains(failure.kind) ? .failed : .pending
+                        entry.state = needsSomeone.contains(failure.kind) || refusesItAlone ? .failed : .pending
                         if failure.outcome == .rejected { entry.attempts += 1 }
                     }
                     try outbox.put(id, SyncRecords.encode(entry))
