@@ -83,6 +83,65 @@ import Testing
                 """)
     }
 
+    /// The newest revision of the sample contract (found by listing `contracts/`) compiles and decodes its
+    /// version answers: 1.7's `UpdateRequired` refines members of `Error` through `allOf` (the code pinned to
+    /// `update_required`, `minimumVersions` required and validated) and did not generate (an outside audit).
+    @Test func theNewestSampleContractsModelsCompileAndDecodeTheVersionAnswers() async throws {
+        let newest = try #require(
+            try FileManager.default.contentsOfDirectory(
+                atPath: Self.repository.appendingPathComponent("contracts").path
+            )
+            .compactMap { name -> (version: [Int], name: String)? in
+                guard name.hasPrefix("notes-api.v"), name.hasSuffix(".yaml") else { return nil }
+                let digits = name.dropFirst("notes-api.v".count).dropLast(".yaml".count).split(separator: ".")
+                let version = digits.compactMap { Int($0) }
+                guard version.count == digits.count else { return nil }
+                return (version + Array(repeating: 0, count: max(0, 3 - version.count)), name)
+            }.max { $0.version.lexicographicallyPrecedes($1.version) })
+        #expect(newest.version.lexicographicallyPrecedes([1, 7, 0]) == false, "\(newest.name)")
+        let (status, output, errors) = try await run([
+            Self.repository.appendingPathComponent("contracts/\(newest.name)").path, "--output", "Generated",
+        ])
+        #expect(status == .exited(0), "\(errors)")
+        let generated = try #require(output.split(separator: " ").last.map { String($0.dropLast()) })
+        let program = """
+            import Foundation
+            import KeelContract
+
+            let decoder = ContractDecoder()
+            let body = #"{"code": "update_required", "message": "m", "minimumVersions": {"ios": "2.1"}}"#
+            let update = try decoder.decode(UpdateRequired.self, from: Data(body.utf8))
+            // The minimums validated only more strictly than Error's: the same Swift type.
+            let minimums: ErrorModel.MinimumVersions = update.minimumVersions
+            print("update", update.code, minimums.ios ?? "-", minimums.android ?? "-")
+            let error = try decoder.decode(ErrorModel.self, from: Data(body.utf8))
+            print("error", error.code, error.minimumVersions == update.minimumVersions)
+            let maintenance = try decoder.decode(Maintenance.self, from: Data(#"{"code": "maintenance"}"#.utf8))
+            print("maintenance", maintenance.code)
+
+            func failure(_ text: String) -> String {
+                do {
+                    _ = try decoder.decode(UpdateRequired.self, from: Data(text.utf8))
+                    return "decoded"
+                } catch {
+                    return "\\(error.code) at \\(error.path)"
+                }
+            }
+            print("other code", failure(body.replacingOccurrences(of: "update_required", with: "validation")))
+            print("no minimums", failure(#"{"code": "update_required"}"#))
+            """
+        let run = try await compileAndRun(program: program, generated: URL(fileURLWithPath: generated))
+        #expect(
+            run == """
+                update updateRequired 2.1 -
+                error update_required true
+                maintenance maintenance
+                other code undeclaredEnumValue at code
+                no minimums missingMember at minimumVersions
+
+                """)
+    }
+
     @Test func discriminatedUnionsAllOfAndNullableMembersWorkInCompiledCode() async throws {
         let (status, _, errors) = try await run([Self.shapes, "--output", "."])
         #expect(status == .exited(0), "\(errors)")

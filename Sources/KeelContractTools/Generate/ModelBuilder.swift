@@ -561,11 +561,34 @@ struct ModelBuilder {
                         members[index].schema = .object(merged)
                         continue
                     }
-                    diagnose(
-                        file, propertyPointer,
-                        "property \(name) defined differently in two allOf parts (first at \(existing.pointer)) is not supported yet"
-                    )
-                    succeeded = false
+                    // Both definitions hold (`allOf`): one that only adds validation (`pattern`, `enum`,
+                    // `minProperties`, `required` of a nested object, ...) gives one schema for both. A `$ref`
+                    // inside is read relative to its file: two files' definitions combine only without one.
+                    guard
+                        existing.file == file
+                            || !(Self.containsReference(existing.schema) || Self.containsReference(property))
+                    else {
+                        diagnose(
+                            file, propertyPointer,
+                            "property \(name) defined differently in two allOf parts (first at \(existing.pointer)) is not supported yet"
+                        )
+                        succeeded = false
+                        continue
+                    }
+                    do {
+                        let combined = try Self.combined(
+                            existing.schema, property, openAPI30: document.isOpenAPI30)
+                        // Only checks the models do not make (`pattern`, `minProperties`, ...) added: the first
+                        // definition's type, and a part's nested type (`ErrorModel.MinimumVersions`), fit every
+                        // value both allow. Otherwise the member has the combined schema.
+                        if Self.typeShape(combined) != Self.typeShape(existing.schema) {
+                            members[index] = Member(
+                                name: name, schema: combined, file: file, pointer: propertyPointer)
+                        }
+                    } catch {
+                        diagnose(file, propertyPointer, error.message(property: name, first: existing.pointer))
+                        succeeded = false
+                    }
                     continue
                 }
                 members.append(Member(name: name, schema: property, file: file, pointer: propertyPointer))
