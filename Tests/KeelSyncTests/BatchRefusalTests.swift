@@ -95,3 +95,58 @@ import Testing
         await engine.stop()
     }
 }
+
+/// OBS-LOG-004 for sync: a change's failure keeps the correlation id of the call that failed — the change's own
+/// for a batch of one — so what the app logs next to "couldn't be saved" is what the backend logged, after a
+/// relaunch too (found in an outside audit: a failure kept none, and the reference app showed a random one).
+@Suite struct SyncFailureCorrelationTests {
+    @Test func aFailureKeepsTheCorrelationIDOfTheCallThatFailedAcrossARelaunch() async throws {
+        let world = try SyncWorld(prefix: "keel-sync-failure-id")
+        let device = try world.device("phone")
+        let engine = try await device.engine(.alice)
+        // Refused by its answer (a title over the contract's 200 characters), sent alone.
+        let refused = try await engine.create(
+            "note", id: "n1", fields: .note(String(repeating: "x", count: 201)), operation: "createNote")
+        #expect(await engine.push().rejected == 1)
+        #expect(try await engine.entity("note", id: "n1")?.failure?.correlationID == refused.correlationID)
+        await engine.stop()
+        // A whole call refused (a token the backend does not know): the call's id, which for a batch of one is
+        // the change's.
+        let stale = try await device.engine(.alice, token: "not-a-token")
+        let queued = try await stale.create("note", id: "n2", fields: .note("Later"), operation: "createNote")
+        let report = await stale.push()
+        #expect(report.failure?.kind == .authentication)
+        #expect(report.failure?.correlationID == queued.correlationID)
+        await stale.stop()
+        // Stored with the change: a relaunched engine reads it back.
+        let relaunched = try await device.engine(.alice)
+        let first = try #require(try await relaunched.entity("note", id: "n1")?.failure)
+        let second = try #require(try await relaunched.entity("note", id: "n2")?.failure)
+        #expect(first.correlationID == refused.correlationID && second.correlationID == queued.correlationID)
+        await relaunched.stop()
+    }
+}
+
+/// What an app needs to test its own ``SyncRemote`` without an engine (found in an outside audit: no change
+/// or report could be made outside Keel): a change made by hand goes through a remote to the backend.
+@Suite struct RemoteTestingTests {
+    @Test func aChangeMadeByHandGoesThroughARemote() async throws {
+        let world = try SyncWorld(prefix: "keel-sync-remote-testing")
+        let remote = NotesRemote(client: world.client(), account: .alice, token: try await world.token(.alice))
+        let key = IdempotencyKey.make(using: .seeded(7))
+        let change = PendingMutation(
+            testing: EntityRef(type: "note", id: "n1"), kind: .create, fields: .note("By hand"), id: "m-by-hand-1",
+            idempotencyKey: key, correlationID: CorrelationID.make(using: .seeded(8)))
+        let context = SyncContext(account: .alice, epoch: 1, correlationID: change.correlationID)
+        let results = try await remote.push(
+            [change], batchKey: IdempotencyKey("batch-by-hand-000001"), context: context)
+        guard case .applied(let entity)? = results.first else {
+            Issue.record("not applied: \(results)")
+            return
+        }
+        #expect(entity.ref.id == "n1" && entity.version == 1 && entity.fields["title"] == "By hand")
+        #expect(try world.backend.appliedKeys() == [key.rawValue: 1])
+        let report = SyncReport(acknowledged: 1, isComplete: true)
+        #expect(report.acknowledged == 1 && report.isComplete && report.failure == nil)
+    }
+}

@@ -402,6 +402,34 @@ import Testing
         #expect(try world.backend.appliedKeys() == [change.idempotencyKey.rawValue: 1])
     }
 
+    /// Found in an outside audit: a scenario had to declare an operation, so data the app only shows offline
+    /// (server-owned lists) could not get a staleness of its own. A scenario without operations is read-only:
+    /// its staleness counts, and it makes nothing available to the outbox.
+    @Test func aReadOnlyScenarioGivesItsDataAStalenessAndQueuesNothing() async throws {
+        let clock = MovableWallClock()
+        let world = try SyncWorld(clock: clock.clock)
+        let vault = try await world.device("phone").vaults.open(.alice)
+        let token = try await world.token(.alice)
+        let contract = try OfflineContract([
+            OfflineScenario(
+                name: "browseNotes", operations: [], entityTypes: ["note"], maximumStaleness: .seconds(3600),
+                display: .banner, conditions: [.foreground, .manual]),
+            OfflineScenario(
+                name: "editNotes", operations: ["createNote"], entityTypes: ["note"],
+                maximumStaleness: .seconds(6 * 3600), display: .itemBadges, conditions: [.manual]),
+        ])
+        #expect(contract.scenario(for: "browseNotes") == nil)
+        #expect(contract.maximumStaleness(of: "note") == .seconds(3600))  // the strictest of the two
+        let engine = try SyncEngine(
+            vault: vault, remote: NotesRemote(client: world.client(), account: .alice, token: token),
+            policies: NotesSync.policies, offline: contract, clock: clock.clock)
+        #expect(await engine.handle(.foreground)?.isComplete == true)
+        clock.advance(by: 2 * 3600)
+        let freshness = try await engine.freshness(of: "note")
+        #expect(freshness.isStale && freshness.maximumStaleness == .seconds(3600), "\(freshness)")
+        await engine.stop()
+    }
+
     /// Found in review: the scenario's queue and data were declared and never checked — a scenario naming
     /// another queue was accepted, and its operations queued changes of types it does not show.
     @Test func aScenarioIsHeldToItsQueueAndItsData() async throws {

@@ -169,6 +169,26 @@ private final class IdempotentBackend: Sendable {
         #expect(try await journal.all().map(\.operationID) == ["open"])
     }
 
+    /// Found in an outside audit: the journal was made with the process's default mode (0644), readable by
+    /// every user of the machine, with each call's path, keys and body digest. It is its owner's only, WAL too,
+    /// and a journal an older Keel made is narrowed when opened.
+    @Test func theJournalIsReadableByItsOwnerOnly() async throws {
+        let journal = try SQLiteOperationJournal(path: path)
+        try await journal.record(
+            JournalEntry(
+                operationID: "op", idempotencyKey: nil, correlationID: CorrelationID.make(using: .seeded(1)),
+                method: "POST", path: "/m", bodyDigest: nil, createdAt: Date(), state: .sending))
+        func mode(_ file: String) throws -> Int {
+            try #require(FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
+        }
+        #expect(try mode(path) == 0o600)
+        #expect(try mode(path + "-wal") == 0o600)
+        let older = path + ".older.sqlite"
+        #expect(FileManager.default.createFile(atPath: older, contents: nil, attributes: [.posixPermissions: 0o644]))
+        _ = try SQLiteOperationJournal(path: older)
+        #expect(try mode(older) == 0o600)
+    }
+
     @Test func anOperationThatCannotBeJournaledIsNotSent() async throws {
         let server = try TestServer()
         let failure = await #expect(throws: HTTPFailure.self) {

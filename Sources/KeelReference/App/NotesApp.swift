@@ -548,7 +548,7 @@ public actor NotesApp {
                     if note.state == .failed, let failure = note.failure {
                         // Shown only: its own random source, so that listing draws nothing from the app's (a
                         // seeded one would give later notes other ids depending on how often `list` ran).
-                        let shown = failure.userFacing(correlationID: CorrelationID.make(using: .system))
+                        let shown = failure.userFacing()
                         object["failure"] = [
                             "kind": .string(failure.kind.name), "outcome": .string(failure.outcome.description),
                             "message": .string(shown.message), "action": .string(shown.action.name),

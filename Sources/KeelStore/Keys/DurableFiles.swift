@@ -27,6 +27,21 @@ package enum DurableFiles {
         }
     }
 
+    /// Makes the SQLite database `file` readable by its owner only before SQLite opens it: SQLite gives a new
+    /// file the process's default mode (0644 under the usual umask), and its WAL and shared-memory files the
+    /// mode of the database file. Made first with 0600, or narrowed when an older Keel made it (the file and
+    /// its companions, `-wal`, `-shm`, `-journal`). Best effort: a file that cannot be narrowed still opens.
+    package static func restrictDatabaseToOwner(_ file: String) {
+        let created = open(file, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if created >= 0 {
+            close(created)
+            return
+        }
+        for path in ["", "-wal", "-shm", "-journal"].map({ file + $0 }) where kind(path) == .file {
+            _ = chmod(path, 0o600)
+        }
+    }
+
     /// Writes `bytes` to a new temporary file beside `path` with `mode`, syncs it, then moves it to `path`
     /// and syncs the directory: after a crash `path` holds either its old content or all of `bytes`.
     /// With `exclusive`, an existing `path` is never replaced (`EEXIST`).

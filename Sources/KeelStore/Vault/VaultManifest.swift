@@ -233,17 +233,8 @@ enum VaultFiles {
         throws(VaultError) -> DatabasePool
     {
         let file = directory + "/" + database(policy)
-        // Readable by its owner only, as the manifest and the keys are: SQLite gives a new file the process's
-        // default mode (0644 under the usual umask), and its WAL and shared-memory files the mode of the
-        // database file. Made first with 0600, or narrowed when an older Keel made it.
-        let created = open(file, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-        if created >= 0 {
-            close(created)
-        } else {
-            for path in [file] + databaseCompanions.map({ file + $0 }) where DurableFiles.kind(path) == .file {
-                _ = chmod(path, 0o600)
-            }
-        }
+        // Readable by its owner only, as the manifest and the keys are.
+        DurableFiles.restrictDatabaseToOwner(file)
         let pool: DatabasePool
         do throws(DatabaseError) {
             // Secure delete whatever SQLite's build defaults to: a record replaced or deleted (a retention

@@ -49,6 +49,24 @@ public struct SyncReport: Sendable {
     /// Whether the server did not know the stored cursor (``SyncRemote/rejectsCursor(_:)``) and the feed was
     /// pulled again from its start.
     public internal(set) var restartedPull = false
+
+    /// A report as a run would give it — for testing and previewing what an app makes of one; the engine's
+    /// runs make the real ones.
+    public init(
+        acknowledged: Int = 0, conflicts: Int = 0, rejected: Int = 0, pulled: Int = 0, isComplete: Bool = false,
+        failure: SyncFailure? = nil, droppedAnswers: Int = 0, storageError: SyncError? = nil,
+        restartedPull: Bool = false
+    ) {
+        self.acknowledged = acknowledged
+        self.conflicts = conflicts
+        self.rejected = rejected
+        self.pulled = pulled
+        self.isComplete = isComplete
+        self.failure = failure
+        self.droppedAnswers = droppedAnswers
+        self.storageError = storageError
+        self.restartedPull = restartedPull
+    }
 }
 
 /// One account's sync: a durable outbox, pushes with idempotency keys, a resumable pull, conflicts settled by
@@ -979,10 +997,11 @@ public actor SyncEngine {
             inFlight = Set(batch.map(\.id))
             defer { inFlight = [] }
             let marker = InFlightMarker.key(key.rawValue)
+            let context = pushContext(batch, key: key)
             let results: [PushResult]
             guard !fenced else { return false }  // stopped while the batch was prepared: nothing goes out
             do throws(HTTPFailure) {
-                results = try await remote.push(batch, batchKey: key, context: pushContext(batch, key: key))
+                results = try await remote.push(batch, batchKey: key, context: context)
             } catch {
                 if fenced {
                     report.droppedAnswers += 1
@@ -1029,14 +1048,15 @@ public actor SyncEngine {
                 }
             if let misfit {
                 let failure = HTTPFailure(
-                    kind: .contractViolation, outcome: .unknown, correlationID: batch[0].correlationID,
+                    kind: .contractViolation, outcome: .unknown, correlationID: context.correlationID,
                     detail: Redacted(misfit))
                 try await recordFailure(failure, for: batch, marker: marker)
                 report.failure = SyncFailure(failure)
                 return false
             }
             connectivity = .online
-            try await apply(results, of: batch, taken: taken, marker: marker, into: &report)
+            try await apply(
+                results, of: batch, taken: taken, marker: marker, correlationID: context.correlationID, into: &report)
             pushLimit = min(batchSize, pushLimit * 2)
             refusedInARow = 0
         }
@@ -1381,7 +1401,7 @@ public actor SyncEngine {
     /// Applies the server's answers to the batch, in one transaction.
     private func apply(
         _ results: [PushResult], of batch: [PendingMutation], taken: [TakenEntry], marker: String,
-        into report: inout SyncReport
+        correlationID: CorrelationID, into report: inout SyncReport
     ) async throws(SyncError) {
         let storage = storage
         let policies = policies
@@ -1445,7 +1465,8 @@ public actor SyncEngine {
                         entry.state = .failed
                         entry.attempts += 1
                         entry.failure = SyncFailure(
-                            kind: .conflict, outcome: .rejected, status: 200, errorCode: "conflict_without_change")
+                            kind: .conflict, outcome: .rejected, status: 200, errorCode: "conflict_without_change",
+                            correlationID: correlationID)
                         try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry))
                     case .conflict(let answered):
                         counts.conflicts += 1
@@ -1491,7 +1512,8 @@ public actor SyncEngine {
                         case .manual(let unresolved, let proposal):
                             entry.state = .conflicted
                             entry.attempts += 1
-                            entry.failure = SyncFailure(kind: .conflict, outcome: .rejected, status: 200)
+                            entry.failure = SyncFailure(
+                                kind: .conflict, outcome: .rejected, status: 200, correlationID: correlationID)
                             try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry))
                             let conflict = ConflictRecord(
                                 mutation: entry, local: local, server: server, unresolvedFields: unresolved,
@@ -1506,7 +1528,7 @@ public actor SyncEngine {
                         entry.attempts += 1
                         entry.failure = SyncFailure(
                             kind: code == "not_found" ? .conflict : .validation, outcome: .rejected, status: 200,
-                            errorCode: code)
+                            errorCode: code, correlationID: correlationID)
                         try outbox.put(SyncRecords.outboxID(entry.sequence), SyncRecords.encode(entry))
                     }
                 }

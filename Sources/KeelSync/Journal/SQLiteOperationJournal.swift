@@ -26,6 +26,10 @@ public final class SQLiteOperationJournal: OperationJournal {
     ///   `superseded` when a newer Keel wrote it (its entries, `unknown` ones included, are left as they are:
     ///   update the app), `inconsistent` or `failed` as any migration.
     public init(path: String) throws {
+        // Readable by its owner only (found in an outside audit: it was 0644 under the usual umask): it names
+        // every mutating call with its path, keys and a digest of its body, which guessing could invert for a
+        // short body.
+        DurableFiles.restrictDatabaseToOwner(path)
         pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(synchronous: .full))
         try Self.migrator.migrate(pool)
     }

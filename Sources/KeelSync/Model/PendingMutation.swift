@@ -81,11 +81,15 @@ public struct SyncFailure: Sendable, Hashable {
     public let requestID: String?
     /// When the server said to try again.
     public let retryAt: Date?
+    /// The correlation id of the call that failed (a push's: the change's own for a batch of one), when a call
+    /// was made: what support searches the backend's logs for (OBS-LOG-004). Nil for a failure no call had
+    /// (damaged storage) and for failures recorded before Keel kept it.
+    public let correlationID: CorrelationID?
 
     /// A failure.
     public init(
         kind: HTTPFailure.Kind, outcome: HTTPFailure.Outcome, status: Int? = nil, errorCode: String? = nil,
-        requestID: String? = nil, retryAt: Date? = nil
+        requestID: String? = nil, retryAt: Date? = nil, correlationID: CorrelationID? = nil
     ) {
         self.kind = kind
         self.outcome = outcome
@@ -93,21 +97,28 @@ public struct SyncFailure: Sendable, Hashable {
         self.errorCode = errorCode
         self.requestID = requestID
         self.retryAt = retryAt
+        self.correlationID = correlationID
     }
 
-    /// The failure of an HTTP call.
+    /// The failure of an HTTP call, with its correlation id.
     public init(_ failure: HTTPFailure) {
         self.init(
             kind: failure.kind, outcome: failure.outcome, status: failure.status, errorCode: failure.errorCode,
-            requestID: failure.requestID, retryAt: failure.retryAt)
+            requestID: failure.requestID, retryAt: failure.retryAt, correlationID: failure.correlationID)
     }
 
     /// What to show: the state and the one safe recovery action, never backend text.
+    public func userFacing() -> UserFacingOutcome {
+        userFacing(correlationID: correlationID ?? CorrelationID.make(using: .system))
+    }
+
+    /// ``userFacing()``; `correlationID` stands in when the failure has none of its own (the outcome shows no
+    /// id: it goes with the failure into the app's logs).
     public func userFacing(correlationID: CorrelationID) -> UserFacingOutcome {
         UserFacingOutcome(
             failure: HTTPFailure(
                 kind: kind, outcome: outcome, status: status, errorCode: errorCode, requestID: requestID,
-                correlationID: correlationID, retryAt: retryAt),
+                correlationID: self.correlationID ?? correlationID, retryAt: retryAt),
             mutates: true, canQueue: true)
     }
 
@@ -117,6 +128,7 @@ public struct SyncFailure: Sendable, Hashable {
         if let errorCode { object["errorCode"] = .string(errorCode) }
         if let requestID { object["requestID"] = .string(requestID) }
         if let retryAt { object["retryAt"] = .number(JSONNumber(retryAt.timeIntervalSince1970)) }
+        if let correlationID { object["correlationID"] = .string(correlationID.rawValue) }
         return .object(object)
     }
 
@@ -128,7 +140,9 @@ public struct SyncFailure: Sendable, Hashable {
             kind: HTTPFailure.Kind(kind), outcome: outcome, status: json["status"]?.int,
             errorCode: json["errorCode"]?.stringValue,
             requestID: json["requestID"]?.stringValue,
-            retryAt: json["retryAt"]?.double.map { Date(timeIntervalSince1970: $0) })
+            retryAt: json["retryAt"]?.double.map { Date(timeIntervalSince1970: $0) },
+            // A stored id that is not one (damaged) is dropped, never shown as the call's.
+            correlationID: json["correlationID"]?.stringValue.flatMap { try? CorrelationID(validating: $0) })
     }
 }
 
@@ -195,6 +209,20 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
         self.sequence = sequence
         self.replaces = replaces
         self.laterBases = laterBases
+    }
+
+    /// A change made by hand, as the engine would queue it — for testing a ``SyncRemote`` (what its push sends
+    /// for it, what it makes of an answer) and for previews. An app queues real changes through
+    /// ``SyncEngine``, which makes the ids and keys once and keeps them.
+    public init(
+        testing entity: EntityRef, kind: MutationKind, fields: JSONObject = [:], baseVersion: Int? = nil,
+        operation: String = "test", id: String, idempotencyKey: IdempotencyKey, correlationID: CorrelationID,
+        createdAt: Date = Date(timeIntervalSince1970: 0), sequence: UInt64 = 0
+    ) {
+        self.init(
+            id: id, idempotencyKey: idempotencyKey, correlationID: correlationID, entity: entity, kind: kind,
+            baseVersion: baseVersion, fields: fields, previous: [:], operation: operation, createdAt: createdAt,
+            sequence: sequence)
     }
 
     /// A stored member's value: text and integers as they are, so that ``encoded`` writes them without

@@ -32,7 +32,12 @@ public enum PushResult: Sendable, Hashable {
     case duplicate(RemoteEntity?)
     /// Not applied: the entity changed since the mutation's base version. The server's current entity.
     case conflict(RemoteEntity)
-    /// Not applied, and sending it again will not help (invalid, not found): the contract's code.
+    /// Not applied, and sending it again will not help (invalid, not found): the contract's code. The change
+    /// is `failed` with kind `conflict` when the code is `not_found` (the entity is gone on the server: the
+    /// user decides between discarding the change and making the entity again), `validation` for any other
+    /// code (its content is refused: the user fixes it). A refusal the user cannot act on by editing (access to
+    /// one entity, say) is better thrown from ``SyncRemote/push(_:batchKey:context:)`` as the whole call's
+    /// `HTTPFailure` when the backend refuses it so.
     case rejected(code: String)
 }
 

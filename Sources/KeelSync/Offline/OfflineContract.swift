@@ -37,7 +37,9 @@ public enum StateDisplay: String, Sendable, Hashable, CaseIterable {
 public struct OfflineScenario: Sendable, Hashable {
     /// A name for the declaration and logs (`editNotes`).
     public let name: String
-    /// The operations available offline (`createNote`, `editNote`): the outbox takes them.
+    /// The operations available offline (`createNote`, `editNote`): the outbox takes them. None: a read-only
+    /// scenario — data the app shows offline with its staleness (server-owned lists, reference data) and
+    /// changes nothing of.
     public let operations: Set<String>
     /// The entity types whose data the scenario shows.
     public let entityTypes: Set<String>
@@ -74,8 +76,9 @@ public struct OfflineContract: Sendable, Hashable {
     /// A contract.
     ///
     /// - Throws: ``SyncError`` `invalidDeclaration` for two scenarios with one name, an operation in two
-    ///   scenarios, a scenario without operations, entity types or sync conditions, or a maximum staleness
-    ///   that is not positive.
+    ///   scenarios, a scenario without entity types or sync conditions, or a maximum staleness that is not
+    ///   positive. A scenario without operations is read-only (found in an outside audit: data the app only
+    ///   shows could not be given a staleness without inventing an operation).
     public init(_ scenarios: [OfflineScenario]) throws(SyncError) {
         var names: Set<String> = []
         var operations: Set<String> = []
@@ -86,7 +89,6 @@ public struct OfflineContract: Sendable, Hashable {
             guard !scenario.name.isEmpty, names.insert(scenario.name).inserted else {
                 throw refuse("scenario names must be present and unique")
             }
-            guard !scenario.operations.isEmpty else { throw refuse("a scenario declares its offline operations") }
             guard !scenario.entityTypes.isEmpty else { throw refuse("a scenario declares the data it shows") }
             guard !scenario.conditions.isEmpty else { throw refuse("a scenario declares when it syncs") }
             guard scenario.maximumStaleness > .zero else { throw refuse("the maximum staleness must be positive") }
