@@ -209,4 +209,6 @@ extension ErrorCode where Domain == InventoryError {
     public static var undeclaredTable: Self { Self("undeclaredTable") }
     /// A reset was asked for a source of truth.
     public static var resetRefused: Self { Self("resetRefused") }
+    /// An app version that names nothing (blank, or longer than 256 bytes) was given to a version check.
+    public static var invalidAppVersion: Self { Self("invalidAppVersion") }
 }
