@@ -120,6 +120,34 @@ import Testing
         #expect(try await run(["fixed.json", "--check"]).0 == .exited(0))
     }
 
+    /// Found in an outside audit: `--check` refused a vault dataset (account-bound) whose retention is a
+    /// duration unless it declared a table with a timestamp column, which the vault's sweep never uses. Without
+    /// a table it passes; the same dataset belonging to no account (nothing would sweep it) is still refused,
+    /// with the same line and exit code as before.
+    @Test func aRetentionDurationOfVaultRecordsNeedsNoTable() async throws {
+        let vault = #"""
+            [{"name": "recent-places", "purpose": "Places looked at", "kind": "keyValue", "classification": "personal",
+              "isAccountBound": true, "retention": 604800, "backup": "deviceOnly",
+              "deletionTriggers": ["logout", "accountDeletion", "retentionExpiry"], "role": "sourceOfTruth"}]
+            """#
+        try Data(vault.utf8).write(to: directory.url("vault.json"))
+        let (status, output, _) = try await run(["vault.json", "--check"])
+        #expect(status == .exited(0))
+        #expect(output.contains("1 dataset(s), no problems"), "\(output)")
+
+        let nobody = vault.replacingOccurrences(
+            of: #""classification": "personal""#, with: #""classification": "internal""#
+        )
+        .replacingOccurrences(of: #""isAccountBound": true"#, with: #""isAccountBound": false"#)
+        try Data(nobody.utf8).write(to: directory.url("nobody.json"))
+        let (refused, refusedOutput, _) = try await run(["nobody.json", "--check"])
+        #expect(refused == .exited(1))
+        #expect(
+            refusedOutput.contains(
+                "problem: recent-places: a retention duration needs table storage with a timestamp column to sweep"),
+            "\(refusedOutput)")
+    }
+
     /// Foundation's decoder keeps one of two repeated members silently: the reviewer would read `public`
     /// while the gate checked `credential` (or the other way round, depending on the decoder).
     @Test func aMemberRepeatedInOneDatasetIsRefusedNotResolved() async throws {

@@ -257,17 +257,57 @@ import Testing
         #expect(try await store.sweepExpired(now: clock.wallClock).isScrubbed)
     }
 
+    /// Retention durations nothing could sweep: data of no account that is not public (no vault and not the
+    /// shared cache keeps it, so only a table could), files and media in a vault (its sweep reaches records
+    /// only), and a declared table without its timestamp column (the ``DataStore``'s, which sweeps by it).
     @Test func retentionThatNothingCanSweepIsRefused() {
-        var drafts = Self.searches
-        drafts.name = "drafts"
-        drafts.kind = .draft
-        drafts.storage = nil
-        #expect {
-            _ = try Inventory([drafts])
-        } throws: { error in
-            (error as? InventoryError)?.problems.contains { $0.code == .retentionNotSweepable && $0.field == "storage" }
-                == true
+        var unbound = Self.searches
+        unbound.name = "device-history"
+        unbound.classification = .internal
+        unbound.isAccountBound = false
+        unbound.deletionTriggers = [.retentionExpiry]
+        unbound.storage = nil
+        var media = Self.searches
+        media.name = "photos"
+        media.kind = .mediaDirectory
+        media.storage = nil
+        var publicFiles = Self.feed
+        publicFiles.kind = .file
+        publicFiles.storage = nil
+        var untimed = Self.searches
+        untimed.storage = .init(table: "search")
+        for dataset in [unbound, media, publicFiles, untimed] {
+            #expect(
+                dataset.problems.map(\.code) == [.retentionNotSweepable], "\(dataset.name) \(dataset.kind)")
+            #expect {
+                _ = try Inventory([dataset])
+            } throws: { error in
+                (error as? InventoryError)?.problems.contains {
+                    $0.code == .retentionNotSweepable && $0.field == "storage"
+                } == true
+            }
         }
+    }
+
+    /// Found in an outside audit: a vault stamps each record it keeps (`updated_at`) and sweeps by that, whatever
+    /// table is declared, yet the check asked an account-bound dataset with a retention duration for table
+    /// storage with a timestamp column — a table made up to please the check. Records a vault or the shared
+    /// cache keeps need no table.
+    @Test(arguments: [Dataset.Kind.table, .keyValue, .cache, .draft, .queue, .snapshot])
+    func retentionOfRecordsAVaultOrTheSharedCacheSweepsNeedsNoTable(kind: Dataset.Kind) throws {
+        var searches = Self.searches
+        searches.kind = kind
+        searches.storage = nil
+        var feed = Self.feed
+        feed.kind = kind
+        feed.storage = nil
+        var publicOfAnAccount = Self.feed
+        publicOfAnAccount.name = "followed-topics"
+        publicOfAnAccount.kind = kind
+        publicOfAnAccount.isAccountBound = true
+        publicOfAnAccount.storage = nil
+        let inventory = try Inventory([searches, feed, publicOfAnAccount])
+        #expect(inventory.datasets.count == 3)
     }
 
     @Test func aCacheOutsideTheDatabaseIsNotReportedAsReset() async throws {

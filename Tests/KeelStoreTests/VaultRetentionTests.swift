@@ -76,6 +76,47 @@ import Testing
         #expect(try await vault.get("notes", id: "n1") != nil)
     }
 
+    /// Found in an outside audit: the inventory check asked a vault dataset with a retention duration for table
+    /// storage with a timestamp column, which the vault's sweep never looks at (it stamps records itself). The
+    /// declarations here have no storage at all: accepted, and swept in a real vault and the shared cache by
+    /// the injected clock.
+    @Test func recordsDeclaredWithoutATableAreSweptByTheirStore() async throws {
+        let inventory = try Inventory([
+            Dataset(
+                name: "recent-places", purpose: "Places the user looked at, offered again", kind: .keyValue,
+                classification: .personal, isAccountBound: true, retention: .duration(.seconds(7 * 86_400)),
+                backup: .deviceOnly, deletionTriggers: [.logout, .accountDeletion, .retentionExpiry],
+                role: .sourceOfTruth),
+            Dataset(
+                name: "headlines", purpose: "Public headlines, for a fast start", kind: .cache, classification: .public,
+                isAccountBound: false, retention: .duration(.seconds(3 * 86_400)), backup: .exclude,
+                deletionTriggers: [.retentionExpiry], role: .cache(rebuiltFrom: "GET /headlines")),
+        ])
+        let keys = try FileKeyStore(directory: root.url("keys2"), dataDirectories: [root.url("data2")])
+        let vaults = try Vaults(
+            dataDirectory: root.url("data2"), keyStore: keys, inventory: inventory, clock: clock.wallClock)
+        let vault = try await vaults.open(try AccountID("carol@example.com"))
+        try await vault.put("recent-places", id: "old", Data("a café last month".utf8))
+        try await vaults.shared.put("headlines", id: "old", Data("yesterday's news".utf8))
+        clock.advance(by: .seconds(6 * 86_400))
+        try await vault.put("recent-places", id: "recent", Data("the station".utf8))
+        try await vaults.shared.put("headlines", id: "recent", Data("today's news".utf8))
+        clock.advance(by: .seconds(2 * 86_400))
+
+        #expect(try await vault.sweepExpired().deleted == ["recent-places": 1])
+        #expect(try await vault.get("recent-places", id: "old") == nil)
+        #expect(try await vault.get("recent-places", id: "recent") == Data("the station".utf8))
+        #expect(try await vaults.shared.sweepExpired().deleted == ["headlines": 1])
+        #expect(try await vaults.shared.get("headlines", id: "recent") == Data("today's news".utf8))
+        // By a clock the caller gives: two weeks on, the recent ones have expired too.
+        let later = ManualClock(wallClockOrigin: Date(timeIntervalSince1970: 1_800_000_000 + 22 * 86_400))
+        #expect(try await vault.sweepExpired(now: later.wallClock).deleted == ["recent-places": 1])
+        #expect(try await vault.get("recent-places", id: "recent") == nil)
+        #expect(try await vaults.shared.sweepExpired(now: later.wallClock).deleted == ["headlines": 1])
+        await vaults.close()
+        await vaults.shared.close()
+    }
+
     @Test func aSweepOfAFreshVaultDeletesNothingAndCreatesNoDatabase() async throws {
         let vault = try await vaults.open(try AccountID("bob@example.com"))
         let before = VaultFixture.files(under: root.url("data")).map(\.path)

@@ -69,6 +69,49 @@ public final class DataStore: Sendable {
         try await pool.write { db in try db.execute("DELETE FROM \(Self.quoted(table))") }
     }
 
+    /// Checks the app's version at launch, before anything reads a cache: when it is not the version this
+    /// database recorded last (an upgrade, a downgrade, or none recorded), every table cache declaring the
+    /// `appVersionChange` deletion trigger is emptied, and `version` recorded — in one transaction, so a crash
+    /// or an error midway leaves every cache as it was and the old version recorded, and the next check does it
+    /// all again. Nothing but such caches is touched (the inventory refuses the trigger on a source of truth).
+    ///
+    /// The version is kept in this database (table `keel_app_version`). Caches outside a table (files, media)
+    /// are the app's: clear them when ``AppVersionCheck/changed`` is true, or before this call (the version is
+    /// recorded last). Datasets in an account's vault or the shared cache are reset by
+    /// ``Vaults/checkAppVersion(_:)``.
+    ///
+    /// - Throws: ``InventoryError`` `invalidAppVersion` for a blank `version`; `DatabaseError`.
+    @discardableResult
+    public func checkAppVersion(_ version: String) async throws -> AppVersionCheck {
+        try AppVersionCheck.validate(version)
+        let caches = inventory.datasets.values.filter(AppVersionCheck.resets).compactMap { dataset in
+            dataset.storage.map { (name: dataset.name, table: $0.table) }
+        }.sorted { $0.name < $1.name }
+        return try await pool.write { db in
+            try db.execute(
+                "CREATE TABLE IF NOT EXISTS keel_app_version (id INTEGER PRIMARY KEY CHECK (id = 1), version TEXT NOT NULL)"
+            )
+            let previous = try db.scalar(String.self, "SELECT version FROM keel_app_version WHERE id = 1")
+            guard previous != version else {
+                return AppVersionCheck(version: version, previous: previous, changed: false)
+            }
+            var check = AppVersionCheck(version: version, previous: previous, changed: true)
+            for cache in caches {
+                // A table not created yet holds nothing to reset.
+                guard
+                    try db.scalar(
+                        Int.self, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
+                        arguments: [cache.table]) != nil
+                else { continue }
+                try db.execute("DELETE FROM \(Self.quoted(cache.table))")
+                check.resetDatasets.append(cache.name)
+            }
+            try db.execute(
+                "INSERT OR REPLACE INTO keel_app_version (id, version) VALUES (1, ?)", arguments: [version])
+            return check
+        }
+    }
+
     /// What a retention sweep did.
     public struct SweepReport: Sendable, Equatable {
         /// Records deleted, per dataset.

@@ -65,7 +65,8 @@ public struct Dataset: Sendable, Hashable, Codable {
     /// Where a table's records live and which column stamps them, for retention sweeps.
     ///
     /// A dataset kept in an account's ``Vault`` or in the ``SharedCache`` lives in the store's own table
-    /// (`records.<name>`, stamped at each write): their sweeps use that, whatever table is declared here.
+    /// (`records.<name>`, stamped at each write): their sweeps use that, whatever table is declared here, so
+    /// such a dataset declares no storage, also when its retention is a duration.
     public struct TableStorage: Sendable, Hashable, Codable {
         /// The table holding the dataset's records: the only one ``DataStore`` lets its statements touch.
         public var table: String
@@ -91,8 +92,10 @@ public struct Dataset: Sendable, Hashable, Codable {
     /// Whether it belongs to the signed-in account: account-bound `personal` (or more sensitive) data must
     /// list `accountDeletion` among its deletion triggers.
     public var isAccountBound: Bool
-    /// How long it is kept; may be nil only below `personal`. A duration needs ``storage`` with a
-    /// timestamp column, or the sweeper could never expire it.
+    /// How long it is kept; may be nil only below `personal`. A duration needs something to sweep it: ``storage``
+    /// with a timestamp column (a ``DataStore`` table), or no storage at all for records an account's ``Vault``
+    /// (account-bound) or the ``SharedCache`` (public, of no account) keeps and stamps itself. Files and media
+    /// directories are never swept.
     public var retention: Retention?
     /// Whether platform backups may carry it (`include` is refused for `sensitive` and `credential` data).
     public var backup: BackupPolicy
@@ -120,6 +123,17 @@ public struct Dataset: Sendable, Hashable, Codable {
         self.deletionTriggers = deletionTriggers
         self.role = role
         self.storage = storage
+    }
+
+    /// Whether the store that keeps this dataset stamps and sweeps its records by itself, with no table declared:
+    /// an account-bound dataset lives in an account's ``Vault`` (the only store that admits it without a table),
+    /// a public one of no account in the ``SharedCache``; both stamp each record when it is put and sweep by
+    /// that (``Vault/sweepExpired(now:)``, ``SharedCache/sweepExpired(now:)``). Files and media directories
+    /// are not records: nothing sweeps them. A dataset that declares a table is the ``DataStore``'s, which
+    /// sweeps only by the table's declared timestamp column.
+    var isSweptByItsStore: Bool {
+        guard storage == nil, kind != .file, kind != .mediaDirectory else { return false }
+        return isAccountBound || classification == .public
     }
 
     /// What is wrong with this declaration (empty when it is acceptable). The standard allows no
@@ -182,8 +196,11 @@ public struct Dataset: Sendable, Hashable, Codable {
             if duration.components.seconds <= 0 {
                 problem(.nonPositiveRetention, "retention", "retention must be positive")
             }
-            // Only table records with a timestamp can be swept; anything else would silently never expire.
-            if storage?.timestampColumn == nil {
+            // Only records with a time can be swept; anything else would silently never expire. A table the app
+            // declares (``DataStore``) needs its timestamp column; a dataset declared without one is kept by a
+            // store that stamps each record itself: an account's ``Vault`` (account-bound) or the ``SharedCache``
+            // (public, of no account) — but only as records: their files are never swept.
+            if storage?.timestampColumn == nil, !isSweptByItsStore {
                 problem(
                     .retentionNotSweepable, "storage",
                     "a retention duration needs table storage with a timestamp column to sweep")

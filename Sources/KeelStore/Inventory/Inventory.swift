@@ -193,7 +193,8 @@ extension ErrorCode where Domain == InventoryProblem {
     public static var missingDeletionTrigger: Self { Self("missingDeletionTrigger") }
     /// A retention duration that is zero or negative.
     public static var nonPositiveRetention: Self { Self("nonPositiveRetention") }
-    /// A retention duration on data the sweeper cannot reach (no table with a timestamp column).
+    /// A retention duration on data no sweep can reach: neither a table with a timestamp column nor records a
+    /// vault or the shared cache stamps itself (see ``Dataset/retention``).
     public static var retentionNotSweepable: Self { Self("retentionNotSweepable") }
     /// A cache that does not say what rebuilds it.
     public static var cacheWithoutSource: Self { Self("cacheWithoutSource") }
@@ -208,4 +209,6 @@ extension ErrorCode where Domain == InventoryError {
     public static var undeclaredTable: Self { Self("undeclaredTable") }
     /// A reset was asked for a source of truth.
     public static var resetRefused: Self { Self("resetRefused") }
+    /// An app version that names nothing (blank, or longer than 256 bytes) was given to a version check.
+    public static var invalidAppVersion: Self { Self("invalidAppVersion") }
 }

@@ -147,6 +147,16 @@ public struct BackupPlan: Sendable, Equatable, Codable {
                         sealed: false, opensOnAnotherDevice: disposition == .transferred))
             }
         }
+        // The app version seen last (``Vaults/checkAppVersion(_:)``): it travels with the data it describes, so
+        // a restore into another version of the app resets the caches that came along; missing, the first
+        // check resets them anyway.
+        if DurableFiles.kind(base + "/" + AppVersionRecord.fileName) == .file {
+            owned.insert(AppVersionRecord.fileName)
+            items.append(
+                Item(
+                    path: AppVersionRecord.fileName, disposition: .transferred, namespace: nil, datasets: [],
+                    sealed: false, opensOnAnotherDevice: true))
+        }
         // Everything else under the data directory is the app's own.
         if let enumerator = FileManager.default.enumerator(atPath: base) {
             for case let relative as String in enumerator

@@ -68,6 +68,43 @@ public final class SharedCache: Sendable {
         try await pool.write { db in try db.execute("DROP TABLE IF EXISTS \(table)") }
     }
 
+    /// Drops every shared cache declaring the `appVersionChange` deletion trigger, in every file it may be in
+    /// (the shared store does not record where it wrote: a dataset whose backup policy an update changed has
+    /// older records in the file of the earlier one). Nothing else is touched. Run by
+    /// ``Vaults/checkAppVersion(_:)``; dropping again what is gone does nothing, so an interrupted run is
+    /// simply run again.
+    ///
+    /// - Returns: the caches that held a table (sorted).
+    /// - Throws: ``VaultError`` `databaseFailed` or `damaged`.
+    func resetForAppVersionChange() async throws -> [String] {
+        let caches = inventory.datasets.values.filter {
+            $0.classification == .public && !$0.isAccountBound && VaultFiles.isSafeComponent($0.name)
+                && AppVersionCheck.resets($0)
+        }.map(\.name).sorted()
+        guard !caches.isEmpty else { return [] }
+        var reset: Set<String> = []
+        for policy in Dataset.BackupPolicy.allCases {
+            // A database never written has nothing to reset; opening it here would create it.
+            let file = directory.path + "/" + VaultFiles.database(policy)
+            guard pools.withLock({ $0[policy] != nil }) || DurableFiles.kind(file) == .file else { continue }
+            do {
+                let pool = try pool(for: policy, dataset: caches[0])
+                let dropped = try await pool.write { db -> [String] in
+                    var dropped: [String] = []
+                    for name in caches where try Self.exists(name, db) {
+                        try db.execute("DROP TABLE \(DataStore.quoted(VaultFiles.table(name)))")
+                        dropped.append(name)
+                    }
+                    return dropped
+                }
+                reset.formUnion(dropped)
+            } catch let error as DatabaseError {
+                throw VaultError(error, message: "\(file): \(error.description)")
+            }
+        }
+        return reset.sorted()
+    }
+
     /// Deletes the records of every shared dataset whose retention is a duration and that were last put
     /// longer ago than it — by `now` from `wallClock`, the store's own clock unless given — and scrubs them
     /// from the files (secure delete, WAL checkpoint), as ``Vault/sweepExpired(now:)`` does in a vault.

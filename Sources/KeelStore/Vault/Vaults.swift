@@ -19,6 +19,8 @@ import KeelCrypto
 ///   its data and its key. Account deletion erases the whole namespace and every key of it.
 /// - A deletion interrupted by a crash or an unavailable key store is recorded in the vault and finished
 ///   before the vault is used again.
+/// - ``checkAppVersion(_:)``, at launch, runs the `appVersionChange` trigger when the app's version changed:
+///   caches declaring it are reset in every vault on the device and in the shared cache.
 public actor Vaults {
     /// The data directory: vaults live under `vaults/`, one directory per ``VaultNamespace``.
     public nonisolated let dataDirectory: URL
@@ -421,9 +423,11 @@ public actor Vaults {
             affected = pending.datasets
         } else {
             let triggered = manifest.datasets.keys.filter { name in
-                trigger == .accountDeletion
-                    || (inventory.datasets[name] ?? manifest.datasets[name]!.declaration).deletionTriggers.contains(
-                        trigger)
+                let declaration = inventory.datasets[name] ?? manifest.datasets[name]!.declaration
+                // A version change resets caches and nothing else, whatever a manifest's old declaration says.
+                return trigger == .accountDeletion
+                    || (declaration.deletionTriggers.contains(trigger)
+                        && (trigger != .appVersionChange || AppVersionCheck.resets(declaration)))
             }
             // An unfinished purge of another trigger is finished with this one, never replaced by it: its
             // datasets may already have lost their keys.
@@ -533,6 +537,105 @@ public actor Vaults {
         return report
     }
 
+    // MARK: - The app's version
+
+    /// Checks the app's version at launch, before a vault is opened: when it is not the version recorded last
+    /// in the data directory (an upgrade, a downgrade, or none recorded yet), every dataset declaring the
+    /// `appVersionChange` deletion trigger is reset — the shared cache's, and each account's in every vault on
+    /// the device, open or not — and nothing else: the inventory allows the trigger on caches only, and a
+    /// declaration only a vault's manifest still knows is reset only if it says cache too.
+    ///
+    /// Durable across a crash: the change is recorded (`app-version.json`, with the stores still to reset)
+    /// before anything is deleted, and each store leaves the list once it is reset. Killed midway, the next
+    /// check (with the same version or a newer one) finishes it; a store that throws (a vault whose manifest
+    /// is gone, a database that cannot be written) stays on the list and is tried again at each check, while
+    /// the others are done and stay done. In a vault the reset is its deletion trigger: recorded in the vault
+    /// first (so opening it finishes the reset too), the caches' keys shredded — which needs no key to be
+    /// readable: a vault restored without its keys, or a locked key store, is reset all the same — then their
+    /// records and files deleted. A vault with another deletion (logout, account deletion) left unfinished by
+    /// a crash has it finished first, as ``open(_:)`` would.
+    ///
+    /// Caches Keel does not keep (the app's own files) are the app's to clear when ``AppVersionCheck/changed``
+    /// is true; an app with a ``DataStore`` checks it too (``DataStore/checkAppVersion(_:)``).
+    ///
+    /// - Throws: ``InventoryError`` `invalidAppVersion` for a blank `version`; ``VaultError``
+    ///   `anotherVaultOpen` while a vault is open (nothing is changed: check before opening one); the first
+    ///   failure of a store that could not be reset (the others are; it is tried again next time); `ioError`
+    ///   when the record cannot be written.
+    @discardableResult
+    public func checkAppVersion(_ version: String) async throws -> AppVersionCheck {
+        try AppVersionCheck.validate(version)
+        await turnstile.enter()
+        defer { turnstile.leave() }
+        if let active {
+            throw VaultError(
+                code: .anotherVaultOpen, namespace: active.namespace.rawValue,
+                message:
+                    "check the app's version at launch, before a vault is opened (its caches may be reset); nothing was changed"
+            )
+        }
+        let path = VaultFiles.roots(of: dataDirectory).data + "/" + AppVersionRecord.fileName
+        let recorded = AppVersionRecord.read(path)
+        var record: AppVersionRecord
+        if let recorded, recorded.version == version {
+            guard !recorded.isFinished else {
+                return AppVersionCheck(version: version, previous: recorded.version, changed: false)
+            }
+            record = recorded
+        } else {
+            // The fact first: from here on, a crash leaves it for the next check to finish.
+            record = AppVersionRecord(
+                version: version, previous: recorded?.version, pendingShared: true,
+                pendingVaults: try namespaces().map(\.rawValue))
+            try record.write(path)
+        }
+        var check = AppVersionCheck(version: version, previous: record.previous, changed: true)
+        var failure: (any Error)?
+        if record.pendingShared {
+            do {
+                check.resetDatasets = try await shared.resetForAppVersionChange()
+                record.pendingShared = false
+            } catch { failure = error }
+        }
+        var remaining: [String] = []
+        for name in record.pendingVaults {
+            guard let namespace = VaultNamespace(rawValue: name) else { continue }
+            do {
+                if let report = try await resetForAppVersionChange(namespace) { check.vaults.append(report) }
+            } catch {
+                remaining.append(name)
+                failure = failure ?? error
+            }
+        }
+        record.pendingVaults = remaining
+        try record.write(path)
+        if let failure { throw failure }
+        return check
+    }
+
+    /// Resets the caches of one vault for a change of the app's version; nil when it had none to reset.
+    private func resetForAppVersionChange(_ namespace: VaultNamespace) async throws -> PurgeReport? {
+        let directory = root + "/" + namespace.rawValue
+        guard DurableFiles.kind(directory) != nil else { return nil }  // deleted since the change was recorded
+        guard var manifest = try VaultManifest.read(directory: directory) else {
+            // Nothing written (nil), or data whose manifest is gone: the purge tells, and refuses the latter.
+            let report = try await purge(namespace: namespace, trigger: .appVersionChange, resuming: false)
+            return report.deletedDatasets.isEmpty ? nil : report
+        }
+        if let pending = manifest.pendingPurge, pending.trigger != .appVersionChange {
+            // Finished by its own trigger (as opening the vault would), never merged into a reset of caches.
+            _ = try await purge(namespace: namespace, trigger: pending.trigger, resuming: true)
+            guard DurableFiles.kind(directory) == .directory, let after = try VaultManifest.read(directory: directory)
+            else { return nil }
+            manifest = after
+        }
+        let caches = manifest.datasets.filter {
+            AppVersionCheck.resets(inventory.datasets[$0.key] ?? $0.value.declaration)
+        }
+        guard !caches.isEmpty || manifest.pendingPurge != nil else { return nil }
+        return try await purge(namespace: namespace, trigger: .appVersionChange, resuming: false)
+    }
+
     private func shredAllKeys(of namespace: VaultNamespace) throws -> [KeyID] {
         do {
             let ids = try keyStore.listKeys().filter { $0.namespace == namespace.rawValue }.map(\.id)
@@ -572,5 +675,40 @@ public struct PurgeReport: Sendable, Equatable {
     init(trigger: Dataset.DeletionTrigger, namespace: VaultNamespace?) {
         self.trigger = trigger
         self.namespace = namespace
+    }
+}
+
+/// `app-version.json` in the data directory: the app version seen last, and what of the change to it is not
+/// finished yet (``Vaults/checkAppVersion(_:)``). Written atomically and durably; no secret, no account id.
+struct AppVersionRecord: Codable, Equatable {
+    static let fileName = "app-version.json"
+
+    /// The version recorded last.
+    var version: String
+    /// The version before it (nil: none recorded).
+    var previous: String?
+    /// Whether the shared cache is still to be reset for the change to ``version``.
+    var pendingShared: Bool
+    /// The vaults (namespaces) still to be reset for it.
+    var pendingVaults: [String]
+
+    var isFinished: Bool { !pendingShared && pendingVaults.isEmpty }
+
+    /// The record at `path`; nil when there is none — or one that cannot be read: an unknown version is not
+    /// known to be this one, and resetting caches again is always safe.
+    static func read(_ path: String) -> AppVersionRecord? {
+        guard let bytes = try? DurableFiles.read(path, limit: 1 << 20) else { return nil }
+        return try? JSONDecoder().decode(AppVersionRecord.self, from: Data(bytes))
+    }
+
+    func write(_ path: String) throws(VaultError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do {
+            let data = try encoder.encode(self)
+            try DurableFiles.write([UInt8](data), to: path, mode: 0o600, exclusive: false)
+        } catch {
+            throw VaultError(code: .ioError, message: "\(path) cannot be written: \(error)")
+        }
     }
 }
