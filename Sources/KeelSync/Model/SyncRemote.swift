@@ -86,6 +86,12 @@ public struct SyncContext: Sendable, Hashable {
 public protocol SyncRemote: Sendable {
     /// Sends `batch` (at most one mutation per entity, in outbox order) under `batchKey`, and returns one
     /// result per mutation, in order.
+    ///
+    /// A thrown failure answers for the whole batch. A backend without a batch endpoint (one request per
+    /// change) cannot say "the first went through, the second was refused" that way: make its engine with
+    /// `batchSize: 1`, so that each change has its own answer and none is shown failed after it was applied.
+    /// Send each change's ``PendingMutation/idempotencyKey`` with it either way: after an unknown outcome the
+    /// engine sends the change again under the same key.
     func push(_ batch: [PendingMutation], batchKey: IdempotencyKey, context: SyncContext) async throws(HTTPFailure)
         -> [PushResult]
 
