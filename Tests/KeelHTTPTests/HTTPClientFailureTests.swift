@@ -119,7 +119,8 @@ struct FaultTransport: HTTPTransport {
             configuration: .init(
                 baseURL: URL(string: "http://keel-test.nonexistent.invalid:8080")!,
                 transport: SocketTransport(configuration: .init(connectTimeout: .seconds(10))),
-                policy: CallPolicy(attemptTimeout: .seconds(10), deadline: .seconds(10), maximumAttempts: 1)))
+                policy: CallPolicy(attemptTimeout: .seconds(10), deadline: .seconds(10), maximumAttempts: 1),
+                allowsCleartextHTTP: true))  // to reach the resolver: cleartext http to a name is refused otherwise
         do {
             _ = try await client.send(HTTPOperation(method: "POST", path: "/notes", body: Data("{}".utf8)))
             Issue.record("a name under .invalid resolved")

@@ -89,6 +89,61 @@ private final class HangingReplayDecision: HTTPMiddleware, Sendable {
     }
 }
 
+/// A bearer middleware that refreshes only a token that is still current: after a 401 it compares the token
+/// the attempt sent (``MiddlewareContext/sentRequest``) with its current one. One it cannot see counts as
+/// current (it must refresh: the answer may be to the token it holds).
+private final class RotatingBearer: HTTPMiddleware, Sendable {
+    private let state = Locked((token: "token-1", refreshes: 0))
+    /// What each `shouldReplay` saw: the attempt, whether it was a replay, and the request it was sent as.
+    let asked = Locked<[(attempt: Int, isReplay: Bool, sent: TransportRequest?)]>([])
+    /// Whether `prepare` ever saw a sent request.
+    let preparedWithSentRequest = Locked(false)
+
+    var refreshes: Int { state.withLock { $0.refreshes } }
+
+    func prepare(_ request: inout TransportRequest, context: MiddlewareContext) async throws(MiddlewareRefusal) {
+        if context.sentRequest != nil { preparedWithSentRequest.withLock { $0 = true } }
+        request.headers["Authorization"] = "Bearer \(state.withLock { $0.token })"
+    }
+
+    func shouldReplay(after response: TransportResponse, context: MiddlewareContext) async -> Bool {
+        asked.withLock { $0.append((context.attempt, context.isReplay, context.sentRequest)) }
+        guard response.status == 401 else { return false }
+        let sent = context.sentRequest?.headers["Authorization"]
+        state.withLock { state in
+            // Refreshed by another call since this one was sent: replay with the new token, refresh nothing.
+            if let sent, sent != "Bearer \(state.token)" { return }
+            state.refreshes += 1
+            state.token = "token-\(state.refreshes + 1)"
+        }
+        return true
+    }
+}
+
+/// Answers 401 to `token-1` only once two requests carrying it have arrived (two calls sent before either
+/// got its answer), and 200 to any other token.
+private final class TwoCallsWithTheOldToken: HTTPTransport, Sendable {
+    private let waiting = Locked((arrived: 0, continuations: [CheckedContinuation<Void, Never>]()))
+    let tokens = Locked<[String?]>([])
+
+    func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        let token = request.headers["Authorization"]
+        tokens.withLock { $0.append(token) }
+        guard token == "Bearer token-1" else { return TransportResponse(status: 200, body: Data("{}".utf8)) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let released = waiting.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.arrived += 1
+                state.continuations.append(continuation)
+                guard state.arrived >= 2 else { return [] }
+                defer { state.continuations = [] }
+                return state.continuations
+            }
+            for waiter in released { waiter.resume() }
+        }
+        return TransportResponse(status: 401)
+    }
+}
+
 /// Request middleware (issue #10): headers on every attempt, one replay under the client's rules, origin
 /// allowlists, and no way to turn an unknown outcome into a success or to repeat an unsafe call.
 @Suite(.timeLimit(.minutes(1))) struct MiddlewareTests {
@@ -309,6 +364,71 @@ private final class HangingReplayDecision: HTTPMiddleware, Sendable {
         _ = try #require(await reverse.send(.get("/start")).failure)
         #expect(elsewhere.requests.first?.headers.contains("Authorization") == false)
         #expect(api.requestCount == 1)
+    }
+
+    /// Adopter audit: `shouldReplay` could not see the request it was answering, so a refresh middleware could
+    /// not tell a 401 to the token it had already replaced: two concurrent 401s rotated the token twice.
+    @Test func concurrent401sToTheSameTokenRefreshItOnce() async throws {
+        let auth = RotatingBearer()
+        let transport = TwoCallsWithTheOldToken()
+        let client = HTTPClient(
+            configuration: .init(
+                baseURL: URL(string: "https://api.example.com/v1")!, transport: transport, middleware: [auth]))
+        async let first = client.send(.get("/notes/1"))
+        async let second = client.send(.get("/notes/2"))
+        let replies = try await [first, second]
+        #expect(replies.map(\.attempts) == [2, 2])  // each replayed once
+        #expect(auth.refreshes == 1)  // the second 401 was to the token the first one had replaced
+        #expect(
+            transport.tokens.withLock { $0 }.sorted { ($0 ?? "") < ($1 ?? "") } == [
+                "Bearer token-1", "Bearer token-1", "Bearer token-2", "Bearer token-2",
+            ])
+        // What shouldReplay saw: the first attempt of each call, as sent (the middleware's header, the client's
+        // own fields, the URL); prepare never sees a sent request.
+        let asked = auth.asked.withLock { $0 }
+        #expect(asked.count == 2)
+        for question in asked {
+            #expect(question.attempt == 1 && !question.isReplay)
+            let sent = try #require(question.sent)
+            #expect(sent.headers["Authorization"] == "Bearer token-1")
+            #expect(sent.headers["X-Correlation-ID"] != nil)
+            #expect(sent.url.path.hasPrefix("/v1/notes/"))
+        }
+        #expect(!auth.preparedWithSentRequest.withLock { $0 })
+    }
+
+    /// Adopter audit: apps unit-test their own middleware and wrappers without a client, with the public
+    /// initializers of a context and a reply.
+    @Test func appsCanTestTheirMiddlewareAndWrappersWithoutAClient() async throws {
+        let auth = RotatingBearer()
+        let operation = HTTPOperation.get("/notes")
+        let sent = TransportRequest(
+            method: "GET", url: URL(string: "https://api.example.com/notes")!,
+            headers: ["Authorization": "Bearer token-1"])
+        let context = MiddlewareContext(operation: operation, sentRequest: sent)
+        #expect(context.attempt == 1 && !context.isReplay)
+        #expect(context.operation.path == "/notes")
+        #expect(await auth.shouldReplay(after: TransportResponse(status: 401), context: context))
+        #expect(auth.refreshes == 1)
+        // A 401 to the old token again (a call sent before the refresh): no second refresh.
+        let late = MiddlewareContext(
+            operation: operation, correlationID: context.correlationID, trace: context.trace, attempt: 1,
+            sentRequest: sent)
+        #expect(await auth.shouldReplay(after: TransportResponse(status: 401), context: late))
+        #expect(auth.refreshes == 1)
+        #expect(late.correlationID == context.correlationID)
+        #expect(late.trace.traceID == context.trace.traceID)
+        // A context continues the operation's own ids, as the client's does.
+        let id = CorrelationID.make(using: .seeded(3))
+        var continued = operation
+        continued.correlationID = id
+        #expect(MiddlewareContext(operation: continued).correlationID == id)
+
+        let reply = HTTPClient.Reply(headers: ["X-Request-ID": "req-1"], requestID: "req-1", correlationID: id)
+        #expect(reply.status == 200 && reply.attempts == 1 && reply.body.isEmpty)
+        #expect(reply.header("x-request-id") == "req-1")
+        let decoded = HTTPClient.Decoded(value: 7, reply: reply)
+        #expect(decoded.value == 7 && decoded.reply.requestID == "req-1")
     }
 
     @Test func originsMatchExactly() throws {

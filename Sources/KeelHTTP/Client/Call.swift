@@ -93,6 +93,7 @@ struct Call {
                 ?? "deadline of \(allowed)"
         }
         try refuseDotSegments()
+        try refuseCleartext()
         // Each attempt gets a request of its own, made afresh (the same every time but for what middleware
         // adds), for middleware to change in place: copying a kept one cost a header list per call.
         let url = url()
@@ -120,6 +121,7 @@ struct Call {
             // Middleware works on a fresh copy each attempt, inside the deadline; nothing is sent yet.
             let prepared = try await prepare(
                 makeRequest(url: url), steps: steps, context: context, deadline: deadline, clock: clock)
+            if !steps.isEmpty { try refuseCleartext(prepared.url, built: url) }
             let remaining = clock.now.duration(to: deadline)
             if remaining <= .zero { throw failure(.timeout, detail: "\(limit()) passed") }
             emit(.attemptStarted(number: attempts))
@@ -136,8 +138,10 @@ struct Call {
                 var asksForReplay = false
                 // A success is final: no middleware is asked about a replay after a 2xx.
                 if portal == nil, replays < Self.maximumReplays, !(200...299).contains(response.status) {
+                    // The request as sent goes with the question (a refresh compares the token it carried).
                     let answer = await middlewareAsksForReplay(
-                        after: response, steps: steps, context: context, deadline: deadline, clock: clock)
+                        after: response, steps: steps, context: context.map { MiddlewareContext($0, sent: prepared) },
+                        deadline: deadline, clock: clock)
                     guard let answer else {
                         // The middleware was still deciding (a token refresh that hangs) when the deadline
                         // passed: the call ends with the answer it has, as far as it got.
@@ -247,11 +251,14 @@ struct Call {
         -> (request: TransportRequest, left: Duration) where C.Duration == Duration
     {
         try refuseDotSegments()
-        let request = makeRequest(url: url())
+        try refuseCleartext()
+        let url = url()
+        let request = makeRequest(url: url)
         attempts = 1
         let context = middlewareShared.map { MiddlewareContext(shared: $0, attempt: 1, isReplay: false) }
         let deadline = clock.now.advanced(by: timeout)
         let prepared = try await prepare(request, steps: steps, context: context, deadline: deadline, clock: clock)
+        if !steps.isEmpty { try refuseCleartext(prepared.url, built: url) }
         return (prepared, clock.now.duration(to: deadline))
     }
 
@@ -564,6 +571,26 @@ struct Call {
                     "the path has a \"\(segment)\" segment, which a server may resolve to another path: nothing was sent (put values into a path with HTTPOperation.pathSegment)"
                 ))
         }
+    }
+
+    /// Refuses to send anything over cleartext `http` to a host that is not loopback, unless the app allows it
+    /// (``HTTPClient/Configuration/allowsCleartextHTTP``; decided once for the base URL,
+    /// ``HTTPClient/cleartextRefusal``). `technical`, not `offline`: no network will fix it, so it is never
+    /// retried, and the user is not sent to check a connection that is fine.
+    private func refuseCleartext() throws(HTTPFailure) {
+        guard let why = client.cleartextRefusal else { return }
+        throw HTTPFailure(
+            kind: .technical, outcome: .notSent, correlationID: correlationID, attempts: 0, detail: Redacted(why))
+    }
+
+    /// The same rule for a request a middleware moved to another URL (its `prepare` may change any part of the
+    /// request): held to it as the client's own URL is. Compared only when middleware ran; `built` is the URL
+    /// the client made for the attempt.
+    private func refuseCleartext(_ sent: URL, built: URL) throws(HTTPFailure) {
+        guard sent != built,
+            let why = CleartextPolicy.refusal(for: sent, allowed: configuration.allowsCleartextHTTP)
+        else { return }
+        throw failure(.technical, detail: "middleware moved attempt \(attempts) to another URL: \(why)")
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -74,6 +74,18 @@ public final class HTTPClient: Sendable {
         /// Where mutating operations are recorded before they are sent and settled after (MOB-API-004);
         /// nil: not journaled. See ``HTTPClient/reconcile(rebuild:status:)``.
         public var journal: (any OperationJournal)?
+        /// Whether calls may go over cleartext `http` to a host other than this device. False (the default):
+        /// a call whose URL is `http` and whose host is not loopback (`localhost`, 127.0.0.0/8, `::1`) is
+        /// refused before anything is sent — kind ``ErrorCode/technical``, outcome `notSent`, no attempt —
+        /// so that no header a middleware adds (a bearer token) crosses the network unencrypted. `https` and
+        /// loopback `http` (a local test server) are never affected.
+        ///
+        /// This is Keel's App Transport Security, on every platform and transport (on Linux nothing else
+        /// stops it), and the opt-in is its exception (`NSAllowsArbitraryLoads`, `NSExceptionAllowsInsecureHTTPLoads`):
+        /// set it only for a development server on the local network, never in a release build. It covers the
+        /// whole client (one base URL, so one host). On Apple platforms ATS still applies beneath it: a
+        /// cleartext host needs its Info.plist exception too.
+        public var allowsCleartextHTTP: Bool
 
         /// A configuration; everything but the base URL has a default suited to production.
         public init(
@@ -95,7 +107,8 @@ public final class HTTPClient: Sendable {
             versionPolicy: VersionPolicyContract? = nil,
             onVersionPolicyChange: (@Sendable (VersionPolicy) -> Void)? = nil,
             journal: (any OperationJournal)? = nil,
-            backgroundBudget: (any BackgroundBudget)? = nil
+            backgroundBudget: (any BackgroundBudget)? = nil,
+            allowsCleartextHTTP: Bool = false
         ) {
             self.baseURL = baseURL
             self.transport = transport
@@ -116,6 +129,7 @@ public final class HTTPClient: Sendable {
             self.onVersionPolicyChange = onVersionPolicyChange
             self.journal = journal
             self.backgroundBudget = backgroundBudget
+            self.allowsCleartextHTTP = allowsCleartextHTTP
         }
     }
 
@@ -136,6 +150,23 @@ public final class HTTPClient: Sendable {
 
         /// The first value of header `name`, compared case-insensitively.
         public func header(_ name: String) -> String? { headers[name] }
+
+        /// A reply, for unit tests and previews of an app's code that takes one (a wrapper around the client,
+        /// a repository): the client makes the real ones. Give only what matters to the case at hand.
+        ///
+        /// - Precondition: `status` is a 2xx status (a reply is a success; a failure is an ``HTTPFailure``).
+        public init(
+            status: Int = 200, headers: HeaderFields = [:], body: Data = Data(), requestID: String? = nil,
+            correlationID: CorrelationID, attempts: Int = 1
+        ) {
+            precondition((200...299).contains(status), "a reply is a 2xx answer; a failure is an HTTPFailure")
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.requestID = requestID
+            self.correlationID = correlationID
+            self.attempts = attempts
+        }
     }
 
     /// A decoded value with the reply it came in (status, headers, request id, attempts).
@@ -144,6 +175,13 @@ public final class HTTPClient: Sendable {
         public let value: Value
         /// The reply it was decoded from.
         public let reply: Reply
+
+        /// A decoded value, for unit tests and previews of an app's code that takes one (the client makes the
+        /// real ones).
+        public init(value: Value, reply: Reply) {
+            self.value = value
+            self.reply = reply
+        }
     }
 
     /// The configuration the client was made with.
@@ -166,6 +204,11 @@ public final class HTTPClient: Sendable {
     let middlewareForBase: [any HTTPMiddleware]
     /// Whether any of ``middlewareForBase`` may wait (``HTTPMiddleware/mayWait``), asked once.
     let middlewareMayWait: Bool
+
+    /// Why this client sends nothing (cleartext `http` to a host that is not loopback, not allowed by
+    /// ``Configuration/allowsCleartextHTTP``), or nil. Every request URL is the base URL with another path or
+    /// query, so its scheme and host are the base URL's: decided once.
+    let cleartextRefusal: String?
 
     /// The header fields the client sets on every request itself (``ClientHeaders``).
     let ownHeaders: ClientHeaders
@@ -204,6 +247,8 @@ public final class HTTPClient: Sendable {
         middlewareForBase = Call.middleware(for: configuration.baseURL, in: configuration)
         middlewareMayWait = middlewareForBase.contains(where: \.mayWait)
         ownHeaders = ClientHeaders(configuration)
+        cleartextRefusal = CleartextPolicy.refusal(
+            for: configuration.baseURL, allowed: configuration.allowsCleartextHTTP)
         versionContract = configuration.versionPolicy.map(VersionContract.init)
         let base = configuration.baseURL
         if base.query == nil, base.fragment == nil {

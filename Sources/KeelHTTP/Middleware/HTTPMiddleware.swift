@@ -28,6 +28,9 @@ public import KeelCore
 ///
 ///     func shouldReplay(after response: TransportResponse, context: MiddlewareContext) async -> Bool {
 ///         guard response.status == 401 else { return false }
+///         // Refreshed by another call since this one was sent (concurrent 401s): replay with the new token.
+///         let sent = context.sentRequest?.headers["Authorization"]
+///         if let current = await tokens.current, sent != "Bearer \(current)" { return true }
 ///         return await tokens.refresh()   // true: try once more with the new token
 ///     }
 /// }
@@ -103,6 +106,54 @@ public struct MiddlewareContext: Sendable {
     public let attempt: Int
     /// Whether this attempt is a replay a middleware asked for.
     public let isReplay: Bool
+    /// The request as this attempt sent it — after every middleware's ``HTTPMiddleware/prepare(_:context:)``,
+    /// so with the `Authorization` it carried — in ``HTTPMiddleware/shouldReplay(after:context:)``; nil in
+    /// `prepare`, where nothing is sent yet and the request being prepared is the `inout` parameter.
+    ///
+    /// A token refresh compares the token it sent with the current one: when another call replaced it
+    /// meanwhile (concurrent calls that all got a 401 to the old token), the answer was to a token already
+    /// refreshed, and the replay needs no refresh of its own.
+    public let sentRequest: TransportRequest?
+
+    init(shared: Shared, attempt: Int, isReplay: Bool) {
+        self.shared = shared
+        self.attempt = attempt
+        self.isReplay = isReplay
+        sentRequest = nil
+    }
+
+    /// The context of attempt `context` for the replay decision after it sent `request`. Made only when a
+    /// middleware is asked (a non-2xx answer): a successful call never copies its request into one.
+    init(_ context: MiddlewareContext, sent request: TransportRequest) {
+        shared = context.shared
+        attempt = context.attempt
+        isReplay = context.isReplay
+        sentRequest = request
+    }
+
+    /// A context for unit tests and previews of an app's own middleware (the client makes the real ones,
+    /// one per attempt), giving only what matters to the case at hand: the correlation id and the trace
+    /// default to the operation's, or new ones drawn from the system's randomness, as the client's do.
+    ///
+    /// ```swift
+    /// let sent = TransportRequest(method: "GET", url: api, headers: ["Authorization": "Bearer old"])
+    /// let context = MiddlewareContext(operation: .get("/notes"), sentRequest: sent)
+    /// #expect(await auth.shouldReplay(after: TransportResponse(status: 401), context: context))
+    /// ```
+    ///
+    /// - Precondition: `attempt` is 1 or more.
+    public init(
+        operation: HTTPOperation, correlationID: CorrelationID? = nil, trace: TraceContext? = nil, attempt: Int = 1,
+        isReplay: Bool = false, sentRequest: TransportRequest? = nil
+    ) {
+        precondition(attempt >= 1, "attempts count from 1")
+        shared = Shared(
+            operation: operation, correlationID: correlationID ?? operation.correlationID ?? .make(using: .system),
+            trace: trace ?? operation.trace ?? .start(using: .system))
+        self.attempt = attempt
+        self.isReplay = isReplay
+        self.sentRequest = sentRequest
+    }
 }
 
 /// A middleware's reason not to send a request (no credentials, a refresh that failed).
