@@ -72,3 +72,22 @@ import Testing
         #expect(object.keys == ["k3"] && object["k3"] == 3)
     }
 }
+
+/// Reading values out of a `JSONValue` without a `switch` (found in an outside audit: only `stringValue`
+/// existed, so every app wrote its own accessors). Each is nil for any other kind of value; a number is an
+/// `Int` only when it is exactly one.
+@Suite struct JSONValueAccessorTests {
+    @Test func eachAccessorReadsItsKindAndNothingElse() throws {
+        let value = try JSONValue(
+            parsing:
+                #"{"b": true, "i": 2.0e0, "f": 2.5, "big": 1e30, "a": [1, "x"], "o": {"k": null}, "n": null, "s": "t"}"#
+        )
+        #expect(value["b"]?.boolValue == true && value["s"]?.boolValue == nil)
+        #expect(value["i"]?.intValue == 2 && value["f"]?.intValue == nil && value["big"]?.intValue == nil)
+        #expect(value["s"]?.intValue == nil && value["b"]?.intValue == nil)
+        #expect(value["f"]?.doubleValue == 2.5 && value["s"]?.doubleValue == nil)
+        #expect(value["a"]?.arrayValue == [1, "x"] && value["o"]?.arrayValue == nil)
+        #expect(value["o"]?.objectValue?["k"] == .null && value["a"]?.objectValue == nil)
+        #expect(value["n"]?.isNull == true && value["o"]?["k"]?.isNull == true && value["s"]?.isNull == false)
+    }
+}

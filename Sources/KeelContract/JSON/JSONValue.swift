@@ -50,6 +50,43 @@ public enum JSONValue: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// The boolean, if this is one.
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// The number as an `Int`, if this is a number that is a whole number within `Int`'s range (exactly: `2.0`
+    /// and `2e0` are 2, `2.5` and `1e30` are nil).
+    public var intValue: Int? {
+        if case .number(let number) = self { return number.int64.flatMap { Int(exactly: $0) } }
+        return nil
+    }
+
+    /// The number as the nearest `Double`, if this is a number.
+    public var doubleValue: Double? {
+        if case .number(let number) = self { return number.double }
+        return nil
+    }
+
+    /// The elements, if this is an array.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let array) = self { return array }
+        return nil
+    }
+
+    /// The members, if this is an object.
+    public var objectValue: JSONObject? {
+        if case .object(let object) = self { return object }
+        return nil
+    }
+
+    /// Whether this is `null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
     /// The compact JSON text of this value.
     public var description: String { String(decoding: serialized(), as: UTF8.self) }
 

@@ -425,8 +425,3 @@ extension DemoRun {
             seen: "\(after.count) backend requests, \(pagesAfter) page requests")
     }
 }
-
-extension JSONValue {
-    var arrayValue: [JSONValue]? { if case .array(let items) = self { items } else { nil } }
-    var intValue: Int? { if case .number(let number) = self, let value = number.int64 { Int(value) } else { nil } }
-}
