@@ -89,6 +89,9 @@ public final class NavigationSimulator {
     private let directory: URL
     private let server: ServerAccess
     private var state: NavigationState?
+    /// Whether any line ran yet: a script may start with `launch` (the cold start it describes) although the
+    /// simulator starts with the app running.
+    private var ranALine = false
 
     /// A simulator over `contract`, persisting into `directory` (created when missing). With `relaunch`,
     /// it starts the way a relaunched process does: restoring the snapshot, drafts and session already in
@@ -229,12 +232,16 @@ public final class NavigationSimulator {
     public func run(_ command: Command, line: String) -> Step {
         var effects: [NavigationEffect] = []
         var error: String?
+        defer { ranALine = true }
         switch command {
         case .kill:
             guard state != nil else { return step(line, error: "the app is not running") }
             state = nil
             return step(line)
         case .launch:
+            // The first line of a script may be the cold start itself (found in an outside audit: a script
+            // beginning `launch` got "the app is running"); later, a running app must be killed first.
+            if state != nil, !ranALine { state = nil }
             guard state == nil else { return step(line, error: "the app is running; kill it first") }
             effects = launch()
         case .event(let event):

@@ -364,4 +364,16 @@ import Testing
         #expect(typedSteps.last?.event == "type\tmy text" && typedSteps.last?.error == nil)
         #expect(typedSteps.last?.effects.contains("saveDraft edit noteID=1") == true, "\(typedSteps)")
     }
+
+    /// Found in an outside audit: a script beginning with `launch` — the cold start the event language
+    /// describes — was answered "the app is running; kill it first". As the first line it is that cold start;
+    /// later, a running app must still be killed first.
+    @Test func aScriptMayBeginWithTheColdStart() async throws {
+        let (status, steps, errors) = try await simulate("launch\nsignin alice\nopen notes\nlaunch\nkill\nlaunch\n")
+        #expect(status == .exited(0), "\(errors)")
+        #expect(steps.map(\.event) == ["launch", "signin alice", "open notes", "launch", "kill", "launch"])
+        #expect(steps[0].error == nil && steps[0].stack == ["home"], "\(steps[0])")
+        #expect(steps[3].error?.contains("kill it first") == true, "\(steps[3])")
+        #expect(steps[5].error == nil && steps[5].stack == ["home", "notes"], "\(steps[5])")
+    }
 }
