@@ -98,8 +98,9 @@ let package = Package(
             name: "KeelSync", dependencies: ["KeelContract", "KeelCore", "KeelCrypto", "KeelHTTP", "KeelStore"],
             swiftSettings: swiftSettings),
         // Navigation contract, back decision, deep links, restoration, effect ledger: a pure state machine the
-        // app's UI layer drives (MOB-PLAT-005, 008). Drafts go to the account's vault (KeelStore).
-        .target(name: "KeelLifecycle", dependencies: ["KeelCore", "KeelStore"], swiftSettings: swiftSettings),
+        // app's UI layer drives (MOB-PLAT-005, 008). Drafts and the effect ledger go to the account's vault (KeelStore).
+        .target(
+            name: "KeelLifecycle", dependencies: ["KeelCore", "KeelCrypto", "KeelStore"], swiftSettings: swiftSettings),
         // Test fixtures for storage: a notes schema history v1…v4 and its invariants (tests and keel-fixtures).
         .target(name: "KeelStoreFixtures", dependencies: ["KeelStore"], swiftSettings: swiftSettings),
         // Test fixtures for the contract tools: a payments-API-shaped description at any scale (tests, benchmarks).

@@ -17,6 +17,11 @@
 //     "completed <id>"), or prints "recorded <id> <state> <result>" when the ledger already has it;
 //     `unsettled` lists started operations. --relaunch restores DIR first and prints the launch step and
 //     "input <text>" of the screen on top
+//   keel-fixtures vault-ledger --data DIR --keys DIR
+//     an effect ledger in alice@example.com's vault (NotesSync's inventory, dataset `effects`), one command
+//     per stdin line: `begin ID` → "run ID" | "recorded ID STATE"; `complete ID STATE RESULT` → "completed ID";
+//     `entry ID` → "entry ID STATE RESULT" | "none ID"; `race N [reverse]` begins race-1 … race-N (or from
+//     race-N down) with a pause of 0.5 ms after each, printing "run race-I" for each it was told to run, then "raced"; a failure prints "error CODE"
 //   keel-fixtures vault-logout --data DIR --keys DIR
 //     opens alice@example.com's vault (VaultInventory) and logs out, printing "shredded <key id>" after
 //     each key it deletes and waiting for a line on stdin before going on; then "logged out <datasets>"
@@ -129,12 +134,64 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "lifecycle-app" 
                     say("recorded \(entry.id) \(entry.state.rawValue) \(entry.result ?? "-")")
                 }
             case "unsettled":
-                say("unsettled " + (await ledger.unsettled()).map(\.id).joined(separator: ","))
+                say("unsettled " + (try await ledger.unsettled()).map(\.id).joined(separator: ","))
             default:
                 let command = try NavigationSimulator.parse(line)
                 say(simulator.run(command, line: line).json)
             }
         }
+    } catch {
+        fail("\(error)")
+    }
+    exit(0)
+}
+
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "vault-ledger" {
+    guard let data = value("data"), let keys = value("keys") else {
+        fail("usage: keel-fixtures vault-ledger --data DIR --keys DIR")
+    }
+    func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+    do {
+        let dataURL = URL(fileURLWithPath: data)
+        let store = try FileKeyStore(directory: URL(fileURLWithPath: keys), dataDirectories: [dataURL])
+        let vaults = try Vaults(dataDirectory: dataURL, keyStore: store, inventory: NotesSync.inventory)
+        let ledger = EffectLedger(vault: try await vaults.open(try AccountID("alice@example.com")), dataset: "effects")
+        while let line = readLine() {
+            let words = line.split(separator: " ", maxSplits: 3).map(String.init)
+            do {
+                switch words.first {
+                case "begin":
+                    switch try await ledger.begin(words[1], action: "publish", account: "alice@example.com") {
+                    case .run: say("run \(words[1])")
+                    case .recorded(let entry): say("recorded \(entry.id) \(entry.state.rawValue)")
+                    }
+                case "complete":
+                    try await ledger.complete(words[1], EffectLedger.State(rawValue: words[2])!, result: words[3])
+                    say("completed \(words[1])")
+                case "entry":
+                    if let entry = try await ledger.entry(words[1]) {
+                        say("entry \(entry.id) \(entry.state.rawValue) \(entry.result ?? "-")")
+                    } else {
+                        say("none \(words[1])")
+                    }
+                case "race":
+                    let count = Int(words[1])!
+                    for index in words.count > 2 && words[2] == "reverse"
+                        ? Array((1...count).reversed()) : Array(1...count)
+                    {
+                        if case .run = try await ledger.begin("race-\(index)", action: "publish") {
+                            say("run race-\(index)")
+                        }
+                        usleep(500)  // the write lock free between two: the other process gets its turns, and they meet
+                    }
+                    say("raced")
+                default: fail("unknown command \(line)")
+                }
+            } catch let error as EffectLedgerError {
+                say("error \(error.code)")
+            }
+        }
+        await vaults.close()
     } catch {
         fail("\(error)")
     }

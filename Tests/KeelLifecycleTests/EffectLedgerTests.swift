@@ -23,13 +23,13 @@ import Testing
             return
         }
         #expect(entry.state == .started && entry.reference == "journal-7")
-        #expect(await ledger.unsettled().map(\.id) == [id])
+        #expect(try await ledger.unsettled().map(\.id) == [id])
         try await ledger.complete(id, .succeeded, result: "paid 12.00")
 
         ledger = nil  // the process ends; the next launch opens the ledger again
         let reopened = try EffectLedger(file: file)
-        #expect(await reopened.entry(id)?.result == "paid 12.00")
-        #expect(await reopened.unsettled().isEmpty)
+        #expect(try await reopened.entry(id)?.result == "paid 12.00")
+        #expect(try await reopened.unsettled().isEmpty)
         guard case .recorded(let again) = try await reopened.begin(id, action: "pay") else {
             Issue.record("a relaunch would pay twice")
             return
@@ -75,14 +75,14 @@ import Testing
         }
         try breakDisk()
         await #expect(throws: EffectLedgerError.self) { try await ledger.begin("pay@e4#1", action: "pay") }
-        #expect(await ledger.entry("pay@e4#1") == nil)
+        #expect(try await ledger.entry("pay@e4#1") == nil)
         try repairDisk()
         #expect(try await ledger.begin("pay@e4#1", action: "pay") == .run)
         try breakDisk()
         await #expect(throws: EffectLedgerError.self) {
             try await ledger.complete("pay@e4#1", .succeeded, result: "paid")
         }
-        #expect(await ledger.entry("pay@e4#1")?.state == .started)  // what the disk last said
+        #expect(try await ledger.entry("pay@e4#1")?.state == .started)  // what the disk last said
     }
 
     @Test func aDamagedLedgerIsRefusedAndNeverReplaced() async throws {
@@ -109,16 +109,16 @@ import Testing
         }
         // Relaunched: the owner survived the file.
         let ledger = try EffectLedger(file: file)
-        #expect(await ledger.unsettled(account: "bob").map(\.id) == ["legacy@e4#1", "pay@e3-b#1"])
-        #expect(await ledger.unsettled(account: "alice").map(\.id) == ["legacy@e4#1", "pay@e2-a#1"])
-        #expect(await ledger.unsettled(account: nil).map(\.id) == ["legacy@e4#1"])
-        #expect(await ledger.unsettled().count == 3)
-        #expect(await ledger.entry("pay@e2-a#1")?.account == "alice")
+        #expect(try await ledger.unsettled(account: "bob").map(\.id) == ["legacy@e4#1", "pay@e3-b#1"])
+        #expect(try await ledger.unsettled(account: "alice").map(\.id) == ["legacy@e4#1", "pay@e2-a#1"])
+        #expect(try await ledger.unsettled(account: nil).map(\.id) == ["legacy@e4#1"])
+        #expect(try await ledger.unsettled().count == 3)
+        #expect(try await ledger.entry("pay@e2-a#1")?.account == "alice")
         // A ledger written before owners were reads as entries without one.
         try Data(#"[{"id": "old@e1#1", "action": "pay", "state": "started"}]"#.utf8).write(
             to: directory.url("old.json"))
         let old = try EffectLedger(file: directory.url("old.json"))
-        #expect(await old.unsettled(account: "alice").map(\.id) == ["old@e1#1"])
+        #expect(try await old.unsettled(account: "alice").map(\.id) == ["old@e1#1"])
     }
 }
 
@@ -143,12 +143,12 @@ import Testing
         }
         // Gone from the file too; the unknown one stays (it may still need reattaching), and so does the new one.
         let reopened = try EffectLedger(file: file, clock: clock)
-        #expect(await reopened.entry("old-done") == nil)
-        #expect(await reopened.entry("old-failed") == nil)
-        #expect(await reopened.entry("old-open")?.state == .started)
-        #expect(await reopened.entry("new-done")?.result == "paid")
+        #expect(try await reopened.entry("old-done") == nil)
+        #expect(try await reopened.entry("old-failed") == nil)
+        #expect(try await reopened.entry("old-open")?.state == .started)
+        #expect(try await reopened.entry("new-done")?.result == "paid")
         #expect(try await reopened.removeSettled(before: .distantFuture) == 1)  // never the started one
-        #expect(await reopened.unsettled().map(\.id) == ["old-open"])
+        #expect(try await reopened.unsettled().map(\.id) == ["old-open"])
     }
 
     /// Found in an outside audit: a failed first attempt was forgotten while the second, which succeeded,
@@ -169,12 +169,12 @@ import Testing
         try await ledger.complete(second, .succeeded, result: "/p/1")
         // A week ago: #1 of e6 is that old, #2 is not; e7's only attempt is.
         #expect(try await ledger.removeSettled(before: now.withLock { $0 } - 7 * 86_400) == 1)
-        #expect(await ledger.entry(first)?.state == .failed)
-        #expect(await ledger.entry(other) == nil)
+        #expect(try await ledger.entry(first)?.state == .failed)
+        #expect(try await ledger.entry(other) == nil)
         // Once every attempt is old enough, they go together.
         #expect(try await ledger.removeSettled(before: .distantFuture) == 2)
-        #expect(await ledger.entry(first) == nil)
-        #expect(await ledger.entry(second) == nil)
+        #expect(try await ledger.entry(first) == nil)
+        #expect(try await ledger.entry(second) == nil)
     }
 
     /// Found in an outside audit: a late "failed" from a second caller turned a succeeded operation into a
@@ -192,8 +192,8 @@ import Testing
             }
         }
         let reopened = try EffectLedger(file: directory.url("ledger.json"))
-        #expect(await reopened.entry("publish@e6#1")?.state == .succeeded)
-        #expect(await reopened.entry("publish@e6#1")?.result == "/p/1")
+        #expect(try await reopened.entry("publish@e6#1")?.state == .succeeded)
+        #expect(try await reopened.entry("publish@e6#1")?.result == "/p/1")
     }
 
     /// Found in an outside audit: a second "succeeded" (a reattach racing the first caller) rewrote the result
@@ -213,16 +213,16 @@ import Testing
                     try await ledger.complete("publish@e6#1", .succeeded, result: result)
                 } throws: { ($0 as? EffectLedgerError)?.code == .alreadySucceeded }
             }
-            #expect(await ledger.entry("publish@e6#1")?.result == "/p/1")
-            #expect(await ledger.entry("publish@e6#1")?.settledAt == settled)
+            #expect(try await ledger.entry("publish@e6#1")?.result == "/p/1")
+            #expect(try await ledger.entry("publish@e6#1")?.settledAt == settled)
         }
         let reopened = try EffectLedger(file: directory.url("ledger.json"))
-        #expect(await reopened.entry("publish@e6#1")?.result == "/p/1")
-        #expect(await reopened.entry("publish@e6#1")?.settledAt == settled)
+        #expect(try await reopened.entry("publish@e6#1")?.result == "/p/1")
+        #expect(try await reopened.entry("publish@e6#1")?.settledAt == settled)
         // A failed attempt may still be recorded as succeeded (a late answer that it did happen).
         #expect(try await reopened.begin("publish@e7#1", action: "publish") == .run)
         try await reopened.complete("publish@e7#1", .failed, result: nil)
         try await reopened.complete("publish@e7#1", .succeeded, result: "/p/7")
-        #expect(await reopened.entry("publish@e7#1")?.result == "/p/7")
+        #expect(try await reopened.entry("publish@e7#1")?.result == "/p/7")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import KeelContract
 import KeelCore
+import KeelHTTP
 import KeelReference
 import KeelStore
 import KeelTesting
@@ -467,8 +468,9 @@ extension NotesDevice {
     @Test func aDamagedPublicationRecordIsNeverReplacedByANewKey() async throws {
         let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger")
         defer { withExtendedLifetime(directory) {} }  // the data is deleted with it
-        // A started publication whose key was lost (a damaged or foreign ledger file): sending it again under a
-        // new key could publish twice, so the app refuses and says so.
+        // A started publication whose key was lost (a damaged or foreign ledger file of an earlier version,
+        // imported into the vault as it is): sending it again under a new key could publish twice, so the app
+        // refuses and says so.
         let ledger = phone.data.appendingPathComponent("effects").appendingPathComponent(
             VaultNamespace(try AccountID("alice")).rawValue + ".json")
         try FileManager.default.createDirectory(
@@ -478,6 +480,128 @@ extension NotesDevice {
         #expect(answer["ok"] == false && answer["error"]?["kind"] == "technical", "\(answer)")
         #expect(answer["error"]?["message"]?.stringValue?.contains("nothing was sent") == true)
         #expect(try backend.publicationCounts().isEmpty)
+        _ = try await phone.run("quit")
+    }
+
+    /// Found in an outside security audit: the effect ledger was a plaintext file in the data directory
+    /// (`effects/<namespace>.json`) holding the account id, the note id and the publication path, outside the
+    /// account's vault. It is now sealed records of the vault's `effects` dataset: after a publish, no file of
+    /// the data directory holds the path, the publication's operation id or its key, or the account id (but
+    /// `app-session.json`, the declared record of which account to reopen); the note id only as the sync
+    /// engine's record id of the note (`note/<id>`, which names no publication).
+    @Test func aPublicationLeavesNothingReadableOnDisk() async throws {
+        let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-sealed-ledger")
+        defer { withExtendedLifetime((directory, backend)) {} }
+        let published = try await phone.run("publish \(id)")
+        let path = try #require(published["path"]?.stringValue, "\(published)")
+        #expect(try await phone.run("publish \(id)")["alreadyPublished"] == true)  // answered from the ledger
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+        let key = IdempotencyKey.derived(from: id, namespace: "publish").rawValue
+        let files = FileManager.default.enumerator(atPath: phone.data.path)!.compactMap { $0 as? String }
+        #expect(files.contains { $0.hasPrefix("vaults/") && $0.hasSuffix(".sqlite") })
+        #expect(!files.contains { $0.hasPrefix("effects") }, "\(files)")
+        for name in files {
+            guard let bytes = FileManager.default.contents(atPath: phone.data.path + "/" + name) else { continue }
+            for secret in [path, "publish@", key] {
+                #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(secret) in \(name)")
+            }
+            if name != "app-session.json" {
+                #expect(bytes.range(of: Data("alice".utf8)) == nil, "the account id in \(name)")
+            }
+            // Every occurrence of the note id is the sync engine's `note/<id>`.
+            var from = bytes.startIndex
+            while let found = bytes.range(of: Data(id.utf8), in: from..<bytes.endIndex) {
+                let before = bytes[max(bytes.startIndex, found.lowerBound - 13)..<found.lowerBound]
+                #expect(
+                    before.suffix(5) == Data("note/".utf8) && before != Data("publish@note/".utf8),
+                    "the note id in \(name) after \(String(decoding: before, as: UTF8.self))")
+                from = found.upperBound
+            }
+        }
+    }
+
+    /// An install upgraded from a version that kept the ledger in `effects/<namespace>.json`: the file is
+    /// imported into the vault on first use, in one transaction, and deleted (with its lock) only then. A
+    /// publication it recorded as started is sent again under the key it recorded — not a new one — and is
+    /// made once; nothing of the file is left.
+    @Test func anEarlierVersionsLedgerFileIsImportedAndItsStartedPublicationKeepsItsKey() async throws {
+        let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger-import")
+        defer { withExtendedLifetime(directory) {} }
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+        // What the earlier version wrote when it was killed in flight: a start, with the key it drew then.
+        let file = phone.data.appendingPathComponent("effects").appendingPathComponent(
+            VaultNamespace(try AccountID("alice")).rawValue + ".json")
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let recordedKey = "publish-key-recorded-by-version-1"
+        try Data(
+            #"[{"id": "publish@note/\#(id)#1", "action": "publish", "state": "started", "reference": "\#(recordedKey)", "account": "alice"}]"#
+                .utf8
+        ).write(to: file)
+        try Data().write(to: URL(fileURLWithPath: file.path + ".lock"))
+
+        let upgraded = try phone.relaunched()
+        let answer = try await upgraded.run("publish \(id)")
+        #expect(answer["ok"] == true && answer["alreadyPublished"] == false, "\(answer)")
+        let sent = backend.requestLog.filter { $0.path.hasSuffix("/publish") }
+        #expect(sent.map(\.idempotencyKey) == [recordedKey], "\(sent)")
+        #expect(try backend.publicationCounts() == [id: 1])
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        #expect(!FileManager.default.fileExists(atPath: file.path + ".lock"))
+        // Recorded in the vault now: a later tap answers from there, with no call.
+        #expect(try await upgraded.run("publish \(id)")["alreadyPublished"] == true)
+        #expect(backend.requestLog.filter { $0.path.hasSuffix("/publish") }.count == 1)
+        _ = try await upgraded.run("quit")
+    }
+
+    /// A ledger file of an earlier version that is not a ledger is kept as it is and reported; nothing is
+    /// published while it is there (which of its publications were started cannot be told). Sign-out deletes it.
+    @Test func aDamagedLedgerFileOfAnEarlierVersionIsKeptAndNothingIsSent() async throws {
+        let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger-damaged")
+        defer { withExtendedLifetime(directory) {} }
+        let file = phone.data.appendingPathComponent("effects").appendingPathComponent(
+            VaultNamespace(try AccountID("alice")).rawValue + ".json")
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("[{\"id\": \"publish@note/\(id)#1\", \"state\": ".utf8).write(to: file)
+        let answer = try await phone.run("publish \(id)")
+        #expect(answer["ok"] == false && answer["error"]?["kind"] == "technical", "\(answer)")
+        #expect(answer["error"]?["message"]?.stringValue?.contains("nothing was sent") == true, "\(answer)")
+        #expect(backend.requestLog.allSatisfy { !$0.path.hasSuffix("/publish") })
+        #expect(try Data(contentsOf: file) == Data("[{\"id\": \"publish@note/\(id)#1\", \"state\": ".utf8))
+        #expect(try await phone.run("signout")["ok"] == true)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        #expect(!FileManager.default.fileExists(atPath: file.path + ".lock"))
+        _ = try await phone.run("quit")
+    }
+
+    static func names(_ value: JSONValue?) -> [String] {
+        if case .array(let items)? = value { return items.compactMap(\.stringValue) }
+        return []
+    }
+
+    /// The ledger is the account's data: sign-out and account deletion delete it with the vault's datasets
+    /// (the inventory's triggers for `effects`), and its key — nothing of it is readable after.
+    @Test func signOutAndAccountDeletionDeleteTheLedger() async throws {
+        let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger-logout")
+        defer { withExtendedLifetime(directory) {} }
+        let first = try await phone.run("publish \(id)")
+        #expect(first["ok"] == true, "\(first)")
+        let keys = try FileKeyStore(directory: phone.keys, dataDirectories: [phone.data], create: false)
+        let namespace = VaultNamespace(try AccountID("alice")).rawValue
+        let before = try keys.listKeys().filter { $0.namespace == namespace }.count
+        let signedOut = try await phone.run("signout")
+        #expect(Self.names(signedOut["deleted"]).contains("effects"), "\(signedOut)")
+        #expect(try keys.listKeys().filter { $0.namespace == namespace }.count < before)
+        _ = try await phone.run("signin alice")
+        _ = try await phone.run("sync")
+        // Forgotten here (the backend still answers the same publication, under the same derived key).
+        let again = try await phone.run("publish \(id)")
+        #expect(again["alreadyPublished"] == false && again["path"] == first["path"], "\(again)")
+        let deleted = try await phone.run("delete-account")
+        #expect(Self.names(deleted["deleted"]).contains("effects"), "\(deleted)")
+        #expect(try keys.listKeys().filter { $0.namespace == namespace }.isEmpty)
+        #expect(try backend.publicationCounts() == [id: 1])
         _ = try await phone.run("quit")
     }
 

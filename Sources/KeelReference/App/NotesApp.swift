@@ -11,8 +11,9 @@ import KeelSync
 /// drives it one command line at a time; every command answers one JSON object.
 ///
 /// The app's data lives in Keel's stores only: each account's vault (notes and outbox via ``SyncEngine``,
-/// the session token, drafts, the navigation snapshot), plus `app-session.json` in the data directory, which
-/// names the account to reopen at launch (declared in ``NotesSync/inventory`` as `app-session`).
+/// the session token, drafts, the navigation snapshot, the effect ledger of `publish`), plus `app-session.json`
+/// in the data directory, which names the account to reopen at launch (declared in ``NotesSync/inventory`` as
+/// `app-session`).
 public actor NotesApp {
     /// How the app runs.
     public struct Configuration: Sendable {
@@ -159,23 +160,40 @@ public actor NotesApp {
     static let snapshots = "navigation"
     var sessionFile: URL { configuration.data.appendingPathComponent("app-session.json") }
 
-    /// The effect ledger of `account` (declared as `effects`): `effects/<namespace>.json` in the data
-    /// directory, named by the account's vault namespace (a digest: no account name on disk, no path in it).
-    func ledgerFile(_ account: AccountID) -> URL {
+    /// The dataset of the effect ledger of `publish` in each account's vault (declared as `effects`).
+    static let effects = "effects"
+
+    /// Where an earlier version kept `account`'s effect ledger: `effects/<namespace>.json` in the data
+    /// directory (plaintext, outside the vault). Imported into the vault, then deleted, on first use.
+    func legacyLedgerFile(_ account: AccountID) -> URL {
         configuration.data.appendingPathComponent("effects").appendingPathComponent(
             VaultNamespace(account).rawValue + ".json")
     }
 
-    /// The one ledger of the active account (two instances on one file would overwrite each other's entries).
-    var ledger: (account: AccountID, ledger: EffectLedger)?
+    /// The effect ledger of the account whose vault `engine` has: records of the sealed `effects` dataset,
+    /// which go with the account's data at sign-out and account deletion (the inventory's triggers). A ledger
+    /// an earlier version kept in a file is moved in first, in one transaction, the file deleted only once it
+    /// committed: an upgraded install keeps its started publications and their keys, and sends none twice.
+    /// A file that is not a ledger is kept as it is and reported; nothing is published for this account until
+    /// it is dealt with (which of its publications were started cannot be told).
+    func effectLedger(_ engine: SyncEngine) async throws -> EffectLedger {
+        let ledger = EffectLedger(vault: engine.vault, dataset: Self.effects, clock: configuration.clock)
+        let file = legacyLedgerFile(engine.vault.account)
+        do {
+            try await ledger.importFile(file)
+        } catch let error as EffectLedgerError where error.code == .damaged {
+            throw NotesAppError(
+                kind: .technical,
+                message:
+                    "The record of this account's earlier publications on this device is damaged; nothing was sent.")
+        }
+        return ledger
+    }
 
-    func effectLedger(_ account: AccountID) throws -> EffectLedger {
-        if let ledger, ledger.account == account { return ledger.ledger }
-        try FileManager.default.createDirectory(
-            at: ledgerFile(account).deletingLastPathComponent(), withIntermediateDirectories: true)
-        let opened = try EffectLedger(file: ledgerFile(account))
-        ledger = (account, opened)
-        return opened
+    /// Deletes a ledger file an earlier version left (the vault's own `effects` go with the vault's data).
+    private func removeLegacyLedger(_ account: AccountID) {
+        try? FileManager.default.removeItem(at: legacyLedgerFile(account))
+        try? FileManager.default.removeItem(atPath: legacyLedgerFile(account).path + ".lock")
     }
 
     // MARK: - Launch
@@ -488,13 +506,9 @@ public actor NotesApp {
         // Its session goes with it: a later switch to the account must sign in again.
         if let account { tokens.withLock { $0[account] = nil } }
         try? FileManager.default.removeItem(at: sessionFile)
-        if let account {
-            // Removed while the ledger still holds its lock: a ledger opened meanwhile elsewhere waits for
-            // it, and then finds its lock file gone and takes the new one (ExclusiveFileLock).
-            try? FileManager.default.removeItem(at: ledgerFile(account))
-            try? FileManager.default.removeItem(atPath: ledgerFile(account).path + ".lock")
-            ledger = nil
-        }
+        // The effect ledger went with the vault's data (`effects`: deleted at logout); a ledger file an earlier
+        // version left goes too.
+        if let account { removeLegacyLedger(account) }
         return [
             "ok": true, "unsentChangesLost": .number(JSONNumber(Int64(outstanding))),
             "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen,
@@ -513,9 +527,7 @@ public actor NotesApp {
         launchProblem = nil
         tokens.withLock { $0[account] = nil }
         try? FileManager.default.removeItem(at: sessionFile)
-        try? FileManager.default.removeItem(at: ledgerFile(account))
-        try? FileManager.default.removeItem(atPath: ledgerFile(account).path + ".lock")
-        ledger = nil
+        removeLegacyLedger(account)
         return ["ok": true, "deleted": .array(report.deletedDatasets.map(JSONValue.string)), "screen": screen]
     }
 
@@ -660,11 +672,11 @@ public actor NotesApp {
         // Publishing is online-only (no offline scenario declares it): offline it fails at once with
         // `offline`, instead of waiting out a call that cannot get through (found in an outside audit).
         try NotesSync.offline.requireOnline("publishNote", connectivity: await engine.connectivity)
-        let ledger = try effectLedger(account)
+        let ledger = try await effectLedger(engine)
         // A confirmation that failed for certain may be confirmed again: the next attempt is a new ledger entry,
         // sent under the same key (the backend keeps no answer for a key it did not apply).
         var attempt = 1
-        while await ledger.entry(Self.publication(noteID, attempt))?.state == .failed { attempt += 1 }
+        while try await ledger.entry(Self.publication(noteID, attempt))?.state == .failed { attempt += 1 }
         let id = Self.publication(noteID, attempt)
         let key: String
         // The key says what is published — this note, which is published once — rather than being drawn at
@@ -674,7 +686,7 @@ public actor NotesApp {
             id, action: "publish", reference: Self.publicationKey(noteID), account: account.rawValue)
         {
         case .run:
-            key = await ledger.entry(id)?.reference ?? ""
+            key = try await ledger.entry(id)?.reference ?? ""
         case .recorded(let entry):
             if entry.state == .succeeded, let path = entry.result {
                 return ["ok": true, "id": .string(noteID), "path": .string(path), "alreadyPublished": true]

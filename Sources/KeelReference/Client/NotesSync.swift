@@ -79,8 +79,8 @@ public enum NotesSync {
                         name: "effects",
                         purpose:
                             "Irreversible operations already started (publish), so none runs twice "
-                            + "(the EffectLedger file effects/<vault namespace>.json in the data directory)",
-                        kind: .file, classification: .personal, isAccountBound: true, retention: .untilEvent,
+                            + "(the EffectLedger's records, sealed in the account's vault)",
+                        kind: .keyValue, classification: .personal, isAccountBound: true, retention: .untilEvent,
                         backup: .deviceOnly, deletionTriggers: everything, role: .sourceOfTruth),
                 ])
         } catch { preconditionFailure("the reference app's inventory is refused: \(error)") }

@@ -91,7 +91,7 @@ package enum DurableFiles {
     }
 
     /// Syncs a directory, so that a create, rename or unlink in it survives a crash.
-    static func syncDirectory(_ path: String) throws(Failure) {
+    package static func syncDirectory(_ path: String) throws(Failure) {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw Failure(operation: "open directory", path: path, errno: errno) }
         defer { close(descriptor) }
@@ -226,7 +226,7 @@ package enum DurableFiles {
 
     /// Removes the file at `path`; true when it was there.
     @discardableResult
-    static func remove(_ path: String) throws(Failure) -> Bool {
+    package static func remove(_ path: String) throws(Failure) -> Bool {
         if unlink(path) == 0 { return true }
         if errno == ENOENT { return false }
         throw Failure(operation: "remove", path: path, errno: errno)
@@ -235,7 +235,7 @@ package enum DurableFiles {
     /// What is at `path` (not following a final symlink), or nil when nothing is. `.unreadable` when it
     /// cannot be told (a directory on the way that this process may not enter): never "nothing", which a
     /// caller would take for a fresh install (found in an outside audit).
-    static func kind(_ path: String) -> FileKind? {
+    package static func kind(_ path: String) -> FileKind? {
         var status = stat()
         guard lstat(path, &status) == 0 else { return errno == ENOENT || errno == ENOTDIR ? nil : .unreadable }
         switch status.st_mode & S_IFMT {
@@ -246,7 +246,7 @@ package enum DurableFiles {
         }
     }
 
-    enum FileKind { case directory, file, symlink, other, unreadable }
+    package enum FileKind { case directory, file, symlink, other, unreadable }
 
     /// `path`, or where it leads when it is a symlink to a directory. For the data directory an app or a
     /// person names, which may be a link (macOS's `/tmp` is one); nothing inside it is followed.

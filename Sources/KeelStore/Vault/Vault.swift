@@ -985,9 +985,17 @@ public final class Vault: Sendable {
     /// The sealer that opens `envelope` (the current key or a retired one).
     func sealer(for envelope: UnsafeRawBufferPointer, _ access: Access) throws(VaultError) -> RecordSealer {
         if let current = access.sealer, current.sealed(envelope) { return current }
-        guard let id = RecordSealer.keyID(of: envelope),
-            state.withLock({ $0.manifest.datasets[access.dataset]?.allKeyIDs.contains(id) ?? false })
-        else {
+        func known(_ id: KeyID) -> Bool {
+            state.withLock { $0.manifest.datasets[access.dataset]?.allKeyIDs.contains(id) ?? false }
+        }
+        // A key this process's copy of the manifest does not list may be one another process with this vault
+        // open (an app and its extension) made since — the dataset's first key, or a rotation: the manifest
+        // is read again from disk before the record is called unreadable (found with the effect ledger: an
+        // extension that had not written yet could not read what the app had).
+        if let id = RecordSealer.keyID(of: envelope), !known(id) {
+            _ = try? withLockedManifest { _ throws(VaultError) in }
+        }
+        guard let id = RecordSealer.keyID(of: envelope), known(id) else {
             // Not an envelope of one of this dataset's keys: let the current sealer refuse it with the reason.
             if let current = access.sealer { return current }
             throw VaultError(
