@@ -443,6 +443,35 @@ extension NotesDevice {
         _ = try await phone.run("quit")
     }
 
+    /// The reference app checks its version at every launch before any vault opens (the inventory's
+    /// `appVersionChange` caches would be reset there; it declares none): the version is recorded with the
+    /// one before it, and an update keeps the session and the queued change.
+    @Test func eachLaunchRecordsTheAppVersionAndAnUpdateKeepsEverything() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-app-version")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(
+            directory, name: "phone", server: backend.baseURL, arguments: ["--app-version", "1.4"])
+        #expect(try await phone.run("signin alice")["ok"] == true)
+        let id = try #require(try await phone.run("new Kept across the update")["id"]?.stringValue)
+        _ = try await phone.run("quit")
+        _ = try await phone.process.waitForExit()
+        func recorded() throws -> JSONValue {
+            try JSONValue(
+                parsing: String(
+                    decoding: try Data(contentsOf: phone.data.appendingPathComponent("app-version.json")), as: UTF8.self
+                ))
+        }
+        #expect(try recorded()["version"] == "1.4")
+        let updated = try phone.relaunched(arguments: ["--app-version", "2.0"])
+        let launch = try await updated.run("launch")
+        #expect(launch["account"] == "alice" && launch["appVersionCheck"] == nil, "\(launch)")
+        let after = try recorded()
+        #expect(after["version"] == "2.0" && after["previous"] == "1.4", "\(after)")
+        let list = try await updated.run("list")
+        #expect(list["notes"]?[0]?["id"]?.stringValue == id && list["notes"]?[0]?["state"] == "pending", "\(list)")
+        _ = try await updated.run("quit")
+    }
+
     /// Found in an outside audit: words after a command's last argument were dropped, so `signin a b` signed
     /// in to `a` and synced under it. A command given more words than it takes is refused and runs nothing.
     @Test func extraWordsAreRefusedNotDropped() async throws {

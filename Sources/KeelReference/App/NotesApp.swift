@@ -201,7 +201,17 @@ public actor NotesApp {
     /// Reopens the account that was active and restores its screen and drafts (after a kill as after a normal
     /// quit). Answers the screen.
     public func launch() async -> JSONObject {
+        // Before any vault opens: a new app version resets the caches its inventory says go with the version
+        // (none in this app's today; never its drafts, credentials or queued changes). A failure is reported
+        // with the launch and tried again at the next one; it keeps nothing from opening.
+        var versionProblem: String?
+        do {
+            try await vaults.checkAppVersion(configuration.appVersion.description)
+        } catch {
+            versionProblem = "\(error)"
+        }
         launched = await reopen()
+        if let versionProblem { launched["appVersionCheck"] = .string(versionProblem) }
         return launched
     }
 
