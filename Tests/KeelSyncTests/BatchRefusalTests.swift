@@ -42,8 +42,10 @@ import Testing
     }
 
     /// When every change is refused alone, the refusal is not about them: after three in a row with nothing
-    /// acknowledged between, the run stops and the rest stay pending, instead of every change being failed.
-    @Test func aBackendThatRefusesEveryChangeFailsThreeAndStops() async throws {
+    /// acknowledged between, the run stops and none of them is failed — not in this run, not in the next
+    /// (found in review: three were failed per run, so within a few runs every change of a client the backend
+    /// no longer took showed "couldn't be saved").
+    @Test func aBackendThatRefusesEveryChangeFailsNoneAndStops() async throws {
         let world = try SyncWorld(prefix: "keel-sync-refuse-all")
         let engine = try await world.device("phone").engine(.alice)
         var changes: [PendingMutation] = []
@@ -53,11 +55,14 @@ import Testing
                     "note", id: String(repeating: "\(index)", count: 129), fields: .note("Refused"),
                     operation: "createNote"))
         }
-        let report = await engine.push()
-        #expect(!report.isComplete && report.rejected == 3 && report.failure?.status == 422, "\(report)")
-        var states: [ItemState?] = []
-        for change in changes { states.append(try await engine.state(of: change)) }
-        #expect(states.filter { $0 == .failed }.count == 3 && states.filter { $0 == .pending }.count == 5, "\(states)")
+        for run in 1...2 {
+            let report = await engine.push()
+            #expect(
+                !report.isComplete && report.rejected == 0 && report.failure?.status == 422, "run \(run): \(report)")
+            var states: [ItemState?] = []
+            for change in changes { states.append(try await engine.state(of: change)) }
+            #expect(states.allSatisfy { $0 == .pending }, "run \(run): \(states)")
+        }
         #expect(try world.backend.noteCount() == 0)
         await engine.stop()
     }

@@ -989,11 +989,23 @@ public actor SyncEngine {
     /// Pushes batches until nothing is sendable; false when the run must stop.
     private func pushAll(_ report: inout SyncReport) async throws(SyncError) -> Bool {
         pushLimit = batchSize
+        // Changes refused alone by a refusal of the whole request, not recorded yet: that refusal may be about
+        // them, or about every change (a client the backend no longer takes). They are recorded `failed` once
+        // the backend acknowledges something after them, or when the run ends with fewer than three of them
+        // in a row; three in a row with nothing acknowledged between stop the run, and then none of them is
+        // recorded — they stay as they are stored, to be sent again by a later run (found in review: failing
+        // three per run failed every change of a refused client within a few runs). Their entities are held
+        // back for the rest of the run, so no later change of theirs goes before them.
+        var refusedAlone: [(failure: HTTPFailure, change: PendingMutation, marker: String)] = []
         var refusedInARow = 0
         while true {
             guard !fenced else { return false }
-            let (batch, taken, key) = try await takeBatch(limit: pushLimit)
-            guard !batch.isEmpty else { return true }
+            let (batch, taken, key) = try await takeBatch(
+                limit: pushLimit, holdingBack: Set(refusedAlone.map(\.change.entity)))
+            guard !batch.isEmpty else {
+                try await recordRefusedAlone(&refusedAlone, into: &report)
+                return true
+            }
             inFlight = Set(batch.map(\.id))
             defer { inFlight = [] }
             let marker = InFlightMarker.key(key.rawValue)
@@ -1012,25 +1024,23 @@ public actor SyncEngine {
                 // it fails; the others go (found in review: one such change failed every change of its batch,
                 // and a batch too large for the server was sent again, whole, on every sync, ahead of all the
                 // rest). Nothing of it was applied: its marker goes, its changes stay as they are stored.
-                if batch.count > 1, Self.splitsOnRefusal(error) {
+                if Self.splitsOnRefusal(error) {
                     try await storageCall {
                         try await self.vault.write(self.storage.state, inline: true) { state in
                             try state.delete(marker)
                         }
                     }
-                    pushLimit = max(1, batch.count / 2)
-                    continue
-                }
-                try await recordFailure(error, for: batch, marker: marker)
-                // A change refused alone is failed, as one the backend answers `rejected` in a batch is: the
-                // push goes on with the others. Unless every change is refused so — three in a row with none
-                // acknowledged between says the refusal is not about them (a client the backend no longer
-                // takes): the run stops and the rest wait, instead of every change being failed one by one.
-                if Self.splitsOnRefusal(error) {
-                    report.rejected += 1
+                    if batch.count > 1 {
+                        pushLimit = max(1, batch.count / 2)
+                        continue
+                    }
+                    refusedAlone.append((error, batch[0], marker))
                     refusedInARow += 1
                     if refusedInARow < 3 { continue }
+                    report.failure = SyncFailure(error)
+                    return false
                 }
+                try await recordFailure(error, for: batch, marker: marker)
                 report.failure = SyncFailure(error)
                 return false
             }
@@ -1059,7 +1069,22 @@ public actor SyncEngine {
                 results, of: batch, taken: taken, marker: marker, correlationID: context.correlationID, into: &report)
             pushLimit = min(batchSize, pushLimit * 2)
             refusedInARow = 0
+            // The backend takes changes: what it refused alone was about those changes.
+            try await recordRefusedAlone(&refusedAlone, into: &report)
         }
+    }
+
+    /// Records each change in `refused` as refused on its own (`failed`, counted in ``SyncReport/rejected``),
+    /// and empties the list.
+    private func recordRefusedAlone(
+        _ refused: inout [(failure: HTTPFailure, change: PendingMutation, marker: String)],
+        into report: inout SyncReport
+    ) async throws(SyncError) {
+        for (failure, change, marker) in refused {
+            try await recordFailure(failure, for: [change], marker: marker)
+            report.rejected += 1
+        }
+        refused.removeAll()
     }
 
     /// Whether `failure` refuses a push as a whole, for something one of its changes may be alone in: the
@@ -1209,7 +1234,7 @@ public actor SyncEngine {
     /// (the change is not in the batch) or sees the marker and refuses (it may be applied). Changes of an
     /// earlier marker whose answer never came (the app was killed while they were out) are marked
     /// `sending` first: sent without a known answer.
-    private func takeBatch(limit: Int) async throws(SyncError) -> (
+    private func takeBatch(limit: Int, holdingBack held: Set<EntityRef> = []) async throws(SyncError) -> (
         batch: [PendingMutation], taken: [TakenEntry], key: IdempotencyKey
     ) {
         let storage = storage
@@ -1253,7 +1278,9 @@ public actor SyncEngine {
                 let entities = try transaction.records(storage.entities)
                 var batch: [PendingMutation] = []
                 var taken: [TakenEntry] = []
-                var seen: Set<EntityRef> = []
+                // Entities held back (a change refused alone this run, not recorded yet) count as seen: none of
+                // their changes goes.
+                var seen: Set<EntityRef> = held
                 // The later changes of the entities seen, by number: held back, so not even read (a long run of
                 // edits of one entity would otherwise be read whole for every batch).
                 var behind: Set<UInt64> = []
