@@ -177,7 +177,7 @@ public actor NotesApp {
     /// A file that is not a ledger is kept as it is and reported; nothing is published for this account until
     /// it is dealt with (which of its publications were started cannot be told).
     func effectLedger(_ engine: SyncEngine) async throws -> EffectLedger {
-        let ledger = EffectLedger(vault: engine.vault, dataset: Self.effects, clock: configuration.clock)
+        let ledger = try EffectLedger(vault: engine.vault, dataset: Self.effects, clock: configuration.clock)
         let file = legacyLedgerFile(engine.vault.account)
         do {
             try await ledger.importFile(file)
