@@ -202,11 +202,16 @@ public actor NotesApp {
     /// quit). Answers the screen.
     public func launch() async -> JSONObject {
         // Before any vault opens: a new app version resets the caches its inventory says go with the version
-        // (none in this app's today; never its drafts, credentials or queued changes). A failure is reported
-        // with the launch and tried again at the next one; it keeps nothing from opening.
+        // (none in this app's today; never its drafts, credentials or queued changes). A store that could not be
+        // reset is reported with the launch: it is reset when it is next opened (refused until it can be), and
+        // tried again at the next launch. A check that failed as a whole (its record not written) is reported
+        // the same way; it keeps nothing from opening.
         var versionProblem: String?
         do {
-            try await vaults.checkAppVersion(configuration.appVersion.description)
+            let check = try await vaults.checkAppVersion(configuration.appVersion.description)
+            if !check.isFinished {
+                versionProblem = check.unfinished.map(\.description).joined(separator: "; ")
+            }
         } catch {
             versionProblem = "\(error)"
         }
