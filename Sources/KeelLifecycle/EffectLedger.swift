@@ -10,7 +10,7 @@ public import KeelStore
 /// named by ``Entry/reference``), never from view state.
 ///
 /// ```swift
-/// let ledger = EffectLedger(vault: vault, dataset: "effects")              // in the account's vault
+/// let ledger = try EffectLedger(vault: vault, dataset: "effects")          // in the account's vault
 /// let id = EffectLedger.operationID(entry: entry.id, action: "publish")   // the same on every replay
 /// switch try await ledger.begin(id, action: "publish") {
 /// case .run: let result = try await publish(); try await ledger.complete(id, .succeeded, result: result)
@@ -22,7 +22,10 @@ public import KeelStore
 /// - **In the account's vault** (``init(vault:dataset:clock:)``): one record per operation in a dataset the
 ///   inventory declares — sealed when it is classified `personal` or above, as a ledger of what an account
 ///   did is — so its entries go with the account's data at logout and account deletion, and shredding the
-///   account's keys makes them unreadable. Record ids are keyed digests of the operation ids (the key, a
+///   account's keys makes them unreadable. The dataset is kept until an event (`untilEvent`), never for a
+///   duration: the vault's retention sweep deletes by age and would take the ledger's record-id key and its
+///   started operations with it (one would then run twice), so such a dataset is refused when the ledger is
+///   made (`sweptByRetention`). Forget settled operations with ``removeSettled(before:)`` instead. Record ids are keyed digests of the operation ids (the key, a
 ///   random salt, is itself a sealed record): no note id, path or account name is written in clear. Every
 ///   call is one SQLite transaction on the vault, and nothing is cached in memory, so an app and its
 ///   extension may each have a ledger on the same vault at the same time: a second `begin` of the same id —
@@ -90,8 +93,22 @@ public actor EffectLedger {
 
     /// The ledger kept as records of `dataset` in `vault`, the account's vault (see the type's discussion).
     /// Nothing is read until the first call; the dataset must be declared in the vault's inventory and
-    /// account-bound (otherwise each call throws the vault's error).
-    public init(vault: Vault, dataset: String, clock: WallClock = .system) {
+    /// account-bound (otherwise each call throws the vault's error), and kept until an event, never for a
+    /// duration.
+    ///
+    /// - Throws: ``EffectLedgerError`` `sweptByRetention` when the vault's inventory declares `dataset` with a
+    ///   retention duration: the vault's sweep (``Vault/sweepExpired(now:)``) deletes its records by age, which
+    ///   would delete the ledger's record-id key — every later call `damaged`, nothing published again for the
+    ///   account — and forget operations still started, so that the next `begin` answers `.run` and runs one a
+    ///   second time. Declare it `untilEvent`, and forget settled operations with ``removeSettled(before:)``.
+    public init(vault: Vault, dataset: String, clock: WallClock = .system) throws(EffectLedgerError) {
+        if let declared = vault.inventory.datasets[dataset], case .duration(let duration) = declared.retention {
+            throw EffectLedgerError(
+                code: .sweptByRetention,
+                message:
+                    "\(dataset) declares a retention of \(Dataset.Retention.duration(duration)): the vault sweeps its records by age, which would delete the ledger's key and forget operations still started (run again); declare it untilEvent and prune settled operations with removeSettled(before:) instead"
+            )
+        }
         file = nil
         self.dataset = dataset
         self.clock = clock
@@ -508,4 +525,8 @@ extension ErrorCode where Domain == EffectLedgerError {
     public static var inUse: Self { Self("inUse") }
     /// ``EffectLedger/importFile(_:)`` on a ledger kept in a file (only one kept in a vault imports).
     public static var notInVault: Self { Self("notInVault") }
+    /// ``EffectLedger/init(vault:dataset:clock:)`` on a dataset the vault's inventory keeps for a duration:
+    /// the vault's retention sweep would delete the ledger's key and its started operations. Declare the
+    /// dataset `untilEvent`; prune with ``EffectLedger/removeSettled(before:)``.
+    public static var sweptByRetention: Self { Self("sweptByRetention") }
 }

@@ -155,7 +155,8 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "vault-ledger" {
         let dataURL = URL(fileURLWithPath: data)
         let store = try FileKeyStore(directory: URL(fileURLWithPath: keys), dataDirectories: [dataURL])
         let vaults = try Vaults(dataDirectory: dataURL, keyStore: store, inventory: NotesSync.inventory)
-        let ledger = EffectLedger(vault: try await vaults.open(try AccountID("alice@example.com")), dataset: "effects")
+        let ledger = try EffectLedger(
+            vault: try await vaults.open(try AccountID("alice@example.com")), dataset: "effects")
         while let line = readLine() {
             let words = line.split(separator: " ", maxSplits: 3).map(String.init)
             do {

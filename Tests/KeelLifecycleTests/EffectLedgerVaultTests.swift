@@ -40,7 +40,7 @@ import Testing
 
         /// A ledger on alice's vault, opened again (as a relaunch does).
         func ledger(clock: WallClock = .system) async throws -> EffectLedger {
-            EffectLedger(vault: try await vaults.open(alice), dataset: "effects", clock: clock)
+            try EffectLedger(vault: try await vaults.open(alice), dataset: "effects", clock: clock)
         }
 
         /// Every file under the data directory, with its bytes.
@@ -110,6 +110,41 @@ import Testing
         #expect(try await ledger.unsettled(account: "bob").map(\.id) == ["legacy@e4#1", "pay@e3-b#1"])
         #expect(try await ledger.unsettled(account: "alice").map(\.id) == ["legacy@e4#1", "pay@e2-a#1"])
         #expect(try await ledger.unsettled(account: nil).map(\.id) == ["legacy@e4#1"])
+    }
+
+    /// Found in a review: an account-bound dataset may declare a retention duration (the vault stamps and
+    /// sweeps its records), and a ledger kept in one lost its record-id key to the first sweep (every later
+    /// call `damaged`: nothing published again for the account) and its aged started operations (the next
+    /// `begin` answered `.run`: run twice). Such a dataset is refused when the ledger is made; one kept until an
+    /// event, as the reference app declares `effects`, is accepted, and a sweep long after leaves it whole.
+    @Test func aDatasetKeptForADurationIsRefusedAndOneKeptUntilAnEventIsNotSwept() async throws {
+        let root = try TemporaryDirectory(prefix: "keel-ledger-swept")
+        let keys = try FileKeyStore(directory: root.url("keys"), dataDirectories: [root.url("data")])
+        var swept = try Self.inventory().datasets["effects"]!
+        swept.name = "swept-effects"
+        swept.retention = .duration(.seconds(30 * 86_400))
+        let inventory = try Inventory(Array(try Self.inventory().datasets.values) + [swept])
+        let vaults = try Vaults(dataDirectory: root.url("data"), keyStore: keys, inventory: inventory)
+        let vault = try await vaults.open(try AccountID("alice@example.com"))
+        do {
+            _ = try EffectLedger(vault: vault, dataset: "swept-effects")
+            Issue.record("a ledger on a dataset the vault sweeps by age was made")
+        } catch {
+            #expect(error.code == .sweptByRetention)
+            #expect(error.message.contains("removeSettled(before:)"))
+        }
+
+        // Accepted: `effects` is kept until an event. Nothing of it goes in a sweep a year later.
+        let ledger = try EffectLedger(vault: vault, dataset: "effects")
+        #expect(try await ledger.begin("publish@e1#1", action: "publish") == .run)
+        let later = WallClock { Date().addingTimeInterval(365 * 86_400) }
+        #expect(try await vault.sweepExpired(now: later).deleted["effects", default: 0] == 0)
+        guard case .recorded(let entry) = try await ledger.begin("publish@e1#1", action: "publish") else {
+            Issue.record("a started publication would run a second time after a sweep")
+            return
+        }
+        #expect(entry.state == .started)
+        await vaults.close()
     }
 
     /// A succeeded operation's record never changes (a late failure, a second success); a failed one may

@@ -148,10 +148,19 @@ import Testing
         #expect(try vaults.backupPlan().included.contains("app-version.json"))
     }
 
-    /// A vault that cannot be reset (its manifest gone: nothing in it can be told apart) makes the check throw,
-    /// while the other vault and the shared cache are reset and stay so; the version change is not lost: the
-    /// next check — same version — resets that vault, and only it, then the one after has nothing left to do.
-    @Test func aCheckThatFailsMidwayIsFinishedByTheNextOne() async throws {
+    /// The record's list of stores still to reset: (shared cache pending, vault namespaces pending).
+    func pending() throws -> (shared: Bool, vaults: [String]) {
+        let bytes = try Data(contentsOf: data.appendingPathComponent("app-version.json"))
+        let record = try JSONSerialization.jsonObject(with: bytes) as? [String: Any] ?? [:]
+        return (record["pendingShared"] as? Bool ?? true, record["pendingVaults"] as? [String] ?? ["?"])
+    }
+
+    /// Found in a review: a vault that could not be reset (its manifest gone: nothing in it can be told apart)
+    /// made the check throw, and the caller lost that the version changed (the app's own caches were never
+    /// cleared) — at every launch while it kept failing. The check returns: changed, that vault unfinished with
+    /// its error; the other vault and the shared cache are reset and stay so; the next check — same version —
+    /// resets that vault, and only it, then the one after has nothing left to do.
+    @Test func aCheckThatFailsMidwaySaysItChangedAndWhatIsUnfinishedAndTheNextOneFinishesIt() async throws {
         try await vaults.checkAppVersion("1.0")
         try await fill(alice)
         try await fill(bob)
@@ -160,19 +169,83 @@ import Testing
         let saved = try Data(contentsOf: manifest)
         try FileManager.default.removeItem(at: manifest)
 
-        #expect(await Self.code { try await vaults.checkAppVersion("2.0") } == "damaged")
+        let partial = try await vaults.checkAppVersion("2.0")
+        #expect(partial.changed && partial.previous == "1.0" && !partial.isFinished)
+        #expect(partial.unfinished.map(\.store) == [.vault(VaultNamespace(bob))])
+        #expect(partial.unfinished.map(\.error.code) == [.damaged])
+        #expect(partial.vaults.compactMap(\.namespace) == [VaultNamespace(alice)])
+        #expect(partial.resetDatasets == ["catalog"])
+        #expect(try pending().shared == false && pending().vaults == [VaultNamespace(bob).rawValue])
         try saved.write(to: manifest)
         try await expectReset(alice)
         #expect(try await vaults.shared.get("catalog", id: "p1") == nil)
         try await vaults.shared.put("catalog", id: "p2", Data("new catalog".utf8))
 
         let rerun = try await vaults.checkAppVersion("2.0")
-        #expect(rerun.changed && rerun.previous == "1.0")
+        #expect(rerun.changed && rerun.previous == "1.0" && rerun.isFinished)
         #expect(rerun.vaults.compactMap(\.namespace) == [VaultNamespace(bob)])
         #expect(rerun.resetDatasets.isEmpty)  // done the first time: what was cached since stays
         #expect(try await vaults.shared.get("catalog", id: "p2") == Data("new catalog".utf8))
         try await expectReset(bob)
         #expect(!(try await vaults.checkAppVersion("2.0")).changed)
+    }
+
+    /// Found in a review: opening a vault never looked at the record, so a vault whose reset had failed opened
+    /// with the old version's caches. It is reset when it opens (refused while it cannot be), and leaves the
+    /// list; a check after that has nothing left to do.
+    @Test func aVaultWhoseResetFailedIsResetWhenItOpens() async throws {
+        try await vaults.checkAppVersion("1.0")
+        try await fill(alice)
+        try await fill(bob)
+        let manifest = data.appendingPathComponent("vaults/\(VaultNamespace(bob).rawValue)/vault.json")
+        let saved = try Data(contentsOf: manifest)
+        try FileManager.default.removeItem(at: manifest)
+        #expect(try await vaults.checkAppVersion("2.0").unfinished.map(\.store) == [.vault(VaultNamespace(bob))])
+        #expect(await Self.code { _ = try await vaults.open(bob) } == "appVersionResetUnfinished")
+        #expect(try pending().vaults == [VaultNamespace(bob).rawValue])
+
+        try saved.write(to: manifest)
+        try await expectReset(bob, "opening it reset its caches, and nothing else")
+        #expect(try pending().shared == false && pending().vaults.isEmpty)
+        let after = try await vaults.checkAppVersion("2.0")
+        #expect(!after.changed && after.vaults.isEmpty && after.resetDatasets.isEmpty && after.isFinished)
+    }
+
+    /// The shared cache likewise: one whose reset failed (its database unreadable for the check) is reset at
+    /// its next use, before anything is read, and leaves the list.
+    @Test func theSharedCacheWhoseResetFailedIsResetAtItsNextUse() async throws {
+        try await vaults.checkAppVersion("1.0")
+        try await fill(alice)
+        try await vaults.shared.put("catalog", id: "p1", Data("old catalog".utf8))
+        await vaults.shared.close()
+        let shared = data.appendingPathComponent("shared")
+        let aside = root.url("shared-aside")
+        try FileManager.default.copyItem(at: shared, to: aside)
+        for name in try FileManager.default.contentsOfDirectory(atPath: shared.path) {
+            let file = shared.appendingPathComponent(name)
+            if name.hasSuffix(".sqlite") {
+                try Data(repeating: 0x5A, count: 4096).write(to: file)
+            } else {
+                try FileManager.default.removeItem(at: file)
+            }
+        }
+
+        let partial = try await vaults.checkAppVersion("2.0")
+        #expect(partial.changed && partial.unfinished.map(\.store) == [.shared])
+        #expect(partial.vaults.compactMap(\.namespace) == [VaultNamespace(alice)])
+        #expect(try pending().shared == true && pending().vaults.isEmpty)
+        #expect(await Self.code { _ = try await vaults.shared.get("catalog", id: "p1") } == "appVersionResetUnfinished")
+        await vaults.shared.close()
+        try FileManager.default.removeItem(at: shared)
+        try FileManager.default.moveItem(at: aside, to: shared)
+
+        #expect(try await vaults.shared.get("catalog", id: "p1") == nil, "reset before it was read")
+        #expect(try pending().shared == false)
+        try await vaults.shared.put("catalog", id: "p2", Data("new catalog".utf8))
+        let after = try await vaults.checkAppVersion("2.0")
+        #expect(!after.changed && after.isFinished)
+        #expect(try await vaults.shared.get("catalog", id: "p2") == Data("new catalog".utf8))
+        try await expectReset(alice)
     }
 
     /// The key store gone while a vault's sealed cache is reset (as a crash between recording the reset and
@@ -184,11 +257,13 @@ import Testing
         try await fill(bob)
         let away = root.url("keys-away")
         try FileManager.default.moveItem(at: root.url("keys"), to: away)
-        #expect(await Self.code { try await vaults.checkAppVersion("1.1") } == "keyStoreFailed")
+        let partial = try await vaults.checkAppVersion("1.1")
+        #expect(partial.changed && Set(partial.unfinished.map(\.error.code)) == [.keyStoreFailed])
+        #expect(Set(partial.unfinished.map(\.store)) == [.vault(VaultNamespace(alice)), .vault(VaultNamespace(bob))])
         try FileManager.default.moveItem(at: away, to: root.url("keys"))
         try await expectReset(alice)  // opening finishes the recorded reset
         let rerun = try await vaults.checkAppVersion("1.1")
-        #expect(rerun.changed && rerun.previous == "1.0")
+        #expect(rerun.changed && rerun.previous == "1.0" && rerun.isFinished)
         try await expectReset(bob)
         #expect(!(try await vaults.checkAppVersion("1.1")).changed)
     }

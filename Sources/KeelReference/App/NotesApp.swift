@@ -177,7 +177,7 @@ public actor NotesApp {
     /// A file that is not a ledger is kept as it is and reported; nothing is published for this account until
     /// it is dealt with (which of its publications were started cannot be told).
     func effectLedger(_ engine: SyncEngine) async throws -> EffectLedger {
-        let ledger = EffectLedger(vault: engine.vault, dataset: Self.effects, clock: configuration.clock)
+        let ledger = try EffectLedger(vault: engine.vault, dataset: Self.effects, clock: configuration.clock)
         let file = legacyLedgerFile(engine.vault.account)
         do {
             try await ledger.importFile(file)
@@ -202,11 +202,16 @@ public actor NotesApp {
     /// quit). Answers the screen.
     public func launch() async -> JSONObject {
         // Before any vault opens: a new app version resets the caches its inventory says go with the version
-        // (none in this app's today; never its drafts, credentials or queued changes). A failure is reported
-        // with the launch and tried again at the next one; it keeps nothing from opening.
+        // (none in this app's today; never its drafts, credentials or queued changes). A store that could not be
+        // reset is reported with the launch: it is reset when it is next opened (refused until it can be), and
+        // tried again at the next launch. A check that failed as a whole (its record not written) is reported
+        // the same way; it keeps nothing from opening.
         var versionProblem: String?
         do {
-            try await vaults.checkAppVersion(configuration.appVersion.description)
+            let check = try await vaults.checkAppVersion(configuration.appVersion.description)
+            if !check.isFinished {
+                versionProblem = check.unfinished.map(\.description).joined(separator: "; ")
+            }
         } catch {
             versionProblem = "\(error)"
         }

@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 
 /// What checking the app's version at launch did: whether it changed since the last check, and which caches
 /// declaring the `appVersionChange` deletion trigger were reset because it did (``Vaults/checkAppVersion(_:)``,
@@ -21,6 +22,44 @@ public struct AppVersionCheck: Sendable, Equatable {
     public internal(set) var resetDatasets: [String] = []
     /// One report per account vault whose caches were reset (closed vaults included), by namespace.
     public internal(set) var vaults: [PurgeReport] = []
+    /// The stores whose caches could not be reset by this check, each with why (empty when every store is
+    /// done). They stay on the record's list: each is reset before it is next opened — ``Vaults/open(_:)``
+    /// for a vault, the shared cache's first use in a process — which refuses with ``VaultError``
+    /// `appVersionResetUnfinished` while that fails, and the next check tries them again. ``changed`` is true
+    /// all the same: clear the app's own caches, and report these.
+    public internal(set) var unfinished: [Unfinished] = []
+
+    /// Whether every store was reset (nothing ``unfinished``).
+    public var isFinished: Bool { unfinished.isEmpty }
+
+    /// A store whose caches are still to be reset for the change (``unfinished``).
+    public struct Unfinished: Sendable, Equatable, CustomStringConvertible {
+        /// Which store.
+        public enum Store: Sendable, Hashable {
+            /// The shared cache (``Vaults/shared``).
+            case shared
+            /// The vault of this namespace.
+            case vault(VaultNamespace)
+        }
+
+        /// The store.
+        public let store: Store
+        /// Why its reset failed.
+        public let error: VaultError
+
+        /// `vault <namespace>: <error>` or `shared cache: <error>`.
+        public var description: String {
+            switch store {
+            case .shared: return "shared cache: \(error)"
+            case .vault(let namespace): return "vault \(namespace.rawValue): \(error)"
+            }
+        }
+
+        /// The same store, failed with the same code and message (the underlying errors are not compared).
+        public static func == (lhs: Unfinished, rhs: Unfinished) -> Bool {
+            lhs.store == rhs.store && lhs.error.code == rhs.error.code && lhs.error.message == rhs.error.message
+        }
+    }
 
     init(version: String, previous: String?, changed: Bool) {
         self.version = version

@@ -11,6 +11,10 @@ public import KeelCore
 /// ```swift
 /// try await vaults.shared.put("catalog", id: "p1", productJSON)
 /// ```
+///
+/// When ``Vaults/checkAppVersion(_:)`` could not reset the shared cache for a change of the app's version,
+/// its first use in the process (``put(_:id:_:)``, ``get(_:id:)``, ``reset(_:)``, ``sweepExpired(now:)``)
+/// resets it before anything is read or written, or throws ``VaultError`` `appVersionResetUnfinished`.
 public final class SharedCache: Sendable {
     /// The directory of the shared databases (`<data>/shared`).
     public let directory: URL
@@ -18,6 +22,13 @@ public final class SharedCache: Sendable {
     public let inventory: Inventory
     private let clock: WallClock
     private let pools = Locked<[Dataset.BackupPolicy: DatabasePool]>([:])
+    /// `app-version.json` in the data directory (``Vaults/checkAppVersion(_:)``).
+    private let appVersionPath: String
+    /// Whether this process found nothing of a change of the app's version left to reset here (then the record
+    /// is not read again: ``Vaults/checkAppVersion(_:)`` resets the shared cache itself).
+    private let appVersionSettled = Locked(false)
+    /// One first use at a time finishes a pending reset.
+    private let appVersionTurnstile = Turnstile()
 
     /// The name of the shared directory inside a data directory.
     static let directoryName = "shared"
@@ -26,14 +37,51 @@ public final class SharedCache: Sendable {
         directory = dataDirectory.appendingPathComponent(Self.directoryName)
         self.inventory = inventory
         self.clock = clock
+        appVersionPath = VaultFiles.roots(of: dataDirectory).data + "/" + AppVersionRecord.fileName
+    }
+
+    /// At the first use in this process: when ``Vaults/checkAppVersion(_:)`` could not reset the shared cache
+    /// for a change of the app's version (the record still lists it), resets it now and takes it off the list,
+    /// so that nothing another version cached is read.
+    ///
+    /// - Throws: ``VaultError`` `appVersionResetUnfinished` when that fails (nothing is read or written; tried
+    ///   again at the next use).
+    private func finishAppVersionReset() async throws(VaultError) {
+        if appVersionSettled.withLock({ $0 }) { return }
+        await appVersionTurnstile.enter()
+        defer { appVersionTurnstile.leave() }
+        if appVersionSettled.withLock({ $0 }) { return }
+        guard let record = AppVersionRecord.read(appVersionPath), record.pendingShared else {
+            appVersionSettled.withLock { $0 = true }
+            return
+        }
+        do { _ = try await resetForAppVersionChange() } catch {
+            let cause = Vaults.vaultError(error, namespace: nil)
+            throw VaultError(
+                code: .appVersionResetUnfinished,
+                message:
+                    "the shared cache is still to be reset for app version \(record.version), and cannot be (\(cause)); nothing was read or written",
+                underlying: cause)
+        }
+        // Not written (the directory is read-only?): the cache is reset again at the next launch's first use.
+        try? AppVersionRecord.update(appVersionPath, version: record.version) { $0.pendingShared = false }
+        appVersionSettled.withLock { $0 = true }
+    }
+
+    /// Makes the next use look at the record again (a check recorded a change the shared cache may still have
+    /// to be reset for).
+    func needsAppVersionCheck() {
+        appVersionSettled.withLock { $0 = false }
     }
 
     /// Stores `value` as record `id` of `dataset` (replacing it).
     ///
     /// - Throws: ``VaultError`` `misplaced` unless `dataset` is declared `public` and not account-bound;
-    ///   the inventory's `undeclared`; `databaseFailed`.
+    ///   the inventory's `undeclared`; `databaseFailed`; `appVersionResetUnfinished` while a reset for a change
+    ///   of the app's version is left to finish and cannot be (every call of the shared cache, as at its first
+    ///   use in a process: see ``Vaults/checkAppVersion(_:)``).
     public func put(_ dataset: String, id: String, _ value: Data) async throws {
-        let (pool, table) = try prepare(dataset)
+        let (pool, table) = try await prepareReset(dataset)
         let now = clock.now().timeIntervalSince1970
         try await pool.writeInline { db in
             try db.execute(
@@ -46,7 +94,7 @@ public final class SharedCache: Sendable {
 
     /// Record `id` of `dataset`, or nil when there is none.
     public func get(_ dataset: String, id: String) async throws -> Data? {
-        let (pool, table) = try prepare(dataset)
+        let (pool, table) = try await prepareReset(dataset)
         return try await pool.read { db in
             guard try Self.exists(dataset, db) else { return nil }
             return try db.scalar(Data.self, "SELECT value FROM \(table) WHERE id = ?", argument: id)
@@ -64,7 +112,7 @@ public final class SharedCache: Sendable {
                 code: .resetRefused, dataset: dataset, problems: [],
                 message: "\(dataset) is a source of truth; only caches may be reset")
         }
-        let (pool, table) = try prepare(dataset)
+        let (pool, table) = try await prepareReset(dataset)
         try await pool.write { db in try db.execute("DROP TABLE IF EXISTS \(table)") }
     }
 
@@ -112,6 +160,7 @@ public final class SharedCache: Sendable {
     /// - Throws: ``VaultError`` `databaseFailed` or `damaged`.
     @discardableResult
     public func sweepExpired(now wallClock: WallClock? = nil) async throws -> DataStore.SweepReport {
+        try await finishAppVersionReset()
         let now = (wallClock ?? clock).now().timeIntervalSince1970
         var expiring: [RetentionSweep.Target] = []
         for dataset in inventory.datasets.values
@@ -150,7 +199,21 @@ public final class SharedCache: Sendable {
             arguments: [VaultFiles.table(dataset)]) != nil
     }
 
+    /// ``prepare(_:)`` once a reset left pending by a change of the app's version is finished (the dataset is
+    /// checked first: a misplaced one is refused as such).
+    private func prepareReset(_ dataset: String) async throws -> (DatabasePool, String) {
+        _ = try declaration(dataset)
+        try await finishAppVersionReset()
+        return try prepare(dataset)
+    }
+
     private func prepare(_ dataset: String) throws -> (DatabasePool, String) {
+        let declaration = try declaration(dataset)
+        return (try pool(for: declaration.backup, dataset: dataset), DataStore.quoted(VaultFiles.table(dataset)))
+    }
+
+    /// `dataset`'s declaration, when the shared cache may keep it.
+    private func declaration(_ dataset: String) throws -> Dataset {
         let declaration = try inventory.dataset(dataset)
         guard VaultFiles.isSafeComponent(dataset) else {
             throw VaultError(
@@ -163,7 +226,7 @@ public final class SharedCache: Sendable {
                     "only public data that belongs to no account is kept outside a vault; \(dataset) is \(declaration.classification.rawValue)\(declaration.isAccountBound ? " and account-bound" : "")"
             )
         }
-        return (try pool(for: declaration.backup, dataset: dataset), DataStore.quoted(VaultFiles.table(dataset)))
+        return declaration
     }
 
     private func pool(for policy: Dataset.BackupPolicy, dataset: String) throws(VaultError) -> DatabasePool {

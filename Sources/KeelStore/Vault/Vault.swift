@@ -27,7 +27,10 @@ public final class Vault: Sendable {
     public let directory: URL
 
     let path: String
-    let inventory: Inventory
+    /// The declarations every dataset of this vault is checked against (the ``Vaults/inventory`` that opened
+    /// it): what a store kept in a dataset of the vault reads to know how the vault treats it (its retention,
+    /// its deletion triggers).
+    public let inventory: Inventory
     let keyStore: any KeyStore
     let clock: WallClock
     private let state: Locked<State>

@@ -104,4 +104,9 @@ extension ErrorCode where Domain == VaultError {
     /// A value or file larger than a vault keeps in one piece (``Vault/maximumValueSize``): nothing was
     /// written.
     public static var tooLarge: Self { Self("tooLarge") }
+    /// The store's caches are still to be reset for a change of the app's version (``Vaults/checkAppVersion(_:)``
+    /// could not reset them), and could not be reset now either: the store is not opened, since what it cached
+    /// was written by another version. See ``VaultError/underlying``; it is tried again at the next open and
+    /// the next check.
+    public static var appVersionResetUnfinished: Self { Self("appVersionResetUnfinished") }
 }

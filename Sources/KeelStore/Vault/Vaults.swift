@@ -117,8 +117,14 @@ public actor Vaults {
     /// (a Keychain item that outlived an uninstall) belongs to data that is gone and is deleted. A deletion
     /// that was interrupted is finished first.
     ///
+    /// A vault still to be reset for a change of the app's version (``checkAppVersion(_:)`` could not reset it)
+    /// has its caches reset first, and leaves the record's list: it never opens with what another version
+    /// cached.
+    ///
     /// - Throws: ``VaultError`` `anotherVaultOpen` while another account's vault is open (close it, or use
-    ///   ``switchAccount(to:)``); `damaged` when the vault's files are inconsistent (nothing is deleted);
+    ///   ``switchAccount(to:)``); `appVersionResetUnfinished` when its caches are still to be reset for a
+    ///   change of the app's version and cannot be now (nothing else is changed; tried again at the next open);
+    ///   `damaged` when the vault's files are inconsistent (nothing is deleted);
     ///   `formatTooNew`; `schemaTooNew` or `schemaTooOld` against ``schema`` (nothing is changed);
     ///   `migrationFailed` when a pending migration throws (the vault stays closed).
     public func open(_ account: AccountID) async throws -> Vault {
@@ -157,6 +163,7 @@ public actor Vaults {
     private func openLocked(_ account: AccountID) async throws -> Vault {
         let namespace = VaultNamespace(account)
         let directory = root + "/" + namespace.rawValue
+        try await finishAppVersionReset(namespace)
         var manifest = try prepareDirectory(directory, namespace: namespace)
         if manifest.pendingPurge != nil {
             _ = try await purge(namespace: namespace, trigger: manifest.pendingPurge!.trigger, resuming: true)
@@ -547,21 +554,26 @@ public actor Vaults {
     ///
     /// Durable across a crash: the change is recorded (`app-version.json`, with the stores still to reset)
     /// before anything is deleted, and each store leaves the list once it is reset. Killed midway, the next
-    /// check (with the same version or a newer one) finishes it; a store that throws (a vault whose manifest
-    /// is gone, a database that cannot be written) stays on the list and is tried again at each check, while
-    /// the others are done and stay done. In a vault the reset is its deletion trigger: recorded in the vault
-    /// first (so opening it finishes the reset too), the caches' keys shredded — which needs no key to be
-    /// readable: a vault restored without its keys, or a locked key store, is reset all the same — then their
-    /// records and files deleted. A vault with another deletion (logout, account deletion) left unfinished by
-    /// a crash has it finished first, as ``open(_:)`` would.
+    /// check (with the same version or a newer one) finishes it. A store that cannot be reset (a vault whose
+    /// manifest is gone, a database that cannot be written) does not make the check throw: the check returns,
+    /// ``AppVersionCheck/changed`` true, with that store and its error in ``AppVersionCheck/unfinished``, and
+    /// the others are done and stay done. The store stays on the list and is never used with the old
+    /// version's caches: ``open(_:)`` resets a listed vault before opening it, and the shared cache resets
+    /// itself at its first use in the process — each refusing with ``VaultError`` `appVersionResetUnfinished`
+    /// while that fails — and the next check tries it again. In a vault the reset is its deletion trigger:
+    /// recorded in the vault first (so opening it finishes the reset too), the caches' keys shredded — which
+    /// needs no key to be readable: a vault restored without its keys, or a locked key store, is reset all
+    /// the same — then their records and files deleted. A vault with another deletion (logout, account
+    /// deletion) left unfinished by a crash has it finished first, as ``open(_:)`` would.
     ///
     /// Caches Keel does not keep (the app's own files) are the app's to clear when ``AppVersionCheck/changed``
-    /// is true; an app with a ``DataStore`` checks it too (``DataStore/checkAppVersion(_:)``).
+    /// is true — also when something is ``AppVersionCheck/unfinished``, which the app reports; an app with a
+    /// ``DataStore`` checks it too (``DataStore/checkAppVersion(_:)``).
     ///
     /// - Throws: ``InventoryError`` `invalidAppVersion` for a blank `version`; ``VaultError``
-    ///   `anotherVaultOpen` while a vault is open (nothing is changed: check before opening one); the first
-    ///   failure of a store that could not be reset (the others are; it is tried again next time); `ioError`
-    ///   when the record cannot be written.
+    ///   `anotherVaultOpen` while a vault is open (nothing is changed: check before opening one); `ioError`
+    ///   when the record cannot be written (before anything is reset, nothing is; after, the next check does it
+    ///   again). Never for a store that could not be reset: see ``AppVersionCheck/unfinished``.
     @discardableResult
     public func checkAppVersion(_ version: String) async throws -> AppVersionCheck {
         try AppVersionCheck.validate(version)
@@ -574,7 +586,7 @@ public actor Vaults {
                     "check the app's version at launch, before a vault is opened (its caches may be reset); nothing was changed"
             )
         }
-        let path = VaultFiles.roots(of: dataDirectory).data + "/" + AppVersionRecord.fileName
+        let path = appVersionPath
         let recorded = AppVersionRecord.read(path)
         var record: AppVersionRecord
         if let recorded, recorded.version == version {
@@ -587,30 +599,72 @@ public actor Vaults {
             record = AppVersionRecord(
                 version: version, previous: recorded?.version, pendingShared: true,
                 pendingVaults: try namespaces().map(\.rawValue))
-            try record.write(path)
+            try AppVersionRecord.serial.withLock { _ throws(VaultError) in try record.write(path) }
+            shared.needsAppVersionCheck()
         }
         var check = AppVersionCheck(version: version, previous: record.previous, changed: true)
-        var failure: (any Error)?
+        var sharedDone = false
         if record.pendingShared {
             do {
                 check.resetDatasets = try await shared.resetForAppVersionChange()
-                record.pendingShared = false
-            } catch { failure = error }
-        }
-        var remaining: [String] = []
-        for name in record.pendingVaults {
-            guard let namespace = VaultNamespace(rawValue: name) else { continue }
-            do {
-                if let report = try await resetForAppVersionChange(namespace) { check.vaults.append(report) }
+                sharedDone = true
             } catch {
-                remaining.append(name)
-                failure = failure ?? error
+                check.unfinished.append(.init(store: .shared, error: Self.vaultError(error, namespace: nil)))
             }
         }
-        record.pendingVaults = remaining
-        try record.write(path)
-        if let failure { throw failure }
+        var done: Set<String> = []
+        for name in record.pendingVaults {
+            guard let namespace = VaultNamespace(rawValue: name) else {
+                done.insert(name)  // not a vault's name: nothing to reset
+                continue
+            }
+            do {
+                if let report = try await resetForAppVersionChange(namespace) { check.vaults.append(report) }
+                done.insert(name)
+            } catch {
+                check.unfinished.append(.init(store: .vault(namespace), error: Self.vaultError(error, namespace: name)))
+            }
+        }
+        // On the record as it is now (the shared cache may have reset itself meanwhile): what was done leaves it.
+        try AppVersionRecord.update(path, version: version) { record in
+            if sharedDone { record.pendingShared = false }
+            record.pendingVaults.removeAll { done.contains($0) }
+        }
         return check
+    }
+
+    /// `app-version.json` in the data directory.
+    private nonisolated var appVersionPath: String {
+        VaultFiles.roots(of: dataDirectory).data + "/" + AppVersionRecord.fileName
+    }
+
+    /// `error` as a ``VaultError`` (a database's error as the vault reports it; any other kept as underlying).
+    static func vaultError(_ error: any Error, namespace: String?) -> VaultError {
+        if let error = error as? VaultError { return error }
+        if let error = error as? DatabaseError { return VaultError(error, namespace: namespace) }
+        return VaultError(code: .ioError, namespace: namespace, message: "\(error)", underlying: error)
+    }
+
+    /// Resets `namespace`'s caches when ``checkAppVersion(_:)`` left them to reset (they were written by
+    /// another version of the app), and takes it off the record's list; refuses with
+    /// `appVersionResetUnfinished` when that fails. A record that cannot be updated afterwards is left as it
+    /// is: the vault opens, and its caches are reset again at its next open (they are caches).
+    private func finishAppVersionReset(_ namespace: VaultNamespace) async throws(VaultError) {
+        let path = appVersionPath
+        guard let record = AppVersionRecord.read(path), record.pendingVaults.contains(namespace.rawValue) else {
+            return
+        }
+        do { _ = try await resetForAppVersionChange(namespace) } catch {
+            let cause = Self.vaultError(error, namespace: namespace.rawValue)
+            throw VaultError(
+                code: .appVersionResetUnfinished, namespace: namespace.rawValue,
+                message:
+                    "the vault's caches are still to be reset for app version \(record.version), and cannot be (\(cause)); it was not opened, nothing else was changed",
+                underlying: cause)
+        }
+        try? AppVersionRecord.update(path, version: record.version) { record in
+            record.pendingVaults.removeAll { $0 == namespace.rawValue }
+        }
     }
 
     /// Resets the caches of one vault for a change of the app's version; nil when it had none to reset.
@@ -699,6 +753,23 @@ struct AppVersionRecord: Codable, Equatable {
     static func read(_ path: String) -> AppVersionRecord? {
         guard let bytes = try? DurableFiles.read(path, limit: 1 << 20) else { return nil }
         return try? JSONDecoder().decode(AppVersionRecord.self, from: Data(bytes))
+    }
+
+    /// Held around every change of a record in this process: ``Vaults/checkAppVersion(_:)``, ``Vaults/open(_:)``
+    /// and the shared cache's first use each change it, read and written again whole.
+    static let serial = Locked(())
+
+    /// Changes the record at `path` as it is now, when it is still the record of `version` (a newer check's
+    /// record is left alone), and writes it back.
+    static func update(_ path: String, version: String, _ change: (inout AppVersionRecord) -> Void)
+        throws(VaultError)
+    {
+        try serial.withLock { _ throws(VaultError) in
+            guard var record = read(path), record.version == version else { return }
+            let before = record
+            change(&record)
+            if record != before { try record.write(path) }
+        }
     }
 
     func write(_ path: String) throws(VaultError) {
