@@ -121,7 +121,7 @@ struct Call {
             // Middleware works on a fresh copy each attempt, inside the deadline; nothing is sent yet.
             let prepared = try await prepare(
                 makeRequest(url: url), steps: steps, context: context, deadline: deadline, clock: clock)
-            if !steps.isEmpty { try refuseCleartext(prepared.url, built: url) }
+            if prepared.urlWasSet { try refuseCleartext(prepared.url, built: url) }
             let remaining = clock.now.duration(to: deadline)
             if remaining <= .zero { throw failure(.timeout, detail: "\(limit()) passed") }
             emit(.attemptStarted(number: attempts))
@@ -258,7 +258,7 @@ struct Call {
         let context = middlewareShared.map { MiddlewareContext(shared: $0, attempt: 1, isReplay: false) }
         let deadline = clock.now.advanced(by: timeout)
         let prepared = try await prepare(request, steps: steps, context: context, deadline: deadline, clock: clock)
-        if !steps.isEmpty { try refuseCleartext(prepared.url, built: url) }
+        if prepared.urlWasSet { try refuseCleartext(prepared.url, built: url) }
         return (prepared, clock.now.duration(to: deadline))
     }
 
@@ -584,8 +584,8 @@ struct Call {
     }
 
     /// The same rule for a request a middleware moved to another URL (its `prepare` may change any part of the
-    /// request): held to it as the client's own URL is. Compared only when middleware ran; `built` is the URL
-    /// the client made for the attempt.
+    /// request): held to it as the client's own URL is. Asked only when a middleware set the URL
+    /// (``TransportRequest/urlWasSet``); `built` is the URL the client made for the attempt.
     private func refuseCleartext(_ sent: URL, built: URL) throws(HTTPFailure) {
         guard sent != built,
             let why = CleartextPolicy.refusal(for: sent, allowed: configuration.allowsCleartextHTTP)

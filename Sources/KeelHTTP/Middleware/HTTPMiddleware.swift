@@ -113,13 +113,22 @@ public struct MiddlewareContext: Sendable {
     /// A token refresh compares the token it sent with the current one: when another call replaced it
     /// meanwhile (concurrent calls that all got a 401 to the old token), the answer was to a token already
     /// refreshed, and the replay needs no refresh of its own.
-    public let sentRequest: TransportRequest?
+    public var sentRequest: TransportRequest? { sent?.request }
+
+    /// ``sentRequest`` behind one reference: the context goes to every middleware of every attempt, and a
+    /// request held inline made it a dozen words longer to copy (keel-bench trace.overhead).
+    final class Sent: Sendable {
+        let request: TransportRequest
+        init(_ request: TransportRequest) { self.request = request }
+    }
+
+    let sent: Sent?
 
     init(shared: Shared, attempt: Int, isReplay: Bool) {
         self.shared = shared
         self.attempt = attempt
         self.isReplay = isReplay
-        sentRequest = nil
+        sent = nil
     }
 
     /// The context of attempt `context` for the replay decision after it sent `request`. Made only when a
@@ -128,7 +137,7 @@ public struct MiddlewareContext: Sendable {
         shared = context.shared
         attempt = context.attempt
         isReplay = context.isReplay
-        sentRequest = request
+        sent = Sent(request)
     }
 
     /// A context for unit tests and previews of an app's own middleware (the client makes the real ones,
@@ -152,7 +161,7 @@ public struct MiddlewareContext: Sendable {
             trace: trace ?? operation.trace ?? .start(using: .system))
         self.attempt = attempt
         self.isReplay = isReplay
-        self.sentRequest = sentRequest
+        sent = sentRequest.map(Sent.init)
     }
 }
 

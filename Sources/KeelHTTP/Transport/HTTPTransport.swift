@@ -25,7 +25,12 @@ public struct TransportRequest: Sendable {
     /// The method (`GET`, `POST`, ...).
     public var method: String
     /// The absolute URL.
-    public var url: URL
+    public var url: URL {
+        didSet { urlWasSet = true }
+    }
+    /// Whether ``url`` was set after the request was made (a middleware that moved it): only such a request's
+    /// URL is checked again before it goes (a comparison of URLs on every attempt cost keel-bench trace.overhead).
+    var urlWasSet = false
     /// Header fields in order.
     public var headers: HeaderFields
     /// The body, if any.
