@@ -37,7 +37,7 @@ package enum DurableFiles {
             close(created)
             return
         }
-        for path in ["", "-wal", "-shm", "-journal"].map({ file + $0 }) where kind(path) == .file {
+        for path in VaultFiles.databaseCompanions.map({ file + $0 }) where kind(path) == .file {
             _ = chmod(path, 0o600)
         }
     }

@@ -60,15 +60,15 @@ public struct ConflictRecord: Sendable, Hashable, Identifiable {
     }
 
     init(json: JSONValue) throws(SyncError) {
-        guard json["v"]?.int == 1, let mutation = json["mutation"], let server = json["server"],
-            case .array(let unresolved)? = json["unresolved"], let proposal = json["proposal"]?.object,
-            let detectedAt = json["detectedAt"]?.double, let local = json["local"]?.object
+        guard json["v"]?.intValue == 1, let mutation = json["mutation"], let server = json["server"],
+            case .array(let unresolved)? = json["unresolved"], let proposal = json["proposal"]?.objectValue,
+            let detectedAt = json["detectedAt"]?.doubleValue, let local = json["local"]?.objectValue
         else { throw SyncRecords.damaged("conflict record") }
         self.init(
             mutation: try PendingMutation(json: mutation), local: local,
             server: try SyncRecords.remoteEntity(server), unresolvedFields: unresolved.compactMap(\.stringValue),
             proposal: proposal, detectedAt: Date(timeIntervalSince1970: detectedAt),
-            shownThrough: json["through"]?.int.map { UInt64(bitPattern: Int64($0)) })
+            shownThrough: json["through"]?.intValue.map { UInt64(bitPattern: Int64($0)) })
     }
 }
 

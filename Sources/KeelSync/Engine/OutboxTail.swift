@@ -110,13 +110,13 @@ struct OutboxTail: Sendable {
         } catch {
             return .unreadable
         }
-        if let version = json["format"]?.int, version > format {
+        if let version = json["format"]?.intValue, version > format {
             throw SyncError(
                 code: .damagedRecord, subject: key,
                 message: "the outbox was written by a newer version of Keel (format \(version)): update the app")
         }
-        guard let through = json["through"]?.int.flatMap({ UInt64(exactly: $0) }) else { return .unreadable }
-        return .stored(through, current: json["format"]?.int == format)
+        guard let through = json["through"]?.intValue.flatMap({ UInt64(exactly: $0) }) else { return .unreadable }
+        return .stored(through, current: json["format"]?.intValue == format)
     }
 
     /// The mark rebuilt from the records: an outbox entry is folded exactly when its number is in its

@@ -592,7 +592,7 @@ public actor SyncEngine {
                     let page = try state.ids(after: after, limit: 500)
                     for id in page where id.hasPrefix("settled:") {
                         guard let data = try? state.get(id), let json = try? SyncRecords.decode(data, "settlement"),
-                            let at = json["at"]?.double, at < cutoff
+                            let at = json["at"]?.doubleValue, at < cutoff
                         else { continue }
                         try state.delete(id)
                         forgotten += 1
@@ -677,7 +677,7 @@ public actor SyncEngine {
                 // (stale), until the next pull writes it again.
                 try Self.undamaged {
                     try state.get("pulled:" + entityType).flatMap { data -> Date? in
-                        try SyncRecords.decode(data, "freshness")["at"]?.double.map {
+                        try SyncRecords.decode(data, "freshness")["at"]?.doubleValue.map {
                             Date(timeIntervalSince1970: $0)
                         }
                     }
@@ -1262,7 +1262,7 @@ public actor SyncEngine {
                         continue
                     }
                     if case .array(let ids)? = marker["ids"], case .array(let sequences)? = marker["sequences"] {
-                        for (id, sequence) in zip(ids.compactMap(\.stringValue), sequences.compactMap(\.int)) {
+                        for (id, sequence) in zip(ids.compactMap(\.stringValue), sequences.compactMap(\.intValue)) {
                             let key = SyncRecords.outboxID(UInt64(sequence))
                             guard var entry = try SyncRecords.outboxEntry(key, in: outbox), entry.id == id,
                                 entry.state == .pending

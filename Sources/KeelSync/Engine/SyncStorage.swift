@@ -110,8 +110,8 @@ enum SyncRecords {
 
     static func remoteEntity(_ json: JSONValue) throws(SyncError) -> RemoteEntity {
         guard let type = json["type"]?.stringValue, let id = json["id"]?.stringValue,
-            let version = json["version"]?.int,
-            let deleted = json["deleted"]?.bool, let fields = json["fields"]?.object
+            let version = json["version"]?.intValue,
+            let deleted = json["deleted"]?.boolValue, let fields = json["fields"]?.objectValue
         else { throw damaged("server entity") }
         return RemoteEntity(ref: EntityRef(type: type, id: id), version: version, isDeleted: deleted, fields: fields)
     }
@@ -136,7 +136,7 @@ enum SyncRecords {
 
     static func settlement(_ json: JSONValue) throws(SyncError) -> Settlement {
         switch json["outcome"]?.stringValue {
-        case "applied": return .applied(version: json["version"]?.int)
+        case "applied": return .applied(version: json["version"]?.intValue)
         case "superseded": return .superseded(policy: json["policy"]?.stringValue ?? "")
         case "replaced": return .replaced(by: json["by"]?.stringValue ?? "")
         case "discarded": return .discarded
@@ -221,7 +221,7 @@ struct EntityRecord {
                 let change = try OutstandingChange(json: run)
                 let count = try run["count"].map { value throws(SyncError) -> Int in
                     // Checked before anything is made of it: a damaged count must not ask for memory.
-                    guard let count = value.int, count > 1, count <= expected - changes.count else {
+                    guard let count = value.intValue, count > 1, count <= expected - changes.count else {
                         throw SyncRecords.damaged("entity")
                     }
                     return count
@@ -240,7 +240,7 @@ struct EntityRecord {
             switch json["base"] {
             case .null?: base = nil
             case let value?:
-                guard let version = value.int else { throw SyncRecords.damaged("entity") }
+                guard let version = value.intValue else { throw SyncRecords.damaged("entity") }
                 base = version
             case nil: throw SyncRecords.damaged("entity")
             }
@@ -298,15 +298,15 @@ struct EntityRecord {
     }
 
     init(json: JSONValue) throws(SyncError) {
-        guard json["v"]?.int == 1, let type = json["type"]?.stringValue, let id = json["id"]?.stringValue,
-            let visibleDeleted = json["visibleDeleted"]?.bool, case .array(let outstanding)? = json["outstanding"]
+        guard json["v"]?.intValue == 1, let type = json["type"]?.stringValue, let id = json["id"]?.stringValue,
+            let visibleDeleted = json["visibleDeleted"]?.boolValue, case .array(let outstanding)? = json["outstanding"]
         else { throw SyncRecords.damaged("entity") }
         ref = EntityRef(type: type, id: id)
         server = try json["server"].map { value throws(SyncError) in try SyncRecords.remoteEntity(value) }
-        guard let visible = json["visible"]?.object ?? server?.fields else { throw SyncRecords.damaged("entity") }
+        guard let visible = json["visible"]?.objectValue ?? server?.fields else { throw SyncRecords.damaged("entity") }
         self.visible = visible
         self.visibleDeleted = visibleDeleted
-        self.outstanding = outstanding.compactMap { $0.int.map { UInt64(bitPattern: Int64($0)) } }
+        self.outstanding = outstanding.compactMap { $0.intValue.map { UInt64(bitPattern: Int64($0)) } }
         serverIsProvisional = json["provisional"] == .bool(true)
         if self.outstanding.isEmpty {
             changes = []

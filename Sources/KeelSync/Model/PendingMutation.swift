@@ -137,10 +137,10 @@ public struct SyncFailure: Sendable, Hashable {
             let outcome = HTTPFailure.Outcome.allCases.first(where: { $0.description == outcomeName })
         else { throw SyncRecords.damaged("failure") }
         self.init(
-            kind: HTTPFailure.Kind(kind), outcome: outcome, status: json["status"]?.int,
+            kind: HTTPFailure.Kind(kind), outcome: outcome, status: json["status"]?.intValue,
             errorCode: json["errorCode"]?.stringValue,
             requestID: json["requestID"]?.stringValue,
-            retryAt: json["retryAt"]?.double.map { Date(timeIntervalSince1970: $0) },
+            retryAt: json["retryAt"]?.doubleValue.map { Date(timeIntervalSince1970: $0) },
             // A stored id that is not one (damaged) is dropped, never shown as the call's.
             correlationID: json["correlationID"]?.stringValue.flatMap { try? CorrelationID(validating: $0) })
     }
@@ -283,7 +283,7 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
     }
 
     init(json: JSONValue) throws(SyncError) {
-        guard json["v"]?.int == 1 else { throw SyncRecords.damaged("outbox entry (unknown format)") }
+        guard json["v"]?.intValue == 1 else { throw SyncRecords.damaged("outbox entry (unknown format)") }
         guard let id = json["id"]?.stringValue,
             let key = json["key"]?.stringValue.flatMap(IdempotencyKey.init(validating:)),
             let correlation = json["correlation"]?.stringValue,
@@ -292,13 +292,13 @@ public struct PendingMutation: Sendable, Hashable, Identifiable {
             let kind = json["kind"]?.stringValue.flatMap(MutationKind.init(rawValue:)),
             case .object(let fields)? = json["fields"], case .object(let previous)? = json["previous"],
             let operation = json["operation"]?.stringValue,
-            let createdAtMilliseconds = json["createdAt"]?.double, let attempts = json["attempts"]?.int,
+            let createdAtMilliseconds = json["createdAt"]?.doubleValue, let attempts = json["attempts"]?.intValue,
             let state = json["state"]?.stringValue.flatMap(ItemState.init(rawValue:)),
-            let sequence = json["sequence"]?.int
+            let sequence = json["sequence"]?.intValue
         else { throw SyncRecords.damaged("outbox entry") }
         self.init(
             id: id, idempotencyKey: key, correlationID: correlationID,
-            entity: EntityRef(type: type, id: entity), kind: kind, baseVersion: json["base"]?.int, fields: fields,
+            entity: EntityRef(type: type, id: entity), kind: kind, baseVersion: json["base"]?.intValue, fields: fields,
             previous: previous, operation: operation,
             createdAt: Date(timeIntervalSince1970: createdAtMilliseconds / 1000),
             attempts: attempts, state: state,
@@ -342,13 +342,14 @@ struct LaterBases: Sendable, Hashable {
     init(json: JSONValue) throws(SyncError) {
         guard case .array(let items) = json else { throw SyncRecords.damaged("outbox entry") }
         ranges = try items.map { item throws(SyncError) -> Range in
-            guard case .array(let parts) = item, parts.count == 3, let first = parts[0].int, let last = parts[1].int,
+            guard case .array(let parts) = item, parts.count == 3, let first = parts[0].intValue,
+                let last = parts[1].intValue,
                 first <= last
             else { throw SyncRecords.damaged("outbox entry") }
             let base: Int?
             if parts[2] == .null {
                 base = nil
-            } else if let version = parts[2].int {
+            } else if let version = parts[2].intValue {
                 base = version
             } else {
                 throw SyncRecords.damaged("outbox entry")
@@ -361,28 +362,6 @@ struct LaterBases: Sendable, Hashable {
     // `==` on this type says nothing: compare `ranges`.
     static func == (lhs: LaterBases, rhs: LaterBases) -> Bool { true }
     func hash(into hasher: inout Hasher) {}
-}
-
-extension JSONValue {
-    var int: Int? {
-        if case .number(let number) = self { return number.int64.map(Int.init) }
-        return nil
-    }
-
-    var double: Double? {
-        if case .number(let number) = self { return number.double }
-        return nil
-    }
-
-    var bool: Bool? {
-        if case .bool(let value) = self { return value }
-        return nil
-    }
-
-    var object: JSONObject? {
-        if case .object(let value) = self { return value }
-        return nil
-    }
 }
 
 /// One change for ``SyncEngine/enqueue(_:operation:)``.
