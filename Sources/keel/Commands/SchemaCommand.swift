@@ -15,8 +15,8 @@ enum SchemaCommand {
             Validates each instance against the schema. Prints one line per instance,
             <file>: valid  or  <file>: invalid (N errors), followed by every error on a line of its own:
             <instance-path>  <keyword-path>  <message>
-            (two spaces between the fields; paths as JSON Pointer fragments, #/notes/3/status). The schema itself is checked against
-            the draft 2020-12 metaschema first.
+            (two spaces between the fields; paths as JSON Pointer fragments, #/notes/3/status).
+            The schema itself is checked against the draft 2020-12 metaschema first.
 
             References resolve only to files: the schema's own directory (relative $refs), and each
             --remote prefix mapped to a local directory. Keel never fetches from the network.
