@@ -103,6 +103,55 @@ enum HTTPBenchmarks {
             return { [fields] in try await plain.send(.get("/notes", headers: fields)) }
         })
 
+    /// What trace.overhead's logic costs by itself: the same two clients over a transport that answers from
+    /// memory, so no byte crosses a socket and no server parses a field. The difference of the two rows, in
+    /// µs, is what trace context and version headers add to a call on the client (drawing the ids, writing
+    /// `traceparent`, the version fields, reading the version headers of the response); the ratio itself
+    /// means little, since a call without a network is short.
+    static let traceOverheadLogic = Benchmark(
+        name: "trace.overhead.logic",
+        unit: "µs per GET",
+        goal:
+            "none: trace.overhead's two clients over a transport answering from memory (no socket, no server) — the µs trace and version logic add per call",
+        operations: 2000,
+        interleavesOperations: true,
+        prepare: {
+            var headers = HeaderFields()
+            headers.append(name: "Content-Type", value: "application/json")
+            headers.append(name: "Content-Length", value: "\(body.utf8.count)")
+            let transport = AnsweringTransport(
+                response: TransportResponse(status: 200, headers: headers, body: Data(body.utf8)))
+            let base = URL(string: "http://127.0.0.1:9")!
+            let plain = HTTPClient(configuration: .init(baseURL: base, transport: transport))
+            let traced = HTTPClient(
+                configuration: .init(
+                    baseURL: base, transport: transport,
+                    middleware: [TraceContextMiddleware(allowlist: OriginAllowlist([base]))],
+                    versionPolicy: versionPolicy))
+            return Benchmark.Sides(
+                baseline: {
+                    let reply = try await plain.send(.get("/notes"))
+                    guard reply.body.count > 1000 else { throw BenchError("short body") }
+                },
+                candidate: {
+                    let reply = try await traced.send(.get("/notes"))
+                    guard reply.body.count > 1000 else { throw BenchError("short body") }
+                },
+                teardown: {}
+            )
+        }
+    )
+
+    /// A transport that answers every request with `response`, at once (an interruptible one, as the default
+    /// transports are, so the client takes the same path).
+    struct AnsweringTransport: InterruptibleHTTPTransport {
+        let response: TransportResponse
+
+        func send(_ request: TransportRequest, interruption: TransportInterruption) async throws(TransportError)
+            -> TransportResponse
+        { response }
+    }
+
     /// Plain GETs against GETs through the client `candidate` makes, on one shared default transport.
     static func headerBenchmark(
         name: String, goal: String,

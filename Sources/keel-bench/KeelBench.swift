@@ -15,6 +15,7 @@ enum KeelBench {
         HTTPBenchmarks.getDefaultTransport,
         HTTPBenchmarks.traceOverhead,
         HTTPBenchmarks.traceOverheadWire,
+        HTTPBenchmarks.traceOverheadLogic,
         ContractToolsBenchmarks.diff,
         ContractToolsBenchmarks.diffConcurrent,
         ContractToolsBenchmarks.generate,
