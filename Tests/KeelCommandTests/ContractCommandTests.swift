@@ -114,6 +114,30 @@ import Testing
         #expect(status == .exited(0))
     }
 
+    /// A new failure status is info: it passes the gate at either level. A new success is a warning: it
+    /// passes the default gate and fails `--fail-on warning`.
+    @Test func aNewStatusFailsTheGateAsItsSeverityDoes() async throws {
+        try write("base.yaml", Self.base)
+        func revision(adding status: String) -> String {
+            Self.base.replacingOccurrences(
+                of: "        '200':\n", with: "        '\(status)': {description: new}\n        '200':\n")
+        }
+        try write("failure.yaml", revision(adding: "503"))
+        try write("success.yaml", revision(adding: "202"))
+        for level in ["breaking", "warning"] {
+            let (status, output, _) = try await run(["base.yaml", "failure.yaml", "--fail-on", level])
+            #expect(status == .exited(0), "\(output)")
+            #expect(output.contains("INFO  response-non-success-status-added  GET /notes → 503"), "\(output)")
+            #expect(output.contains("0 breaking, 0 warning, 1 info"), "\(output)")
+        }
+        let (passing, _, _) = try await run(["base.yaml", "success.yaml"])
+        #expect(passing == .exited(0))
+        let (failing, output, _) = try await run(["base.yaml", "success.yaml", "--fail-on", "warning"])
+        #expect(failing == .exited(1))
+        #expect(output.contains("WARNING  response-success-status-added  GET /notes → 202"), "\(output)")
+        #expect(output.contains("0 breaking, 1 warning, 0 info — fails at --fail-on warning"), "\(output)")
+    }
+
     @Test(arguments: [
         ("nothing: here", "no `openapi` field"),
         (
@@ -199,7 +223,13 @@ import Testing
     @Test func version1Point8IsCompatibleWithVersion1Point7() async throws {
         // Answers the reference backend already gave, declared: 503 maintenance on sign-in and operation status,
         // 413 on the operations that take a body — new failure statuses, nothing an installed client trips over.
-        _ = try await passesTheGate("notes-api.v1.7.yaml", "notes-api.v1.8.yaml")
+        let output = try await passesTheGate("notes-api.v1.7.yaml", "notes-api.v1.8.yaml")
+        // Reported, as info: the shared Maintenance answer is one entry for its two operations.
+        #expect(
+            output.contains(
+                "INFO  response-non-success-status-added  notes-api.v1.8.yaml#/components/responses/Maintenance"),
+            "\(output)")
+        #expect(output.contains("response-non-success-status-added") && output.contains("→ 413"), "\(output)")
     }
 
     /// Every revision of the sample contract in `contracts/` against the one before it, found by listing the

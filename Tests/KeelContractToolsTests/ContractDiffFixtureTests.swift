@@ -86,10 +86,29 @@ import Testing
         Fixture(
             name: "operation removed", edits: [("    put:\n      requestBody:", "    x-put:\n      requestBody:")],
             version: "2.0.0", expected: ["api-operation-removed"]),
+        // The 200 became a 404: the success is gone, and the 404 is an answer installed clients never had.
         Fixture(
             name: "success response removed",
             edits: [("        '200':\n          content:", "        '404':\n          content:")], version: "2.0.0",
-            expected: ["response-success-status-removed"]),
+            expected: ["response-success-status-removed", "response-non-success-status-added"]),
+        Fixture(
+            name: "success status added",
+            edits: [
+                (
+                    "      '200': {description: ok}",
+                    "      '200': {description: ok}\n        '202': {description: queued}"
+                )
+            ],
+            version: "1.1.0", expected: ["response-success-status-added"]),
+        Fixture(
+            name: "non-success status added",
+            edits: [
+                (
+                    "      '200': {description: ok}",
+                    "      '200': {description: ok}\n        '409': {description: stale}"
+                )
+            ],
+            version: "1.1.0", expected: ["response-non-success-status-added"]),
         Fixture(
             name: "response media type removed",
             edits: [
@@ -995,6 +1014,9 @@ import Testing
         for rule in [
             "breaking-changes-without-major-version-bump", "request-parameter-removed", "request-body-removed",
             "response-optional-header-removed", "request-property-removed",
+            // A success installed clients cannot tell from the one they know: when they get it, the description
+            // does not say.
+            "response-success-status-added",
         ] {
             table[rule] = .warning
         }
@@ -1002,7 +1024,7 @@ import Testing
             "api-path-added", "api-version-changed-without-changes", "new-optional-request-parameter",
             "response-property-extensible-enum-value-added", "request-property-type-generalized",
             "request-parameter-type-generalized", "response-property-type-specialized", "api-operation-added",
-            "api-operation-deprecated",
+            "api-operation-deprecated", "response-non-success-status-added",
         ] {
             table[rule] = .info
         }

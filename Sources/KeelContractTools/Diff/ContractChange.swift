@@ -35,8 +35,10 @@ public struct ContractChange: Sendable, Hashable, Codable, CustomStringConvertib
     /// (`notes-api.yaml#/components/schemas/Visibility`). One change to a shared schema reaches many
     /// operations; their findings share this origin, and reports group by it. A shared component is an
     /// origin too: a parameter of `components/parameters` (`…#/components/parameters/Limit`), a schema
-    /// written inline in one (`…/Limit/schema`) or in `components/responses`. Nil when the change is not
-    /// inside anything shared (an operation's own inline schema or parameter, the document).
+    /// written inline in one (`…/Limit/schema`) or in `components/responses`, a response of
+    /// `components/responses` that operations now answer with (`…#/components/responses/Maintenance`). Nil
+    /// when the change is not inside anything shared (an operation's own inline schema or parameter, the
+    /// document).
     public let origin: String?
     /// What changed, without the place it is seen from (`new value "c" of a closed enum`, ` may now be
     /// null`): with ``rule`` and ``origin``, the root cause a report groups by. The message names the place

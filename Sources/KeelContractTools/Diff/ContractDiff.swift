@@ -576,6 +576,8 @@ struct Collector {
             }
         }
 
+        compareAddedStatuses(old.responses, new.responses, place)
+
         // Security: a client satisfies one alternative (a set of schemes; empty = anonymous). It keeps
         // working if some new alternative asks for no more than what it sends.
         func alternatives(_ security: [[String]]?) -> [Set<String>] {
@@ -622,6 +624,72 @@ struct Collector {
         if new.deprecated, !old.deprecated {
             add("api-operation-deprecated", .info, place, nil, "the operation is deprecated")
         }
+    }
+
+    /// Statuses the revision answers an operation with that installed clients were never written for
+    /// (an API owner's request: a new status went unmentioned, though a removed success is breaking).
+    ///
+    /// A status is new unless the base declared a response installed clients read it by: the same key (a
+    /// range in any case, `4xx` is `4XX`), its range (`404` under `4XX`), or `default` for one that is not a
+    /// success. `default` does not cover a new success: a client reads any 2xx as a success (Keel's
+    /// `HTTPClient` returns it as a `Reply`), with the success body it knows, never by `default`. A covered
+    /// status is not reported: the answer is not new to clients, only documented. Keys that name no status
+    /// (`x-` extensions) are skipped. A response of `components/responses` added to several operations is one
+    /// root cause, its origin.
+    ///
+    /// Severities, for an installed client (oasdiff has the same two ids, both info; an earlier oasdiff rated a
+    /// new success an error):
+    /// - `response-non-success-status-added` is info: an installed client reads a failure it does not know by
+    ///   its class, as it must read any status the server may send (MOB-API-003: validation, conflict, rate
+    ///   limit, technical failure), so the user sees the failure it is; a new failure status usually declares
+    ///   what the server already answered (1.8's 413 and 503). Nothing to decide.
+    /// - `response-success-status-added` is a warning: the installed client cannot tell the new success from
+    ///   the one it knows. It reads the body as the one it knows (a 202 with a job handle where a 200 carried
+    ///   the note, a 204 with none) and acts on it as that outcome: a mutation taken as applied that the
+    ///   server only queued. Whether installed clients ever get it (a server may send it only to clients that
+    ///   ask, `Prefer: respond-async`) the description does not say, so it is not breaking; someone must
+    ///   decide, as for the other warnings, and `--fail-on warning` stops for that.
+    mutating func compareAddedStatuses(
+        _ old: [OpenAPIDocument.Response], _ new: [OpenAPIDocument.Response], _ place: Place
+    ) {
+        let declared = Set(old.compactMap { Self.statusKey($0.status) })
+        for response in new {
+            guard let key = Self.statusKey(response.status), !declared.contains(key) else { continue }
+            let isRange = key.hasSuffix("XX")
+            if !isRange, key != "default", declared.contains(key.prefix(1) + "XX") { continue }
+            if !response.isSuccess, declared.contains("default") { continue }
+            var responsePlace = place
+            responsePlace.status = response.status
+            let origin = response.file.flatMap { file in
+                Self.isShared(response.location)
+                    ? Self.originLabel(directory: revisionDirectory, file, response.location) : nil
+            }
+            if response.isSuccess {
+                add(
+                    "response-success-status-added", .warning, responsePlace, nil,
+                    "success response \(response.status) is new: installed clients were not written for it and may read it as the success they know",
+                    origin: origin)
+            } else {
+                add(
+                    "response-non-success-status-added", .info, responsePlace, nil,
+                    "non-success response \(response.status) is new: installed clients handle it by its class, as any answer they were not written for",
+                    origin: origin)
+            }
+        }
+    }
+
+    /// A response key as installed clients read it: `default`, a status code (`404`) or a range in capitals
+    /// (`4xx` is `4XX`), of the classes HTTP defines (1xx to 5xx, RFC 9110 §15); nil for a key that names no
+    /// status (an `x-` extension).
+    static func statusKey(_ key: String) -> String? {
+        if key == "default" { return key }
+        let upper = key.uppercased()
+        let digits = Array(upper.utf8)
+        guard digits.count == 3, (UInt8(ascii: "1")...UInt8(ascii: "5")).contains(digits[0]) else { return nil }
+        let rest = digits.dropFirst()
+        guard rest.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) || upper.hasSuffix("XX")
+        else { return nil }
+        return upper
     }
 
     // MARK: - Schemas

@@ -84,6 +84,11 @@ extension OpenAPIDocument {
         /// The response's header fields, in declaration order (`Content-Type`, which OpenAPI says to
         /// ignore here, left out).
         public var headers: [Header] = []
+        /// Where the response is written: `#/paths/~1notes/get/responses/503`, or a `$ref`'d response's own
+        /// location (`#/components/responses/Maintenance`) in ``file``.
+        public var location: String = ""
+        /// The file the response is written in (the referenced one's, for a `$ref`).
+        public var file: URL? = nil
         /// Whether this is a success (2xx) response.
         public var isSuccess: Bool { status.hasPrefix("2") }
     }
@@ -196,7 +201,8 @@ extension OpenAPIDocument {
                                     location: responseLocation + "/content"),
                                 headers: try headers(
                                     resolved.value["headers"], file: resolved.file,
-                                    location: responseLocation + "/headers")))
+                                    location: responseLocation + "/headers"),
+                                location: responseLocation, file: resolved.file))
                     }
                 }
                 let securityValue = operation.value["security"] ?? root["security"]
