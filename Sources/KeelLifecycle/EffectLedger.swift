@@ -59,11 +59,62 @@ public actor EffectLedger {
         /// The HTTP operation journal's id for it, when it is a network operation.
         public var reference: String?
         /// The account that started it (nil: not recorded — a ledger written before owners were, or an
-        /// operation of nobody signed in).
-        public var account: String?
+        /// operation of nobody signed in —, or recorded as an id that is not a valid one: see
+        /// ``invalidAccount``).
+        public var account: AccountID?
+        /// The account an earlier version recorded as having started it when that is not a valid ``AccountID``
+        /// (`""`, `"null"`: navigation once took them as accounts), kept exactly as it was written; nil otherwise.
+        /// Such an operation belongs to no account's session — ``unsettled(account:)`` never hands it back, as an
+        /// unknown account is never a shared one (MOB-DATA-006) — and is otherwise an entry like any other:
+        /// listed, completed and removed, never dropped or taken for damage.
+        public internal(set) var invalidAccount: String?
         /// When it was settled (``complete(_:_:result:)``), by the ledger's clock; nil while it is not, and
         /// for entries a ledger wrote before it kept the time.
         public var settledAt: Date?
+
+        init(
+            id: String, action: String, state: State, result: String? = nil, reference: String? = nil,
+            account: AccountID? = nil
+        ) {
+            self.id = id
+            self.action = action
+            self.state = state
+            self.result = result
+            self.reference = reference
+            self.account = account
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case id, action, state, result, reference, account, settledAt
+        }
+
+        /// Decodes an entry; an account that is not a valid ``AccountID`` is kept in ``invalidAccount`` (the
+        /// entry is not damaged: it may be the record of a payment that must not run twice).
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            action = try container.decode(String.self, forKey: .action)
+            state = try container.decode(State.self, forKey: .state)
+            result = try container.decodeIfPresent(String.self, forKey: .result)
+            reference = try container.decodeIfPresent(String.self, forKey: .reference)
+            let recorded = try container.decodeIfPresent(String.self, forKey: .account)
+            account = recorded.flatMap { try? AccountID($0) }
+            invalidAccount = account == nil ? recorded : nil
+            settledAt = try container.decodeIfPresent(Date.self, forKey: .settledAt)
+        }
+
+        /// Encodes the entry as ledgers always have: the account as its string (an ``invalidAccount`` as it was
+        /// written), members without a value left out.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(action, forKey: .action)
+            try container.encode(state, forKey: .state)
+            try container.encodeIfPresent(result, forKey: .result)
+            try container.encodeIfPresent(reference, forKey: .reference)
+            try container.encodeIfPresent(account?.rawValue ?? invalidAccount, forKey: .account)
+            try container.encodeIfPresent(settledAt, forKey: .settledAt)
+        }
     }
 
     /// What ``begin(_:action:reference:account:)`` decided.
@@ -166,10 +217,10 @@ public actor EffectLedger {
     /// - Throws: ``EffectLedgerError`` `damaged`, recording nothing, when what is recorded under `id` cannot
     ///   be read (it is never replaced: it may hold the key of a call already made); `ioError` when the file
     ///   cannot be written; the vault's ``VaultError`` (`vaultClosed`, `keyUnavailable`, …) in a vault.
-    public func begin(_ id: String, action: String, reference: String? = nil, account: String? = nil) async throws
+    public func begin(_ id: String, action: String, reference: String? = nil, account: AccountID? = nil) async throws
         -> Begin
     {
-        let entry = Entry(id: id, action: action, state: .started, result: nil, reference: reference, account: account)
+        let entry = Entry(id: id, action: action, state: .started, reference: reference, account: account)
         if case .vault(let vault) = storage { return try await vault.begin(entry) }
         if let existing = entries[id] { return .recorded(existing) }
         entries[id] = entry
@@ -252,9 +303,10 @@ public actor EffectLedger {
 
     /// The unsettled operations `account` started (those begun without an account too): what a snapshot
     /// taken in `account`'s session lists as in flight. Another account's operation — started before a
-    /// switch, still running when the app was killed — is never reattached in this one's session.
-    public func unsettled(account: String?) async throws -> [Entry] {
-        try await unsettled().filter { $0.account == nil || AccountID.same($0.account, account) }
+    /// switch, still running when the app was killed — is never reattached in this one's session, nor one
+    /// recorded with an ``Entry/invalidAccount`` (in nobody's: ``unsettled()`` lists it).
+    public func unsettled(account: AccountID?) async throws -> [Entry] {
+        try await unsettled().filter { $0.invalidAccount == nil && ($0.account == nil || $0.account == account) }
     }
 
     /// Forgets the operations settled before `date`, so that the ledger does not grow for ever (a file

@@ -1,3 +1,5 @@
+public import KeelCore
+
 /// The four ways a user goes back. The navigator gives all of them one decision (MOB-PLAT-008).
 public enum BackTrigger: String, Sendable, Hashable, Codable, CaseIterable {
     /// The system Back (Android button or gesture navigation's back).
@@ -28,12 +30,13 @@ public enum NavigationEvent: Sendable, Hashable {
     case deepLink(url: String, mode: EntryMode, id: String? = nil)
     /// A tapped notification that opens `route`; `id` identifies the delivery.
     case notification(route: String, parameters: [String: String] = [:], mode: EntryMode, id: String? = nil)
-    /// An account signed in (a different one than the current is a switch).
-    case signIn(account: String)
+    /// An account signed in (a different one than the current is a switch). Accounts are told apart by their
+    /// bytes, as ``AccountID`` compares them: canonically equivalent ids are two accounts.
+    case signIn(account: AccountID)
     /// The account signed out.
     case signOut
     /// Another saved account becomes the active one.
-    case switchAccount(String)
+    case switchAccount(AccountID)
     /// Text typed into the input of the screen on top.
     case type(String)
     /// The user confirmed the prompt.
@@ -74,10 +77,11 @@ public enum NavigationEffect: Sendable, Hashable, CustomStringConvertible {
     /// A sensitive one-time entry was not restored.
     case droppedSensitive(String)
     /// The account signed out: run its deletion triggers (`Vaults.logout()`).
-    case purgeAccount(String)
+    case purgeAccount(AccountID)
     /// The deep link or notification was already handled.
     case alreadyConsumed(String)
-    /// The snapshot could not be used (an unknown newer format, damage): a fresh start; drafts are kept.
+    /// The snapshot could not be used (an unknown newer format, damage, an account in it that is not a valid
+    /// ``AccountID``): a fresh start; drafts are kept.
     case snapshotDiscarded(String)
 
     /// The text form `keel navigation simulate` prints: `saveDraft edit noteID=1`, `leaveApp`, ...
@@ -92,7 +96,7 @@ public enum NavigationEffect: Sendable, Hashable, CustomStringConvertible {
         case .signInRequired(let label): return "signInRequired " + label
         case .accessDenied(let label): return "accessDenied " + label
         case .droppedSensitive(let label): return "droppedSensitive " + label
-        case .purgeAccount(let account): return "purgeAccount " + account
+        case .purgeAccount(let account): return "purgeAccount " + account.rawValue
         case .alreadyConsumed(let id): return "alreadyConsumed " + id
         case .snapshotDiscarded(let reason): return "snapshotDiscarded " + reason
         }
@@ -126,7 +130,7 @@ public struct NavigationResult: Sendable, Hashable {
 /// navigator checks sign-in, the session and account ownership itself.
 public protocol AccessChecker: Sendable {
     /// Whether `account` may see `route` with `parameters` now.
-    func allows(_ route: Route, parameters: [String: String], account: String) -> Bool
+    func allows(_ route: Route, parameters: [String: String], account: AccountID) -> Bool
 }
 
 /// Allows everything the navigator's own checks allow.
@@ -134,5 +138,5 @@ public struct AllowAllAccess: AccessChecker {
     /// An access checker that adds no check.
     public init() {}
     /// Always true.
-    public func allows(_ route: Route, parameters: [String: String], account: String) -> Bool { true }
+    public func allows(_ route: Route, parameters: [String: String], account: AccountID) -> Bool { true }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import KeelCore
 
 /// Runs the real ``Navigator`` on the event language of `keel navigation simulate`, with the app's
 /// persistence played by files in a directory: the snapshot (written on every `saveSnapshot` effect), the
@@ -10,7 +11,8 @@ public import Foundation
 /// Event lines: `signin ACCOUNT` · `signout` · `switch ACCOUNT` · `open ROUTE [key=value]...` ·
 /// `back systemBack|gesture|appButton|modalDismiss` · `link URL cold|warm` ·
 /// `notify ROUTE [key=value]... cold|warm` · `type TEXT` · `confirm` · `cancel` · `background` · `kill` ·
-/// `launch` · `expire` · `revoke ROUTE [key=value]...` · `grant ROUTE [key=value]...`.
+/// `launch` · `expire` · `revoke ROUTE [key=value]...` · `grant ROUTE [key=value]...`. `ACCOUNT` is an
+/// ``AccountID``: a line naming one that is not valid (`null`, `0`, an invisible character) is malformed.
 public final class NavigationSimulator {
     /// One parsed event line.
     public enum Command: Sendable, Hashable {
@@ -39,7 +41,7 @@ public final class NavigationSimulator {
         /// The line.
         public var event: String
         /// The signed-in account with a valid session (nil otherwise).
-        public var account: String?
+        public var account: AccountID?
         /// The stack's routes, root first (empty while the process is dead).
         public var stack: [String]
         /// The modal's route.
@@ -61,7 +63,7 @@ public final class NavigationSimulator {
                     .replacingOccurrences(of: "\\/", with: "/")
             }
             var members = [
-                "\"event\": \(quote(event))", "\"account\": \(quote(account))",
+                "\"event\": \(quote(event))", "\"account\": \(quote(account?.rawValue))",
                 "\"stack\": [\(stack.map { quote($0) }.joined(separator: ", "))]", "\"modal\": \(quote(modal))",
                 "\"prompt\": \(quote(prompt))", "\"effects\": [\(effects.map { quote($0) }.joined(separator: ", "))]",
             ]
@@ -78,7 +80,7 @@ public final class NavigationSimulator {
                 if isRevoked { revoked.insert(label) } else { revoked.remove(label) }
             }
         }
-        func allows(_ route: Route, parameters: [String: String], account: String) -> Bool {
+        func allows(_ route: Route, parameters: [String: String], account: AccountID) -> Bool {
             let label = NavigationEntry.label(route: route.id, parameters: parameters)
             return lock.withLock { !revoked.contains(label) && !revoked.contains(route.id) }
         }
@@ -150,16 +152,22 @@ public final class NavigationSimulator {
                 throw ScriptError(description: "'\(verb)' takes \(count) argument(s), got \(rest.count)")
             }
         }
+        // An id that is not an account (`null`, `0`, an invisible character) is never taken for one (MOB-DATA-006).
+        func account(_ text: String) throws(ScriptError) -> AccountID {
+            do { return try AccountID(text) } catch {
+                throw ScriptError(description: "'\(verb)' needs an account id: \(error.description)")
+            }
+        }
         switch verb {
         case "signin":
             try exactly(1)
-            return .event(.signIn(account: rest[0]))
+            return .event(.signIn(account: try account(rest[0])))
         case "signout":
             try exactly(0)
             return .event(.signOut)
         case "switch":
             try exactly(1)
-            return .event(.switchAccount(rest[0]))
+            return .event(.switchAccount(try account(rest[0])))
         case "open":
             guard let route = rest.first else { throw ScriptError(description: "'open' needs a route") }
             return .event(.open(route: route, parameters: try pairs(Array(rest.dropFirst()))))
@@ -320,28 +328,57 @@ public final class NavigationSimulator {
             }
         }
         if draftsChanged {
-            let list = state.drafts.sorted { $0.key < $1.key }.map { Draft(key: $0.key, text: $0.value) }
+            let list =
+                state.drafts.sorted { $0.key < $1.key }.map {
+                    StoredDraft(
+                        key: .init(
+                            account: $0.key.account.rawValue, route: $0.key.route, parameters: $0.key.parameters),
+                        text: $0.value)
+                } + keptAside
             if let data = try? JSONEncoder().encode(list) { try? data.write(to: file("drafts.json"), options: .atomic) }
         }
     }
 
-    private struct Draft: Codable {
-        var key: DraftKey
+    /// A draft as the drafts file holds it (a ``DraftKey`` and its text), its account read as the string it is:
+    /// one an earlier version wrote for an account id that is not valid fails neither the file nor the launch.
+    private struct StoredDraft: Codable {
+        struct Key: Codable {
+            var account: String
+            var route: String
+            var parameters: [String: String]
+        }
+        var key: Key
         var text: String
     }
 
+    /// Drafts in the drafts file whose account is not a valid ``AccountID``: restored into no account (an
+    /// unknown account is never a shared one), and written back as they were whenever the file is rewritten,
+    /// never deleted.
+    private var keptAside: [StoredDraft] = []
+
     private struct Session: Codable {
-        var account: String?
+        var account: AccountID?
         var valid: Bool
     }
 
     private func loadDrafts() -> [DraftKey: String] {
         guard let data = try? Data(contentsOf: file("drafts.json")),
-            let list = try? JSONDecoder().decode([Draft].self, from: data)
+            let list = try? JSONDecoder().decode([StoredDraft].self, from: data)
         else { return [:] }
-        return Dictionary(list.map { ($0.key, $0.text) }, uniquingKeysWith: { _, last in last })
+        var drafts: [DraftKey: String] = [:]
+        keptAside = []
+        for stored in list {
+            guard let account = try? AccountID(stored.key.account) else {
+                keptAside.append(stored)
+                continue
+            }
+            drafts[DraftKey(account: account, route: stored.key.route, parameters: stored.key.parameters)] = stored.text
+        }
+        return drafts
     }
 
+    /// The session the token store holds; none (signed out) when its file is missing, unreadable or names an
+    /// account id that is not valid.
     private func loadSession() -> SessionCheck {
         guard let data = try? Data(contentsOf: file("session.json")),
             let session = try? JSONDecoder().decode(Session.self, from: data), let account = session.account
@@ -349,7 +386,7 @@ public final class NavigationSimulator {
         return session.valid ? .valid(account: account) : .expired
     }
 
-    private func saveSession(account: String?, valid: Bool) {
+    private func saveSession(account: AccountID?, valid: Bool) {
         if let data = try? JSONEncoder().encode(Session(account: account, valid: valid)) {
             try? data.write(to: file("session.json"), options: .atomic)
         }

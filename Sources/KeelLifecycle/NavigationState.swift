@@ -14,7 +14,7 @@ public struct NavigationEntry: Sendable, Hashable, Codable {
     /// Its parameters (`noteID` → `42`).
     public var parameters: [String: String]
     /// The account signed in when it was opened (nil when none was).
-    public var account: String?
+    public var account: AccountID?
     /// Unsaved input typed into it (nil when none).
     public var input: String?
     /// Set in a snapshot when the entry held input that no draft could keep (typed while nobody was signed
@@ -24,7 +24,7 @@ public struct NavigationEntry: Sendable, Hashable, Codable {
 
     /// An entry.
     public init(
-        id: String, route: String, parameters: [String: String] = [:], account: String? = nil, input: String? = nil
+        id: String, route: String, parameters: [String: String] = [:], account: AccountID? = nil, input: String? = nil
     ) {
         self.id = id
         self.route = route
@@ -42,39 +42,28 @@ public struct NavigationEntry: Sendable, Hashable, Codable {
     }
 }
 
-/// Where a draft is kept: per account, route and parameters.
+/// Where a draft is kept: per account, route and parameters. Two keys are the same draft when their accounts are
+/// the same ``AccountID`` (the same bytes: two canonically equivalent account ids are two accounts, whose drafts
+/// must never be taken for each other's) and their routes and parameters are equal.
 public struct DraftKey: Sendable, Hashable, Codable, Comparable {
     /// The account whose draft it is.
-    public var account: String
+    public var account: AccountID
     /// The route it was typed in.
     public var route: String
     /// The route's parameters.
     public var parameters: [String: String]
 
     /// A key.
-    public init(account: String, route: String, parameters: [String: String]) {
+    public init(account: AccountID, route: String, parameters: [String: String]) {
         self.account = account
         self.route = route
         self.parameters = parameters
     }
 
-    var text: String { account + " " + NavigationEntry.label(route: route, parameters: parameters) }
-
-    /// Orders by account, route and parameters.
-    public static func < (lhs: DraftKey, rhs: DraftKey) -> Bool { lhs.text < rhs.text }
-
-    /// The same draft: the account by its UTF-8 bytes (two canonically equivalent account names are two
-    /// accounts, whose drafts must never be taken for each other's), route and parameters as they are.
-    public static func == (lhs: DraftKey, rhs: DraftKey) -> Bool {
-        AccountID.same(lhs.account, rhs.account) && lhs.route == rhs.route && lhs.parameters == rhs.parameters
-    }
-
-    /// Hashes consistently with `==`.
-    public func hash(into hasher: inout Hasher) {
-        for byte in account.utf8 { hasher.combine(byte) }
-        hasher.combine(account.utf8.count)
-        hasher.combine(route)
-        hasher.combine(parameters)
+    /// Orders by account (its bytes, as ``AccountID`` orders them), then by route and sorted parameters.
+    public static func < (lhs: DraftKey, rhs: DraftKey) -> Bool {
+        guard lhs.account == rhs.account else { return lhs.account < rhs.account }
+        return lhs.entryLabel < rhs.entryLabel
     }
 }
 
@@ -120,7 +109,7 @@ public enum PendingAction: Sendable, Hashable, Codable {
 /// account's drafts store).
 public struct NavigationState: Sendable, Hashable, Codable {
     /// The signed-in account (nil when signed out).
-    public var account: String?
+    public var account: AccountID?
     /// Whether the session is valid (false after it expired, until the user signs in again).
     public var sessionValid: Bool
     /// The stack, root first.
@@ -193,9 +182,12 @@ public struct NavigationState: Sendable, Hashable, Codable {
     }
 
     /// Decodes a snapshot (drafts come from the drafts store, not from the snapshot).
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` at the `account` key when an account (the state's or an entry's)
+    ///   is not a valid ``AccountID`` — an empty or placeholder id an earlier version took as an account.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        account = try container.decodeIfPresent(String.self, forKey: .account)
+        account = try container.decodeIfPresent(AccountID.self, forKey: .account)
         sessionValid = try container.decode(Bool.self, forKey: .sessionValid)
         stack = try container.decode([NavigationEntry].self, forKey: .stack)
         modal = try container.decodeIfPresent(NavigationEntry.self, forKey: .modal)

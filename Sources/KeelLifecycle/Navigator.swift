@@ -108,7 +108,7 @@ public struct Navigator: Sendable {
         guard !isOutdated(entry), let route = contract.route(entry.route) else { return .denied }
         if case .public = route.access { return .allowed }
         guard let account = state.account, state.sessionValid else { return .needsSignIn }
-        if route.access.isAccountScoped, let owner = entry.account, !AccountID.same(owner, account) { return .denied }
+        if route.access.isAccountScoped, let owner = entry.account, owner != account { return .denied }
         return access.allows(route, parameters: entry.parameters, account: account) ? .allowed : .denied
     }
 }
@@ -147,7 +147,7 @@ struct Run {
     }
 
     /// A new entry with the next entry id (`e2-<lineage>`, `e3-<lineage>`, ...) of the state's lineage.
-    mutating func mint(_ route: String, _ parameters: [String: String] = [:], account: String?) -> NavigationEntry {
+    mutating func mint(_ route: String, _ parameters: [String: String] = [:], account: AccountID?) -> NavigationEntry {
         defer { state.nextEntry &+= 1 }  // a counter from disk is never trusted not to be at its limit
         let lineage = state.lineage.isEmpty ? navigator.lineage : state.lineage
         return NavigationEntry(
@@ -537,14 +537,14 @@ struct Run {
 
     // MARK: Accounts
 
-    mutating func signIn(_ account: String) {
-        if let current = state.account, !AccountID.same(current, account) { removeProtected(purging: nil) }
+    mutating func signIn(_ account: AccountID) {
+        if let current = state.account, current != account { removeProtected(purging: nil) }
         state.account = account
         state.sessionValid = true
         if state.modal?.route == navigator.signInRoute { state.modal = nil }
         if var target = state.pendingTarget {
             state.pendingTarget = nil
-            if let owner = target.account, !AccountID.same(owner, account) {
+            if let owner = target.account, owner != account {
                 // Another account's destination is not opened for this one: its input stays that account's
                 // draft where its lifecycle keeps drafts, and is reported lost otherwise.
                 forget(target)
@@ -645,8 +645,8 @@ struct Run {
         effects.append(.saveSnapshot)
     }
 
-    mutating func switchAccount(_ account: String) {
-        guard !AccountID.same(state.account, account) else {
+    mutating func switchAccount(_ account: AccountID) {
+        guard state.account != account else {
             // The same account, signed in again after its session expired: what sign-in does (the sign-in
             // screen goes, the target it held opens).
             if !state.sessionValid { signIn(account) }
@@ -666,7 +666,7 @@ struct Run {
 
     /// Removes, in one step, every entry that is not public or that holds input (saved as a draft first
     /// when its lifecycle keeps drafts), the prompt and any remembered target.
-    mutating func removeProtected(purging account: String?) {
+    mutating func removeProtected(purging account: AccountID?) {
         keepOrReportInput()
         func keeps(_ entry: NavigationEntry) -> Bool { isPublic(entry) && (entry.input ?? "").isEmpty }
         // What stays is public and belongs to no account now: input typed there later is the next account's
@@ -687,7 +687,7 @@ struct Run {
             // The account's drafts go with its store: the copy the state keeps of them too (found in an outside
             // test: a draft purged from the store came back at the next sign-in, restored from that copy, and
             // was written to the new store).
-            state.drafts = state.drafts.filter { !AccountID.same($0.key.account, account) }
+            state.drafts = state.drafts.filter { $0.key.account != account }
             effects.append(.purgeAccount(account))
         }
     }

@@ -1,5 +1,5 @@
 public import Foundation
-import KeelCore
+public import KeelCore
 
 /// A minimal, versioned snapshot of navigation (MOB-PLAT-005): the stack and modal (route, parameters,
 /// owning account), the remembered target and consumed links — never view models, never unsaved input
@@ -52,7 +52,7 @@ public struct NavigationSnapshot: Sendable, Hashable, Codable {
 /// server) before anything protected is shown again.
 public enum SessionCheck: Sendable, Hashable {
     /// Signed in as this account, with a valid session.
-    case valid(account: String)
+    case valid(account: AccountID)
     /// The session of the snapshot's account expired (or its credentials are gone).
     case expired
     /// Nobody is signed in.
@@ -64,7 +64,10 @@ extension Navigator {
     /// re-check the session (expired → sign-in, the target and drafts kept) → re-check access of every
     /// entry (revoked → cut above it) → drop sensitive one-time entries → put drafts back into their
     /// entries. An unusable snapshot gives a fresh start with an explicit `snapshotDiscarded` effect;
-    /// drafts are never touched.
+    /// drafts are never touched. A snapshot naming an account that is not a valid ``AccountID`` (an empty or
+    /// placeholder id an earlier version took as one) is unusable: nothing of it is restored, in any session
+    /// (`snapshotDiscarded snapshot names an invalid account`) — an unknown account is never a shared one
+    /// (MOB-DATA-006).
     ///
     /// - Parameters:
     ///   - data: the snapshot bytes (nil on a first launch).
@@ -116,9 +119,11 @@ extension Navigator {
                 bytes = upgraded
                 version += 1
             }
-            guard let migrated = try? JSONDecoder().decode(NavigationSnapshot.self, from: bytes),
-                migrated.version == NavigationSnapshot.currentVersion
-            else {
+            let migrated: NavigationSnapshot
+            do { migrated = try JSONDecoder().decode(NavigationSnapshot.self, from: bytes) } catch {
+                return (NavigationResult(state: fresh, effects: [.snapshotDiscarded(Self.discardReason(error))]), [])
+            }
+            guard migrated.version == NavigationSnapshot.currentVersion else {
                 return (NavigationResult(state: fresh, effects: [.snapshotDiscarded("damaged snapshot")]), [])
             }
             decoded = migrated
@@ -154,7 +159,7 @@ extension Navigator {
         var entries = run.state.stack + [run.state.modal].compactMap { $0 }
         // Another account's entries never come back (a switch while the app was dead).
         let otherAccount: Bool
-        if case .valid(let account) = session, let previous, !AccountID.same(previous, account) {
+        if case .valid(let account) = session, let previous, previous != account {
             entries = entries.filter(run.isPublic)
             otherAccount = true
         } else {
@@ -227,10 +232,19 @@ extension Navigator {
         // Operations in flight belong to the account that started them: never reattached in another's session.
         let inFlight: [String]
         switch session {
-        case .valid(let account) where previous != nil && !AccountID.same(previous, account): inFlight = []
+        case .valid(let account) where previous != nil && previous != account: inFlight = []
         case .signedOut where previous != nil: inFlight = []
         default: inFlight = snapshot.inFlight
         }
         return (NavigationResult(state: run.state, effects: run.effects), inFlight)
+    }
+
+    /// Why a snapshot that does not decode is discarded: an account in it that is not a valid ``AccountID``
+    /// (the state's, an entry's), or damage.
+    static func discardReason(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error, context.codingPath.last?.stringValue == "account" {
+            return "snapshot names an invalid account"
+        }
+        return "damaged snapshot"
     }
 }

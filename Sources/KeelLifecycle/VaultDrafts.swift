@@ -60,8 +60,8 @@ public struct VaultDrafts: Sendable {
     ///   account: leaving an account (`switchAccount`, `signOut`) saves its input as that account's drafts,
     ///   which must go to its vault before it closes — see ``NavigationEffect/draftAccount``.
     public func apply(_ effects: [NavigationEffect]) async throws {
-        let account = vault.account.rawValue
-        let foreign = effects.compactMap(\.draftAccount).filter { !AccountID.same($0, account) }
+        let account = vault.account
+        let foreign = effects.compactMap(\.draftAccount).filter { $0 != account }
         if let other = foreign.first {
             throw VaultDraftsError(
                 code: .otherAccount,
@@ -134,7 +134,7 @@ public struct VaultDrafts: Sendable {
 
     /// Every draft of the account.
     public func load() async throws -> [DraftKey: String] {
-        let account = vault.account.rawValue
+        let account = vault.account
         return try await vault.read(dataset) { records in
             var drafts: [DraftKey: String] = [:]
             var legacy: [DraftKey: String] = [:]
@@ -179,7 +179,7 @@ extension ErrorCode where Domain == VaultDraftsError {
 
 extension NavigationEffect {
     /// The account whose drafts a `saveDraft` or `deleteDraft` effect writes; nil for other effects.
-    public var draftAccount: String? {
+    public var draftAccount: AccountID? {
         switch self {
         case .saveDraft(let key, _), .deleteDraft(let key): key.account
         default: nil

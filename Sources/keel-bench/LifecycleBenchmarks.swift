@@ -1,4 +1,5 @@
 import Foundation
+import KeelCore
 import KeelLifecycle
 
 /// Restoring navigation (issue #13): the whole restore pipeline against decoding the snapshot alone.
@@ -24,8 +25,9 @@ enum LifecycleBenchmarks {
         operations: 200,
         prepare: {
             let navigator = Navigator(contract: try contract())
+            let alice = try AccountID("alice")
             var state = navigator.initialState
-            state = navigator.reduce(state, .signIn(account: "alice")).state
+            state = navigator.reduce(state, .signIn(account: alice)).state
             for level in 1..<50 {
                 state = navigator.reduce(state, .open(route: "r\(level)", parameters: ["id": "7"])).state
             }
@@ -33,10 +35,10 @@ enum LifecycleBenchmarks {
             var drafts: [DraftKey: String] = [:]
             for index in 0..<100 {
                 let level = (index % 9 + 1) * 5
-                drafts[DraftKey(account: "alice", route: "r\(level)", parameters: ["id": "\(index)"])] =
+                drafts[DraftKey(account: alice, route: "r\(level)", parameters: ["id": "\(index)"])] =
                     "draft \(index)"
             }
-            drafts[DraftKey(account: "alice", route: "r45", parameters: ["id": "7"])] = "the open one"
+            drafts[DraftKey(account: alice, route: "r45", parameters: ["id": "7"])] = "the open one"
             let bytes = try NavigationSnapshot(state).encoded()
             return Benchmark.Sides(
                 baseline: {
@@ -44,7 +46,7 @@ enum LifecycleBenchmarks {
                     guard snapshot.state.stack.count == 50 else { throw BenchError("decoded wrong") }
                 },
                 candidate: {
-                    let restored = navigator.restore(bytes, drafts: drafts, session: .valid(account: "alice"))
+                    let restored = navigator.restore(bytes, drafts: drafts, session: .valid(account: alice))
                     guard restored.result.state.stack.count == 50 else { throw BenchError("restored wrong") }
                 },
                 teardown: {}

@@ -155,14 +155,14 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "vault-ledger" {
         let dataURL = URL(fileURLWithPath: data)
         let store = try FileKeyStore(directory: URL(fileURLWithPath: keys), dataDirectories: [dataURL])
         let vaults = try Vaults(dataDirectory: dataURL, keyStore: store, inventory: NotesSync.inventory)
-        let ledger = try EffectLedger(
-            vault: try await vaults.open(try AccountID("alice@example.com")), dataset: "effects")
+        let alice = try AccountID("alice@example.com")
+        let ledger = try EffectLedger(vault: try await vaults.open(alice), dataset: "effects")
         while let line = readLine() {
             let words = line.split(separator: " ", maxSplits: 3).map(String.init)
             do {
                 switch words.first {
                 case "begin":
-                    switch try await ledger.begin(words[1], action: "publish", account: "alice@example.com") {
+                    switch try await ledger.begin(words[1], action: "publish", account: alice) {
                     case .run: say("run \(words[1])")
                     case .recorded(let entry): say("recorded \(entry.id) \(entry.state.rawValue)")
                     }

@@ -225,6 +225,26 @@ import Testing
         #expect(steps.map(\.event) == ["signin alice"])
     }
 
+    /// MOB-DATA-006: an empty or placeholder account id is never an account. `signin` and `switch` with one
+    /// (a placeholder, an invisible character, a control character) are malformed lines, as any other: exit 2
+    /// naming the line and why, and nothing after it runs.
+    @Test func anInvalidAccountIsAMalformedLineAndNothingAfterItRuns() async throws {
+        for (event, why) in [
+            ("signin null", "placeholder"), ("switch anonymous", "placeholder"), ("signin 0", "placeholder"),
+            ("switch 00000000-0000-0000-0000-000000000000", "placeholder"),
+            ("signin b\u{200B}ob", "invisible formatting character"), ("switch bob\u{7}", "control character"),
+        ] {
+            let (status, steps, errors) = try await simulate("signin alice\nopen notes\n\(event)\nopen note noteID=1\n")
+            #expect(status == .exited(2), "\(event)")
+            #expect(
+                errors.hasPrefix("error: line 3: ") && errors.contains("account") && errors.contains(why), "\(errors)")
+            #expect(steps.map(\.event) == ["signin alice", "open notes"], "\(event)")
+        }
+        // The first line too: nothing runs.
+        let (status, steps, errors) = try await simulate("signin NULL\nopen notes\n")
+        #expect(status == .exited(2) && errors.contains("line 1") && steps.isEmpty, "\(errors)")
+    }
+
     /// Found in an outside audit: `signout` purged alice's drafts in the navigator's state, but the drafts file
     /// the run keeps for `kill`/`launch` still had hers (saved as typed, and not saved again at sign-out: the
     /// text had not changed), and her draft came back after a relaunch.

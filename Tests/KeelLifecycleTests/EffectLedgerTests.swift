@@ -103,22 +103,60 @@ import Testing
         let file = directory.url("ledger.json")
         do {
             let ledger = try EffectLedger(file: file)
-            #expect(try await ledger.begin("pay@e2-a#1", action: "pay", account: "alice") == .run)
-            #expect(try await ledger.begin("pay@e3-b#1", action: "pay", account: "bob") == .run)
+            #expect(try await ledger.begin("pay@e2-a#1", action: "pay", account: .alice) == .run)
+            #expect(try await ledger.begin("pay@e3-b#1", action: "pay", account: .bob) == .run)
             #expect(try await ledger.begin("legacy@e4#1", action: "pay") == .run)
         }
         // Relaunched: the owner survived the file.
         let ledger = try EffectLedger(file: file)
-        #expect(try await ledger.unsettled(account: "bob").map(\.id) == ["legacy@e4#1", "pay@e3-b#1"])
-        #expect(try await ledger.unsettled(account: "alice").map(\.id) == ["legacy@e4#1", "pay@e2-a#1"])
+        #expect(try await ledger.unsettled(account: .bob).map(\.id) == ["legacy@e4#1", "pay@e3-b#1"])
+        #expect(try await ledger.unsettled(account: .alice).map(\.id) == ["legacy@e4#1", "pay@e2-a#1"])
         #expect(try await ledger.unsettled(account: nil).map(\.id) == ["legacy@e4#1"])
         #expect(try await ledger.unsettled().count == 3)
-        #expect(try await ledger.entry("pay@e2-a#1")?.account == "alice")
+        #expect(try await ledger.entry("pay@e2-a#1")?.account == .alice)
         // A ledger written before owners were reads as entries without one.
         try Data(#"[{"id": "old@e1#1", "action": "pay", "state": "started"}]"#.utf8).write(
             to: directory.url("old.json"))
         let old = try EffectLedger(file: directory.url("old.json"))
-        #expect(try await old.unsettled(account: "alice").map(\.id) == ["old@e1#1"])
+        #expect(try await old.unsettled(account: .alice).map(\.id) == ["old@e1#1"])
+    }
+
+    /// MOB-DATA-006: an account an earlier version recorded that is not a valid account id ("" and "null", which
+    /// navigation took as accounts) names no account: its operation is handed back in no account's session. It
+    /// is otherwise an entry like any other — the ledger is not damaged (the entry may be a payment that must not
+    /// run twice): it is listed, answers a replayed confirmation, is settled and forgotten, and its account is
+    /// written back exactly as it was, in the ledger's format of always.
+    @Test func anOperationRecordedForAnInvalidAccountIsKeptAndHandedBackInNoSession() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-ledger-owner")
+        let file = directory.url("ledger.json")
+        let entries = [
+            #"{"account":"","action":"pay","id":"pay@e1#1","reference":"key-1","state":"started"}"#,
+            #"{"account":"null","action":"pay","id":"pay@e2#1","state":"started"}"#,
+            #"{"account":"alice","action":"pay","id":"pay@e3#1","state":"started"}"#,
+        ]
+        try Data(("[" + entries.joined(separator: ",") + "]").utf8).write(to: file)
+        let settled = Date(timeIntervalSinceReferenceDate: 1000)
+        let ledger = try EffectLedger(file: file, clock: WallClock { settled })
+        let all = try await ledger.allEntries()
+        #expect(all.map(\.id) == ["pay@e1#1", "pay@e2#1", "pay@e3#1"])
+        #expect(all.map(\.account) == [nil, nil, .alice] && all.map(\.invalidAccount) == ["", "null", nil])
+        #expect(try await ledger.unsettled().count == 3)
+        #expect(try await ledger.unsettled(account: .alice).map(\.id) == ["pay@e3#1"])
+        #expect(try await ledger.unsettled(account: nil).isEmpty)
+        guard case .recorded(let entry) = try await ledger.begin("pay@e1#1", action: "pay", account: .alice) else {
+            Issue.record("a recorded payment would run again")
+            return
+        }
+        #expect(entry.reference == "key-1" && entry.account == nil && entry.invalidAccount == "")
+        try await ledger.complete("pay@e1#1", .succeeded, result: "paid")
+        let written = [
+            #"{"account":"","action":"pay","id":"pay@e1#1","reference":"key-1","result":"paid","settledAt":1000,"state":"succeeded"}"#,
+            entries[1], entries[2],
+        ]
+        #expect(
+            String(decoding: try Data(contentsOf: file), as: UTF8.self) == "[" + written.joined(separator: ",") + "]")
+        #expect(try await ledger.removeSettled(before: settled.addingTimeInterval(1)) == 1)
+        #expect(try await ledger.allEntries().map(\.id) == ["pay@e2#1", "pay@e3#1"])
     }
 }
 

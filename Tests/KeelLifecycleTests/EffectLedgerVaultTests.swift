@@ -69,13 +69,13 @@ import Testing
         do {
             let ledger = try await device.ledger()
             #expect(ledger.file == nil && ledger.dataset == "effects")
-            #expect(try await ledger.begin(id, action: "pay", reference: "journal-7", account: "alice") == .run)
+            #expect(try await ledger.begin(id, action: "pay", reference: "journal-7", account: .alice) == .run)
             guard case .recorded(let entry) = try await ledger.begin(id, action: "pay", reference: "journal-8") else {
                 Issue.record("a replayed confirmation would pay twice")
                 return
             }
             // The recorded reference stays: a second begin never replaces it.
-            #expect(entry.state == .started && entry.reference == "journal-7" && entry.account == "alice")
+            #expect(entry.state == .started && entry.reference == "journal-7" && entry.account == .alice)
             #expect(try await ledger.unsettled().map(\.id) == [id])
             try await ledger.complete(id, .succeeded, result: "paid 12.00")
             await #expect(throws: EffectLedgerError.self) {
@@ -101,14 +101,14 @@ import Testing
         let device = try Device()
         do {
             let ledger = try await device.ledger()
-            #expect(try await ledger.begin("pay@e2-a#1", action: "pay", account: "alice") == .run)
-            #expect(try await ledger.begin("pay@e3-b#1", action: "pay", account: "bob") == .run)
+            #expect(try await ledger.begin("pay@e2-a#1", action: "pay", account: .alice) == .run)
+            #expect(try await ledger.begin("pay@e3-b#1", action: "pay", account: .bob) == .run)
             #expect(try await ledger.begin("legacy@e4#1", action: "pay") == .run)
         }
         await device.vaults.close()
         let ledger = try await device.ledger()
-        #expect(try await ledger.unsettled(account: "bob").map(\.id) == ["legacy@e4#1", "pay@e3-b#1"])
-        #expect(try await ledger.unsettled(account: "alice").map(\.id) == ["legacy@e4#1", "pay@e2-a#1"])
+        #expect(try await ledger.unsettled(account: .bob).map(\.id) == ["legacy@e4#1", "pay@e3-b#1"])
+        #expect(try await ledger.unsettled(account: .alice).map(\.id) == ["legacy@e4#1", "pay@e2-a#1"])
         #expect(try await ledger.unsettled(account: nil).map(\.id) == ["legacy@e4#1"])
     }
 
@@ -194,7 +194,7 @@ import Testing
             let ledger = try await device.ledger()
             let id = "publish@note/n-4711-secret#1"
             #expect(
-                try await ledger.begin(id, action: "publish", reference: "key-of-n-4711", account: "alice@example.com")
+                try await ledger.begin(id, action: "publish", reference: "key-of-n-4711", account: device.alice)
                     == .run)
             try await ledger.complete(id, .succeeded, result: "/p/published-path-4711")
         }
@@ -351,7 +351,7 @@ import Testing
         do {
             let old = try EffectLedger(file: file)
             #expect(
-                try await old.begin("publish@n1#1", action: "publish", reference: "key-n1", account: "alice") == .run)
+                try await old.begin("publish@n1#1", action: "publish", reference: "key-n1", account: .alice) == .run)
             #expect(try await old.begin("publish@n2#1", action: "publish", reference: "key-n2") == .run)
             try await old.complete("publish@n2#1", .succeeded, result: "/p/2")
             #expect(try await old.begin("publish@n3#1", action: "publish", reference: "file-key-n3") == .run)
@@ -368,12 +368,31 @@ import Testing
             Issue.record("an imported start would run again under a new key")
             return
         }
-        #expect(started.state == .started && started.reference == "key-n1" && started.account == "alice")
+        #expect(started.state == .started && started.reference == "key-n1" && started.account == .alice)
         #expect(try await ledger.entry("publish@n2#1")?.result == "/p/2")
         #expect(try await ledger.entry("publish@n3#1")?.reference == "vault-key-n3")
         // Nothing more to import: nothing happens.
         #expect(try await ledger.importFile(file) == 0)
         #expect(!FileManager.default.fileExists(atPath: file.path + ".lock"))
+    }
+
+    /// MOB-DATA-006: a file ledger's entry whose account is not a valid account id (written by an earlier version)
+    /// is imported as it is — the import is not refused as damaged — and is handed back in no account's session.
+    @Test func anOperationOfAnInvalidAccountIsImportedAsItIs() async throws {
+        let device = try Device()
+        let file = device.root.url("effects.json")
+        try Data(
+            (#"[{"account":"","action":"publish","id":"publish@n1#1","reference":"key-n1","state":"started"},"#
+                + #"{"account":"alice@example.com","action":"publish","id":"publish@n2#1","state":"started"}]"#).utf8
+        ).write(to: file)
+        let ledger = try await device.ledger()
+        #expect(try await ledger.importFile(file) == 2)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        let imported = try #require(try await ledger.entry("publish@n1#1"))
+        #expect(imported.account == nil && imported.invalidAccount == "" && imported.reference == "key-n1")
+        #expect(try await ledger.unsettled(account: device.alice).map(\.id) == ["publish@n2#1"])
+        try await ledger.complete("publish@n1#1", .failed, result: nil)
+        #expect(try await ledger.entry("publish@n1#1")?.invalidAccount == "")
     }
 
     /// A file that is not a ledger is kept, untouched, and nothing is imported; an import that cannot commit

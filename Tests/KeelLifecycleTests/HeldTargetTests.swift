@@ -26,7 +26,7 @@ import Testing
     /// Alice typed `text` into the `cd` editor of note 1, then her session expired: sign-in holds the editor.
     static func expiredOverTheEditor(typing text: String) throws -> Harness {
         var h = try Harness(routes: routes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         h.send(.open(route: "cd", parameters: ["noteID": "1"]))
         h.send(.type(text))
@@ -38,7 +38,7 @@ import Testing
     /// without an `inputLost` (an account switch over the same stack reported it).
     @Test func anExpiredSessionReportsTheInputOfTheProtectedScreensItCloses() throws {
         var h = try Harness(routes: Self.routes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "warn"))
         h.send(.type("important unsaved text"))
         h.send(.open(route: "notes"))
@@ -46,13 +46,13 @@ import Testing
         #expect(h.effects == ["signInRequired notes", "inputLost warn", "saveSnapshot"])
         #expect(h.stack == ["home"] && h.state.modal?.route == "signIn")
         // The target sign-in holds keeps its input: nothing is reported lost for it.
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         h.send(.open(route: "cd", parameters: ["noteID": "1"]))
         h.send(.type("half a sentence"))
         h.send(.sessionExpired)
         #expect(h.effects == ["signInRequired cd noteID=1", "saveSnapshot"])
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         #expect(h.state.top?.input == "half a sentence")
     }
 
@@ -62,7 +62,7 @@ import Testing
     @Test func aWarmEntryAsksBeforeDroppingTheInputOfTheTargetSignInHolds() throws {
         func held() throws -> Harness {
             var h = try Harness(routes: Self.routes)
-            h.send(.signIn(account: "alice"))
+            h.send(.signIn(account: .alice))
             h.send(.open(route: "warn"))
             h.send(.type("unsent"))
             h.send(.sessionExpired)
@@ -88,11 +88,11 @@ import Testing
     @Test func accessRevokedWhileSignInHoldsTheTargetLosesItsInputAndItsDraft() throws {
         for revoked in ["edit", "note"] {
             var h = try Harness(routes: Self.routes)
-            h.send(.signIn(account: "alice"))
+            h.send(.signIn(account: .alice))
             h.send(.open(route: "note", parameters: ["noteID": "1"]))
             h.send(.open(route: "edit", parameters: ["noteID": "1"]))
             h.send(.type("half a sentence"))
-            let key = DraftKey(account: "alice", route: "edit", parameters: ["noteID": "1"])
+            let key = DraftKey(account: .alice, route: "edit", parameters: ["noteID": "1"])
             #expect(h.state.drafts[key] == "half a sentence")
             h.send(.sessionExpired)
             h.revocations.revoke(revoked + " noteID=1")
@@ -106,7 +106,7 @@ import Testing
                     ])
                 #expect(h.state.pendingTarget == nil)
             }
-            h.send(.signIn(account: "alice"))
+            h.send(.signIn(account: .alice))
             #expect(h.state.drafts[key] == nil, "\(revoked)")
             #expect(!h.stack.contains("edit"), "\(revoked)")
             if revoked == "note" {
@@ -132,12 +132,12 @@ import Testing
         var relaunched = try Harness(routes: Self.routes, seed: 6)
         relaunched.state = relaunched.navigator.restore(snapshot, drafts: [:], session: .signedOut).result.state
         #expect(relaunched.state.pendingTarget?.route == "cd")
-        relaunched.send(.signIn(account: "bob"))
+        relaunched.send(.signIn(account: .bob))
         // (The snapshot never holds the held target's input: it went with the process, as `onDeath: drop` says.)
         #expect(relaunched.effects == ["saveSnapshot"])
         #expect(relaunched.state.pendingTarget == nil && relaunched.stack == ["home"])
         // Bob signing in over alice's expired session, while running: the same.
-        h.send(.signIn(account: "bob"))
+        h.send(.signIn(account: .bob))
         #expect(h.effects.contains("inputLost cd noteID=1") && h.effects.last == "saveSnapshot")
         #expect(h.state.pendingTarget == nil)
     }
@@ -155,12 +155,12 @@ import Testing
     /// sign-in over the home screen, holding the target; and "switch" to the same account did nothing.
     @Test func aSessionValidAgainEndsTheSignInItHeldAtRestoreAndAtASwitch() throws {
         var h = try Harness(routes: Self.routes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "note", parameters: ["noteID": "7"]))
         h.send(.sessionExpired)
         let snapshot = try NavigationSnapshot(h.state).encoded()
         var relaunched = try Harness(routes: Self.routes, seed: 6)
-        let restored = relaunched.navigator.restore(snapshot, drafts: [:], session: .valid(account: "alice")).result
+        let restored = relaunched.navigator.restore(snapshot, drafts: [:], session: .valid(account: .alice)).result
         relaunched.state = restored.state
         #expect(relaunched.state.modal == nil && relaunched.state.sessionValid)
         #expect(relaunched.stack == ["home", "note"] && relaunched.state.top?.parameters == ["noteID": "7"])
@@ -169,11 +169,11 @@ import Testing
         let expired = relaunched.navigator.restore(snapshot, drafts: [:], session: .expired).result.state
         #expect(expired.modal?.route == "signIn" && expired.pendingTarget?.route == "note")
         // Running: the app reports the same account signed in again as a switch to it.
-        h.send(.switchAccount("alice"))
+        h.send(.switchAccount(.alice))
         #expect(h.state.sessionValid && h.state.modal == nil && h.stack == ["home", "note"])
         // A switch to the account already signed in with a valid session changes nothing.
         let before = h.state
-        h.send(.switchAccount("alice"))
+        h.send(.switchAccount(.alice))
         #expect(h.state == before && h.effects.isEmpty)
     }
 
@@ -193,7 +193,7 @@ import Testing
         var relaunched = try Harness(routes: routes, seed: 6)
         relaunched.state = relaunched.navigator.restore(snapshot, drafts: [:], session: .signedOut).result.state
         #expect(relaunched.state.modal?.route == "signIn" && relaunched.stack == ["home"])
-        relaunched.send(.signIn(account: "alice"))
+        relaunched.send(.signIn(account: .alice))
         #expect(relaunched.state.modal == nil && relaunched.stack == ["home", "note"])
         #expect(relaunched.state.top?.parameters == ["noteID": "9"])
     }

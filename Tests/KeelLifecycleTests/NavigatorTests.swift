@@ -3,6 +3,16 @@ import KeelCore
 import KeelLifecycle
 import Testing
 
+extension AccountID {
+    static let alice = known("alice")
+    static let bob = known("bob")
+
+    /// `name`, which the test knows to be a valid account id.
+    static func known(_ name: String) -> AccountID {
+        do { return try AccountID(name) } catch { preconditionFailure("\(name) is a valid account id: \(error)") }
+    }
+}
+
 /// A navigator over the example contract, with revocations the tests control.
 struct Harness {
     final class Revocations: AccessChecker, @unchecked Sendable {
@@ -10,7 +20,7 @@ struct Harness {
         private var revoked: Set<String> = []
         func revoke(_ label: String) { lock.withLock { _ = revoked.insert(label) } }
         func unrevokeAll() { lock.withLock { revoked.removeAll() } }
-        func allows(_ route: Route, parameters: [String: String], account: String) -> Bool {
+        func allows(_ route: Route, parameters: [String: String], account: AccountID) -> Bool {
             let label = NavigationEntry.label(route: route.id, parameters: parameters)
             return lock.withLock { !revoked.contains(label) }
         }
@@ -39,7 +49,7 @@ struct Harness {
     var effects: [String] { last.effects.map(\.description) }
 
     /// Signed in as alice on home › notes › note 1 › edit 1.
-    mutating func deepStack(_ account: String = "alice") {
+    mutating func deepStack(_ account: AccountID = .alice) {
         send(.signIn(account: account))
         send(.open(route: "notes"))
         send(.open(route: "note", parameters: ["noteID": "1"]))
@@ -98,8 +108,8 @@ struct Harness {
         let events: [NavigationEvent] = [
             .open(route: "notes"), .open(route: "note", parameters: ["noteID": "1"]),
             .open(route: "edit", parameters: ["noteID": "1"]), .open(route: "compose"), .open(route: "feedback"),
-            .open(route: "share"), .open(route: "otp"), .type("text"), .signIn(account: "alice"),
-            .switchAccount("bob"), .signOut, .background, .sessionExpired, .confirm, .cancel, .back(.systemBack),
+            .open(route: "share"), .open(route: "otp"), .type("text"), .signIn(account: .alice),
+            .switchAccount(.bob), .signOut, .background, .sessionExpired, .confirm, .cancel, .back(.systemBack),
             .deepLink(url: "keel-notes://note/7", mode: .warm),
             .notification(route: "edit", parameters: ["noteID": "2"], mode: .warm),
         ]
@@ -155,7 +165,7 @@ struct Harness {
             routes: exampleRoutes + [
                 Route("compose", parent: "notes", access: .account, input: .init(policy: .saveDraft))
             ])
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "notes"))
         h.send(.open(route: "compose"))
         h.send(.type("draft one"))
@@ -198,14 +208,14 @@ struct Harness {
     @Test func processDeathKeepsOrDropsInputAsEachRouteDeclares() throws {
         for (route, survives) in Self.deathRoutes {
             var h = try Harness(routes: Self.inputRoutes)
-            h.send(.signIn(account: "alice"))
+            h.send(.signIn(account: .alice))
             h.send(.open(route: route))
             h.send(.type("typed in \(route)"))
             h.send(.background)
             // The process dies: only the snapshot and the drafts store survive.
             let snapshot = try NavigationSnapshot(h.state).encoded()
             #expect(!String(decoding: snapshot, as: UTF8.self).contains("typed in"))
-            let restored = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: "alice"))
+            let restored = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: .alice))
             #expect(restored.result.state.stack.map(\.route) == ["home", route])
             #expect(
                 restored.result.state.top?.input == (survives ? "typed in \(route)" : nil), "\(route)")
@@ -215,7 +225,7 @@ struct Harness {
     @Test func aKillWithoutWarningKeepsWhatEachRouteDeclaresBecauseItIsSavedAsTyped() throws {
         for (route, survives) in Self.deathRoutes {
             var h = try Harness(routes: Self.inputRoutes)
-            h.send(.signIn(account: "alice"))
+            h.send(.signIn(account: .alice))
             h.send(.open(route: route))
             // The last snapshot the app saved; then typing, then SIGKILL — no background, no other event.
             let snapshot = try NavigationSnapshot(h.state).encoded()
@@ -224,7 +234,7 @@ struct Harness {
             // Only what the effects wrote survives: the drafts store holds exactly the saved drafts.
             var stored: [DraftKey: String] = [:]
             for effect in h.last.effects { if case .saveDraft(let key, let text) = effect { stored[key] = text } }
-            let restored = h.navigator.restore(snapshot, drafts: stored, session: .valid(account: "alice"))
+            let restored = h.navigator.restore(snapshot, drafts: stored, session: .valid(account: .alice))
             #expect(restored.result.state.stack.map(\.route) == ["home", route])
             #expect(restored.result.state.top?.input == (survives ? "typed in \(route)" : nil), "\(route)")
         }
@@ -251,7 +261,7 @@ struct Harness {
             routes: Self.inputRoutes + [
                 Route("contact", parent: "home", access: .public, input: .init(policy: .saveDraft))
             ])
-        signed.send(.signIn(account: "alice"))
+        signed.send(.signIn(account: .alice))
         signed.send(.open(route: "contact"))
         let saved = signed.send(.type("hello"))
         let drafts = Dictionary(
@@ -260,7 +270,7 @@ struct Harness {
                 return nil
             })
         let back = signed.navigator.restore(
-            try NavigationSnapshot(signed.state).encoded(), drafts: drafts, session: .valid(account: "alice"))
+            try NavigationSnapshot(signed.state).encoded(), drafts: drafts, session: .valid(account: .alice))
         #expect(back.result.state.top?.input == "hello")
         #expect(!back.result.effects.map(\.description).contains { $0.hasPrefix("inputLost") })
     }
@@ -291,15 +301,15 @@ struct Harness {
         link.send(.confirm)
         #expect(link.effects.contains("inputLost contact"))
         // Signed in, then killed without `background`: the draft was saved at sign-in and comes back.
-        for signIn: NavigationEvent in [.signIn(account: "alice"), .switchAccount("alice")] {
+        for signIn: NavigationEvent in [.signIn(account: .alice), .switchAccount(.alice)] {
             var kill = try typedSignedOut()
             let signedIn = kill.send(signIn)
-            let key = DraftKey(account: "alice", route: "contact", parameters: [:])
+            let key = DraftKey(account: .alice, route: "contact", parameters: [:])
             #expect(signedIn.effects.contains(.saveDraft(key, "hello")), "\(signIn)")
             #expect(kill.stack == ["home", "contact"])
             let restored = kill.navigator.restore(
                 try NavigationSnapshot(kill.state).encoded(), drafts: kill.state.drafts,
-                session: .valid(account: "alice"))
+                session: .valid(account: .alice))
             #expect(restored.result.state.top?.input == "hello", "\(signIn)")
             // Once kept, leaving saves it as any draft and asks nothing.
             kill.send(.back(.systemBack))
@@ -342,7 +352,7 @@ struct Harness {
                 Route("feedback", parent: "home", access: .public, input: .init(policy: .warnBeforeLoss)),
             ]
         var h = try Harness(routes: routes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "notes"))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         h.send(.open(route: "compose"))
@@ -354,7 +364,7 @@ struct Harness {
         #expect(h.stack == ["home", "notes"])
         #expect(!h.effects.contains("deleteDraft compose") && h.effects.contains("saveDraft compose"))
         #expect(h.effects.contains("inputLost feedback"))  // cut without a question: said, not silent
-        let key = DraftKey(account: "alice", route: "compose", parameters: [:])
+        let key = DraftKey(account: .alice, route: "compose", parameters: [:])
         #expect(h.state.drafts[key] == "my text")
         h.send(.open(route: "compose"))
         #expect(h.state.top?.input == "my text")
@@ -365,7 +375,7 @@ struct Harness {
         h.send(.open(route: "compose"))
         let snapshot = try NavigationSnapshot(h.state).encoded()
         h.revocations.revoke("note noteID=1")
-        let restored = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: "alice"))
+        let restored = h.navigator.restore(snapshot, drafts: h.state.drafts, session: .valid(account: .alice))
         #expect(restored.result.state.stack.map(\.route) == ["home", "notes"])
         #expect(restored.result.state.drafts[key] == "my text")
         #expect(!restored.result.effects.map(\.description).contains("deleteDraft compose"))
@@ -377,7 +387,7 @@ struct Harness {
                 Route("note", parent: "home", access: .public, input: .init(policy: .saveDraft))
             ])
         // Erasing everything deletes the draft instead of keeping an empty one.
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "keep"))
         h.send(.type("some text"))
         h.send(.type(""))
@@ -390,21 +400,21 @@ struct Harness {
         #expect(h.state.drafts.isEmpty)
         // A public screen Alice opened and left empty stays through a switch; what Bob types there is Bob's.
         h.send(.open(route: "note"))
-        h.send(.switchAccount("bob"))
+        h.send(.switchAccount(.bob))
         #expect(h.stack.last == "note")
         let typed = h.send(.type("bob's words"))
         let keys = typed.effects.compactMap { effect -> DraftKey? in
             if case .saveDraft(let key, _) = effect { return key }
             return nil
         }
-        #expect(keys.map(\.account) == ["bob"])
+        #expect(keys.map(\.account) == [.bob])
     }
 
     // MARK: - PLAT-008.2 deep links and notifications, cold and warm, then back
 
     @Test func aColdDeepLinkBuildsTheDeclaredParentsAndBackWalksThem() throws {
         var h = try Harness()
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.deepLink(url: "keel-notes://note/42", mode: .cold, id: "link-1"))
         #expect(h.stack == ["home", "notes", "note"])
         #expect(h.state.top?.parameters == ["noteID": "42"])
@@ -424,7 +434,7 @@ struct Harness {
     @Test func aNotificationBuildsAncestorsFromItsPayload() throws {
         let routes = exampleRoutes + [Route("reply", parent: "note", access: .account, parameters: ["replyID"])]
         var h = try Harness(routes: routes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         let result = h.send(
             .notification(route: "reply", parameters: ["noteID": "1", "replyID": "5", "utm": "x"], mode: .warm))
         #expect(result.error == nil, "\(result.error ?? "")")
@@ -488,17 +498,17 @@ struct Harness {
         h.send(.deepLink(url: "keel-notes://note/42", mode: .cold))
         #expect(h.stack == ["home"] && h.state.modal?.route == "signIn")
         #expect(h.effects.contains("signInRequired note noteID=42"))
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         #expect(h.stack == ["home", "notes", "note"] && h.state.modal == nil)
     }
 
     @Test func aWarmNotificationIntoAStackOfAnotherAccountKeepsNoneOfIt() throws {
         var h = try Harness()
-        h.deepStack("alice")
-        h.send(.switchAccount("bob"))
+        h.deepStack(.alice)
+        h.send(.switchAccount(.bob))
         h.send(.notification(route: "note", parameters: ["noteID": "9"], mode: .warm, id: "push-1"))
         #expect(h.stack == ["home", "notes", "note"])
-        #expect(h.state.stack.allSatisfy { $0.account == nil || $0.account == "bob" })
+        #expect(h.state.stack.allSatisfy { $0.account == nil || $0.account == .bob })
         while h.effects != ["leaveApp"] { h.send(.back(.systemBack)) }
     }
 
@@ -557,40 +567,41 @@ struct Harness {
     /// "jose\u{301}" for one string — but they are two accounts, with two vaults (AccountID compares bytes).
     /// A switch from one to the other kept the first one's screens and input, and their drafts shared keys.
     @Test func canonicallyEquivalentAccountNamesAreTwoAccounts() throws {
-        let composed = "jos\u{E9}"
-        let decomposed = "jose\u{301}"
+        let composed = AccountID.known("jos\u{E9}")
+        let decomposed = AccountID.known("jose\u{301}")
+        #expect(composed.rawValue == decomposed.rawValue && composed != decomposed)  // Swift's String == vs bytes
         var h = try Harness()
         h.deepStack(composed)
         h.send(.type("José's text"))
         h.send(.switchAccount(decomposed))
-        #expect(h.state.account.map { Array($0.utf8) } == Array(decomposed.utf8))
+        #expect(h.state.account.map { Array($0.rawValue.utf8) } == Array(decomposed.rawValue.utf8))
         #expect(h.stack == ["home"] && h.state.stack.allSatisfy { $0.input == nil })
         #expect(h.state.stack.allSatisfy { $0.account == nil })
         let mine = DraftKey(account: composed, route: "edit", parameters: ["noteID": "1"])
         let theirs = DraftKey(account: decomposed, route: "edit", parameters: ["noteID": "1"])
         #expect(mine != theirs && Set([mine, theirs]).count == 2)
-        #expect(mine == DraftKey(account: "jos\u{E9}", route: "edit", parameters: ["noteID": "1"]))
+        #expect(mine == DraftKey(account: .known("jos\u{E9}"), route: "edit", parameters: ["noteID": "1"]))
     }
 
     // MARK: - PLAT-008.3 logout and account switch with a back stack
 
     @Test func afterAnAccountSwitchBackNeverReachesThePreviousAccountsScreens() throws {
         var h = try Harness()
-        h.deepStack("alice")
+        h.deepStack(.alice)
         h.send(.open(route: "otp"))
-        h.send(.switchAccount("bob"))
+        h.send(.switchAccount(.bob))
         var seen: [NavigationEntry] = h.state.stack + [h.state.modal].compactMap { $0 }
         while h.effects != ["leaveApp"] {
             h.send(.back(.systemBack))
             seen += h.state.stack + [h.state.modal].compactMap { $0 }
         }
-        #expect(seen.allSatisfy { $0.account != "alice" })
+        #expect(seen.allSatisfy { $0.account != .alice })
         #expect(seen.allSatisfy { $0.route == "home" })
     }
 
     @Test func signOutRemovesEveryProtectedEntryInOneStepAndAsksForThePurge() throws {
         var h = try Harness()
-        h.deepStack("alice")
+        h.deepStack(.alice)
         h.send(.type("kept as a draft"))
         h.send(.signOut)
         #expect(h.stack == ["home"] && h.state.modal == nil && h.state.account == nil)
@@ -598,7 +609,7 @@ struct Harness {
         h.send(.back(.systemBack))
         #expect(h.effects == ["leaveApp"])
         // The draft is alice's: bob never gets it.
-        h.send(.signIn(account: "bob"))
+        h.send(.signIn(account: .bob))
         h.send(.open(route: "notes"))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         h.send(.open(route: "edit", parameters: ["noteID": "1"]))
@@ -607,7 +618,7 @@ struct Harness {
         // sign-in in the same process, from the copy the state kept): signing out purged it.
         h.send(.signOut)
         #expect(h.state.drafts.isEmpty)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "notes"))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         h.send(.open(route: "edit", parameters: ["noteID": "1"]))
@@ -623,7 +634,7 @@ struct Harness {
         h.send(.sessionExpired)
         #expect(h.stack == ["home"] && h.state.modal?.route == "signIn")
         #expect(h.effects.contains("saveDraft edit noteID=1"))
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         #expect(h.stack == ["home", "notes", "note", "edit"] && h.state.top?.input == "keep me")
     }
 

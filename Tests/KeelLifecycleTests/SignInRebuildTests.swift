@@ -26,7 +26,7 @@ let shopRoutes: [Route] = [
     /// Alice editing note 1 ("hello"), with the attach modal over it holding `caption`.
     static func editingWithAnAttachment(_ caption: String) throws -> Harness {
         var h = try Harness(routes: shopRoutes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         h.send(.open(route: "edit", parameters: ["noteID": "1"]))
         h.send(.type("hello"))
@@ -40,13 +40,13 @@ let shopRoutes: [Route] = [
     /// would let run — a second payment).
     @Test func signingInAgainNeverRebuildsASensitiveOneTimeScreen() throws {
         var h = try Harness(routes: shopRoutes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "cart"))
         h.send(.open(route: "payConfirm"))
         h.send(.open(route: "receipt"))
         h.send(.sessionExpired)
         #expect(h.state.modal?.route == "signIn")
-        let signedIn = h.send(.signIn(account: "alice"))
+        let signedIn = h.send(.signIn(account: .alice))
         #expect(signedIn.error == nil)
         #expect(h.stack == ["home", "cart", "receipt"])
         // Across a kill too: the snapshot holds the target, and sign-in after launch rebuilds the same.
@@ -54,7 +54,7 @@ let shopRoutes: [Route] = [
         let snapshot = try NavigationSnapshot(h.state).encoded()
         var relaunched = try Harness(routes: shopRoutes, seed: 6)
         relaunched.state = relaunched.navigator.restore(snapshot, drafts: [:], session: .expired).result.state
-        relaunched.send(.signIn(account: "alice"))
+        relaunched.send(.signIn(account: .alice))
         #expect(relaunched.stack == ["home", "cart", "receipt"])
     }
 
@@ -62,11 +62,11 @@ let shopRoutes: [Route] = [
     /// parameter", the sign-in screen stayed, and the remembered target kept it so after a relaunch too.
     @Test func signInIsNeverRefusedForAnAncestorTheTargetCannotRebuild() throws {
         var h = try Harness(routes: shopRoutes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "note", parameters: ["noteID": "7"]))
         h.send(.open(route: "comment", parameters: ["commentID": "3"]))
         h.send(.sessionExpired)
-        let signedIn = h.send(.signIn(account: "alice"))
+        let signedIn = h.send(.signIn(account: .alice))
         #expect(signedIn.error == nil)
         #expect(h.state.sessionValid && h.state.modal == nil)
         #expect(h.stack == ["home", "comment"])
@@ -77,13 +77,13 @@ let shopRoutes: [Route] = [
     /// rebuilt the target over its declared ancestors, replacing the stack, and the text was gone without a word.
     @Test func inputOnAScreenSignInReplacesIsReportedLost() throws {
         var h = try Harness(routes: shopRoutes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "feedback"))
         h.send(.type("long complaint"))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         h.send(.sessionExpired)
         #expect(h.state.modal?.route == "signIn" && h.stack == ["home", "feedback"])
-        let signedIn = h.send(.signIn(account: "alice"))
+        let signedIn = h.send(.signIn(account: .alice))
         #expect(h.stack == ["home", "note"])
         #expect(signedIn.effects.map(\.description).contains("inputLost feedback"))
     }
@@ -99,21 +99,21 @@ let shopRoutes: [Route] = [
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         #expect(h.state.modal?.route == "signIn" && h.state.pendingTarget?.route == "note")
         let snapshot = try NavigationSnapshot(h.state).encoded()
-        let signedIn = h.send(.signIn(account: "alice"))
+        let signedIn = h.send(.signIn(account: .alice))
         #expect(h.stack == ["home", "feedback", "note"] && h.state.modal == nil)
         #expect(h.state.stack[1].input == "long complaint")
         #expect(!signedIn.effects.map(\.description).contains { $0.hasPrefix("inputLost") })
-        #expect(h.state.top?.parameters == ["noteID": "1"] && h.state.top?.account == "alice")
+        #expect(h.state.top?.parameters == ["noteID": "1"] && h.state.top?.account == .alice)
         // Killed before signing in: the relaunch still pushes it (the typed text was declared lost at launch).
         var relaunched = try Harness(routes: shopRoutes, seed: 6)
         relaunched.state = relaunched.navigator.restore(snapshot, drafts: [:], session: .signedOut).result.state
-        relaunched.send(.signIn(account: "alice"))
+        relaunched.send(.signIn(account: .alice))
         #expect(relaunched.stack == ["home", "feedback", "note"])
         // A link opened while signed out is still built over its declared parents.
         var linked = try Harness(routes: shopRoutes)
         linked.send(.open(route: "feedback"))
         linked.send(.notification(route: "edit", parameters: ["noteID": "2"], mode: .cold))
-        linked.send(.signIn(account: "alice"))
+        linked.send(.signIn(account: .alice))
         #expect(linked.stack == ["home", "note", "edit"])
     }
 
@@ -126,7 +126,7 @@ let shopRoutes: [Route] = [
         let confirmed = h.send(.confirm)
         #expect(h.stack == ["home", "cart"])
         // The edit screen keeps drafts (confirmDiscard, saved on death): its text is saved, not dropped.
-        let key = DraftKey(account: "alice", route: "edit", parameters: ["noteID": "1"])
+        let key = DraftKey(account: .alice, route: "edit", parameters: ["noteID": "1"])
         #expect(confirmed.effects.contains(.saveDraft(key, "hello")))
         // The one asked about is reported once, as the confirmed prompt said.
         #expect(confirmed.effects.map(\.description).filter { $0 == "inputLost attach" }.count == 1)
@@ -149,7 +149,7 @@ let shopRoutes: [Route] = [
     /// holds in plain text, and a `drop` route got it back after a kill.
     @Test func theSnapshotNeverHoldsTheInputOfTheTargetSignInHolds() throws {
         var h = try Harness(routes: shopRoutes)
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "note", parameters: ["noteID": "1"]))
         h.send(.open(route: "attach"))
         h.send(.type("my secret text"))
@@ -159,7 +159,7 @@ let shopRoutes: [Route] = [
         #expect(!String(decoding: bytes, as: UTF8.self).contains("my secret text"))
         var relaunched = try Harness(routes: shopRoutes, seed: 6)
         relaunched.state = relaunched.navigator.restore(bytes, drafts: [:], session: .expired).result.state
-        relaunched.send(.signIn(account: "alice"))
+        relaunched.send(.signIn(account: .alice))
         #expect(relaunched.state.modal?.route == "attach" && relaunched.state.modal?.input == nil)
     }
 }
@@ -177,7 +177,7 @@ let shopRoutes: [Route] = [
             #expect(pattern.match("keel-notes://note/\(hostile)") == nil, "\(hostile)")
         }
         var h = try Harness()
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         let refused = h.send(.deepLink(url: "keel-notes://note/1%2F..%2F2", mode: .warm))
         #expect(refused.error != nil && h.stack == ["home"])
     }
@@ -189,7 +189,7 @@ let shopRoutes: [Route] = [
         h.state.nextEntry = Int.max
         let bytes = try NavigationSnapshot(h.state).encoded()
         var relaunched = try Harness(seed: 6)
-        let restored = relaunched.navigator.restore(bytes, drafts: [:], session: .valid(account: "alice"))
+        let restored = relaunched.navigator.restore(bytes, drafts: [:], session: .valid(account: .alice))
         relaunched.state = restored.result.state
         relaunched.send(.open(route: "notes"))
         relaunched.send(.open(route: "note", parameters: ["noteID": "2"]))
@@ -209,11 +209,11 @@ let shopRoutes: [Route] = [
         #expect(NavigationContract.problems(in: modalRoot).map(\.code) == [.modalRoot])
         // A snapshot whose only entries are the root and a sensitive modal (the otp is dropped at launch).
         var h = try Harness()
-        h.send(.signIn(account: "alice"))
+        h.send(.signIn(account: .alice))
         h.send(.open(route: "otp"))
         let bytes = try NavigationSnapshot(h.state).encoded()
         let relaunched = try Harness(seed: 6)
-        let restored = relaunched.navigator.restore(bytes, drafts: [:], session: .valid(account: "alice"))
+        let restored = relaunched.navigator.restore(bytes, drafts: [:], session: .valid(account: .alice))
         #expect(restored.result.state.stack.map(\.route) == ["home"] && restored.result.state.modal == nil)
         #expect(restored.result.effects.map(\.description).contains("droppedSensitive otp"))
     }

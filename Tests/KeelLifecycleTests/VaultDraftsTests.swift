@@ -17,7 +17,7 @@ import Testing
         let bob = try AccountID("bob@example.com")
 
         var h = try Harness()
-        h.deepStack(alice.rawValue)
+        h.deepStack(alice)
         h.send(.type("sealed draft text"))
         let vault = try await vaults.open(alice)
         let drafts = VaultDrafts(vault: vault, dataset: "drafts")
@@ -33,7 +33,7 @@ import Testing
         // Process death; relaunch: the drafts come from the vault.
         let reopened = try await vaults.open(alice)
         let loaded = try await VaultDrafts(vault: reopened, dataset: "drafts").load()
-        let restored = h.navigator.restore(snapshot, drafts: loaded, session: .valid(account: alice.rawValue))
+        let restored = h.navigator.restore(snapshot, drafts: loaded, session: .valid(account: alice))
         #expect(restored.result.state.top?.input == "sealed draft text")
 
         // Confirming the discard deletes it from the vault.
@@ -47,7 +47,7 @@ import Testing
         // dropped (applied after a switch they would be lost), and nothing is written.
         let bobVault = try await vaults.switchAccount(to: bob)
         let aliceEffects = h.send(.background).effects
-        #expect(aliceEffects.contains { $0.draftAccount == alice.rawValue })
+        #expect(aliceEffects.contains { $0.draftAccount == alice })
         await #expect {
             try await VaultDrafts(vault: bobVault, dataset: "drafts").apply(aliceEffects)
         } throws: { ($0 as? VaultDraftsError)?.code == .otherAccount }
@@ -68,7 +68,7 @@ import Testing
         let (root, vault) = try await Self.aliceVault()
         defer { _ = root }
         let drafts = VaultDrafts(vault: vault, dataset: "drafts")
-        let key = DraftKey(account: "alice", route: "edit", parameters: ["noteID": "1"])
+        let key = DraftKey(account: .alice, route: "edit", parameters: ["noteID": "1"])
         let future = Data(#"{"format": 9, "blocks": ["written by a newer app"]}"#.utf8)
         try await vault.put("drafts", id: "edit noteID=1", future)
         #expect(try await drafts.load().isEmpty)
@@ -96,8 +96,8 @@ import Testing
         let (root, vault) = try await Self.aliceVault()
         defer { _ = root }
         let drafts = VaultDrafts(vault: vault, dataset: "drafts")
-        let plain = DraftKey(account: "alice", route: "r", parameters: ["a": "1", "b": "2"])
-        let crafted = DraftKey(account: "alice", route: "r", parameters: ["a": "1 b=2"])
+        let plain = DraftKey(account: .alice, route: "r", parameters: ["a": "1", "b": "2"])
+        let crafted = DraftKey(account: .alice, route: "r", parameters: ["a": "1 b=2"])
         try await drafts.apply([.saveDraft(plain, "mine"), .saveDraft(crafted, "crafted")])
         #expect(try await drafts.load() == [plain: "mine", crafted: "crafted"])
         // Ordinary drafts keep the id they always had.
@@ -111,7 +111,7 @@ import Testing
         let (root, vault) = try await Self.aliceVault()
         defer { _ = root }
         let drafts = VaultDrafts(vault: vault, dataset: "drafts")
-        let key = DraftKey(account: "alice", route: "edit", parameters: ["q": "a b"])
+        let key = DraftKey(account: .alice, route: "edit", parameters: ["q": "a b"])
         let old = Data(#"{"route": "edit", "parameters": {"q": "a b"}, "text": "typed before the update"}"#.utf8)
         try await vault.put("drafts", id: "edit q=a b", old)
         #expect(try await drafts.load() == [key: "typed before the update"])

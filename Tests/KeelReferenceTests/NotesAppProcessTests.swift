@@ -494,6 +494,26 @@ extension NotesDevice {
         _ = try await phone.run("quit")
     }
 
+    /// MOB-DATA-006: an empty or placeholder account id is never an account: `signin` and `switch` refuse one as
+    /// invalid input, and the account signed in stays, with its notes.
+    @Test func anInvalidAccountNameIsRefusedAndTheAccountSignedInStays() async throws {
+        let directory = try TemporaryDirectory(prefix: "keel-notes-account")
+        let backend = try ReferenceBackend(configuration: .init(dataDirectory: directory.url("backend"), admin: true))
+        let phone = try NotesDevice(directory, name: "phone", server: backend.baseURL)
+        for command in ["signin null", "signin 0", "switch anonymous"] {
+            let refused = try await phone.run(command)
+            #expect(refused["ok"] == false && refused["error"]?["kind"] == "validation", "\(command): \(refused)")
+        }
+        #expect(try await phone.run("list")["error"]?["message"] == "sign in first")
+        #expect(try await phone.run("signin alice")["account"] == "alice")
+        _ = try await phone.run("new Essay")
+        for command in ["switch null", "signin (null)", "switch undefined"] {
+            #expect(try await phone.run(command)["error"]?["kind"] == "validation", "\(command)")
+        }
+        #expect(try await phone.run("list")["notes"]?[0]?["title"] == "Essay")
+        _ = try await phone.run("quit")
+    }
+
     @Test func aDamagedPublicationRecordIsNeverReplacedByANewKey() async throws {
         let (directory, backend, phone, id) = try await Self.syncedEssay("keel-notes-ledger")
         defer { withExtendedLifetime(directory) {} }  // the data is deleted with it

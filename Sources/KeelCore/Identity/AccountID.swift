@@ -203,8 +203,8 @@ extension ErrorCode where Domain == AccountIDError {
 }
 
 extension AccountID {
-    /// Whether two account ids held as text (a navigation state, a draft key, a ledger entry) name the same
-    /// account: the same UTF-8 bytes, as ``AccountID``'s `==` decides — never Swift's `==` on `String`, which
+    /// Whether two account ids held as text (a request header, a token's claim) name the same account: the same
+    /// UTF-8 bytes, as ``AccountID``'s `==` decides — never Swift's `==` on `String`, which
     /// takes a decomposed "é" for the precomposed one, two accounts with two vaults. Two nils are the same
     /// (no account); a nil and an account are not.
     public static func same(_ lhs: String?, _ rhs: String?) -> Bool {

@@ -231,15 +231,13 @@ public actor NotesApp {
             let drafts = try await VaultDrafts(vault: engine.vault, dataset: "drafts").load()
             // The session as it is now: one the server ended (a 401) asks for sign-in again before the
             // account's screens come back (MOB-PLAT-005).
-            let check: SessionCheck = expired ? .expired : .valid(account: account.rawValue)
+            let check: SessionCheck = expired ? .expired : .valid(account: account)
             let restored = navigator.restore(snapshot, drafts: drafts, session: check)
             // What the restore did is done and said: a draft of a screen whose access was revoked is deleted
             // from the vault, a discarded snapshot or lost input is reported.
             var answer = try await finish(
                 restored.result,
-                drafts: restored.result.effects.filter {
-                    $0.draftAccount.map { AccountID.same($0, account.rawValue) } ?? false
-                })
+                drafts: restored.result.effects.filter { $0.draftAccount == account })
             answer["launched"] = "restored"
             answer["account"] = .string(account.rawValue)
             return answer
@@ -444,7 +442,7 @@ public actor NotesApp {
     private func signIn(_ account: AccountID, switching requested: Bool = false) async throws -> JSONObject {
         // A switch to the account whose session the server ended is a sign-in: its stored token is the dead one
         // (found in a review: the switch brought its screens back on it).
-        let switching = requested && !(AccountID.same(state.account, account.rawValue) && !state.sessionValid)
+        let switching = requested && !(state.account == account && !state.sessionValid)
         if !switching {
             let token = try await NotesRemote.signIn(account, client: client)
             tokens.withLock { $0[account] = token }
@@ -456,11 +454,11 @@ public actor NotesApp {
                 engine = nil
             }
         }
-        let event: NavigationEvent = switching ? .switchAccount(account.rawValue) : .signIn(account: account.rawValue)
+        let event: NavigationEvent = switching ? .switchAccount(account) : .signIn(account: account)
         // Leaving an account saves its open input as its drafts: they go to its vault before activating the
         // next account closes it (applied to the next account's vault they would be refused, and were lost).
         let result = navigator.reduce(state, event)
-        let leaving = result.effects.filter { $0.draftAccount.map { !AccountID.same($0, account.rawValue) } ?? false }
+        let leaving = result.effects.filter { $0.draftAccount.map { $0 != account } ?? false }
         if !leaving.isEmpty, let engine, engine.vault.isOpen {
             try await VaultDrafts(vault: engine.vault, dataset: "drafts").apply(leaving)
         }
@@ -698,7 +696,7 @@ public actor NotesApp {
         // random: a ledger that is gone (signed out and in again, a new install) derives the same key again,
         // and the backend answers the publication it made instead of making a second one.
         switch try await ledger.begin(
-            id, action: "publish", reference: Self.publicationKey(noteID), account: account.rawValue)
+            id, action: "publish", reference: Self.publicationKey(noteID), account: account)
         {
         case .run:
             key = try await ledger.entry(id)?.reference ?? ""

@@ -40,8 +40,10 @@ enum NavigationCommand {
               notify ROUTE [key=value]... cold|warm | type TEXT | confirm | cancel | background |
               kill (process death) | launch (cold start, restoring the snapshot) | expire (session expired) |
               revoke ROUTE [key=value]... | grant ROUTE [key=value]...
-            link and notify take an optional delivery=ID last (the intent's delivery id: a redelivered
-            one is alreadyConsumed); a cold one while the app is not running launches it first.
+            ACCOUNT is an account id as Keel takes one (AccountID): an empty or placeholder id (null,
+            anonymous, 0, an all-zero UUID, ...) or one with an invisible or control character makes the
+            line malformed. link and notify take an optional delivery=ID last (the intent's delivery id: a
+            redelivered one is alreadyConsumed); a cold one while the app is not running launches it first.
             Blank lines and lines starting with # are skipped. The snapshot, drafts and session live in a
             temporary directory for the run, so kill/launch is a real round trip through files.
             EXIT STATUS: 0 ran every event, 2 unreadable contract, a malformed event line (named by its
