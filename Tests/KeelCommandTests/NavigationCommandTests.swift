@@ -233,6 +233,8 @@ import Testing
             ("signin null", "placeholder"), ("switch anonymous", "placeholder"), ("signin 0", "placeholder"),
             ("switch 00000000-0000-0000-0000-000000000000", "placeholder"),
             ("signin b\u{200B}ob", "invisible formatting character"), ("switch bob\u{7}", "control character"),
+            // At the end of the line too: it is part of the account, not whitespace around the event.
+            ("signin bob\u{200B}", "invisible formatting character"), ("switch bob\u{2060}", "invisible"),
         ] {
             let (status, steps, errors) = try await simulate("signin alice\nopen notes\n\(event)\nopen note noteID=1\n")
             #expect(status == .exited(2), "\(event)")

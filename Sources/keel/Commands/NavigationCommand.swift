@@ -191,7 +191,9 @@ enum NavigationCommand {
             }
             // A byte-order mark some editors put before the first line is not part of it.
             if number == 1, line.hasPrefix("\u{FEFF}") { line.removeFirst() }
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            // Spaces and tabs only: Foundation's `.whitespaces` also takes a zero-width space off the end on
+            // Linux, and `signin bob\u{200B}` would then sign in `bob` instead of being refused.
+            let trimmed = line.trimmingSpacesAndTabs()
             if trimmed.isEmpty || trimmed.hasPrefix("#") { return true }
             let command: NavigationSimulator.Command
             do { command = try NavigationSimulator.parse(trimmed) } catch {
