@@ -109,6 +109,16 @@ import Testing
                 )
             ],
             version: "1.1.0", expected: ["response-non-success-status-added"]),
+        // The 200 became the range 2XX: 200 is still answered (its body compared), the range may also answer
+        // successes installed clients were not written for.
+        Fixture(
+            name: "success code replaced by its range",
+            edits: [("        '200':\n          content:", "        '2XX':\n          content:")], version: "1.1.0",
+            expected: ["response-success-status-added"]),
+        Fixture(
+            name: "success range written in another case",
+            edits: [("        '2XX':\n          content:", "        '2xx':\n          content:")], version: "1.0.0",
+            expected: [], baseEdits: [("        '200':\n          content:", "        '2XX':\n          content:")]),
         Fixture(
             name: "response media type removed",
             edits: [

@@ -518,18 +518,19 @@ struct Collector {
                 "the request body is no longer read: what installed clients send may be refused or ignored")
         }
 
-        // Responses: what the client reads.
-        for oldResponse in old.responses {
+        // Responses: what the client reads, each response of the base with the one of the revision that now
+        // answers what clients read by it (``responsePairs(_:_:)``: a `201` answered by a `2XX` is compared).
+        let (responsePairs, goneSuccesses) = Self.responsePairs(old.responses, new.responses)
+        for oldResponse in goneSuccesses {
             var responsePlace = place
             responsePlace.status = oldResponse.status
-            guard let newResponse = new.responses.first(where: { $0.status == oldResponse.status }) else {
-                if oldResponse.isSuccess {
-                    add(
-                        "response-success-status-removed", .breaking, responsePlace, nil,
-                        "success response \(oldResponse.status) is gone")
-                }
-                continue
-            }
+            add(
+                "response-success-status-removed", .breaking, responsePlace, nil,
+                "success response \(oldResponse.status) is gone")
+        }
+        for (oldResponse, newResponse, status) in responsePairs {
+            var responsePlace = place
+            responsePlace.status = status
             // Header fields (names in any case): one promised in every response and now gone, or no longer
             // promised, breaks a client that reads it; an optional one gone may still be read where present.
             for oldHeader in oldResponse.headers {
@@ -629,7 +630,8 @@ struct Collector {
     /// Statuses the revision answers an operation with that installed clients were never written for
     /// (an API owner's request: a new status went unmentioned, though a removed success is breaking).
     ///
-    /// A status is new unless the base declared a response installed clients read it by: the same key (a
+    /// A status is new unless the base declared a response installed clients read it by
+    /// (``StatusKeys/reader(of:)``, which ``responsePairs(_:_:)`` pairs responses by too): the same key (a
     /// range in any case, `4xx` is `4XX`), its range (`404` under `4XX`), or `default` for one that is not a
     /// success. `default` does not cover a new success: a client reads any 2xx as a success (Keel's
     /// `HTTPClient` returns it as a `Reply`), with the success body it knows, never by `default`. A covered
@@ -652,12 +654,9 @@ struct Collector {
     mutating func compareAddedStatuses(
         _ old: [OpenAPIDocument.Response], _ new: [OpenAPIDocument.Response], _ place: Place
     ) {
-        let declared = Set(old.compactMap { Self.statusKey($0.status) })
+        let base = StatusKeys(old)
         for response in new {
-            guard let key = Self.statusKey(response.status), !declared.contains(key) else { continue }
-            let isRange = key.hasSuffix("XX")
-            if !isRange, key != "default", declared.contains(key.prefix(1) + "XX") { continue }
-            if !response.isSuccess, declared.contains("default") { continue }
+            guard Self.statusKey(response.status) != nil, base.reader(of: response.status) == nil else { continue }
             var responsePlace = place
             responsePlace.status = response.status
             let origin = response.file.flatMap { file in
@@ -676,6 +675,84 @@ struct Collector {
                     origin: origin)
             }
         }
+    }
+
+    /// The responses of the base paired with the revision's for comparison (headers, media types, schemas),
+    /// and the successes of the base the revision no longer answers (`response-success-status-removed`).
+    /// Statuses are matched as ``compareAddedStatuses(_:_:_:)`` matches them, from the other side.
+    ///
+    /// - A response of the base is paired with the revision's response installed clients would read its
+    ///   statuses by (``StatusKeys/reader(of:)``): the same key (a range in any case: `2xx` is `2XX`), else its
+    ///   range (`201` under `2XX`), else `default` for a status that is not a success. Never `default` for a
+    ///   success: a client reads any 2xx as a success with the body it knows, not by `default`, so a `201`
+    ///   answered only by `default` is gone. The findings of the pair are at the base's status (`201`).
+    /// - Compared in the one direction that can hurt a client reading responses: the base's response is what
+    ///   it expects, the revision's what it now gets. After `201` → `2XX`, a client reading `201` as a `Note`
+    ///   may get any body the `2XX` describes, so the `2XX` body must hold nothing a `Note` decoder refuses
+    ///   (a `Job` instead is breaking); that the wider range may also answer statuses it was not written for
+    ///   (`202`) is ``compareAddedStatuses(_:_:_:)``'s warning, not a removal.
+    /// - The other way, a response of the base replaced by narrower ones (`2XX` by `200` and `201`, `default` by
+    ///   `500`, its key gone from the revision): each of them is paired with it, the findings at the
+    ///   narrower status (`200`). The server promises less — clients get a subset of the statuses they were
+    ///   written for, not breaking by itself — but what they get at `200` must still be what they read as
+    ///   `2XX`. A status the revision adds under a range or `default` it still declares is not compared: as
+    ///   for ``compareAddedStatuses(_:_:_:)``, it is documented, not new.
+    /// - Gone: an exact success (`201`) nothing in the revision answers, as before. A success range (`2XX`)
+    ///   only when the revision answers no status of its class: a range promises no particular status, so
+    ///   `2XX` → `200` leaves clients a subset of what they read (the `200` body compared with the `2XX` one).
+    ///   A failure nothing answers is not reported: installed clients read an unknown failure by its class.
+    static func responsePairs(_ old: [OpenAPIDocument.Response], _ new: [OpenAPIDocument.Response]) -> (
+        pairs: [(old: OpenAPIDocument.Response, new: OpenAPIDocument.Response, status: String)],
+        gone: [OpenAPIDocument.Response]
+    ) {
+        let (base, revision) = (StatusKeys(old), StatusKeys(new))
+        var pairs: [(old: OpenAPIDocument.Response, new: OpenAPIDocument.Response, status: String)] = []
+        var gone: [OpenAPIDocument.Response] = []
+        for (index, oldResponse) in old.enumerated() {
+            if let answer = revision.reader(of: oldResponse.status) {
+                pairs.append((oldResponse, new[answer], oldResponse.status))
+            } else if oldResponse.isSuccess {
+                // A range promises no particular status: one of its codes still answered is no removal.
+                if let key = base.keys[index], key.hasSuffix("XX"), revision.answersClass(of: key) { continue }
+                gone.append(oldResponse)
+            }
+        }
+        for (index, newResponse) in new.enumerated() {
+            guard let key = revision.keys[index], !base.keys.contains(key),
+                let readBy = base.reader(of: newResponse.status), !revision.keys.contains(base.keys[readBy])
+            else { continue }
+            pairs.append((old[readBy], newResponse, newResponse.status))
+        }
+        return (pairs, gone)
+    }
+
+    /// The keys of an operation's responses as installed clients read them (``statusKey(_:)``), in
+    /// declaration order.
+    struct StatusKeys {
+        let statuses: [String]
+        let keys: [String?]
+
+        init(_ responses: [OpenAPIDocument.Response]) {
+            statuses = responses.map(\.status)
+            keys = statuses.map(Collector.statusKey)
+        }
+
+        /// The index of the response installed clients read `status` by: the same key (a range in any case,
+        /// `4xx` is `4XX`), else its range (`404` under `4XX`), else `default` for a status that is not a
+        /// success (a client reads any 2xx as a success, not by `default`). A key that names no status (an
+        /// `x-` extension) is only itself.
+        func reader(of status: String) -> Int? {
+            guard let key = Collector.statusKey(status) else { return statuses.firstIndex(of: status) }
+            if let same = keys.firstIndex(of: key) { return same }
+            if key != "default", !key.hasSuffix("XX"), let range = keys.firstIndex(of: String(key.prefix(1)) + "XX") {
+                return range
+            }
+            if !key.hasPrefix("2"), let fallback = keys.firstIndex(of: "default") { return fallback }
+            return nil
+        }
+
+        /// Whether a response answers a status of the class of `range` (`2XX`): the range or one of its codes.
+        func answersClass(of range: String) -> Bool { keys.contains { $0?.first == range.first } }
     }
 
     /// A response key as installed clients read it: `default`, a status code (`404`) or a range in capitals
