@@ -180,7 +180,12 @@ private func rejection(of raw: String) -> AccountIDError? {
             ("", .empty, ["empty"]),
             ("   ", .whitespaceOnly, ["whitespace"]),
             ("bob ", .surroundingWhitespace, ["leading or trailing whitespace", "\"bob \""]),
-            ("bob\0", .controlCharacter, ["control character"]),
+            ("bob\0", .controlCharacter, ["control character", #""bob\u{0}""#]),
+            // What the message is about is written out, not printed invisibly as "bob".
+            ("bob\u{200B}", .invisibleCharacter, ["invisible formatting character", #""bob\u{200B}""#]),
+            ("bob\u{3164}", .invisibleCharacter, [#""bob\u{3164}""#]),
+            ("\u{FEFF}bob", .invisibleCharacter, [#""\u{FEFF}bob""#]),
+            ("bo\"\u{2028}b", .controlCharacter, [#""bo\"\u{2028}b""#]),
             (String(repeating: "x", count: 300), .tooLong, ["300 bytes", "255"]),
             ("NULL", .placeholder, ["placeholder", "\"NULL\""]),
         ]

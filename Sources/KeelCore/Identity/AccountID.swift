@@ -116,7 +116,7 @@ public struct AccountID: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// Characters that show nothing though they are not format characters: Hangul fillers, the blank Braille
     /// pattern, the combining grapheme joiner, Khmer's invisible vowels, Mongolian free variation selectors.
-    private static let invisibleLetters: Set<UInt32> = [
+    fileprivate static let invisibleLetters: Set<UInt32> = [
         0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x034F, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F,
     ]
 
@@ -170,18 +170,45 @@ public struct AccountIDError: KeelError, Equatable, CustomStringConvertible {
     /// A developer-facing explanation of the broken rule; may quote up to 40 characters of the value, which may be
     /// personal data: never show it to users.
     public var description: String {
-        let shown = value.count > 40 ? String(value.prefix(40)) + "…" : value
+        let shown = Self.visible(value.count > 40 ? String(value.prefix(40)) + "…" : value)
         switch code {
         case .empty: return "account id is empty"
         case .whitespaceOnly: return "account id contains only whitespace"
-        case .surroundingWhitespace: return "account id \(shown.debugDescription) has leading or trailing whitespace"
-        case .controlCharacter: return "account id \(shown.debugDescription) contains a control character"
-        case .invisibleCharacter:
-            return "account id \(shown.debugDescription) contains an invisible formatting character"
+        case .surroundingWhitespace: return "account id \(shown) has leading or trailing whitespace"
+        case .controlCharacter: return "account id \(shown) contains a control character"
+        case .invisibleCharacter: return "account id \(shown) contains an invisible formatting character"
         case .tooLong:
             return "account id is \(value.utf8.count) bytes long; at most \(AccountID.maximumUTF8Length) allowed"
-        default: return "account id \(shown.debugDescription) is a placeholder, not an account"
+        default: return "account id \(shown) is a placeholder, not an account"
         }
+    }
+
+    /// `text` quoted, with every character that shows nothing or moves the text written as `\u{…}`: the value
+    /// the message is about is invisible otherwise (`"bob\u{200B}"` printed as `"bob"` next to "contains an
+    /// invisible formatting character"). Quotes and backslashes are escaped as Swift writes them.
+    static func visible(_ text: String) -> String {
+        var shown = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": shown += "\\\""
+            case "\\": shown += "\\\\"
+            case " ": shown += " "
+            default:
+                let properties = scalar.properties
+                let hidden: Bool
+                switch properties.generalCategory {
+                case .control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator, .nonspacingMark,
+                    .enclosingMark, .unassigned, .privateUse, .surrogate:
+                    hidden = true
+                default:
+                    hidden =
+                        properties.isWhitespace || properties.isVariationSelector
+                        || AccountID.invisibleLetters.contains(scalar.value)
+                }
+                shown += hidden ? "\\u{\(String(scalar.value, radix: 16, uppercase: true))}" : String(scalar)
+            }
+        }
+        return shown + "\""
     }
 }
 
