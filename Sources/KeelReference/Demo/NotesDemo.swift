@@ -209,7 +209,12 @@ public struct NotesDemo: Sendable {
             var abortion: String?
             do { try await scenario.run(run) } catch {
                 // Stopped from outside (Ctrl-C, SIGTERM): said as such, not as "CancellationError()" or a device
-                // that did not answer (found in an outside audit).
+                // that did not answer (found in an outside audit). Ctrl-C reaches the whole process group at
+                // once: a device can die of it, and its step fail, before this process has handled its own
+                // signal and cancelled the run (found when a CI run printed "phone cannot take 'signin bruno'"
+                // for a SIGINT). A failure is reported a moment later, once such a signal had time to arrive;
+                // the wait ends at once when it does.
+                if !(error is CancellationError) { try? await clock.sleep(for: .milliseconds(300)) }
                 abortion = error is CancellationError || Task.isCancelled ? "interrupted" : "\(error)"
                 progress(.aborted(abortion ?? ""))
             }
