@@ -519,8 +519,9 @@ struct Collector {
         }
 
         // Responses: what the client reads, each response of the base with the one of the revision that now
-        // answers what clients read by it (``responsePairs(_:_:)``: a `201` answered by a `2XX` is compared).
-        let (responsePairs, goneSuccesses) = Self.responsePairs(old.responses, new.responses)
+        // answers what clients read by it (``responsePairs(_:_:base:)``: a `201` answered by a `2XX` is compared).
+        let baseStatuses = StatusKeys(old.responses)
+        let (responsePairs, goneSuccesses) = Self.responsePairs(old.responses, new.responses, base: baseStatuses)
         for oldResponse in goneSuccesses {
             var responsePlace = place
             responsePlace.status = oldResponse.status
@@ -577,7 +578,7 @@ struct Collector {
             }
         }
 
-        compareAddedStatuses(old.responses, new.responses, place)
+        compareAddedStatuses(new.responses, base: baseStatuses, place)
 
         // Security: a client satisfies one alternative (a set of schemes; empty = anonymous). It keeps
         // working if some new alternative asks for no more than what it sends.
@@ -631,7 +632,7 @@ struct Collector {
     /// (an API owner's request: a new status went unmentioned, though a removed success is breaking).
     ///
     /// A status is new unless the base declared a response installed clients read it by
-    /// (``StatusKeys/reader(of:)``, which ``responsePairs(_:_:)`` pairs responses by too): the same key (a
+    /// (``StatusKeys/reader(of:)``, which ``responsePairs(_:_:base:)`` pairs responses by too): the same key (a
     /// range in any case, `4xx` is `4XX`), its range (`404` under `4XX`), or `default` for one that is not a
     /// success. `default` does not cover a new success: a client reads any 2xx as a success (Keel's
     /// `HTTPClient` returns it as a `Reply`), with the success body it knows, never by `default`. A covered
@@ -651,10 +652,7 @@ struct Collector {
     ///   server only queued. Whether installed clients ever get it (a server may send it only to clients that
     ///   ask, `Prefer: respond-async`) the description does not say, so it is not breaking; someone must
     ///   decide, as for the other warnings, and `--fail-on warning` stops for that.
-    mutating func compareAddedStatuses(
-        _ old: [OpenAPIDocument.Response], _ new: [OpenAPIDocument.Response], _ place: Place
-    ) {
-        let base = StatusKeys(old)
+    mutating func compareAddedStatuses(_ new: [OpenAPIDocument.Response], base: StatusKeys, _ place: Place) {
         for response in new {
             guard Self.statusKey(response.status) != nil, base.reader(of: response.status) == nil else { continue }
             var responsePlace = place
@@ -679,7 +677,7 @@ struct Collector {
 
     /// The responses of the base paired with the revision's for comparison (headers, media types, schemas),
     /// and the successes of the base the revision no longer answers (`response-success-status-removed`).
-    /// Statuses are matched as ``compareAddedStatuses(_:_:_:)`` matches them, from the other side.
+    /// Statuses are matched as ``compareAddedStatuses(_:base:_:)`` matches them, from the other side.
     ///
     /// - A response of the base is paired with the revision's response installed clients would read its
     ///   statuses by (``StatusKeys/reader(of:)``): the same key (a range in any case: `2xx` is `2XX`), else its
@@ -690,22 +688,24 @@ struct Collector {
     ///   it expects, the revision's what it now gets. After `201` → `2XX`, a client reading `201` as a `Note`
     ///   may get any body the `2XX` describes, so the `2XX` body must hold nothing a `Note` decoder refuses
     ///   (a `Job` instead is breaking); that the wider range may also answer statuses it was not written for
-    ///   (`202`) is ``compareAddedStatuses(_:_:_:)``'s warning, not a removal.
+    ///   (`202`) is ``compareAddedStatuses(_:base:_:)``'s warning, not a removal.
     /// - The other way, a response of the base replaced by narrower ones (`2XX` by `200` and `201`, `default` by
     ///   `500`, its key gone from the revision): each of them is paired with it, the findings at the
     ///   narrower status (`200`). The server promises less — clients get a subset of the statuses they were
     ///   written for, not breaking by itself — but what they get at `200` must still be what they read as
     ///   `2XX`. A status the revision adds under a range or `default` it still declares is not compared: as
-    ///   for ``compareAddedStatuses(_:_:_:)``, it is documented, not new.
+    ///   for ``compareAddedStatuses(_:base:_:)``, it is documented, not new.
     /// - Gone: an exact success (`201`) nothing in the revision answers, as before. A success range (`2XX`)
     ///   only when the revision answers no status of its class: a range promises no particular status, so
     ///   `2XX` → `200` leaves clients a subset of what they read (the `200` body compared with the `2XX` one).
     ///   A failure nothing answers is not reported: installed clients read an unknown failure by its class.
-    static func responsePairs(_ old: [OpenAPIDocument.Response], _ new: [OpenAPIDocument.Response]) -> (
+    static func responsePairs(
+        _ old: [OpenAPIDocument.Response], _ new: [OpenAPIDocument.Response], base: StatusKeys
+    ) -> (
         pairs: [(old: OpenAPIDocument.Response, new: OpenAPIDocument.Response, status: String)],
         gone: [OpenAPIDocument.Response]
     ) {
-        let (base, revision) = (StatusKeys(old), StatusKeys(new))
+        let revision = StatusKeys(new)
         var pairs: [(old: OpenAPIDocument.Response, new: OpenAPIDocument.Response, status: String)] = []
         var gone: [OpenAPIDocument.Response] = []
         for (index, oldResponse) in old.enumerated() {

@@ -170,7 +170,9 @@ public struct AccountIDError: KeelError, Equatable, CustomStringConvertible {
     /// A developer-facing explanation of the broken rule; may quote up to 40 characters of the value, which may be
     /// personal data: never show it to users.
     public var description: String {
-        let shown = Self.visible(value.count > 40 ? String(value.prefix(40)) + "…" : value)
+        let shown = TerminalText.quotedVisibly(
+            value.count > 40 ? String(value.prefix(40)) + "…" : value,
+            alsoHidden: { AccountID.invisibleLetters.contains($0.value) })
         switch code {
         case .empty: return "account id is empty"
         case .whitespaceOnly: return "account id contains only whitespace"
@@ -181,34 +183,6 @@ public struct AccountIDError: KeelError, Equatable, CustomStringConvertible {
             return "account id is \(value.utf8.count) bytes long; at most \(AccountID.maximumUTF8Length) allowed"
         default: return "account id \(shown) is a placeholder, not an account"
         }
-    }
-
-    /// `text` quoted, with every character that shows nothing or moves the text written as `\u{…}`: the value
-    /// the message is about is invisible otherwise (`"bob\u{200B}"` printed as `"bob"` next to "contains an
-    /// invisible formatting character"). Quotes and backslashes are escaped as Swift writes them.
-    static func visible(_ text: String) -> String {
-        var shown = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": shown += "\\\""
-            case "\\": shown += "\\\\"
-            case " ": shown += " "
-            default:
-                let properties = scalar.properties
-                let hidden: Bool
-                switch properties.generalCategory {
-                case .control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator, .nonspacingMark,
-                    .enclosingMark, .unassigned, .privateUse, .surrogate:
-                    hidden = true
-                default:
-                    hidden =
-                        properties.isWhitespace || properties.isVariationSelector
-                        || AccountID.invisibleLetters.contains(scalar.value)
-                }
-                shown += hidden ? "\\u{\(String(scalar.value, radix: 16, uppercase: true))}" : String(scalar)
-            }
-        }
-        return shown + "\""
     }
 }
 
